@@ -1,0 +1,71 @@
+# Wharf's entry points. `make demo` and `make test` each do all the set-up (Debian packages,
+# configure, build) and then run. Everything builds in build/ (CUDA if nvcc is found).
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?=
+WHARF_WITH_CUDA ?= AUTO
+WHARF := $(BUILD)/wharf
+
+.PHONY: all deps configure build demo test test-unit test-c test-gpu bench gpu-bundle \
+        fuzz asan tsan abi-baseline install clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DWHARF_WITH_CUDA=$(WHARF_WITH_CUDA) $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	$(WHARF) demo
+
+# Every suite that runs without a GPU: unit (host backend; CUDA tests skip with a reason),
+# C99/ABI checks, then the language bindings.
+test: build
+	cd $(BUILD) && ctest --output-on-failure
+	@bash scripts/run-binding-tests.sh $(BUILD)
+
+test-unit: build
+	$(BUILD)/tests/wharf_unit_tests
+
+# On a machine with a GPU: the CUDA suites plus compute-sanitizer.
+test-gpu: build
+	bash scripts/gpu-run.sh $(BUILD)
+
+bench: build
+	bash scripts/bench.sh $(BUILD)
+
+# A small folder to carry to the lent GPU machine: test/bench binaries, libwharf.so, scripts.
+gpu-bundle:
+	$(MAKE) build WHARF_WITH_CUDA=ON
+	bash scripts/gpu-bundle.sh $(BUILD) gpu-bundle
+
+fuzz:
+	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
+
+asan: deps
+	cmake -S . -B build-asan -DWHARF_WITH_CUDA=OFF -DWHARF_SANITIZE=address -DWHARF_BUILD_BENCH=OFF
+	cmake --build build-asan -j$(JOBS) --target wharf_unit_tests
+	build-asan/tests/wharf_unit_tests
+
+tsan: deps
+	cmake -S . -B build-tsan -DWHARF_WITH_CUDA=OFF -DWHARF_SANITIZE=thread -DWHARF_BUILD_BENCH=OFF
+	cmake --build build-tsan -j$(JOBS) --target wharf_unit_tests
+	build-tsan/tests/wharf_unit_tests
+
+# Regenerates the committed ABI baseline: only on purpose, with a CHANGELOG.md entry.
+abi-baseline: build
+	abidw --no-corpus-path --headers-dir include/wharf --out-file abi/libwharf.abi $(BUILD)/libwharf.so
+	@echo "abi/libwharf.abi regenerated: say why in CHANGELOG.md"
+
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan gpu-bundle

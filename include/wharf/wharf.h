@@ -1,0 +1,379 @@
+/*
+ * wharf.h - the public C API of Wharf, a runtime that keeps an inference model's weights
+ * (constants) and per-conversation state on a GPU and lets a serving process change them
+ * while it serves.
+ *
+ * This is the only public header. It is C99, includes only <stddef.h> and <stdint.h>, and
+ * exposes no C++ or CUDA types: CUDA streams cross it as `void*` (a `cudaStream_t`).
+ *
+ * ---------------------------------------------------------------------------------------
+ * Conventions (they hold for every function below unless its comment says otherwise)
+ *
+ * Errors.  A function that can fail returns `wharf_status*`: NULL means success; otherwise
+ *   the caller owns the returned status and releases it with wharf_status_free(). There is
+ *   no thread-local "last error" (it breaks under cgo, whose consecutive calls can land on
+ *   different OS threads). Messages name the object and the value at fault. No function
+ *   leaves partial changes behind when it fails, and no C++ exception crosses this API.
+ *
+ * Options structs.  Each begins with `uint32_t struct_size`. Call the matching
+ *   `wharf_*_options_init()` to fill the defaults (it sets struct_size to the size this
+ *   header was compiled with), then change fields. New fields are only ever appended; the
+ *   library reads only the fields the caller's struct_size covers and treats the rest as
+ *   defaults, so a program built against an older header keeps working. Output structs with
+ *   struct_size are filled only up to the caller's struct_size.
+ *
+ * Ownership.  Written on every function. "Borrowed" pointers stay owned by the caller and
+ *   must stay valid for the time stated. Every `*_free` function accepts NULL.
+ *
+ * Threads.  Written on every type. In short: runtimes are safe to use from many threads at
+ *   once; a constant map may be read from many threads but must not be modified while
+ *   another thread uses it; statuses are plain values.
+ *
+ * Versions.  WHARF_ABI_VERSION is the major version of the binary interface and the
+ *   number in the SONAME (libwharf.so.1). It changes only on an incompatible change;
+ *   bindings refuse a library whose wharf_abi_version() differs from theirs.
+ * ---------------------------------------------------------------------------------------
+ */
+#ifndef WHARF_WHARF_H
+#define WHARF_WHARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WHARF_VERSION_MAJOR 0
+#define WHARF_VERSION_MINOR 1
+#define WHARF_VERSION_PATCH 0
+#define WHARF_ABI_VERSION 1
+
+#if defined(_WIN32)
+#  if defined(WHARF_BUILDING_LIBRARY)
+#    define WHARF_API __declspec(dllexport)
+#  else
+#    define WHARF_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define WHARF_API __attribute__((visibility("default")))
+#else
+#  define WHARF_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================
+ * Status
+ * ====================================================================================== */
+
+/** Result codes. Values are stable across releases; new codes are only appended. */
+typedef enum wharf_code {
+  WHARF_OK = 0,
+  WHARF_INVALID_ARGUMENT = 1,   /* an argument is malformed (NULL, wrong shape, bad dtype) */
+  WHARF_NOT_FOUND = 2,          /* a named thing does not exist (FQN, file) */
+  WHARF_ALREADY_EXISTS = 3,     /* a name is taken (duplicate FQN in a map) */
+  WHARF_OUT_OF_MEMORY = 4,      /* device or host allocation failed, or device_memory_limit hit */
+  WHARF_RESOURCE_EXHAUSTED = 5, /* a budget other than memory was exceeded */
+  WHARF_FAILED_PRECONDITION = 6,/* the object is not in a state that allows the call */
+  WHARF_BUSY = 7,               /* the object is in use by another caller; try later */
+  WHARF_UNSUPPORTED = 8,        /* not available in this build or on this backend */
+  WHARF_DEVICE_ERROR = 9,       /* the CUDA driver or runtime reported an error */
+  WHARF_IO_ERROR = 10,          /* reading or writing a file failed */
+  WHARF_DATA_CORRUPT = 11,      /* a file's contents are malformed */
+  WHARF_INTERNAL = 12           /* a bug in Wharf; please report it */
+} wharf_code;
+
+/** Opaque error. NULL always means success. Immutable once returned; any thread may read it. */
+typedef struct wharf_status wharf_status;
+
+/** The status's code; WHARF_OK for NULL. */
+WHARF_API wharf_code wharf_status_code(const wharf_status* status);
+
+/** The status's message, owned by the status (valid until wharf_status_free). "" for NULL. */
+WHARF_API const char* wharf_status_message(const wharf_status* status);
+
+/** Releases a status. NULL is a no-op. */
+WHARF_API void wharf_status_free(wharf_status* status);
+
+/** A static, human-readable name for a code ("INVALID_ARGUMENT"); "UNKNOWN" for others. */
+WHARF_API const char* wharf_code_name(wharf_code code);
+
+/* ======================================================================================
+ * Versions
+ * ====================================================================================== */
+
+/** The library's version as "MAJOR.MINOR.PATCH" (a static string). */
+WHARF_API const char* wharf_version(void);
+
+/** The library's ABI major version; compare with WHARF_ABI_VERSION from this header. */
+WHARF_API uint32_t wharf_abi_version(void);
+
+/* ======================================================================================
+ * Logging
+ * ====================================================================================== */
+
+typedef enum wharf_log_level {
+  WHARF_LOG_DEBUG = 0,
+  WHARF_LOG_INFO = 1,
+  WHARF_LOG_WARN = 2,
+  WHARF_LOG_ERROR = 3,
+  WHARF_LOG_OFF = 4
+} wharf_log_level;
+
+/**
+ * Receives one log line (no trailing newline). `message` is valid only during the call.
+ * May be called from any thread, including Wharf's worker threads, and concurrently; it must
+ * not call back into Wharf functions that could log (keep it a plain hand-off).
+ */
+typedef void (*wharf_log_fn)(wharf_log_level level, const char* message, void* user);
+
+/**
+ * Routes Wharf's log lines at `min_level` and above to `fn` (process-wide). `fn == NULL`
+ * restores the default (lines at WARN and above to stderr; the environment variable
+ * WHARF_LOG_LEVEL=debug|info|warn|error|off changes the default level). Thread-safe; a
+ * callback being replaced may still receive lines already in progress on other threads.
+ */
+WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level, void* user);
+
+/* ======================================================================================
+ * Data types and tensor views
+ * ====================================================================================== */
+
+typedef enum wharf_dtype {
+  WHARF_DTYPE_F32 = 0,
+  WHARF_DTYPE_F16 = 1,
+  WHARF_DTYPE_BF16 = 2,
+  WHARF_DTYPE_F64 = 3,
+  WHARF_DTYPE_F8_E4M3 = 4,
+  WHARF_DTYPE_F8_E5M2 = 5,
+  WHARF_DTYPE_I8 = 6,
+  WHARF_DTYPE_U8 = 7,
+  WHARF_DTYPE_I16 = 8,
+  WHARF_DTYPE_I32 = 9,
+  WHARF_DTYPE_I64 = 10,
+  WHARF_DTYPE_BOOL = 11
+} wharf_dtype;
+
+/** Bytes per element; 0 for a value outside wharf_dtype. */
+WHARF_API size_t wharf_dtype_size(wharf_dtype dtype);
+
+/** The safetensors spelling ("F32", "BF16", "F8_E4M3", "BOOL", ...); NULL for an unknown value. */
+WHARF_API const char* wharf_dtype_name(wharf_dtype dtype);
+
+/** Parses a safetensors dtype name. WHARF_NOT_FOUND for an unknown name. */
+WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out);
+
+typedef enum wharf_device_type {
+  WHARF_DEVICE_CPU = 0,   /* host memory, pageable or pinned */
+  WHARF_DEVICE_CUDA = 1   /* CUDA device memory on device `device_index` */
+} wharf_device_type;
+
+/** Maximum number of dimensions of a tensor. */
+#define WHARF_MAX_DIMS 8
+
+/**
+ * A borrowed view of a tensor in someone else's memory. Nothing here is owned: the data
+ * and the shape/strides arrays belong to whoever filled the view and must outlive its use.
+ * `strides` are in elements; NULL means contiguous row-major. `ndim` 0 is a scalar
+ * (one element; shape may be NULL).
+ */
+typedef struct wharf_tensor_view {
+  void* data;
+  wharf_dtype dtype;
+  wharf_device_type device_type;
+  int32_t device_index;
+  int32_t ndim;
+  const int64_t* shape;
+  const int64_t* strides;
+} wharf_tensor_view;
+
+/* ======================================================================================
+ * Runtime: one device and its streams, allocator and memory accounting
+ *
+ * Threads: a runtime is safe to use from many threads at once. It must outlive every
+ * object created from it unless that object's docs say it keeps the runtime alive.
+ * ====================================================================================== */
+
+typedef struct wharf_runtime wharf_runtime;
+
+typedef enum wharf_backend {
+  WHARF_BACKEND_AUTO = 0,  /* CUDA when a device is usable, the host backend otherwise (logged) */
+  WHARF_BACKEND_CUDA = 1,  /* a CUDA GPU; fails with WHARF_UNSUPPORTED/DEVICE_ERROR if none */
+  WHARF_BACKEND_HOST = 2   /* host memory and worker-thread streams; runs anywhere */
+} wharf_backend;
+
+typedef struct wharf_runtime_options {
+  uint32_t struct_size;
+  wharf_backend backend;         /* default WHARF_BACKEND_AUTO */
+  int32_t device_index;          /* CUDA device ordinal; default 0 */
+  uint64_t device_memory_limit;  /* bytes of device memory Wharf may hold; 0 = no cap */
+  uint32_t copy_threads;         /* host threads that fill the pinned staging ring; 0 = auto */
+  uint64_t staging_bytes;        /* size of the pinned staging ring; 0 = auto */
+} wharf_runtime_options;
+
+/** Fills `opts` with defaults and sets struct_size. NULL is a no-op. */
+WHARF_API void wharf_runtime_options_init(wharf_runtime_options* opts);
+
+/**
+ * Creates a runtime. `opts` is borrowed for the call; NULL means defaults. On success the
+ * caller owns `*out` and frees it with wharf_runtime_free(). Errors: WHARF_INVALID_ARGUMENT
+ * (bad option values), WHARF_UNSUPPORTED (CUDA asked for in a build without CUDA, or no
+ * device), WHARF_DEVICE_ERROR (CUDA failed to initialise).
+ */
+WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
+                                             wharf_runtime** out);
+
+/**
+ * Frees a runtime: waits for its streams to drain, then releases them and all memory it
+ * still holds. NULL is a no-op. No other thread may be using the runtime.
+ */
+WHARF_API void wharf_runtime_free(wharf_runtime* runtime);
+
+/** The backend the runtime chose (never WHARF_BACKEND_AUTO). Thread-safe. */
+WHARF_API wharf_backend wharf_runtime_backend(const wharf_runtime* runtime);
+
+typedef struct wharf_device_info {
+  uint32_t struct_size;
+  wharf_backend backend;
+  int32_t device_index;
+  char name[256];               /* "NVIDIA H100 80GB HBM3", or "host" */
+  uint64_t total_memory;        /* bytes; host backend: physical memory */
+  uint64_t free_memory;         /* bytes at the time of the call */
+  int32_t compute_major;        /* CUDA compute capability; 0 on the host backend */
+  int32_t compute_minor;
+} wharf_device_info;
+
+/**
+ * Describes the runtime's device. `out->struct_size` must be set by the caller (fields past
+ * it are not written). Thread-safe. Errors: WHARF_INVALID_ARGUMENT, WHARF_DEVICE_ERROR.
+ */
+WHARF_API wharf_status* wharf_runtime_device_info(const wharf_runtime* runtime,
+                                                  wharf_device_info* out);
+
+/**
+ * Waits until all work Wharf enqueued on the runtime's own streams has finished.
+ * Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work).
+ */
+WHARF_API wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
+
+/* --- memory accounting ---------------------------------------------------------------- */
+
+/** Allocation tags; per-tag figures are indexed by these values. Room for 16. */
+typedef enum wharf_memory_tag {
+  WHARF_MEM_CONSTANTS = 0,
+  WHARF_MEM_STATE = 1,
+  WHARF_MEM_STAGING = 2,
+  WHARF_MEM_WORKSPACE = 3,
+  WHARF_MEM_OFFLOAD = 4,
+  WHARF_MEM_GRAPH = 5
+} wharf_memory_tag;
+
+#define WHARF_MEM_TAG_CAPACITY 16
+
+/**
+ * Bytes Wharf holds. current[tag]/peak[tag] count every allocation with that tag, device
+ * and pinned host alike; device_* count device memory only (what device_memory_limit caps;
+ * on the host backend, "device" memory is the host memory standing in for it);
+ * pinned_host_* count page-locked host memory.
+ */
+typedef struct wharf_memory_stats {
+  uint32_t struct_size;
+  uint64_t current[WHARF_MEM_TAG_CAPACITY];
+  uint64_t peak[WHARF_MEM_TAG_CAPACITY];
+  uint64_t device_current;
+  uint64_t device_peak;
+  uint64_t pinned_host_current;
+  uint64_t pinned_host_peak;
+} wharf_memory_stats;
+
+/**
+ * Reads the runtime's memory figures into `out` (the caller sets out->struct_size; fields
+ * past it are not written). Thread-safe; figures are a consistent snapshot per counter.
+ * Errors: WHARF_INVALID_ARGUMENT (NULL arguments, struct_size too small for the header).
+ */
+WHARF_API wharf_status* wharf_runtime_memory_stats(const wharf_runtime* runtime,
+                                                   wharf_memory_stats* out);
+
+/** Sets every peak figure to its current value. Thread-safe. NULL is a no-op. */
+WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime);
+
+/* ======================================================================================
+ * Constant maps: FQN -> borrowed tensor view
+ *
+ * A map names tensors that live in the caller's memory (pageable host, pinned host or
+ * device memory). It copies names, shapes and strides; it never copies or owns data,
+ * except for a map loaded from a safetensors file, which owns the file's memory mapping.
+ * Entries keep insertion order.
+ *
+ * Threads: many threads may read one map at once; modifying it (set) while any other
+ * thread uses it is not allowed.
+ * ====================================================================================== */
+
+typedef struct wharf_constant_map wharf_constant_map;
+
+/** Creates an empty map owned by the caller (free with wharf_constant_map_free). */
+WHARF_API wharf_status* wharf_constant_map_create(wharf_constant_map** out);
+
+/**
+ * Adds `fqn` -> `view`. The name, shape and strides are copied; `view->data` is borrowed
+ * and must stay valid while the map is used. Errors: WHARF_INVALID_ARGUMENT (NULL or empty
+ * name, NULL data with a non-empty shape, unknown dtype or device type, ndim outside
+ * 0..WHARF_MAX_DIMS, a negative dimension or stride, byte size overflow),
+ * WHARF_ALREADY_EXISTS (the name is in the map). On error the map is unchanged.
+ */
+WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const char* fqn,
+                                               const wharf_tensor_view* view);
+
+/**
+ * Looks up `fqn`. On success `*out` is a view whose shape/strides point into the map
+ * (valid while the map lives and is not modified). Errors: WHARF_NOT_FOUND naming fqn.
+ */
+WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map,
+                                                const char* fqn, wharf_tensor_view* out);
+
+/** Number of entries; 0 for NULL. */
+WHARF_API size_t wharf_constant_map_size(const wharf_constant_map* map);
+
+/**
+ * The i-th entry in insertion order. `*fqn` (may be NULL to skip) and the view's arrays
+ * point into the map. Errors: WHARF_INVALID_ARGUMENT for i >= size.
+ */
+WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, size_t i,
+                                                 const char** fqn, wharf_tensor_view* out);
+
+/**
+ * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
+ * into the mapping, in file order). The mapping lives as long as the map. The whole file is
+ * validated first: header length and JSON, dtype names, shape x dtype = byte range, ranges
+ * inside the data section and not overlapping, `__metadata__` a string->string object.
+ * Errors: WHARF_NOT_FOUND/WHARF_IO_ERROR (the file), WHARF_DATA_CORRUPT (naming the tensor
+ * and what is wrong). Thread-safe.
+ */
+WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
+                                                            wharf_constant_map** out);
+
+/**
+ * Number of `__metadata__` entries of a map loaded from safetensors (0 for other maps),
+ * and the i-th key/value (strings owned by the map).
+ */
+WHARF_API size_t wharf_constant_map_metadata_size(const wharf_constant_map* map);
+WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_map* map,
+                                                          size_t i, const char** key,
+                                                          const char** value);
+
+/**
+ * Writes every entry of `map` to a safetensors file at `path` (created or replaced
+ * atomically: written to a temporary file, then renamed). Entries must be host-readable
+ * (WHARF_DEVICE_CPU); strided views are written contiguous. Errors: WHARF_INVALID_ARGUMENT
+ * (a CUDA view, naming it), WHARF_IO_ERROR.
+ */
+WHARF_API wharf_status* wharf_constant_map_save_safetensors(const wharf_constant_map* map,
+                                                            const char* path);
+
+/** Frees a map (and its file mapping, if any). NULL is a no-op. */
+WHARF_API void wharf_constant_map_free(wharf_constant_map* map);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WHARF_WHARF_H */

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Wharf's build and tests need. Idempotent: it asks apt only
+# for what is missing, so a second run costs nothing. Run as root (or with sudo available).
+set -euo pipefail
+pkgs=(cmake g++ make pkg-config googletest libgtest-dev libgmock-dev libbenchmark-dev
+      abigail-tools clang libclang-rt-14-dev golang-go swig junit4 default-jdk-headless)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}"
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,36 @@
+#include "api/handles.h"
+
+namespace wharf {
+namespace api {
+
+Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out) {
+  if (v.ndim < 0 || v.ndim > WHARF_MAX_DIMS)
+    return InvalidArgument(what + ": ndim " + std::to_string(v.ndim) + " outside 0.." +
+                           std::to_string(WHARF_MAX_DIMS));
+  if (v.ndim > 0 && !v.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(v.ndim));
+  if (!dtype_valid(int(v.dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(v.dtype)));
+  if (v.device_type != WHARF_DEVICE_CPU && v.device_type != WHARF_DEVICE_CUDA)
+    return InvalidArgument(what + ": unknown device type " + std::to_string(int(v.device_type)));
+  TensorMeta m;
+  m.dtype = static_cast<DType>(v.dtype);
+  m.shape.assign(v.shape, v.shape + v.ndim);
+  if (v.strides) m.strides.assign(v.strides, v.strides + v.ndim);
+  m.device_type = v.device_type == WHARF_DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
+  m.device_index = v.device_index;
+  WHARF_RETURN_IF_ERROR(m.validate(what));
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out) {
+  out->data = data;
+  out->dtype = static_cast<wharf_dtype>(meta.dtype);
+  out->device_type = meta.device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
+  out->device_index = meta.device_index;
+  out->ndim = static_cast<int32_t>(meta.shape.size());
+  out->shape = meta.shape.empty() ? nullptr : meta.shape.data();
+  out->strides = meta.strides.empty() ? nullptr : meta.strides.data();
+}
+
+}  // namespace api
+}  // namespace wharf

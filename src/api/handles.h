@@ -1,0 +1,28 @@
+// The opaque handle types of wharf.h and their conversions to internal types.
+#pragma once
+
+#include <memory>
+
+#include "constants/constant_map.h"
+#include "core/tensor.h"
+#include "device/runtime.h"
+#include "wharf/wharf.h"
+
+struct wharf_runtime {
+  std::shared_ptr<wharf::Runtime> rt;
+};
+
+struct wharf_constant_map {
+  std::unique_ptr<wharf::ConstantMap> map;
+};
+
+namespace wharf {
+namespace api {
+
+// Validates the C view's enums and rank and copies its metadata (not data).
+Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out);
+// Fills a C view whose shape/strides point into `meta` (which must outlive the view).
+void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out);
+
+}  // namespace api
+}  // namespace wharf

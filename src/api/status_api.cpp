@@ -1,0 +1,110 @@
+// Status, version, logging and dtype functions of wharf.h.
+#include "api/boundary.h"
+#include "core/dtype.h"
+#include "core/logging.h"
+
+using namespace wharf;
+
+static_assert(int(WHARF_INTERNAL) == int(Code::kInternal), "wharf_code and Code must match");
+static_assert(int(WHARF_DATA_CORRUPT) == int(Code::kDataCorrupt), "wharf_code and Code must match");
+static_assert(int(WHARF_BUSY) == int(Code::kBusy), "wharf_code and Code must match");
+static_assert(int(WHARF_DTYPE_BOOL) == int(DType::kBool), "wharf_dtype and DType must match");
+static_assert(int(WHARF_DTYPE_F8_E5M2) == int(DType::kF8E5M2), "wharf_dtype and DType must match");
+
+namespace {
+// Returned when a status cannot be allocated; never freed.
+wharf_status* oom_status() noexcept {
+  static wharf_status* s = [] {
+    static wharf_status st{WHARF_OUT_OF_MEMORY, "host memory exhausted while reporting an error"};
+    return &st;
+  }();
+  return s;
+}
+}  // namespace
+
+namespace wharf {
+namespace api {
+
+wharf_status* make_status(Code code, const char* message) noexcept {
+  try {
+    return new wharf_status{static_cast<wharf_code>(code), message};
+  } catch (...) {
+    return oom_status();
+  }
+}
+
+wharf_status* to_c(const Status& st) noexcept {
+  if (st.ok()) return nullptr;
+  return make_status(st.code(), st.message().c_str());
+}
+
+}  // namespace api
+}  // namespace wharf
+
+extern "C" {
+
+WHARF_API wharf_code wharf_status_code(const wharf_status* status) {
+  return status ? status->code : WHARF_OK;
+}
+
+WHARF_API const char* wharf_status_message(const wharf_status* status) {
+  return status ? status->message.c_str() : "";
+}
+
+WHARF_API void wharf_status_free(wharf_status* status) {
+  if (status && status != oom_status()) delete status;
+}
+
+WHARF_API const char* wharf_code_name(wharf_code code) {
+  if (int(code) < 0 || int(code) > int(WHARF_INTERNAL)) return "UNKNOWN";
+  return code_name(static_cast<Code>(code));
+}
+
+WHARF_API const char* wharf_version(void) {
+#define WHARF_STR2(x) #x
+#define WHARF_STR(x) WHARF_STR2(x)
+  return WHARF_STR(WHARF_VERSION_MAJOR) "." WHARF_STR(WHARF_VERSION_MINOR) "." WHARF_STR(WHARF_VERSION_PATCH);
+}
+
+WHARF_API uint32_t wharf_abi_version(void) { return WHARF_ABI_VERSION; }
+
+WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level, void* user) {
+  int lvl = int(min_level);
+  if (lvl < 0 || lvl > int(WHARF_LOG_OFF)) lvl = int(WHARF_LOG_WARN);
+  if (!fn) {
+    set_log_sink(nullptr, LogLevel::kWarn, nullptr);
+    return;
+  }
+  // The C callback is reached through a trampoline (calling it through a pointer of another
+  // type would be undefined). Each registration's record is kept for the process's life, so
+  // a thread still logging through a replaced callback never reads freed memory; callers
+  // register a handful of times at most.
+  struct CSink {
+    wharf_log_fn fn;
+    void* user;
+  };
+  CSink* rec = new (std::nothrow) CSink{fn, user};
+  if (!rec) return;
+  set_log_sink(
+      [](int level, const char* message, void* u) {
+        auto* s = static_cast<CSink*>(u);
+        s->fn(static_cast<wharf_log_level>(level), message, s->user);
+      },
+      static_cast<LogLevel>(lvl), rec);
+}
+
+WHARF_API size_t wharf_dtype_size(wharf_dtype dtype) { return dtype_size(static_cast<DType>(dtype)); }
+
+WHARF_API const char* wharf_dtype_name(wharf_dtype dtype) { return dtype_name(static_cast<DType>(dtype)); }
+
+WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(name && out, "wharf_dtype_from_name: name and out must not be NULL");
+    auto d = dtype_from_name(name);
+    if (!d) return NotFound(std::string("unknown dtype name '") + name + "'");
+    *out = static_cast<wharf_dtype>(*d);
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"

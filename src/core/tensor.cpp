@@ -1,0 +1,90 @@
+#include "core/tensor.h"
+
+#include "core/checked.h"
+
+namespace wharf {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Status TensorMeta::validate(const std::string& what) const {
+  if (!dtype_valid(static_cast<int>(dtype)))
+    return InvalidArgument(what + ": unknown dtype value " + std::to_string(static_cast<int>(dtype)));
+  if (shape.size() > static_cast<size_t>(kMaxDims))
+    return InvalidArgument(what + ": " + std::to_string(shape.size()) + " dimensions, at most " +
+                           std::to_string(kMaxDims) + " supported");
+  if (!strides.empty() && strides.size() != shape.size())
+    return InvalidArgument(what + ": " + std::to_string(strides.size()) + " strides for " +
+                           std::to_string(shape.size()) + " dimensions");
+  uint64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0)
+      return InvalidArgument(what + ": negative dimension in shape " + shape_string(shape));
+    if (!checked_mul(n, static_cast<uint64_t>(shape[i]), &n))
+      return InvalidArgument(what + ": element count of shape " + shape_string(shape) + " overflows");
+  }
+  uint64_t bytes;
+  if (!checked_mul(n, dtype_size(dtype), &bytes) || bytes > (uint64_t(1) << 62))
+    return InvalidArgument(what + ": byte size of shape " + shape_string(shape) + " overflows");
+  for (int64_t s : strides)
+    if (s < 0) return InvalidArgument(what + ": negative stride in " + shape_string(strides));
+  if (!strides.empty() && n > 0) {
+    uint64_t last = 0, term;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (!checked_mul(static_cast<uint64_t>(shape[i] - 1), static_cast<uint64_t>(strides[i]), &term) ||
+          !checked_add(last, term, &last))
+        return InvalidArgument(what + ": strided extent overflows");
+    }
+    if (!checked_mul(last + 1, dtype_size(dtype), &bytes) || bytes > (uint64_t(1) << 62))
+      return InvalidArgument(what + ": strided extent overflows");
+  }
+  if (device_type != DeviceType::kCpu && device_type != DeviceType::kCuda)
+    return InvalidArgument(what + ": unknown device type " + std::to_string(static_cast<int>(device_type)));
+  if (device_index < 0)
+    return InvalidArgument(what + ": negative device index " + std::to_string(device_index));
+  return Status::Ok();
+}
+
+uint64_t TensorMeta::numel() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+uint64_t TensorMeta::nbytes() const { return numel() * dtype_size(dtype); }
+
+std::vector<int64_t> TensorMeta::contiguous_strides() const {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+bool TensorMeta::contiguous() const {
+  if (strides.empty()) return true;
+  std::vector<int64_t> c = contiguous_strides();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && strides[i] != c[i]) return false;  // size-1 dims may carry any stride
+  return true;
+}
+
+uint64_t TensorMeta::extent_bytes() const {
+  if (strides.empty()) return nbytes();
+  uint64_t n = numel();
+  if (n == 0) return 0;
+  uint64_t last = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    last += static_cast<uint64_t>(shape[i] - 1) * static_cast<uint64_t>(strides[i]);
+  return (last + 1) * dtype_size(dtype);
+}
+
+}  // namespace wharf

@@ -1,0 +1,40 @@
+// Runtime: one device (CUDA or host), the runtime's own stream, and the options every
+// component reads (staging ring size, copy threads). Shared by everything made from it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "device/device.h"
+
+namespace wharf {
+
+struct RuntimeOptions {
+  int backend = 0;  // 0 auto, 1 cuda, 2 host (wharf_backend values)
+  int device_index = 0;
+  uint64_t device_memory_limit = 0;
+  uint32_t copy_threads = 0;   // 0 = auto
+  uint64_t staging_bytes = 0;  // 0 = auto
+};
+
+class Runtime {
+ public:
+  // Resolves AUTO (logs the choice), validates options, creates the device and its stream.
+  static Status create(const RuntimeOptions& opts, std::shared_ptr<Runtime>* out);
+  ~Runtime();
+
+  Backend backend() const { return device_->backend(); }
+  Device& device() { return *device_; }
+  const std::shared_ptr<Device>& device_ptr() const { return device_; }
+  Stream& stream() { return *stream_; }
+  const RuntimeOptions& options() const { return opts_; }  // with autos resolved
+  Status synchronize() { return device_->synchronize(); }
+
+ private:
+  Runtime() = default;
+  RuntimeOptions opts_;
+  std::shared_ptr<Device> device_;
+  std::unique_ptr<Stream> stream_;
+};
+
+}  // namespace wharf
