@@ -61,7 +61,7 @@ tsan: deps
 
 # Regenerates the committed ABI baseline: only on purpose, with a CHANGELOG.md entry.
 abi-baseline: build
-	abidw --no-corpus-path --headers-dir include/wharf --out-file abi/libwharf.abi $(BUILD)/libwharf.so
+	abidw --no-corpus-path --headers-dir include/wharf --drop-private-types --exported-interfaces-only --out-file abi/libwharf.abi $(BUILD)/libwharf.so
 	@echo "abi/libwharf.abi regenerated: say why in CHANGELOG.md"
 
 install: build

@@ -372,6 +372,215 @@ WHARF_API wharf_status* wharf_constant_map_save_safetensors(const wharf_constant
 /** Frees a map (and its file mapping, if any). NULL is a no-op. */
 WHARF_API void wharf_constant_map_free(wharf_constant_map* map);
 
+/* ======================================================================================
+ * Containers: one model's constants, double-buffered in copy-on-write generations
+ *
+ * A container declares its constants (FQN, dtype, shape, placement) and holds an *active*
+ * generation (what new runs read) and an *inactive* one (what the next swap makes active).
+ * Storage is per constant, in refcounted slots: the first update after a swap starts a new
+ * inactive generation that shares every slot of the active one, and only the constants the
+ * update writes get fresh slots. Extra memory during an update is therefore the bytes
+ * updated, not a second copy of the model. Constants an update leaves out hold the active
+ * values, never stale ones.
+ *
+ * Threads: every container function is safe to call from many threads at once. Runs
+ * (wharf_run_begin/end) never block on updates; two updates of one container at once are
+ * not interleaved: the second returns WHARF_BUSY. The runtime must outlive the container.
+ * ====================================================================================== */
+
+typedef struct wharf_container wharf_container;
+/** One conversation's mutable state (see the sessions API). Declared here so runs can name it. */
+typedef struct wharf_session wharf_session;
+/** A lease: one generation (and session) pinned for one execution. */
+typedef struct wharf_run wharf_run;
+
+typedef enum wharf_placement {
+  WHARF_PLACEMENT_DEVICE = 0,  /* device memory (host memory on the host backend) */
+  WHARF_PLACEMENT_HOST = 1     /* pinned host memory, even for a CUDA model */
+} wharf_placement;
+
+/** Constant flags. */
+#define WHARF_CONSTANT_DERIVED 0x1u /* computed by the update's fold callback, never from a map */
+
+typedef struct wharf_constant_decl {
+  const char* fqn;
+  wharf_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  wharf_placement placement;
+  uint32_t flags;
+} wharf_constant_decl;
+
+typedef struct wharf_container_options {
+  uint32_t struct_size;
+  const char* name;                        /* for messages; default "model" */
+  const wharf_constant_decl* constants;    /* borrowed for the create call */
+  size_t num_constants;
+} wharf_container_options;
+
+WHARF_API void wharf_container_options_init(wharf_container_options* opts);
+
+/**
+ * Declares a container (constants only; no weights yet: runs fail with
+ * WHARF_FAILED_PRECONDITION until the first update has been swapped in). `opts` and its
+ * arrays are borrowed for the call; the caller owns `*out`. Errors: WHARF_INVALID_ARGUMENT
+ * (a bad or duplicate declaration, naming it).
+ */
+WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
+                                               const wharf_container_options* opts,
+                                               wharf_container** out);
+
+/**
+ * Declares one device-placed constant per entry of `map` (in map order), loads them and
+ * makes them active: the container is ready to run. `opts` may be NULL; its `constants`
+ * must be empty. The map is borrowed for the call. Errors: as wharf_container_update.
+ */
+WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
+                                                        const wharf_constant_map* map,
+                                                        const wharf_container_options* opts,
+                                                        wharf_container** out);
+
+/**
+ * Frees a container. Waits (on the host) for the device to finish the runs that read it,
+ * then releases its memory; open runs keep its storage alive until wharf_run_end. NULL is a
+ * no-op.
+ */
+WHARF_API void wharf_container_free(wharf_container* container);
+
+typedef enum wharf_update_target {
+  WHARF_TARGET_INACTIVE = 0,        /* write the inactive generation; swap to publish */
+  WHARF_TARGET_ACTIVE_IN_PLACE = 1  /* overwrite the active slots; no extra device memory */
+} wharf_update_target;
+
+/**
+ * Computes the WHARF_CONSTANT_DERIVED constants of the generation being written (e.g. a
+ * transposed or quantised weight) with the caller's own kernels. `target` is a run over
+ * that generation: wharf_run_tensor gives every constant, derived ones included, and
+ * wharf_run_stream the stream to launch on. The callback must not end the run. Return
+ * NULL on success or a status (ownership passes to Wharf) to abort the update.
+ */
+typedef wharf_status* (*wharf_fold_fn)(wharf_run* target, void* user);
+
+typedef struct wharf_update_options {
+  uint32_t struct_size;
+  wharf_update_target target;  /* default WHARF_TARGET_INACTIVE */
+  int32_t require_full;        /* nonzero: the map must name every non-derived constant */
+  wharf_fold_fn fold;          /* required when the container declares derived constants */
+  void* fold_user;
+} wharf_update_options;
+
+WHARF_API void wharf_update_options_init(wharf_update_options* opts);
+
+/**
+ * Writes the map's tensors into the container and returns when the data is in place.
+ * Sources may be pageable host, pinned host or device memory, mixed in one map: pinned
+ * sources are copied by DMA directly, pageable ones through the runtime's pinned staging
+ * ring (filled by copy_threads host threads so memcpy and DMA overlap), device ones
+ * device-to-device. The map is borrowed for the call.
+ *
+ * Everything is validated before anything is copied: an unknown FQN (WHARF_NOT_FOUND), a
+ * derived constant, a wrong dtype or shape, a non-contiguous view, a device the runtime
+ * cannot read, or NULL data (WHARF_INVALID_ARGUMENT), each naming the constant, change
+ * nothing. Out of device memory midway (WHARF_OUT_OF_MEMORY) leaves the active generation
+ * untouched and releases what the update allocated. A fold callback's error aborts the
+ * update the same way. Thread-safe; a concurrent update of the same container returns
+ * WHARF_BUSY.
+ *
+ * WHARF_TARGET_ACTIVE_IN_PLACE writes the active slots: the copies wait (on the device) for
+ * runs already ended, the call waits (on the host) for runs still open, and runs begun after
+ * it returns see only new data. Slots shared with the inactive generation change there too.
+ */
+WHARF_API wharf_status* wharf_container_update(wharf_container* container,
+                                               const wharf_constant_map* map,
+                                               const wharf_update_options* opts);
+
+/**
+ * Makes the inactive generation active, in O(1) without synchronizing the device: runs
+ * already begun keep the generation they pinned, and its slots are reclaimed only after
+ * their completion events fire. The previous active generation becomes the inactive one, so
+ * swapping again without an update rolls back. Errors: WHARF_FAILED_PRECONDITION when
+ * nothing is staged (after wharf_container_free_inactive, or before any update) or when a
+ * non-derived constant of a fresh container was never written (naming it).
+ */
+WHARF_API wharf_status* wharf_container_swap(wharf_container* container);
+
+/** Releases the inactive generation (stream-ordered: after the runs that read it). */
+WHARF_API wharf_status* wharf_container_free_inactive(wharf_container* container);
+
+/** The active generation's id (0 before the first swap); every swap gives a new id. */
+WHARF_API uint64_t wharf_container_generation(const wharf_container* container);
+
+WHARF_API size_t wharf_container_num_constants(const wharf_container* container);
+
+typedef struct wharf_constant_info {
+  uint32_t struct_size;
+  const char* fqn;        /* owned by the container */
+  wharf_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;   /* owned by the container */
+  wharf_placement placement;
+  uint32_t flags;
+  uint64_t nbytes;
+} wharf_constant_info;
+
+/** The i-th declaration (the caller sets out->struct_size). WHARF_INVALID_ARGUMENT past the end. */
+WHARF_API wharf_status* wharf_container_constant_info(const wharf_container* container, size_t i,
+                                                      wharf_constant_info* out);
+
+/**
+ * Called once no generation and no run references a user-managed constant's memory any
+ * more; from any thread, possibly a Wharf worker thread. Must not call into Wharf.
+ */
+typedef void (*wharf_release_fn)(void* data, void* user);
+
+/**
+ * Binds caller-owned memory to constant `fqn` of the inactive generation without a copy
+ * (as an update of that one constant would). The memory must match the declaration's dtype
+ * and shape, be contiguous, and live where the constant is placed (device memory of the
+ * runtime's device for DEVICE placement on CUDA; host memory otherwise). `release` (may be
+ * NULL) is called when Wharf no longer references it. Errors as wharf_container_update;
+ * on error `release` is not called and nothing changes.
+ */
+WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* container,
+                                                           const char* fqn,
+                                                           const wharf_tensor_view* view,
+                                                           wharf_release_fn release,
+                                                           void* user);
+
+/* --- runs ------------------------------------------------------------------------------ */
+
+/**
+ * Begins a run: pins the active generation (and, once sessions exist, `session`'s state)
+ * until wharf_run_end. `stream` is the cudaStream_t the caller will launch on (NULL = the
+ * runtime's stream; must be NULL on the host backend). The caller owns `*out` and must end
+ * it with wharf_run_end. The run keeps the container's storage alive. Errors:
+ * WHARF_FAILED_PRECONDITION (no active weights yet). Thread-safe; never waits for updates.
+ */
+WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session,
+                                        void* stream, wharf_run** out);
+
+/**
+ * Resolves `fqn` in the run's generation: a view of the constant's storage (device
+ * pointer, dtype, shape; shape owned by the container). Errors: WHARF_NOT_FOUND.
+ * Thread-safe for concurrent calls on the same run.
+ */
+WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn,
+                                         wharf_tensor_view* out);
+
+/** The id of the generation this run pinned. */
+WHARF_API uint64_t wharf_run_generation(const wharf_run* run);
+
+/** The stream this run's work goes on (a cudaStream_t; NULL on the host backend). */
+WHARF_API void* wharf_run_stream(const wharf_run* run);
+
+/**
+ * Ends a run: records its completion on its stream (nothing the run could read is freed or
+ * overwritten before the device gets there) and frees the handle, even on error. NULL is a
+ * no-op returning NULL. Errors: WHARF_DEVICE_ERROR (recording failed; the generation is
+ * then held until the container is freed).
+ */
+WHARF_API wharf_status* wharf_run_end(wharf_run* run);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

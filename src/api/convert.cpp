@@ -1,4 +1,5 @@
 #include "api/handles.h"
+#include "api/boundary.h"
 
 namespace wharf {
 namespace api {
@@ -20,6 +21,15 @@ Status meta_from_view(const wharf_tensor_view& v, const std::string& what, Tenso
   WHARF_RETURN_IF_ERROR(m.validate(what));
   *out = std::move(m);
   return Status::Ok();
+}
+
+Status from_c(wharf_status* st) {
+  if (!st) return Status::Ok();
+  int code = int(wharf_status_code(st));
+  Status out(code > 0 && code <= int(Code::kInternal) ? static_cast<Code>(code) : Code::kInternal,
+             wharf_status_message(st));
+  wharf_status_free(st);
+  return out;
 }
 
 void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out) {

@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "constants/constant_map.h"
+#include "constants/container.h"
+#include "runs/run.h"
 #include "core/tensor.h"
 #include "device/runtime.h"
 #include "wharf/wharf.h"
@@ -16,8 +18,21 @@ struct wharf_constant_map {
   std::unique_ptr<wharf::ConstantMap> map;
 };
 
+struct wharf_container {
+  std::shared_ptr<wharf::Container> c;
+};
+
+// A run handle owns its run, except the one a fold callback receives (owned by the update).
+struct wharf_run {
+  std::unique_ptr<wharf::Run> owned;
+  wharf::Run* run = nullptr;
+};
+
 namespace wharf {
 namespace api {
+
+// Takes ownership of a status returned by a caller's callback and converts it.
+Status from_c(wharf_status* st);
 
 // Validates the C view's enums and rank and copies its metadata (not data).
 Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out);

@@ -9,7 +9,7 @@
 namespace wharf {
 namespace {
 constexpr uint32_t kMaxCopyThreads = 256;
-constexpr uint64_t kMinStagingBytes = 64 << 10;
+constexpr uint64_t kMinStagingBytes = 128 << 10;  // two chunks of the 64 KiB minimum
 constexpr uint64_t kDefaultChunkBytes = 4 << 20;  // measured best on H100 (DESIGN.md)
 }  // namespace
 
@@ -56,6 +56,19 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
   rt->device_ = std::move(dev);
   WHARF_RETURN_IF_ERROR(rt->device_->create_stream(&rt->stream_));
   *out = std::move(rt);
+  return Status::Ok();
+}
+
+Status Runtime::transfers(TransferEngine** out) {
+  std::lock_guard<std::mutex> lock(transfers_mu_);
+  if (!transfers_) {
+    TransferOptions t;
+    t.threads = opts_.copy_threads;
+    t.chunk_bytes = std::min<uint64_t>(kDefaultChunkBytes, opts_.staging_bytes / 2);
+    t.staging_bytes = opts_.staging_bytes;
+    WHARF_RETURN_IF_ERROR(TransferEngine::create(device_, t, &transfers_));
+  }
+  *out = transfers_.get();
   return Status::Ok();
 }
 

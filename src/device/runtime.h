@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <memory>
 
+#include <mutex>
+
 #include "device/device.h"
+#include "device/transfer.h"
 
 namespace wharf {
 
@@ -29,12 +32,16 @@ class Runtime {
   Stream& stream() { return *stream_; }
   const RuntimeOptions& options() const { return opts_; }  // with autos resolved
   Status synchronize() { return device_->synchronize(); }
+  // The runtime's copy engine, created on first use (its staging ring on first pageable copy).
+  Status transfers(TransferEngine** out);
 
  private:
   Runtime() = default;
   RuntimeOptions opts_;
   std::shared_ptr<Device> device_;
   std::unique_ptr<Stream> stream_;
+  std::mutex transfers_mu_;
+  std::unique_ptr<TransferEngine> transfers_;
 };
 
 }  // namespace wharf

@@ -10,7 +10,7 @@ fi
 if [ ! -f "$baseline" ]; then
   echo "no ABI baseline at $baseline; create one with 'make abi-baseline'"; exit 1
 fi
-abidiff --headers-dir2 "$headers" "$baseline" "$lib" > /tmp/wharf-abidiff.$$ 2>&1
+abidiff --headers-dir2 "$headers" --drop-private-types --exported-interfaces-only "$baseline" "$lib" > /tmp/wharf-abidiff.$$ 2>&1
 rc=$?
 cat /tmp/wharf-abidiff.$$; rm -f /tmp/wharf-abidiff.$$
 if [ $((rc & 1)) -ne 0 ]; then echo "abidiff failed to run (status $rc)"; exit 1; fi

@@ -1,0 +1,241 @@
+// Container and run functions of wharf.h: argument checks and conversions only.
+#include <cstring>
+
+#include "api/boundary.h"
+#include "api/handles.h"
+
+using namespace wharf;
+
+namespace {
+
+Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>* out) {
+  if (o.num_constants > 0 && !o.constants)
+    return InvalidArgument("wharf_container_options: constants is NULL with num_constants " +
+                           std::to_string(o.num_constants));
+  out->clear();
+  out->reserve(o.num_constants);
+  for (size_t i = 0; i < o.num_constants; ++i) {
+    const wharf_constant_decl& c = o.constants[i];
+    std::string what = c.fqn ? "constant '" + std::string(c.fqn) + "'" : "constant declaration " + std::to_string(i);
+    if (!c.fqn || !*c.fqn) return InvalidArgument(what + ": fqn is NULL or empty");
+    if (c.ndim < 0 || c.ndim > WHARF_MAX_DIMS)
+      return InvalidArgument(what + ": ndim " + std::to_string(c.ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
+    if (c.ndim > 0 && !c.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(c.ndim));
+    if (!dtype_valid(int(c.dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(c.dtype)));
+    ConstantDecl d;
+    d.fqn = c.fqn;
+    d.dtype = static_cast<DType>(c.dtype);
+    d.shape.assign(c.shape, c.shape + c.ndim);
+    d.placement = static_cast<Placement>(c.placement);
+    d.flags = c.flags;
+    out->push_back(std::move(d));
+  }
+  return Status::Ok();
+}
+
+Status update_from_c(const wharf_update_options& o, const std::shared_ptr<Container>& c, UpdateOptions* out) {
+  if (o.target != WHARF_TARGET_INACTIVE && o.target != WHARF_TARGET_ACTIVE_IN_PLACE)
+    return InvalidArgument("wharf_update_options: unknown target " + std::to_string(int(o.target)));
+  out->in_place = o.target == WHARF_TARGET_ACTIVE_IN_PLACE;
+  out->require_full = o.require_full != 0;
+  if (o.fold) {
+    wharf_fold_fn fn = o.fold;
+    void* user = o.fold_user;
+    out->fold = [c, fn, user](const std::shared_ptr<Generation>& gen, Stream& stream) -> Status {
+      std::unique_ptr<Run> run = Run::over(c, gen, stream);
+      wharf_run handle;
+      handle.run = run.get();
+      return api::from_c(fn(&handle, user));
+    };
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+WHARF_API void wharf_container_options_init(wharf_container_options* opts) {
+  if (!opts) return;
+  std::memset(opts, 0, sizeof(*opts));
+  opts->struct_size = sizeof(*opts);
+}
+
+WHARF_API void wharf_update_options_init(wharf_update_options* opts) {
+  if (!opts) return;
+  std::memset(opts, 0, sizeof(*opts));
+  opts->struct_size = sizeof(*opts);
+  opts->target = WHARF_TARGET_INACTIVE;
+}
+
+WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime, const wharf_container_options* opts,
+                                               wharf_container** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(runtime && opts && out, "wharf_container_create: runtime, opts and out must not be NULL");
+    *out = nullptr;
+    wharf_container_options o;
+    wharf_container_options_init(&o);
+    WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_container_options"));
+    std::vector<ConstantDecl> decls;
+    WHARF_RETURN_IF_ERROR(decls_from_c(o, &decls));
+    auto h = std::make_unique<wharf_container>();
+    WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, o.name ? o.name : "", std::move(decls), &h->c));
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, const wharf_constant_map* map,
+                                                        const wharf_container_options* opts,
+                                                        wharf_container** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(runtime && map && out, "wharf_container_create_from_map: runtime, map and out must not be NULL");
+    *out = nullptr;
+    wharf_container_options o;
+    wharf_container_options_init(&o);
+    WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_container_options"));
+    WHARF_API_REQUIRE(o.num_constants == 0,
+                      "wharf_container_create_from_map: options.constants must be empty (the map declares them)");
+    const ConstantMap& m = *map->map;
+    std::vector<ConstantDecl> decls;
+    decls.reserve(m.size());
+    for (size_t i = 0; i < m.size(); ++i) {
+      ConstantDecl d;
+      d.fqn = m.entry(i).fqn;
+      d.dtype = m.entry(i).meta.dtype;
+      d.shape = m.entry(i).meta.shape;
+      decls.push_back(std::move(d));
+    }
+    std::shared_ptr<Container> c;
+    WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, o.name ? o.name : "", std::move(decls), &c));
+    UpdateOptions u;
+    u.require_full = true;
+    WHARF_RETURN_IF_ERROR(c->update(m, u));
+    WHARF_RETURN_IF_ERROR(c->swap());
+    auto h = std::make_unique<wharf_container>();
+    h->c = std::move(c);
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+WHARF_API void wharf_container_free(wharf_container* container) { delete container; }
+
+WHARF_API wharf_status* wharf_container_update(wharf_container* container, const wharf_constant_map* map,
+                                               const wharf_update_options* opts) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container && map, "wharf_container_update: container and map must not be NULL");
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_update_options"));
+    UpdateOptions u;
+    WHARF_RETURN_IF_ERROR(update_from_c(o, container->c, &u));
+    return container->c->update(*map->map, u);
+  });
+}
+
+WHARF_API wharf_status* wharf_container_swap(wharf_container* container) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container, "wharf_container_swap: container is NULL");
+    return container->c->swap();
+  });
+}
+
+WHARF_API wharf_status* wharf_container_free_inactive(wharf_container* container) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container, "wharf_container_free_inactive: container is NULL");
+    return container->c->free_inactive();
+  });
+}
+
+WHARF_API uint64_t wharf_container_generation(const wharf_container* container) {
+  return container ? container->c->generation() : 0;
+}
+
+WHARF_API size_t wharf_container_num_constants(const wharf_container* container) {
+  return container ? container->c->decls().size() : 0;
+}
+
+WHARF_API wharf_status* wharf_container_constant_info(const wharf_container* container, size_t i,
+                                                      wharf_constant_info* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container, "wharf_container_constant_info: container is NULL");
+    const auto& decls = container->c->decls();
+    if (i >= decls.size())
+      return InvalidArgument("wharf_container_constant_info: index " + std::to_string(i) + " out of range (" +
+                             std::to_string(decls.size()) + " constants)");
+    const ConstantDecl& d = decls[i];
+    wharf_constant_info full;
+    std::memset(&full, 0, sizeof(full));
+    full.struct_size = sizeof(full);
+    full.fqn = d.fqn.c_str();
+    full.dtype = static_cast<wharf_dtype>(d.dtype);
+    full.ndim = int32_t(d.shape.size());
+    full.shape = d.shape.empty() ? nullptr : d.shape.data();
+    full.placement = static_cast<wharf_placement>(d.placement);
+    full.flags = d.flags;
+    full.nbytes = d.nbytes;
+    return api::write_output(full, out, "wharf_constant_info");
+  });
+}
+
+WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* container, const char* fqn,
+                                                           const wharf_tensor_view* view,
+                                                           wharf_release_fn release, void* user) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container && fqn && view,
+                      "wharf_container_bind_user_constant: container, fqn and view must not be NULL");
+    UserConstant uc;
+    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, std::string("constant '") + fqn + "'", &uc.meta));
+    uc.data = view->data;
+    if (release) {
+      void* data = view->data;
+      uc.release = [release, data, user] { release(data, user); };
+    }
+    return container->c->bind_user_constant(fqn, std::move(uc));
+  });
+}
+
+WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session, void* stream,
+                                        wharf_run** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container && out, "wharf_run_begin: container and out must not be NULL");
+    *out = nullptr;
+    if (session) return Unsupported("wharf_run_begin: sessions are not available in this release");
+    auto h = std::make_unique<wharf_run>();
+    WHARF_RETURN_IF_ERROR(Run::begin(container->c, stream, &h->owned));
+    h->run = h->owned.get();
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn, wharf_tensor_view* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && fqn && out, "wharf_run_tensor: run, fqn and out must not be NULL");
+    BoundTensor b;
+    WHARF_RETURN_IF_ERROR(run->run->tensor(fqn, &b));
+    out->data = b.data;
+    out->dtype = static_cast<wharf_dtype>(b.decl->dtype);
+    out->device_type = b.device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
+    out->device_index = b.device_index;
+    out->ndim = int32_t(b.decl->shape.size());
+    out->shape = b.decl->shape.empty() ? nullptr : b.decl->shape.data();
+    out->strides = nullptr;
+    return Status::Ok();
+  });
+}
+
+WHARF_API uint64_t wharf_run_generation(const wharf_run* run) { return run ? run->run->generation() : 0; }
+
+WHARF_API void* wharf_run_stream(const wharf_run* run) { return run ? run->run->stream().native_handle() : nullptr; }
+
+WHARF_API wharf_status* wharf_run_end(wharf_run* run) {
+  if (!run) return nullptr;
+  // A fold callback's run belongs to the update (it lives on the update's stack).
+  if (!run->owned) return api::make_status(Code::kInvalidArgument, "wharf_run_end: a fold callback's run is ended by the update");
+  std::unique_ptr<wharf_run> h(run);  // freed on every path
+  return api::guarded(__func__, [&]() -> Status { return h->owned->end(); });
+}
+
+}  // extern "C"

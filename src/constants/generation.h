@@ -1,0 +1,46 @@
+// Slots and generations: the storage model of a container's constants.
+//
+// A Slot is one constant's storage (owned memory, or caller memory with a release
+// callback). A Generation is one complete set of slots, one per declared constant, shared
+// by pointer: a new generation starts as a copy of the slot pointers of another (no memory)
+// and an update replaces only the slots it writes (copy-on-write). Runs hold their
+// generation until their completion event fires, so a slot dies only when no generation
+// and no unfinished run references it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "device/device.h"
+
+namespace wharf {
+
+class Slot {
+ public:
+  explicit Slot(Buffer buffer) : buffer_(std::move(buffer)), data_(buffer_.data()) {}
+  Slot(void* user_data, std::function<void()> release) : data_(user_data), release_(std::move(release)) {}
+  ~Slot() {
+    if (release_) release_();
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+  void* data() const { return data_; }
+  bool user_managed() const { return !buffer_ && data_ != nullptr; }
+
+ private:
+  Buffer buffer_;
+  void* data_ = nullptr;
+  std::function<void()> release_;
+};
+
+struct Generation {
+  std::vector<std::shared_ptr<Slot>> slots;  // by declaration index; null = never written
+  uint64_t id = 0;                           // set when swapped in
+  std::atomic<int> open_runs{0};             // runs begun and not yet ended
+};
+
+}  // namespace wharf

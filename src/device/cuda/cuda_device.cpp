@@ -1,0 +1,495 @@
+// The CUDA backend: CudaDevice, CudaStream, CudaEvent over the CUDA runtime API only
+// (cudart is linked statically, so Wharf never clashes with the caller's cudart version).
+//
+// Conventions, all for reasons that bite in a library living inside someone else's process:
+//  * Every entry point that may run on a caller thread first makes this device current
+//    (set_device), since the caller's thread may have another device current, and CUDA
+//    binds allocations, streams and events to the current device.
+//  * Every call is checked; failures become Status through cuda_check.h, naming the call,
+//    the sizes/pointers and the stream or device. Nothing throws.
+//  * Every CUDA object is owned by exactly one RAII holder.
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/logging.h"
+#include "device/cuda/cuda_check.h"
+#include "device/device.h"
+
+namespace wharf {
+namespace {
+
+using cuda::error_status;
+using cuda::error_text;
+using cuda::hex_ptr;
+
+std::string device_label(int index) { return "device " + std::to_string(index); }
+
+// Makes `index` the calling thread's current device. We deliberately do not restore the
+// previous device on the way out: since CUDA 12 cudaSetDevice initialises the target's
+// primary context, so "restoring" device 0 on a thread that never used CUDA would create a
+// context (hundreds of MiB) on a GPU the caller never asked for. cudaSetDevice to the
+// already-current device is a cheap thread-local check.
+Status set_device(int index) {
+  WHARF_CUDA_RETURN_IF_ERROR(cudaSetDevice(index), "cudaSetDevice(" + std::to_string(index) + ")");
+  return Status::Ok();
+}
+
+// For paths that cannot return a Status (destructors, frees). At process exit static
+// destructors may run after cudart has torn itself down; the driver reclaims everything
+// then, so that case is not worth an error line.
+void log_cuda_failure(cudaError_t e, const std::string& what) noexcept {
+  (void)cudaGetLastError();
+  if (e == cudaErrorCudartUnloading) {
+    WHARF_LOG(kDebug, what + " during process exit: " + error_text(e));
+  } else {
+    WHARF_LOG(kError, what + ": " + error_text(e));
+  }
+}
+
+// set_device for destructors and frees: the release is attempted even if this fails (the
+// driver resolves the object's own context), so the failure is only logged.
+void set_device_or_log(int index) noexcept {
+  cudaError_t e = cudaSetDevice(index);
+  if (e != cudaSuccess) log_cuda_failure(e, "cudaSetDevice(" + std::to_string(index) + ") before a release");
+}
+
+// The cudaStream_t behind a CudaStream. It is shared between the CudaStream and its
+// device's registry so that Device::synchronize, which synchronizes streams without
+// holding the registry lock, can never touch a destroyed stream: whoever drops the last
+// reference destroys it.
+struct StreamHandle {
+  StreamHandle(cudaStream_t s, int dev, bool own) : stream(s), device(dev), owned(own) {}
+  StreamHandle(const StreamHandle&) = delete;
+  StreamHandle& operator=(const StreamHandle&) = delete;
+  ~StreamHandle() {
+    if (!owned) return;  // a wrapped caller stream: the caller destroys it
+    // cudaStreamDestroy returns at once; work still queued on the stream runs to completion
+    // and the driver releases the stream afterwards, which matches the host backend.
+    set_device_or_log(device);
+    cudaError_t e = cudaStreamDestroy(stream);
+    if (e != cudaSuccess) log_cuda_failure(e, "cudaStreamDestroy of " + label());
+  }
+  std::string label() const { return "stream " + hex_ptr(stream) + " (" + device_label(device) + ")"; }
+
+  const cudaStream_t stream;
+  const int device;
+  const bool owned;
+};
+
+class CudaEvent final : public Event {
+ public:
+  CudaEvent(cudaEvent_t ev, int device) : ev_(ev), device_(device) {}
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  ~CudaEvent() override {
+    // Like streams, an event destroyed while its record is pending is released by the
+    // driver once that work completes.
+    set_device_or_log(device_);
+    cudaError_t e = cudaEventDestroy(ev_);
+    if (e != cudaSuccess) log_cuda_failure(e, "cudaEventDestroy of " + label());
+  }
+
+  Status query(bool* done) override {
+    WHARF_RETURN_IF_ERROR(set_device(device_));
+    cudaError_t e = cudaEventQuery(ev_);
+    if (e == cudaSuccess) {  // also for a never-recorded event, as the interface wants
+      *done = true;
+      return Status::Ok();
+    }
+    if (e == cudaErrorNotReady) {
+      // Not an error, but the runtime may still leave it in the last-error slot, where the
+      // caller's next cudaGetLastError() would find it.
+      (void)cudaGetLastError();
+      *done = false;
+      return Status::Ok();
+    }
+    // May also be a fault of earlier asynchronous work captured by the event.
+    return error_status(e, "cudaEventQuery of " + label());
+  }
+
+  Status synchronize() override {
+    WHARF_RETURN_IF_ERROR(set_device(device_));
+    WHARF_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(ev_), "cudaEventSynchronize of " + label());
+    return Status::Ok();
+  }
+
+  cudaEvent_t native() const { return ev_; }
+  int device() const { return device_; }
+  std::string label() const { return "event " + hex_ptr(ev_) + " (" + device_label(device_) + ")"; }
+
+ private:
+  const cudaEvent_t ev_;
+  const int device_;
+};
+
+// A heap-allocated std::function travels through cudaLaunchHostFunc's void* and is freed
+// here after it ran. If the context dies before the function runs, CUDA never calls it
+// (documented for cudaLaunchHostFunc) and the closure leaks; the process must restart then
+// anyway. Exceptions must not unwind into the driver's callback thread.
+void CUDART_CB host_trampoline(void* user) {
+  std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(user));
+  try {
+    (*fn)();
+  } catch (const std::exception& ex) {
+    WHARF_LOG(kError, std::string("stream host function threw: ") + ex.what());
+  } catch (...) {
+    WHARF_LOG(kError, "stream host function threw a non-standard exception");
+  }
+}
+
+class CudaDevice;
+
+class CudaStream final : public Stream {
+ public:
+  // Holds its device alive: a stream may outlive the runtime handle that made it.
+  CudaStream(std::shared_ptr<CudaDevice> dev, std::shared_ptr<StreamHandle> h);
+  ~CudaStream() override;
+
+  Status copy_async(void* dst, const void* src, uint64_t bytes) override {
+    if (bytes == 0) return Status::Ok();
+    // Checked here rather than left to CUDA so both backends answer a null pointer alike.
+    if (!dst || !src)
+      return InvalidArgument("copy of " + std::to_string(bytes) + " bytes with a null pointer (" +
+                             hex_ptr(src) + " -> " + hex_ptr(dst) + ") on " + h_->label());
+    WHARF_RETURN_IF_ERROR(set_device(h_->device));
+    // cudaMemcpyDefault: with unified addressing the driver infers the direction from the
+    // pointers, so one call covers pageable/pinned/device in any combination. A pageable
+    // source is staged by the driver before the call returns; pinned and device memory are
+    // copied asynchronously by DMA.
+    WHARF_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault, h_->stream),
+        "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes " + hex_ptr(src) + " -> " +
+            hex_ptr(dst) + " on " + h_->label());
+    return Status::Ok();
+  }
+
+  Status memset_async(void* dst, int value, uint64_t bytes) override;
+
+  Status record(Event& event) override {
+    auto* ce = dynamic_cast<CudaEvent*>(&event);
+    if (!ce) return InvalidArgument("recording an event of another backend on CUDA " + h_->label());
+    if (ce->device() != h_->device)
+      return InvalidArgument("recording " + ce->label() + " on " + h_->label() +
+                             ": CUDA records an event only on a stream of its own device");
+    WHARF_RETURN_IF_ERROR(set_device(h_->device));
+    WHARF_CUDA_RETURN_IF_ERROR(cudaEventRecord(ce->native(), h_->stream),
+                               "cudaEventRecord of " + ce->label() + " on " + h_->label());
+    return Status::Ok();
+  }
+
+  Status wait(Event& event) override {
+    auto* ce = dynamic_cast<CudaEvent*>(&event);
+    if (!ce) return InvalidArgument("waiting on an event of another backend on CUDA " + h_->label());
+    WHARF_RETURN_IF_ERROR(set_device(h_->device));
+    // The wait happens on the GPU; the host returns at once. Events of other devices are
+    // fine here (CUDA allows cross-device waits).
+    WHARF_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(h_->stream, ce->native(), 0),
+                               "cudaStreamWaitEvent on " + h_->label() + " for " + ce->label());
+    return Status::Ok();
+  }
+
+  Status synchronize() override {
+    WHARF_RETURN_IF_ERROR(set_device(h_->device));
+    WHARF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(h_->stream), "cudaStreamSynchronize of " + h_->label());
+    return Status::Ok();
+  }
+
+  Status enqueue_host(std::function<void()> fn) override {
+    if (!fn) return InvalidArgument("enqueue_host with an empty function on " + h_->label());
+    WHARF_RETURN_IF_ERROR(set_device(h_->device));
+    auto heap = std::make_unique<std::function<void()>>(std::move(fn));
+    WHARF_CUDA_RETURN_IF_ERROR(cudaLaunchHostFunc(h_->stream, &host_trampoline, heap.get()),
+                               "cudaLaunchHostFunc on " + h_->label());
+    heap.release();  // owned by the trampoline from here on
+    return Status::Ok();
+  }
+
+  void* native_handle() const override { return h_->stream; }
+
+ private:
+  std::shared_ptr<CudaDevice> dev_;
+  std::shared_ptr<StreamHandle> h_;
+};
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(const DeviceOptions& opts, const cudaDeviceProp& prop)
+      : Device(opts),
+        index_(opts.device_index),
+        name_(prop.name),
+        total_memory_(prop.totalGlobalMem),
+        major_(prop.major),
+        minor_(prop.minor) {}
+
+  Backend backend() const override { return Backend::kCuda; }
+  int index() const override { return index_; }
+
+  Status info(DeviceInfo* out) override {
+    WHARF_RETURN_IF_ERROR(set_device(index_));
+    size_t free = 0, total = 0;
+    WHARF_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total), "cudaMemGetInfo on " + device_label(index_));
+    out->backend = Backend::kCuda;
+    out->index = index_;
+    out->name = name_;  // static properties are read once at creation (the query is slow)
+    out->total_memory = total_memory_;
+    out->free_memory = free;
+    out->compute_major = major_;
+    out->compute_minor = minor_;
+    return Status::Ok();
+  }
+
+  Status create_stream(std::unique_ptr<Stream>* out) override {
+    WHARF_RETURN_IF_ERROR(set_device(index_));
+    cudaStream_t s = nullptr;
+    // Non-blocking: no implicit synchronization with the legacy default stream, which the
+    // caller or other libraries in the process may be using for unrelated work.
+    WHARF_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                               "cudaStreamCreateWithFlags(cudaStreamNonBlocking) on " + device_label(index_));
+    auto h = std::make_shared<StreamHandle>(s, index_, /*owned=*/true);
+    *out = std::make_unique<CudaStream>(self(), std::move(h));
+    return Status::Ok();
+  }
+
+  Status wrap_stream(void* native, std::unique_ptr<Stream>* out) override {
+    if (!native)
+      return InvalidArgument("wrap_stream: a NULL cudaStream_t cannot be wrapped (the legacy default "
+                             "stream would serialize with everything); pass NULL to the runtime API "
+                             "to use the runtime's own stream");
+    auto s = static_cast<cudaStream_t>(native);
+    WHARF_RETURN_IF_ERROR(set_device(index_));
+#if CUDART_VERSION >= 12080
+    // Work on a stream of another device would run there, not here; reject it up front
+    // instead of failing later at an event record.
+    int dev = -1;
+    WHARF_CUDA_RETURN_IF_ERROR(cudaStreamGetDevice(s, &dev), "cudaStreamGetDevice of caller stream " + hex_ptr(s));
+    if (dev != index_)
+      return InvalidArgument("wrap_stream: caller stream " + hex_ptr(s) + " belongs to " + device_label(dev) +
+                             ", not to this runtime's " + device_label(index_));
+#endif
+    auto h = std::make_shared<StreamHandle>(s, index_, /*owned=*/false);
+    *out = std::make_unique<CudaStream>(self(), std::move(h));
+    return Status::Ok();
+  }
+
+  Status create_event(std::unique_ptr<Event>* out) override {
+    WHARF_RETURN_IF_ERROR(set_device(index_));
+    cudaEvent_t ev = nullptr;
+    // No timing: record and wait are cheaper without a timestamp, and nothing reads one.
+    WHARF_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
+                               "cudaEventCreateWithFlags(cudaEventDisableTiming) on " + device_label(index_));
+    *out = std::make_unique<CudaEvent>(ev, index_);
+    return Status::Ok();
+  }
+
+  PointerInfo query_pointer(const void* p) override {
+    PointerInfo info;  // pageable host unless CUDA knows the pointer
+    if (!p) return info;
+    if (!set_device(index_).ok()) return info;  // the error surfaces at the next real call
+    cudaPointerAttributes attr{};
+    cudaError_t e = cudaPointerGetAttributes(&attr, p);
+    if (e != cudaSuccess) {
+      // Before CUDA 11 unknown host pointers gave cudaErrorInvalidValue; clear it so it
+      // cannot surface from an unrelated later call. A sticky error reappears anyway.
+      (void)cudaGetLastError();
+      return info;
+    }
+    switch (attr.type) {
+      case cudaMemoryTypeDevice:
+      case cudaMemoryTypeManaged:  // device-resident for our purposes: copy it directly
+        info.kind = PointerKind::kDevice;
+        info.device_index = attr.device;
+        break;
+      case cudaMemoryTypeHost:  // cudaHostAlloc / cudaHostRegister: DMA-able
+        info.kind = PointerKind::kPinnedHost;
+        break;
+      case cudaMemoryTypeUnregistered:
+      default:
+        break;
+    }
+    return info;
+  }
+
+  Status synchronize() override {
+    // Not cudaDeviceSynchronize: the device is shared with the caller and other libraries,
+    // and waiting for their work could stall us indefinitely. Copy the registry (holding
+    // references keeps every stream alive) and wait for each outside the lock, so stream
+    // creation and destruction on other threads are not blocked behind GPU work.
+    std::vector<std::shared_ptr<StreamHandle>> streams;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      streams = streams_;
+    }
+    Status first;
+    for (const auto& h : streams) {
+      Status st = set_device(h->device);
+      if (st.ok()) {
+        cudaError_t e = cudaStreamSynchronize(h->stream);
+        if (e != cudaSuccess) st = error_status(e, "cudaStreamSynchronize of " + h->label());
+      }
+      // Keep waiting for the others: the caller asked for all work to be finished.
+      if (!st.ok() && first.ok()) first = st.with_context("synchronizing " + device_label(index_));
+    }
+    return first;
+  }
+
+  // Wrapped caller streams are registered too: work the runtime put on them is work of
+  // this device that synchronize() promises to wait for.
+  void add_stream(std::shared_ptr<StreamHandle> h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    streams_.push_back(std::move(h));
+  }
+  void remove_stream(const StreamHandle* h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (streams_[i].get() == h) {
+        streams_[i] = std::move(streams_.back());
+        streams_.pop_back();
+        return;
+      }
+    }
+  }
+
+ protected:
+  Status raw_allocate(MemKind kind, uint64_t bytes, void** out) override {
+    WHARF_RETURN_IF_ERROR(set_device(index_));
+    const size_t n = static_cast<size_t>(bytes);
+    if (kind == MemKind::kDevice) {
+      cudaError_t e = cudaMalloc(out, n);
+      if (e == cudaSuccess) return Status::Ok();
+      Status st = error_status(e, "cudaMalloc of " + std::to_string(bytes) + " bytes on " + device_label(index_));
+      if (e == cudaErrorMemoryAllocation) {
+        // What the driver had left explains the refusal (fragmentation, other processes).
+        size_t free = 0, total = 0;
+        if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+          return OutOfMemory(st.message() + " (" + std::to_string(free) + " of " + std::to_string(total) +
+                             " bytes free on the device)");
+        (void)cudaGetLastError();
+      }
+      return st;
+    }
+    // Portable: pinned for every CUDA context in the process, so a copy from a stream of
+    // another device (another runtime, the caller's own) is still a direct DMA.
+    WHARF_CUDA_RETURN_IF_ERROR(cudaHostAlloc(out, n, cudaHostAllocPortable),
+                               "cudaHostAlloc(cudaHostAllocPortable) of " + std::to_string(bytes) +
+                                   " pinned host bytes for " + device_label(index_));
+    return Status::Ok();
+  }
+
+  // Note cudaFree/cudaFreeHost synchronize with the device: Buffer owners have ordered all
+  // use before freeing, and hot paths reuse buffers rather than free them.
+  void raw_free(MemKind kind, void* ptr) noexcept override {
+    set_device_or_log(index_);
+    cudaError_t e;
+    if (kind == MemKind::kDevice) {
+      e = cudaFree(ptr);
+      if (e != cudaSuccess) log_cuda_failure(e, "cudaFree of " + hex_ptr(ptr) + " on " + device_label(index_));
+    } else {
+      e = cudaFreeHost(ptr);
+      if (e != cudaSuccess) log_cuda_failure(e, "cudaFreeHost of " + hex_ptr(ptr));
+    }
+  }
+
+ private:
+  std::shared_ptr<CudaDevice> self() { return std::static_pointer_cast<CudaDevice>(shared_from_this()); }
+
+  const int index_;
+  const std::string name_;
+  const uint64_t total_memory_;
+  const int major_, minor_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<StreamHandle>> streams_;
+};
+
+CudaStream::CudaStream(std::shared_ptr<CudaDevice> dev, std::shared_ptr<StreamHandle> h)
+    : dev_(std::move(dev)), h_(std::move(h)) {
+  dev_->add_stream(h_);
+}
+
+CudaStream::~CudaStream() {
+  dev_->remove_stream(h_.get());
+  // h_ is released after this body: the cudaStream_t is destroyed here, or by a concurrent
+  // Device::synchronize once it is done with it.
+}
+
+Status CudaStream::memset_async(void* dst, int value, uint64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  if (!dst)
+    return InvalidArgument("memset of " + std::to_string(bytes) + " bytes at a null pointer on " + h_->label());
+  if (dev_->query_pointer(dst).kind == PointerKind::kDevice) {
+    WHARF_RETURN_IF_ERROR(set_device(h_->device));
+    WHARF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, value, static_cast<size_t>(bytes), h_->stream),
+                               "cudaMemsetAsync of " + std::to_string(bytes) + " bytes at " + hex_ptr(dst) +
+                                   " on " + h_->label());
+    return Status::Ok();
+  }
+  // Host memory (pinned or pageable): a host memset in stream order. Setting pinned memory
+  // from the GPU would push every byte across PCIe; the CPU does it locally.
+  return enqueue_host([dst, value, bytes] { std::memset(dst, value, static_cast<size_t>(bytes)); })
+      .with_context("memset of " + std::to_string(bytes) + " host bytes at " + hex_ptr(dst));
+}
+
+}  // namespace
+
+bool cuda_backend_built() { return true; }
+
+bool cuda_device_available(int index, std::string* reason) {
+  std::string why;
+  int count = 0;
+  // With no driver at all (no libcuda.so.1) the static cudart fails this call quickly with
+  // cudaErrorInsufficientDriver or cudaErrorNoDevice; it neither crashes nor hangs.
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    why = "no CUDA device visible";
+    if (e == cudaErrorInsufficientDriver) {
+      int driver = 0;
+      if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+        (void)cudaGetLastError();
+        why += ": no NVIDIA driver (libcuda.so.1) could be loaded";
+      } else {
+        why += ": the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
+               std::to_string(driver % 1000 / 10) + ", this build needs " +
+               std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
+      }
+    }
+    why += " (" + error_text(e) + ")";
+  } else if (count <= 0) {
+    why = "no CUDA device visible (cudaGetDeviceCount found none)";
+  } else if (index < 0 || index >= count) {
+    why = "CUDA device index " + std::to_string(index) + " is out of range: " + std::to_string(count) +
+          " device(s) visible";
+  }
+  if (why.empty()) return true;
+  // A frequent cause of "no device": the process was started with the GPU hidden.
+  if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES")) why += " (CUDA_VISIBLE_DEVICES=\"" + std::string(vis) + "\")";
+  if (reason) *reason = why;
+  return false;
+}
+
+Status create_cuda_device(const DeviceOptions& opts, std::shared_ptr<Device>* out) {
+  std::string reason;
+  if (!cuda_device_available(opts.device_index, &reason))
+    return Unsupported("CUDA device " + std::to_string(opts.device_index) + " is not usable: " + reason);
+  // Create the primary context now (cudaSetDevice does since CUDA 12; cudaFree(nullptr) is
+  // the classic way before), so a device in exclusive-process mode held by another process,
+  // or a broken one, fails here rather than at the first allocation.
+  WHARF_RETURN_IF_ERROR(set_device(opts.device_index));
+  WHARF_CUDA_RETURN_IF_ERROR(cudaFree(nullptr),
+                             "initializing the CUDA context of " + device_label(opts.device_index));
+  cudaDeviceProp prop{};
+  WHARF_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, opts.device_index),
+                             "cudaGetDeviceProperties of " + device_label(opts.device_index));
+  *out = std::make_shared<CudaDevice>(opts, prop);
+  return Status::Ok();
+}
+
+}  // namespace wharf

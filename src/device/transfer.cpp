@@ -1,0 +1,481 @@
+// TransferEngine. How a copy() runs:
+//
+//  1. Validate and classify every request (query_pointer on both ends) before touching
+//     anything, so an invalid request fails the call with nothing copied.
+//  2. Pageable sources into device memory are packed into "fills": runs of segments that
+//     together occupy at most one staging chunk (a large request spans many fills; many
+//     small requests share one). Pageable sources into pinned host memory need no DMA and
+//     are split into chunk-sized host memcpy pieces.
+//  3. The copy stream waits for `wait_for`, then pinned/device sources are enqueued
+//     directly, then the worker pool runs: each worker that owns staging chunks takes fills
+//     from a shared atomic index and cycles through its own chunks (wait for the chunk's
+//     event so its previous DMA has read it, memcpy the sources in, enqueue the DMA(s),
+//     record the chunk's event), then every worker takes host memcpy pieces.
+//  4. The stream is always drained before returning, so nothing in flight still reads
+//     caller memory or the ring.
+//
+// Chunk ownership is static (worker t owns chunks t, t + S, t + 2S, ... with S staging
+// workers): a chunk is only ever filled and recorded by one thread, so its event needs no
+// lock and a worker blocks only on its own oldest DMA, never on another thread's.
+#include "device/transfer.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+
+namespace wharf {
+namespace {
+
+constexpr uint64_t kMinChunkBytes = 64ull << 10;
+// Matches the runtime's copy_threads cap; more threads than this only add contention.
+constexpr uint32_t kMaxThreads = 256;
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+// A fixed set of threads that run one job at a time: run(n, fn) calls fn(i) on worker i for
+// every i < n and returns when all of those calls have returned. Persistent threads, because
+// a transfer of a few MiB takes less time than creating a dozen threads.
+class WorkerPool {
+ public:
+  WorkerPool() = default;
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  // On failure the threads already started are joined by the destructor.
+  Status start(uint32_t n) {
+    threads_.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      try {
+        threads_.emplace_back([this, i] { loop(i); });
+      } catch (const std::system_error& e) {
+        return Status(Code::kResourceExhausted, "starting transfer copy thread " + std::to_string(i + 1) + " of " +
+                                 std::to_string(n) + ": " + e.what());
+      }
+    }
+    return Status::Ok();
+  }
+
+  uint32_t size() const { return static_cast<uint32_t>(threads_.size()); }
+
+  // fn must not throw. Not reentrant: the engine calls it under its copy mutex.
+  void run(uint32_t n, const std::function<void(uint32_t)>& fn) {
+    if (n == 0) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    job_ = &fn;
+    job_threads_ = std::min(n, size());
+    running_ = job_threads_;
+    ++generation_;
+    work_cv_.notify_all();
+    done_cv_.wait(lock, [&] { return running_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(uint32_t index) {
+    // Named so a profiler or `top -H` shows which threads are the copy pool.
+    std::string name = "wharf-copy-" + std::to_string(index);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      // Workers beyond this job's count skip it; run() does not wait for them.
+      if (index >= job_threads_) continue;
+      const std::function<void(uint32_t)>* fn = job_;
+      lock.unlock();
+      (*fn)(index);
+      lock.lock();
+      if (--running_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  const std::function<void(uint32_t)>* job_ = nullptr;
+  uint32_t job_threads_ = 0;
+  uint32_t running_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// A contiguous source -> destination range, with the request it came from (for messages).
+struct Segment {
+  const char* src;
+  char* dst;
+  uint64_t bytes;
+  size_t request;
+};
+
+// Segments [begin, end) of Job::staged, packed back to back into one staging chunk.
+struct Fill {
+  size_t begin, end;
+};
+
+// One copy() call's work for the pool, and the first error any thread hit.
+struct Job {
+  std::vector<Segment> staged;  // pageable -> device, via the ring
+  std::vector<Fill> fills;
+  std::vector<Segment> host;    // pageable -> pinned host: plain memcpy, no DMA
+  const std::vector<Event*>* wait_for = nullptr;
+
+  std::atomic<size_t> next_fill{0};
+  std::atomic<size_t> next_host{0};
+  // Set on the first error so no thread starts another piece; pieces already running finish.
+  std::atomic<bool> failed{false};
+
+  std::mutex mu;
+  Status error;  // the first error, under mu
+
+  // Its own lock: a worker failing elsewhere must not queue behind a long host-side wait.
+  std::mutex host_mu;
+  bool host_waited = false;  // wait_for synchronized on the host, under host_mu
+  Status host_wait_status;   // under host_mu
+
+  void fail(Status st) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (error.ok()) error = std::move(st);
+    failed.store(true, std::memory_order_relaxed);
+  }
+  Status first_error() {
+    std::lock_guard<std::mutex> lock(mu);
+    return error;
+  }
+
+  // A host memcpy into pinned memory is not ordered by the copy stream, so the events that
+  // order the destination's previous use are waited for on the host instead, once, by the
+  // first worker that needs it (and only if the call has such pieces).
+  Status wait_on_host() {
+    std::lock_guard<std::mutex> lock(host_mu);
+    if (!host_waited) {
+      host_waited = true;
+      for (size_t k = 0; k < wait_for->size(); ++k) {
+        Status st = (*wait_for)[k]->synchronize();
+        if (!st.ok()) {
+          host_wait_status = st.with_context("waiting on the host for wait_for event " + std::to_string(k) +
+                                             " before copying into pinned host memory");
+          break;
+        }
+      }
+    }
+    return host_wait_status;
+  }
+};
+
+const char* kind_name(PointerKind k) {
+  switch (k) {
+    case PointerKind::kPageableHost: return "pageable host";
+    case PointerKind::kPinnedHost: return "pinned host";
+    case PointerKind::kDevice: return "device";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+struct TransferEngine::Impl {
+  std::shared_ptr<Device> device;
+  TransferOptions opts;
+  std::mutex mu;  // serialises copy(): one transfer uses the whole ring and every worker
+
+  // The staging ring, created on the first call that needs it and kept (under mu).
+  Buffer ring;
+  std::vector<std::unique_ptr<Event>> chunk_events;  // one per chunk: its last DMA
+  uint64_t num_chunks = 0;
+  uint32_t staging_threads = 0;  // workers that own chunks
+
+  // Declared after the ring so it is destroyed first: the stream drains before the ring
+  // it may read is freed (copy() drains it anyway; this is the belt to those braces).
+  std::unique_ptr<Stream> stream;
+  // Last, so it is destroyed first: its threads use everything above.
+  WorkerPool pool;
+
+  Status ensure_ring();
+  void run_staged(Job& job, uint32_t t);
+  void run_host(Job& job);
+  Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
+              TransferStats* stats);
+};
+
+Status TransferEngine::Impl::ensure_ring() {
+  if (ring) return Status::Ok();
+  const uint64_t n = opts.staging_bytes / opts.chunk_bytes;  // >= 1: validated at create
+  // Two chunks per thread let one fill while the other is in flight; with fewer chunks,
+  // fewer threads stage (each with at least two chunks, or one thread with the only chunk).
+  const uint32_t threads = static_cast<uint32_t>(std::min<uint64_t>(opts.threads, std::max<uint64_t>(1, n / 2)));
+  // Built in locals and committed only when complete: a failure leaves no ring, no
+  // accounting and no events behind, and the next call tries again.
+  Buffer buf;
+  WHARF_RETURN_IF_ERROR(device->allocate(
+      MemKind::kPinnedHost, MemTag::kStaging, n * opts.chunk_bytes,
+      "the transfer staging ring (" + std::to_string(n) + " chunks of " + mib(opts.chunk_bytes) + ")", &buf));
+  std::vector<std::unique_ptr<Event>> events(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    Status st = device->create_event(&events[i]);
+    if (!st.ok())
+      return st.with_context("creating the event of staging chunk " + std::to_string(i) + " of " + std::to_string(n));
+  }
+  ring = std::move(buf);
+  chunk_events = std::move(events);
+  num_chunks = n;
+  staging_threads = threads;
+  return Status::Ok();
+}
+
+void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
+  char* const base = static_cast<char*>(ring.data());
+  const uint64_t chunk_bytes = opts.chunk_bytes;
+  uint64_t next_chunk = t;  // this worker's chunks: t, t + S, t + 2S, ... < num_chunks
+  for (;;) {
+    if (job.failed.load(std::memory_order_relaxed)) return;
+    const size_t f = job.next_fill.fetch_add(1, std::memory_order_relaxed);
+    if (f >= job.fills.size()) return;
+    const Fill& fill = job.fills[f];
+    const uint64_t c = next_chunk;
+    next_chunk += staging_threads;
+    if (next_chunk >= num_chunks) next_chunk = t;
+    char* const chunk = base + c * chunk_bytes;
+    Event& done = *chunk_events[c];
+
+    // The chunk's previous DMA must have read it before we overwrite it. With two chunks
+    // per worker this is the DMA issued one fill ago, usually already complete.
+    Status st = done.synchronize();
+    if (!st.ok()) {
+      job.fail(st.with_context("waiting for staging chunk " + std::to_string(c) + "'s previous copy"));
+      return;
+    }
+    uint64_t off = 0;
+    for (size_t i = fill.begin; i < fill.end; ++i) {
+      std::memcpy(chunk + off, job.staged[i].src, job.staged[i].bytes);
+      off += job.staged[i].bytes;
+    }
+    // One DMA per run of segments whose destinations are adjacent (a large request, or
+    // small tensors packed in one arena): the chunk side is contiguous by construction.
+    char* run_dst = nullptr;
+    uint64_t run_off = 0, run_len = 0;
+    size_t run_request = 0;
+    off = 0;
+    auto issue = [&]() -> bool {
+      if (run_len == 0) return true;
+      Status s = stream->copy_async(run_dst, chunk + run_off, run_len);
+      if (s.ok()) return true;
+      // Stop using this chunk: DMAs from it that were enqueued are not covered by its event,
+      // but no one refills it in this call and copy() drains the stream before returning.
+      job.fail(s.with_context("copy request " + std::to_string(run_request) + ": enqueueing the copy of " +
+                              std::to_string(run_len) + " bytes from staging chunk " + std::to_string(c)));
+      return false;
+    };
+    for (size_t i = fill.begin; i < fill.end; ++i) {
+      const Segment& s = job.staged[i];
+      if (run_len != 0 && s.dst == run_dst + run_len) {
+        run_len += s.bytes;
+      } else {
+        if (!issue()) return;
+        run_dst = s.dst;
+        run_off = off;
+        run_len = s.bytes;
+        run_request = s.request;
+      }
+      off += s.bytes;
+    }
+    if (!issue()) return;
+    st = stream->record(done);
+    if (!st.ok()) {
+      job.fail(st.with_context("recording the event of staging chunk " + std::to_string(c) + " after its copy"));
+      return;
+    }
+  }
+}
+
+void TransferEngine::Impl::run_host(Job& job) {
+  for (;;) {
+    if (job.failed.load(std::memory_order_relaxed)) return;
+    const size_t h = job.next_host.fetch_add(1, std::memory_order_relaxed);
+    if (h >= job.host.size()) return;
+    Status st = job.wait_on_host();
+    if (!st.ok()) {
+      job.fail(st);
+      return;
+    }
+    const Segment& s = job.host[h];
+    std::memcpy(s.dst, s.src, s.bytes);
+  }
+}
+
+Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
+                                  TransferStats* stats) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (stats) *stats = TransferStats{};
+
+  // 1. Validate and classify everything first: an invalid request copies nothing.
+  for (size_t k = 0; k < wait_for.size(); ++k)
+    if (!wait_for[k]) return InvalidArgument("copy: wait_for event " + std::to_string(k) + " is null");
+  TransferStats totals;
+  std::vector<size_t> direct, staged, host;
+  const std::string of_n = " of " + std::to_string(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const CopyRequest& r = requests[i];
+    if (r.bytes == 0) continue;
+    if (!r.src || !r.dst)
+      return InvalidArgument("copy request " + std::to_string(i) + of_n + ": " + std::to_string(r.bytes) +
+                             " bytes with a null " + (r.src ? "destination" : "source"));
+    const PointerInfo d = device->query_pointer(r.dst);
+    if (d.kind == PointerKind::kPageableHost)
+      return InvalidArgument("copy request " + std::to_string(i) + of_n +
+                             ": the destination is pageable host memory; it must be device or pinned "
+                             "host memory allocated by this runtime's device");
+    if (d.kind == PointerKind::kDevice && d.device_index != device->index())
+      return InvalidArgument("copy request " + std::to_string(i) + of_n + ": the destination is memory of device " +
+                             std::to_string(d.device_index) + ", not of this runtime's device " +
+                             std::to_string(device->index()));
+    const PointerInfo s = device->query_pointer(r.src);
+    switch (s.kind) {
+      case PointerKind::kPageableHost:
+        totals.pageable_bytes += r.bytes;
+        (d.kind == PointerKind::kPinnedHost ? host : staged).push_back(i);
+        break;
+      case PointerKind::kPinnedHost:
+        totals.pinned_bytes += r.bytes;
+        direct.push_back(i);
+        break;
+      case PointerKind::kDevice:
+        totals.device_bytes += r.bytes;
+        direct.push_back(i);
+        break;
+    }
+  }
+
+  // 2. Plan the pool's work. Pageable -> device requests are packed back to back into
+  // chunk-sized fills, so 1000 small tensors cost ~1000/chunk fills, not 1000 round trips.
+  Job job;
+  job.wait_for = &wait_for;
+  const uint64_t chunk_bytes = opts.chunk_bytes;
+  uint64_t used = chunk_bytes;  // bytes of the current fill; "full" opens a new one
+  for (size_t i : staged) {
+    const CopyRequest& r = requests[i];
+    const char* src = static_cast<const char*>(r.src);
+    char* dst = static_cast<char*>(r.dst);
+    for (uint64_t left = r.bytes; left > 0;) {
+      if (used == chunk_bytes) {
+        job.fills.push_back({job.staged.size(), job.staged.size()});
+        used = 0;
+      }
+      const uint64_t n = std::min(left, chunk_bytes - used);
+      job.staged.push_back({src, dst, n, i});
+      job.fills.back().end = job.staged.size();
+      used += n;
+      src += n;
+      dst += n;
+      left -= n;
+    }
+  }
+  for (size_t i : host) {
+    const CopyRequest& r = requests[i];
+    for (uint64_t off = 0; off < r.bytes; off += chunk_bytes)
+      job.host.push_back({static_cast<const char*>(r.src) + off, static_cast<char*>(r.dst) + off,
+                          std::min(chunk_bytes, r.bytes - off), i});
+  }
+
+  // Before anything is enqueued, so a failed allocation leaves nothing in flight.
+  if (!job.fills.empty()) WHARF_RETURN_IF_ERROR(ensure_ring().with_context("copy: preparing to stage " +
+                                                                            std::to_string(totals.pageable_bytes) +
+                                                                            " pageable bytes"));
+
+  // 3. Enqueue. From here on every path drains the stream before returning.
+  Status first;
+  for (size_t k = 0; k < wait_for.size() && first.ok(); ++k) {
+    Status st = stream->wait(*wait_for[k]);
+    if (!st.ok()) first = st.with_context("copy: making the copy stream wait for wait_for event " + std::to_string(k));
+  }
+  for (size_t j = 0; j < direct.size() && first.ok(); ++j) {
+    const size_t i = direct[j];
+    const CopyRequest& r = requests[i];
+    Status st = stream->copy_async(r.dst, r.src, r.bytes);
+    if (!st.ok())
+      first = st.with_context("copy request " + std::to_string(i) + of_n + ": enqueueing the direct copy of " +
+                              std::to_string(r.bytes) + " bytes from " + kind_name(device->query_pointer(r.src).kind) +
+                              " memory");
+  }
+  if (first.ok() && (!job.fills.empty() || !job.host.empty())) {
+    const uint32_t stage_n =
+        job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(staging_threads, job.fills.size()));
+    const uint32_t host_n = static_cast<uint32_t>(std::min<uint64_t>(pool.size(), job.host.size()));
+    std::function<void(uint32_t)> work = [&](uint32_t t) {
+      // A worker thread must not die with an exception (std::terminate); the only throws
+      // possible here are allocation failures while building an error message.
+      try {
+        if (t < stage_n) run_staged(job, t);
+        run_host(job);
+      } catch (const std::exception& e) {
+        job.fail(Internal(std::string("transfer copy thread: ") + e.what()));
+      } catch (...) {
+        job.fail(Internal("transfer copy thread: unknown exception"));
+      }
+    };
+    pool.run(std::max(stage_n, host_n), work);
+    first = job.first_error();
+  }
+
+  // 4. Drain: returning while DMAs still read caller memory would be a use-after-return.
+  Status sync = stream->synchronize();
+  if (first.ok() && !sync.ok()) first = sync.with_context("copy: waiting for the copy stream to finish");
+  if (first.ok() && stats) *stats = totals;
+  return first;
+}
+
+TransferEngine::TransferEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TransferEngine::~TransferEngine() = default;
+
+Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOptions& opts,
+                              std::unique_ptr<TransferEngine>* out) {
+  if (!device) return InvalidArgument("transfer engine: no device");
+  if (!out) return InvalidArgument("transfer engine: null output pointer");
+  if (opts.threads < 1 || opts.threads > kMaxThreads)
+    return InvalidArgument("transfer engine option threads: " + std::to_string(opts.threads) +
+                           " is outside 1.." + std::to_string(kMaxThreads));
+  if (opts.chunk_bytes < kMinChunkBytes)
+    return InvalidArgument("transfer engine option chunk_bytes: " + std::to_string(opts.chunk_bytes) +
+                           " is below the minimum " + std::to_string(kMinChunkBytes) +
+                           " (smaller chunks spend more on events than on copying)");
+  if (opts.staging_bytes < opts.chunk_bytes)
+    return InvalidArgument("transfer engine option staging_bytes: " + std::to_string(opts.staging_bytes) +
+                           " is less than one chunk (chunk_bytes " + std::to_string(opts.chunk_bytes) + ")");
+  auto impl = std::make_unique<Impl>();
+  impl->device = std::move(device);
+  impl->opts = opts;
+  WHARF_RETURN_IF_ERROR(impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
+  WHARF_RETURN_IF_ERROR(impl->pool.start(opts.threads));
+  out->reset(new TransferEngine(std::move(impl)));
+  return Status::Ok();
+}
+
+Status TransferEngine::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
+                            TransferStats* stats) {
+  return impl_->copy(requests, wait_for, stats);
+}
+
+}  // namespace wharf

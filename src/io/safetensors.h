@@ -1,0 +1,104 @@
+// safetensors reader (mmap, zero-copy) and writer (atomic replace).
+//
+// Format (https://github.com/huggingface/safetensors): an 8-byte little-endian header length N,
+// N bytes of UTF-8 JSON, then the data section. The JSON object maps each tensor name to
+// {"dtype", "shape", "data_offsets": [begin, end]} with offsets relative to the data section;
+// the optional "__metadata__" entry maps strings to strings.
+//
+// The reader trusts nothing in the file: every size is computed with checked arithmetic and
+// every range is checked against the data section before a pointer is formed, so a tensor's
+// [data, data + (end - begin)) is always inside the bytes given to parse()/open().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace wharf::io {
+
+class MappedFile;
+
+// Largest header the reader accepts (the limit of the reference implementation). It also bounds
+// the memory the JSON tree of a hostile header can take.
+constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t(100) << 20;
+
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte offsets inside the data section
+  // The tensor's first byte, inside the mapping/buffer. Not necessarily aligned to the dtype:
+  // the format aligns nothing beyond (usually) 8 bytes for the data section's start, so read
+  // with memcpy or copy out. For a zero-byte tensor it still points inside (or one past the end
+  // of) the data section.
+  const void* data = nullptr;
+};
+
+// A validated safetensors file. Immutable after open/parse; safe to read from many threads.
+class SafetensorsFile {
+ public:
+  // mmaps `path` read-only (PROT_READ, MAP_PRIVATE), validates everything, and keeps the mapping
+  // alive for the object's life. Missing file: kNotFound naming the path; other open/mmap
+  // failures: kIoError with strerror; anything wrong with the contents: kDataCorrupt whose
+  // message names the path and, where there is one, the tensor at fault.
+  static Status open(const std::string& path, std::unique_ptr<SafetensorsFile>* out);
+
+  // The same validation over `size` bytes at `bytes`, which the caller keeps alive and unchanged
+  // for the object's life (nothing is copied). Used by the fuzzer and tests.
+  static Status parse(const void* bytes, size_t size, std::unique_ptr<SafetensorsFile>* out);
+
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }  // header order
+  // "__metadata__" entries in header order (empty if the header has none).
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+  // The tensor named `name`, or nullptr.
+  const SafetensorsTensor* find(std::string_view name) const;
+
+  uint64_t header_size() const { return header_size_; }  // N, the JSON length
+  uint64_t data_size() const { return data_size_; }      // bytes after the header
+
+ private:
+  SafetensorsFile() = default;
+  Status init(const uint8_t* bytes, size_t size);
+
+  std::unique_ptr<MappedFile> mapping_;  // null for parse()
+  std::vector<SafetensorsTensor> tensors_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  // Keys view tensors_[i].name; tensors_ is never modified after init, so they stay valid.
+  std::unordered_map<std::string_view, size_t> index_;
+  uint64_t header_size_ = 0;
+  uint64_t data_size_ = 0;
+};
+
+// One tensor to write. meta.device_type must be kCpu and `data` host memory covering
+// meta.extent_bytes(); a strided meta is gathered element by element into contiguous output.
+struct TensorToWrite {
+  std::string name;
+  TensorMeta meta;
+  const void* data = nullptr;
+};
+
+// Writes a safetensors file: tensors and data in the given order, "__metadata__" first if
+// `metadata` is non-empty, header padded with spaces so the data section starts 8-byte aligned.
+// Writes `path + ".tmp.<pid>.<n>"`, fsyncs it and rename()s it over `path`, so readers see the
+// old file or the new one, never a partial one; the temporary is removed on failure.
+// kInvalidArgument naming the tensor for: an empty name, "__metadata__", a name or metadata that
+// is not valid UTF-8 or (names) contains NUL, a duplicate name or metadata key, a non-CPU or
+// invalid meta, or null data with a nonzero size. kIoError naming the path and strerror for any
+// file system failure.
+Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                         const std::vector<std::pair<std::string, std::string>>& metadata);
+
+}  // namespace wharf::io

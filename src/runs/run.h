@@ -1,0 +1,45 @@
+// Run (lease): one generation of one container pinned for one execution, with a binding
+// table from FQN to storage. Ending a run records an event on its stream; the generation
+// (and every slot it references) is kept until that event completes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "constants/container.h"
+
+namespace wharf {
+
+struct BoundTensor {
+  void* data = nullptr;
+  const ConstantDecl* decl = nullptr;
+  DeviceType device_type = DeviceType::kCpu;
+  int device_index = 0;
+};
+
+class Run {
+ public:
+  // `native_stream` is a caller's cudaStream_t, or nullptr for the runtime's stream.
+  static Status begin(std::shared_ptr<Container> container, void* native_stream, std::unique_ptr<Run>* out);
+  // A run over a generation that is being written (the fold callback's view).
+  static std::unique_ptr<Run> over(std::shared_ptr<Container> container, std::shared_ptr<Generation> gen,
+                                   Stream& stream);
+  ~Run();
+
+  Status tensor(const std::string& fqn, BoundTensor* out) const;
+  uint64_t generation() const { return gen_id_; }
+  Stream& stream() const { return *stream_; }
+  // Records completion and releases the lease (once; later calls are no-ops).
+  Status end();
+
+ private:
+  Run() = default;
+  std::shared_ptr<Container> container_;
+  std::shared_ptr<Generation> gen_;
+  std::unique_ptr<Stream> wrapped_;  // when the caller gave a stream
+  Stream* stream_ = nullptr;
+  uint64_t gen_id_ = 0;
+  bool leased_ = false;  // end() must retire it
+};
+
+}  // namespace wharf

@@ -1,0 +1,76 @@
+// libFuzzer target for the safetensors reader (built and run by tests/fuzz/run.sh).
+//
+// Properties checked beyond "no crash, no sanitizer report":
+//  - a rejected input is always kDataCorrupt (parse never reports I/O or internal errors);
+//  - an accepted input's tensors lie inside the input, fit their dtype and shape exactly, do
+//    not overlap, and every byte of them can be read (ASan flags a read past the buffer, which
+//    the harness allocates to the input's exact size).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/checked.h"
+#include "io/safetensors.h"
+
+namespace {
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "safetensors_fuzz: property violated: %s\n", what);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using wharf::io::SafetensorsFile;
+  // Copy into an exact-size heap block so a read one byte past the input is an ASan error
+  // (libFuzzer's own buffer may have slack behind it).
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[size == 0 ? 1 : size]);
+  if (size) std::memcpy(buf.get(), data, size);
+
+  std::unique_ptr<SafetensorsFile> file;
+  wharf::Status st = SafetensorsFile::parse(buf.get(), size, &file);
+  if (!st.ok()) {
+    if (st.code() != wharf::Code::kDataCorrupt) fail("rejection that is not kDataCorrupt");
+    if (file != nullptr) fail("output set on failure");
+    return 0;
+  }
+
+  const uint8_t* lo = buf.get() + 8 + file->header_size();
+  const uint8_t* hi = buf.get() + size;
+  if (8 + file->header_size() + file->data_size() != size) fail("sizes do not add up");
+  uint64_t checksum = 0;
+  for (const wharf::io::SafetensorsTensor& t : file->tensors()) {
+    if (t.name.empty()) fail("empty name accepted");
+    if (t.shape.size() > static_cast<size_t>(wharf::kMaxDims)) fail("too many dims accepted");
+    uint64_t n = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) fail("negative dim accepted");
+      if (!wharf::checked_mul(n, static_cast<uint64_t>(d), &n)) fail("overflowing shape accepted");
+    }
+    uint64_t bytes;
+    if (!wharf::checked_mul(n, wharf::dtype_size(t.dtype), &bytes) || bytes != t.end - t.begin)
+      fail("size does not match shape");
+    const auto* p = static_cast<const uint8_t*>(t.data);
+    if (t.begin > t.end || p != lo + t.begin || p + (t.end - t.begin) > hi) fail("range outside data");
+    if (file->find(t.name) != &t) fail("find() disagrees with tensors()");
+    for (uint64_t i = 0; i < t.end - t.begin; ++i) checksum += p[i];  // touch every byte
+  }
+  // Non-empty ranges are pairwise disjoint (quadratic, but fuzz inputs hold few tensors).
+  const auto& ts = file->tensors();
+  for (size_t i = 0; i < ts.size(); ++i)
+    for (size_t j = i + 1; j < ts.size(); ++j)
+      if (ts[i].begin < ts[i].end && ts[j].begin < ts[j].end && ts[i].begin < ts[j].end &&
+          ts[j].begin < ts[i].end)
+        fail("overlapping ranges accepted");
+  for (const auto& kv : file->metadata()) checksum += kv.first.size() + kv.second.size();
+  // Keep the reads from being optimised away.
+  static volatile uint64_t sink;
+  sink = checksum;
+  return 0;
+}

@@ -1,0 +1,646 @@
+// Containers on the host backend: copy-on-write generations, validate-then-copy, swap and
+// rollback, leases that keep storage alive until the device is done, in-place updates,
+// fold callbacks, user-managed constants, and concurrency.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/handles.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+struct St {
+  wharf_status* s;
+  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose, for EXPECT_* brevity
+  ~St() { wharf_status_free(s); }
+  wharf_code code() const { return wharf_status_code(s); }
+  std::string msg() const { return wharf_status_message(s); }
+};
+#define ASSERT_OK(expr)                                \
+  do {                                                 \
+    St _st(expr);                                      \
+    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg();      \
+  } while (0)
+
+wharf_runtime* host_runtime(uint64_t limit = 0) {
+  wharf_runtime_options o;
+  wharf_runtime_options_init(&o);
+  o.backend = WHARF_BACKEND_HOST;
+  o.device_memory_limit = limit;
+  o.copy_threads = 3;
+  o.staging_bytes = 1 << 20;
+  wharf_runtime* rt = nullptr;
+  St st(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return rt;
+}
+
+// A set of float tensors in pageable memory, and a map over them.
+struct Weights {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<float>> data;
+  wharf_constant_map* map = nullptr;
+
+  Weights() = default;
+  Weights(const Weights&) = delete;
+  ~Weights() { wharf_constant_map_free(map); }
+
+  void add(const std::string& name, std::vector<int64_t> shape, float value) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= size_t(d);
+    names.push_back(name);
+    shapes.push_back(std::move(shape));
+    data.emplace_back(n, value);
+  }
+  wharf_constant_map* build() {
+    wharf_constant_map_free(map);
+    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+    for (size_t i = 0; i < names.size(); ++i) {
+      wharf_tensor_view v{data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
+                          int32_t(shapes[i].size()), shapes[i].data(), nullptr};
+      St st(wharf_constant_map_set(map, names[i].c_str(), &v));
+      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    }
+    return map;
+  }
+};
+
+void model(Weights* w, float value) {
+  w->add("embed", {64, 32}, value);
+  w->add("layers.0.w", {32, 32}, value);
+  w->add("layers.1.w", {32, 32}, value);
+  w->add("norm", {32}, value);
+}
+
+float read_first(wharf_run* run, const char* fqn) {
+  wharf_tensor_view v;
+  St st(wharf_run_tensor(run, fqn, &v));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return st.code() == WHARF_OK ? static_cast<float*>(v.data)[0] : -1.0f;
+}
+
+void* address_of(wharf_run* run, const char* fqn) {
+  wharf_tensor_view v;
+  St st(wharf_run_tensor(run, fqn, &v));
+  return v.data;
+}
+
+uint64_t constants_bytes(wharf_runtime* rt, bool peak = false) {
+  wharf_memory_stats ms;
+  std::memset(&ms, 0, sizeof ms);
+  ms.struct_size = sizeof ms;
+  St st(wharf_runtime_memory_stats(rt, &ms));
+  return peak ? ms.peak[WHARF_MEM_CONSTANTS] : ms.current[WHARF_MEM_CONSTANTS];
+}
+
+struct Fixture : ::testing::Test {
+  wharf_runtime* rt = nullptr;
+  wharf_container* c = nullptr;
+  Weights base;
+  void SetUp() override {
+    rt = host_runtime();
+    model(&base, 1.0f);
+    St st(wharf_container_create_from_map(rt, base.build(), nullptr, &c));
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+  }
+  void TearDown() override {
+    wharf_container_free(c);
+    wharf_runtime_free(rt);
+  }
+  // Updates the named constants to `value` and swaps.
+  void update_swap(const std::vector<std::string>& names, float value, Weights* keep) {
+    for (const auto& n : names) {
+      for (size_t i = 0; i < base.names.size(); ++i)
+        if (base.names[i] == n) keep->add(n, base.shapes[i], value);
+    }
+    ASSERT_OK(wharf_container_update(c, keep->build(), nullptr));
+    ASSERT_OK(wharf_container_swap(c));
+  }
+};
+
+TEST_F(Fixture, CreateFromMapIsReadyToRun) {
+  EXPECT_EQ(wharf_container_num_constants(c), 4u);
+  EXPECT_EQ(wharf_container_generation(c), 1u);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "layers.1.w"), 1.0f);
+  EXPECT_EQ(wharf_run_generation(run), 1u);
+  EXPECT_EQ(wharf_run_stream(run), nullptr);  // host backend
+  wharf_tensor_view v;
+  St nf(wharf_run_tensor(run, "nope", &v));
+  EXPECT_EQ(nf.code(), WHARF_NOT_FOUND);
+  EXPECT_NE(nf.msg().find("'nope'"), std::string::npos);
+  ASSERT_OK(wharf_run_end(run));
+  // The data was copied: the caller's memory can change without affecting the model.
+  base.data[0][0] = 42.0f;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "embed"), 1.0f);
+  ASSERT_OK(wharf_run_end(run));
+  wharf_constant_info info;
+  info.struct_size = sizeof info;
+  ASSERT_OK(wharf_container_constant_info(c, 0, &info));
+  EXPECT_STREQ(info.fqn, "embed");
+  EXPECT_EQ(info.nbytes, 64u * 32u * 4u);
+  EXPECT_EQ(info.placement, WHARF_PLACEMENT_DEVICE);
+  St oob(wharf_container_constant_info(c, 4, &info));
+  EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
+}
+
+TEST_F(Fixture, CopyOnWriteCostsOnlyTheUpdatedBytes) {
+  uint64_t before = constants_bytes(rt);
+  EXPECT_EQ(before, (64 * 32 + 32 * 32 * 2 + 32) * 4u);
+  wharf_runtime_reset_peak(rt);
+  wharf_run* old_run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &old_run));
+  void* embed_before = address_of(old_run, "embed");
+  ASSERT_OK(wharf_run_end(old_run));
+
+  Weights up;
+  up.add("layers.0.w", {32, 32}, 2.0f);
+  ASSERT_OK(wharf_container_update(c, up.build(), nullptr));
+  // Extra memory during the update = the updated constant's bytes, not a model copy.
+  EXPECT_EQ(constants_bytes(rt, true) - before, 32u * 32u * 4u);
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "layers.0.w"), 2.0f);
+  EXPECT_EQ(read_first(run, "embed"), 1.0f);
+  EXPECT_EQ(address_of(run, "embed"), embed_before);  // shared slot, not copied
+  ASSERT_OK(wharf_run_end(run));
+}
+
+TEST_F(Fixture, PartialUpdateNeverStale) {
+  Weights a, b;
+  update_swap({"layers.0.w"}, 2.0f, &a);  // active: layers.0.w = 2
+  update_swap({"layers.1.w"}, 3.0f, &b);  // built from the active one, not the older inactive
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "layers.0.w"), 2.0f);
+  EXPECT_EQ(read_first(run, "layers.1.w"), 3.0f);
+  EXPECT_EQ(read_first(run, "embed"), 1.0f);
+  ASSERT_OK(wharf_run_end(run));
+}
+
+TEST_F(Fixture, SwapRollsBackAndFreeInactive) {
+  Weights a;
+  update_swap({"norm"}, 5.0f, &a);
+  uint64_t g = wharf_container_generation(c);
+  ASSERT_OK(wharf_container_swap(c));  // roll back
+  EXPECT_GT(wharf_container_generation(c), g);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "norm"), 1.0f);
+  ASSERT_OK(wharf_run_end(run));
+  ASSERT_OK(wharf_container_free_inactive(c));
+  St st(wharf_container_swap(c));
+  EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION);
+  // Only the active generation's storage remains.
+  EXPECT_EQ(constants_bytes(rt), (64 * 32 + 32 * 32 * 2 + 32) * 4u);
+}
+
+TEST_F(Fixture, ValidationChangesNothing) {
+  float x[32 * 32] = {0};
+  int64_t good[2] = {32, 32}, bad[2] = {32, 16}, strides[2] = {1, 32};
+  struct Case {
+    const char* fqn;
+    wharf_tensor_view v;
+    wharf_code code;
+    const char* needle;
+  } cases[] = {
+      {"layers.9.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_NOT_FOUND, "not declared"},
+      {"layers.0.w", {x, WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "dtype F32 expected, got F16"},
+      {"layers.0.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, bad, nullptr}, WHARF_INVALID_ARGUMENT, "shape [32, 32] expected, got [32, 16]"},
+      {"layers.0.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, strides}, WHARF_INVALID_ARGUMENT, "non-contiguous"},
+      {"layers.0.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "host backend"},
+  };
+  uint64_t bytes = constants_bytes(rt);
+  for (const auto& cs : cases) {
+    // A valid entry first: it must not be applied either.
+    Weights w;
+    w.add("norm", {32}, 9.0f);
+    wharf_constant_map* m = w.build();
+    St add(wharf_constant_map_set(m, cs.fqn, &cs.v));
+    ASSERT_EQ(add.code(), WHARF_OK) << add.msg();
+    St st(wharf_container_update(c, m, nullptr));
+    EXPECT_EQ(st.code(), cs.code) << cs.needle;
+    EXPECT_NE(st.msg().find(cs.needle), std::string::npos) << st.msg();
+    EXPECT_NE(st.msg().find(std::string("'") + cs.fqn + "'"), std::string::npos) << st.msg();
+    EXPECT_EQ(constants_bytes(rt), bytes);
+    St sw(wharf_container_swap(c));  // nothing was staged
+    EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION);
+  }
+  EXPECT_EQ(wharf_container_generation(c), 1u);
+}
+
+TEST_F(Fixture, RequireFullNamesTheMissingConstant) {
+  Weights w;
+  w.add("embed", {64, 32}, 2.0f);
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.require_full = 1;
+  St st(wharf_container_update(c, w.build(), &o));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(st.msg().find("layers.0.w"), std::string::npos) << st.msg();
+}
+
+TEST(Container, FreshContainerCannotSwapUntilComplete) {
+  wharf_runtime* rt = host_runtime();
+  int64_t s1[1] = {8}, s2[2] = {2, 4};
+  wharf_constant_decl decls[2] = {{"a", WHARF_DTYPE_F32, 1, s1, WHARF_PLACEMENT_DEVICE, 0},
+                                  {"b", WHARF_DTYPE_I32, 2, s2, WHARF_PLACEMENT_HOST, 0}};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "fresh";
+  o.constants = decls;
+  o.num_constants = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  wharf_run* run = nullptr;
+  St none(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(none.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_EQ(run, nullptr);
+  std::vector<float> a(8, 1.5f);
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  wharf_tensor_view va{a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s1, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m, "a", &va));
+  ASSERT_OK(wharf_container_update(c, m, nullptr));
+  St sw(wharf_container_swap(c));
+  EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_NE(sw.msg().find("'b'"), std::string::npos) << sw.msg();
+  std::vector<int32_t> b(8, 7);
+  wharf_constant_map* m2 = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m2));
+  wharf_tensor_view vb{b.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 2, s2, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m2, "b", &vb));
+  ASSERT_OK(wharf_container_update(c, m2, nullptr));  // adds to what is staged
+  ASSERT_OK(wharf_container_swap(c));
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "a"), 1.5f);
+  wharf_tensor_view v;
+  ASSERT_OK(wharf_run_tensor(run, "b", &v));
+  EXPECT_EQ(static_cast<int32_t*>(v.data)[7], 7);
+  EXPECT_EQ(v.device_type, WHARF_DEVICE_CPU);
+  ASSERT_OK(wharf_run_end(run));
+  wharf_constant_map_free(m);
+  wharf_constant_map_free(m2);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+TEST(Container, BadDeclarationsAreRefused) {
+  wharf_runtime* rt = host_runtime();
+  int64_t s[1] = {4}, neg[1] = {-4};
+  wharf_constant_decl dup[2] = {{"a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0},
+                                {"a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0}};
+  wharf_constant_decl negd[1] = {{"n", WHARF_DTYPE_F32, 1, neg, WHARF_PLACEMENT_DEVICE, 0}};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = dup;
+  o.num_constants = 2;
+  wharf_container* c = nullptr;
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(st.msg().find("declared twice"), std::string::npos);
+  o.constants = negd;
+  o.num_constants = 1;
+  St st2(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st2.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(st2.msg().find("'n'"), std::string::npos);
+  EXPECT_EQ(c, nullptr);
+  wharf_runtime_free(rt);
+}
+
+TEST(Container, OutOfMemoryMidUpdateLeavesActiveAndLeaksNothing) {
+  // Room for the model (4 KiB + 4 KiB) plus one more 4 KiB constant, not two.
+  wharf_runtime* rt = host_runtime(3 * 4096);
+  Weights w;
+  w.add("a", {1024}, 1.0f);
+  w.add("b", {1024}, 1.0f);
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create_from_map(rt, w.build(), nullptr, &c));
+  uint64_t before = constants_bytes(rt);
+  Weights up;
+  up.add("a", {1024}, 2.0f);
+  up.add("b", {1024}, 2.0f);
+  St st(wharf_container_update(c, up.build(), nullptr));
+  EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY);
+  EXPECT_NE(st.msg().find("'b'"), std::string::npos) << st.msg();
+  EXPECT_EQ(constants_bytes(rt), before);  // the partial generation was released
+  St sw(wharf_container_swap(c));
+  EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "a"), 1.0f);
+  ASSERT_OK(wharf_run_end(run));
+  // In place needs no extra memory, so it fits.
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  ASSERT_OK(wharf_container_update(c, up.map, &o));
+  EXPECT_EQ(constants_bytes(rt), before);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+TEST_F(Fixture, RunKeepsItsGenerationAcrossSwaps) {
+  wharf_run* old_run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &old_run));
+  Weights a;
+  update_swap({"embed", "layers.0.w", "layers.1.w", "norm"}, 2.0f, &a);
+  ASSERT_OK(wharf_container_free_inactive(c));
+  // The open run still reads generation 1's storage, which is still allocated.
+  EXPECT_EQ(wharf_run_generation(old_run), 1u);
+  EXPECT_EQ(read_first(old_run, "embed"), 1.0f);
+  uint64_t model_bytes = (64 * 32 + 32 * 32 * 2 + 32) * 4u;
+  EXPECT_EQ(constants_bytes(rt), 2 * model_bytes);
+  ASSERT_OK(wharf_run_end(old_run));
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  ASSERT_OK(wharf_container_free_inactive(c));  // reaps finished runs
+  EXPECT_EQ(constants_bytes(rt), model_bytes);
+}
+
+TEST_F(Fixture, StorageOutlivesRunUntilTheDeviceIsDone) {
+  // Block the runtime's stream: the run's end event cannot complete until released.
+  std::atomic<bool> release{false};
+  ASSERT_TRUE(rt->rt->stream().enqueue_host([&] { while (!release) std::this_thread::yield(); }).ok());
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  ASSERT_OK(wharf_run_end(run));
+  Weights a;
+  update_swap({"embed", "layers.0.w", "layers.1.w", "norm"}, 2.0f, &a);
+  ASSERT_OK(wharf_container_free_inactive(c));
+  uint64_t model_bytes = (64 * 32 + 32 * 32 * 2 + 32) * 4u;
+  EXPECT_EQ(constants_bytes(rt), 2 * model_bytes);  // the device may still read gen 1
+  release = true;
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  ASSERT_OK(wharf_container_free_inactive(c));
+  EXPECT_EQ(constants_bytes(rt), model_bytes);
+}
+
+TEST_F(Fixture, InPlaceUpdateUsesNoExtraMemoryAndWaitsForRuns) {
+  uint64_t before = constants_bytes(rt);
+  wharf_runtime_reset_peak(rt);
+  wharf_run* open = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &open));
+  Weights w;
+  w.add("layers.0.w", {32, 32}, 8.0f);
+  w.build();
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    St st(wharf_container_update(c, w.map, &o));
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(done.load());                          // waits for the open run
+  EXPECT_EQ(read_first(open, "layers.0.w"), 1.0f);   // which still sees old data
+  ASSERT_OK(wharf_run_end(open));
+  t.join();
+  EXPECT_EQ(constants_bytes(rt, true), before);       // no extra memory at any point
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "layers.0.w"), 8.0f);
+  EXPECT_EQ(wharf_run_generation(run), 1u);  // same generation, new data
+  ASSERT_OK(wharf_run_end(run));
+}
+
+// Fold: "wt" is derived as the transpose of "w", computed through the run it is given.
+wharf_status* transpose_fold(wharf_run* run, void* user) {
+  auto* calls = static_cast<int*>(user);
+  ++*calls;
+  wharf_tensor_view w, wt;
+  wharf_status* st = wharf_run_tensor(run, "w", &w);
+  if (st) return st;
+  if ((st = wharf_run_tensor(run, "wt", &wt))) return st;
+  const float* src = static_cast<const float*>(w.data);
+  float* dst = static_cast<float*>(wt.data);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) dst[j * 2 + i] = src[i * 3 + j];
+  return nullptr;
+}
+
+wharf_status* failing_fold(wharf_run*, void*) {
+  wharf_status* st = nullptr;
+  wharf_dtype d;
+  st = wharf_dtype_from_name("fold-failed", &d);  // a real status from the library
+  return st;
+}
+
+TEST(Container, FoldComputesDerivedConstants) {
+  wharf_runtime* rt = host_runtime();
+  int64_t sw[2] = {2, 3}, swt[2] = {3, 2};
+  wharf_constant_decl decls[2] = {{"w", WHARF_DTYPE_F32, 2, sw, WHARF_PLACEMENT_DEVICE, 0},
+                                  {"wt", WHARF_DTYPE_F32, 2, swt, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.constants = decls;
+  co.num_constants = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &co, &c));
+  float w[6] = {0, 1, 2, 3, 4, 5};
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  wharf_tensor_view v{w, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, sw, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m, "w", &v));
+  St nofold(wharf_container_update(c, m, nullptr));
+  EXPECT_EQ(nofold.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(nofold.msg().find("fold"), std::string::npos);
+
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.fold = failing_fold;
+  St failed(wharf_container_update(c, m, &o));
+  EXPECT_EQ(failed.code(), WHARF_NOT_FOUND);  // the callback's own status comes back
+  EXPECT_NE(failed.msg().find("fold-failed"), std::string::npos);
+  St sw0(wharf_container_swap(c));
+  EXPECT_EQ(sw0.code(), WHARF_FAILED_PRECONDITION);  // the failed update staged nothing
+
+  int calls = 0;
+  o.fold = transpose_fold;
+  o.fold_user = &calls;
+  ASSERT_OK(wharf_container_update(c, m, &o));
+  EXPECT_EQ(calls, 1);
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  wharf_tensor_view t;
+  ASSERT_OK(wharf_run_tensor(run, "wt", &t));
+  const float* tt = static_cast<const float*>(t.data);
+  EXPECT_EQ(tt[0], 0);
+  EXPECT_EQ(tt[1], 3);
+  EXPECT_EQ(tt[2], 1);
+  EXPECT_EQ(tt[5], 5);
+  ASSERT_OK(wharf_run_end(run));
+  // A map may not supply a derived constant.
+  wharf_constant_map* bad = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&bad));
+  wharf_tensor_view vt{w, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, swt, nullptr};
+  ASSERT_OK(wharf_constant_map_set(bad, "wt", &vt));
+  St derived(wharf_container_update(c, bad, &o));
+  EXPECT_EQ(derived.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(derived.msg().find("derived"), std::string::npos);
+  wharf_constant_map_free(bad);
+  wharf_constant_map_free(m);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+struct ReleaseLog {
+  std::atomic<int> calls{0};
+  void* last = nullptr;
+};
+void on_release(void* data, void* user) {
+  auto* log = static_cast<ReleaseLog*>(user);
+  log->last = data;
+  ++log->calls;
+}
+
+TEST_F(Fixture, UserManagedConstantReleasedOnceWhenUnreferenced) {
+  std::vector<float> mine(32, 6.0f);
+  int64_t s[1] = {32};
+  wharf_tensor_view v{mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s, nullptr};
+  ReleaseLog log;
+  ASSERT_OK(wharf_container_bind_user_constant(c, "norm", &v, on_release, &log));
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(address_of(run, "norm"), mine.data());  // bound, not copied
+  ASSERT_OK(wharf_run_end(run));
+  Weights w;
+  update_swap({"norm"}, 1.0f, &w);          // replaces it in the new active generation
+  EXPECT_EQ(log.calls.load(), 0);           // the inactive generation still holds it
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  ASSERT_OK(wharf_container_free_inactive(c));
+  EXPECT_EQ(log.calls.load(), 1);
+  EXPECT_EQ(log.last, mine.data());
+  int64_t bad[1] = {31};
+  wharf_tensor_view vb{mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, bad, nullptr};
+  St st(wharf_container_bind_user_constant(c, "norm", &vb, on_release, &log));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(log.calls.load(), 1);  // not called on error
+}
+
+TEST_F(Fixture, MixedSourceKindsInOneMap) {
+  // Pinned and "device" memory of the host backend, beside pageable memory.
+  wharf::Buffer pinned, device;
+  auto& dev = rt->rt->device();
+  ASSERT_TRUE(dev.allocate(wharf::MemKind::kPinnedHost, wharf::MemTag::kWorkspace, 32 * 32 * 4, "src", &pinned).ok());
+  ASSERT_TRUE(dev.allocate(wharf::MemKind::kDevice, wharf::MemTag::kWorkspace, 32 * 32 * 4, "src", &device).ok());
+  for (int i = 0; i < 32 * 32; ++i) {
+    static_cast<float*>(pinned.data())[i] = 3.0f;
+    static_cast<float*>(device.data())[i] = 4.0f;
+  }
+  Weights w;
+  w.add("embed", {64, 32}, 2.0f);
+  wharf_constant_map* m = w.build();
+  int64_t s[2] = {32, 32};
+  wharf_tensor_view vp{pinned.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
+  wharf_tensor_view vd{device.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m, "layers.0.w", &vp));
+  ASSERT_OK(wharf_constant_map_set(m, "layers.1.w", &vd));
+  ASSERT_OK(wharf_container_update(c, m, nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "embed"), 2.0f);
+  EXPECT_EQ(read_first(run, "layers.0.w"), 3.0f);
+  EXPECT_EQ(read_first(run, "layers.1.w"), 4.0f);
+  ASSERT_OK(wharf_run_end(run));
+}
+
+// Readers on several threads check that every constant of their run carries the same
+// stamp (one generation's values) while a writer updates everything and swaps in a loop.
+TEST_F(Fixture, ConcurrentRunsSeeExactlyOneGeneration) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> torn{0}, runs{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      while (!stop) {
+        wharf_run* run = nullptr;
+        St st(wharf_run_begin(c, nullptr, nullptr, &run));
+        if (st.code() != WHARF_OK) {
+          ++torn;
+          continue;
+        }
+        float stamp = -1;
+        for (const char* n : {"embed", "layers.0.w", "layers.1.w", "norm"}) {
+          wharf_tensor_view v;
+          St ts(wharf_run_tensor(run, n, &v));
+          const float* p = static_cast<const float*>(v.data);
+          size_t count = std::strcmp(n, "embed") == 0 ? 64 * 32 : std::strcmp(n, "norm") == 0 ? 32 : 32 * 32;
+          double sum = 0;
+          for (size_t i = 0; i < count; ++i) sum += p[i];
+          float value = float(sum / double(count));
+          if (stamp < 0) stamp = value;
+          if (value != stamp || p[0] != stamp) ++torn;
+        }
+        St end(wharf_run_end(run));
+        ++runs;
+      }
+    });
+  }
+  for (int k = 2; k < 60; ++k) {
+    Weights w;
+    model(&w, float(k));
+    ASSERT_OK(wharf_container_update(c, w.build(), nullptr));
+    ASSERT_OK(wharf_container_swap(c));
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_GT(runs.load(), 0);
+  EXPECT_EQ(wharf_container_generation(c), 59u);
+}
+
+TEST_F(Fixture, ConcurrentUpdatesAreNeverInterleaved) {
+  Weights a, b;
+  model(&a, 10.0f);
+  model(&b, 20.0f);
+  a.build();
+  b.build();
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> ok{0}, busy{0};
+    auto updater = [&](wharf_constant_map* m) {
+      St st(wharf_container_update(c, m, nullptr));
+      if (st.code() == WHARF_OK) ++ok;
+      else if (st.code() == WHARF_BUSY) ++busy;
+    };
+    std::thread t1(updater, a.map), t2(updater, b.map);
+    t1.join();
+    t2.join();
+    EXPECT_EQ(ok + busy, 2);
+    EXPECT_GE(ok.load(), 1);
+    ASSERT_OK(wharf_container_swap(c));
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+    float e = read_first(run, "embed");
+    EXPECT_TRUE(e == 10.0f || e == 20.0f);
+    EXPECT_EQ(read_first(run, "layers.0.w"), e);
+    EXPECT_EQ(read_first(run, "norm"), e);
+    ASSERT_OK(wharf_run_end(run));
+  }
+}
+
+TEST_F(Fixture, HostBackendRejectsNativeStreams) {
+  wharf_run* run = nullptr;
+  int fake;
+  St st(wharf_run_begin(c, nullptr, &fake, &run));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(run, nullptr);
+  EXPECT_EQ(wharf_run_end(nullptr), nullptr);
+}
+
+}  // namespace

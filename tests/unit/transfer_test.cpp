@@ -1,0 +1,438 @@
+// TransferEngine on the host backend: the staging ring, its events and the worker threads
+// run for real (the "DMA" is a memcpy task on the copy stream's worker), so data, ordering,
+// accounting and error paths are all checked without a GPU.
+#include "device/transfer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "device/host/host_device.h"
+
+namespace wharf {
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
+
+std::shared_ptr<Device> host_device() {
+  std::shared_ptr<Device> d;
+  EXPECT_TRUE(create_host_device(DeviceOptions{}, &d).ok());
+  return d;
+}
+
+std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
+                                            uint64_t staging) {
+  TransferOptions o;
+  o.threads = threads;
+  o.chunk_bytes = chunk;
+  o.staging_bytes = staging;
+  std::unique_ptr<TransferEngine> e;
+  Status st = TransferEngine::create(dev, o, &e);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return e;
+}
+
+// Bytes that differ at every offset and between seeds, so a misplaced or skipped piece shows.
+std::vector<unsigned char> pattern(uint64_t n, uint32_t seed) {
+  std::vector<unsigned char> v(n);
+  uint64_t x = 0x9e3779b97f4a7c15ull * (seed + 1);
+  for (uint64_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = static_cast<unsigned char>(x);
+  }
+  return v;
+}
+
+Buffer alloc(const std::shared_ptr<Device>& dev, MemKind kind, uint64_t bytes, int fill = 0) {
+  Buffer b;
+  Status st = dev->allocate(kind, MemTag::kWorkspace, bytes, "test buffer", &b);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (b.data()) std::memset(b.data(), fill, bytes);
+  return b;
+}
+
+uint64_t staging_current(const std::shared_ptr<Device>& dev) {
+  return dev->accounting().snapshot().current[int(MemTag::kStaging)];
+}
+
+// Index of the first differing byte, or -1.
+int64_t first_diff(const void* a, const void* b, uint64_t n) {
+  auto* x = static_cast<const unsigned char*>(a);
+  auto* y = static_cast<const unsigned char*>(b);
+  for (uint64_t i = 0; i < n; ++i)
+    if (x[i] != y[i]) return int64_t(i);
+  return -1;
+}
+
+bool all_equal(const void* p, unsigned char v, uint64_t n) {
+  auto* x = static_cast<const unsigned char*>(p);
+  for (uint64_t i = 0; i < n; ++i)
+    if (x[i] != v) return false;
+  return true;
+}
+
+TEST(Transfer, CreateValidatesOptions) {
+  auto dev = host_device();
+  std::unique_ptr<TransferEngine> e;
+  TransferOptions o;
+  o.threads = 0;
+  EXPECT_EQ(TransferEngine::create(dev, o, &e).code(), Code::kInvalidArgument);
+  o = TransferOptions{};
+  o.chunk_bytes = 64 * KiB - 1;
+  Status st = TransferEngine::create(dev, o, &e);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("chunk_bytes"), std::string::npos) << st.message();
+  o = TransferOptions{};
+  o.staging_bytes = o.chunk_bytes - 1;
+  st = TransferEngine::create(dev, o, &e);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("staging_bytes"), std::string::npos) << st.message();
+  EXPECT_EQ(TransferEngine::create(nullptr, TransferOptions{}, &e).code(), Code::kInvalidArgument);
+  EXPECT_FALSE(e);
+  o = TransferOptions{};
+  o.chunk_bytes = 64 * KiB;
+  o.staging_bytes = 64 * KiB;  // the minimum: a one-chunk ring
+  EXPECT_TRUE(TransferEngine::create(dev, o, &e).ok());
+  EXPECT_TRUE(e);
+  EXPECT_EQ(staging_current(dev), 0u) << "the ring must be allocated lazily";
+}
+
+TEST(Transfer, PageableToDeviceNotAChunkMultiple) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 1 * MiB, 6 * MiB);
+  const uint64_t n = 10 * MiB + 123, guard = 4096;
+  auto src = pattern(n, 1);
+  Buffer dst = alloc(dev, MemKind::kDevice, n + guard, 0xee);
+  TransferStats stats;
+  Status st = eng->copy({{dst.data(), src.data(), n}}, {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(first_diff(dst.data(), src.data(), n), -1);
+  EXPECT_TRUE(all_equal(static_cast<char*>(dst.data()) + n, 0xee, guard)) << "wrote past the request";
+  EXPECT_EQ(stats.pageable_bytes, n);
+  EXPECT_EQ(stats.pinned_bytes, 0u);
+  EXPECT_EQ(stats.device_bytes, 0u);
+}
+
+// Ring shapes: fewer chunks than 2*threads, a single chunk, an odd chunk count per thread.
+struct RingShape {
+  uint32_t threads;
+  uint64_t chunk, staging;
+};
+class TransferRing : public ::testing::TestWithParam<RingShape> {};
+
+TEST_P(TransferRing, CopiesThroughEveryRingShape) {
+  const RingShape p = GetParam();
+  auto dev = host_device();
+  auto eng = make_engine(dev, p.threads, p.chunk, p.staging);
+  const uint64_t n = 5 * MiB + 7;
+  auto src = pattern(n, 2);
+  Buffer dst = alloc(dev, MemKind::kDevice, n);
+  for (int round = 0; round < 2; ++round) {  // the second round reuses a ring with recorded events
+    std::memset(dst.data(), 0, n);
+    Status st = eng->copy({{dst.data(), src.data(), n}}, {});
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(first_diff(dst.data(), src.data(), n), -1) << "round " << round;
+  }
+  EXPECT_EQ(staging_current(dev), (p.staging / p.chunk) * p.chunk);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TransferRing,
+                         ::testing::Values(RingShape{4, 64 * KiB, 128 * KiB},   // 2 chunks: 1 thread
+                                           RingShape{3, 64 * KiB, 64 * KiB},    // 1 chunk
+                                           RingShape{2, 64 * KiB, 7 * 64 * KiB},  // 4 + 3 chunks
+                                           RingShape{12, 1 * MiB, 24 * MiB}));  // the GPU default shape
+
+TEST(Transfer, ManySmallRequests) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint64_t> size(1 * KiB, 4 * KiB);
+  const int kRequests = 1000, kGuard = 64;
+  std::vector<std::vector<unsigned char>> srcs;
+  std::vector<uint64_t> offsets;
+  uint64_t off = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    srcs.push_back(pattern(size(rng), 100 + i));
+    offsets.push_back(off);
+    off += srcs.back().size();
+    // Every third destination is followed by a gap: runs of adjacent destinations become one
+    // DMA, gaps split them, and the gap bytes must stay untouched.
+    if (i % 3 == 2) off += kGuard;
+  }
+  Buffer dst = alloc(dev, MemKind::kDevice, off, 0xee);
+  std::vector<CopyRequest> reqs;
+  uint64_t total = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    reqs.push_back({static_cast<char*>(dst.data()) + offsets[i], srcs[i].data(), srcs[i].size()});
+    total += srcs[i].size();
+  }
+  TransferStats stats;
+  Status st = eng->copy(reqs, {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(stats.pageable_bytes, total);
+  auto* d = static_cast<unsigned char*>(dst.data());
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_EQ(first_diff(d + offsets[i], srcs[i].data(), srcs[i].size()), -1) << "request " << i;
+    if (i % 3 == 2) {
+      ASSERT_TRUE(all_equal(d + offsets[i] + srcs[i].size(), 0xee, kGuard)) << "gap after " << i;
+    }
+  }
+}
+
+TEST(Transfer, MixedSourceKindsInOneCall) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 1 * MiB, 6 * MiB);
+  const uint64_t np = 3 * MiB + 5, nq = 1 * MiB + 3, nd = 2 * MiB + 1, nh = 2 * MiB + 9;
+  auto pageable = pattern(np, 10);
+  auto pageable_h = pattern(nh, 13);
+  Buffer pinned_src = alloc(dev, MemKind::kPinnedHost, nq);
+  Buffer device_src = alloc(dev, MemKind::kDevice, nd);
+  auto q = pattern(nq, 11), d = pattern(nd, 12);
+  std::memcpy(pinned_src.data(), q.data(), nq);
+  std::memcpy(device_src.data(), d.data(), nd);
+  Buffer dp = alloc(dev, MemKind::kDevice, np), dq = alloc(dev, MemKind::kDevice, nq);
+  Buffer dd = alloc(dev, MemKind::kDevice, nd), dh = alloc(dev, MemKind::kPinnedHost, nh);
+  Buffer d2h = alloc(dev, MemKind::kPinnedHost, nd);  // device -> pinned host: a direct copy
+  TransferStats stats;
+  Status st = eng->copy({{dp.data(), pageable.data(), np},
+                         {dq.data(), pinned_src.data(), nq},
+                         {dd.data(), device_src.data(), nd},
+                         {dh.data(), pageable_h.data(), nh},
+                         {d2h.data(), device_src.data(), nd}},
+                        {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(first_diff(dp.data(), pageable.data(), np), -1);
+  EXPECT_EQ(first_diff(dq.data(), q.data(), nq), -1);
+  EXPECT_EQ(first_diff(dd.data(), d.data(), nd), -1);
+  EXPECT_EQ(first_diff(dh.data(), pageable_h.data(), nh), -1);
+  EXPECT_EQ(first_diff(d2h.data(), d.data(), nd), -1);
+  EXPECT_EQ(stats.pageable_bytes, np + nh);
+  EXPECT_EQ(stats.pinned_bytes, nq);
+  EXPECT_EQ(stats.device_bytes, 2 * nd);
+}
+
+TEST(Transfer, PageableToPinnedHostIsAHostCopy) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 1 * MiB, 4 * MiB);
+  const uint64_t n = 5 * MiB + 3;
+  auto src = pattern(n, 20);
+  Buffer dst = alloc(dev, MemKind::kPinnedHost, n);
+  TransferStats stats;
+  Status st = eng->copy({{dst.data(), src.data(), n}}, {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(first_diff(dst.data(), src.data(), n), -1);
+  EXPECT_EQ(stats.pageable_bytes, n);
+  // No DMA is involved, so the ring is never needed.
+  EXPECT_EQ(staging_current(dev), 0u);
+}
+
+TEST(Transfer, StagingRingIsAccountedOnceAndKept) {
+  auto dev = host_device();
+  const uint64_t chunk = 1 * MiB, staging = 5 * MiB + 1000;  // rounds down to 5 chunks
+  auto eng = make_engine(dev, 2, chunk, staging);
+  const uint64_t ring = 5 * chunk;
+  EXPECT_EQ(staging_current(dev), 0u);
+
+  // A pinned source needs no staging.
+  Buffer pinned = alloc(dev, MemKind::kPinnedHost, 1 * MiB, 1);
+  Buffer dst = alloc(dev, MemKind::kDevice, 3 * MiB);
+  ASSERT_TRUE(eng->copy({{dst.data(), pinned.data(), 1 * MiB}}, {}).ok());
+  EXPECT_EQ(staging_current(dev), 0u);
+
+  auto src = pattern(3 * MiB, 21);
+  ASSERT_TRUE(eng->copy({{dst.data(), src.data(), src.size()}}, {}).ok());
+  MemorySnapshot s = dev->accounting().snapshot();
+  EXPECT_EQ(s.current[int(MemTag::kStaging)], ring);
+  EXPECT_EQ(s.pinned_current, ring + 1 * MiB);  // the ring and the test's pinned buffer
+
+  auto src2 = pattern(3 * MiB, 22);
+  ASSERT_TRUE(eng->copy({{dst.data(), src2.data(), src2.size()}}, {}).ok());
+  EXPECT_EQ(first_diff(dst.data(), src2.data(), src2.size()), -1);
+  s = dev->accounting().snapshot();
+  EXPECT_EQ(s.current[int(MemTag::kStaging)], ring);
+  EXPECT_EQ(s.peak[int(MemTag::kStaging)], ring) << "a second call must not allocate again";
+
+  eng.reset();
+  EXPECT_EQ(staging_current(dev), 0u);
+}
+
+TEST(Transfer, WaitsForEventsBeforeCopying) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 64 * KiB, 4 * 64 * KiB);
+  std::unique_ptr<Stream> other;
+  ASSERT_TRUE(dev->create_stream(&other).ok());
+  std::atomic<bool> release{false};
+  // Stands for work that still uses the destinations (e.g. a kernel reading old constants).
+  ASSERT_TRUE(other->enqueue_host([&] { while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1)); }).ok());
+  std::unique_ptr<Event> busy;
+  ASSERT_TRUE(dev->create_event(&busy).ok());
+  ASSERT_TRUE(other->record(*busy).ok());
+
+  // Every path must wait: staged (pageable -> device), direct (pinned -> device) and the
+  // host memcpy path (pageable -> pinned host).
+  const uint64_t n = 300 * KiB + 1;
+  auto a = pattern(n, 30), c = pattern(n, 32);
+  Buffer pinned_src = alloc(dev, MemKind::kPinnedHost, n);
+  auto b = pattern(n, 31);
+  std::memcpy(pinned_src.data(), b.data(), n);
+  Buffer da = alloc(dev, MemKind::kDevice, n), db = alloc(dev, MemKind::kDevice, n);
+  Buffer dc = alloc(dev, MemKind::kPinnedHost, n);
+
+  Status st;
+  std::atomic<bool> returned{false};
+  std::thread caller([&] {
+    st = eng->copy({{da.data(), a.data(), n}, {db.data(), pinned_src.data(), n}, {dc.data(), c.data(), n}},
+                   {busy.get()});
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_FALSE(returned.load());
+  EXPECT_TRUE(all_equal(da.data(), 0, n)) << "staged copy landed before the event";
+  EXPECT_TRUE(all_equal(db.data(), 0, n)) << "direct copy landed before the event";
+  EXPECT_TRUE(all_equal(dc.data(), 0, n)) << "host copy landed before the event";
+  release = true;
+  caller.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(first_diff(da.data(), a.data(), n), -1);
+  EXPECT_EQ(first_diff(db.data(), b.data(), n), -1);
+  EXPECT_EQ(first_diff(dc.data(), c.data(), n), -1);
+}
+
+TEST(Transfer, ZeroBytesAndBadPointers) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 2, 64 * KiB, 128 * KiB);
+  const uint64_t n = 200 * KiB;
+  auto src = pattern(n, 40);
+  Buffer dst = alloc(dev, MemKind::kDevice, n);
+
+  // Zero-byte requests are no-ops, null pointers included.
+  TransferStats stats;
+  ASSERT_TRUE(eng->copy({{nullptr, nullptr, 0}, {dst.data(), src.data(), 0}}, {}, &stats).ok());
+  EXPECT_EQ(stats.pageable_bytes + stats.pinned_bytes + stats.device_bytes, 0u);
+  EXPECT_TRUE(all_equal(dst.data(), 0, n));
+  ASSERT_TRUE(eng->copy({}, {}).ok());
+
+  // A bad request fails the whole call before anything is copied, and is named.
+  Status st = eng->copy({{dst.data(), src.data(), n}, {dst.data(), nullptr, 8}}, {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("request 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("null source"), std::string::npos) << st.message();
+  EXPECT_TRUE(all_equal(dst.data(), 0, n)) << "request 0 ran although request 1 was invalid";
+
+  st = eng->copy({{dst.data(), src.data(), 1}, {dst.data(), src.data(), 1}, {nullptr, src.data(), 8}}, {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("request 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("null destination"), std::string::npos) << st.message();
+
+  // Destinations must be memory of the device (device or pinned), not the caller's heap.
+  std::vector<unsigned char> heap(n);
+  st = eng->copy({{heap.data(), src.data(), n}}, {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("request 0"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("pageable"), std::string::npos) << st.message();
+
+  st = eng->copy({{dst.data(), src.data(), n}}, {nullptr});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(all_equal(dst.data(), 0, n));
+
+  // Still usable after the errors.
+  ASSERT_TRUE(eng->copy({{dst.data(), src.data(), n}}, {}).ok());
+  EXPECT_EQ(first_diff(dst.data(), src.data(), n), -1);
+}
+
+// An event the host stream cannot wait on: its wait() fails, which must fail the call
+// before any copy is enqueued (the copies would otherwise run unordered).
+class ForeignEvent final : public Event {
+ public:
+  Status query(bool* done) override {
+    *done = true;
+    return Status::Ok();
+  }
+  Status synchronize() override { return Status::Ok(); }
+};
+
+TEST(Transfer, FailedWaitCopiesNothing) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 2, 64 * KiB, 256 * KiB);
+  const uint64_t n = 300 * KiB;
+  auto src = pattern(n, 50);
+  Buffer pinned_src = alloc(dev, MemKind::kPinnedHost, n, 0x77);
+  Buffer da = alloc(dev, MemKind::kDevice, n), db = alloc(dev, MemKind::kDevice, n);
+  ForeignEvent foreign;
+  Status st = eng->copy({{da.data(), src.data(), n}, {db.data(), pinned_src.data(), n}}, {&foreign});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("wait_for event 0"), std::string::npos) << st.message();
+  EXPECT_TRUE(all_equal(da.data(), 0, n));
+  EXPECT_TRUE(all_equal(db.data(), 0, n));
+}
+
+TEST(Transfer, ConcurrentCallersAllCorrect) {
+  auto dev = host_device();
+  // A small ring (4 chunks, 2 staging threads) so concurrent callers contend for it.
+  auto eng = make_engine(dev, 3, 64 * KiB, 4 * 64 * KiB);
+  constexpr int kCallers = 4, kRounds = 6;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      const uint64_t n = 1 * MiB + 1000 * c + 1, m = 5000 + 17 * c;
+      Buffer dst = alloc(dev, MemKind::kDevice, n), dst2 = alloc(dev, MemKind::kDevice, m);
+      Buffer pinned = alloc(dev, MemKind::kPinnedHost, m);
+      for (int r = 0; r < kRounds; ++r) {
+        auto src = pattern(n, 1000 * c + r);
+        auto src2 = pattern(m, 2000 * c + r);
+        std::memcpy(pinned.data(), src2.data(), m);
+        Status st = eng->copy({{dst.data(), src.data(), n}, {dst2.data(), pinned.data(), m}}, {});
+        if (!st.ok() || first_diff(dst.data(), src.data(), n) != -1 || first_diff(dst2.data(), src2.data(), m) != -1) {
+          ADD_FAILURE() << "caller " << c << " round " << r << ": " << st.message();
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(staging_current(dev), 4 * 64 * KiB);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WHARF_TEST_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WHARF_TEST_UNDER_SANITIZER 1
+#endif
+#endif
+
+TEST(Transfer, StagingAllocationFailureLeavesNothingBehind) {
+#ifdef WHARF_TEST_UNDER_SANITIZER
+  GTEST_SKIP() << "sanitizer allocators abort on an impossible allocation instead of returning null";
+#endif
+  auto dev = host_device();
+  // Pinned memory is not capped by device_memory_limit, so ask for a ring no machine can
+  // give: the host backend's allocation fails and reports OUT_OF_MEMORY.
+  auto eng = make_engine(dev, 2, 1 * MiB, 1ull << 60);
+  const uint64_t n = 2 * MiB;
+  auto src = pattern(n, 60);
+  Buffer dst = alloc(dev, MemKind::kDevice, n);
+  Status st = eng->copy({{dst.data(), src.data(), n}}, {});
+  EXPECT_EQ(st.code(), Code::kOutOfMemory) << st.message();
+  EXPECT_NE(st.message().find("staging ring"), std::string::npos) << st.message();
+  EXPECT_EQ(staging_current(dev), 0u);
+  EXPECT_EQ(dev->accounting().snapshot().pinned_current, 0u);
+  EXPECT_TRUE(all_equal(dst.data(), 0, n));
+  // Paths that need no ring still work.
+  Buffer pinned = alloc(dev, MemKind::kPinnedHost, n);
+  std::memcpy(pinned.data(), src.data(), n);
+  ASSERT_TRUE(eng->copy({{dst.data(), pinned.data(), n}}, {}).ok());
+  EXPECT_EQ(first_diff(dst.data(), src.data(), n), -1);
+}
+
+}  // namespace
+}  // namespace wharf
