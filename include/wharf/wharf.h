@@ -574,6 +574,16 @@ WHARF_API uint64_t wharf_run_generation(const wharf_run* run);
 WHARF_API void* wharf_run_stream(const wharf_run* run);
 
 /**
+ * Copies `bytes` bytes of constant `fqn`, starting at byte `offset`, from the run's
+ * generation into host memory at `dst`, ordered on the run's stream, and returns when the
+ * copy is complete. Meant for inspection and tests (it waits for the stream), not for the
+ * serving path. Errors: WHARF_NOT_FOUND, WHARF_INVALID_ARGUMENT (range past the constant's
+ * bytes, NULL dst), WHARF_DEVICE_ERROR. Thread-safe.
+ */
+WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
+                                       void* dst, uint64_t bytes);
+
+/**
  * Ends a run: records its completion on its stream (nothing the run could read is freed or
  * overwritten before the device gets there) and frees the handle, even on error. NULL is a
  * no-op returning NULL. Errors: WHARF_DEVICE_ERROR (recording failed; the generation is

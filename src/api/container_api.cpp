@@ -226,6 +226,14 @@ WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn, 
   });
 }
 
+WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, uint64_t offset, void* dst,
+                                       uint64_t bytes) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && fqn, "wharf_run_read: run and fqn must not be NULL");
+    return run->run->read(fqn, offset, dst, bytes);
+  });
+}
+
 WHARF_API uint64_t wharf_run_generation(const wharf_run* run) { return run ? run->run->generation() : 0; }
 
 WHARF_API void* wharf_run_stream(const wharf_run* run) { return run ? run->run->stream().native_handle() : nullptr; }

@@ -15,8 +15,8 @@
 //     caller memory or the ring.
 //
 // Chunk ownership is static (worker t owns chunks t, t + S, t + 2S, ... with S staging
-// workers): a chunk is only ever filled and recorded by one thread, so its event needs no
-// lock and a worker blocks only on its own oldest DMA, never on another thread's.
+// workers): a chunk is only ever filled and recorded by one thread, so no two threads race
+// on a chunk or its event, and no hand-off between threads is needed.
 #include "device/transfer.h"
 
 #include <pthread.h>
@@ -95,8 +95,10 @@ class WorkerPool {
  private:
   void loop(uint32_t index) {
     // Named so a profiler or `top -H` shows which threads are the copy pool.
+#ifdef __linux__
     std::string name = "wharf-copy-" + std::to_string(index);
-    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // Linux caps names at 15 chars
+#endif
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -209,7 +211,7 @@ struct TransferEngine::Impl {
   uint32_t staging_threads = 0;  // workers that own chunks
 
   // Declared after the ring so it is destroyed first: the stream drains before the ring
-  // it may read is freed (copy() drains it anyway; this is the belt to those braces).
+  // it reads is freed (copy() already drains it before returning; this keeps it so).
   std::unique_ptr<Stream> stream;
   // Last, so it is destroyed first: its threads use everything above.
   WorkerPool pool;
@@ -401,9 +403,12 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   }
 
   // Before anything is enqueued, so a failed allocation leaves nothing in flight.
-  if (!job.fills.empty()) WHARF_RETURN_IF_ERROR(ensure_ring().with_context("copy: preparing to stage " +
-                                                                            std::to_string(totals.pageable_bytes) +
-                                                                            " pageable bytes"));
+  if (!job.fills.empty()) {
+    uint64_t staged_bytes = 0;
+    for (const Segment& seg : job.staged) staged_bytes += seg.bytes;
+    WHARF_RETURN_IF_ERROR(ensure_ring().with_context("copy: staging " + std::to_string(staged_bytes) +
+                                                     " bytes from pageable memory"));
+  }
 
   // 3. Enqueue. From here on every path drains the stream before returning.
   Status first;

@@ -5,7 +5,7 @@
 namespace wharf::io::json {
 namespace {
 
-// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629, table 3-7 of the
+// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629; table 3-7 of the
 // Unicode standard), or 0 if the bytes there are not one. Rejects overlong forms, UTF-16
 // surrogates (U+D800..U+DFFF) and code points above U+10FFFF.
 size_t utf8_sequence_length(std::string_view s, size_t i) {
@@ -62,31 +62,16 @@ int hex_value(char c) {
   return -1;
 }
 
+constexpr char kHex[] = "0123456789abcdef";
+
 // "'x'" for printable ASCII, "byte 0xNN" otherwise: messages must stay printable.
 std::string describe(char c) {
   const auto u = static_cast<unsigned char>(c);
   if (u >= 0x20 && u < 0x7F) return std::string("'") + c + "'";
-  static const char kHex[] = "0123456789abcdef";
   return std::string("byte 0x") + kHex[u >> 4] + kHex[u & 0xF];
 }
 
 }  // namespace
-
-std::string quote_for_message(std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) {
-      out += "\\x";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xF]);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
 
 const char* kind_name(Kind kind) {
   switch (kind) {
@@ -99,6 +84,329 @@ const char* kind_name(Kind kind) {
   }
   return "unknown";
 }
+
+// --- Cursor ----------------------------------------------------------------------------------
+
+Cursor::Cursor(std::string_view text, const ParseOptions& options) : s_(text), options_(options) {}
+
+Status Cursor::error(size_t at, const std::string& what) const {
+  return DataCorrupt("at byte " + std::to_string(at) + ": " + what);
+}
+
+void Cursor::skip_ws() {
+  while (pos_ < s_.size()) {
+    const char c = s_[pos_];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+    ++pos_;
+  }
+}
+
+Status Cursor::peek(Kind* kind) {
+  skip_ws();
+  if (pos_ >= s_.size()) return error(pos_, "unexpected end of input, expected a value");
+  const char c = s_[pos_];
+  switch (c) {
+    case '{': *kind = Kind::kObject; return Status::Ok();
+    case '[': *kind = Kind::kArray; return Status::Ok();
+    case '"': *kind = Kind::kString; return Status::Ok();
+    case 't': case 'f': *kind = Kind::kBool; return Status::Ok();
+    case 'n': *kind = Kind::kNull; return Status::Ok();
+    default:
+      if (c == '-' || is_digit(c)) {
+        *kind = Kind::kNumber;
+        return Status::Ok();
+      }
+      return error(pos_, "unexpected " + describe(c) + ", expected a value");
+  }
+}
+
+Status Cursor::expect_kind(Kind want) {
+  Kind k;
+  WHARF_RETURN_IF_ERROR(peek(&k));
+  if (k != want)
+    return error(pos_, std::string("expected a JSON ") + kind_name(want) + ", found " + kind_name(k));
+  return Status::Ok();
+}
+
+Status Cursor::read_null() {
+  WHARF_RETURN_IF_ERROR(expect_kind(Kind::kNull));
+  if (s_.substr(pos_, 4) != "null") return error(pos_, "invalid literal");
+  pos_ += 4;
+  return Status::Ok();
+}
+
+Status Cursor::read_bool(bool* value) {
+  WHARF_RETURN_IF_ERROR(expect_kind(Kind::kBool));
+  if (s_.substr(pos_, 4) == "true") {
+    pos_ += 4;
+    *value = true;
+  } else if (s_.substr(pos_, 5) == "false") {
+    pos_ += 5;
+    *value = false;
+  } else {
+    return error(pos_, "invalid literal");
+  }
+  return Status::Ok();
+}
+
+Status Cursor::read_number(Number* value) {
+  WHARF_RETURN_IF_ERROR(expect_kind(Kind::kNumber));
+  const size_t start = pos_;
+  const auto at_end = [&] { return pos_ >= s_.size(); };
+  Number n;
+  if (s_[pos_] == '-') {
+    n.negative = true;
+    ++pos_;
+  }
+  if (at_end() || !is_digit(s_[pos_])) return error(start, "invalid number: expected a digit");
+  // Integer part, accumulating the magnitude with overflow detection.
+  bool fits = true;
+  uint64_t mag = 0;
+  if (s_[pos_] == '0') {
+    ++pos_;
+    if (!at_end() && is_digit(s_[pos_])) return error(start, "invalid number: leading zero");
+  } else {
+    while (!at_end() && is_digit(s_[pos_])) {
+      const auto d = static_cast<uint64_t>(s_[pos_] - '0');
+      if (fits && mag > (UINT64_MAX - d) / 10) fits = false;
+      if (fits) mag = mag * 10 + d;
+      ++pos_;
+    }
+  }
+  n.integer = true;
+  if (!at_end() && s_[pos_] == '.') {
+    n.integer = false;
+    ++pos_;
+    if (at_end() || !is_digit(s_[pos_])) return error(start, "invalid number: expected a digit after '.'");
+    while (!at_end() && is_digit(s_[pos_])) ++pos_;
+  }
+  if (!at_end() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+    n.integer = false;
+    ++pos_;
+    if (!at_end() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+    if (at_end() || !is_digit(s_[pos_]))
+      return error(start, "invalid number: expected a digit in the exponent");
+    while (!at_end() && is_digit(s_[pos_])) ++pos_;
+  }
+  n.fits_u64 = n.integer && fits;
+  n.magnitude = n.fits_u64 ? mag : 0;
+  n.text = s_.substr(start, pos_ - start);
+  *value = n;
+  return Status::Ok();
+}
+
+Status Cursor::parse_hex4(size_t at, uint32_t* out) const {
+  if (s_.size() - at < 4) return error(at, "truncated \\u escape");
+  uint32_t v = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    const int h = hex_value(s_[at + k]);
+    if (h < 0) return error(at + k, "invalid hex digit " + describe(s_[at + k]) + " in \\u escape");
+    v = (v << 4) | static_cast<uint32_t>(h);
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+Status Cursor::read_string(std::string* out) {
+  WHARF_RETURN_IF_ERROR(expect_kind(Kind::kString));
+  const size_t start = pos_;
+  ++pos_;  // opening quote
+  for (;;) {
+    // Copy the longest run of bytes that need no attention in one append.
+    size_t run = pos_;
+    while (run < s_.size()) {
+      const auto c = static_cast<unsigned char>(s_[run]);
+      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+      ++run;
+    }
+    if (out) out->append(s_.data() + pos_, run - pos_);
+    pos_ = run;
+    if (pos_ >= s_.size()) return error(start, "unterminated string");
+    const auto c = static_cast<unsigned char>(s_[pos_]);
+    if (c == '"') {
+      ++pos_;
+      return Status::Ok();
+    }
+    if (c < 0x20) return error(pos_, "unescaped control character " + describe(s_[pos_]) + " in string");
+    if (c >= 0x80) {
+      const size_t len = utf8_sequence_length(s_, pos_);
+      if (len == 0) return error(pos_, "invalid UTF-8 in string");
+      if (out) out->append(s_.data() + pos_, len);
+      pos_ += len;
+      continue;
+    }
+    // Backslash escape.
+    if (s_.size() - pos_ < 2) return error(start, "unterminated string");
+    const char e = s_[pos_ + 1];
+    const size_t esc = pos_;
+    pos_ += 2;
+    char simple = 0;
+    switch (e) {
+      case '"': simple = '"'; break;
+      case '\\': simple = '\\'; break;
+      case '/': simple = '/'; break;
+      case 'b': simple = '\b'; break;
+      case 'f': simple = '\f'; break;
+      case 'n': simple = '\n'; break;
+      case 'r': simple = '\r'; break;
+      case 't': simple = '\t'; break;
+      case 'u': break;
+      default: return error(esc, "invalid escape character " + describe(e) + " after '\\'");
+    }
+    if (simple != 0) {
+      if (out) out->push_back(simple);
+      continue;
+    }
+    uint32_t cp;
+    WHARF_RETURN_IF_ERROR(parse_hex4(pos_, &cp));
+    pos_ += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return error(esc, "unpaired low surrogate in \\u escape");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      // A high surrogate must be followed at once by an escaped low surrogate; a lone one has
+      // no UTF-8 encoding.
+      if (s_.size() - pos_ < 2 || s_[pos_] != '\\' || s_[pos_ + 1] != 'u')
+        return error(esc, "unpaired high surrogate in \\u escape");
+      uint32_t low;
+      WHARF_RETURN_IF_ERROR(parse_hex4(pos_ + 2, &low));
+      if (low < 0xDC00 || low > 0xDFFF)
+        return error(esc, "high surrogate not followed by a low surrogate in \\u escape");
+      pos_ += 6;
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+    }
+    if (out) append_utf8(out, cp);
+  }
+}
+
+Status Cursor::push(bool object, bool track_keys) {
+  if (depth_ >= static_cast<size_t>(options_.max_depth < 0 ? 0 : options_.max_depth))
+    return error(pos_, "nesting deeper than " + std::to_string(options_.max_depth) + " levels");
+  // Frames are reused, so sibling objects share one key vector's allocation.
+  if (depth_ == frames_.size()) frames_.emplace_back();
+  Frame& f = frames_[depth_++];
+  f.object = object;
+  f.first = true;
+  f.track_keys = track_keys;
+  f.keys.clear();  // O(size), unlike clearing a hash set with many buckets
+  ++pos_;  // '[' or '{'
+  return Status::Ok();
+}
+
+Status Cursor::begin_array() {
+  WHARF_RETURN_IF_ERROR(expect_kind(Kind::kArray));
+  return push(false, false);
+}
+
+Status Cursor::begin_object(bool check_duplicate_keys) {
+  WHARF_RETURN_IF_ERROR(expect_kind(Kind::kObject));
+  return push(true, check_duplicate_keys);
+}
+
+// Sorting by (key, offset) puts equal keys next to each other in source order, so the second
+// of a pair is the repeat to report. O(n log n) for the top level of a large header.
+Status Cursor::check_duplicate_keys(Frame* f) const {
+  if (f->keys.size() < 2) return Status::Ok();
+  std::sort(f->keys.begin(), f->keys.end());
+  for (size_t i = 1; i < f->keys.size(); ++i)
+    if (f->keys[i].first == f->keys[i - 1].first)
+      return error(f->keys[i].second, "duplicate object key " + quote_for_message(f->keys[i].first));
+  return Status::Ok();
+}
+
+Status Cursor::next_element(bool* more) {
+  if (depth_ == 0 || frames_[depth_ - 1].object) return Internal("json::Cursor: next_element outside an array");
+  Frame& f = frames_[depth_ - 1];
+  skip_ws();
+  if (pos_ >= s_.size()) return error(pos_, "unexpected end of input in array");
+  if (s_[pos_] == ']') {
+    ++pos_;
+    --depth_;
+    *more = false;
+    return Status::Ok();
+  }
+  if (!f.first) {
+    // "[1,]" passes here and fails in the next read, at the ']' where a value should be.
+    if (s_[pos_] != ',') return error(pos_, "unexpected " + describe(s_[pos_]) + " in array, expected ',' or ']'");
+    ++pos_;
+  }
+  f.first = false;
+  *more = true;
+  return Status::Ok();
+}
+
+Status Cursor::next_member(bool* more, std::string* key) {
+  if (depth_ == 0 || !frames_[depth_ - 1].object) return Internal("json::Cursor: next_member outside an object");
+  Frame& f = frames_[depth_ - 1];
+  skip_ws();
+  if (pos_ >= s_.size()) return error(pos_, "unexpected end of input in object");
+  if (s_[pos_] == '}') {  // "{}" or the end after a member; "{"a":1,}" fails at the key below
+    WHARF_RETURN_IF_ERROR(check_duplicate_keys(&f));
+    ++pos_;
+    --depth_;
+    *more = false;
+    return Status::Ok();
+  }
+  if (!f.first) {
+    if (s_[pos_] != ',') return error(pos_, "unexpected " + describe(s_[pos_]) + " in object, expected ',' or '}'");
+    ++pos_;
+    skip_ws();
+  }
+  f.first = false;
+  if (pos_ >= s_.size()) return error(pos_, "unexpected end of input, expected an object key");
+  if (s_[pos_] != '"') return error(pos_, "unexpected " + describe(s_[pos_]) + ", expected an object key");
+  const size_t key_pos = pos_;
+  std::string* k = key ? key : &scratch_;
+  k->clear();
+  WHARF_RETURN_IF_ERROR(read_string(k));
+  if (f.track_keys) f.keys.emplace_back(*k, key_pos);
+  skip_ws();
+  if (pos_ >= s_.size() || s_[pos_] != ':') return error(pos_, "expected ':' after object key");
+  ++pos_;
+  *more = true;
+  return Status::Ok();
+}
+
+// Recursion is bounded: push() refuses more than max_depth open containers.
+Status Cursor::skip_value() {
+  Kind k;
+  WHARF_RETURN_IF_ERROR(peek(&k));
+  bool more = true;
+  switch (k) {
+    case Kind::kNull: return read_null();
+    case Kind::kBool: {
+      bool b;
+      return read_bool(&b);
+    }
+    case Kind::kNumber: {
+      Number n;
+      return read_number(&n);
+    }
+    case Kind::kString: return read_string(nullptr);
+    case Kind::kArray:
+      WHARF_RETURN_IF_ERROR(begin_array());
+      for (;;) {
+        WHARF_RETURN_IF_ERROR(next_element(&more));
+        if (!more) return Status::Ok();
+        WHARF_RETURN_IF_ERROR(skip_value());
+      }
+    case Kind::kObject:
+      WHARF_RETURN_IF_ERROR(begin_object());
+      for (;;) {
+        WHARF_RETURN_IF_ERROR(next_member(&more, nullptr));
+        if (!more) return Status::Ok();
+        WHARF_RETURN_IF_ERROR(skip_value());
+      }
+  }
+  return Internal("json::Cursor: unknown kind");
+}
+
+Status Cursor::finish() {
+  if (depth_ != 0) return Internal("json::Cursor: finish() with open arrays or objects");
+  skip_ws();
+  if (pos_ != s_.size()) return error(pos_, "unexpected " + describe(s_[pos_]) + " after the top-level value");
+  return Status::Ok();
+}
+
+// --- Value -----------------------------------------------------------------------------------
 
 const std::string& Value::as_string() const {
   static const std::string kEmpty;
@@ -132,281 +440,77 @@ const Value* Value::find(std::string_view key) const {
   return nullptr;
 }
 
-// Recursive descent over the RFC 8259 grammar. Recursion depth is bounded by max_depth.
-class Parser {
- public:
-  Parser(std::string_view text, const ParseOptions& options) : s_(text), options_(options) {}
-
-  Status parse_document(Value* out) {
-    skip_ws();
-    WHARF_RETURN_IF_ERROR(parse_value(out, 0));
-    skip_ws();
-    if (pos_ != s_.size())
-      return error(pos_, "unexpected " + describe(s_[pos_]) + " after the top-level value");
-    return Status::Ok();
-  }
-
- private:
-  Status error(size_t at, const std::string& what) const {
-    return DataCorrupt("at byte " + std::to_string(at) + ": " + what);
-  }
-
-  bool at_end() const { return pos_ >= s_.size(); }
-
-  void skip_ws() {
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
-      ++pos_;
-    }
-  }
-
-  // `depth` is the number of arrays/objects enclosing this value.
-  Status parse_value(Value* out, int depth) {
-    if (at_end()) return error(pos_, "unexpected end of input, expected a value");
-    switch (s_[pos_]) {
-      case '{': return parse_object(out, depth);
-      case '[': return parse_array(out, depth);
-      case '"':
-        out->kind_ = Kind::kString;
-        return parse_string(&out->text_);
-      case 't': return parse_literal("true", out, Kind::kBool, true);
-      case 'f': return parse_literal("false", out, Kind::kBool, false);
-      case 'n': return parse_literal("null", out, Kind::kNull, false);
-      default:
-        if (s_[pos_] == '-' || is_digit(s_[pos_])) return parse_number(out);
-        return error(pos_, "unexpected " + describe(s_[pos_]) + ", expected a value");
-    }
-  }
-
-  Status parse_literal(std::string_view word, Value* out, Kind kind, bool value) {
-    if (s_.substr(pos_, word.size()) != word) return error(pos_, "invalid literal");
-    pos_ += word.size();
-    out->kind_ = kind;
-    out->bool_ = value;
-    return Status::Ok();
-  }
-
-  Status enter_container(size_t at, int depth) const {
-    if (depth >= options_.max_depth)
-      return error(at, "nesting deeper than " + std::to_string(options_.max_depth) + " levels");
-    return Status::Ok();
-  }
-
-  Status parse_array(Value* out, int depth) {
-    WHARF_RETURN_IF_ERROR(enter_container(pos_, depth));
-    out->kind_ = Kind::kArray;
-    ++pos_;  // '['
-    skip_ws();
-    if (!at_end() && s_[pos_] == ']') {
-      ++pos_;
+// Builds one value from the cursor. Recursion is bounded by the cursor's depth limit.
+Status parse_value(Cursor* c, Value* out) {
+  Kind k;
+  WHARF_RETURN_IF_ERROR(c->peek(&k));
+  out->kind_ = k;
+  bool more = true;
+  switch (k) {
+    case Kind::kNull: return c->read_null();
+    case Kind::kBool: return c->read_bool(&out->bool_);
+    case Kind::kNumber: {
+      Number n;
+      WHARF_RETURN_IF_ERROR(c->read_number(&n));
+      out->negative_ = n.negative;
+      out->integer_ = n.integer;
+      out->fits_u64_ = n.fits_u64;
+      out->magnitude_ = n.magnitude;
+      out->text_.assign(n.text.data(), n.text.size());
       return Status::Ok();
     }
-    for (;;) {
-      out->elements_.emplace_back();
-      WHARF_RETURN_IF_ERROR(parse_value(&out->elements_.back(), depth + 1));
-      skip_ws();
-      if (at_end()) return error(pos_, "unexpected end of input in array");
-      if (s_[pos_] == ']') {
-        ++pos_;
-        return Status::Ok();
+    case Kind::kString: return c->read_string(&out->text_);
+    case Kind::kArray:
+      WHARF_RETURN_IF_ERROR(c->begin_array());
+      for (;;) {
+        WHARF_RETURN_IF_ERROR(c->next_element(&more));
+        if (!more) return Status::Ok();
+        out->elements_.emplace_back();
+        WHARF_RETURN_IF_ERROR(parse_value(c, &out->elements_.back()));
       }
-      if (s_[pos_] != ',')
-        return error(pos_, "unexpected " + describe(s_[pos_]) + " in array, expected ',' or ']'");
-      ++pos_;
-      skip_ws();
-    }
+    case Kind::kObject:
+      WHARF_RETURN_IF_ERROR(c->begin_object());
+      for (;;) {
+        std::string key;
+        WHARF_RETURN_IF_ERROR(c->next_member(&more, &key));
+        if (!more) return Status::Ok();
+        out->members_.emplace_back(std::move(key), Value());
+        WHARF_RETURN_IF_ERROR(parse_value(c, &out->members_.back().second));
+      }
   }
-
-  Status parse_object(Value* out, int depth) {
-    WHARF_RETURN_IF_ERROR(enter_container(pos_, depth));
-    out->kind_ = Kind::kObject;
-    ++pos_;  // '{'
-    skip_ws();
-    if (!at_end() && s_[pos_] == '}') {
-      ++pos_;
-      return Status::Ok();
-    }
-    std::vector<size_t> key_pos;  // where each key starts, for the duplicate-key message
-    for (;;) {
-      if (at_end() || s_[pos_] != '"')
-        return error(pos_, at_end() ? "unexpected end of input, expected an object key"
-                                    : "unexpected " + describe(s_[pos_]) + ", expected an object key");
-      key_pos.push_back(pos_);
-      out->members_.emplace_back();
-      Value::Member& m = out->members_.back();
-      WHARF_RETURN_IF_ERROR(parse_string(&m.first));
-      skip_ws();
-      if (at_end() || s_[pos_] != ':') return error(pos_, "expected ':' after object key");
-      ++pos_;
-      skip_ws();
-      WHARF_RETURN_IF_ERROR(parse_value(&m.second, depth + 1));
-      skip_ws();
-      if (at_end()) return error(pos_, "unexpected end of input in object");
-      if (s_[pos_] == '}') {
-        ++pos_;
-        break;
-      }
-      if (s_[pos_] != ',')
-        return error(pos_, "unexpected " + describe(s_[pos_]) + " in object, expected ',' or '}'");
-      ++pos_;
-      skip_ws();
-    }
-    return check_duplicate_keys(*out, key_pos);
-  }
-
-  // Sorting indices keeps this O(n log n) for the top-level object of a large header, which
-  // can hold hundreds of thousands of tensors.
-  Status check_duplicate_keys(const Value& obj, const std::vector<size_t>& key_pos) const {
-    const std::vector<Value::Member>& m = obj.members_;
-    if (m.size() < 2) return Status::Ok();
-    std::vector<size_t> order(m.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return m[a].first < m[b].first; });
-    for (size_t i = 1; i < order.size(); ++i) {
-      if (m[order[i]].first == m[order[i - 1]].first) {
-        // stable_sort keeps equal keys in source order, so order[i] is a repeat.
-        return error(key_pos[order[i]], "duplicate object key " + quote_for_message(m[order[i]].first));
-      }
-    }
-    return Status::Ok();
-  }
-
-
-  Status parse_hex4(size_t at, uint32_t* out) {
-    if (s_.size() - at < 4) return error(at, "truncated \\u escape");
-    uint32_t v = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      const int h = hex_value(s_[at + k]);
-      if (h < 0) return error(at + k, "invalid hex digit " + describe(s_[at + k]) + " in \\u escape");
-      v = (v << 4) | static_cast<uint32_t>(h);
-    }
-    *out = v;
-    return Status::Ok();
-  }
-
-  Status parse_string(std::string* out) {
-    const size_t start = pos_;
-    ++pos_;  // opening quote
-    for (;;) {
-      // Copy the longest run of bytes that need no attention in one append.
-      size_t run = pos_;
-      while (run < s_.size()) {
-        const auto c = static_cast<unsigned char>(s_[run]);
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
-        ++run;
-      }
-      out->append(s_.data() + pos_, run - pos_);
-      pos_ = run;
-      if (at_end()) return error(start, "unterminated string");
-      const auto c = static_cast<unsigned char>(s_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return Status::Ok();
-      }
-      if (c < 0x20)
-        return error(pos_, "unescaped control character " + describe(s_[pos_]) + " in string");
-      if (c >= 0x80) {
-        const size_t len = utf8_sequence_length(s_, pos_);
-        if (len == 0) return error(pos_, "invalid UTF-8 in string");
-        out->append(s_.data() + pos_, len);
-        pos_ += len;
-        continue;
-      }
-      // Backslash escape.
-      if (s_.size() - pos_ < 2) return error(start, "unterminated string");
-      const char e = s_[pos_ + 1];
-      const size_t esc = pos_;
-      pos_ += 2;
-      switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-          uint32_t cp;
-          WHARF_RETURN_IF_ERROR(parse_hex4(pos_, &cp));
-          pos_ += 4;
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return error(esc, "unpaired low surrogate in \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            // A high surrogate must be followed at once by an escaped low surrogate; a lone one
-            // has no UTF-8 encoding.
-            if (s_.size() - pos_ < 2 || s_[pos_] != '\\' || s_[pos_ + 1] != 'u')
-              return error(esc, "unpaired high surrogate in \\u escape");
-            uint32_t low;
-            WHARF_RETURN_IF_ERROR(parse_hex4(pos_ + 2, &low));
-            if (low < 0xDC00 || low > 0xDFFF)
-              return error(esc, "high surrogate not followed by a low surrogate in \\u escape");
-            pos_ += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          return error(esc, "invalid escape character " + describe(e) + " after '\\'");
-      }
-    }
-  }
-
-  Status parse_number(Value* out) {
-    const size_t start = pos_;
-    out->kind_ = Kind::kNumber;
-    if (s_[pos_] == '-') {
-      out->negative_ = true;
-      ++pos_;
-    }
-    if (at_end() || !is_digit(s_[pos_])) return error(start, "invalid number: expected a digit");
-    // Integer part, accumulating the magnitude with overflow detection.
-    bool fits = true;
-    uint64_t mag = 0;
-    if (s_[pos_] == '0') {
-      ++pos_;
-      if (!at_end() && is_digit(s_[pos_])) return error(start, "invalid number: leading zero");
-    } else {
-      while (!at_end() && is_digit(s_[pos_])) {
-        const uint64_t d = static_cast<uint64_t>(s_[pos_] - '0');
-        if (fits && (mag > (UINT64_MAX - d) / 10)) fits = false;
-        if (fits) mag = mag * 10 + d;
-        ++pos_;
-      }
-    }
-    bool integer = true;
-    if (!at_end() && s_[pos_] == '.') {
-      integer = false;
-      ++pos_;
-      if (at_end() || !is_digit(s_[pos_]))
-        return error(start, "invalid number: expected a digit after '.'");
-      while (!at_end() && is_digit(s_[pos_])) ++pos_;
-    }
-    if (!at_end() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      integer = false;
-      ++pos_;
-      if (!at_end() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-      if (at_end() || !is_digit(s_[pos_]))
-        return error(start, "invalid number: expected a digit in the exponent");
-      while (!at_end() && is_digit(s_[pos_])) ++pos_;
-    }
-    out->integer_ = integer;
-    out->fits_u64_ = integer && fits;
-    out->magnitude_ = out->fits_u64_ ? mag : 0;
-    out->text_.assign(s_.data() + start, pos_ - start);
-    return Status::Ok();
-  }
-
-  std::string_view s_;
-  const ParseOptions& options_;
-  size_t pos_ = 0;
-};
+  return Internal("json::parse: unknown kind");
+}
 
 Status parse(std::string_view text, Value* out, const ParseOptions& options) {
   *out = Value();
-  return Parser(text, options).parse_document(out);
+  Cursor c(text, options);
+  WHARF_RETURN_IF_ERROR(parse_value(&c, out));
+  return c.finish();
+}
+
+// --- helpers ---------------------------------------------------------------------------------
+
+std::string quote_for_message(std::string_view s, size_t max_bytes) {
+  std::string_view shown = s;
+  if (s.size() > max_bytes) {
+    size_t cut = max_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not mid-character
+    shown = s.substr(0, cut);
+  }
+  std::string out = "'";
+  for (char c : shown) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xF]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out += "'";
+  if (shown.size() != s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
 }
 
 bool is_valid_utf8(std::string_view s) {
@@ -419,7 +523,6 @@ bool is_valid_utf8(std::string_view s) {
 }
 
 void append_quoted(std::string* out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
   out->push_back('"');
   for (char c : s) {
     switch (c) {

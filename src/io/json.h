@@ -5,6 +5,13 @@
 // trailing garbage) is a chance for two tools to disagree about what a file contains. So all of
 // them are errors here. Numbers are kept as their source text plus, for integers, the exact
 // magnitude; there is no conversion to double, so a dimension is never silently rounded.
+//
+// Two interfaces share one grammar implementation:
+//  - Cursor, a pull parser: the caller walks the document and keeps only what it needs, and
+//    skip_value() checks a value without storing it. Memory stays proportional to what the
+//    caller keeps, not to the input, which matters for a 100 MiB hostile header.
+//  - parse(), which builds a Value tree (convenient for small documents and for tests).
+// All errors are kDataCorrupt "at byte N: <what>", N counted from the start of the text.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +29,95 @@ namespace wharf::io::json {
 enum class Kind : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject };
 
 const char* kind_name(Kind kind);  // "null", "boolean", "number", "string", "array", "object"
+
+struct ParseOptions {
+  // Arrays and objects nested deeper than this are rejected; also bounds recursion in
+  // skip_value() and parse().
+  int max_depth = 64;
+};
+
+// A number token.
+struct Number {
+  std::string_view text;   // exact source spelling ("12", "-0", "2.5e3"); a view into the input
+  bool negative = false;   // starts with '-' (so "-0" is negative)
+  bool integer = false;    // no fraction and no exponent
+  bool fits_u64 = false;   // integer whose magnitude fits in 64 bits
+  uint64_t magnitude = 0;  // valid when fits_u64
+
+  // A non-negative integer (no '-', no fraction, no exponent) that fits in 64 bits.
+  std::optional<uint64_t> as_uint64() const {
+    if (!integer || negative || !fits_u64) return std::nullopt;
+    return magnitude;
+  }
+};
+
+// Pull parser over one JSON text. Usage: peek() to learn the next value's kind, then exactly one
+// read_*/begin_*/skip_value() to consume it; inside an array call next_element() before each
+// element, inside an object next_member() before each member; finish() at the end. After any
+// error the cursor must not be used further. Duplicate keys are reported when their object
+// closes (each open object keeps its keys until then, and sorts them: no hashing, so no
+// hash-flooding input can make a large object quadratic).
+class Cursor {
+ public:
+  // The cursor views `text`, which must outlive it (a temporary std::string is refused).
+  explicit Cursor(std::string_view text, const ParseOptions& options = {});
+  explicit Cursor(const char* text, const ParseOptions& options = {})
+      : Cursor(std::string_view(text), options) {}
+  Cursor(std::string&&, const ParseOptions& = {}) = delete;
+
+  // Kind of the next value, without consuming it. Fails at the end of the input or on a byte
+  // that cannot start a value.
+  Status peek(Kind* kind);
+
+  Status read_null();
+  Status read_bool(bool* value);
+  Status read_number(Number* value);
+  // Appends the decoded (UTF-8) text to *value; nullptr: validate and discard.
+  Status read_string(std::string* value);
+
+  Status begin_array();
+  // Call before each element: *more is true if an element follows (then consume it), false if
+  // the array ended (its ']' is consumed).
+  Status next_element(bool* more);
+
+  // check_duplicate_keys = false leaves duplicate detection for this object to the caller
+  // (one that indexes the keys anyway need not pay for a second copy and sort of them).
+  Status begin_object(bool check_duplicate_keys = true);
+  // Call before each member: if one follows, *more is true, its key is in *key (nullptr: not
+  // wanted) and its value is next; otherwise *more is false and the '}' is consumed, after the
+  // object's keys were checked for duplicates.
+  Status next_member(bool* more, std::string* key);
+
+  // Consumes the next value of any kind, checking it as strictly as the read_* calls would.
+  Status skip_value();
+
+  // Succeeds if every array and object is closed and only whitespace remains.
+  Status finish();
+
+  size_t offset() const { return pos_; }  // byte offset of the next unread byte
+
+ private:
+  struct Frame {
+    bool object = false;
+    bool first = true;
+    bool track_keys = false;
+    std::vector<std::pair<std::string, size_t>> keys;  // if track_keys: key, byte offset
+  };
+
+  Status error(size_t at, const std::string& what) const;
+  void skip_ws();
+  Status expect_kind(Kind want);
+  Status push(bool object, bool track_keys);
+  Status check_duplicate_keys(Frame* f) const;
+  Status parse_hex4(size_t at, uint32_t* out) const;
+
+  std::string_view s_;
+  ParseOptions options_;
+  size_t pos_ = 0;
+  std::vector<Frame> frames_;  // frames_[0, depth_) are open; deeper ones kept for reuse
+  size_t depth_ = 0;
+  std::string scratch_;        // key storage when the caller does not want the key
+};
 
 class Value {
  public:
@@ -51,12 +147,12 @@ class Value {
   // A non-negative integer (no '-', no fraction, no exponent) that fits in 64 bits.
   std::optional<uint64_t> as_uint64() const;
 
-  // First member named `key` of an object (keys are unique after a successful parse); nullptr
-  // if absent or not an object. Linear: objects in safetensors entries have a handful of keys.
+  // The member named `key` of an object (keys are unique after a successful parse); nullptr if
+  // absent or not an object. Linear: meant for small objects.
   const Value* find(std::string_view key) const;
 
  private:
-  friend class Parser;
+  friend Status parse_value(Cursor* c, Value* out);
 
   Kind kind_ = Kind::kNull;
   bool bool_ = false;
@@ -69,23 +165,16 @@ class Value {
   std::vector<Member> members_;  // object members
 };
 
-struct ParseOptions {
-  // Arrays and objects nested deeper than this are rejected; also bounds the parser's recursion.
-  int max_depth = 64;
-};
-
 // Parses exactly one JSON value from `text`, allowing only JSON whitespace (space, tab, CR, LF)
-// around it. On failure returns kDataCorrupt with "at byte N: <what>" (N counted from the start
-// of `text`) and leaves *out unspecified. Duplicate object keys, invalid UTF-8, lone surrogate
-// escapes and control characters inside strings are errors. Never throws except std::bad_alloc.
-//
-// Memory: the tree costs roughly sizeof(Value) (~120 bytes) per value, i.e. up to ~60x the input
-// size for inputs like "[0,0,0,...]". Callers that parse untrusted input bound its size first.
+// around it, into a tree. *out is reset first. Never throws except std::bad_alloc.
+// Memory: about sizeof(Value) (96 bytes) per value, i.e. up to ~50x the input for inputs like
+// "[0,0,0,...]"; for large untrusted input walk it with a Cursor instead.
 Status parse(std::string_view text, Value* out, const ParseOptions& options = {});
 
 // `s` in single quotes with control characters shown as \xNN: untrusted names echoed in error
-// messages must not carry newlines or terminal escapes into logs.
-std::string quote_for_message(std::string_view s);
+// messages must not carry newlines or terminal escapes into logs. Longer than max_bytes, it is
+// cut (at a UTF-8 boundary) and marked: 'abc'... (70000 bytes).
+std::string quote_for_message(std::string_view s, size_t max_bytes = 256);
 
 // True if `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
 bool is_valid_utf8(std::string_view s);

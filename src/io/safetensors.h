@@ -15,7 +15,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -27,8 +26,7 @@ namespace wharf::io {
 
 class MappedFile;
 
-// Largest header the reader accepts (the limit of the reference implementation). It also bounds
-// the memory the JSON tree of a hostile header can take.
+// Largest header the reader accepts (the limit of the reference implementation).
 constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t(100) << 20;
 
 struct SafetensorsTensor {
@@ -63,7 +61,7 @@ class SafetensorsFile {
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }  // header order
   // "__metadata__" entries in header order (empty if the header has none).
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
-  // The tensor named `name`, or nullptr.
+  // The tensor named `name`, or nullptr. O(log n).
   const SafetensorsTensor* find(std::string_view name) const;
 
   uint64_t header_size() const { return header_size_; }  // N, the JSON length
@@ -76,8 +74,9 @@ class SafetensorsFile {
   std::unique_ptr<MappedFile> mapping_;  // null for parse()
   std::vector<SafetensorsTensor> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;
-  // Keys view tensors_[i].name; tensors_ is never modified after init, so they stay valid.
-  std::unordered_map<std::string_view, size_t> index_;
+  // Indices into tensors_ sorted by name, for find(). A sorted vector rather than a hash map:
+  // names come from the file, and binary search cannot be flooded with colliding keys.
+  std::vector<size_t> by_name_;
   uint64_t header_size_ = 0;
   uint64_t data_size_ = 0;
 };

@@ -18,118 +18,171 @@ std::string offsets_string(uint64_t begin, uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
 
-// Reads a non-negative integer no larger than `max`. Floats ("2.0", "2e0"), negative numbers
-// (including "-0") and non-numbers are rejected: shapes and offsets are exact counts, and
-// accepting "2.0" would only invite parsers to disagree.
-Status read_count(const json::Value& v, const std::string& what, uint64_t max, uint64_t* out) {
-  if (!v.is_number())
-    return DataCorrupt(what + " is a JSON " + json::kind_name(v.kind()) +
-                       ", expected a non-negative integer");
-  if (!v.is_integer())
-    return DataCorrupt(what + " is " + v.number_text() + ", expected an integer");
-  if (v.is_negative())
-    return DataCorrupt(what + " is " + v.number_text() + ", expected a non-negative integer");
-  const std::optional<uint64_t> n = v.as_uint64();
-  if (!n || *n > max)
-    return DataCorrupt(what + " is " + v.number_text() + ", larger than " + std::to_string(max));
-  *out = *n;
+// Cursor errors are syntax errors in the header; the reader's own checks say what is wrong in
+// safetensors terms. The prefix tells the two apart.
+Status syntax(Status st) {
+  if (st.ok() || st.code() != Code::kDataCorrupt) return st;
+  return DataCorrupt("header is not valid JSON: " + st.message());
+}
+
+std::string a_kind(json::Kind k) {
+  return std::string(k == json::Kind::kArray || k == json::Kind::kObject ? "an " : "a ") + json::kind_name(k);
+}
+
+// Names the value being read. Turned into text only on failure: the happy path of a
+// million-tensor header must not format a million messages.
+struct Field {
+  const std::string& tensor;
+  const char* name;  // "entry", "\"dtype\"", "shape", ...
+  int index = -1;    // element index, or -1
+
+  std::string str() const {
+    std::string s = "tensor " + json::quote_for_message(tensor) + ": " + name;
+    if (index >= 0) s += "[" + std::to_string(index) + "]";
+    return s;
+  }
+};
+
+Status corrupt(const std::string& tensor, const std::string& what) {
+  return DataCorrupt("tensor " + json::quote_for_message(tensor) + ": " + what);
+}
+
+// Checks that the next value has kind `want`.
+Status expect(json::Cursor* c, json::Kind want, const Field& f) {
+  json::Kind k;
+  WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
+  if (k != want) return DataCorrupt(f.str() + " is a JSON " + json::kind_name(k) + ", expected " + a_kind(want));
   return Status::Ok();
 }
 
-const json::Value* require(const json::Value& entry, const char* key, json::Kind kind,
-                           const std::string& what, Status* st) {
-  const json::Value* v = entry.find(key);
-  if (v == nullptr) {
-    *st = DataCorrupt(what + ": missing \"" + key + "\"");
-    return nullptr;
+// Reads a non-negative integer no larger than `max`. Floats ("2.0", "2e0"), negative numbers
+// (including "-0") and non-numbers are rejected: shapes and offsets are exact counts, and
+// accepting "2.0" would only invite parsers to disagree.
+Status read_count(json::Cursor* c, const Field& f, uint64_t max, uint64_t* out) {
+  json::Kind k;
+  WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
+  if (k != json::Kind::kNumber)
+    return DataCorrupt(f.str() + " is a JSON " + json::kind_name(k) + ", expected a non-negative integer");
+  json::Number n;
+  WHARF_RETURN_IF_ERROR(syntax(c->read_number(&n)));
+  const std::optional<uint64_t> v = n.as_uint64();
+  if (v && *v <= max) {
+    *out = *v;
+    return Status::Ok();
   }
-  if (v->kind() != kind) {
-    *st = DataCorrupt(what + ": \"" + key + "\" is a JSON " + json::kind_name(v->kind()) +
-                      ", expected " +
-                      (kind == json::Kind::kArray || kind == json::Kind::kObject ? "an " : "a ") +
-                      json::kind_name(kind));
-    return nullptr;
-  }
-  return v;
+  // Echo at most 40 characters: a hostile header can hold a number millions of digits long.
+  const std::string text = n.text.size() <= 40 ? std::string(n.text) : std::string(n.text.substr(0, 40)) + "...";
+  if (!n.integer) return DataCorrupt(f.str() + " is " + text + ", expected an integer");
+  if (n.negative) return DataCorrupt(f.str() + " is " + text + ", expected a non-negative integer");
+  return DataCorrupt(f.str() + " is " + text + ", larger than " + std::to_string(max));
 }
 
-// Validates one header entry against the data section's size. Extra keys in the entry are
-// ignored, as the reference implementation does, so files from newer writers still load.
-Status read_tensor(const std::string& name, const json::Value& entry, uint64_t data_size,
-                   SafetensorsTensor* t) {
+// Reads one header entry (the cursor is at its value) and validates it against the data
+// section's size. Keys other than the three below are checked as JSON and otherwise ignored,
+// as the reference implementation does, so files from newer writers still load.
+Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size, SafetensorsTensor* t) {
   if (name.empty()) return DataCorrupt("tensor with an empty name");
-  const std::string what = "tensor " + json::quote_for_message(name);
   // Names cross the C ABI as NUL-terminated strings, where "a\0b" would read as "a".
-  if (name.find('\0') != std::string::npos) return DataCorrupt(what + ": name contains a NUL character");
-  if (!entry.is_object())
-    return DataCorrupt(what + ": entry is a JSON " + json::kind_name(entry.kind()) + ", expected an object");
+  if (name.find('\0') != std::string::npos) return corrupt(name, "name contains a NUL character");
+  WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kObject, {name, "entry"}));
+  WHARF_RETURN_IF_ERROR(syntax(c->begin_object()));
 
-  Status st;
-  const json::Value* dtype = require(entry, "dtype", json::Kind::kString, what, &st);
-  if (dtype == nullptr) return st;
-  const json::Value* shape = require(entry, "shape", json::Kind::kArray, what, &st);
-  if (shape == nullptr) return st;
-  const json::Value* offsets = require(entry, "data_offsets", json::Kind::kArray, what, &st);
-  if (offsets == nullptr) return st;
-
-  const std::optional<DType> dt = dtype_from_name(dtype->as_string());
-  if (!dt) return DataCorrupt(what + ": unknown dtype " + json::quote_for_message(dtype->as_string()));
-
-  const std::vector<json::Value>& dims = shape->as_array();
-  if (dims.size() > static_cast<size_t>(kMaxDims))
-    return DataCorrupt(what + ": shape has " + std::to_string(dims.size()) + " dimensions, at most " +
-                       std::to_string(kMaxDims) + " supported");
-  std::vector<int64_t> shp(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) {
-    uint64_t d;
-    WHARF_RETURN_IF_ERROR(read_count(dims[i], what + ": shape[" + std::to_string(i) + "]", kMaxInt64, &d));
-    shp[i] = static_cast<int64_t>(d);
+  bool have_dtype = false, have_shape = false, have_offsets = false;
+  DType dt = DType::kF32;
+  std::vector<int64_t> shp;
+  uint64_t offs[2] = {0, 0};
+  std::string key, s;
+  for (;;) {
+    bool more;
+    WHARF_RETURN_IF_ERROR(syntax(c->next_member(&more, &key)));
+    if (!more) break;
+    if (key == "dtype") {
+      WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kString, {name, "\"dtype\""}));
+      s.clear();
+      WHARF_RETURN_IF_ERROR(syntax(c->read_string(&s)));
+      const std::optional<DType> d = dtype_from_name(s);
+      if (!d) return corrupt(name, "unknown dtype " + json::quote_for_message(s));
+      dt = *d;
+      have_dtype = true;
+    } else if (key == "shape") {
+      WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kArray, {name, "\"shape\""}));
+      WHARF_RETURN_IF_ERROR(syntax(c->begin_array()));
+      // Elements are read one at a time, so a hostile million-element shape costs nothing.
+      for (int i = 0;; ++i) {
+        WHARF_RETURN_IF_ERROR(syntax(c->next_element(&more)));
+        if (!more) break;
+        if (i == kMaxDims)
+          return corrupt(name, "shape has more than " + std::to_string(kMaxDims) + " dimensions, at most " +
+                                   std::to_string(kMaxDims) + " supported");
+        uint64_t d;
+        WHARF_RETURN_IF_ERROR(read_count(c, {name, "shape", i}, kMaxInt64, &d));
+        shp.push_back(static_cast<int64_t>(d));
+      }
+      have_shape = true;
+    } else if (key == "data_offsets") {
+      WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kArray, {name, "\"data_offsets\""}));
+      WHARF_RETURN_IF_ERROR(syntax(c->begin_array()));
+      int i = 0;
+      for (;; ++i) {
+        WHARF_RETURN_IF_ERROR(syntax(c->next_element(&more)));
+        if (!more) break;
+        if (i == 2) return corrupt(name, "data_offsets has more than 2 elements, expected [begin, end]");
+        WHARF_RETURN_IF_ERROR(read_count(c, {name, "data_offsets", i}, UINT64_MAX, &offs[i]));
+      }
+      if (i != 2) return corrupt(name, "data_offsets has " + std::to_string(i) + " elements, expected [begin, end]");
+      have_offsets = true;
+    } else {
+      WHARF_RETURN_IF_ERROR(syntax(c->skip_value()));
+    }
   }
+  if (!have_dtype) return corrupt(name, "missing \"dtype\"");
+  if (!have_shape) return corrupt(name, "missing \"shape\"");
+  if (!have_offsets) return corrupt(name, "missing \"data_offsets\"");
 
-  const std::vector<json::Value>& offs = offsets->as_array();
-  if (offs.size() != 2)
-    return DataCorrupt(what + ": data_offsets has " + std::to_string(offs.size()) +
-                       " elements, expected [begin, end]");
-  uint64_t begin, end;
-  WHARF_RETURN_IF_ERROR(read_count(offs[0], what + ": data_offsets[0]", UINT64_MAX, &begin));
-  WHARF_RETURN_IF_ERROR(read_count(offs[1], what + ": data_offsets[1]", UINT64_MAX, &end));
-  const std::string range = "data_offsets " + offsets_string(begin, end);
-  if (begin > end) return DataCorrupt(what + ": " + range + " are reversed (begin > end)");
+  const uint64_t begin = offs[0], end = offs[1];
+  const auto range = [&] { return "data_offsets " + offsets_string(begin, end); };
+  if (begin > end) return corrupt(name, range() + " are reversed (begin > end)");
   if (end > data_size)
-    return DataCorrupt(what + ": " + range + " run past the end of the data section (" +
-                       std::to_string(data_size) + " bytes)");
+    return corrupt(name, range() + " run past the end of the data section (" + std::to_string(data_size) + " bytes)");
 
-  const std::string shape_desc = "shape " + shape_string(shp) + " of " + dtype_name(*dt);
+  const auto shape_desc = [&] { return "shape " + shape_string(shp) + " of " + dtype_name(dt); };
   uint64_t numel = 1, nbytes;
   for (int64_t d : shp)
     if (!checked_mul(numel, static_cast<uint64_t>(d), &numel))
-      return DataCorrupt(what + ": element count of " + shape_desc + " overflows 64 bits");
-  if (!checked_mul(numel, dtype_size(*dt), &nbytes))
-    return DataCorrupt(what + ": byte size of " + shape_desc + " overflows 64 bits");
+      return corrupt(name, "element count of " + shape_desc() + " overflows 64 bits");
+  if (!checked_mul(numel, dtype_size(dt), &nbytes))
+    return corrupt(name, "byte size of " + shape_desc() + " overflows 64 bits");
   if (end - begin != nbytes)
-    return DataCorrupt(what + ": " + range + " cover " + std::to_string(end - begin) + " bytes but " +
-                       shape_desc + " needs " + std::to_string(nbytes));
+    return corrupt(name, range() + " cover " + std::to_string(end - begin) + " bytes but " + shape_desc() +
+                             " needs " + std::to_string(nbytes));
 
   t->name = name;
-  t->dtype = *dt;
+  t->dtype = dt;
   t->shape = std::move(shp);
   t->begin = begin;
   t->end = end;
   return Status::Ok();
 }
 
-Status read_metadata(const json::Value& v, std::vector<std::pair<std::string, std::string>>* out) {
-  if (!v.is_object())
-    return DataCorrupt("__metadata__ is a JSON " + std::string(json::kind_name(v.kind())) +
+Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::string>>* out) {
+  json::Kind k;
+  WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
+  if (k != json::Kind::kObject)
+    return DataCorrupt("__metadata__ is a JSON " + std::string(json::kind_name(k)) +
                        ", expected an object of strings");
-  out->reserve(v.as_object().size());
-  for (const json::Value::Member& m : v.as_object()) {
-    if (!m.second.is_string())
-      return DataCorrupt("__metadata__ key " + json::quote_for_message(m.first) + " has a JSON " +
-                         json::kind_name(m.second.kind()) + " value, expected a string");
-    out->emplace_back(m.first, m.second.as_string());
+  WHARF_RETURN_IF_ERROR(syntax(c->begin_object()));
+  for (;;) {
+    bool more;
+    std::string key, value;
+    WHARF_RETURN_IF_ERROR(syntax(c->next_member(&more, &key)));
+    if (!more) return Status::Ok();
+    WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
+    if (k != json::Kind::kString)
+      return DataCorrupt("__metadata__ key " + json::quote_for_message(key) + " has a JSON " +
+                         json::kind_name(k) + " value, expected a string");
+    WHARF_RETURN_IF_ERROR(syntax(c->read_string(&value)));
+    out->emplace_back(std::move(key), std::move(value));
   }
-  return Status::Ok();
 }
 
 // Non-empty ranges must be disjoint. Sorting by begin makes adjacent checks sufficient: if every
@@ -174,40 +227,57 @@ Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
   header_size_ = n;
   data_size_ = size - 8 - n;
 
+  // The header is walked with a pull parser rather than built into a tree: memory then follows
+  // what is kept (names, shapes), not the header's size, whatever a hostile header contains.
   // JSON whitespace around the object includes the spaces writers pad the header with.
-  json::Value root;
-  Status st = json::parse(std::string_view(reinterpret_cast<const char*>(bytes + 8), n), &root);
-  if (!st.ok()) return DataCorrupt("header is not valid JSON: " + st.message());
-  if (!root.is_object())
-    return DataCorrupt("header is a JSON " + std::string(json::kind_name(root.kind())) +
-                       ", expected an object");
+  json::Cursor c(std::string_view(reinterpret_cast<const char*>(bytes + 8), n));
+  json::Kind k;
+  WHARF_RETURN_IF_ERROR(syntax(c.peek(&k)));
+  if (k != json::Kind::kObject)
+    return DataCorrupt("header is a JSON " + std::string(json::kind_name(k)) + ", expected an object");
+  // Duplicate tensor names are found below, on the index that find() needs anyway.
+  WHARF_RETURN_IF_ERROR(syntax(c.begin_object(/*check_duplicate_keys=*/false)));
 
   const uint8_t* data_section = bytes + 8 + n;
-  tensors_.reserve(root.as_object().size());
-  for (const json::Value::Member& m : root.as_object()) {
-    if (m.first == "__metadata__") {
-      WHARF_RETURN_IF_ERROR(read_metadata(m.second, &metadata_));
+  std::string key;
+  bool have_metadata = false;
+  for (;;) {
+    bool more;
+    WHARF_RETURN_IF_ERROR(syntax(c.next_member(&more, &key)));
+    if (!more) break;
+    if (key == "__metadata__") {
+      if (have_metadata) return DataCorrupt("header has two \"__metadata__\" entries");
+      have_metadata = true;
+      WHARF_RETURN_IF_ERROR(read_metadata(&c, &metadata_));
       continue;
     }
     SafetensorsTensor t;
-    WHARF_RETURN_IF_ERROR(read_tensor(m.first, m.second, data_size_, &t));
+    WHARF_RETURN_IF_ERROR(read_tensor(&c, key, data_size_, &t));
     t.data = data_section + t.begin;  // begin <= end <= data_size_: inside, or one past the end
     tensors_.push_back(std::move(t));
   }
-  WHARF_RETURN_IF_ERROR(check_overlaps(tensors_));
+  WHARF_RETURN_IF_ERROR(syntax(c.finish()));
 
-  index_.reserve(tensors_.size());
-  for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
-  return Status::Ok();
+  by_name_.resize(tensors_.size());
+  for (size_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
+  std::sort(by_name_.begin(), by_name_.end(),
+            [&](size_t a, size_t b) { return tensors_[a].name < tensors_[b].name; });
+  for (size_t i = 1; i < by_name_.size(); ++i)
+    if (tensors_[by_name_[i]].name == tensors_[by_name_[i - 1]].name)
+      return corrupt(tensors_[by_name_[i]].name, "appears twice in the header");
+
+  return check_overlaps(tensors_);
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
-  auto it = index_.find(name);
-  return it == index_.end() ? nullptr : &tensors_[it->second];
+  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                             [&](size_t i, std::string_view n) { return tensors_[i].name < n; });
+  if (it == by_name_.end() || tensors_[*it].name != name) return nullptr;
+  return &tensors_[*it];
 }
 
-// Allocation failure is the one exception the code above can raise (a hostile header can ask
-// for a large JSON tree); it becomes a Status here so nothing escapes.
+// Allocation failure is the one exception the code above can raise (the names, shapes and
+// metadata of a header of up to 100 MiB are kept); it becomes a Status so nothing escapes.
 Status SafetensorsFile::parse(const void* bytes, size_t size, std::unique_ptr<SafetensorsFile>* out) {
   out->reset();
   try {

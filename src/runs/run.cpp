@@ -51,6 +51,19 @@ Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
   return Status::Ok();
 }
 
+Status Run::read(const std::string& fqn, uint64_t offset, void* dst, uint64_t bytes) const {
+  BoundTensor b;
+  WHARF_RETURN_IF_ERROR(tensor(fqn, &b));
+  uint64_t n = b.decl->nbytes;
+  if (offset > n || bytes > n - offset)
+    return InvalidArgument("constant '" + fqn + "': reading bytes [" + std::to_string(offset) + ", " +
+                           std::to_string(offset + bytes) + ") of " + std::to_string(n));
+  if (bytes == 0) return Status::Ok();
+  if (!dst) return InvalidArgument("constant '" + fqn + "': read destination is NULL");
+  WHARF_RETURN_IF_ERROR(stream_->copy_async(dst, static_cast<const char*>(b.data) + offset, bytes));
+  return stream_->synchronize().with_context("reading constant '" + fqn + "'");
+}
+
 Status Run::end() {
   if (!leased_) return Status::Ok();
   leased_ = false;

@@ -27,6 +27,8 @@ class Run {
   ~Run();
 
   Status tensor(const std::string& fqn, BoundTensor* out) const;
+  // Copies [offset, offset+bytes) of a constant to host memory, ordered on the run's stream.
+  Status read(const std::string& fqn, uint64_t offset, void* dst, uint64_t bytes) const;
   uint64_t generation() const { return gen_id_; }
   Stream& stream() const { return *stream_; }
   // Records completion and releases the lease (once; later calls are no-ops).

@@ -12,12 +12,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/checked.h"
+#include "io/json.h"
 #include "io/safetensors.h"
 
 namespace {
+
+volatile uint64_t g_sink;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "safetensors_fuzz: property violated: %s\n", what);
@@ -69,8 +73,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           ts[j].begin < ts[i].end)
         fail("overlapping ranges accepted");
   for (const auto& kv : file->metadata()) checksum += kv.first.size() + kv.second.size();
-  // Keep the reads from being optimised away.
-  static volatile uint64_t sink;
-  sink = checksum;
+
+  // Differential check: the reader walks the header with a Cursor; the tree parser must accept
+  // the same header and see one member per tensor (plus __metadata__ when present).
+  wharf::io::json::Value root;
+  const std::string_view header(reinterpret_cast<const char*>(buf.get() + 8), file->header_size());
+  if (!wharf::io::json::parse(header, &root).ok() || !root.is_object()) fail("tree parser rejects the header");
+  const size_t has_meta = root.find("__metadata__") != nullptr ? 1 : 0;
+  if (root.as_object().size() != ts.size() + has_meta) fail("tree parser sees other members");
+  if (has_meta && root.find("__metadata__")->as_object().size() != file->metadata().size())
+    fail("tree parser sees other metadata");
+  g_sink = checksum;  // keeps the reads from being optimised away
   return 0;
 }

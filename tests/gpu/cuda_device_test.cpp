@@ -560,13 +560,16 @@ TEST_F(CudaTest, StreamsKeepTheirDeviceAlive) {
   ASSERT_OK(dev->allocate(MemKind::kDevice, MemTag::kWorkspace, 4096, "d", &d));
   std::weak_ptr<Device> weak = dev;
   dev.reset();
-  EXPECT_FALSE(weak.expired());
   std::vector<uint8_t> src(4096, 0x77), back(4096, 0);
   ASSERT_OK(s->copy_async(d.data(), src.data(), 4096));
   ASSERT_OK(s->copy_async(back.data(), d.data(), 4096));
   ASSERT_OK(s->synchronize());
   EXPECT_EQ(back, src);
   d.reset();
+  EXPECT_FALSE(weak.expired());  // only the stream holds the device now
+  ASSERT_OK(s->memset_async(back.data(), 0, 4096));
+  ASSERT_OK(s->synchronize());
+  EXPECT_EQ(back[4095], 0);
   s.reset();
   EXPECT_TRUE(weak.expired());
 }

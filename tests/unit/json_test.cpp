@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace wharf::io::json {
 namespace {
@@ -259,6 +261,133 @@ TEST(JsonTest, AppendQuotedRoundTrips) {
 TEST(JsonTest, QuoteForMessage) {
   EXPECT_EQ(quote_for_message("layers.0.w"), "'layers.0.w'");
   EXPECT_EQ(quote_for_message(std::string_view("a\n\x1b[0m\x7f", 7)), "'a\\x0a\\x1b[0m\\x7f'");
+  // Long input is cut, never inside a UTF-8 sequence.
+  EXPECT_EQ(quote_for_message(std::string(300, 'x')), "'" + std::string(256, 'x') + "'... (300 bytes)");
+  EXPECT_EQ(quote_for_message("ab\xC3\xA9" "cd", 3), "'ab'... (6 bytes)");
+  EXPECT_EQ(quote_for_message("ab\xC3\xA9" "cd", 4), "'ab\xC3\xA9'... (6 bytes)");
+  EXPECT_EQ(quote_for_message("abc", 3), "'abc'");
+}
+
+// --- Cursor ----------------------------------------------------------------------------------
+
+TEST(JsonCursorTest, WalksADocumentAndSkipsWhatItDoesNotNeed) {
+  Cursor c(R"( {"keep": [1, 2], "skip": {"x": [true, null, "s\u00e9", -1.5e3, {}]}, "s": "v"} )");
+  Kind k;
+  ASSERT_TRUE(c.peek(&k).ok());
+  EXPECT_EQ(k, Kind::kObject);
+  ASSERT_TRUE(c.begin_object().ok());
+  bool more;
+  std::string key;
+  std::vector<uint64_t> kept;
+  std::string s;
+  for (;;) {
+    ASSERT_TRUE(c.next_member(&more, &key).ok());
+    if (!more) break;
+    if (key == "keep") {
+      ASSERT_TRUE(c.begin_array().ok());
+      for (;;) {
+        ASSERT_TRUE(c.next_element(&more).ok());
+        if (!more) break;
+        Number n;
+        ASSERT_TRUE(c.read_number(&n).ok());
+        kept.push_back(*n.as_uint64());
+      }
+    } else if (key == "s") {
+      ASSERT_TRUE(c.read_string(&s).ok());
+    } else {
+      EXPECT_EQ(key, "skip");
+      ASSERT_TRUE(c.skip_value().ok());
+    }
+  }
+  EXPECT_TRUE(c.finish().ok());
+  EXPECT_EQ(kept, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(s, "v");
+}
+
+TEST(JsonCursorTest, SkipValueIsAsStrictAsReading) {
+  const char* bad[] = {
+      R"([1, {"a": 1, "a": 2}])",  // duplicate key inside a skipped value
+      "[\"\\uD800\"]",             // lone surrogate
+      "[\"\xC0\x80\"]",            // invalid UTF-8
+      "[01]",                      // leading zero
+      "[1,]",                      // trailing comma
+      "[tru]",                     // bad literal
+      "{\"a\":1",                  // unterminated
+  };
+  for (const char* text : bad) {
+    Cursor c(text);
+    Status st = c.skip_value();
+    EXPECT_EQ(st.code(), Code::kDataCorrupt) << text;
+  }
+  const std::string nested = std::string(100, '[') + std::string(100, ']');
+  Cursor deep(nested);
+  Status st = deep.skip_value();
+  EXPECT_NE(st.message().find("nesting deeper than 64 levels"), std::string::npos) << st.message();
+}
+
+TEST(JsonCursorTest, ReportsKindMismatchAndMisuse) {
+  Cursor c("[5]");
+  std::string s;
+  Status st = c.read_string(&s);
+  EXPECT_EQ(st.code(), Code::kDataCorrupt);
+  EXPECT_EQ(st.message(), "at byte 0: expected a JSON string, found array");
+  // Calling object functions inside an array is a caller bug, not corrupt data.
+  ASSERT_TRUE(c.begin_array().ok());
+  bool more;
+  EXPECT_EQ(c.next_member(&more, nullptr).code(), Code::kInternal);
+  EXPECT_EQ(c.finish().code(), Code::kInternal);  // the array is still open
+  ASSERT_TRUE(c.next_element(&more).ok());
+  ASSERT_TRUE(more);
+  ASSERT_TRUE(c.skip_value().ok());
+  ASSERT_TRUE(c.next_element(&more).ok());
+  EXPECT_FALSE(more);
+  EXPECT_TRUE(c.finish().ok());
+  EXPECT_EQ(c.offset(), 3u);
+}
+
+// The cursor keeps a view of its text, so it must not be built from a temporary string.
+static_assert(!std::is_constructible_v<Cursor, std::string>, "Cursor must refuse a temporary std::string");
+static_assert(std::is_constructible_v<Cursor, const std::string&>, "Cursor views a named std::string");
+static_assert(std::is_constructible_v<Cursor, const char*>, "Cursor views a C string");
+
+TEST(JsonCursorTest, NumberTokenViewsTheInput) {
+  const std::string text = "-12.5e+3";
+  Cursor c(text);
+  Number n;
+  ASSERT_TRUE(c.read_number(&n).ok());
+  EXPECT_EQ(n.text, text);
+  EXPECT_EQ(n.text.data(), text.data());
+  EXPECT_TRUE(n.negative);
+  EXPECT_FALSE(n.integer);
+  EXPECT_FALSE(n.as_uint64().has_value());
+}
+
+TEST(JsonCursorTest, CallerMayTakeOverDuplicateDetectionForOneObject) {
+  const std::string text = R"({"a": {"k": 1}, "a": {"k": 1, "k": 2}})";
+  Cursor c(text);
+  ASSERT_TRUE(c.begin_object(/*check_duplicate_keys=*/false).ok());
+  bool more;
+  std::vector<std::string> keys;
+  std::string key;
+  Status st;
+  for (;;) {
+    st = c.next_member(&more, &key);
+    if (!st.ok() || !more) break;
+    keys.push_back(key);
+    st = c.skip_value();  // nested objects are still checked
+    if (!st.ok()) break;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"a", "a"}));  // the outer repeat is the caller's
+  EXPECT_EQ(st.message(), "at byte 30: duplicate object key 'k'");
+}
+
+TEST(JsonCursorTest, DuplicateKeysAreScopedToTheirObject) {
+  // The same key in sibling and nested objects is fine; frames are reused between siblings.
+  Value v;
+  Status st = parse(R"([{"a":1,"b":{"a":2}},{"a":3,"b":4}])", &v);
+  EXPECT_TRUE(st.ok()) << st.message();
+  st = parse(R"([{"a":1},{"b":1,"b":2}])", &v);
+  EXPECT_NE(st.message().find("duplicate object key 'b'"), std::string::npos) << st.message();
 }
 
 }  // namespace

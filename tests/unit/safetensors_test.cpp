@@ -5,12 +5,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -272,6 +274,26 @@ TEST_F(SafetensorsTest, FailedRenameRemovesTheTemporary) {
   ::rmdir(target.c_str());
 }
 
+// A write that fails part-way (here: the file size limit, standing in for a full disk) is an
+// IoError with strerror, and neither the destination nor a temporary is left behind.
+TEST_F(SafetensorsTest, FailedWriteIsIoErrorAndRemovesTheTemporary) {
+  const std::vector<uint8_t> big(4 << 20, 0x5A);
+  struct rlimit old_limit;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = 1 << 20;
+  void (*old_handler)(int) = ::signal(SIGXFSZ, SIG_IGN);  // get EFBIG instead of a signal
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const std::string p = path("big.safetensors");
+  Status st = write_safetensors(p, {{"big", meta(DType::kU8, {int64_t(big.size())}), big.data()}}, {});
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(st.code(), Code::kIoError);
+  EXPECT_NE(st.message().find(p), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("File too large"), std::string::npos) << st.message();
+  EXPECT_TRUE(list_dir().empty());
+}
+
 TEST_F(SafetensorsTest, WriteToMissingDirectoryIsIoError) {
   const std::string p = path("no/such/dir/x.safetensors");
   Status st = write_safetensors(p, {}, {});
@@ -458,11 +480,12 @@ std::vector<Malformed> malformed_corpus() {
       {"dim over 2^63-1", image(w("\"U8\"", "[9223372036854775808]", "[0,1]"), d16), "w",
        "shape[0] is 9223372036854775808, larger than 9223372036854775807"},
       {"nine dims", image(w("\"U8\"", "[1,1,1,1,1,1,1,1,1]", "[0,1]"), d16), "w",
-       "shape has 9 dimensions, at most 8 supported"},
+       "shape has more than 8 dimensions, at most 8 supported"},
       {"offsets not an array", image(w("\"F32\"", "[1]", "{}"), d16), "w",
        "\"data_offsets\" is a JSON object, expected an array"},
       {"one offset", image(w("\"F32\"", "[1]", "[4]"), d16), "w", "data_offsets has 1 elements, expected [begin, end]"},
-      {"three offsets", image(w("\"F32\"", "[1]", "[0,4,8]"), d16), "w", "data_offsets has 3 elements"},
+      {"three offsets", image(w("\"F32\"", "[1]", "[0,4,8]"), d16), "w",
+       "data_offsets has more than 2 elements, expected [begin, end]"},
       {"negative offset", image(w("\"F32\"", "[1]", "[-4,0]"), d16), "w", "data_offsets[0] is -4"},
       {"float offset", image(w("\"F32\"", "[1]", "[0,4.0]"), d16), "w",
        "data_offsets[1] is 4.0, expected an integer"},
@@ -498,10 +521,10 @@ std::vector<Malformed> malformed_corpus() {
       {"metadata not an object", image(R"({"__metadata__":"x"})"), "",
        "__metadata__ is a JSON string, expected an object of strings"},
       {"duplicate tensor", image(obj(entry("w", "\"U8\"", "[1]", "[0,1]") + "," + entry("w", "\"U8\"", "[1]", "[1,2]")), d16),
-       "", "at byte 53: duplicate object key 'w'"},  // the JSON layer names the repeated key
+       "w", "tensor 'w': appears twice in the header"},
       {"duplicate metadata key", image(R"({"__metadata__":{"k":"1","k":"2"}})"), "", "duplicate object key 'k'"},
       {"duplicate __metadata__", image(R"({"__metadata__":{},"__metadata__":{}})"), "",
-       "duplicate object key '__metadata__'"},
+       "header has two \"__metadata__\" entries"},
       {"bad UTF-8 in name", image(obj(entry("w\xFF", "\"U8\"", "[1]", "[0,1]")), d16), "", "invalid UTF-8 in string"},
       {"overlong UTF-8 in metadata", image("{\"__metadata__\":{\"k\":\"\xC0\xAF\"}}"), "", "invalid UTF-8 in string"},
       {"lone surrogate in name", image(obj(entry("\\uD800", "\"U8\"", "[1]", "[0,1]")), d16), "",
@@ -509,6 +532,8 @@ std::vector<Malformed> malformed_corpus() {
       {"empty name", image(obj(entry("", "\"U8\"", "[1]", "[0,1]")), d16), "", "tensor with an empty name"},
       {"NUL in name", image(obj(entry("a\\u0000b", "\"U8\"", "[1]", "[0,1]")), d16), "a\\x00b",
        "name contains a NUL character"},
+      {"huge number echoed only in part", image(w("\"U8\"", "[" + std::string(5000, '9') + "]", "[0,1]"), d16), "w",
+       "shape[0] is " + std::string(40, '9') + "..., larger than"},
       {"deep nesting in an extra key",
        image("{\"w\":{\"x\":" + std::string(100, '[') + std::string(100, ']') + "}}"), "", "nesting deeper than"},
   };

@@ -305,6 +305,35 @@ TEST(Transfer, WaitsForEventsBeforeCopying) {
   EXPECT_EQ(first_diff(dc.data(), c.data(), n), -1);
 }
 
+// copy() returns only when the data is in place: here the copy stream is held back by a
+// wait_for event, so a copy() that merely enqueued would return early.
+TEST(Transfer, ReturnsOnlyWhenComplete) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 2, 64 * KiB, 256 * KiB);
+  std::unique_ptr<Stream> other;
+  ASSERT_TRUE(dev->create_stream(&other).ok());
+  std::atomic<bool> release{false};
+  ASSERT_TRUE(other->enqueue_host([&] { while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1)); }).ok());
+  std::unique_ptr<Event> busy;
+  ASSERT_TRUE(dev->create_event(&busy).ok());
+  ASSERT_TRUE(other->record(*busy).ok());
+  const uint64_t n = 64 * KiB;
+  Buffer src = alloc(dev, MemKind::kPinnedHost, n, 0x42);
+  Buffer dst = alloc(dev, MemKind::kDevice, n);
+  Status st;
+  std::atomic<bool> returned{false};
+  std::thread caller([&] {
+    st = eng->copy({{dst.data(), src.data(), n}}, {busy.get()});
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(returned.load()) << "copy() returned with its copy still queued";
+  release = true;
+  caller.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(all_equal(dst.data(), 0x42, n));
+}
+
 TEST(Transfer, ZeroBytesAndBadPointers) {
   auto dev = host_device();
   auto eng = make_engine(dev, 2, 64 * KiB, 128 * KiB);

@@ -162,9 +162,10 @@ class CudaStream final : public Stream {
                              hex_ptr(src) + " -> " + hex_ptr(dst) + ") on " + h_->label());
     WHARF_RETURN_IF_ERROR(set_device(h_->device));
     // cudaMemcpyDefault: with unified addressing the driver infers the direction from the
-    // pointers, so one call covers pageable/pinned/device in any combination. A pageable
-    // source is staged by the driver before the call returns; pinned and device memory are
-    // copied asynchronously by DMA.
+    // pointers, so one call covers pageable/pinned/device in any combination. Only pinned
+    // and device memory are truly asynchronous: a pageable source is staged by the driver
+    // before the call returns, and a pageable destination makes the call wait for the copy
+    // (why the runtime's H2D path uses its own pinned staging ring).
     WHARF_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault, h_->stream),
         "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes " + hex_ptr(src) + " -> " +

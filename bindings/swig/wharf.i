@@ -1,0 +1,636 @@
+/*
+ * wharf.i - SWIG interface over include/wharf/wharf.h.
+ *
+ * This is the low-level layer that language bindings stand on; it is not an API for users.
+ * Java: `swig -java -package dev.wharf.jni -I<repo>/include wharf.i` generates the package
+ * dev.wharf.jni (classes WharfNative, WharfNativeJNI, WharfNativeConstants and one proxy
+ * per struct), which the hand-written API in java/src/main/java/dev/wharf wraps.
+ *
+ * Shape of this file
+ *   1. Only an explicit list of wharf.h's functions is wrapped (everything else is ignored
+ *      by default), so a function added to wharf.h is never exposed with a signature nobody
+ *      checked.
+ *   2. Functions with handle out-parameters (`wharf_runtime** out`, ...) are replaced by
+ *      small language-neutral C helpers (`wharf_swig_*`, section "Helpers") that return the
+ *      handle and hand their error back through a `wharf_status** status_out` parameter.
+ *   3. Errors: every `wharf_status*` a wrapped function returns, and every status a helper
+ *      leaves in `*status_out`, is turned into a target-language exception carrying the
+ *      code and the message, and is freed right there (in the typemaps). No status ever
+ *      reaches the target language, so none can leak. Python: add the equivalent typemaps
+ *      under SWIGPYTHON; the helpers and the function list are language-neutral.
+ *   4. Strings cross as UTF-8 (not JNI's "modified UTF-8"), so names outside the Basic
+ *      Multilingual Plane, as found in safetensors files, round-trip unchanged.
+ *
+ * Callbacks (wharf_set_log_callback, fold functions, user-constant release functions) are
+ * not wrapped: Wharf calls them on its own worker threads, which would need JNI thread
+ * attachment and global references with a lifetime Wharf does not report.
+ */
+
+#if defined(SWIGJAVA)
+%module WharfNative
+#else
+%module wharf_native
+#endif
+
+%{
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wharf/wharf.h"
+
+/* One dimension of a shape. SWIG sees only the name (not that it is int64_t), so the casts
+ * it generates for shape arguments name this type rather than its guess at int64_t's type. */
+typedef int64_t wharf_swig_dim;
+%}
+
+%include <stdint.i>
+%include <exception.i>
+
+/* wharf.h's export macro means nothing to SWIG. */
+#define WHARF_API
+
+/* Enums cross as plain integer constants; the hand-written layer maps them to its own types. */
+#if defined(SWIGJAVA)
+%include <enumtypeunsafe.swg>
+%javaconst(1);
+/* A C literal Java cannot read (0x1u). */
+%javaconstvalue(1) WHARF_CONSTANT_DERIVED;
+#endif
+
+/* 64-bit unsigned quantities (byte counts, generation ids) cross as signed 64-bit integers
+ * (Java `long`): every value Wharf produces is far below 2^63. */
+%apply long long { uint64_t };
+%apply long long { size_t };
+
+/* ======================================================================================
+ * Whitelist: ignore every function, then enable the ones below by name.
+ * ====================================================================================== */
+%rename("$ignore", %$isfunction, regextarget=1) "^wharf_";
+
+%define WHARF_WRAP(NAME)
+%rename("%s") NAME;
+%enddef
+
+/* versions, dtypes */
+WHARF_WRAP(wharf_code_name)
+WHARF_WRAP(wharf_version)
+WHARF_WRAP(wharf_abi_version)
+WHARF_WRAP(wharf_dtype_size)
+WHARF_WRAP(wharf_dtype_name)
+/* runtime */
+WHARF_WRAP(wharf_runtime_options_init)
+WHARF_WRAP(wharf_runtime_free)
+WHARF_WRAP(wharf_runtime_backend)
+WHARF_WRAP(wharf_runtime_device_info)
+WHARF_WRAP(wharf_runtime_synchronize)
+WHARF_WRAP(wharf_runtime_memory_stats)
+WHARF_WRAP(wharf_runtime_reset_peak)
+/* constant maps */
+WHARF_WRAP(wharf_constant_map_find)
+WHARF_WRAP(wharf_constant_map_size)
+WHARF_WRAP(wharf_constant_map_metadata_size)
+WHARF_WRAP(wharf_constant_map_save_safetensors)
+WHARF_WRAP(wharf_constant_map_free)
+/* containers */
+WHARF_WRAP(wharf_container_free)
+WHARF_WRAP(wharf_update_options_init)
+WHARF_WRAP(wharf_container_update)
+WHARF_WRAP(wharf_container_swap)
+WHARF_WRAP(wharf_container_free_inactive)
+WHARF_WRAP(wharf_container_generation)
+WHARF_WRAP(wharf_container_num_constants)
+WHARF_WRAP(wharf_container_constant_info)
+/* runs */
+WHARF_WRAP(wharf_run_tensor)
+WHARF_WRAP(wharf_run_generation)
+WHARF_WRAP(wharf_run_end)
+/* the helpers of this file */
+%rename("%s", regextarget=1) "^wharf_swig_";
+
+/* Struct members that cannot cross as they are: raw pointers and fixed arrays are read
+ * through the %extend accessors below, callbacks are not wrapped (see the top). */
+%ignore wharf_tensor_view::data;
+%ignore wharf_tensor_view::shape;
+%ignore wharf_tensor_view::strides;
+%ignore wharf_device_info::name;
+%ignore wharf_memory_stats::current;
+%ignore wharf_memory_stats::peak;
+%ignore wharf_constant_info::shape;
+%ignore wharf_update_options::fold;
+%ignore wharf_update_options::fold_user;
+/* Structs only the helpers use. */
+%ignore wharf_constant_decl;
+%ignore wharf_container_options;
+
+/* Output structs are filled by the library; the target language only reads them. */
+%immutable wharf_tensor_view::dtype;
+%immutable wharf_tensor_view::device_type;
+%immutable wharf_tensor_view::device_index;
+%immutable wharf_tensor_view::ndim;
+%immutable wharf_device_info::struct_size;
+%immutable wharf_device_info::backend;
+%immutable wharf_device_info::device_index;
+%immutable wharf_device_info::total_memory;
+%immutable wharf_device_info::free_memory;
+%immutable wharf_device_info::compute_major;
+%immutable wharf_device_info::compute_minor;
+%immutable wharf_memory_stats::struct_size;
+%immutable wharf_memory_stats::device_current;
+%immutable wharf_memory_stats::device_peak;
+%immutable wharf_memory_stats::pinned_host_current;
+%immutable wharf_memory_stats::pinned_host_peak;
+%immutable wharf_constant_info::struct_size;
+%immutable wharf_constant_info::fqn;
+%immutable wharf_constant_info::dtype;
+%immutable wharf_constant_info::ndim;
+%immutable wharf_constant_info::placement;
+%immutable wharf_constant_info::flags;
+%immutable wharf_constant_info::nbytes;
+/* struct_size of the options structs is set by their constructors (below). */
+%immutable wharf_runtime_options::struct_size;
+%immutable wharf_update_options::struct_size;
+
+/* ======================================================================================
+ * Java typemaps
+ * ====================================================================================== */
+#if defined(SWIGJAVA)
+
+%{
+/* The Java class that carries a Wharf error (override with -D when compiling the wrapper).
+ * Its (int code, byte[] utf8Message) constructor is package-private and called only here. */
+#ifndef WHARF_SWIG_JAVA_EXCEPTION
+#define WHARF_SWIG_JAVA_EXCEPTION "dev/wharf/WharfException"
+#endif
+
+/* A Java byte[] holding the bytes of `s` (no terminator); NULL (with no exception) for a
+ * NULL `s`, NULL with an OutOfMemoryError pending when the array cannot be made. */
+static jbyteArray wharf_swig_utf8_bytes(JNIEnv* jenv, const char* s) {
+  size_t len;
+  jbyteArray bytes;
+  if (!s) return NULL;
+  len = strlen(s);
+  if (len > (size_t)INT_MAX) len = (size_t)INT_MAX;
+  bytes = (*jenv)->NewByteArray(jenv, (jsize)len);
+  if (!bytes) return NULL;
+  (*jenv)->SetByteArrayRegion(jenv, bytes, 0, (jsize)len, (const jbyte*)s);
+  return bytes;
+}
+
+/* Takes ownership of `status`: throws it as a WharfException (unless another exception is
+ * already pending, which then wins) and frees it. NULL is a no-op. */
+static void wharf_swig_throw_status(JNIEnv* jenv, wharf_status* status) {
+  jclass cls;
+  jmethodID ctor;
+  jbyteArray message;
+  jthrowable exception;
+  if (!status) return;
+  if (!(*jenv)->ExceptionCheck(jenv)) {
+    message = wharf_swig_utf8_bytes(jenv, wharf_status_message(status));
+    if (message) {
+      cls = (*jenv)->FindClass(jenv, WHARF_SWIG_JAVA_EXCEPTION);
+      if (cls) {
+        ctor = (*jenv)->GetMethodID(jenv, cls, "<init>", "(I[B)V");
+        if (ctor) {
+          exception = (jthrowable)(*jenv)->NewObject(jenv, cls, ctor,
+                                                     (jint)wharf_status_code(status), message);
+          if (exception) {
+            (*jenv)->Throw(jenv, exception);
+            (*jenv)->DeleteLocalRef(jenv, exception);
+          }
+        }
+        (*jenv)->DeleteLocalRef(jenv, cls);
+      }
+      (*jenv)->DeleteLocalRef(jenv, message);
+    }
+  }
+  wharf_status_free(status);
+}
+%}
+
+/* Never finalize: proxies of Wharf's plain structs are freed with delete(), by the
+ * hand-written layer, in finally blocks. */
+%typemap(javafinalize) SWIGTYPE ""
+
+/* --- wharf_status* results: void in Java, thrown as WharfException --------------------- */
+%typemap(jni) wharf_status* "void"
+%typemap(jtype) wharf_status* "void"
+%typemap(jstype) wharf_status* "void"
+%typemap(javaout) wharf_status* { $jnicall; }
+%typemap(out) wharf_status* %{ wharf_swig_throw_status(jenv, $1); %}
+
+/* --- wharf_status** status_out: hidden; a status left there is thrown and freed -------- */
+%typemap(in, numinputs=0) wharf_status** status_out (wharf_status* status_temp = NULL) %{
+  $1 = &status_temp;
+%}
+%typemap(argout) wharf_status** status_out %{
+  wharf_swig_throw_status(jenv, *$1);
+%}
+
+/* --- const char*: Java String <-> NUL-terminated UTF-8 --------------------------------- */
+%typemap(jni) const char* "jbyteArray"
+%typemap(jtype) const char* "byte[]"
+%typemap(jstype) const char* "String"
+%typemap(javain) const char* "$module.cString($javainput)"
+%typemap(javaout) const char* { return $module.javaString($jnicall); }
+%typemap(in) const char* %{
+  $1 = NULL;
+  if ($input) {
+    jsize $1_len = (*jenv)->GetArrayLength(jenv, $input);
+    if ($1_len < 1) {
+      SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, "string is not NUL-terminated");
+      return $null;
+    }
+    $1 = ($1_ltype)(*jenv)->GetByteArrayElements(jenv, $input, NULL);
+    if (!$1) return $null;
+    if ($1[$1_len - 1] != '\0') {
+      (*jenv)->ReleaseByteArrayElements(jenv, $input, (jbyte*)$1, JNI_ABORT);
+      SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, "string is not NUL-terminated");
+      return $null;
+    }
+  }
+%}
+%typemap(freearg) const char* %{
+  if ($1) (*jenv)->ReleaseByteArrayElements(jenv, $input, (jbyte*)$1, JNI_ABORT);
+%}
+%typemap(out) const char* %{ $result = wharf_swig_utf8_bytes(jenv, $1); %}
+
+%pragma(java) modulecode=%{
+  /** NUL-terminated UTF-8 bytes of {@code s}; null for null. */
+  static byte[] cString(String s) {
+    if (s == null) return null;
+    if (s.indexOf('\0') >= 0)
+      throw new IllegalArgumentException("string contains a NUL character at index " + s.indexOf('\0') + ": " + s);
+    byte[] utf8 = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    return java.util.Arrays.copyOf(utf8, utf8.length + 1);
+  }
+
+  /** The string whose UTF-8 bytes are {@code utf8}; null for null. */
+  static String javaString(byte[] utf8) {
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
+  }
+%}
+
+/* --- shapes: Java long[] -> (const wharf_swig_dim* shape, int32_t ndim) -----------------
+ * Copied into a local array, so there is nothing to release. Its two guards (null, more
+ * than WHARF_MAX_DIMS) return early, before the freearg code of earlier arguments; the
+ * calling layer rules both out first, so in practice this typemap never fails. */
+%typemap(jni) (const wharf_swig_dim* shape, int32_t ndim) "jlongArray"
+%typemap(jtype) (const wharf_swig_dim* shape, int32_t ndim) "long[]"
+%typemap(jstype) (const wharf_swig_dim* shape, int32_t ndim) "long[]"
+%typemap(javain) (const wharf_swig_dim* shape, int32_t ndim) "$javainput"
+%typemap(in) (const wharf_swig_dim* shape, int32_t ndim) (wharf_swig_dim dims[WHARF_MAX_DIMS]) %{
+  if (!$input) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "shape is null");
+    return $null;
+  }
+  $2 = (int32_t)(*jenv)->GetArrayLength(jenv, $input);
+  if ($2 > WHARF_MAX_DIMS) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, "shape has more than WHARF_MAX_DIMS dimensions");
+    return $null;
+  }
+  (*jenv)->GetLongArrayRegion(jenv, $input, 0, $2, (jlong*)dims);
+  $1 = dims;
+%}
+%{
+/* The shape typemap hands a jlong array to C as int64_t dimensions. */
+typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim)) ? 1 : -1];
+%}
+
+/* --- JNIEnv for the two Java-only helpers ---------------------------------------------- */
+%typemap(in, numinputs=0) JNIEnv* jenv %{ $1 = jenv; %}
+
+/* --- java.nio.ByteBuffer in and out ---------------------------------------------------- */
+%typemap(jni) jobject buffer "jobject"
+%typemap(jtype) jobject buffer "java.nio.ByteBuffer"
+%typemap(jstype) jobject buffer "java.nio.ByteBuffer"
+%typemap(jni) jobject wharf_swig_byte_view "jobject"
+%typemap(jtype) jobject wharf_swig_byte_view "java.nio.ByteBuffer"
+%typemap(jstype) jobject wharf_swig_byte_view "java.nio.ByteBuffer"
+
+#endif /* SWIGJAVA */
+
+/* Allocating constructors of the output structs (below) report failure, not a NULL proxy. */
+%exception wharf_tensor_view::wharf_tensor_view {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_tensor_view");
+}
+%exception wharf_device_info::wharf_device_info {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_device_info");
+}
+%exception wharf_memory_stats::wharf_memory_stats {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_memory_stats");
+}
+%exception wharf_constant_info::wharf_constant_info {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_constant_info");
+}
+%exception wharf_runtime_options::wharf_runtime_options {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_runtime_options");
+}
+%exception wharf_update_options::wharf_update_options {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_update_options");
+}
+
+/* ======================================================================================
+ * The header
+ * ====================================================================================== */
+%include "wharf/wharf.h"
+
+/* ======================================================================================
+ * Struct accessors (language-neutral)
+ * ====================================================================================== */
+
+/* Options structs start initialised with the library's defaults. */
+%extend wharf_runtime_options {
+  wharf_runtime_options() {
+    wharf_runtime_options* o = (wharf_runtime_options*)calloc(1, sizeof(*o));
+    if (o) wharf_runtime_options_init(o);
+    return o;
+  }
+  ~wharf_runtime_options() { free($self); }
+}
+
+%extend wharf_update_options {
+  wharf_update_options() {
+    wharf_update_options* o = (wharf_update_options*)calloc(1, sizeof(*o));
+    if (o) wharf_update_options_init(o);
+    return o;
+  }
+  ~wharf_update_options() { free($self); }
+}
+
+/* A view filled by wharf_constant_map_find / wharf_run_tensor. Its shape and data point into
+ * the map or the run: read them while that object is alive, and copy what you keep. */
+%extend wharf_tensor_view {
+  wharf_tensor_view() { return (wharf_tensor_view*)calloc(1, sizeof(wharf_tensor_view)); }
+  ~wharf_tensor_view() { free($self); }
+  /** The data pointer as an integer address (0 for NULL). */
+  int64_t data_address() const { return (int64_t)(intptr_t)$self->data; }
+  /** Dimension i (0 <= i < ndim), or -1 outside that range. */
+  int64_t dim(int32_t i) const {
+    return (i >= 0 && i < $self->ndim && $self->shape) ? $self->shape[i] : -1;
+  }
+  /** 1 when the view is contiguous row-major (strides NULL), 0 otherwise. */
+  int32_t contiguous() const { return $self->strides == NULL ? 1 : 0; }
+}
+
+/* Output structs: struct_size is set to this header's size on construction. */
+%extend wharf_device_info {
+  wharf_device_info() {
+    wharf_device_info* o = (wharf_device_info*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_device_info() { free($self); }
+  /** The device's name (always NUL-terminated: the library writes at most 255 bytes). */
+  const char* device_name() const { return $self->name; }
+}
+
+%extend wharf_memory_stats {
+  wharf_memory_stats() {
+    wharf_memory_stats* o = (wharf_memory_stats*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_memory_stats() { free($self); }
+  /** current[tag], or 0 for a tag outside 0..WHARF_MEM_TAG_CAPACITY-1. */
+  uint64_t current_at(int32_t tag) const {
+    return (tag >= 0 && tag < WHARF_MEM_TAG_CAPACITY) ? $self->current[tag] : 0;
+  }
+  /** peak[tag], or 0 for a tag outside 0..WHARF_MEM_TAG_CAPACITY-1. */
+  uint64_t peak_at(int32_t tag) const {
+    return (tag >= 0 && tag < WHARF_MEM_TAG_CAPACITY) ? $self->peak[tag] : 0;
+  }
+}
+
+%extend wharf_constant_info {
+  wharf_constant_info() {
+    wharf_constant_info* o = (wharf_constant_info*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_constant_info() { free($self); }
+  /** Dimension i (0 <= i < ndim), or -1 outside that range. */
+  int64_t dim(int32_t i) const {
+    return (i >= 0 && i < $self->ndim && $self->shape) ? $self->shape[i] : -1;
+  }
+}
+
+/* ======================================================================================
+ * Helpers (language-neutral C). Each replaces a function whose out-parameters do not map
+ * onto a return value: the handle is returned, and on failure it is NULL and the status
+ * is left in *status_out (which the typemaps throw and free).
+ * ====================================================================================== */
+
+%{
+/* A growable list of constant declarations that owns copies of its names and shapes. */
+struct wharf_swig_decl_list {
+  wharf_constant_decl* decls;
+  size_t size;
+  size_t capacity;
+};
+%}
+
+%inline %{
+/** Declarations for wharf_swig_container_create, built one constant at a time. */
+typedef struct wharf_swig_decl_list wharf_swig_decl_list;
+
+/** A new empty list (free with wharf_swig_decl_list_free); NULL when out of memory. */
+wharf_swig_decl_list* wharf_swig_decl_list_new(void) {
+  return (wharf_swig_decl_list*)calloc(1, sizeof(wharf_swig_decl_list));
+}
+
+/** Frees the list and its copies. NULL is a no-op. */
+void wharf_swig_decl_list_free(wharf_swig_decl_list* list) {
+  size_t i;
+  if (!list) return;
+  for (i = 0; i < list->size; ++i) {
+    free((void*)list->decls[i].fqn);
+    free((void*)list->decls[i].shape);
+  }
+  free(list->decls);
+  free(list);
+}
+
+/**
+ * Appends a declaration, copying `fqn` and `shape`. Returns 1 on success, 0 when out of
+ * memory or given a NULL list or name (the list is then unchanged). The values themselves
+ * are validated by wharf_swig_container_create.
+ */
+int32_t wharf_swig_decl_list_add(wharf_swig_decl_list* list, const char* fqn, wharf_dtype dtype,
+                                 const wharf_swig_dim* shape, int32_t ndim, wharf_placement placement,
+                                 uint32_t flags) {
+  char* name;
+  int64_t* dims = NULL;
+  size_t name_len;
+  if (!list || !fqn || ndim < 0 || (ndim > 0 && !shape)) return 0;
+  if (list->size == list->capacity) {
+    size_t capacity = list->capacity ? list->capacity * 2 : 8;
+    wharf_constant_decl* grown =
+        (wharf_constant_decl*)realloc(list->decls, capacity * sizeof(wharf_constant_decl));
+    if (!grown) return 0;
+    list->decls = grown;
+    list->capacity = capacity;
+  }
+  name_len = strlen(fqn) + 1;
+  name = (char*)malloc(name_len);
+  if (!name) return 0;
+  memcpy(name, fqn, name_len);
+  if (ndim > 0) {
+    dims = (int64_t*)malloc((size_t)ndim * sizeof(int64_t));
+    if (!dims) {
+      free(name);
+      return 0;
+    }
+    memcpy(dims, shape, (size_t)ndim * sizeof(int64_t));
+  }
+  list->decls[list->size].fqn = name;
+  list->decls[list->size].dtype = dtype;
+  list->decls[list->size].ndim = ndim;
+  list->decls[list->size].shape = dims;
+  list->decls[list->size].placement = placement;
+  list->decls[list->size].flags = flags;
+  list->size++;
+  return 1;
+}
+
+/** wharf_runtime_create. `opts` may be NULL (defaults). */
+wharf_runtime* wharf_swig_runtime_create(const wharf_runtime_options* opts,
+                                         wharf_status** status_out) {
+  wharf_runtime* runtime = NULL;
+  *status_out = wharf_runtime_create(opts, &runtime);
+  return *status_out ? NULL : runtime;
+}
+
+/** wharf_constant_map_create. */
+wharf_constant_map* wharf_swig_constant_map_create(wharf_status** status_out) {
+  wharf_constant_map* map = NULL;
+  *status_out = wharf_constant_map_create(&map);
+  return *status_out ? NULL : map;
+}
+
+/** wharf_constant_map_load_safetensors. */
+wharf_constant_map* wharf_swig_constant_map_load_safetensors(const char* path,
+                                                            wharf_status** status_out) {
+  wharf_constant_map* map = NULL;
+  *status_out = wharf_constant_map_load_safetensors(path, &map);
+  return *status_out ? NULL : map;
+}
+
+/**
+ * wharf_constant_map_set with a contiguous view built from its parts; `data_address` is the
+ * borrowed data pointer as an integer and must stay valid while the map is used.
+ */
+wharf_status* wharf_swig_constant_map_set(wharf_constant_map* map, const char* fqn,
+                                          int64_t data_address, wharf_dtype dtype,
+                                          wharf_device_type device_type, int32_t device_index,
+                                          const wharf_swig_dim* shape, int32_t ndim) {
+  wharf_tensor_view view;
+  view.data = (void*)(intptr_t)data_address;
+  view.dtype = dtype;
+  view.device_type = device_type;
+  view.device_index = device_index;
+  view.ndim = ndim;
+  view.shape = shape;
+  view.strides = NULL;
+  return wharf_constant_map_set(map, fqn, &view);
+}
+
+/** The name of entry i (wharf_constant_map_entry); owned by the map. */
+const char* wharf_swig_constant_map_entry_name(const wharf_constant_map* map, size_t i,
+                                               wharf_status** status_out) {
+  const char* fqn = NULL;
+  wharf_tensor_view ignored;
+  *status_out = wharf_constant_map_entry(map, i, &fqn, &ignored);
+  return *status_out ? NULL : fqn;
+}
+
+/** The key of metadata entry i (wharf_constant_map_metadata_entry); owned by the map. */
+const char* wharf_swig_constant_map_metadata_key(const wharf_constant_map* map, size_t i,
+                                                 wharf_status** status_out) {
+  const char* key = NULL;
+  const char* value = NULL;
+  *status_out = wharf_constant_map_metadata_entry(map, i, &key, &value);
+  return *status_out ? NULL : key;
+}
+
+/** The value of metadata entry i (wharf_constant_map_metadata_entry); owned by the map. */
+const char* wharf_swig_constant_map_metadata_value(const wharf_constant_map* map, size_t i,
+                                                   wharf_status** status_out) {
+  const char* key = NULL;
+  const char* value = NULL;
+  *status_out = wharf_constant_map_metadata_entry(map, i, &key, &value);
+  return *status_out ? NULL : value;
+}
+
+/** wharf_container_create with the declarations of `decls`; `name` may be NULL ("model"). */
+wharf_container* wharf_swig_container_create(wharf_runtime* runtime, const char* name,
+                                             const wharf_swig_decl_list* decls,
+                                             wharf_status** status_out) {
+  wharf_container* container = NULL;
+  wharf_container_options opts;
+  wharf_container_options_init(&opts);
+  opts.name = name;
+  opts.constants = decls ? decls->decls : NULL;
+  opts.num_constants = decls ? decls->size : 0;
+  *status_out = wharf_container_create(runtime, &opts, &container);
+  return *status_out ? NULL : container;
+}
+
+/** wharf_container_create_from_map; `name` may be NULL ("model"). */
+wharf_container* wharf_swig_container_create_from_map(wharf_runtime* runtime,
+                                                      const wharf_constant_map* map,
+                                                      const char* name,
+                                                      wharf_status** status_out) {
+  wharf_container* container = NULL;
+  wharf_container_options opts;
+  wharf_container_options_init(&opts);
+  opts.name = name;
+  *status_out = wharf_container_create_from_map(runtime, map, &opts, &container);
+  return *status_out ? NULL : container;
+}
+
+/**
+ * wharf_run_begin without a session; `stream` is a cudaStream_t as an integer (0 = the
+ * runtime's own stream, the only value the host backend accepts).
+ */
+wharf_run* wharf_swig_run_begin(wharf_container* container, int64_t stream,
+                                wharf_status** status_out) {
+  wharf_run* run = NULL;
+  *status_out = wharf_run_begin(container, NULL, (void*)(intptr_t)stream, &run);
+  return *status_out ? NULL : run;
+}
+
+/** wharf_run_stream as an integer (0 on the host backend). */
+int64_t wharf_swig_run_stream(const wharf_run* run) {
+  return (int64_t)(intptr_t)wharf_run_stream(run);
+}
+%}
+
+#if defined(SWIGJAVA)
+%inline %{
+/**
+ * A java.nio.ByteBuffer over `size` bytes at `address` (JNI NewDirectByteBuffer). The buffer
+ * does not own the memory: it is valid only as long as whatever owns the memory.
+ */
+jobject wharf_swig_byte_view(JNIEnv* jenv, int64_t address, int64_t size) {
+  if (address == 0 || size < 0) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, "byte view of a NULL address or a negative size");
+    return NULL;
+  }
+  return (*jenv)->NewDirectByteBuffer(jenv, (void*)(intptr_t)address, (jlong)size);
+}
+
+/** The address of a direct buffer's memory (its element 0, ignoring position); 0 if `buffer` is not direct. */
+int64_t wharf_swig_direct_buffer_address(JNIEnv* jenv, jobject buffer) {
+  if (!buffer) return 0;
+  return (int64_t)(intptr_t)(*jenv)->GetDirectBufferAddress(jenv, buffer);
+}
+%}
+#endif

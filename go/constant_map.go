@@ -1,0 +1,264 @@
+package wharf
+
+/*
+#include <stdlib.h>
+#include "helpers.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// ConstantMap maps fully qualified names (FQNs) to tensors in someone else's memory
+// (wharf_constant_map). It copies names, shapes and strides but borrows data: a tensor
+// stored with Set must stay valid while the map is used. The map keeps the HostBuffers
+// and maps whose tensors it borrows alive until it is closed. A map loaded from a
+// safetensors file owns the file's memory mapping. Entries keep insertion order.
+//
+// A ConstantMap is safe for concurrent use (the binding serializes Set against readers).
+type ConstantMap struct {
+	h handle
+}
+
+func newConstantMap(p *C.wharf_constant_map) *ConstantMap {
+	m := &ConstantMap{}
+	m.h.init("constant map", unsafe.Pointer(p), func(p unsafe.Pointer) error {
+		C.wharf_constant_map_free((*C.wharf_constant_map)(p))
+		return nil
+	})
+	runtime.SetFinalizer(m, func(m *ConstantMap) { leaked(&m.h, "Close") })
+	return m
+}
+
+// NewConstantMap creates an empty map.
+func NewConstantMap() (*ConstantMap, error) {
+	var out *C.wharf_constant_map
+	if err := statusError(C.wharf_constant_map_create(&out)); err != nil {
+		return nil, err
+	}
+	return newConstantMap(out), nil
+}
+
+// LoadSafetensors memory-maps a safetensors file read-only and returns a map of its
+// tensors (host tensors pointing into the mapping, in file order). The whole file is
+// validated first. Errors: ErrNotFound or ErrIOError for the file, ErrDataCorrupt naming
+// the tensor at fault.
+func LoadSafetensors(path string) (*ConstantMap, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var out *C.wharf_constant_map
+	if err := statusError(C.wharf_constant_map_load_safetensors(cpath, &out)); err != nil {
+		return nil, err
+	}
+	return newConstantMap(out), nil
+}
+
+// Close frees the map (and its file mapping, if any) and releases the buffers and maps it
+// borrowed from. If a map borrows tensors of this one, the memory stays until that map is
+// closed too. Close is idempotent and returns nil.
+func (m *ConstantMap) Close() error {
+	_, err := m.h.close()
+	return err
+}
+
+// Set adds name -> t. The map copies the name, shape and strides and borrows t.Data: a
+// tensor from a HostBuffer or another map keeps its owner alive for as long as this map
+// lives; a hand-built tensor's memory must stay valid that long (and must not be Go
+// memory). Tensors of a Run cannot be borrowed (the run may end first). Errors:
+// ErrInvalidArgument (empty name, bad shape, unknown dtype or device, nil data with a
+// non-empty shape), ErrAlreadyExists (the name is taken). On error the map is unchanged.
+func (m *ConstantMap) Set(name string, t Tensor) error {
+	const what = "ConstantMap.Set"
+	if t.noKeep != "" {
+		return invalidArgument("%s: constant '%s': %s", what, name, t.noKeep)
+	}
+	if _, err := checkShape(what+": constant '"+name+"'", t.Shape, t.Strides); err != nil {
+		return err
+	}
+	// Retain the tensor's owner before taking this map's lock, so two maps borrowing from
+	// each other never wait on each other's locks.
+	owner := t.owner
+	if owner == &m.h {
+		owner = nil // the map's own memory: already alive as long as the map
+	}
+	if owner != nil {
+		if _, err := owner.rlock(what + " (the tensor's owner)"); err != nil {
+			return err
+		}
+		owner.retain()
+		owner.mu.RUnlock()
+	}
+	err := m.set(what, name, t, owner)
+	if err != nil && owner != nil {
+		owner.release()
+	}
+	return err
+}
+
+func (m *ConstantMap) set(what, name string, t Tensor, owner *handle) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	m.h.mu.Lock() // writers exclude readers: the C map must not change while it is read
+	defer m.h.mu.Unlock()
+	if m.h.closed {
+		return &closedError{what, m.h.kind}
+	}
+	view := C.wharf_tensor_view{
+		data:         t.Data,
+		dtype:        C.wharf_dtype(t.DType),
+		device_type:  C.wharf_device_type(t.Device),
+		device_index: C.int32_t(t.DeviceIndex),
+		ndim:         C.int32_t(len(t.Shape)),
+	}
+	var shape, strides *C.int64_t
+	if len(t.Shape) > 0 {
+		shape = (*C.int64_t)(unsafe.Pointer(&t.Shape[0]))
+	}
+	if len(t.Strides) > 0 {
+		strides = (*C.int64_t)(unsafe.Pointer(&t.Strides[0]))
+	}
+	// view lives in Go memory and holds t.Data: cgo's pointer check rejects (panics) a
+	// Go pointer there, which is exactly the tensor the map must not keep.
+	err := statusError(C.wharf_go_map_set((*C.wharf_constant_map)(m.h.ptr), cname, &view, shape, strides))
+	runtime.KeepAlive(m)
+	if err == nil && owner != nil {
+		m.h.addHeldLocked(owner)
+	}
+	return err
+}
+
+// tensorFromView copies a C view (whose arrays may point into C memory that can change)
+// into a Tensor owned by owner.
+func tensorFromView(v *C.wharf_tensor_view, owner *handle) Tensor {
+	t := Tensor{
+		Data:        v.data,
+		DType:       DType(v.dtype),
+		Device:      DeviceType(v.device_type),
+		DeviceIndex: int32(v.device_index),
+		Shape:       []int64{},
+		owner:       owner,
+	}
+	if n := int(v.ndim); n > 0 {
+		if v.shape != nil {
+			t.Shape = append(t.Shape, unsafe.Slice((*int64)(unsafe.Pointer(v.shape)), n)...)
+		}
+		if v.strides != nil {
+			t.Strides = append([]int64(nil), unsafe.Slice((*int64)(unsafe.Pointer(v.strides)), n)...)
+		}
+	}
+	return t
+}
+
+// Find looks up name. The returned tensor's data belongs to the map's source (or the
+// map's file mapping) and is valid while the map is open. Errors: ErrNotFound.
+func (m *ConstantMap) Find(name string) (Tensor, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	p, err := m.h.rlock("ConstantMap.Find")
+	if err != nil {
+		return Tensor{}, err
+	}
+	defer m.h.mu.RUnlock()
+	var v C.wharf_tensor_view
+	if err := statusError(C.wharf_constant_map_find((*C.wharf_constant_map)(p), cname, &v)); err != nil {
+		return Tensor{}, err
+	}
+	t := tensorFromView(&v, &m.h)
+	runtime.KeepAlive(m)
+	return t, nil
+}
+
+// Len returns the number of entries (0 for a closed map).
+func (m *ConstantMap) Len() int {
+	p, err := m.h.rlock("ConstantMap.Len")
+	if err != nil {
+		return 0
+	}
+	defer m.h.mu.RUnlock()
+	n := int(C.wharf_constant_map_size((*C.wharf_constant_map)(p)))
+	runtime.KeepAlive(m)
+	return n
+}
+
+// Entry returns the i-th entry in insertion order. Errors: ErrInvalidArgument for i out
+// of range.
+func (m *ConstantMap) Entry(i int) (string, Tensor, error) {
+	if i < 0 {
+		return "", Tensor{}, invalidArgument("ConstantMap.Entry: negative index %d", i)
+	}
+	p, err := m.h.rlock("ConstantMap.Entry")
+	if err != nil {
+		return "", Tensor{}, err
+	}
+	defer m.h.mu.RUnlock()
+	var v C.wharf_tensor_view
+	var fqn *C.char
+	if err := statusError(C.wharf_constant_map_entry((*C.wharf_constant_map)(p), C.size_t(i), &fqn, &v)); err != nil {
+		return "", Tensor{}, err
+	}
+	name, t := C.GoString(fqn), tensorFromView(&v, &m.h)
+	runtime.KeepAlive(m)
+	return name, t, nil
+}
+
+// Names returns every entry's name in insertion order.
+func (m *ConstantMap) Names() ([]string, error) {
+	p, err := m.h.rlock("ConstantMap.Names")
+	if err != nil {
+		return nil, err
+	}
+	defer m.h.mu.RUnlock()
+	cm := (*C.wharf_constant_map)(p)
+	n := int(C.wharf_constant_map_size(cm))
+	names := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		var v C.wharf_tensor_view
+		var fqn *C.char
+		if err := statusError(C.wharf_constant_map_entry(cm, C.size_t(i), &fqn, &v)); err != nil {
+			return nil, err
+		}
+		names = append(names, C.GoString(fqn))
+	}
+	runtime.KeepAlive(m)
+	return names, nil
+}
+
+// Metadata returns the `__metadata__` entries of a map loaded from safetensors (empty for
+// other maps).
+func (m *ConstantMap) Metadata() (map[string]string, error) {
+	p, err := m.h.rlock("ConstantMap.Metadata")
+	if err != nil {
+		return nil, err
+	}
+	defer m.h.mu.RUnlock()
+	cm := (*C.wharf_constant_map)(p)
+	n := int(C.wharf_constant_map_metadata_size(cm))
+	md := make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		var key, value *C.char
+		if err := statusError(C.wharf_constant_map_metadata_entry(cm, C.size_t(i), &key, &value)); err != nil {
+			return nil, err
+		}
+		md[C.GoString(key)] = C.GoString(value)
+	}
+	runtime.KeepAlive(m)
+	return md, nil
+}
+
+// Save writes every entry to a safetensors file at path (created or replaced atomically).
+// Entries must be host memory; strided ones are written contiguous. Errors:
+// ErrInvalidArgument (a CUDA tensor, naming it), ErrIOError.
+func (m *ConstantMap) Save(path string) error {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	p, err := m.h.rlock("ConstantMap.Save")
+	if err != nil {
+		return err
+	}
+	defer m.h.mu.RUnlock()
+	err = statusError(C.wharf_constant_map_save_safetensors((*C.wharf_constant_map)(p), cpath))
+	runtime.KeepAlive(m)
+	return err
+}

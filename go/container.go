@@ -1,0 +1,586 @@
+package wharf
+
+/*
+#include <stdlib.h>
+#include "helpers.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"runtime/cgo"
+	"unsafe"
+)
+
+// ConstantDecl declares one constant of a container.
+type ConstantDecl struct {
+	FQN       string
+	DType     DType
+	Shape     []int64
+	Placement Placement     // PlacementDevice (the zero value) or PlacementHost
+	Flags     ConstantFlags // ConstantDerived: computed by the update's Fold callback
+}
+
+// ContainerOptions configures NewContainer.
+type ContainerOptions struct {
+	Name      string // for messages; "" means "model"
+	Constants []ConstantDecl
+}
+
+// ConstantInfo describes one declared constant of a container.
+type ConstantInfo struct {
+	FQN       string
+	DType     DType
+	Shape     []int64
+	Placement Placement
+	Flags     ConstantFlags
+	NBytes    uint64 // size of the constant's storage
+}
+
+// Container is one model's constants, double-buffered in copy-on-write generations
+// (wharf_container): an active generation that new runs read and an inactive one that
+// updates write and Swap publishes. It is safe for concurrent use; two concurrent
+// updates are not interleaved (the second fails with ErrBusy).
+//
+// A container keeps its Runtime alive. Closing it while runs are open is allowed: it
+// stops accepting calls, and the C container is freed when the last run ends.
+type Container struct {
+	h  handle
+	rt *Runtime
+}
+
+// cArena collects C allocations freed together.
+type cArena struct{ ptrs []unsafe.Pointer }
+
+func (a *cArena) alloc(n int) unsafe.Pointer {
+	if n <= 0 {
+		n = 1
+	}
+	p := C.calloc(C.size_t(n), 1)
+	if p == nil {
+		panic("wharf: C.calloc failed")
+	}
+	a.ptrs = append(a.ptrs, p)
+	return p
+}
+
+func (a *cArena) cstring(s string) *C.char {
+	p := C.CString(s)
+	a.ptrs = append(a.ptrs, unsafe.Pointer(p))
+	return p
+}
+
+func (a *cArena) free() {
+	for _, p := range a.ptrs {
+		C.free(p)
+	}
+	a.ptrs = nil
+}
+
+func newContainer(rt *Runtime, p *C.wharf_container) *Container {
+	rt.h.retain() // the caller holds rt.h for reading
+	c := &Container{rt: rt}
+	c.h.init("container", unsafe.Pointer(p), func(p unsafe.Pointer) error {
+		C.wharf_container_free((*C.wharf_container)(p))
+		return nil
+	}, &rt.h)
+	runtime.SetFinalizer(c, func(c *Container) { leaked(&c.h, "Close") })
+	return c
+}
+
+// NewContainer declares a container: constants only, no weights yet. Runs fail with
+// ErrFailedPrecondition until a first update has been swapped in. Errors:
+// ErrInvalidArgument (a bad or duplicate declaration, naming it).
+func NewContainer(rt *Runtime, opts *ContainerOptions) (*Container, error) {
+	const what = "NewContainer"
+	if opts == nil {
+		opts = &ContainerOptions{}
+	}
+	for _, d := range opts.Constants {
+		if _, err := checkShape(what+": constant '"+d.FQN+"'", d.Shape, nil); err != nil {
+			return nil, err
+		}
+	}
+	var arena cArena
+	defer arena.free()
+	var o C.wharf_container_options
+	C.wharf_container_options_init(&o)
+	if opts.Name != "" {
+		o.name = arena.cstring(opts.Name)
+	}
+	if n := len(opts.Constants); n > 0 {
+		// The declarations and everything they point to live in C memory: a Go array of
+		// structs holding pointers may not be passed to C if those pointers are Go's.
+		decls := unsafe.Slice((*C.wharf_constant_decl)(arena.alloc(n*int(unsafe.Sizeof(C.wharf_constant_decl{})))), n)
+		for i, d := range opts.Constants {
+			decls[i].fqn = arena.cstring(d.FQN)
+			decls[i].dtype = C.wharf_dtype(d.DType)
+			decls[i].ndim = C.int32_t(len(d.Shape))
+			if len(d.Shape) > 0 {
+				shape := unsafe.Slice((*int64)(arena.alloc(8*len(d.Shape))), len(d.Shape))
+				copy(shape, d.Shape)
+				decls[i].shape = (*C.int64_t)(unsafe.Pointer(&shape[0]))
+			}
+			decls[i].placement = C.wharf_placement(d.Placement)
+			decls[i].flags = C.uint32_t(d.Flags)
+		}
+		o.constants = &decls[0]
+		o.num_constants = C.size_t(n)
+	}
+	p, err := rt.h.rlock(what)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.h.mu.RUnlock()
+	var out *C.wharf_container
+	err = statusError(C.wharf_container_create((*C.wharf_runtime)(p), &o, &out))
+	runtime.KeepAlive(rt)
+	if err != nil {
+		return nil, err
+	}
+	return newContainer(rt, out), nil
+}
+
+// NewContainerFromMap declares one device-placed constant per entry of m (in map order),
+// loads them and makes them active: the container is ready to run. name may be "" (for
+// "model"). The map is only read during the call. Errors: as Update.
+func NewContainerFromMap(rt *Runtime, m *ConstantMap, name string) (*Container, error) {
+	const what = "NewContainerFromMap"
+	var o C.wharf_container_options
+	C.wharf_container_options_init(&o)
+	if name != "" {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		o.name = cname
+	}
+	mp, err := m.h.rlock(what)
+	if err != nil {
+		return nil, err
+	}
+	defer m.h.mu.RUnlock()
+	rp, err := rt.h.rlock(what)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.h.mu.RUnlock()
+	var out *C.wharf_container
+	err = statusError(C.wharf_container_create_from_map((*C.wharf_runtime)(rp), (*C.wharf_constant_map)(mp), &o, &out))
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(rt)
+	if err != nil {
+		return nil, err
+	}
+	return newContainer(rt, out), nil
+}
+
+// Runtime returns the runtime the container was created on.
+func (c *Container) Runtime() *Runtime { return c.rt }
+
+// Close releases the container. Open runs keep it alive until they end; the runtime is
+// released when the C container is freed. Close is idempotent and returns nil.
+func (c *Container) Close() error {
+	_, err := c.h.close()
+	return err
+}
+
+// UpdateOptions configures an update. A nil *UpdateOptions means the defaults (the zero
+// value): write the inactive generation, a partial map is fine, no fold.
+type UpdateOptions struct {
+	// Target selects the generation written: TargetInactive (publish with Swap) or
+	// TargetActiveInPlace.
+	Target UpdateTarget
+	// RequireFull makes the update fail unless the map names every non-derived constant.
+	RequireFull bool
+	// Fold computes the derived constants (ConstantDerived) of the generation being
+	// written; it is required when the container declares any. It runs on the calling
+	// goroutine during the update and receives a FoldRun over that generation, valid only
+	// during the call. It must not call methods of the container being updated. An error
+	// (or a panic, which is re-raised once the library has returned) aborts the update,
+	// which then changes nothing.
+	Fold func(run *FoldRun) error
+}
+
+// FoldError is the error of an update whose Fold callback failed; it wraps the callback's
+// error (errors.Is and errors.As see through it).
+type FoldError struct{ Err error }
+
+// Error describes the failure.
+func (e *FoldError) Error() string {
+	return "wharf: update aborted by the fold callback: " + e.Err.Error()
+}
+
+// Unwrap returns the callback's error.
+func (e *FoldError) Unwrap() error { return e.Err }
+
+// foldCall carries one update's Fold callback through C (as a cgo.Handle) and brings its
+// outcome back.
+type foldCall struct {
+	fn       func(*FoldRun) error
+	err      error
+	panicked bool
+	panicVal any
+}
+
+// withUpdate runs call (which performs the C update) with opts translated, and turns a
+// fold callback's failure into the update's result.
+func withUpdate(opts *UpdateOptions, call func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status) error {
+	if opts == nil {
+		opts = &UpdateOptions{}
+	}
+	var requireFull C.int32_t
+	if opts.RequireFull {
+		requireFull = 1
+	}
+	var fc *foldCall
+	var foldHandle C.uintptr_t
+	if opts.Fold != nil {
+		fc = &foldCall{fn: opts.Fold}
+		h := cgo.NewHandle(fc)
+		defer h.Delete()
+		foldHandle = C.uintptr_t(h)
+	}
+	err := statusError(call(C.int32_t(opts.Target), requireFull, foldHandle))
+	if fc != nil {
+		if fc.panicked {
+			panic(fc.panicVal)
+		}
+		if err != nil && fc.err != nil {
+			return &FoldError{Err: fc.err}
+		}
+	}
+	return err
+}
+
+// Update writes the map's tensors into the container and returns when the data is in
+// place (the map's memory is no longer read). Sources may be host or device memory.
+// Everything is validated before anything is copied: an unknown name (ErrNotFound), a
+// derived constant, a wrong dtype or shape, a non-contiguous tensor, or nil data
+// (ErrInvalidArgument) change nothing. ErrOutOfMemory midway leaves the active
+// generation untouched. A concurrent update of the same container fails with ErrBusy.
+//
+// With Target TargetActiveInPlace the active generation's storage is overwritten: the
+// call waits for open runs to end, and runs begun after it returns see only new data.
+func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
+	const what = "Container.Update"
+	mp, err := m.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer m.h.mu.RUnlock()
+	cp, err := c.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer c.h.mu.RUnlock()
+	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
+		return C.wharf_go_update((*C.wharf_container)(cp), (*C.wharf_constant_map)(mp), target, requireFull, fold)
+	})
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(c)
+	return err
+}
+
+// PackedTensor locates one contiguous host tensor inside the buffer given to
+// Container.UpdatePacked.
+type PackedTensor struct {
+	Name   string
+	DType  DType
+	Shape  []int64
+	Offset int // byte offset of the first element in the buffer
+}
+
+// UpdatePacked updates the container from tensors stored in one Go byte slice, without
+// copying them on the Go side. It is the zero-copy path for Go memory: buf is passed to a
+// single C call that builds a temporary map over it, runs the update and frees the map
+// before returning, so C never keeps a Go pointer (see the package documentation). buf
+// must not be modified during the call. Errors: ErrInvalidArgument if a tensor does not
+// fit in buf, otherwise as Update.
+func (c *Container) UpdatePacked(buf []byte, tensors []PackedTensor, opts *UpdateOptions) error {
+	const what = "Container.UpdatePacked"
+	for _, t := range tensors {
+		n, err := checkShape(what+": constant '"+t.Name+"'", t.Shape, nil)
+		if err != nil {
+			return err
+		}
+		nbytes, err := byteSize(what+": constant '"+t.Name+"'", t.DType, n)
+		if err != nil {
+			return err
+		}
+		if t.Offset < 0 || t.Offset > len(buf) || nbytes > int64(len(buf)-t.Offset) {
+			return invalidArgument("%s: constant '%s': %d bytes at offset %d do not fit in a %d-byte buffer",
+				what, t.Name, nbytes, t.Offset, len(buf))
+		}
+	}
+	var base unsafe.Pointer
+	if len(buf) > 0 {
+		base = unsafe.Pointer(&buf[0])
+	}
+	err := c.updatePacked(what, base, tensors, opts)
+	runtime.KeepAlive(buf)
+	return err
+}
+
+// updatePacked passes base (Go or C memory; checked by the caller) and a pointer-free
+// description of the tensors, all in Go memory, as direct arguments of one C call.
+func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []PackedTensor, opts *UpdateOptions) error {
+	n := len(tensors)
+	var names []byte
+	dtypes := make([]int32, n+1) // +1: never empty, so &x[0] is valid
+	ndims := make([]int32, n+1)
+	offsets := make([]uint64, n+1)
+	shapes := make([]int64, 0, 1+2*n)
+	for i, t := range tensors {
+		if t.Name == "" {
+			return invalidArgument("%s: tensor %d has an empty name", what, i)
+		}
+		for j := 0; j < len(t.Name); j++ {
+			if t.Name[j] == 0 {
+				return invalidArgument("%s: tensor %d's name contains a NUL byte", what, i)
+			}
+		}
+		names = append(names, t.Name...)
+		names = append(names, 0)
+		dtypes[i] = int32(t.DType)
+		ndims[i] = int32(len(t.Shape))
+		offsets[i] = uint64(t.Offset)
+		shapes = append(shapes, t.Shape...)
+	}
+	names = append(names, 0)
+	shapes = append(shapes, 0)
+	cp, err := c.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer c.h.mu.RUnlock()
+	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
+		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, (*C.char)(unsafe.Pointer(&names[0])),
+			(*C.int32_t)(unsafe.Pointer(&dtypes[0])), (*C.int32_t)(unsafe.Pointer(&ndims[0])),
+			(*C.int64_t)(unsafe.Pointer(&shapes[0])), (*C.uint64_t)(unsafe.Pointer(&offsets[0])), C.size_t(n),
+			target, requireFull, fold)
+	})
+	runtime.KeepAlive(c)
+	return err
+}
+
+// HostTensor is one named tensor in a Go byte slice, for Container.UpdateFromHost.
+type HostTensor struct {
+	Name  string
+	DType DType
+	Shape []int64
+	Data  []byte // contiguous row-major; exactly NumElements * DType.Size() bytes
+}
+
+// HostTensorOf describes a typed Go slice as a HostTensor, without copying (Data aliases
+// data).
+func HostTensorOf[T Element](name string, shape []int64, data []T) HostTensor {
+	t := HostTensor{Name: name, DType: DTypeOf[T](), Shape: shape}
+	if len(data) > 0 {
+		t.Data = unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(data[0])))
+	}
+	return t
+}
+
+// UpdateFromHost updates the container from any number of Go slices. Because the cgo
+// rules do not allow passing a variable number of Go pointers to one C call, the slices
+// are first copied into one temporary C buffer (one extra host copy; use UpdatePacked or
+// a HostBuffer-backed ConstantMap to avoid it). Errors: ErrInvalidArgument if a Data
+// length does not match its shape, otherwise as Update.
+func (c *Container) UpdateFromHost(tensors []HostTensor, opts *UpdateOptions) error {
+	const what = "Container.UpdateFromHost"
+	layout := make([]PackedTensor, len(tensors))
+	total := 0
+	for i, t := range tensors {
+		n, err := checkShape(what+": constant '"+t.Name+"'", t.Shape, nil)
+		if err != nil {
+			return err
+		}
+		nbytes, err := byteSize(what+": constant '"+t.Name+"'", t.DType, n)
+		if err != nil {
+			return err
+		}
+		if int64(len(t.Data)) != nbytes {
+			return invalidArgument("%s: constant '%s': %d bytes of data for shape %v of %v (%d bytes)",
+				what, t.Name, len(t.Data), t.Shape, t.DType, nbytes)
+		}
+		total = (total + 63) &^ 63 // keep every tensor cache-line aligned
+		layout[i] = PackedTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Offset: total}
+		total += len(t.Data)
+	}
+	var arena cArena
+	defer arena.free()
+	base := arena.alloc(total)
+	staging := unsafe.Slice((*byte)(base), total)
+	for i, t := range tensors {
+		copy(staging[layout[i].Offset:], t.Data)
+	}
+	return c.updatePacked(what, base, layout, opts)
+}
+
+// BindTensor binds host memory owned by a HostBuffer or a ConstantMap (a safetensors
+// mapping, say) to constant fqn of the inactive generation without a copy, as an update
+// of that one constant would; Swap publishes it. The tensor's owner is kept alive until
+// Wharf no longer references the memory (possibly after the container is closed), and
+// must not be written meanwhile. The tensor must match the declaration's dtype and shape
+// and live where the constant is placed (host memory: the host backend, or
+// PlacementHost). Errors: ErrInvalidArgument for a tensor without such an owner or a
+// mismatch, ErrNotFound for an unknown fqn; on error nothing changes.
+func (c *Container) BindTensor(fqn string, t Tensor) error {
+	const what = "Container.BindTensor"
+	if t.noKeep != "" || t.owner == nil {
+		return invalidArgument("%s: constant '%s': the tensor must belong to a HostBuffer or a ConstantMap", what, fqn)
+	}
+	if t.Strides != nil && !t.IsContiguous() {
+		return invalidArgument("%s: constant '%s': the tensor is not contiguous", what, fqn)
+	}
+	if _, err := checkShape(what+": constant '"+fqn+"'", t.Shape, nil); err != nil {
+		return err
+	}
+	owner := t.owner
+	if _, err := owner.rlock(what + " (the tensor's owner)"); err != nil {
+		return err
+	}
+	owner.retain()
+	owner.mu.RUnlock()
+	h := cgo.NewHandle(owner.release) // run by wharfGoRelease when Wharf lets go
+	err := c.bind(what, fqn, t, h)
+	if err != nil { // the library does not call release on error
+		h.Delete()
+		owner.release()
+	}
+	return err
+}
+
+func (c *Container) bind(what, fqn string, t Tensor, release cgo.Handle) error {
+	cfqn := C.CString(fqn)
+	defer C.free(unsafe.Pointer(cfqn))
+	cp, err := c.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer c.h.mu.RUnlock()
+	view := C.wharf_tensor_view{
+		data:         t.Data,
+		dtype:        C.wharf_dtype(t.DType),
+		device_type:  C.wharf_device_type(t.Device),
+		device_index: C.int32_t(t.DeviceIndex),
+		ndim:         C.int32_t(len(t.Shape)),
+	}
+	var shape *C.int64_t
+	if len(t.Shape) > 0 {
+		shape = (*C.int64_t)(unsafe.Pointer(&t.Shape[0]))
+	}
+	err = statusError(C.wharf_go_bind((*C.wharf_container)(cp), cfqn, &view, shape, C.uintptr_t(release)))
+	runtime.KeepAlive(c)
+	return err
+}
+
+// Swap makes the inactive generation active, in O(1) and without waiting for the device:
+// runs already begun keep the generation they pinned. The previous active generation
+// becomes the inactive one, so swapping again without an update rolls back. Errors:
+// ErrFailedPrecondition when nothing is staged, or when a fresh container's constant was
+// never written (naming it).
+func (c *Container) Swap() error {
+	p, err := c.h.rlock("Container.Swap")
+	if err != nil {
+		return err
+	}
+	defer c.h.mu.RUnlock()
+	err = statusError(C.wharf_container_swap((*C.wharf_container)(p)))
+	runtime.KeepAlive(c)
+	return err
+}
+
+// FreeInactive releases the inactive generation (after the runs that read it).
+func (c *Container) FreeInactive() error {
+	p, err := c.h.rlock("Container.FreeInactive")
+	if err != nil {
+		return err
+	}
+	defer c.h.mu.RUnlock()
+	err = statusError(C.wharf_container_free_inactive((*C.wharf_container)(p)))
+	runtime.KeepAlive(c)
+	return err
+}
+
+// Generation returns the active generation's id: 0 before the first swap, a new id after
+// every swap. It returns 0 for a closed container.
+func (c *Container) Generation() uint64 {
+	p, err := c.h.rlock("Container.Generation")
+	if err != nil {
+		return 0
+	}
+	defer c.h.mu.RUnlock()
+	g := uint64(C.wharf_container_generation((*C.wharf_container)(p)))
+	runtime.KeepAlive(c)
+	return g
+}
+
+// NumConstants returns the number of declared constants (0 for a closed container).
+func (c *Container) NumConstants() int {
+	p, err := c.h.rlock("Container.NumConstants")
+	if err != nil {
+		return 0
+	}
+	defer c.h.mu.RUnlock()
+	n := int(C.wharf_container_num_constants((*C.wharf_container)(p)))
+	runtime.KeepAlive(c)
+	return n
+}
+
+// ConstantInfo describes the i-th declared constant. Errors: ErrInvalidArgument past the
+// end.
+func (c *Container) ConstantInfo(i int) (ConstantInfo, error) {
+	if i < 0 {
+		return ConstantInfo{}, invalidArgument("Container.ConstantInfo: negative index %d", i)
+	}
+	p, err := c.h.rlock("Container.ConstantInfo")
+	if err != nil {
+		return ConstantInfo{}, err
+	}
+	defer c.h.mu.RUnlock()
+	info, err := constantInfo((*C.wharf_container)(p), i)
+	runtime.KeepAlive(c)
+	return info, err
+}
+
+// Constants describes every declared constant, in declaration order.
+func (c *Container) Constants() ([]ConstantInfo, error) {
+	p, err := c.h.rlock("Container.Constants")
+	if err != nil {
+		return nil, err
+	}
+	defer c.h.mu.RUnlock()
+	cc := (*C.wharf_container)(p)
+	n := int(C.wharf_container_num_constants(cc))
+	out := make([]ConstantInfo, 0, n)
+	for i := 0; i < n; i++ {
+		info, err := constantInfo(cc, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	runtime.KeepAlive(c)
+	return out, nil
+}
+
+// constantInfo copies the i-th declaration (its strings belong to the container).
+func constantInfo(c *C.wharf_container, i int) (ConstantInfo, error) {
+	var info C.wharf_constant_info
+	info.struct_size = C.uint32_t(unsafe.Sizeof(info))
+	if err := statusError(C.wharf_container_constant_info(c, C.size_t(i), &info)); err != nil {
+		return ConstantInfo{}, err
+	}
+	out := ConstantInfo{
+		FQN:       C.GoString(info.fqn),
+		DType:     DType(info.dtype),
+		Shape:     []int64{},
+		Placement: Placement(info.placement),
+		Flags:     ConstantFlags(info.flags),
+		NBytes:    uint64(info.nbytes),
+	}
+	if n := int(info.ndim); n > 0 && info.shape != nil {
+		out.Shape = append(out.Shape, unsafe.Slice((*int64)(unsafe.Pointer(info.shape)), n)...)
+	}
+	return out, nil
+}

@@ -1,0 +1,106 @@
+package wharf_test
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"wharf.dev/wharf"
+)
+
+// The README's example: write a safetensors file, serve it from a container, and hot-swap
+// new weights from Go memory while a run of the old generation is still open.
+func Example() {
+	dir, err := os.MkdirTemp("", "wharf-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "model.safetensors")
+
+	// 1. Write a checkpoint. Map entries borrow their data, so it lives in C memory.
+	weights, err := wharf.NewHostBufferFrom([]float32{1, 2, 3, 4, 5, 6})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer weights.Close()
+	w, err := weights.Tensor(0, wharf.DTypeF32, []int64{2, 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := wharf.NewConstantMap()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Set("layers.0.weight", w); err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Save(path); err != nil {
+		log.Fatal(err)
+	}
+	m.Close()
+
+	// 2. Serve it: a runtime (host backend here; BackendAuto picks a GPU when there is
+	// one) and a container created from the memory-mapped file.
+	rt, err := wharf.NewRuntime(&wharf.RuntimeOptions{Backend: wharf.BackendHost})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+	file, err := wharf.LoadSafetensors(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	model, err := wharf.NewContainerFromMap(rt, file, "demo")
+	file.Close() // the container holds its own copy of the weights
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer model.Close()
+
+	// 3. A run pins the active generation and resolves constants to storage.
+	before, err := model.BeginRun()
+	if err != nil {
+		log.Fatal(err)
+	}
+	t, err := before.Tensor("layers.0.weight")
+	if err != nil {
+		log.Fatal(err)
+	}
+	old, _ := wharf.Values[float32](t)
+	fmt.Println("generation", before.Generation(), "weight", t.Shape, old)
+
+	// 4. Hot update from Go memory into the inactive generation, then swap.
+	fresh := []float32{10, 20, 30, 40, 50, 60}
+	err = model.UpdateFromHost([]wharf.HostTensor{
+		wharf.HostTensorOf("layers.0.weight", []int64{2, 3}, fresh),
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := model.Swap(); err != nil {
+		log.Fatal(err)
+	}
+
+	// 5. New runs see the new weights; the open run still sees the old ones.
+	after, err := model.BeginRun()
+	if err != nil {
+		log.Fatal(err)
+	}
+	t2, _ := after.Tensor("layers.0.weight")
+	now, _ := wharf.Values[float32](t2)
+	stale, _ := wharf.Values[float32](t)
+	fmt.Println("generation", after.Generation(), "weight", now)
+	fmt.Println("open run still reads", stale)
+	if err := after.End(); err != nil {
+		log.Fatal(err)
+	}
+	if err := before.End(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// generation 1 weight [2 3] [1 2 3 4 5 6]
+	// generation 2 weight [10 20 30 40 50 60]
+	// open run still reads [1 2 3 4 5 6]
+}

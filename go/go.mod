@@ -1,0 +1,3 @@
+module wharf.dev/wharf
+
+go 1.19

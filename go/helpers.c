@@ -1,0 +1,98 @@
+// C helpers of the Go binding; see helpers.h.
+#include "helpers.h"
+
+#include "_cgo_export.h"
+
+wharf_status* wharf_go_map_set(wharf_constant_map* map, const char* fqn, const wharf_tensor_view* view,
+                               const int64_t* shape, const int64_t* strides) {
+  if (!view) return wharf_constant_map_set(map, fqn, NULL);
+  wharf_tensor_view v = *view;
+  v.shape = shape;
+  v.strides = strides;
+  return wharf_constant_map_set(map, fqn, &v);
+}
+
+static wharf_status* fold_trampoline(wharf_run* target, void* user) {
+  return wharfGoFold(target, (uintptr_t)user);
+}
+
+static void update_options(wharf_update_options* o, int32_t target, int32_t require_full, uintptr_t fold_handle) {
+  wharf_update_options_init(o);
+  o->target = (wharf_update_target)target;
+  o->require_full = require_full;
+  if (fold_handle) {
+    o->fold = fold_trampoline;
+    o->fold_user = (void*)fold_handle;
+  }
+}
+
+wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map, int32_t target,
+                              int32_t require_full, uintptr_t fold_handle) {
+  wharf_update_options o;
+  update_options(&o, target, require_full, fold_handle);
+  return wharf_container_update(container, map, &o);
+}
+
+wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, const char* names,
+                                     const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
+                                     const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
+                                     uintptr_t fold_handle) {
+  wharf_constant_map* map = NULL;
+  wharf_status* st = wharf_constant_map_create(&map);
+  if (st) return st;
+  const char* name = names;
+  const int64_t* shape = shapes;
+  for (size_t i = 0; i < n; ++i) {
+    wharf_tensor_view v;
+    v.data = (char*)buf + offsets[i];
+    v.dtype = (wharf_dtype)dtypes[i];
+    v.device_type = WHARF_DEVICE_CPU;
+    v.device_index = 0;
+    v.ndim = ndims[i];
+    v.shape = shape;
+    v.strides = NULL;
+    st = wharf_constant_map_set(map, name, &v);
+    if (st) {
+      wharf_constant_map_free(map);
+      return st;
+    }
+    while (*name) ++name;
+    ++name;
+    shape += ndims[i];
+  }
+  wharf_update_options o;
+  update_options(&o, target, require_full, fold_handle);
+  st = wharf_container_update(container, map, &o);
+  // The update returned, so the library no longer reads buf; the map (holding the only
+  // copies of the pointers into buf) is freed before control returns to Go.
+  wharf_constant_map_free(map);
+  return st;
+}
+
+wharf_status* wharf_go_abort_status(void) {
+  wharf_dtype unused;
+  wharf_status* st = wharf_dtype_from_name("(aborted by a Go fold callback)", &unused);
+  return st;
+}
+
+static void release_trampoline(void* data, void* user) {
+  (void)data;
+  wharfGoRelease((uintptr_t)user);
+}
+
+wharf_status* wharf_go_bind(wharf_container* container, const char* fqn, const wharf_tensor_view* view,
+                            const int64_t* shape, uintptr_t release_handle) {
+  wharf_tensor_view v = *view;
+  v.shape = shape;
+  v.strides = NULL;
+  return wharf_container_bind_user_constant(container, fqn, &v, release_trampoline, (void*)release_handle);
+}
+
+static void log_trampoline(wharf_log_level level, const char* message, void* user) {
+  (void)user;
+  wharfGoLog((int)level, (char*)message);
+}
+
+void wharf_go_set_log(int enable, wharf_log_level min_level) {
+  wharf_set_log_callback(enable ? log_trampoline : NULL, min_level, NULL);
+}

@@ -1,0 +1,44 @@
+/* C helpers of the Go binding (compiled by cgo with the package). Each runs a short
+ * sequence of wharf.h calls inside one cgo call, so that Go memory passed to it as an
+ * argument is used only for the length of that call, as the cgo pointer rules require. */
+#ifndef WHARF_GO_HELPERS_H
+#define WHARF_GO_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wharf/wharf.h"
+
+/* wharf_constant_map_set with the view's shape and strides passed separately (they may
+ * be Go memory: the map copies them). view->shape and view->strides are ignored. */
+wharf_status* wharf_go_map_set(wharf_constant_map* map, const char* fqn, const wharf_tensor_view* view,
+                               const int64_t* shape, const int64_t* strides);
+
+/* wharf_container_update with the Go fold trampoline installed when fold_handle != 0
+ * (a runtime/cgo.Handle passed back to wharfGoFold). */
+wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map, int32_t target,
+                              int32_t require_full, uintptr_t fold_handle);
+
+/* Builds a temporary map of n host tensors stored in buf (tensor i: name names[i] taken
+ * from the NUL-separated `names`, dtype dtypes[i], ndims[i] dimensions taken in order from
+ * `shapes`, data at buf + offsets[i]), updates the container from it and frees the map,
+ * all before returning. buf may be Go memory. Bounds were checked by the caller. */
+wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, const char* names,
+                                     const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
+                                     const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
+                                     uintptr_t fold_handle);
+
+/* A status the fold trampoline returns to abort an update. wharf.h has no function to
+ * create a status, so this provokes one from the library (a NOT_FOUND from dtype parsing);
+ * the binding reports the callback's own error instead of it. */
+wharf_status* wharf_go_abort_status(void);
+
+/* wharf_container_bind_user_constant with the Go release trampoline (wharfGoRelease
+ * receives release_handle). */
+wharf_status* wharf_go_bind(wharf_container* container, const char* fqn, const wharf_tensor_view* view,
+                            const int64_t* shape, uintptr_t release_handle);
+
+/* Routes the library's log lines to wharfGoLog (enable != 0) or restores the default. */
+void wharf_go_set_log(int enable, wharf_log_level min_level);
+
+#endif

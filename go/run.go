@@ -1,0 +1,149 @@
+package wharf
+
+/*
+#include <stdlib.h>
+#include "wharf/wharf.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Run is a lease (wharf_run): one generation of a container pinned for one execution.
+// Nothing the run can read is freed or overwritten before it ends, and in-place updates
+// wait for it. Resolve constants with Tensor, launch work, then call End. A Run is safe
+// for concurrent use; it keeps its Container (and so the Runtime) alive until it ends.
+type Run struct {
+	h handle
+	c *Container
+}
+
+// BeginRun begins a run on the active generation, on the runtime's own stream. Errors:
+// ErrFailedPrecondition before the first update has been swapped in.
+func (c *Container) BeginRun() (*Run, error) {
+	p, err := c.h.rlock("Container.BeginRun")
+	if err != nil {
+		return nil, err
+	}
+	defer c.h.mu.RUnlock()
+	var out *C.wharf_run
+	err = statusError(C.wharf_run_begin((*C.wharf_container)(p), nil, nil, &out))
+	runtime.KeepAlive(c)
+	if err != nil {
+		return nil, err
+	}
+	c.h.retain()
+	r := &Run{c: c}
+	r.h.init("run", unsafe.Pointer(out), func(p unsafe.Pointer) error {
+		return statusError(C.wharf_run_end((*C.wharf_run)(p)))
+	}, &c.h)
+	runtime.SetFinalizer(r, func(r *Run) { leaked(&r.h, "End") })
+	return r, nil
+}
+
+// Container returns the container the run belongs to.
+func (r *Run) Container() *Container { return r.c }
+
+// End ends the run: it records the run's completion on its stream (nothing it could read
+// is reclaimed before the device gets there) and releases the lease, even when it
+// returns an error (ErrDeviceError: the generation is then held until the container is
+// freed). End is idempotent: later calls return nil.
+func (r *Run) End() error {
+	_, err := r.h.close()
+	return err
+}
+
+const runTensorNoKeep = "it belongs to a run, which may end before the map is done with it"
+
+// Tensor resolves fqn in the run's generation: a view of the constant's storage (device
+// memory on a CUDA runtime, host memory on the host backend or for PlacementHost). Its
+// Data is valid until End and must not be written. Errors: ErrNotFound.
+func (r *Run) Tensor(fqn string) (Tensor, error) {
+	cfqn := C.CString(fqn)
+	defer C.free(unsafe.Pointer(cfqn))
+	p, err := r.h.rlock("Run.Tensor")
+	if err != nil {
+		return Tensor{}, err
+	}
+	defer r.h.mu.RUnlock()
+	t, err := runTensor((*C.wharf_run)(p), cfqn, &r.h)
+	runtime.KeepAlive(r)
+	return t, err
+}
+
+func runTensor(run *C.wharf_run, fqn *C.char, owner *handle) (Tensor, error) {
+	var v C.wharf_tensor_view
+	if err := statusError(C.wharf_run_tensor(run, fqn, &v)); err != nil {
+		return Tensor{}, err
+	}
+	t := tensorFromView(&v, owner)
+	t.noKeep = runTensorNoKeep
+	return t, nil
+}
+
+// Generation returns the id of the generation this run pinned (0 once ended).
+func (r *Run) Generation() uint64 {
+	p, err := r.h.rlock("Run.Generation")
+	if err != nil {
+		return 0
+	}
+	defer r.h.mu.RUnlock()
+	g := uint64(C.wharf_run_generation((*C.wharf_run)(p)))
+	runtime.KeepAlive(r)
+	return g
+}
+
+// Stream returns the cudaStream_t the run's work goes on (nil on the host backend, or
+// once ended).
+func (r *Run) Stream() unsafe.Pointer {
+	p, err := r.h.rlock("Run.Stream")
+	if err != nil {
+		return nil
+	}
+	defer r.h.mu.RUnlock()
+	s := C.wharf_run_stream((*C.wharf_run)(p))
+	runtime.KeepAlive(r)
+	return s
+}
+
+// FoldRun is the run an update's Fold callback receives: a view of the generation being
+// written, derived constants included. It is valid only during the callback; afterwards
+// its methods fail with ErrClosed. Write derived constants through the tensors' Data
+// (on the host backend, Bytes gives their host memory), or launch kernels on Stream.
+type FoldRun struct {
+	h handle
+}
+
+// Tensor resolves fqn in the generation being written. Errors: ErrNotFound.
+func (f *FoldRun) Tensor(fqn string) (Tensor, error) {
+	cfqn := C.CString(fqn)
+	defer C.free(unsafe.Pointer(cfqn))
+	p, err := f.h.rlock("FoldRun.Tensor")
+	if err != nil {
+		return Tensor{}, err
+	}
+	defer f.h.mu.RUnlock()
+	return runTensor((*C.wharf_run)(p), cfqn, &f.h)
+}
+
+// Generation returns the id of the generation being written.
+func (f *FoldRun) Generation() uint64 {
+	p, err := f.h.rlock("FoldRun.Generation")
+	if err != nil {
+		return 0
+	}
+	defer f.h.mu.RUnlock()
+	return uint64(C.wharf_run_generation((*C.wharf_run)(p)))
+}
+
+// Stream returns the cudaStream_t to launch the fold's work on (nil on the host backend).
+func (f *FoldRun) Stream() unsafe.Pointer {
+	p, err := f.h.rlock("FoldRun.Stream")
+	if err != nil {
+		return nil
+	}
+	defer f.h.mu.RUnlock()
+	return C.wharf_run_stream((*C.wharf_run)(p))
+}

@@ -1,0 +1,92 @@
+// Package wharf is the Go binding of Wharf, a runtime that keeps an inference model's
+// weights (constants) on a device and lets a serving process change them while it serves.
+//
+// The binding is a thin, safe layer over the library's C API (include/wharf/wharf.h):
+//
+//   - Every C handle is a Go type with an explicit, idempotent Close (End for a Run). A
+//     finalizer frees a handle that was never closed, but only as a backstop: it logs the
+//     leak through the standard log package.
+//   - Handles keep their parents alive: a Container holds its Runtime, a Run its Container,
+//     and a ConstantMap the HostBuffers and maps whose memory it borrows. Closing a parent
+//     first is allowed: the parent stops accepting calls at once (they return an error
+//     matching ErrClosed), and its C object is freed when its last dependent is closed.
+//   - Every type is safe for concurrent use by multiple goroutines. Close waits for calls
+//     in progress on the same handle to return.
+//   - Errors from the library are *Error values carrying a Code and the library's message;
+//     errors.Is(err, wharf.ErrNotFound) and errors.As(err, &werr) work as usual.
+//
+// # Go memory and the cgo pointer rules
+//
+// A wharf_constant_map keeps the data pointers of its tensors after the call that stored
+// them returns, which the cgo rules forbid for Go memory. The binding therefore offers
+// three ways to get tensor data into Wharf:
+//
+//   - HostBuffer: memory allocated with C.malloc that Go code can fill through an ordinary
+//     slice. Tensors in it can be stored in a ConstantMap (no copy), saved to safetensors,
+//     and bound to a container without a copy (Container.BindHostBuffer).
+//   - Container.UpdatePacked: an update straight from one Go []byte (no copy). It is legal
+//     because the buffer is passed as a direct argument of a single C call that builds a
+//     temporary map, updates the container and frees the map before returning; C keeps
+//     no copy of the pointer.
+//   - Container.UpdateFromHost: an update from any number of Go slices; the slices are
+//     copied once into C memory, because one cgo call cannot legally receive a
+//     variable number of Go pointers (an array of them would be Go or C memory holding
+//     Go pointers, which the rules forbid).
+//
+// Memory Wharf itself owns (a safetensors file mapping, a run's tensors) is exposed as a
+// Tensor whose Data points into it; it is valid until its owner is closed.
+//
+// # Building
+//
+// The package links against libwharf.so. Point cgo at the build directory, for example:
+//
+//	CGO_LDFLAGS="-L$BUILD -Wl,-rpath,$BUILD" go test ./...
+package wharf
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../include
+#cgo LDFLAGS: -lwharf
+#include "wharf/wharf.h"
+
+// The binding's structs and constants were written against ABI 1.
+_Static_assert(WHARF_ABI_VERSION == 1, "the Go binding was written for WHARF_ABI_VERSION 1");
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+)
+
+// ABIVersion is the ABI major version this binding was written for. The binding refuses
+// (NewRuntime returns an error) a library whose wharf_abi_version() differs.
+const ABIVersion = 1
+
+// Version returns the library's version as "MAJOR.MINOR.PATCH".
+func Version() string { return C.GoString(C.wharf_version()) }
+
+// LibraryABIVersion returns the ABI major version of the loaded libwharf.
+func LibraryABIVersion() uint32 { return uint32(C.wharf_abi_version()) }
+
+var versionOnce struct {
+	sync.Once
+	err error
+}
+
+// CheckVersion reports whether the loaded library speaks this binding's ABI. NewRuntime
+// calls it, so programs need not; it is exported for programs that want to fail early.
+func CheckVersion() error {
+	versionOnce.Do(func() { versionOnce.err = checkABI(LibraryABIVersion()) })
+	return versionOnce.err
+}
+
+func checkABI(library uint32) error {
+	if library != ABIVersion {
+		return &Error{
+			Code: CodeFailedPrecondition,
+			Message: fmt.Sprintf("libwharf ABI version %d does not match the Go binding's ABI version %d",
+				library, ABIVersion),
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package dev.wharf;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * The declaration of one constant of a container: name, dtype, shape and placement. An
+ * immutable value for {@link Container#create(Runtime, String, java.util.List)}.
+ */
+public final class ConstantDecl {
+  private final String fqn;
+  private final DType dtype;
+  private final long[] shape;
+  private final Placement placement;
+
+  private ConstantDecl(String fqn, DType dtype, Placement placement, long[] shape) {
+    this.fqn = Objects.requireNonNull(fqn, "fqn");
+    this.dtype = Objects.requireNonNull(dtype, "dtype");
+    this.placement = Objects.requireNonNull(placement, "placement");
+    this.shape = Objects.requireNonNull(shape, "shape").clone();
+  }
+
+  /**
+   * A device-placed constant.
+   *
+   * @param fqn the constant's name
+   * @param dtype the element type
+   * @param shape the dimensions (none for a scalar)
+   * @return the declaration
+   */
+  public static ConstantDecl of(String fqn, DType dtype, long... shape) {
+    return new ConstantDecl(fqn, dtype, Placement.DEVICE, shape);
+  }
+
+  /**
+   * A constant with an explicit placement.
+   *
+   * @param fqn the constant's name
+   * @param dtype the element type
+   * @param placement where the container keeps it
+   * @param shape the dimensions (none for a scalar)
+   * @return the declaration
+   */
+  public static ConstantDecl of(String fqn, DType dtype, Placement placement, long... shape) {
+    return new ConstantDecl(fqn, dtype, placement, shape);
+  }
+
+  /**
+   * The constant's name.
+   *
+   * @return the FQN
+   */
+  public String fqn() {
+    return fqn;
+  }
+
+  /**
+   * The element type.
+   *
+   * @return the dtype
+   */
+  public DType dtype() {
+    return dtype;
+  }
+
+  /**
+   * The dimensions (a copy).
+   *
+   * @return the shape
+   */
+  public long[] shape() {
+    return shape.clone();
+  }
+
+  /**
+   * Where the container keeps the constant.
+   *
+   * @return the placement
+   */
+  public Placement placement() {
+    return placement;
+  }
+
+  long[] shapeUnsafe() {
+    return shape;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (this == o) return true;
+    if (!(o instanceof ConstantDecl)) return false;
+    ConstantDecl d = (ConstantDecl) o;
+    return fqn.equals(d.fqn) && dtype == d.dtype && Arrays.equals(shape, d.shape)
+        && placement == d.placement;
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(fqn, dtype, Arrays.hashCode(shape), placement);
+  }
+
+  @Override
+  public String toString() {
+    return fqn + ": " + dtype + Arrays.toString(shape) + " on " + placement;
+  }
+}

@@ -1,0 +1,305 @@
+package dev.wharf;
+
+import dev.wharf.jni.SWIGTYPE_p_wharf_container;
+import dev.wharf.jni.SWIGTYPE_p_wharf_swig_decl_list;
+import dev.wharf.jni.WharfNative;
+import dev.wharf.jni.WharfNativeConstants;
+import dev.wharf.jni.wharf_constant_info;
+import dev.wharf.jni.wharf_update_options;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One model's constants, double-buffered in copy-on-write generations
+ * ({@code wharf_container}).
+ *
+ * <p>A container holds an <em>active</em> generation, which new {@link Run}s read, and an
+ * <em>inactive</em> one, which {@link #update} writes and {@link #swap()} makes active.
+ * Storage is per constant and shared between generations: an update gives fresh storage
+ * only to the constants it writes, so the extra memory it needs is the bytes updated.
+ * Runs already begun keep the generation they started with until they are closed.
+ *
+ * <pre>{@code
+ * try (Container model = Container.fromMap(runtime, weights, "model")) {
+ *   model.update(patch);  // writes the inactive generation
+ *   model.swap();         // new runs see the patch
+ * }
+ * }</pre>
+ *
+ * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
+ * closed container throws {@link IllegalStateException}. A container keeps its
+ * {@link Runtime} reachable and its device alive, so the runtime may be closed first.
+ * Runs keep the container alive in turn: closing it while runs are open is allowed, and
+ * its native object is freed when the last run is closed.
+ *
+ * <p><b>Threads.</b> Safe to use from many threads at once. Runs never wait for updates;
+ * two updates of one container at once are not interleaved: the second fails with
+ * {@link WharfException.Code#BUSY}.
+ */
+public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
+  private static final String DEFAULT_NAME = "model";
+
+  private final Runtime runtime;
+  private final String name;
+
+  private Container(SWIGTYPE_p_wharf_container pointer, Runtime runtime, String name) {
+    super(pointer, runtime);
+    this.runtime = runtime;
+    this.name = name;
+  }
+
+  /**
+   * Declares a container with the given constants and no weights yet: runs fail with
+   * {@link WharfException.Code#FAILED_PRECONDITION} until a first {@link #update} has been
+   * swapped in, and that first swap needs every constant written.
+   *
+   * @param runtime the runtime whose device holds the constants
+   * @param name a name for messages; null means "model"
+   * @param constants the declarations, in order
+   * @return a new container, owned by the caller
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} for a bad or
+   *     duplicate declaration, naming it
+   * @throws IllegalArgumentException for a declaration with more than 8 dimensions
+   * @throws IllegalStateException if the runtime has been closed
+   */
+  public static Container create(Runtime runtime, String name, List<ConstantDecl> constants) {
+    Objects.requireNonNull(runtime, "runtime");
+    List<ConstantDecl> decls = new ArrayList<>(Objects.requireNonNull(constants, "constants"));
+    for (ConstantDecl d : decls) {
+      Objects.requireNonNull(d, "constants contains null");
+      Shapes.checkRank(d.fqn(), d.shapeUnsafe());
+    }
+    String label = name == null ? DEFAULT_NAME : name;
+    return runtime.withPointer(rt -> {
+      SWIGTYPE_p_wharf_swig_decl_list list = WharfNative.wharf_swig_decl_list_new();
+      if (list == null) throw new OutOfMemoryError("allocating the declaration list of container '" + label + "'");
+      try {
+        for (ConstantDecl d : decls) {
+          if (WharfNative.wharf_swig_decl_list_add(list, d.fqn(), d.dtype().value(), d.shapeUnsafe(),
+              d.placement().value(), 0) == 0) {
+            throw new OutOfMemoryError("adding constant '" + d.fqn() + "' to container '" + label + "'");
+          }
+        }
+        return adopt(WharfNative.wharf_swig_container_create(rt, name, list), runtime, label);
+      } finally {
+        WharfNative.wharf_swig_decl_list_free(list);
+      }
+    });
+  }
+
+  /**
+   * Declares one device-placed constant per tensor of {@code map} (in map order), loads them
+   * and makes them active: the container is ready to run. The map is read during the call
+   * only; it may be closed afterwards.
+   *
+   * @param runtime the runtime whose device holds the constants
+   * @param map the constants' names, types, shapes and values
+   * @param name a name for messages; null means "model"
+   * @return a new container, owned by the caller
+   * @throws WharfException as {@link #update(ConstantMap, UpdateOptions)}
+   * @throws IllegalStateException if the runtime or the map has been closed
+   */
+  public static Container fromMap(Runtime runtime, ConstantMap map, String name) {
+    Objects.requireNonNull(runtime, "runtime");
+    Objects.requireNonNull(map, "map");
+    String label = name == null ? DEFAULT_NAME : name;
+    return runtime.withPointer(rt -> map.withPointer(
+        m -> adopt(WharfNative.wharf_swig_container_create_from_map(rt, m, name), runtime, label)));
+  }
+
+  /** Wraps a new native container; call inside runtime.withPointer. */
+  private static Container adopt(SWIGTYPE_p_wharf_container pointer, Runtime runtime, String name) {
+    try {
+      return new Container(pointer, runtime, name);
+    } catch (RuntimeException | Error e) {
+      WharfNative.wharf_container_free(pointer);
+      throw e;
+    }
+  }
+
+  @Override
+  String describe() {
+    return "Container '" + name + "'";
+  }
+
+  @Override
+  void free(SWIGTYPE_p_wharf_container pointer) {
+    WharfNative.wharf_container_free(pointer);
+  }
+
+  /**
+   * The runtime this container was created from (possibly closed).
+   *
+   * @return the runtime
+   */
+  public Runtime runtime() {
+    return runtime;
+  }
+
+  /**
+   * The name given at creation.
+   *
+   * @return the name ("model" if none was given)
+   */
+  public String name() {
+    return name;
+  }
+
+  /**
+   * Writes the map's tensors into the inactive generation; {@link #swap()} publishes them.
+   * The same as {@code update(map, UpdateOptions.defaults())}.
+   *
+   * @param map the tensors to write, by name
+   * @throws WharfException as {@link #update(ConstantMap, UpdateOptions)}
+   * @throws IllegalStateException if the container or the map has been closed
+   */
+  public void update(ConstantMap map) {
+    update(map, UpdateOptions.defaults());
+  }
+
+  /**
+   * Writes the map's tensors into the container and returns when the data is in place. The
+   * map is read during the call only.
+   *
+   * <p>Everything is validated before anything is copied, and a failed update changes
+   * nothing.
+   *
+   * @param map the tensors to write, by name
+   * @param options the target generation and whether the map must be complete
+   * @throws WharfException {@link WharfException.Code#NOT_FOUND} for a name the container
+   *     does not declare, {@link WharfException.Code#INVALID_ARGUMENT} for a wrong dtype or
+   *     shape or a missing constant with {@link UpdateOptions#requireFull()}, each naming
+   *     the constant; {@link WharfException.Code#OUT_OF_MEMORY};
+   *     {@link WharfException.Code#BUSY} while another update of this container runs
+   * @throws IllegalStateException if the container or the map has been closed
+   */
+  public void update(ConstantMap map, UpdateOptions options) {
+    Objects.requireNonNull(map, "map");
+    Objects.requireNonNull(options, "options");
+    withPointer(c -> map.withPointer(m -> {
+      wharf_update_options o = new wharf_update_options();
+      try {
+        o.setTarget(options.target().value());
+        o.setRequire_full(options.requireFull() ? 1 : 0);
+        WharfNative.wharf_container_update(c, m, o);
+        return null;
+      } finally {
+        o.delete();
+      }
+    }));
+  }
+
+  /**
+   * Makes the inactive generation active, in O(1) and without waiting for the device. Runs
+   * already begun keep the generation they pinned. The previous active generation becomes
+   * the inactive one, so swapping again without an update rolls back.
+   *
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when nothing is
+   *     staged (after {@link #freeInactive()}, or before any update), or when a constant of a
+   *     new container was never written (naming it)
+   * @throws IllegalStateException if the container has been closed
+   */
+  public void swap() {
+    withPointer(c -> {
+      WharfNative.wharf_container_swap(c);
+      return null;
+    });
+  }
+
+  /**
+   * Releases the inactive generation's storage (after the runs that read it have finished).
+   *
+   * @throws WharfException on failure
+   * @throws IllegalStateException if the container has been closed
+   */
+  public void freeInactive() {
+    withPointer(c -> {
+      WharfNative.wharf_container_free_inactive(c);
+      return null;
+    });
+  }
+
+  /**
+   * The active generation's id: 0 before the first swap, a new id after every swap.
+   *
+   * @return the id
+   * @throws IllegalStateException if the container has been closed
+   */
+  public long generation() {
+    return withPointer(WharfNative::wharf_container_generation);
+  }
+
+  /**
+   * The number of declared constants.
+   *
+   * @return the count
+   * @throws IllegalStateException if the container has been closed
+   */
+  public int numConstants() {
+    return withPointer(c -> Math.toIntExact(WharfNative.wharf_container_num_constants(c)));
+  }
+
+  /**
+   * The i-th declaration.
+   *
+   * @param i an index below {@link #numConstants()}
+   * @return the declaration
+   * @throws IndexOutOfBoundsException if {@code i} is negative or not below {@link #numConstants()}
+   * @throws IllegalStateException if the container has been closed
+   */
+  public ConstantInfo constantInfo(int i) {
+    return withPointer(c -> {
+      Objects.checkIndex(i, Math.toIntExact(WharfNative.wharf_container_num_constants(c)));
+      return info(c, i);
+    });
+  }
+
+  /**
+   * Every declaration, in order.
+   *
+   * @return an unmodifiable list
+   * @throws IllegalStateException if the container has been closed
+   */
+  public List<ConstantInfo> constants() {
+    return withPointer(c -> {
+      int n = Math.toIntExact(WharfNative.wharf_container_num_constants(c));
+      List<ConstantInfo> infos = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) infos.add(info(c, i));
+      return Collections.unmodifiableList(infos);
+    });
+  }
+
+  private static ConstantInfo info(SWIGTYPE_p_wharf_container c, int i) {
+    wharf_constant_info info = new wharf_constant_info();
+    try {
+      WharfNative.wharf_container_constant_info(c, i, info);
+      long[] shape = new long[info.getNdim()];
+      for (int d = 0; d < shape.length; d++) shape[d] = info.dim(d);
+      return new ConstantInfo(info.getFqn(), DType.fromValue(info.getDtype()), shape,
+          Placement.fromValue(info.getPlacement()),
+          (info.getFlags() & WharfNativeConstants.WHARF_CONSTANT_DERIVED) != 0, info.getNbytes());
+    } finally {
+      info.delete();
+    }
+  }
+
+  /**
+   * Begins a run: pins the active generation until the run is closed. Close it with
+   * try-with-resources.
+   *
+   * @return a new run, owned by the caller
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when no weights
+   *     have been swapped in yet
+   * @throws IllegalStateException if the container has been closed
+   */
+  public Run beginRun() {
+    return withPointer(c -> Run.begin(this, c));
+  }
+
+  @Override
+  public String toString() {
+    return describe() + (isClosed() ? "{closed}" : "{generation " + generation() + "}");
+  }
+}

@@ -1,0 +1,126 @@
+package dev.wharf;
+
+import dev.wharf.jni.SWIGTYPE_p_wharf_container;
+import dev.wharf.jni.SWIGTYPE_p_wharf_run;
+import dev.wharf.jni.WharfNative;
+import dev.wharf.jni.wharf_tensor_view;
+import java.util.Objects;
+
+/**
+ * A lease on one generation of a container for one execution ({@code wharf_run}): while it is
+ * open, nothing it can read is freed or overwritten, whatever updates and swaps happen.
+ *
+ * <pre>{@code
+ * try (Run run = container.beginRun()) {
+ *   TensorView w = run.tensor("layers.0.weight");
+ *   float first = w.asByteBuffer().asFloatBuffer().get(0);
+ * }
+ * }</pre>
+ *
+ * <p><b>Lifetime.</b> {@link #close()} ends the run ({@code wharf_run_end}): it records the
+ * run's completion on its stream, after which Wharf may reclaim the generation. Close every
+ * run, promptly: an open run keeps its generation's memory. Closing twice is a no-op and any
+ * other call on a closed run throws {@link IllegalStateException}. A run keeps its
+ * {@link Container} reachable and alive, so the container may be closed first.
+ *
+ * <p><b>Threads.</b> {@link #tensor(String)} may be called from many threads at once;
+ * {@code close()} waits for calls in progress.
+ */
+public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
+  private final Container container;
+  private final long generation;
+
+  private Run(SWIGTYPE_p_wharf_run pointer, Container container, long generation) {
+    super(pointer, container);
+    this.container = container;
+    this.generation = generation;
+  }
+
+  /** Begins a run; call inside container.withPointer. */
+  static Run begin(Container container, SWIGTYPE_p_wharf_container c) {
+    SWIGTYPE_p_wharf_run pointer = WharfNative.wharf_swig_run_begin(c, 0);
+    try {
+      return new Run(pointer, container, WharfNative.wharf_run_generation(pointer));
+    } catch (RuntimeException | Error e) {
+      WharfNative.wharf_run_end(pointer);
+      throw e;
+    }
+  }
+
+  @Override
+  String describe() {
+    return "Run of " + container.describe() + " (generation " + generation + ")";
+  }
+
+  @Override
+  void free(SWIGTYPE_p_wharf_run pointer) {
+    WharfNative.wharf_run_end(pointer); // frees the handle even when it throws
+  }
+
+  /**
+   * Ends the run. The run is closed (and its handle freed) even when this throws.
+   *
+   * @throws WharfException {@link WharfException.Code#DEVICE_ERROR} when recording the
+   *     completion failed; the generation is then held until the container is freed
+   */
+  @Override
+  public void close() {
+    super.close();
+  }
+
+  /**
+   * The container this run reads (possibly closed).
+   *
+   * @return the container
+   */
+  public Container container() {
+    return container;
+  }
+
+  /**
+   * The id of the generation this run pinned.
+   *
+   * @return the generation id, as {@link Container#generation()} reported it when the run began
+   * @throws IllegalStateException if the run has been closed
+   */
+  public long generation() {
+    return withPointer(p -> generation);
+  }
+
+  /**
+   * The CUDA stream the run's work goes on, as an address ({@code cudaStream_t}).
+   *
+   * @return the stream; 0 on the host backend
+   * @throws IllegalStateException if the run has been closed
+   */
+  public long stream() {
+    return withPointer(WharfNative::wharf_swig_run_stream);
+  }
+
+  /**
+   * Resolves a constant in this run's generation: its dtype, shape and storage address.
+   * The storage stays valid until this run is closed.
+   *
+   * @param fqn the constant's name
+   * @return the constant's view, owned by this run
+   * @throws WharfException {@link WharfException.Code#NOT_FOUND} naming {@code fqn}
+   * @throws IllegalStateException if the run has been closed
+   */
+  public TensorView tensor(String fqn) {
+    Objects.requireNonNull(fqn, "fqn");
+    return withPointer(p -> {
+      wharf_tensor_view view = new wharf_tensor_view();
+      try {
+        WharfNative.wharf_run_tensor(p, fqn, view);
+        return TensorView.copyOf(this, fqn, view);
+      } finally {
+        view.delete();
+      }
+    });
+  }
+
+  @Override
+  public String toString() {
+    return describe() + (isClosed() ? "{closed}" : "");
+  }
+}

@@ -1,0 +1,195 @@
+package dev.wharf;
+
+import dev.wharf.jni.WharfNative;
+import dev.wharf.jni.wharf_tensor_view;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+
+/**
+ * A tensor as a {@link Run} or a {@link ConstantMap} sees it: name, dtype, shape, device and
+ * the address of its data. The description is an immutable value; the data belongs to the
+ * run or map it came from (its <em>owner</em>), and this view keeps the owner reachable.
+ *
+ * <p>Reading the data from Java ({@link #asByteBuffer()}, {@link #toByteArray()}) needs host
+ * memory ({@link DeviceType#CPU}: every tensor on the host backend, and constants placed in
+ * host memory). For CUDA tensors use {@link #address()} with your own CUDA code.
+ */
+public final class TensorView {
+  private final NativeHandle<?> owner;
+  private final String name;
+  private final DType dtype;
+  private final long[] shape;
+  private final DeviceType deviceType;
+  private final int deviceIndex;
+  private final long address;
+  private final boolean contiguous;
+  private final long byteSize;
+
+  private TensorView(NativeHandle<?> owner, String name, DType dtype, long[] shape,
+      DeviceType deviceType, int deviceIndex, long address, boolean contiguous) {
+    this.owner = owner;
+    this.name = name;
+    this.dtype = dtype;
+    this.shape = shape;
+    this.deviceType = deviceType;
+    this.deviceIndex = deviceIndex;
+    this.address = address;
+    this.contiguous = contiguous;
+    this.byteSize = Shapes.byteSize(dtype, shape);
+  }
+
+  /** Copies a filled native view; call while {@code owner}'s lock is held. */
+  static TensorView copyOf(NativeHandle<?> owner, String name, wharf_tensor_view view) {
+    long[] shape = new long[view.getNdim()];
+    for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
+    return new TensorView(owner, name, DType.fromValue(view.getDtype()), shape,
+        DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
+        view.contiguous() != 0);
+  }
+
+  /**
+   * The tensor's name (FQN).
+   *
+   * @return the name
+   */
+  public String name() {
+    return name;
+  }
+
+  /**
+   * The element type.
+   *
+   * @return the dtype
+   */
+  public DType dtype() {
+    return dtype;
+  }
+
+  /**
+   * The dimensions (a copy); empty for a scalar.
+   *
+   * @return the shape
+   */
+  public long[] shape() {
+    return shape.clone();
+  }
+
+  /**
+   * The number of dimensions.
+   *
+   * @return 0 for a scalar
+   */
+  public int ndim() {
+    return shape.length;
+  }
+
+  /**
+   * The number of elements (the product of the dimensions; 1 for a scalar).
+   *
+   * @return the element count
+   */
+  public long elementCount() {
+    return Shapes.elementCount(shape);
+  }
+
+  /**
+   * The size of the data.
+   *
+   * @return {@link #elementCount()} times the dtype's size, in bytes
+   */
+  public long byteSize() {
+    return byteSize;
+  }
+
+  /**
+   * Where the data lives.
+   *
+   * @return {@link DeviceType#CPU} for host memory, {@link DeviceType#CUDA} for device memory
+   */
+  public DeviceType deviceType() {
+    return deviceType;
+  }
+
+  /**
+   * The CUDA device ordinal of the data (meaningful for {@link DeviceType#CUDA}).
+   *
+   * @return the ordinal
+   */
+  public int deviceIndex() {
+    return deviceIndex;
+  }
+
+  /**
+   * The data's address: a device pointer for CUDA tensors, a host pointer otherwise. It is
+   * valid while the owner is open (until the run is closed; for a map, while the map is
+   * open).
+   *
+   * @return the address as an integer
+   */
+  public long address() {
+    return address;
+  }
+
+  /**
+   * A read-only view of the data without a copy, in native byte order.
+   *
+   * <p><b>The buffer is valid only while the owner is open.</b> Once the run (or map) it came
+   * from is closed, Wharf may free or reuse the memory, and reading the buffer is undefined
+   * behaviour that can crash the JVM; nothing in Java can prevent it. Do not keep the buffer
+   * past the owner's {@code close()}; use {@link #toByteArray()} for data that must outlive it.
+   *
+   * @return a direct, read-only buffer over {@link #byteSize()} bytes
+   * @throws IllegalStateException if the owner has been closed
+   * @throws UnsupportedOperationException if the data is in CUDA memory, not contiguous, or
+   *     larger than a ByteBuffer can address (2 GiB)
+   */
+  public ByteBuffer asByteBuffer() {
+    return owner.withPointer(p -> rawBuffer().asReadOnlyBuffer().order(ByteOrder.nativeOrder()));
+  }
+
+  /**
+   * Copies the data into a new array (bytes in native byte order). Safe however long the
+   * array is kept: the copy is made while the owner is held open.
+   *
+   * @return the tensor's bytes
+   * @throws IllegalStateException if the owner has been closed
+   * @throws UnsupportedOperationException as {@link #asByteBuffer()}
+   */
+  public byte[] toByteArray() {
+    return owner.withPointer(p -> {
+      byte[] bytes = new byte[(int) checkedReadableSize()];
+      rawBuffer().get(bytes);
+      return bytes;
+    });
+  }
+
+  /** The data as a writable direct buffer; only for use inside owner.withPointer. */
+  private ByteBuffer rawBuffer() {
+    long size = checkedReadableSize();
+    if (size == 0) return ByteBuffer.allocateDirect(0);
+    return WharfNative.wharf_swig_byte_view(address, size);
+  }
+
+  private long checkedReadableSize() {
+    if (deviceType != DeviceType.CPU) {
+      throw new UnsupportedOperationException("tensor '" + name + "' is in " + deviceType
+          + " device memory (device " + deviceIndex + "); only host tensors can be read from Java,"
+          + " use address() with CUDA code");
+    }
+    if (!contiguous) {
+      throw new UnsupportedOperationException("tensor '" + name + "' is strided, not contiguous");
+    }
+    if (byteSize > Integer.MAX_VALUE - 8) {
+      throw new UnsupportedOperationException("tensor '" + name + "' has " + byteSize
+          + " bytes, more than a Java buffer or array can hold");
+    }
+    return byteSize;
+  }
+
+  @Override
+  public String toString() {
+    return "TensorView{" + name + ", " + dtype + Arrays.toString(shape) + ", " + deviceType
+        + (deviceType == DeviceType.CUDA ? ":" + deviceIndex : "") + ", " + byteSize + " bytes}";
+  }
+}

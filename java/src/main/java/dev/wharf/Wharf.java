@@ -1,0 +1,38 @@
+package dev.wharf;
+
+import dev.wharf.jni.WharfNative;
+
+/** Versions of the Wharf library and of this binding. */
+public final class Wharf {
+  /**
+   * The ABI major version this binding is written for. The binding refuses to load a
+   * library whose {@link #abiVersion()} differs (the number in its SONAME,
+   * {@code libwharf.so.1}).
+   */
+  public static final int BINDING_ABI_VERSION = 1;
+
+  private Wharf() {}
+
+  /**
+   * The loaded library's version, "MAJOR.MINOR.PATCH".
+   *
+   * @return the version string of {@code libwharf}
+   * @throws UnsatisfiedLinkError when the native library cannot be loaded
+   */
+  public static String version() {
+    NativeLibrary.load();
+    return WharfNative.wharf_version();
+  }
+
+  /**
+   * The loaded library's ABI major version; always {@link #BINDING_ABI_VERSION} once loading
+   * has succeeded.
+   *
+   * @return the ABI major version of {@code libwharf}
+   * @throws UnsatisfiedLinkError when the native library cannot be loaded
+   */
+  public static int abiVersion() {
+    NativeLibrary.load();
+    return (int) WharfNative.wharf_abi_version();
+  }
+}

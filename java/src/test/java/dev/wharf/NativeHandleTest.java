@@ -1,0 +1,137 @@
+package dev.wharf;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.Test;
+
+/**
+ * The lifecycle every handle shares, on a fake native object that records its frees: freed
+ * exactly once, parents freed after their dependents, close waits for calls in progress.
+ */
+public class NativeHandleTest {
+  private final List<String> freed = Collections.synchronizedList(new ArrayList<>());
+
+  private final class Fake extends NativeHandle<String> {
+    private final RuntimeException failOnFree;
+
+    Fake(String name, Fake parent) {
+      this(name, parent, null);
+    }
+
+    Fake(String name, Fake parent, RuntimeException failOnFree) {
+      super(name, parent);
+      this.failOnFree = failOnFree;
+    }
+
+    /** Creates a dependent the way the API classes do: under this handle's lock. */
+    Fake child(String name) {
+      return withPointer(p -> new Fake(name, this));
+    }
+
+    @Override
+    String describe() {
+      return "Fake";
+    }
+
+    @Override
+    void free(String pointer) {
+      freed.add(pointer);
+      if (failOnFree != null) throw failOnFree;
+    }
+  }
+
+  @Test
+  public void closeFreesExactlyOnce() {
+    Fake h = new Fake("h", null);
+    assertEquals("h", h.withPointer(p -> p));
+    h.close();
+    h.close();
+    assertEquals(Arrays.asList("h"), freed);
+    assertTrue(h.isClosed());
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> h.withPointer(p -> p));
+    assertEquals("Fake has been closed and cannot be used any more", e.getMessage());
+    assertThrows(IllegalStateException.class, () -> h.withPointerExclusive(p -> p));
+  }
+
+  @Test
+  public void parentClosedFirstIsFreedAfterItsLastDependent() {
+    Fake runtime = new Fake("runtime", null);
+    Fake container = runtime.child("container");
+    Fake run1 = container.child("run1");
+    Fake run2 = container.child("run2");
+    runtime.close();
+    container.close();
+    assertTrue(freed.isEmpty());
+    assertThrows(IllegalStateException.class, () -> runtime.withPointer(p -> p));
+    assertThrows(IllegalStateException.class, () -> container.withPointer(p -> p));
+    assertEquals("run1", run1.withPointer(p -> p)); // dependents keep working
+    run1.close();
+    assertEquals(Arrays.asList("run1"), freed);
+    run2.close();
+    assertEquals(Arrays.asList("run1", "run2", "container", "runtime"), freed);
+    runtime.close();
+    container.close();
+    run2.close();
+    assertEquals(4, freed.size());
+  }
+
+  @Test
+  public void openParentIsNotFreedByItsDependents() {
+    Fake container = new Fake("container", null);
+    container.child("run").close();
+    assertEquals(Arrays.asList("run"), freed);
+    assertFalse(container.isClosed());
+    container.close();
+    assertEquals(Arrays.asList("run", "container"), freed);
+  }
+
+  @Test
+  public void failingFreeStillClosesAndReleasesTheParent() {
+    Fake container = new Fake("container", null);
+    Fake run = container.withPointer(p -> new Fake("run", container, new WharfException(
+        WharfException.Code.DEVICE_ERROR, "recording failed")));
+    container.close();
+    WharfException e = assertThrows(WharfException.class, run::close);
+    assertEquals(WharfException.Code.DEVICE_ERROR, e.code());
+    assertTrue(run.isClosed());
+    run.close(); // no second free, no second exception
+    assertEquals(Arrays.asList("run", "container"), freed);
+  }
+
+  @Test
+  public void closeWaitsForCallsInProgress() throws Exception {
+    Fake h = new Fake("h", null);
+    CountDownLatch inside = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    Thread user = new Thread(() -> h.withPointer(p -> {
+      inside.countDown();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return p;
+    }));
+    user.start();
+    assertTrue(inside.await(10, TimeUnit.SECONDS));
+    Thread closer = new Thread(h::close);
+    closer.start();
+    closer.join(200);
+    assertTrue("close() returned while a call was in progress", closer.isAlive());
+    assertTrue(freed.isEmpty());
+    release.countDown();
+    closer.join(10_000);
+    user.join(10_000);
+    assertFalse(closer.isAlive());
+    assertEquals(Arrays.asList("h"), freed);
+  }
+}

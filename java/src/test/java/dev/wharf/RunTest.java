@@ -1,0 +1,157 @@
+package dev.wharf;
+
+import static dev.wharf.TestSupport.assertClosed;
+import static dev.wharf.TestSupport.assertWharfError;
+import static dev.wharf.TestSupport.floats;
+import static dev.wharf.TestSupport.hostRuntime;
+import static dev.wharf.TestSupport.iota;
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNotEquals;
+import static org.junit.Assert.assertSame;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.ReadOnlyBufferException;
+import org.junit.After;
+import org.junit.Before;
+import org.junit.Test;
+
+/** {@link Run} and the {@link TensorView}s it hands out. */
+public class RunTest {
+  private Runtime runtime;
+  private Container model;
+
+  @Before
+  public void setUp() {
+    runtime = hostRuntime();
+    try (ConstantMap map = ConstantMap.create()) {
+      map.put("w", iota(6, 1), 2, 3);
+      map.put("ids", new int[] {4, 5}, 2);
+      model = Container.fromMap(runtime, map, "runs");
+    }
+  }
+
+  @After
+  public void tearDown() {
+    model.close();
+    runtime.close();
+  }
+
+  @Test
+  public void tensorDescribesTheConstantsStorage() {
+    try (Run run = model.beginRun()) {
+      assertSame(model, run.container());
+      assertEquals(model.generation(), run.generation());
+      assertEquals(0, run.stream()); // the host backend has no native streams
+      TensorView w = run.tensor("w");
+      assertEquals("w", w.name());
+      assertEquals(DType.F32, w.dtype());
+      assertArrayEquals(new long[] {2, 3}, w.shape());
+      assertEquals(24, w.byteSize());
+      assertEquals(DeviceType.CPU, w.deviceType()); // the host backend's "device" memory
+      assertNotEquals(0, w.address());
+      assertArrayEquals(iota(6, 1), floats(w), 0f);
+      assertArrayEquals(iota(6, 1), floats(w.toByteArray()), 0f);
+      ByteBuffer ids = run.tensor("ids").asByteBuffer();
+      assertEquals(4, ids.getInt(0));
+      assertEquals(5, ids.getInt(4));
+      assertTrue(w.toString(), w.toString().contains("F32[2, 3]"));
+    }
+  }
+
+  @Test
+  public void byteBufferViewIsReadOnlyDirectAndNativeOrder() {
+    try (Run run = model.beginRun()) {
+      ByteBuffer b = run.tensor("w").asByteBuffer();
+      assertTrue(b.isReadOnly());
+      assertTrue(b.isDirect());
+      assertEquals(ByteOrder.nativeOrder(), b.order());
+      assertEquals(24, b.capacity());
+      assertThrows(ReadOnlyBufferException.class, () -> b.putFloat(0, 0f));
+      // two views of one constant see the same memory
+      assertEquals(run.tensor("w").address(), run.tensor("w").address());
+    }
+  }
+
+  @Test
+  public void unknownNameIsNotFound() {
+    try (Run run = model.beginRun()) {
+      assertWharfError(WharfException.Code.NOT_FOUND, () -> run.tensor("layers.0.missing"), "layers.0.missing");
+      assertThrows(NullPointerException.class, () -> run.tensor(null));
+    }
+  }
+
+  @Test
+  public void closeTwiceIsANoOpAndUseAfterCloseThrows() {
+    Run run = model.beginRun();
+    TensorView w = run.tensor("w");
+    run.close();
+    run.close();
+    assertTrue(run.isClosed());
+    assertClosed("Run of Container 'runs'", () -> run.tensor("w"));
+    assertClosed("Run of Container 'runs'", run::generation);
+    assertClosed("Run of Container 'runs'", run::stream);
+    assertClosed("Run of Container 'runs'", w::asByteBuffer);
+    assertClosed("Run of Container 'runs'", w::toByteArray);
+  }
+
+  @Test
+  public void oldRunKeepsItsGenerationAcrossUpdateAndSwap() {
+    try (Run old = model.beginRun()) {
+      TensorView before = old.tensor("w");
+      try (ConstantMap patch = ConstantMap.create()) {
+        patch.put("w", iota(6, 100), 2, 3);
+        model.update(patch);
+      }
+      model.swap();
+      try (Run fresh = model.beginRun()) {
+        assertNotEquals(old.generation(), fresh.generation());
+        assertArrayEquals(iota(6, 100), floats(fresh.tensor("w")), 0f);
+        assertNotEquals(before.address(), fresh.tensor("w").address());
+      }
+      assertArrayEquals(iota(6, 1), floats(old.tensor("w")), 0f);
+      assertArrayEquals(iota(6, 1), floats(before), 0f);
+    }
+  }
+
+  @Test
+  public void containerAndRuntimeClosedFirstKeepTheRunReadable() {
+    Run run = model.beginRun();
+    model.close();
+    runtime.close();
+    assertClosed("Container 'runs'", model::beginRun);
+    // the run still holds its generation, and through it the container and the device
+    assertArrayEquals(iota(6, 1), floats(run.tensor("w")), 0f);
+    assertEquals(4, run.tensor("ids").asByteBuffer().getInt(0));
+    run.close(); // frees the run, then the container, then the runtime
+    assertClosed("Run of Container 'runs'", () -> run.tensor("w"));
+  }
+
+  @Test
+  public void manyRunsAtOnceFromManyThreads() throws Exception {
+    Thread[] threads = new Thread[4];
+    Throwable[] errors = new Throwable[threads.length];
+    for (int t = 0; t < threads.length; t++) {
+      int index = t;
+      threads[t] = new Thread(() -> {
+        try {
+          for (int i = 0; i < 200; i++) {
+            try (Run run = model.beginRun()) {
+              assertEquals(1f, floats(run.tensor("w"))[0], 0f);
+            }
+          }
+        } catch (Throwable e) {
+          errors[index] = e;
+        }
+      });
+      threads[t].start();
+    }
+    for (Thread t : threads) t.join();
+    for (Throwable e : errors) {
+      if (e != null) throw new AssertionError(e);
+    }
+  }
+}

@@ -1,0 +1,655 @@
+//! [`Container`]: one model's constants in copy-on-write generations, and [`Run`]s.
+
+use std::any::Any;
+use std::ffi::{c_void, CStr};
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+use crate::constant_map::ConstantMap;
+use crate::error::{Code, Error, Result};
+use crate::runtime::Runtime;
+use crate::sys;
+use crate::tensor::{num_elements, FoldTensor, RawTensor, TensorView};
+use crate::types::{cstring, DType, Device, Element, Placement, UpdateTarget};
+
+/// The declaration of one constant of a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstantDecl {
+    fqn: String,
+    dtype: DType,
+    shape: Vec<i64>,
+    placement: Placement,
+    derived: bool,
+}
+
+impl ConstantDecl {
+    /// A device-placed, non-derived constant.
+    pub fn new(fqn: impl Into<String>, dtype: DType, shape: &[i64]) -> ConstantDecl {
+        ConstantDecl {
+            fqn: fqn.into(),
+            dtype,
+            shape: shape.to_vec(),
+            placement: Placement::Device,
+            derived: false,
+        }
+    }
+
+    /// Where the container keeps the constant (default [`Placement::Device`]).
+    pub fn placement(mut self, placement: Placement) -> ConstantDecl {
+        self.placement = placement;
+        self
+    }
+
+    /// Marks the constant as derived (`WHARF_CONSTANT_DERIVED`): computed by the fold
+    /// callback of every update ([`Container::update_with_fold`]), never read from a map.
+    pub fn derived(mut self, derived: bool) -> ConstantDecl {
+        self.derived = derived;
+        self
+    }
+}
+
+/// A declared constant of a container, as the container reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConstantInfo {
+    /// The fully qualified name.
+    pub fqn: String,
+    /// The element type.
+    pub dtype: DType,
+    /// The dimensions.
+    pub shape: Vec<i64>,
+    /// Where the constant is kept.
+    pub placement: Placement,
+    /// Whether the fold callback computes it.
+    pub derived: bool,
+    /// The raw `WHARF_CONSTANT_*` flags.
+    pub flags: u32,
+    /// The size of the constant's storage in bytes.
+    pub nbytes: u64,
+}
+
+/// Options for an update. `UpdateOptions::new()` (or `default()`) writes the inactive
+/// generation and accepts a partial map.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpdateOptions {
+    target: UpdateTarget,
+    require_full: bool,
+}
+
+impl UpdateOptions {
+    /// The defaults.
+    pub fn new() -> UpdateOptions {
+        UpdateOptions::default()
+    }
+
+    /// Which generation to write (default [`UpdateTarget::Inactive`]).
+    pub fn target(mut self, target: UpdateTarget) -> UpdateOptions {
+        self.target = target;
+        self
+    }
+
+    /// Whether the map must name every non-derived constant (default `false`).
+    pub fn require_full(mut self, require_full: bool) -> UpdateOptions {
+        self.require_full = require_full;
+        self
+    }
+
+    fn to_c(self) -> sys::wharf_update_options {
+        // SAFETY: all-zero is valid input for *_init, which fills the defaults.
+        let mut o = unsafe { std::mem::zeroed::<sys::wharf_update_options>() };
+        // SAFETY: a valid, writable struct.
+        unsafe { sys::wharf_update_options_init(&mut o) };
+        o.target = self.target.to_raw();
+        o.require_full = i32::from(self.require_full);
+        o
+    }
+}
+
+/// One model's constants, double-buffered in copy-on-write generations
+/// (`wharf_container`): an *active* generation that new runs read and an *inactive* one
+/// that updates write and [`swap`](Self::swap) publishes.
+///
+/// A container holds a reference to its [`Runtime`], so dropping every `Runtime` handle
+/// first is fine. Runs borrow the container, so it cannot be dropped while one is open.
+/// It is `Send` and `Sync`: every container function of the C API is thread-safe (two
+/// concurrent updates are not interleaved; the second fails with [`Code::Busy`]).
+#[derive(Debug)]
+pub struct Container {
+    raw: NonNull<sys::wharf_container>,
+    runtime: Runtime,
+}
+
+// SAFETY: wharf.h: "every container function is safe to call from many threads at once";
+// the handle has no thread affinity. wharf_container_free runs in Drop, which has
+// exclusive ownership, and runs (which borrow the container) have all ended by then.
+unsafe impl Send for Container {}
+// SAFETY: as above; every `&self` method calls a thread-safe container function.
+unsafe impl Sync for Container {}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        // SAFETY: created by the library, freed once, no run borrows it any more. The
+        // runtime (held by `self.runtime`) is dropped only after this.
+        unsafe { sys::wharf_container_free(self.raw.as_ptr()) }
+    }
+}
+
+/// The state of one update's fold callback, passed through `fold_user`.
+struct FoldState<F> {
+    fold: F,
+    error: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    panic: Option<Box<dyn Any + Send + 'static>>,
+}
+
+/// A status the trampoline returns to abort an update. wharf.h offers no way to create a
+/// status, so one is provoked from the library (a NOT_FOUND from dtype parsing); the
+/// binding reports the callback's own error instead.
+fn abort_status() -> *mut sys::wharf_status {
+    let mut unused: sys::wharf_dtype = 0;
+    // SAFETY: a valid C string and out pointer.
+    let st = unsafe {
+        sys::wharf_dtype_from_name(c"(aborted by a Rust fold callback)".as_ptr(), &mut unused)
+    };
+    debug_assert!(!st.is_null());
+    st
+}
+
+unsafe extern "C" fn fold_trampoline<F>(
+    run: *mut sys::wharf_run,
+    user: *mut c_void,
+) -> *mut sys::wharf_status
+where
+    F: FnMut(
+        &FoldRun<'_>,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    // SAFETY: `user` is the `&mut FoldState<F>` that `update_with_fold` passed, alive and
+    // not otherwise accessed for the duration of the update call.
+    let state = unsafe { &mut *user.cast::<FoldState<F>>() };
+    let Some(run) = NonNull::new(run) else {
+        return abort_status();
+    };
+    let fold_run = FoldRun {
+        raw: run,
+        _scope: PhantomData,
+    };
+    // A panic must not unwind through the library's C++ frames: catch it, abort the
+    // update, and resume it once the library has returned.
+    match catch_unwind(AssertUnwindSafe(|| (state.fold)(&fold_run))) {
+        Ok(Ok(())) => std::ptr::null_mut(),
+        Ok(Err(e)) => {
+            state.error = Some(e);
+            abort_status()
+        }
+        Err(payload) => {
+            state.panic = Some(payload);
+            abort_status()
+        }
+    }
+}
+
+unsafe extern "C" fn release_trampoline(_data: *mut c_void, user: *mut c_void) {
+    // SAFETY: `user` is the Box<Box<dyn FnOnce() + Send>> leaked by bind_user_constant;
+    // the library calls release exactly once.
+    let release = unsafe { Box::from_raw(user.cast::<Box<dyn FnOnce() + Send + 'static>>()) };
+    // Called from any thread, possibly a library worker: never unwind into C.
+    let _ = catch_unwind(AssertUnwindSafe(release));
+}
+
+impl Container {
+    /// Declares a container: constants only, no weights yet. Runs fail with
+    /// `FailedPrecondition` until a first update has been swapped in. `name` is used in
+    /// messages (`""` means `"model"`). Errors: `InvalidArgument` (a bad or duplicate
+    /// declaration, naming it).
+    pub fn new(runtime: &Runtime, name: &str, constants: &[ConstantDecl]) -> Result<Container> {
+        let cname = cstring(name, "container name")?;
+        let mut fqns = Vec::with_capacity(constants.len());
+        for c in constants {
+            num_elements(&format!("constant '{}'", c.fqn), &c.shape)?;
+            fqns.push(cstring(&c.fqn, "constant name")?);
+        }
+        let decls: Vec<sys::wharf_constant_decl> = constants
+            .iter()
+            .zip(&fqns)
+            .map(|(c, fqn)| sys::wharf_constant_decl {
+                fqn: fqn.as_ptr(),
+                dtype: c.dtype.to_raw(),
+                ndim: c.shape.len() as i32, // <= MAX_DIMS, checked above
+                shape: if c.shape.is_empty() {
+                    std::ptr::null()
+                } else {
+                    c.shape.as_ptr()
+                },
+                placement: c.placement.to_raw(),
+                flags: if c.derived {
+                    sys::WHARF_CONSTANT_DERIVED
+                } else {
+                    0
+                },
+            })
+            .collect();
+        let mut o = container_options(&cname);
+        o.constants = decls.as_ptr();
+        o.num_constants = decls.len();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a live runtime; the options and every array they point to (decls, fqns,
+        // shapes, name) outlive the call, which only borrows them.
+        unsafe {
+            Error::check(sys::wharf_container_create(
+                runtime.handle.as_ptr(),
+                &o,
+                &mut out,
+            ))?
+        };
+        Container::wrap(runtime, out)
+    }
+
+    /// Declares one device-placed constant per entry of `map` (in map order), loads them
+    /// and makes them active: the container is ready to run. The map is read during the
+    /// call only. Errors: as [`update`](Self::update).
+    pub fn from_map(runtime: &Runtime, map: &ConstantMap<'_>, name: &str) -> Result<Container> {
+        let cname = cstring(name, "container name")?;
+        let o = container_options(&cname);
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a live runtime and map (whose data is valid by its borrowing contract);
+        // options and name outlive the call.
+        unsafe {
+            Error::check(sys::wharf_container_create_from_map(
+                runtime.handle.as_ptr(),
+                map.as_ptr(),
+                &o,
+                &mut out,
+            ))?
+        };
+        Container::wrap(runtime, out)
+    }
+
+    fn wrap(runtime: &Runtime, out: *mut sys::wharf_container) -> Result<Container> {
+        let raw = NonNull::new(out)
+            .ok_or_else(|| Error::new(Code::Internal, "wharf_container_create returned NULL"))?;
+        Ok(Container {
+            raw,
+            runtime: runtime.clone(),
+        })
+    }
+
+    fn ptr(&self) -> *mut sys::wharf_container {
+        self.raw.as_ptr()
+    }
+
+    /// The runtime the container was created on.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Writes the map's tensors into the container and returns when the data is in place
+    /// (the map's memory is no longer read). Sources may be host or device memory.
+    ///
+    /// Everything is validated before anything is copied: an unknown name (`NotFound`), a
+    /// derived constant, a wrong dtype or shape, a non-contiguous tensor
+    /// (`InvalidArgument`) change nothing; `OutOfMemory` midway leaves the active
+    /// generation untouched. A concurrent update fails with `Busy`. A container that
+    /// declares derived constants needs [`update_with_fold`](Self::update_with_fold).
+    ///
+    /// With [`UpdateTarget::ActiveInPlace`] the active generation's storage is
+    /// overwritten: the call waits for open runs to end (so don't hold one on this
+    /// thread), and runs begun after it returns see only new data.
+    pub fn update(&self, map: &ConstantMap<'_>, options: &UpdateOptions) -> Result<()> {
+        let o = options.to_c();
+        // SAFETY: a live container and map; options outlive the call.
+        unsafe { Error::check(sys::wharf_container_update(self.ptr(), map.as_ptr(), &o)) }
+    }
+
+    /// Like [`update`](Self::update), computing the derived constants of the generation
+    /// being written with `fold`. The callback receives a [`FoldRun`] over that
+    /// generation (valid only during the call), writes the derived constants through
+    /// their pointers, or launches work on [`FoldRun::stream`]. It must not call methods
+    /// of this container.
+    ///
+    /// If `fold` returns an error the update is aborted and changes nothing; the result
+    /// is that error: as is when it is a [`wharf::Error`](Error) (keeping its code),
+    /// otherwise wrapped with [`Code::Callback`] and available from
+    /// [`source`](std::error::Error::source). A panic in `fold` aborts the update and is
+    /// resumed once the library has returned.
+    pub fn update_with_fold<F>(
+        &self,
+        map: &ConstantMap<'_>,
+        options: &UpdateOptions,
+        fold: F,
+    ) -> Result<()>
+    where
+        F: FnMut(
+                &FoldRun<'_>,
+            )
+                -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>
+            + Send,
+    {
+        let mut state = FoldState {
+            fold,
+            error: None,
+            panic: None,
+        };
+        let mut o = options.to_c();
+        o.fold = Some(fold_trampoline::<F>);
+        o.fold_user = (&mut state as *mut FoldState<F>).cast::<c_void>();
+        // SAFETY: a live container and map; `state` outlives the call and is accessed only
+        // through fold_user while it runs (F: Send covers a call on another thread).
+        let result =
+            unsafe { Error::check(sys::wharf_container_update(self.ptr(), map.as_ptr(), &o)) };
+        if let Some(payload) = state.panic {
+            resume_unwind(payload);
+        }
+        match (result, state.error) {
+            (Err(_), Some(e)) => Err(match e.downcast::<Error>() {
+                Ok(wharf_error) => *wharf_error,
+                Err(other) => Error::new(
+                    Code::Callback,
+                    format!("update aborted by the fold callback: {other}"),
+                )
+                .with_source(other),
+            }),
+            (result, _) => result,
+        }
+    }
+
+    /// Binds `data` to constant `fqn` of the inactive generation without copying it (as an
+    /// update of that one constant would); [`swap`](Self::swap) publishes it. The vector
+    /// moves into the container, which drops it once no generation or run references it
+    /// (possibly on a library thread, possibly after the container is dropped). `shape`
+    /// must match the declaration, which must be placed in host memory (the host backend,
+    /// or [`Placement::Host`]). Errors: as [`update`](Self::update); on error nothing
+    /// changes (and `data` is dropped).
+    pub fn bind_host<T: Element>(&self, fqn: &str, shape: &[i64], data: Vec<T>) -> Result<()> {
+        let what = format!("constant '{fqn}'");
+        let n = num_elements(&what, shape)?;
+        if n != data.len() {
+            return Err(Error::invalid(format!(
+                "{what}: shape {shape:?} has {n} elements, the vector {}",
+                data.len()
+            )));
+        }
+        let shape = shape.to_vec();
+        let ptr = data.as_ptr().cast::<c_void>();
+        let raw = RawTensor {
+            data: ptr,
+            dtype: T::DTYPE,
+            device: Device::Cpu,
+            shape: &shape,
+            strides: None,
+        };
+        // SAFETY: the vector's heap buffer does not move when the vector does; it is owned
+        // by the release closure, so nothing else can touch it until the library lets go.
+        unsafe { self.bind_user_constant(fqn, &raw, Some(Box::new(move || drop(data)))) }
+    }
+
+    /// Binds caller-managed memory to constant `fqn` of the inactive generation without a
+    /// copy. `release` (if any) is called once the library no longer references the
+    /// memory, from any thread; it is dropped uncalled on error. Errors: as
+    /// [`update`](Self::update).
+    ///
+    /// # Safety
+    ///
+    /// `tensor.data` must hold the whole contiguous tensor, live where the constant is
+    /// placed (device memory of the runtime's device for device placement on CUDA, host
+    /// memory otherwise), and stay valid and unchanged until `release` is called (or, with
+    /// no `release`, for the rest of the process).
+    pub unsafe fn bind_user_constant(
+        &self,
+        fqn: &str,
+        tensor: &RawTensor<'_>,
+        release: Option<Box<dyn FnOnce() + Send + 'static>>,
+    ) -> Result<()> {
+        tensor.check(&format!("constant '{fqn}'"))?;
+        let cfqn = cstring(fqn, "constant name")?;
+        let view = tensor.to_c();
+        let (release_fn, user): (sys::wharf_release_fn, *mut c_void) = match release {
+            Some(f) => (
+                Some(release_trampoline),
+                Box::into_raw(Box::new(f)).cast::<c_void>(),
+            ),
+            None => (None, std::ptr::null_mut()),
+        };
+        // SAFETY: a live container; the view and name outlive the call; the caller vouches
+        // for the memory; `user` is reclaimed below if the library does not take it.
+        let result = unsafe {
+            Error::check(sys::wharf_container_bind_user_constant(
+                self.ptr(),
+                cfqn.as_ptr(),
+                &view,
+                release_fn,
+                user,
+            ))
+        };
+        if result.is_err() && !user.is_null() {
+            // wharf.h: "on error `release` is not called": the closure is still ours.
+            // SAFETY: `user` came from Box::into_raw above and the library did not keep it.
+            drop(unsafe { Box::from_raw(user.cast::<Box<dyn FnOnce() + Send + 'static>>()) });
+        }
+        result
+    }
+
+    /// Makes the inactive generation active, in O(1) and without waiting for the device:
+    /// open runs keep the generation they pinned. The previous active generation becomes
+    /// the inactive one, so swapping again without an update rolls back. Errors:
+    /// `FailedPrecondition` when nothing is staged, or when a fresh container's constant
+    /// was never written (naming it).
+    pub fn swap(&self) -> Result<()> {
+        // SAFETY: a live container; thread-safe.
+        unsafe { Error::check(sys::wharf_container_swap(self.ptr())) }
+    }
+
+    /// Releases the inactive generation (after the runs that read it).
+    pub fn free_inactive(&self) -> Result<()> {
+        // SAFETY: a live container; thread-safe.
+        unsafe { Error::check(sys::wharf_container_free_inactive(self.ptr())) }
+    }
+
+    /// The active generation's id: 0 before the first swap, a new id after every swap.
+    pub fn generation(&self) -> u64 {
+        // SAFETY: a live container; thread-safe.
+        unsafe { sys::wharf_container_generation(self.ptr()) }
+    }
+
+    /// The number of declared constants.
+    pub fn num_constants(&self) -> usize {
+        // SAFETY: a live container; thread-safe.
+        unsafe { sys::wharf_container_num_constants(self.ptr()) }
+    }
+
+    /// The `i`-th declared constant. Errors: `InvalidArgument` past the end.
+    pub fn constant_info(&self, i: usize) -> Result<ConstantInfo> {
+        // SAFETY: all-zero is a valid wharf_constant_info.
+        let mut info = unsafe { std::mem::zeroed::<sys::wharf_constant_info>() };
+        info.struct_size = std::mem::size_of::<sys::wharf_constant_info>() as u32;
+        // SAFETY: a live container and a writable struct of the size given; the strings it
+        // points to are owned by the container and copied before `&self` ends.
+        unsafe {
+            Error::check(sys::wharf_container_constant_info(self.ptr(), i, &mut info))?;
+            let fqn = CStr::from_ptr(info.fqn).to_string_lossy().into_owned();
+            let n = usize::try_from(info.ndim).unwrap_or(0);
+            let shape = if n > 0 && !info.shape.is_null() {
+                std::slice::from_raw_parts(info.shape, n).to_vec()
+            } else {
+                Vec::new()
+            };
+            Ok(ConstantInfo {
+                fqn,
+                dtype: DType::from_raw(info.dtype).ok_or_else(|| {
+                    Error::new(
+                        Code::Unsupported,
+                        format!("dtype value {} is unknown to this binding", info.dtype),
+                    )
+                })?,
+                shape,
+                placement: Placement::from_raw(info.placement)?,
+                derived: info.flags & sys::WHARF_CONSTANT_DERIVED != 0,
+                flags: info.flags,
+                nbytes: info.nbytes,
+            })
+        }
+    }
+
+    /// Every declared constant, in declaration order.
+    pub fn constants(&self) -> Result<Vec<ConstantInfo>> {
+        (0..self.num_constants())
+            .map(|i| self.constant_info(i))
+            .collect()
+    }
+
+    /// Begins a run on the active generation, on the runtime's own stream. Errors:
+    /// `FailedPrecondition` before the first update has been swapped in.
+    pub fn begin_run(&self) -> Result<Run<'_>> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a live container; no session (they do not exist yet); NULL stream = the
+        // runtime's own stream, as the host backend requires.
+        unsafe {
+            Error::check(sys::wharf_run_begin(
+                self.ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut out,
+            ))?
+        };
+        let raw = NonNull::new(out)
+            .ok_or_else(|| Error::new(Code::Internal, "wharf_run_begin returned NULL"))?;
+        Ok(Run {
+            raw,
+            _container: PhantomData,
+        })
+    }
+}
+
+fn container_options(name: &CStr) -> sys::wharf_container_options {
+    // SAFETY: all-zero is valid input for *_init, which fills the defaults.
+    let mut o = unsafe { std::mem::zeroed::<sys::wharf_container_options>() };
+    // SAFETY: a valid, writable struct.
+    unsafe { sys::wharf_container_options_init(&mut o) };
+    if !name.is_empty() {
+        o.name = name.as_ptr();
+    }
+    o
+}
+
+/// A lease (`wharf_run`): one generation of a container pinned for one execution.
+/// Nothing the run can read is freed or overwritten before it ends, and in-place updates
+/// wait for it. Resolve constants with [`tensor`](Self::tensor), do the work, then call
+/// [`end`](Self::end) (dropping a run ends it too, discarding any error).
+///
+/// A run borrows its container. It is `Send` and `Sync`: the C run has no thread affinity
+/// and `wharf_run_tensor` is documented as safe for concurrent calls on one run.
+///
+/// The borrow keeps a container alive while its runs are open; this does not compile:
+///
+/// ```compile_fail,E0505
+/// # fn main() -> wharf::Result<()> {
+/// use wharf::{Backend, Container, Runtime, RuntimeOptions};
+/// let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+/// let container = Container::new(&rt, "model", &[])?;
+/// let run = container.begin_run()?;
+/// drop(container); // error: `container` is borrowed by `run`
+/// run.end()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Run<'c> {
+    raw: NonNull<sys::wharf_run>,
+    _container: PhantomData<&'c Container>,
+}
+
+// SAFETY: see the type's documentation; ending (Drop/end) needs `self` by value.
+unsafe impl Send for Run<'_> {}
+// SAFETY: the `&self` methods (tensor, generation, stream) are safe concurrently.
+unsafe impl Sync for Run<'_> {}
+
+impl Run<'_> {
+    /// Resolves `fqn` in the run's generation: a view of the constant's storage (device
+    /// memory on a CUDA runtime; host memory on the host backend or for
+    /// [`Placement::Host`], readable with [`TensorView::as_slice`]). Errors: `NotFound`.
+    pub fn tensor(&self, fqn: &str) -> Result<TensorView<'_>> {
+        let cfqn = cstring(fqn, "constant name")?;
+        // SAFETY: all-zero is a valid view to be overwritten.
+        let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        // SAFETY: a live run; the storage stays allocated and unchanged while the run is
+        // open (the C API reclaims or overwrites a pinned generation only after the run
+        // ends), and the view borrows the run.
+        unsafe {
+            Error::check(sys::wharf_run_tensor(
+                self.raw.as_ptr(),
+                cfqn.as_ptr(),
+                &mut v,
+            ))?;
+            TensorView::from_c(&v)
+        }
+    }
+
+    /// The id of the generation this run pinned.
+    pub fn generation(&self) -> u64 {
+        // SAFETY: a live run.
+        unsafe { sys::wharf_run_generation(self.raw.as_ptr()) }
+    }
+
+    /// The `cudaStream_t` the run's work goes on (NULL on the host backend).
+    pub fn stream(&self) -> *mut c_void {
+        // SAFETY: a live run.
+        unsafe { sys::wharf_run_stream(self.raw.as_ptr()) }
+    }
+
+    /// Ends the run: records its completion on its stream and releases the lease, even
+    /// when it returns an error (`DeviceError`: the generation is then held until the
+    /// container is dropped).
+    pub fn end(self) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        // SAFETY: a live run, ended exactly once (Drop will not run).
+        unsafe { Error::check(sys::wharf_run_end(raw.as_ptr())) }
+    }
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a live run, ended exactly once. The error cannot be reported here; use
+        // `end` to see it. The handle is freed either way.
+        let _ = unsafe { Error::check(sys::wharf_run_end(self.raw.as_ptr())) };
+    }
+}
+
+/// The run a fold callback receives: a view of the generation being written, derived
+/// constants included. It exists only during the callback (the borrow checker enforces
+/// it) and is not ended by the callback.
+#[derive(Debug)]
+pub struct FoldRun<'f> {
+    raw: NonNull<sys::wharf_run>,
+    _scope: PhantomData<&'f mut ()>,
+}
+
+impl FoldRun<'_> {
+    /// Resolves `fqn` in the generation being written. Errors: `NotFound`.
+    pub fn tensor(&self, fqn: &str) -> Result<FoldTensor> {
+        let cfqn = cstring(fqn, "constant name")?;
+        // SAFETY: all-zero is a valid view to be overwritten.
+        let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        // SAFETY: the run is alive during the callback; the shape is copied at once.
+        unsafe {
+            Error::check(sys::wharf_run_tensor(
+                self.raw.as_ptr(),
+                cfqn.as_ptr(),
+                &mut v,
+            ))?;
+            FoldTensor::from_c(&v)
+        }
+    }
+
+    /// The id of the generation being written.
+    pub fn generation(&self) -> u64 {
+        // SAFETY: alive during the callback.
+        unsafe { sys::wharf_run_generation(self.raw.as_ptr()) }
+    }
+
+    /// The `cudaStream_t` to launch the fold's work on (NULL on the host backend).
+    pub fn stream(&self) -> *mut c_void {
+        // SAFETY: alive during the callback.
+        unsafe { sys::wharf_run_stream(self.raw.as_ptr()) }
+    }
+}

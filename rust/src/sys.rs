@@ -1,0 +1,436 @@
+//! Raw declarations of `include/wharf/wharf.h` (ABI 1), written by hand.
+//!
+//! Everything here mirrors the header one to one; see the header for ownership, thread
+//! safety and errors. C enums are declared as `u32` aliases with constants rather than
+//! Rust enums: a library newer than this file may return values it does not know, which
+//! would be undefined behaviour in a Rust enum. The safe layer in the crate root converts
+//! them.
+#![allow(non_camel_case_types, missing_docs)]
+
+use std::ffi::{c_char, c_void};
+use std::marker::{PhantomData, PhantomPinned};
+
+/// The ABI major version these declarations were written for (`WHARF_ABI_VERSION`).
+pub const WHARF_ABI_VERSION: u32 = 1;
+pub const WHARF_VERSION_MAJOR: u32 = 0;
+pub const WHARF_VERSION_MINOR: u32 = 1;
+pub const WHARF_VERSION_PATCH: u32 = 0;
+
+/// Declares an opaque C type (only ever used behind a pointer).
+macro_rules! opaque {
+    ($($name:ident),*) => {$(
+        #[repr(C)]
+        pub struct $name {
+            _data: [u8; 0],
+            _marker: PhantomData<(*mut u8, PhantomPinned)>,
+        }
+    )*};
+}
+opaque!(
+    wharf_status,
+    wharf_runtime,
+    wharf_constant_map,
+    wharf_container,
+    wharf_session,
+    wharf_run
+);
+
+// --- status -----------------------------------------------------------------------------
+
+pub type wharf_code = u32;
+pub const WHARF_OK: wharf_code = 0;
+pub const WHARF_INVALID_ARGUMENT: wharf_code = 1;
+pub const WHARF_NOT_FOUND: wharf_code = 2;
+pub const WHARF_ALREADY_EXISTS: wharf_code = 3;
+pub const WHARF_OUT_OF_MEMORY: wharf_code = 4;
+pub const WHARF_RESOURCE_EXHAUSTED: wharf_code = 5;
+pub const WHARF_FAILED_PRECONDITION: wharf_code = 6;
+pub const WHARF_BUSY: wharf_code = 7;
+pub const WHARF_UNSUPPORTED: wharf_code = 8;
+pub const WHARF_DEVICE_ERROR: wharf_code = 9;
+pub const WHARF_IO_ERROR: wharf_code = 10;
+pub const WHARF_DATA_CORRUPT: wharf_code = 11;
+pub const WHARF_INTERNAL: wharf_code = 12;
+
+// --- logging ----------------------------------------------------------------------------
+
+pub type wharf_log_level = u32;
+pub const WHARF_LOG_DEBUG: wharf_log_level = 0;
+pub const WHARF_LOG_INFO: wharf_log_level = 1;
+pub const WHARF_LOG_WARN: wharf_log_level = 2;
+pub const WHARF_LOG_ERROR: wharf_log_level = 3;
+pub const WHARF_LOG_OFF: wharf_log_level = 4;
+
+pub type wharf_log_fn =
+    Option<unsafe extern "C" fn(level: wharf_log_level, message: *const c_char, user: *mut c_void)>;
+
+// --- dtypes and views -------------------------------------------------------------------
+
+pub type wharf_dtype = u32;
+pub const WHARF_DTYPE_F32: wharf_dtype = 0;
+pub const WHARF_DTYPE_F16: wharf_dtype = 1;
+pub const WHARF_DTYPE_BF16: wharf_dtype = 2;
+pub const WHARF_DTYPE_F64: wharf_dtype = 3;
+pub const WHARF_DTYPE_F8_E4M3: wharf_dtype = 4;
+pub const WHARF_DTYPE_F8_E5M2: wharf_dtype = 5;
+pub const WHARF_DTYPE_I8: wharf_dtype = 6;
+pub const WHARF_DTYPE_U8: wharf_dtype = 7;
+pub const WHARF_DTYPE_I16: wharf_dtype = 8;
+pub const WHARF_DTYPE_I32: wharf_dtype = 9;
+pub const WHARF_DTYPE_I64: wharf_dtype = 10;
+pub const WHARF_DTYPE_BOOL: wharf_dtype = 11;
+
+pub type wharf_device_type = u32;
+pub const WHARF_DEVICE_CPU: wharf_device_type = 0;
+pub const WHARF_DEVICE_CUDA: wharf_device_type = 1;
+
+pub const WHARF_MAX_DIMS: usize = 8;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_tensor_view {
+    pub data: *mut c_void,
+    pub dtype: wharf_dtype,
+    pub device_type: wharf_device_type,
+    pub device_index: i32,
+    pub ndim: i32,
+    pub shape: *const i64,
+    pub strides: *const i64,
+}
+
+// --- runtime ----------------------------------------------------------------------------
+
+pub type wharf_backend = u32;
+pub const WHARF_BACKEND_AUTO: wharf_backend = 0;
+pub const WHARF_BACKEND_CUDA: wharf_backend = 1;
+pub const WHARF_BACKEND_HOST: wharf_backend = 2;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_runtime_options {
+    pub struct_size: u32,
+    pub backend: wharf_backend,
+    pub device_index: i32,
+    pub device_memory_limit: u64,
+    pub copy_threads: u32,
+    pub staging_bytes: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct wharf_device_info {
+    pub struct_size: u32,
+    pub backend: wharf_backend,
+    pub device_index: i32,
+    pub name: [c_char; 256],
+    pub total_memory: u64,
+    pub free_memory: u64,
+    pub compute_major: i32,
+    pub compute_minor: i32,
+}
+
+pub type wharf_memory_tag = u32;
+pub const WHARF_MEM_CONSTANTS: wharf_memory_tag = 0;
+pub const WHARF_MEM_STATE: wharf_memory_tag = 1;
+pub const WHARF_MEM_STAGING: wharf_memory_tag = 2;
+pub const WHARF_MEM_WORKSPACE: wharf_memory_tag = 3;
+pub const WHARF_MEM_OFFLOAD: wharf_memory_tag = 4;
+pub const WHARF_MEM_GRAPH: wharf_memory_tag = 5;
+pub const WHARF_MEM_TAG_CAPACITY: usize = 16;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_memory_stats {
+    pub struct_size: u32,
+    pub current: [u64; WHARF_MEM_TAG_CAPACITY],
+    pub peak: [u64; WHARF_MEM_TAG_CAPACITY],
+    pub device_current: u64,
+    pub device_peak: u64,
+    pub pinned_host_current: u64,
+    pub pinned_host_peak: u64,
+}
+
+// --- containers -------------------------------------------------------------------------
+
+pub type wharf_placement = u32;
+pub const WHARF_PLACEMENT_DEVICE: wharf_placement = 0;
+pub const WHARF_PLACEMENT_HOST: wharf_placement = 1;
+
+pub const WHARF_CONSTANT_DERIVED: u32 = 0x1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_constant_decl {
+    pub fqn: *const c_char,
+    pub dtype: wharf_dtype,
+    pub ndim: i32,
+    pub shape: *const i64,
+    pub placement: wharf_placement,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_container_options {
+    pub struct_size: u32,
+    pub name: *const c_char,
+    pub constants: *const wharf_constant_decl,
+    pub num_constants: usize,
+}
+
+pub type wharf_update_target = u32;
+pub const WHARF_TARGET_INACTIVE: wharf_update_target = 0;
+pub const WHARF_TARGET_ACTIVE_IN_PLACE: wharf_update_target = 1;
+
+pub type wharf_fold_fn =
+    Option<unsafe extern "C" fn(target: *mut wharf_run, user: *mut c_void) -> *mut wharf_status>;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_update_options {
+    pub struct_size: u32,
+    pub target: wharf_update_target,
+    pub require_full: i32,
+    pub fold: wharf_fold_fn,
+    pub fold_user: *mut c_void,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_constant_info {
+    pub struct_size: u32,
+    pub fqn: *const c_char,
+    pub dtype: wharf_dtype,
+    pub ndim: i32,
+    pub shape: *const i64,
+    pub placement: wharf_placement,
+    pub flags: u32,
+    pub nbytes: u64,
+}
+
+pub type wharf_release_fn = Option<unsafe extern "C" fn(data: *mut c_void, user: *mut c_void)>;
+
+extern "C" {
+    // status
+    pub fn wharf_status_code(status: *const wharf_status) -> wharf_code;
+    pub fn wharf_status_message(status: *const wharf_status) -> *const c_char;
+    pub fn wharf_status_free(status: *mut wharf_status);
+    pub fn wharf_code_name(code: wharf_code) -> *const c_char;
+
+    // versions
+    pub fn wharf_version() -> *const c_char;
+    pub fn wharf_abi_version() -> u32;
+
+    // logging
+    pub fn wharf_set_log_callback(f: wharf_log_fn, min_level: wharf_log_level, user: *mut c_void);
+
+    // dtypes
+    pub fn wharf_dtype_size(dtype: wharf_dtype) -> usize;
+    pub fn wharf_dtype_name(dtype: wharf_dtype) -> *const c_char;
+    pub fn wharf_dtype_from_name(name: *const c_char, out: *mut wharf_dtype) -> *mut wharf_status;
+
+    // runtime
+    pub fn wharf_runtime_options_init(opts: *mut wharf_runtime_options);
+    pub fn wharf_runtime_create(
+        opts: *const wharf_runtime_options,
+        out: *mut *mut wharf_runtime,
+    ) -> *mut wharf_status;
+    pub fn wharf_runtime_free(runtime: *mut wharf_runtime);
+    pub fn wharf_runtime_backend(runtime: *const wharf_runtime) -> wharf_backend;
+    pub fn wharf_runtime_device_info(
+        runtime: *const wharf_runtime,
+        out: *mut wharf_device_info,
+    ) -> *mut wharf_status;
+    pub fn wharf_runtime_synchronize(runtime: *mut wharf_runtime) -> *mut wharf_status;
+    pub fn wharf_runtime_memory_stats(
+        runtime: *const wharf_runtime,
+        out: *mut wharf_memory_stats,
+    ) -> *mut wharf_status;
+    pub fn wharf_runtime_reset_peak(runtime: *mut wharf_runtime);
+
+    // constant maps
+    pub fn wharf_constant_map_create(out: *mut *mut wharf_constant_map) -> *mut wharf_status;
+    pub fn wharf_constant_map_set(
+        map: *mut wharf_constant_map,
+        fqn: *const c_char,
+        view: *const wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_constant_map_find(
+        map: *const wharf_constant_map,
+        fqn: *const c_char,
+        out: *mut wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_constant_map_size(map: *const wharf_constant_map) -> usize;
+    pub fn wharf_constant_map_entry(
+        map: *const wharf_constant_map,
+        i: usize,
+        fqn: *mut *const c_char,
+        out: *mut wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_constant_map_load_safetensors(
+        path: *const c_char,
+        out: *mut *mut wharf_constant_map,
+    ) -> *mut wharf_status;
+    pub fn wharf_constant_map_metadata_size(map: *const wharf_constant_map) -> usize;
+    pub fn wharf_constant_map_metadata_entry(
+        map: *const wharf_constant_map,
+        i: usize,
+        key: *mut *const c_char,
+        value: *mut *const c_char,
+    ) -> *mut wharf_status;
+    pub fn wharf_constant_map_save_safetensors(
+        map: *const wharf_constant_map,
+        path: *const c_char,
+    ) -> *mut wharf_status;
+    pub fn wharf_constant_map_free(map: *mut wharf_constant_map);
+
+    // containers
+    pub fn wharf_container_options_init(opts: *mut wharf_container_options);
+    pub fn wharf_container_create(
+        runtime: *mut wharf_runtime,
+        opts: *const wharf_container_options,
+        out: *mut *mut wharf_container,
+    ) -> *mut wharf_status;
+    pub fn wharf_container_create_from_map(
+        runtime: *mut wharf_runtime,
+        map: *const wharf_constant_map,
+        opts: *const wharf_container_options,
+        out: *mut *mut wharf_container,
+    ) -> *mut wharf_status;
+    pub fn wharf_container_free(container: *mut wharf_container);
+    pub fn wharf_update_options_init(opts: *mut wharf_update_options);
+    pub fn wharf_container_update(
+        container: *mut wharf_container,
+        map: *const wharf_constant_map,
+        opts: *const wharf_update_options,
+    ) -> *mut wharf_status;
+    pub fn wharf_container_swap(container: *mut wharf_container) -> *mut wharf_status;
+    pub fn wharf_container_free_inactive(container: *mut wharf_container) -> *mut wharf_status;
+    pub fn wharf_container_generation(container: *const wharf_container) -> u64;
+    pub fn wharf_container_num_constants(container: *const wharf_container) -> usize;
+    pub fn wharf_container_constant_info(
+        container: *const wharf_container,
+        i: usize,
+        out: *mut wharf_constant_info,
+    ) -> *mut wharf_status;
+    pub fn wharf_container_bind_user_constant(
+        container: *mut wharf_container,
+        fqn: *const c_char,
+        view: *const wharf_tensor_view,
+        release: wharf_release_fn,
+        user: *mut c_void,
+    ) -> *mut wharf_status;
+
+    // runs
+    pub fn wharf_run_begin(
+        container: *mut wharf_container,
+        session: *mut wharf_session,
+        stream: *mut c_void,
+        out: *mut *mut wharf_run,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_tensor(
+        run: *const wharf_run,
+        fqn: *const c_char,
+        out: *mut wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_generation(run: *const wharf_run) -> u64;
+    pub fn wharf_run_stream(run: *const wharf_run) -> *mut c_void;
+    pub fn wharf_run_end(run: *mut wharf_run) -> *mut wharf_status;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    // Sizes and offsets as the C compiler lays the structs out on LP64 targets (x86-64,
+    // aarch64), derived from the header and checked with gcc:
+    //   printf '#include "wharf/wharf.h"\n#include <stdio.h>\n#include <stddef.h>\n
+    //     int main(){printf("%zu\n",sizeof(wharf_tensor_view));}' | gcc -x c -Iinclude - && ./a.out
+    // wharf_tensor_view: data 8 + dtype 4 + device_type 4 + device_index 4 + ndim 4 +
+    // shape 8 + strides 8 = 40. wharf_device_info: 4+4+4+256 = 268, padded to 272 for
+    // total_memory, + 8 + 8 + 4 + 4 = 296. wharf_memory_stats: 4, padded to 8, + 2*16*8
+    // + 4*8 = 296.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn struct_layouts_match_the_c_header() {
+        assert_eq!(size_of::<wharf_tensor_view>(), 40);
+        assert_eq!(offset_of!(wharf_tensor_view, dtype), 8);
+        assert_eq!(offset_of!(wharf_tensor_view, ndim), 20);
+        assert_eq!(offset_of!(wharf_tensor_view, shape), 24);
+        assert_eq!(offset_of!(wharf_tensor_view, strides), 32);
+
+        assert_eq!(size_of::<wharf_runtime_options>(), 40);
+        assert_eq!(offset_of!(wharf_runtime_options, device_index), 8);
+        assert_eq!(offset_of!(wharf_runtime_options, device_memory_limit), 16);
+        assert_eq!(offset_of!(wharf_runtime_options, copy_threads), 24);
+        assert_eq!(offset_of!(wharf_runtime_options, staging_bytes), 32);
+
+        assert_eq!(size_of::<wharf_device_info>(), 296);
+        assert_eq!(offset_of!(wharf_device_info, name), 12);
+        assert_eq!(offset_of!(wharf_device_info, total_memory), 272);
+        assert_eq!(offset_of!(wharf_device_info, compute_minor), 292);
+
+        assert_eq!(size_of::<wharf_memory_stats>(), 296);
+        assert_eq!(offset_of!(wharf_memory_stats, current), 8);
+        assert_eq!(offset_of!(wharf_memory_stats, peak), 136);
+        assert_eq!(offset_of!(wharf_memory_stats, device_current), 264);
+        assert_eq!(offset_of!(wharf_memory_stats, pinned_host_peak), 288);
+
+        assert_eq!(size_of::<wharf_constant_decl>(), 32);
+        assert_eq!(offset_of!(wharf_constant_decl, shape), 16);
+        assert_eq!(offset_of!(wharf_constant_decl, placement), 24);
+        assert_eq!(offset_of!(wharf_constant_decl, flags), 28);
+
+        assert_eq!(size_of::<wharf_container_options>(), 32);
+        assert_eq!(offset_of!(wharf_container_options, name), 8);
+        assert_eq!(offset_of!(wharf_container_options, num_constants), 24);
+
+        assert_eq!(size_of::<wharf_update_options>(), 32);
+        assert_eq!(offset_of!(wharf_update_options, require_full), 8);
+        assert_eq!(offset_of!(wharf_update_options, fold), 16);
+        assert_eq!(offset_of!(wharf_update_options, fold_user), 24);
+
+        assert_eq!(size_of::<wharf_constant_info>(), 48);
+        assert_eq!(offset_of!(wharf_constant_info, fqn), 8);
+        assert_eq!(offset_of!(wharf_constant_info, dtype), 16);
+        assert_eq!(offset_of!(wharf_constant_info, shape), 24);
+        assert_eq!(offset_of!(wharf_constant_info, placement), 32);
+        assert_eq!(offset_of!(wharf_constant_info, nbytes), 40);
+
+        for align in [
+            align_of::<wharf_tensor_view>(),
+            align_of::<wharf_runtime_options>(),
+            align_of::<wharf_device_info>(),
+            align_of::<wharf_memory_stats>(),
+            align_of::<wharf_constant_decl>(),
+            align_of::<wharf_container_options>(),
+            align_of::<wharf_update_options>(),
+            align_of::<wharf_constant_info>(),
+        ] {
+            assert_eq!(align, 8);
+        }
+        // A C enum is an int-sized integer.
+        assert_eq!(size_of::<wharf_code>(), 4);
+        assert_eq!(size_of::<wharf_fold_fn>(), 8);
+    }
+
+    #[test]
+    fn options_init_sets_struct_size_to_the_c_size() {
+        // The library's *_init functions write sizeof(struct) as compiled in C: a second,
+        // independent check of the Rust sizes.
+        unsafe {
+            let mut r = std::mem::zeroed::<wharf_runtime_options>();
+            wharf_runtime_options_init(&mut r);
+            assert_eq!(r.struct_size as usize, size_of::<wharf_runtime_options>());
+            let mut c = std::mem::zeroed::<wharf_container_options>();
+            wharf_container_options_init(&mut c);
+            assert_eq!(c.struct_size as usize, size_of::<wharf_container_options>());
+            let mut u = std::mem::zeroed::<wharf_update_options>();
+            wharf_update_options_init(&mut u);
+            assert_eq!(u.struct_size as usize, size_of::<wharf_update_options>());
+            assert_eq!(u.target, WHARF_TARGET_INACTIVE);
+            assert!(u.fold.is_none());
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Tensor views: [`TensorView`] (read from the library), [`RawTensor`] (handed to it
+//! through `unsafe` functions) and [`FoldTensor`] (inside a fold callback).
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use crate::error::{Error, Result};
+use crate::sys;
+use crate::types::{DType, Device, Element};
+
+/// Number of elements of `shape` (1 for a scalar), checking for negative dimensions,
+/// too many dimensions and overflow.
+pub(crate) fn num_elements(what: &str, shape: &[i64]) -> Result<usize> {
+    if shape.len() > sys::WHARF_MAX_DIMS {
+        return Err(Error::invalid(format!(
+            "{what}: {} dimensions, at most {} are allowed",
+            shape.len(),
+            sys::WHARF_MAX_DIMS
+        )));
+    }
+    shape.iter().try_fold(1usize, |n, &d| {
+        let d = usize::try_from(d).map_err(|_| {
+            Error::invalid(format!("{what}: negative dimension in shape {shape:?}"))
+        })?;
+        n.checked_mul(d).ok_or_else(|| {
+            Error::invalid(format!(
+                "{what}: element count of shape {shape:?} overflows"
+            ))
+        })
+    })
+}
+
+/// Builds a C view whose arrays point into `shape` and `strides` (which must outlive its
+/// use).
+pub(crate) fn c_view(
+    data: *const c_void,
+    dtype: DType,
+    device: Device,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+) -> sys::wharf_tensor_view {
+    let (device_type, device_index) = device.to_raw();
+    sys::wharf_tensor_view {
+        data: data.cast_mut(),
+        dtype: dtype.to_raw(),
+        device_type,
+        device_index,
+        ndim: shape.len() as i32, // callers checked shape.len() <= WHARF_MAX_DIMS
+        shape: if shape.is_empty() {
+            std::ptr::null()
+        } else {
+            shape.as_ptr()
+        },
+        strides: strides.map_or(std::ptr::null(), <[i64]>::as_ptr),
+    }
+}
+
+/// The metadata of a C view, copied out of the library's memory.
+#[derive(Debug, Clone, PartialEq)]
+struct Meta {
+    dtype: DType,
+    device: Device,
+    shape: Vec<i64>,
+    strides: Option<Vec<i64>>,
+}
+
+impl Meta {
+    /// # Safety
+    ///
+    /// `v` must have been filled by the library: `shape`/`strides` valid for `ndim`
+    /// elements when non-NULL.
+    unsafe fn from_c(v: &sys::wharf_tensor_view) -> Result<Meta> {
+        let dtype = DType::from_raw(v.dtype).ok_or_else(|| {
+            Error::new(
+                crate::Code::Unsupported,
+                format!("dtype value {} is unknown to this binding", v.dtype),
+            )
+        })?;
+        let device = Device::from_raw(v.device_type, v.device_index)?;
+        let n = usize::try_from(v.ndim).unwrap_or(0);
+        // SAFETY: the caller guarantees the arrays hold ndim elements.
+        let copy = |p: *const i64| {
+            (!p.is_null() && n > 0).then(|| unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+        };
+        Ok(Meta {
+            dtype,
+            device,
+            shape: copy(v.shape).unwrap_or_default(),
+            strides: copy(v.strides),
+        })
+    }
+
+    fn num_elements(&self) -> usize {
+        self.shape.iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    fn is_contiguous(&self) -> bool {
+        let Some(strides) = &self.strides else {
+            return true;
+        };
+        let mut want = 1i64;
+        for (&d, &s) in self.shape.iter().zip(strides).rev() {
+            if d != 1 && s != want {
+                return false;
+            }
+            want = want.saturating_mul(d);
+        }
+        true
+    }
+}
+
+/// A tensor the library handed out: a map entry ([`ConstantMap::find`]) or a constant of
+/// a run ([`Run::tensor`]). Its data belongs to the map or the run and stays valid, and
+/// unchanged, for the lifetime `'a` of that borrow.
+///
+/// [`ConstantMap::find`]: crate::ConstantMap::find
+/// [`Run::tensor`]: crate::Run::tensor
+#[derive(Debug, Clone)]
+pub struct TensorView<'a> {
+    data: *const c_void,
+    meta: Meta,
+    _borrow: PhantomData<&'a [u8]>,
+}
+
+// SAFETY: a TensorView is a shared borrow of immutable memory (like `&'a [u8]`) plus
+// owned metadata; reading it from several threads is as safe as reading a shared slice.
+unsafe impl Send for TensorView<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for TensorView<'_> {}
+
+impl<'a> TensorView<'a> {
+    /// # Safety
+    ///
+    /// `v` was filled by the library, and its data is readable (for host memory) and not
+    /// mutated for `'a`.
+    pub(crate) unsafe fn from_c(v: &sys::wharf_tensor_view) -> Result<TensorView<'a>> {
+        // SAFETY: forwarded from the caller.
+        let meta = unsafe { Meta::from_c(v)? };
+        Ok(TensorView {
+            data: v.data.cast_const(),
+            meta,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// The address of the first element (a device pointer for [`Device::Cuda`]).
+    pub fn data_ptr(&self) -> *const c_void {
+        self.data
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.meta.dtype
+    }
+
+    /// Where the memory lives.
+    pub fn device(&self) -> Device {
+        self.meta.device
+    }
+
+    /// The dimensions (empty for a scalar).
+    pub fn shape(&self) -> &[i64] {
+        &self.meta.shape
+    }
+
+    /// The strides in elements, or `None` for contiguous row-major.
+    pub fn strides(&self) -> Option<&[i64]> {
+        self.meta.strides.as_deref()
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn num_elements(&self) -> usize {
+        self.meta.num_elements()
+    }
+
+    /// The size of the elements in bytes (`num_elements() * dtype().size()`).
+    pub fn num_bytes(&self) -> usize {
+        self.num_elements() * self.meta.dtype.size()
+    }
+
+    /// Whether the tensor is row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.meta.is_contiguous()
+    }
+
+    /// The data as bytes, if it is contiguous host memory; `None` otherwise.
+    pub fn as_bytes(&self) -> Option<&'a [u8]> {
+        if self.meta.device != Device::Cpu || !self.is_contiguous() {
+            return None;
+        }
+        let n = self.num_bytes();
+        if n == 0 {
+            return Some(&[]);
+        }
+        if self.data.is_null() {
+            return None;
+        }
+        // SAFETY: host memory of n bytes, readable and unchanged for 'a (from_c's contract).
+        Some(unsafe { std::slice::from_raw_parts(self.data.cast::<u8>(), n) })
+    }
+
+    /// The data as a typed slice. Errors ([`Code::InvalidArgument`](crate::Code)): the
+    /// dtype is not `T`'s, the memory is not contiguous host memory, or it is not aligned
+    /// for `T` (use [`to_vec`](Self::to_vec) then).
+    pub fn as_slice<T: Element>(&self) -> Result<&'a [T]> {
+        self.check_type::<T>()?;
+        let bytes = self.as_bytes().ok_or_else(|| {
+            Error::invalid("TensorView::as_slice: the tensor is not contiguous host memory")
+        })?;
+        if bytes.is_empty() {
+            return Ok(&[]);
+        }
+        if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
+            return Err(Error::invalid(format!(
+                "TensorView::as_slice: the data is not aligned for {}",
+                T::DTYPE
+            )));
+        }
+        // SAFETY: aligned, the right size (dtype checked), and every bit pattern is a valid
+        // T (Element is sealed to plain numbers).
+        Ok(unsafe {
+            std::slice::from_raw_parts(
+                bytes.as_ptr().cast::<T>(),
+                bytes.len() / std::mem::size_of::<T>(),
+            )
+        })
+    }
+
+    /// Copies the data into a new vector (any alignment). Errors as
+    /// [`as_slice`](Self::as_slice), except alignment.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_type::<T>()?;
+        let bytes = self.as_bytes().ok_or_else(|| {
+            Error::invalid("TensorView::to_vec: the tensor is not contiguous host memory")
+        })?;
+        let n = bytes.len() / std::mem::size_of::<T>();
+        let mut out = Vec::<T>::with_capacity(n);
+        // SAFETY: out has room for n elements (n * size_of::<T>() == bytes.len()); byte
+        // copies need no alignment; every bit pattern is a valid T.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                out.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            );
+            out.set_len(n);
+        }
+        Ok(out)
+    }
+
+    fn check_type<T: Element>(&self) -> Result<()> {
+        if self.meta.dtype != T::DTYPE {
+            return Err(Error::invalid(format!(
+                "tensor has dtype {}, the Rust type is {}",
+                self.meta.dtype,
+                T::DTYPE
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A tensor in memory the caller manages, for the `unsafe` functions that take raw
+/// pointers ([`ConstantMap::set_raw`], [`Container::bind_user_constant`]): device
+/// memory, memory mapped by other means, and so on.
+///
+/// [`ConstantMap::set_raw`]: crate::ConstantMap::set_raw
+/// [`Container::bind_user_constant`]: crate::Container::bind_user_constant
+#[derive(Debug, Clone, Copy)]
+pub struct RawTensor<'s> {
+    /// The first element (a device pointer for [`Device::Cuda`]).
+    pub data: *const c_void,
+    /// The element type.
+    pub dtype: DType,
+    /// Where the memory lives.
+    pub device: Device,
+    /// The dimensions (empty for a scalar).
+    pub shape: &'s [i64],
+    /// Strides in elements; `None` for contiguous row-major.
+    pub strides: Option<&'s [i64]>,
+}
+
+impl RawTensor<'_> {
+    pub(crate) fn check(&self, what: &str) -> Result<()> {
+        num_elements(what, self.shape)?;
+        if let Some(s) = self.strides {
+            if s.len() != self.shape.len() {
+                return Err(Error::invalid(format!(
+                    "{what}: {} strides for {} dimensions",
+                    s.len(),
+                    self.shape.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn to_c(self) -> sys::wharf_tensor_view {
+        c_view(self.data, self.dtype, self.device, self.shape, self.strides)
+    }
+}
+
+/// A constant of the generation a fold callback is writing
+/// ([`FoldRun::tensor`](crate::FoldRun::tensor)). Derived constants are written through
+/// [`data_ptr`](Self::data_ptr) (host memory on the host backend, device memory for your
+/// kernels on CUDA), so access is raw: the binding cannot know what else touches it.
+#[derive(Debug, Clone)]
+pub struct FoldTensor {
+    data: *mut c_void,
+    meta: Meta,
+}
+
+impl FoldTensor {
+    /// # Safety
+    ///
+    /// As [`Meta::from_c`].
+    pub(crate) unsafe fn from_c(v: &sys::wharf_tensor_view) -> Result<FoldTensor> {
+        // SAFETY: forwarded from the caller.
+        Ok(FoldTensor {
+            data: v.data,
+            meta: unsafe { Meta::from_c(v)? },
+        })
+    }
+
+    /// The address of the first element. Valid only during the fold callback.
+    pub fn data_ptr(&self) -> *mut c_void {
+        self.data
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.meta.dtype
+    }
+
+    /// Where the memory lives.
+    pub fn device(&self) -> Device {
+        self.meta.device
+    }
+
+    /// The dimensions (empty for a scalar).
+    pub fn shape(&self) -> &[i64] {
+        &self.meta.shape
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn num_elements(&self) -> usize {
+        self.meta.num_elements()
+    }
+}

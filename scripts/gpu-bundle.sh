@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Collects what the lent GPU machine needs into one small folder (< 64 MiB): libwharf.so,
+# the CLI, the test and benchmark binaries, and the script that runs them all.
+# usage: scripts/gpu-bundle.sh BUILD_DIR OUT_DIR
+set -euo pipefail
+BUILD=${1:-build}; OUT=${2:-gpu-bundle}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$OUT"; mkdir -p "$OUT"
+cp -a "$BUILD"/libwharf.so* "$OUT"/
+cp "$BUILD"/wharf "$OUT"/
+for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
+  [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
+done
+for b in "$BUILD"/bench/*_bench; do [ -x "$b" ] && cp "$b" "$OUT"/; done
+cp "$ROOT"/scripts/gpu-run.sh "$OUT"/
+[ -d "$ROOT"/tests/gpu/reference ] && cp -r "$ROOT"/tests/gpu/reference "$OUT"/
+strip --strip-debug "$OUT"/wharf_* "$OUT"/*_bench 2>/dev/null || true
+du -sh "$OUT"
+ls -la "$OUT"

@@ -1,0 +1,380 @@
+// Containers and runs on the CUDA backend: sources of every kind, kernels reading weights
+// through leases, storage that outlives in-flight kernels, in-place updates ordered after
+// kernels on the device, fold kernels, and concurrent runs against an updating writer.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/device.h"
+#include "test_kernels.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+__global__ void count_mismatch_kernel(const float* p, uint64_t n, float expect, unsigned long long* bad) {
+  unsigned long long local = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    local += p[i] != expect;
+  if (local) atomicAdd(bad, local);
+}
+
+__global__ void scale_kernel(const float* src, float* dst, uint64_t n, float k) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i] * k;
+}
+
+void count_mismatch(cudaStream_t s, const wharf_tensor_view& v, float expect, unsigned long long* bad) {
+  uint64_t n = 1;
+  for (int i = 0; i < v.ndim; ++i) n *= uint64_t(v.shape[i]);
+  count_mismatch_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(v.data), n, expect, bad);
+}
+
+// Mismatch counters in device memory, read back after the stream is done.
+struct Counters {
+  unsigned long long* d = nullptr;
+  int n;
+  explicit Counters(int count) : n(count) {
+    EXPECT_EQ(cudaMalloc(&d, n * sizeof(unsigned long long)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(d, 0, n * sizeof(unsigned long long)), cudaSuccess);
+  }
+  ~Counters() { cudaFree(d); }
+  unsigned long long operator[](int i) const {
+    unsigned long long v = ~0ull;
+    EXPECT_EQ(cudaMemcpy(&v, d + i, sizeof v, cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+  unsigned long long* at(int i) { return d + i; }
+};
+
+struct St {
+  wharf_status* s;
+  St(wharf_status* st) : s(st) {}  // NOLINT
+  ~St() { wharf_status_free(s); }
+  wharf_code code() const { return wharf_status_code(s); }
+  std::string msg() const { return wharf_status_message(s); }
+};
+#define ASSERT_OK(expr)                           \
+  do {                                            \
+    St _st(expr);                                 \
+    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
+  } while (0)
+
+constexpr int kTensors = 8;
+constexpr int64_t kElems = 1 << 20;  // 4 MiB of F32 each
+
+std::string name(int i) { return "layers." + std::to_string(i) + ".w"; }
+
+class GpuContainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!wharf::cuda_device_available(0, &reason)) GTEST_SKIP() << "no usable CUDA device: " << reason;
+    wharf_runtime_options o;
+    wharf_runtime_options_init(&o);
+    o.backend = WHARF_BACKEND_CUDA;
+    ASSERT_OK(wharf_runtime_create(&o, &rt));
+    host.assign(kTensors, std::vector<float>(kElems, 0.0f));
+  }
+  void TearDown() override {
+    wharf_container_free(c);
+    wharf_runtime_free(rt);
+  }
+  // A map over the pageable host tensors, every element of tensor i = stamp.
+  wharf_constant_map* stamped(float stamp, int count = kTensors) {
+    wharf_constant_map* m = nullptr;
+    EXPECT_EQ(wharf_constant_map_create(&m), nullptr);
+    for (int i = 0; i < count; ++i) {
+      std::fill(host[i].begin(), host[i].end(), stamp);
+      wharf_tensor_view v{host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+      EXPECT_EQ(wharf_constant_map_set(m, name(i).c_str(), &v), nullptr);
+    }
+    return m;
+  }
+  void load(float stamp) {
+    wharf_constant_map* m = stamped(stamp);
+    St st(wharf_container_create_from_map(rt, m, nullptr, &c));
+    wharf_constant_map_free(m);
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+  }
+  uint64_t constants_bytes() {
+    wharf_memory_stats ms;
+    std::memset(&ms, 0, sizeof ms);
+    ms.struct_size = sizeof ms;
+    St st(wharf_runtime_memory_stats(rt, &ms));
+    return ms.current[WHARF_MEM_CONSTANTS];
+  }
+
+  wharf_runtime* rt = nullptr;
+  wharf_container* c = nullptr;
+  std::vector<std::vector<float>> host;
+  int64_t shape = kElems;
+};
+
+TEST_F(GpuContainer, SourcesOfEveryKindLandOnTheDevice) {
+  // tensor 0: pageable, 1: pinned, 2: device memory, in one map.
+  float* pinned = nullptr;
+  float* dev = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&pinned), kElems * 4, cudaHostAllocDefault), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), kElems * 4), cudaSuccess);
+  std::vector<float> pageable(kElems, 1.0f), staging(kElems, 3.0f);
+  for (int64_t i = 0; i < kElems; ++i) pinned[i] = 2.0f;
+  ASSERT_EQ(cudaMemcpy(dev, staging.data(), kElems * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  wharf_tensor_view v0{pageable.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+  wharf_tensor_view v1{pinned, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+  wharf_tensor_view v2{dev, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 1, &shape, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m, "a", &v0));
+  ASSERT_OK(wharf_constant_map_set(m, "b", &v1));
+  ASSERT_OK(wharf_constant_map_set(m, "c", &v2));
+  ASSERT_OK(wharf_container_create_from_map(rt, m, nullptr, &c));
+  wharf_constant_map_free(m);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Counters bad(3);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
+  EXPECT_EQ(wharf_run_stream(run), static_cast<void*>(s));
+  const char* names[3] = {"a", "b", "c"};
+  for (int i = 0; i < 3; ++i) {
+    wharf_tensor_view v;
+    ASSERT_OK(wharf_run_tensor(run, names[i], &v));
+    EXPECT_EQ(v.device_type, WHARF_DEVICE_CUDA);
+    cudaPointerAttributes attr;
+    ASSERT_EQ(cudaPointerGetAttributes(&attr, v.data), cudaSuccess);
+    EXPECT_EQ(attr.type, cudaMemoryTypeDevice);
+    count_mismatch(s, v, float(i + 1), bad.at(i));
+  }
+  float last = 0;
+  ASSERT_OK(wharf_run_read(run, "c", (kElems - 1) * 4, &last, 4));
+  EXPECT_EQ(last, 3.0f);
+  ASSERT_OK(wharf_run_end(run));
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(bad[0] + bad[1] + bad[2], 0ull);
+  cudaStreamDestroy(s);
+  cudaFree(dev);
+  cudaFreeHost(pinned);
+}
+
+TEST_F(GpuContainer, HostPlacedConstantLivesInPinnedHostMemory) {
+  int64_t n = 256;
+  wharf_constant_decl d[1] = {{"table", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_HOST, 0}};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = d;
+  o.num_constants = 1;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  std::vector<float> src(256, 7.0f);
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  wharf_tensor_view v{src.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m, "table", &v));
+  ASSERT_OK(wharf_container_update(c, m, nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_constant_map_free(m);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  wharf_tensor_view t;
+  ASSERT_OK(wharf_run_tensor(run, "table", &t));
+  EXPECT_EQ(t.device_type, WHARF_DEVICE_CPU);
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, t.data), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeHost);  // pinned
+  EXPECT_EQ(static_cast<float*>(t.data)[255], 7.0f);
+  ASSERT_OK(wharf_run_end(run));
+}
+
+TEST_F(GpuContainer, StorageOutlivesKernelsStillReadingIt) {
+  load(1.0f);
+  uint64_t model = constants_bytes();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Counters bad(1);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
+  ASSERT_EQ(wharf_test::launch_spin(s, 300'000'000), cudaSuccess);  // 300 ms before reading
+  for (int i = 0; i < kTensors; ++i) {
+    wharf_tensor_view v;
+    ASSERT_OK(wharf_run_tensor(run, name(i).c_str(), &v));
+    count_mismatch(s, v, 1.0f, bad.at(0));
+  }
+  ASSERT_OK(wharf_run_end(run));
+  // Replace everything and drop the old generation while the kernels have not run yet. The
+  // new slots must not reuse the old storage: the kernels would then read 2.0.
+  wharf_constant_map* m = stamped(2.0f);
+  ASSERT_OK(wharf_container_update(c, m, nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  ASSERT_OK(wharf_container_free_inactive(c));
+  wharf_constant_map_free(m);
+  EXPECT_EQ(constants_bytes(), 2 * model);  // generation 1 is held for the in-flight run
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(bad[0], 0ull);
+  ASSERT_OK(wharf_container_free_inactive(c));  // reaps the finished run
+  EXPECT_EQ(constants_bytes(), model);
+  cudaStreamDestroy(s);
+}
+
+TEST_F(GpuContainer, InPlaceUpdateWaitsOnTheDeviceForEndedRuns) {
+  load(1.0f);
+  uint64_t model = constants_bytes();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Counters bad(2);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
+  ASSERT_EQ(wharf_test::launch_spin(s, 200'000'000), cudaSuccess);
+  for (int i = 0; i < kTensors; ++i) {
+    wharf_tensor_view v;
+    ASSERT_OK(wharf_run_tensor(run, name(i).c_str(), &v));
+    count_mismatch(s, v, 1.0f, bad.at(0));
+  }
+  ASSERT_OK(wharf_run_end(run));
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  wharf_constant_map* m = stamped(5.0f);
+  wharf_runtime_reset_peak(rt);
+  ASSERT_OK(wharf_container_update(c, m, &o));
+  wharf_constant_map_free(m);
+  EXPECT_EQ(constants_bytes(), model);  // no extra memory
+  ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
+  for (int i = 0; i < kTensors; ++i) {
+    wharf_tensor_view v;
+    ASSERT_OK(wharf_run_tensor(run, name(i).c_str(), &v));
+    count_mismatch(s, v, 5.0f, bad.at(1));
+  }
+  ASSERT_OK(wharf_run_end(run));
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(bad[0], 0ull);  // the earlier kernels saw only old data
+  EXPECT_EQ(bad[1], 0ull);  // later ones only new data
+  cudaStreamDestroy(s);
+}
+
+wharf_status* double_fold(wharf_run* run, void*) {
+  wharf_tensor_view w, w2;
+  wharf_status* st = wharf_run_tensor(run, "w", &w);
+  if (st) return st;
+  if ((st = wharf_run_tensor(run, "w2", &w2))) return st;
+  auto s = static_cast<cudaStream_t>(wharf_run_stream(run));
+  scale_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(w.data), static_cast<float*>(w2.data), uint64_t(w.shape[0]), 2.0f);
+  return nullptr;
+}
+
+TEST_F(GpuContainer, FoldKernelComputesDerivedConstant) {
+  int64_t n = 4096;
+  wharf_constant_decl d[2] = {{"w", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+                              {"w2", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = d;
+  o.num_constants = 2;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  std::vector<float> w(4096, 1.5f);
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  wharf_tensor_view v{w.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
+  ASSERT_OK(wharf_constant_map_set(m, "w", &v));
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.fold = double_fold;
+  ASSERT_OK(wharf_container_update(c, m, &u));
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_constant_map_free(m);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  std::vector<float> out(4096);
+  ASSERT_OK(wharf_run_read(run, "w2", 0, out.data(), 4096 * 4));
+  EXPECT_EQ(out[0], 3.0f);
+  EXPECT_EQ(out[4095], 3.0f);
+  ASSERT_OK(wharf_run_end(run));
+}
+
+TEST_F(GpuContainer, PartialUpdateCostsTheUpdatedBytesOnDevice) {
+  load(1.0f);
+  uint64_t model = constants_bytes();
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  wharf_constant_map* m = stamped(2.0f, kTensors / 4);
+  ASSERT_OK(wharf_container_update(c, m, nullptr));
+  wharf_constant_map_free(m);
+  size_t free1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  uint64_t updated = uint64_t(kTensors / 4) * kElems * 4;
+  EXPECT_EQ(constants_bytes() - model, updated);
+  EXPECT_GE(free0 - free1, updated);           // the driver agrees
+  EXPECT_LT(free0 - free1, updated + (64u << 20));  // and it is not a model copy
+}
+
+// Four serving threads, each on its own stream, check on the device that every tensor of
+// their run holds the run's generation stamp, while the main thread updates and swaps.
+TEST_F(GpuContainer, ConcurrentRunsSeeExactlyOneGenerationOnDevice) {
+  load(1.0f);
+  std::mutex mu;
+  std::map<uint64_t, float> stamp_of{{wharf_container_generation(c), 1.0f}};
+  std::atomic<bool> stop{false};
+  std::atomic<int> runs{0}, errors{0};
+  Counters bad(1);
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      cudaStream_t s;
+      if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+        ++errors;
+        return;
+      }
+      while (!stop) {
+        wharf_run* run = nullptr;
+        St st(wharf_run_begin(c, nullptr, s, &run));
+        if (st.code() != WHARF_OK) {
+          ++errors;
+          break;
+        }
+        float expect;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          expect = stamp_of.at(wharf_run_generation(run));
+        }
+        for (int i = 0; i < kTensors; ++i) {
+          wharf_tensor_view v;
+          St ts(wharf_run_tensor(run, name(i).c_str(), &v));
+          if (ts.code() != WHARF_OK) ++errors;
+          else count_mismatch(s, v, expect, bad.at(0));
+        }
+        St end(wharf_run_end(run));
+        if (end.code() != WHARF_OK) ++errors;
+        ++runs;
+        // One request at a time per stream, as a server does; unbounded queues would only
+        // measure the launch backlog (and crawl under compute-sanitizer).
+        if (cudaStreamSynchronize(s) != cudaSuccess) ++errors;
+      }
+      if (cudaStreamSynchronize(s) != cudaSuccess) ++errors;
+      cudaStreamDestroy(s);
+    });
+  }
+  for (int k = 2; k < 30; ++k) {
+    wharf_constant_map* m = stamped(float(k));
+    ASSERT_OK(wharf_container_update(c, m, nullptr));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stamp_of[wharf_container_generation(c) + 1] = float(k);
+    }
+    ASSERT_OK(wharf_container_swap(c));
+    ASSERT_OK(wharf_container_free_inactive(c));
+    wharf_constant_map_free(m);
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(runs.load(), 0);
+  EXPECT_EQ(bad[0], 0ull);
+}
+
+}  // namespace
