@@ -108,6 +108,56 @@ func (r *Run) Stream() unsafe.Pointer {
 	return s
 }
 
+// Read copies len(dst) bytes of constant fqn, starting at byte offset, from the run's
+// generation into dst and returns when the copy is complete. It works wherever the
+// constant lives (device memory included), but it waits for the run's stream: it is meant
+// for inspection and tests, not the serving path. dst may be Go memory (it is written only
+// during the call). Errors: ErrNotFound, ErrInvalidArgument (a range past the constant's
+// bytes).
+func (r *Run) Read(fqn string, offset uint64, dst []byte) error {
+	cfqn := C.CString(fqn)
+	defer C.free(unsafe.Pointer(cfqn))
+	p, err := r.h.rlock("Run.Read")
+	if err != nil {
+		return err
+	}
+	defer r.h.mu.RUnlock()
+	err = runRead((*C.wharf_run)(p), cfqn, offset, dst)
+	runtime.KeepAlive(r)
+	return err
+}
+
+func runRead(run *C.wharf_run, fqn *C.char, offset uint64, dst []byte) error {
+	var p unsafe.Pointer
+	if len(dst) > 0 {
+		p = unsafe.Pointer(&dst[0])
+	}
+	err := statusError(C.wharf_run_read(run, fqn, C.uint64_t(offset), p, C.uint64_t(len(dst))))
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// ReadValues copies a whole constant of the run's generation into a new Go slice,
+// through Run.Read (so it works for device memory too). The constant's dtype must be T's.
+func ReadValues[T Element](r *Run, fqn string) ([]T, error) {
+	t, err := r.Tensor(fqn)
+	if err != nil {
+		return nil, err
+	}
+	if want := DTypeOf[T](); t.DType != want {
+		return nil, invalidArgument("ReadValues: constant '%s' has dtype %v, the Go type wants %v", fqn, t.DType, want)
+	}
+	out := make([]T, t.NumElements())
+	if len(out) == 0 {
+		return out, nil
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(out)*int(unsafe.Sizeof(out[0])))
+	if err := r.Read(fqn, 0, dst); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FoldRun is the run an update's Fold callback receives: a view of the generation being
 // written, derived constants included. It is valid only during the callback; afterwards
 // its methods fail with ErrClosed. Write derived constants through the tensors' Data
@@ -146,4 +196,18 @@ func (f *FoldRun) Stream() unsafe.Pointer {
 	}
 	defer f.h.mu.RUnlock()
 	return C.wharf_run_stream((*C.wharf_run)(p))
+}
+
+// Read copies len(dst) bytes of constant fqn, starting at byte offset, from the
+// generation being written into dst, after the work already on the fold's stream; see
+// Run.Read.
+func (f *FoldRun) Read(fqn string, offset uint64, dst []byte) error {
+	cfqn := C.CString(fqn)
+	defer C.free(unsafe.Pointer(cfqn))
+	p, err := f.h.rlock("FoldRun.Read")
+	if err != nil {
+		return err
+	}
+	defer f.h.mu.RUnlock()
+	return runRead((*C.wharf_run)(p), cfqn, offset, dst)
 }

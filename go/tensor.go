@@ -65,7 +65,8 @@ func (t Tensor) IsContiguous() bool {
 }
 
 // Bytes returns the tensor's data as a byte slice aliasing the underlying memory, or nil
-// unless the tensor is contiguous host memory (DeviceCPU). The slice is valid only until
+// unless the tensor is contiguous host memory (DeviceCPU; a run's device memory is read
+// with Run.Read). The slice is valid only until
 // the tensor's owner is closed (a run: ended); it must not be used after that, and it must
 // not be written when the memory belongs to Wharf (a run's tensors, a file mapping).
 func (t Tensor) Bytes() []byte {

@@ -3,6 +3,7 @@ package wharf
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
@@ -828,6 +829,21 @@ func TestRun(t *testing.T) {
 	}
 	_, err = r.Tensor("zz")
 	wantCode(t, err, ErrNotFound, "zz")
+
+	// Read copies through the run's stream into Go memory.
+	got := make([]byte, 8)
+	must(t, r.Read("b", 4, got))
+	if v := unsafe.Slice((*int32)(unsafe.Pointer(&got[0])), 2); v[0] != 2 || v[1] != 3 {
+		t.Fatalf("Read(b, 4, 8 bytes) = %v", v)
+	}
+	if v, err := ReadValues[float32](r, "a"); err != nil || !equal(v, []float32{1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("ReadValues(a) = %v, %v", v, err)
+	}
+	must(t, r.Read("b", 16, nil)) // an empty read at the end is fine
+	wantCode(t, r.Read("b", 12, make([]byte, 8)), ErrInvalidArgument, "b")
+	wantCode(t, r.Read("zz", 0, got), ErrNotFound, "zz")
+	_, err = ReadValues[int64](r, "a")
+	wantCode(t, err, ErrInvalidArgument, "F32")
 	m, err := NewConstantMap()
 	must(t, err)
 	defer m.Close()
@@ -852,6 +868,7 @@ func TestRun(t *testing.T) {
 	must(t, r.End()) // idempotent
 	_, err = r.Tensor("a")
 	wantClosed(t, err)
+	wantClosed(t, r.Read("a", 0, got))
 	if r.Generation() != 0 || r.Stream() != nil {
 		t.Fatal("an ended run reports state")
 	}
@@ -1014,7 +1031,17 @@ func TestFold(t *testing.T) {
 		if r.Stream() != nil {
 			return errors.New("a host-backend fold got a stream")
 		}
-		return transpose(r)
+		if err := transpose(r); err != nil {
+			return err
+		}
+		back := make([]byte, 4)
+		if err := r.Read("wt", 4, back); err != nil {
+			return err
+		}
+		if v := *(*float32)(unsafe.Pointer(&back[0])); v != 3 {
+			return fmt.Errorf("FoldRun.Read(wt[1]) = %v", v)
+		}
+		return nil
 	}})
 	must(t, err)
 	if calls != 1 {
@@ -1022,6 +1049,7 @@ func TestFold(t *testing.T) {
 	}
 	_, err = kept.Tensor("w")
 	wantClosed(t, err) // a FoldRun is invalid after its callback
+	wantClosed(t, kept.Read("w", 0, make([]byte, 4)))
 	must(t, c.Swap())
 	if v, _ := readRun[float32](t, c, "wt"); !equal(v, []float32{0, 3, 1, 4, 2, 5}) {
 		t.Fatalf("derived wt = %v", v)

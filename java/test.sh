@@ -4,10 +4,11 @@
 #   java/test.sh BUILD_DIR
 #
 # BUILD_DIR is a CMake build folder holding libwharf.so. Everything this script makes goes
-# under BUILD_DIR/java: the SWIG output (gen/), the JNI library (libwharfjni.so) and the
-# compiled classes. Needs swig, gcc, a JDK (javac found on PATH, or JAVA_HOME) and Debian's
-# JUnit 4 and Hamcrest jars (override with JUNIT_JAR / HAMCREST_JAR). The last line printed
-# is "N passed, N failed"; the exit status is non-zero on any failure.
+# under BUILD_DIR/java: the SWIG output (gen/), the JNI library (libwharfjni.so), the
+# compiled classes and the API docs (javadoc/). Needs swig, gcc, a JDK (javac found on
+# PATH, or JAVA_HOME) and Debian's JUnit 4 and Hamcrest jars (override with JUNIT_JAR /
+# HAMCREST_JAR). The last line printed is "N passed, N failed"; the exit status is non-zero
+# on any failure.
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -53,7 +54,7 @@ fi
 
 OUT="$BUILD/java"
 GEN="$OUT/gen"
-rm -rf "$GEN" "$OUT/classes" "$OUT/test-classes" "$OUT/libwharfjni.so"
+rm -rf "$GEN" "$OUT/classes" "$OUT/test-classes" "$OUT/javadoc" "$OUT/libwharfjni.so"
 mkdir -p "$GEN" "$OUT/classes" "$OUT/test-classes"
 
 # --- JNI layer: SWIG, then the shared library --------------------------------------------
@@ -81,11 +82,14 @@ gcc -shared -fPIC -o "$BROKEN/libbroken.so" "$BROKEN/broken.c" -L"$BROKEN" -lgon
 rm "$BROKEN/libgone.so"
 
 # --- Java ---------------------------------------------------------------------------------
-echo "== javac"
+echo "== javac, javadoc"
 "$JAVAC" -encoding UTF-8 -Xlint:all -d "$OUT/classes" "$GEN"/*.java
 find "$ROOT/java/src/main/java" -name '*.java' > "$OUT/main-sources.txt"
 "$JAVAC" -encoding UTF-8 -Xlint:all -Werror -Xdoclint:all/protected -cp "$OUT/classes" \
   -d "$OUT/classes" @"$OUT/main-sources.txt"
+# The API's documentation, with every public item required to have a complete comment.
+"$JAVA_HOME/bin/javadoc" -quiet -encoding UTF-8 -Xdoclint:all -Werror -cp "$OUT/classes" \
+  -d "$OUT/javadoc" @"$OUT/main-sources.txt"
 TEST_CP="$OUT/classes:$JUNIT_JAR:$HAMCREST_JAR"
 find "$ROOT/java/src/test/java" -name '*.java' > "$OUT/test-sources.txt"
 "$JAVAC" -encoding UTF-8 -Xlint:all -Werror -cp "$TEST_CP" -d "$OUT/test-classes" \
@@ -104,7 +108,7 @@ status=${PIPESTATUS[0]}
 set -e
 # -Xcheck:jni reports JNI misuse (calls with an exception pending, leaked local references)
 # as warnings, not errors: treat them as failures.
-if grep -q "WARNING in native method" "$LOG"; then
+if grep -qE "WARNING in native method|WARNING: JNI local refs" "$LOG"; then
   echo "error: -Xcheck:jni reported JNI misuse (see $LOG)" >&2
   [ "$status" -ne 0 ] || status=1
 fi

@@ -388,8 +388,11 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
     return o;
   }
   ~wharf_device_info() { free($self); }
-  /** The device's name (always NUL-terminated: the library writes at most 255 bytes). */
-  const char* device_name() const { return $self->name; }
+  /** The device's name. wharf.h does not promise a terminator, so the last byte is forced to NUL. */
+  const char* device_name() {
+    $self->name[sizeof($self->name) - 1] = '\0';
+    return $self->name;
+  }
 }
 
 %extend wharf_memory_stats {
@@ -605,6 +608,15 @@ wharf_run* wharf_swig_run_begin(wharf_container* container, int64_t stream,
   wharf_run* run = NULL;
   *status_out = wharf_run_begin(container, NULL, (void*)(intptr_t)stream, &run);
   return *status_out ? NULL : run;
+}
+
+/**
+ * wharf_run_read into host memory given as an integer address; `dst_address` must point to
+ * at least `bytes` writable bytes.
+ */
+wharf_status* wharf_swig_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
+                                  int64_t dst_address, uint64_t bytes) {
+  return wharf_run_read(run, fqn, offset, (void*)(intptr_t)dst_address, bytes);
 }
 
 /** wharf_run_stream as an integer (0 on the host backend). */

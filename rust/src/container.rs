@@ -520,6 +520,31 @@ impl Container {
     }
 }
 
+/// `wharf_run_read` into a Rust buffer.
+///
+/// # Safety
+///
+/// `run` is a live run.
+unsafe fn run_read(
+    run: *const sys::wharf_run,
+    fqn: &str,
+    offset: u64,
+    dst: &mut [u8],
+) -> Result<()> {
+    let cfqn = cstring(fqn, "constant name")?;
+    // SAFETY: a live run (caller); `dst` is writable for its length, and the call returns
+    // only when the copy into it is complete.
+    unsafe {
+        Error::check(sys::wharf_run_read(
+            run,
+            cfqn.as_ptr(),
+            offset,
+            dst.as_mut_ptr().cast::<c_void>(),
+            dst.len() as u64,
+        ))
+    }
+}
+
 fn container_options(name: &CStr) -> sys::wharf_container_options {
     // SAFETY: all-zero is valid input for *_init, which fills the defaults.
     let mut o = unsafe { std::mem::zeroed::<sys::wharf_container_options>() };
@@ -584,6 +609,42 @@ impl Run<'_> {
         }
     }
 
+    /// Copies `dst.len()` bytes of constant `fqn`, starting at byte `offset`, from the
+    /// run's generation into `dst` and returns when the copy is complete. It works
+    /// wherever the constant lives (device memory included) but waits for the run's
+    /// stream: it is meant for inspection and tests, not the serving path. Errors:
+    /// `NotFound`, `InvalidArgument` (a range past the constant's bytes).
+    pub fn read(&self, fqn: &str, offset: u64, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: a live run.
+        unsafe { run_read(self.raw.as_ptr(), fqn, offset, dst) }
+    }
+
+    /// Copies a whole constant into a new vector through [`read`](Self::read) (so it works
+    /// for device memory too). Errors: `InvalidArgument` if the constant's dtype is not
+    /// `T`'s, otherwise as `read`.
+    pub fn read_to_vec<T: Element>(&self, fqn: &str) -> Result<Vec<T>> {
+        let t = self.tensor(fqn)?;
+        if t.dtype() != T::DTYPE {
+            return Err(Error::invalid(format!(
+                "constant '{fqn}' has dtype {}, the Rust type is {}",
+                t.dtype(),
+                T::DTYPE
+            )));
+        }
+        // SAFETY: all-zero bits are a valid value of every Element type.
+        let mut out = vec![unsafe { std::mem::zeroed::<T>() }; t.num_elements()];
+        // SAFETY: the vector's elements are plain bytes to write into (any bit pattern is a
+        // valid T), and the byte slice covers exactly its initialized length.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(out.as_slice()),
+            )
+        };
+        self.read(fqn, 0, bytes)?;
+        Ok(out)
+    }
+
     /// The id of the generation this run pinned.
     pub fn generation(&self) -> u64 {
         // SAFETY: a live run.
@@ -639,6 +700,13 @@ impl FoldRun<'_> {
             ))?;
             FoldTensor::from_c(&v)
         }
+    }
+
+    /// Copies bytes of constant `fqn` from the generation being written into `dst`, after
+    /// the work already on the fold's stream; see [`Run::read`].
+    pub fn read(&self, fqn: &str, offset: u64, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the run is alive during the callback.
+        unsafe { run_read(self.raw.as_ptr(), fqn, offset, dst) }
     }
 
     /// The id of the generation being written.

@@ -335,6 +335,13 @@ extern "C" {
     ) -> *mut wharf_status;
     pub fn wharf_run_generation(run: *const wharf_run) -> u64;
     pub fn wharf_run_stream(run: *const wharf_run) -> *mut c_void;
+    pub fn wharf_run_read(
+        run: *const wharf_run,
+        fqn: *const c_char,
+        offset: u64,
+        dst: *mut c_void,
+        bytes: u64,
+    ) -> *mut wharf_status;
     pub fn wharf_run_end(run: *mut wharf_run) -> *mut wharf_status;
 }
 

@@ -111,7 +111,9 @@ impl Meta {
 
 /// A tensor the library handed out: a map entry ([`ConstantMap::find`]) or a constant of
 /// a run ([`Run::tensor`]). Its data belongs to the map or the run and stays valid, and
-/// unchanged, for the lifetime `'a` of that borrow.
+/// unchanged, for the lifetime `'a` of that borrow. Host memory can be read in place
+/// ([`as_slice`](Self::as_slice)); a run's device memory is read with
+/// [`Run::read`](crate::Run::read).
 ///
 /// [`ConstantMap::find`]: crate::ConstantMap::find
 /// [`Run::tensor`]: crate::Run::tensor

@@ -661,6 +661,16 @@ fn runs() {
         "the container should hold a copy"
     );
     expect_code(run.tensor("zz"), Code::NotFound, &["zz"]);
+    // Reads copy through the run's stream.
+    let mut two = [0u8; 8];
+    run.read("b", 4, &mut two).unwrap();
+    let halves = [&two[..4], &two[4..]].map(|h| i32::from_ne_bytes(h.try_into().unwrap()));
+    assert_eq!(halves, [2, 3]);
+    assert_eq!(run.read_to_vec::<f32>("a").unwrap(), a);
+    run.read("b", 16, &mut []).unwrap(); // an empty read at the end is fine
+    expect_code(run.read("b", 12, &mut two), Code::InvalidArgument, &["b"]);
+    expect_code(run.read("zz", 0, &mut two), Code::NotFound, &["zz"]);
+    expect_code(run.read_to_vec::<i64>("a"), Code::InvalidArgument, &["F32"]);
     // Tensor lookups from several threads on one run, and runs begun on several threads.
     thread::scope(|s| {
         for _ in 0..4 {
@@ -808,7 +818,11 @@ fn fold_computes_derived_constants() {
     let mut calls = 0;
     c.update_with_fold(&m, &UpdateOptions::new(), |run| {
         calls += 1;
-        transpose(run)
+        transpose(run)?;
+        let mut back = [0u8; 4];
+        run.read("wt", 4, &mut back)?; // wt[1] is w[1][0]
+        assert_eq!(f32::from_ne_bytes(back), 3.0);
+        Ok(())
     })
     .unwrap();
     assert_eq!(calls, 1);

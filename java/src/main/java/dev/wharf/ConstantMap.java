@@ -142,9 +142,11 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
     }
     Shapes.checkRank(fqn, dims);
     long bytes = Shapes.byteSize(dtype, dims);
-    if (data.remaining() < bytes) {
+    int position = data.position(); // read once: the checks and the address must agree
+    int remaining = data.limit() - position;
+    if (remaining < bytes) {
       throw new IllegalArgumentException("constant '" + fqn + "': " + dtype + Arrays.toString(dims)
-          + " needs " + bytes + " bytes, but the buffer has " + data.remaining() + " remaining");
+          + " needs " + bytes + " bytes, but the buffer has " + remaining + " remaining");
     }
     try {
       withPointerExclusive(p -> {
@@ -152,7 +154,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
         if (base == 0) {
           throw new IllegalArgumentException("constant '" + fqn + "': the buffer's address is not available");
         }
-        WharfNative.wharf_swig_constant_map_set(p, fqn, base + data.position(), dtype.value(),
+        WharfNative.wharf_swig_constant_map_set(p, fqn, base + position, dtype.value(),
             DeviceType.CPU.value(), 0, dims);
         synchronized (borrowed) {
           borrowed.add(data);
@@ -428,6 +430,10 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
 
   @Override
   public String toString() {
-    return isClosed() ? describe() + "{closed}" : describe() + names();
+    try {
+      return describe() + names();
+    } catch (IllegalStateException closed) {
+      return describe() + "{closed}";
+    }
   }
 }

@@ -300,6 +300,10 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
 
   @Override
   public String toString() {
-    return describe() + (isClosed() ? "{closed}" : "{generation " + generation() + "}");
+    try {
+      return describe() + "{generation " + generation() + "}";
+    } catch (IllegalStateException closed) {
+      return describe() + "{closed}";
+    }
   }
 }

@@ -81,7 +81,11 @@ abstract class NativeHandle<P> implements AutoCloseable {
     return pointer;
   }
 
-  /** Whether {@link #close()} has been called. */
+  /**
+   * Whether {@link #close()} has been called.
+   *
+   * @return true once this handle has been closed
+   */
   public final boolean isClosed() {
     ReentrantReadWriteLock.ReadLock read = lock.readLock();
     read.lock();

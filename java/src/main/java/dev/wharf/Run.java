@@ -4,6 +4,9 @@ import dev.wharf.jni.SWIGTYPE_p_wharf_container;
 import dev.wharf.jni.SWIGTYPE_p_wharf_run;
 import dev.wharf.jni.WharfNative;
 import dev.wharf.jni.wharf_tensor_view;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
 import java.util.Objects;
 
 /**
@@ -23,8 +26,8 @@ import java.util.Objects;
  * other call on a closed run throws {@link IllegalStateException}. A run keeps its
  * {@link Container} reachable and alive, so the container may be closed first.
  *
- * <p><b>Threads.</b> {@link #tensor(String)} may be called from many threads at once;
- * {@code close()} waits for calls in progress.
+ * <p><b>Threads.</b> {@link #tensor(String)} and {@link #read(String, long, ByteBuffer)} may
+ * be called from many threads at once; {@code close()} waits for calls in progress.
  */
 public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final Container container;
@@ -42,7 +45,11 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
     try {
       return new Run(pointer, container, WharfNative.wharf_run_generation(pointer));
     } catch (RuntimeException | Error e) {
-      WharfNative.wharf_run_end(pointer);
+      try {
+        WharfNative.wharf_run_end(pointer);
+      } catch (RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
       throw e;
     }
   }
@@ -117,6 +124,45 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
         view.delete();
       }
     });
+  }
+
+  /**
+   * Copies bytes of a constant of this run's generation into a direct buffer:
+   * {@code dst.remaining()} bytes, starting at byte {@code offset} of the constant, written
+   * from {@code dst}'s position on, which then advances past them. Works whether the
+   * constant is in device (CUDA) or host memory. It waits for the run's stream, so it is
+   * meant for inspection and tests, not for the serving path.
+   *
+   * @param fqn the constant's name
+   * @param offset the first byte of the constant to copy
+   * @param dst a direct, writable buffer
+   * @throws WharfException {@link WharfException.Code#NOT_FOUND} naming {@code fqn},
+   *     {@link WharfException.Code#INVALID_ARGUMENT} for a range past the constant's bytes,
+   *     {@link WharfException.Code#DEVICE_ERROR}
+   * @throws IllegalArgumentException if {@code dst} is not direct or {@code offset} is negative
+   * @throws ReadOnlyBufferException if {@code dst} is read-only
+   * @throws IllegalStateException if the run has been closed
+   */
+  public void read(String fqn, long offset, ByteBuffer dst) {
+    Objects.requireNonNull(fqn, "fqn");
+    Objects.requireNonNull(dst, "dst");
+    if (!dst.isDirect()) {
+      throw new IllegalArgumentException("reading '" + fqn + "': the buffer is not direct; use ByteBuffer.allocateDirect");
+    }
+    if (dst.isReadOnly()) throw new ReadOnlyBufferException();
+    if (offset < 0) throw new IllegalArgumentException("reading '" + fqn + "': negative offset " + offset);
+    int position = dst.position();
+    int bytes = dst.remaining();
+    try {
+      withPointer(p -> {
+        WharfNative.wharf_swig_run_read(p, fqn, offset,
+            WharfNative.wharf_swig_direct_buffer_address(dst) + position, bytes);
+        return null;
+      });
+    } finally {
+      Reference.reachabilityFence(dst);
+    }
+    dst.position(position + bytes);
   }
 
   @Override

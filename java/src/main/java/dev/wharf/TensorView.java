@@ -11,9 +11,10 @@ import java.util.Arrays;
  * the address of its data. The description is an immutable value; the data belongs to the
  * run or map it came from (its <em>owner</em>), and this view keeps the owner reachable.
  *
- * <p>Reading the data from Java ({@link #asByteBuffer()}, {@link #toByteArray()}) needs host
- * memory ({@link DeviceType#CPU}: every tensor on the host backend, and constants placed in
- * host memory). For CUDA tensors use {@link #address()} with your own CUDA code.
+ * <p>{@link #asByteBuffer()} reads the data in place and needs host memory
+ * ({@link DeviceType#CPU}: every tensor on the host backend, and constants placed in host
+ * memory). {@link #toByteArray()} copies, and for a run's tensors works on CUDA too; CUDA
+ * kernels use {@link #address()}.
  */
 public final class TensorView {
   private final NativeHandle<?> owner;
@@ -149,14 +150,29 @@ public final class TensorView {
   }
 
   /**
-   * Copies the data into a new array (bytes in native byte order). Safe however long the
-   * array is kept: the copy is made while the owner is held open.
+   * Copies the data into a new array (bytes in native byte order), safe to keep however
+   * long. A run's tensors are copied with {@link Run#read(String, long, ByteBuffer)}, so this
+   * works for CUDA tensors too (and waits for the run's stream); a map's are copied from host
+   * memory while the map is held open.
    *
    * @return the tensor's bytes
    * @throws IllegalStateException if the owner has been closed
-   * @throws UnsupportedOperationException as {@link #asByteBuffer()}
+   * @throws UnsupportedOperationException if the data is larger than an array can hold, or
+   *     (for a map's tensor) strided
    */
   public byte[] toByteArray() {
+    if (byteSize > Integer.MAX_VALUE - 8) {
+      throw new UnsupportedOperationException("tensor '" + name + "' has " + byteSize
+          + " bytes, more than a Java array can hold");
+    }
+    if (owner instanceof Run) {
+      ByteBuffer copy = ByteBuffer.allocateDirect((int) byteSize);
+      ((Run) owner).read(name, 0, copy);
+      byte[] bytes = new byte[(int) byteSize];
+      copy.flip();
+      copy.get(bytes);
+      return bytes;
+    }
     return owner.withPointer(p -> {
       byte[] bytes = new byte[(int) checkedReadableSize()];
       rawBuffer().get(bytes);
@@ -164,7 +180,7 @@ public final class TensorView {
     });
   }
 
-  /** The data as a writable direct buffer; only for use inside owner.withPointer. */
+  /** The host data as a writable direct buffer; only for use inside owner.withPointer. */
   private ByteBuffer rawBuffer() {
     long size = checkedReadableSize();
     if (size == 0) return ByteBuffer.allocateDirect(0);

@@ -77,7 +77,9 @@ public class WharfException extends RuntimeException {
     }
   }
 
+  /** The error's code. */
   private final Code code;
+  /** The numeric code as the library reported it. */
   private final int rawCode;
 
   /**

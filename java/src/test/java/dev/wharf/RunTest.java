@@ -15,6 +15,7 @@ import static org.junit.Assert.assertTrue;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.ReadOnlyBufferException;
+import java.util.Arrays;
 import org.junit.After;
 import org.junit.Before;
 import org.junit.Test;
@@ -77,6 +78,28 @@ public class RunTest {
   }
 
   @Test
+  public void readCopiesAByteRangeIntoADirectBuffer() {
+    try (Run run = model.beginRun()) {
+      ByteBuffer dst = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
+      dst.position(4).limit(12); // 8 bytes: w[2], w[3]
+      run.read("w", 8, dst);
+      assertEquals(12, dst.position());
+      assertEquals(3f, dst.getFloat(4), 0f);
+      assertEquals(4f, dst.getFloat(8), 0f);
+      assertEquals(0f, dst.getFloat(0), 0f); // outside the range: untouched
+      assertWharfError(WharfException.Code.INVALID_ARGUMENT,
+          () -> run.read("w", 20, ByteBuffer.allocateDirect(8)), "w");
+      assertWharfError(WharfException.Code.NOT_FOUND, () -> run.read("nope", 0, ByteBuffer.allocateDirect(4)), "nope");
+      assertThrows(IllegalArgumentException.class, () -> run.read("w", 0, ByteBuffer.allocate(4)));
+      assertThrows(IllegalArgumentException.class, () -> run.read("w", -1, ByteBuffer.allocateDirect(4)));
+      assertThrows(ReadOnlyBufferException.class,
+          () -> run.read("w", 0, ByteBuffer.allocateDirect(4).asReadOnlyBuffer()));
+      // toByteArray on a run's tensor copies through read
+      assertArrayEquals(iota(2, 5), floats(Arrays.copyOfRange(run.tensor("w").toByteArray(), 16, 24)), 0f);
+    }
+  }
+
+  @Test
   public void unknownNameIsNotFound() {
     try (Run run = model.beginRun()) {
       assertWharfError(WharfException.Code.NOT_FOUND, () -> run.tensor("layers.0.missing"), "layers.0.missing");
@@ -96,6 +119,7 @@ public class RunTest {
     assertClosed("Run of Container 'runs'", run::stream);
     assertClosed("Run of Container 'runs'", w::asByteBuffer);
     assertClosed("Run of Container 'runs'", w::toByteArray);
+    assertClosed("Run of Container 'runs'", () -> run.read("w", 0, ByteBuffer.allocateDirect(4)));
   }
 
   @Test
