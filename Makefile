@@ -36,7 +36,7 @@ test-unit: build
 
 # On a machine with a GPU: the CUDA suites plus compute-sanitizer.
 test-gpu: build
-	bash scripts/gpu-run.sh $(BUILD)
+	bash scripts/gpu-run.sh $(BUILD) tests
 
 bench: build
 	bash scripts/bench.sh $(BUILD)

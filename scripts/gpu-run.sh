@@ -2,9 +2,11 @@
 # Runs on the GPU machine, from a bundle made by scripts/gpu-bundle.sh (or from a build dir):
 # device info, the GPU test suite, compute-sanitizer (memcheck, racecheck, synccheck) over
 # it, the unit suite with the CUDA backend available, the benchmarks, and a short table.
-# usage: gpu-run.sh [DIR] [--quick]   (results also written under $OUT when it is set)
+# usage: gpu-run.sh [DIR] [all|tests|bench|quick]   (results also written under $OUT when set)
+#   tests: GPU + unit suites and the sanitizers; bench: demo and benchmarks; quick: tests
+#   without benchmarks or sanitizers; all (default): everything.
 set -uo pipefail
-DIR=${1:-$(dirname "$0")}; QUICK=${2:-}
+DIR=${1:-$(dirname "$0")}; PHASE=${2:-all}
 cd "$DIR"
 export LD_LIBRARY_PATH=$PWD:${LD_LIBRARY_PATH:-}
 RES=${OUT:-/tmp/wharf-gpu}; mkdir -p "$RES"
@@ -13,31 +15,42 @@ row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
 run() {  # name, command...
   local name=$1; shift
   echo; echo "===== $name: $*"
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   "$@" > "$RES/$name.log" 2>&1; local rc=$?
-  local dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  local dt=$(( ($(date +%s%N) - t0) / 1000000000 ))
   tail -n 25 "$RES/$name.log"
   local summary
   summary=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|ERROR SUMMARY|tests? ran' "$RES/$name.log" | tail -n 2 | tr '\n' ' ')
-  row "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL(rc=$rc)")  ${dt%.*}s  $summary"
+  row "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL(rc=$rc)")  ${dt}s  $summary"
   return $rc
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$RES/device.txt"
 ./wharf info | tee -a "$RES/device.txt"
 status=0
-run gpu_tests ./wharf_gpu_tests || status=1
-[ -x ./wharf_unit_tests ] && { run unit_tests ./wharf_unit_tests || status=1; }
-if command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck synccheck; do
-    # Two tests make CUDA calls fail on purpose; the sanitizer would report those as errors.
-    run "sanitizer_$tool" compute-sanitizer --tool $tool --error-exitcode 1 ./wharf_gpu_tests \
-      --gtest_filter=-*DriverOutOfMemory*:*FailingCudaCall* || status=1
-  done
-else
-  row sanitizer "compute-sanitizer not found"
+want() { [ "$PHASE" = all ] || [[ " $* " == *" $PHASE "* ]]; }
+if want tests quick; then
+  run gpu_tests ./wharf_gpu_tests || status=1
+  [ -x ./wharf_unit_tests ] && { run unit_tests ./wharf_unit_tests || status=1; }
 fi
-run demo ./wharf demo || status=1
-if [ "$QUICK" != "--quick" ]; then
+if want tests; then
+  if command -v compute-sanitizer >/dev/null; then
+    # Excluded: two tests make CUDA calls fail on purpose (the sanitizer reports those), and
+    # one asserts that kernels on different streams overlap, which the sanitizer serializes.
+    skip='*DriverOutOfMemory*:*FailingCudaCall*:*DeviceSynchronizeWaitsForItsStreamsButNotForeignWork*'
+    for tool in memcheck synccheck; do
+      run "sanitizer_$tool" compute-sanitizer --tool $tool --error-exitcode 1 ./wharf_gpu_tests \
+        --gtest_filter="-$skip" || status=1
+    done
+    # racecheck checks shared-memory hazards inside kernels; it is slow, so it runs over the
+    # suites that launch kernels against container storage.
+    run sanitizer_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 ./wharf_gpu_tests \
+      --gtest_filter="GpuContainer*" || status=1
+  else
+    row sanitizer "compute-sanitizer not found"
+  fi
+fi
+if want bench quick; then run demo ./wharf demo || status=1; fi
+if want bench; then
   for b in ./*_bench; do
     [ -x "$b" ] || continue
     n=$(basename "$b")

@@ -169,6 +169,18 @@ int cmd_demo(int argc, char** argv) {
     }
   };
   std::thread s1(serve), s2(serve);
+  // Stops and joins the readers on every path, early error returns included (a joinable
+  // std::thread destroyed would terminate the process).
+  struct Readers {
+    std::atomic<bool>& stop;
+    std::thread &a, &b;
+    void finish() {
+      stop = true;
+      if (a.joinable()) a.join();
+      if (b.joinable()) b.join();
+    }
+    ~Readers() { finish(); }
+  } readers{stop, s1, s2};
 
   // 4. Updates: each round rewrites a quarter of the weights (every 4th tensor, rotating)
   //    from pageable memory, then swaps.
@@ -213,9 +225,7 @@ int cmd_demo(int argc, char** argv) {
     if (failed(wharf_container_free_inactive(c), "freeing the inactive generation")) return 1;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  stop = true;
-  s1.join();
-  s2.join();
+  readers.finish();
 
   double gbps = double(updated_bytes_total) / update_ms_total / 1e6;
   std::printf("serving:   2 threads ran %llu leases during %d updates; torn reads: %llu, errors: %llu\n",

@@ -275,36 +275,22 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
       std::memcpy(chunk + off, job.staged[i].src, job.staged[i].bytes);
       off += job.staged[i].bytes;
     }
-    // One DMA per run of segments whose destinations are adjacent (a large request, or
-    // small tensors packed in one arena): the chunk side is contiguous by construction.
-    char* run_dst = nullptr;
-    uint64_t run_off = 0, run_len = 0;
-    size_t run_request = 0;
+    // One DMA per segment. Segments of different requests are never merged, even when
+    // their destinations are adjacent: two allocations can sit back to back, and CUDA
+    // rejects one copy spanning both (cudaErrorInvalidValue).
     off = 0;
-    auto issue = [&]() -> bool {
-      if (run_len == 0) return true;
-      Status s = stream->copy_async(run_dst, chunk + run_off, run_len);
-      if (s.ok()) return true;
-      // Stop using this chunk: DMAs from it that were enqueued are not covered by its event,
-      // but no one refills it in this call and copy() drains the stream before returning.
-      job.fail(s.with_context("copy request " + std::to_string(run_request) + ": enqueueing the copy of " +
-                              std::to_string(run_len) + " bytes from staging chunk " + std::to_string(c)));
-      return false;
-    };
     for (size_t i = fill.begin; i < fill.end; ++i) {
       const Segment& s = job.staged[i];
-      if (run_len != 0 && s.dst == run_dst + run_len) {
-        run_len += s.bytes;
-      } else {
-        if (!issue()) return;
-        run_dst = s.dst;
-        run_off = off;
-        run_len = s.bytes;
-        run_request = s.request;
+      Status cs = stream->copy_async(s.dst, chunk + off, s.bytes);
+      if (!cs.ok()) {
+        // Stop using this chunk: DMAs from it that were enqueued are not covered by its
+        // event, but no one refills it in this call and copy() drains the stream first.
+        job.fail(cs.with_context("copy request " + std::to_string(s.request) + ": enqueueing the copy of " +
+                                 std::to_string(s.bytes) + " bytes from staging chunk " + std::to_string(c)));
+        return;
       }
       off += s.bytes;
     }
-    if (!issue()) return;
     st = stream->record(done);
     if (!st.ok()) {
       job.fail(st.with_context("recording the event of staging chunk " + std::to_string(c) + " after its copy"));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "device/device.h"
+#include "device/transfer.h"
 #include "test_kernels.h"
 
 namespace wharf {
@@ -320,6 +321,34 @@ TEST_F(CudaTest, CopyRoundTripThroughEveryKindOfMemory) {
   EXPECT_EQ(std::memcmp(back.data(), pin.data(), n), 0);
 
   ASSERT_OK(s->copy_async(nullptr, nullptr, 0));  // zero bytes is a no-op, even with nulls
+}
+
+// Two allocations can sit back to back in the address space; one DMA spanning both is
+// rejected by CUDA (cudaErrorInvalidValue). The engine packs both requests into one staging
+// chunk and must still copy each into its own allocation. (Found by `wharf demo`.)
+TEST_F(CudaTest, TransferEngineNeverMergesCopiesAcrossAdjacentAllocations) {
+  const uint64_t n = 2 * kMiB;  // cudaMalloc's granularity: neighbours are often adjacent
+  std::vector<Buffer> bufs(16);
+  for (size_t i = 0; i < bufs.size(); ++i)
+    ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, n, "buf" + std::to_string(i), &bufs[i]));
+  Buffer *lo = nullptr, *hi = nullptr;
+  for (auto& x : bufs)
+    for (auto& y : bufs)
+      if (static_cast<char*>(x.data()) + n == y.data()) lo = &x, hi = &y;
+  if (!lo) GTEST_SKIP() << "no two adjacent allocations to test with";
+  std::vector<uint32_t> a(n / 4), b(n / 4), back(n / 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = wharf_test::pattern(1, i), b[i] = wharf_test::pattern(2, i);
+  TransferOptions topts;
+  topts.threads = 1;
+  topts.chunk_bytes = 4 * kMiB;  // both requests land in one chunk, destinations adjacent
+  topts.staging_bytes = 8 * kMiB;
+  std::unique_ptr<TransferEngine> engine;
+  ASSERT_OK(TransferEngine::create(dev_, topts, &engine));
+  ASSERT_OK(engine->copy({{lo->data(), a.data(), n}, {hi->data(), b.data(), n}}, {}));
+  ASSERT_EQ(cudaMemcpy(back.data(), lo->data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(pattern_mismatches(back.data(), back.size(), 1), 0u);
+  ASSERT_EQ(cudaMemcpy(back.data(), hi->data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(pattern_mismatches(back.data(), back.size(), 2), 0u);
 }
 
 TEST_F(CudaTest, MemsetAsyncDevice) {
