@@ -7,7 +7,7 @@ WHARF_WITH_CUDA ?= AUTO
 WHARF := $(BUILD)/wharf
 
 .PHONY: all deps configure build demo test test-unit test-c test-gpu bench gpu-bundle \
-        fuzz asan tsan abi-baseline install clean
+        fuzz asan tsan abi-baseline install clean test-go test-rust test-java
 
 all: build
 
@@ -69,3 +69,19 @@ install: build
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan gpu-bundle
+
+# One language binding's tests against the built library (what `make test` runs for all three
+# through scripts/run-binding-tests.sh): go/test.sh, rust/test.sh, java/test.sh BUILD_DIR.
+test-go: build
+	bash go/test.sh $(abspath $(BUILD))
+
+test-rust: build
+	bash rust/test.sh $(abspath $(BUILD))
+
+test-java: build
+	bash java/test.sh $(abspath $(BUILD))
+
+# The C-level checks only: C99 API, dlopen + exports, ABI baseline, the 0.1.0-header program,
+# and the README's C example.
+test-c: build
+	cd $(BUILD) && ctest --output-on-failure -R 'c99_api|dlopen_symbols|abi_baseline|abi_old_header|readme_'

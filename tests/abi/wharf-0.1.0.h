@@ -1,0 +1,598 @@
+/*
+ * wharf.h - the public C API of Wharf, a runtime that keeps an inference model's weights
+ * (constants) and per-conversation state on a GPU and lets a serving process change them
+ * while it serves.
+ *
+ * This is the only public header. It is C99, includes only <stddef.h> and <stdint.h>, and
+ * exposes no C++ or CUDA types: CUDA streams cross it as `void*` (a `cudaStream_t`).
+ *
+ * ---------------------------------------------------------------------------------------
+ * Conventions (they hold for every function below unless its comment says otherwise)
+ *
+ * Errors.  A function that can fail returns `wharf_status*`: NULL means success; otherwise
+ *   the caller owns the returned status and releases it with wharf_status_free(). There is
+ *   no thread-local "last error" (it breaks under cgo, whose consecutive calls can land on
+ *   different OS threads). Messages name the object and the value at fault. No function
+ *   leaves partial changes behind when it fails, and no C++ exception crosses this API.
+ *
+ * Options structs.  Each begins with `uint32_t struct_size`. Call the matching
+ *   `wharf_*_options_init()` to fill the defaults (it sets struct_size to the size this
+ *   header was compiled with), then change fields. New fields are only ever appended; the
+ *   library reads only the fields the caller's struct_size covers and treats the rest as
+ *   defaults, so a program built against an older header keeps working. Output structs with
+ *   struct_size are filled only up to the caller's struct_size.
+ *
+ * Ownership.  Written on every function. "Borrowed" pointers stay owned by the caller and
+ *   must stay valid for the time stated. Every `*_free` function accepts NULL.
+ *
+ * Threads.  Written on every type. In short: runtimes are safe to use from many threads at
+ *   once; a constant map may be read from many threads but must not be modified while
+ *   another thread uses it; statuses are plain values.
+ *
+ * Versions.  WHARF_ABI_VERSION is the major version of the binary interface and the
+ *   number in the SONAME (libwharf.so.1). It changes only on an incompatible change;
+ *   bindings refuse a library whose wharf_abi_version() differs from theirs.
+ * ---------------------------------------------------------------------------------------
+ */
+#ifndef WHARF_WHARF_H
+#define WHARF_WHARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WHARF_VERSION_MAJOR 0
+#define WHARF_VERSION_MINOR 1
+#define WHARF_VERSION_PATCH 0
+#define WHARF_ABI_VERSION 1
+
+#if defined(_WIN32)
+#  if defined(WHARF_BUILDING_LIBRARY)
+#    define WHARF_API __declspec(dllexport)
+#  else
+#    define WHARF_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define WHARF_API __attribute__((visibility("default")))
+#else
+#  define WHARF_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================
+ * Status
+ * ====================================================================================== */
+
+/** Result codes. Values are stable across releases; new codes are only appended. */
+typedef enum wharf_code {
+  WHARF_OK = 0,
+  WHARF_INVALID_ARGUMENT = 1,   /* an argument is malformed (NULL, wrong shape, bad dtype) */
+  WHARF_NOT_FOUND = 2,          /* a named thing does not exist (FQN, file) */
+  WHARF_ALREADY_EXISTS = 3,     /* a name is taken (duplicate FQN in a map) */
+  WHARF_OUT_OF_MEMORY = 4,      /* device or host allocation failed, or device_memory_limit hit */
+  WHARF_RESOURCE_EXHAUSTED = 5, /* a budget other than memory was exceeded */
+  WHARF_FAILED_PRECONDITION = 6,/* the object is not in a state that allows the call */
+  WHARF_BUSY = 7,               /* the object is in use by another caller; try later */
+  WHARF_UNSUPPORTED = 8,        /* not available in this build or on this backend */
+  WHARF_DEVICE_ERROR = 9,       /* the CUDA driver or runtime reported an error */
+  WHARF_IO_ERROR = 10,          /* reading or writing a file failed */
+  WHARF_DATA_CORRUPT = 11,      /* a file's contents are malformed */
+  WHARF_INTERNAL = 12           /* a bug in Wharf; please report it */
+} wharf_code;
+
+/** Opaque error. NULL always means success. Immutable once returned; any thread may read it. */
+typedef struct wharf_status wharf_status;
+
+/** The status's code; WHARF_OK for NULL. */
+WHARF_API wharf_code wharf_status_code(const wharf_status* status);
+
+/** The status's message, owned by the status (valid until wharf_status_free). "" for NULL. */
+WHARF_API const char* wharf_status_message(const wharf_status* status);
+
+/** Releases a status. NULL is a no-op. */
+WHARF_API void wharf_status_free(wharf_status* status);
+
+/** A static, human-readable name for a code ("INVALID_ARGUMENT"); "UNKNOWN" for others. */
+WHARF_API const char* wharf_code_name(wharf_code code);
+
+/* ======================================================================================
+ * Versions
+ * ====================================================================================== */
+
+/** The library's version as "MAJOR.MINOR.PATCH" (a static string). */
+WHARF_API const char* wharf_version(void);
+
+/** The library's ABI major version; compare with WHARF_ABI_VERSION from this header. */
+WHARF_API uint32_t wharf_abi_version(void);
+
+/* ======================================================================================
+ * Logging
+ * ====================================================================================== */
+
+typedef enum wharf_log_level {
+  WHARF_LOG_DEBUG = 0,
+  WHARF_LOG_INFO = 1,
+  WHARF_LOG_WARN = 2,
+  WHARF_LOG_ERROR = 3,
+  WHARF_LOG_OFF = 4
+} wharf_log_level;
+
+/**
+ * Receives one log line (no trailing newline). `message` is valid only during the call.
+ * May be called from any thread, including Wharf's worker threads, and concurrently; it must
+ * not call back into Wharf functions that could log (keep it a plain hand-off).
+ */
+typedef void (*wharf_log_fn)(wharf_log_level level, const char* message, void* user);
+
+/**
+ * Routes Wharf's log lines at `min_level` and above to `fn` (process-wide). `fn == NULL`
+ * restores the default (lines at WARN and above to stderr; the environment variable
+ * WHARF_LOG_LEVEL=debug|info|warn|error|off changes the default level). Thread-safe; a
+ * callback being replaced may still receive lines already in progress on other threads.
+ */
+WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level, void* user);
+
+/* ======================================================================================
+ * Data types and tensor views
+ * ====================================================================================== */
+
+typedef enum wharf_dtype {
+  WHARF_DTYPE_F32 = 0,
+  WHARF_DTYPE_F16 = 1,
+  WHARF_DTYPE_BF16 = 2,
+  WHARF_DTYPE_F64 = 3,
+  WHARF_DTYPE_F8_E4M3 = 4,
+  WHARF_DTYPE_F8_E5M2 = 5,
+  WHARF_DTYPE_I8 = 6,
+  WHARF_DTYPE_U8 = 7,
+  WHARF_DTYPE_I16 = 8,
+  WHARF_DTYPE_I32 = 9,
+  WHARF_DTYPE_I64 = 10,
+  WHARF_DTYPE_BOOL = 11
+} wharf_dtype;
+
+/** Bytes per element; 0 for a value outside wharf_dtype. */
+WHARF_API size_t wharf_dtype_size(wharf_dtype dtype);
+
+/** The safetensors spelling ("F32", "BF16", "F8_E4M3", "BOOL", ...); NULL for an unknown value. */
+WHARF_API const char* wharf_dtype_name(wharf_dtype dtype);
+
+/** Parses a safetensors dtype name. WHARF_NOT_FOUND for an unknown name. */
+WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out);
+
+typedef enum wharf_device_type {
+  WHARF_DEVICE_CPU = 0,   /* host memory, pageable or pinned */
+  WHARF_DEVICE_CUDA = 1   /* CUDA device memory on device `device_index` */
+} wharf_device_type;
+
+/** Maximum number of dimensions of a tensor. */
+#define WHARF_MAX_DIMS 8
+
+/**
+ * A borrowed view of a tensor in someone else's memory. Nothing here is owned: the data
+ * and the shape/strides arrays belong to whoever filled the view and must outlive its use.
+ * `strides` are in elements; NULL means contiguous row-major. `ndim` 0 is a scalar
+ * (one element; shape may be NULL).
+ */
+typedef struct wharf_tensor_view {
+  void* data;
+  wharf_dtype dtype;
+  wharf_device_type device_type;
+  int32_t device_index;
+  int32_t ndim;
+  const int64_t* shape;
+  const int64_t* strides;
+} wharf_tensor_view;
+
+/* ======================================================================================
+ * Runtime: one device and its streams, allocator and memory accounting
+ *
+ * Threads: a runtime is safe to use from many threads at once. It must outlive every
+ * object created from it unless that object's docs say it keeps the runtime alive.
+ * ====================================================================================== */
+
+typedef struct wharf_runtime wharf_runtime;
+
+typedef enum wharf_backend {
+  WHARF_BACKEND_AUTO = 0,  /* CUDA when a device is usable, the host backend otherwise (logged) */
+  WHARF_BACKEND_CUDA = 1,  /* a CUDA GPU; fails with WHARF_UNSUPPORTED/DEVICE_ERROR if none */
+  WHARF_BACKEND_HOST = 2   /* host memory and worker-thread streams; runs anywhere */
+} wharf_backend;
+
+typedef struct wharf_runtime_options {
+  uint32_t struct_size;
+  wharf_backend backend;         /* default WHARF_BACKEND_AUTO */
+  int32_t device_index;          /* CUDA device ordinal; default 0 */
+  uint64_t device_memory_limit;  /* bytes of device memory Wharf may hold; 0 = no cap */
+  uint32_t copy_threads;         /* host threads that fill the pinned staging ring; 0 = auto */
+  uint64_t staging_bytes;        /* size of the pinned staging ring; 0 = auto */
+} wharf_runtime_options;
+
+/** Fills `opts` with defaults and sets struct_size. NULL is a no-op. */
+WHARF_API void wharf_runtime_options_init(wharf_runtime_options* opts);
+
+/**
+ * Creates a runtime. `opts` is borrowed for the call; NULL means defaults. On success the
+ * caller owns `*out` and frees it with wharf_runtime_free(). Errors: WHARF_INVALID_ARGUMENT
+ * (bad option values), WHARF_UNSUPPORTED (CUDA asked for in a build without CUDA, or no
+ * device), WHARF_DEVICE_ERROR (CUDA failed to initialise).
+ */
+WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
+                                             wharf_runtime** out);
+
+/**
+ * Frees a runtime: waits for its streams to drain, then releases them and all memory it
+ * still holds. NULL is a no-op. No other thread may be using the runtime.
+ */
+WHARF_API void wharf_runtime_free(wharf_runtime* runtime);
+
+/** The backend the runtime chose (never WHARF_BACKEND_AUTO). Thread-safe. */
+WHARF_API wharf_backend wharf_runtime_backend(const wharf_runtime* runtime);
+
+typedef struct wharf_device_info {
+  uint32_t struct_size;
+  wharf_backend backend;
+  int32_t device_index;
+  char name[256];               /* "NVIDIA H100 80GB HBM3", or "host" */
+  uint64_t total_memory;        /* bytes; host backend: physical memory */
+  uint64_t free_memory;         /* bytes at the time of the call */
+  int32_t compute_major;        /* CUDA compute capability; 0 on the host backend */
+  int32_t compute_minor;
+} wharf_device_info;
+
+/**
+ * Describes the runtime's device. `out->struct_size` must be set by the caller (fields past
+ * it are not written). Thread-safe. Errors: WHARF_INVALID_ARGUMENT, WHARF_DEVICE_ERROR.
+ */
+WHARF_API wharf_status* wharf_runtime_device_info(const wharf_runtime* runtime,
+                                                  wharf_device_info* out);
+
+/**
+ * Waits until all work Wharf enqueued on the runtime's own streams has finished.
+ * Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work).
+ */
+WHARF_API wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
+
+/* --- memory accounting ---------------------------------------------------------------- */
+
+/** Allocation tags; per-tag figures are indexed by these values. Room for 16. */
+typedef enum wharf_memory_tag {
+  WHARF_MEM_CONSTANTS = 0,
+  WHARF_MEM_STATE = 1,
+  WHARF_MEM_STAGING = 2,
+  WHARF_MEM_WORKSPACE = 3,
+  WHARF_MEM_OFFLOAD = 4,
+  WHARF_MEM_GRAPH = 5
+} wharf_memory_tag;
+
+#define WHARF_MEM_TAG_CAPACITY 16
+
+/**
+ * Bytes Wharf holds. current[tag]/peak[tag] count every allocation with that tag, device
+ * and pinned host alike; device_* count device memory only (what device_memory_limit caps;
+ * on the host backend, "device" memory is the host memory standing in for it);
+ * pinned_host_* count page-locked host memory.
+ */
+typedef struct wharf_memory_stats {
+  uint32_t struct_size;
+  uint64_t current[WHARF_MEM_TAG_CAPACITY];
+  uint64_t peak[WHARF_MEM_TAG_CAPACITY];
+  uint64_t device_current;
+  uint64_t device_peak;
+  uint64_t pinned_host_current;
+  uint64_t pinned_host_peak;
+} wharf_memory_stats;
+
+/**
+ * Reads the runtime's memory figures into `out` (the caller sets out->struct_size; fields
+ * past it are not written). Thread-safe; figures are a consistent snapshot per counter.
+ * Errors: WHARF_INVALID_ARGUMENT (NULL arguments, struct_size too small for the header).
+ */
+WHARF_API wharf_status* wharf_runtime_memory_stats(const wharf_runtime* runtime,
+                                                   wharf_memory_stats* out);
+
+/** Sets every peak figure to its current value. Thread-safe. NULL is a no-op. */
+WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime);
+
+/* ======================================================================================
+ * Constant maps: FQN -> borrowed tensor view
+ *
+ * A map names tensors that live in the caller's memory (pageable host, pinned host or
+ * device memory). It copies names, shapes and strides; it never copies or owns data,
+ * except for a map loaded from a safetensors file, which owns the file's memory mapping.
+ * Entries keep insertion order.
+ *
+ * Threads: many threads may read one map at once; modifying it (set) while any other
+ * thread uses it is not allowed.
+ * ====================================================================================== */
+
+typedef struct wharf_constant_map wharf_constant_map;
+
+/** Creates an empty map owned by the caller (free with wharf_constant_map_free). */
+WHARF_API wharf_status* wharf_constant_map_create(wharf_constant_map** out);
+
+/**
+ * Adds `fqn` -> `view`. The name, shape and strides are copied; `view->data` is borrowed
+ * and must stay valid while the map is used. Errors: WHARF_INVALID_ARGUMENT (NULL or empty
+ * name, NULL data with a non-empty shape, unknown dtype or device type, ndim outside
+ * 0..WHARF_MAX_DIMS, a negative dimension or stride, byte size overflow),
+ * WHARF_ALREADY_EXISTS (the name is in the map). On error the map is unchanged.
+ */
+WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const char* fqn,
+                                               const wharf_tensor_view* view);
+
+/**
+ * Looks up `fqn`. On success `*out` is a view whose shape/strides point into the map
+ * (valid while the map lives and is not modified). Errors: WHARF_NOT_FOUND naming fqn.
+ */
+WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map,
+                                                const char* fqn, wharf_tensor_view* out);
+
+/** Number of entries; 0 for NULL. */
+WHARF_API size_t wharf_constant_map_size(const wharf_constant_map* map);
+
+/**
+ * The i-th entry in insertion order. `*fqn` (may be NULL to skip) and the view's arrays
+ * point into the map. Errors: WHARF_INVALID_ARGUMENT for i >= size.
+ */
+WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, size_t i,
+                                                 const char** fqn, wharf_tensor_view* out);
+
+/**
+ * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
+ * into the mapping, in file order). The mapping lives as long as the map. The whole file is
+ * validated first: header length and JSON, dtype names, shape x dtype = byte range, ranges
+ * inside the data section and not overlapping, `__metadata__` a string->string object.
+ * Errors: WHARF_NOT_FOUND/WHARF_IO_ERROR (the file), WHARF_DATA_CORRUPT (naming the tensor
+ * and what is wrong). Thread-safe.
+ */
+WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
+                                                            wharf_constant_map** out);
+
+/**
+ * Number of `__metadata__` entries of a map loaded from safetensors (0 for other maps),
+ * and the i-th key/value (strings owned by the map).
+ */
+WHARF_API size_t wharf_constant_map_metadata_size(const wharf_constant_map* map);
+WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_map* map,
+                                                          size_t i, const char** key,
+                                                          const char** value);
+
+/**
+ * Writes every entry of `map` to a safetensors file at `path` (created or replaced
+ * atomically: written to a temporary file, then renamed). Entries must be host-readable
+ * (WHARF_DEVICE_CPU); strided views are written contiguous. Errors: WHARF_INVALID_ARGUMENT
+ * (a CUDA view, naming it), WHARF_IO_ERROR.
+ */
+WHARF_API wharf_status* wharf_constant_map_save_safetensors(const wharf_constant_map* map,
+                                                            const char* path);
+
+/** Frees a map (and its file mapping, if any). NULL is a no-op. */
+WHARF_API void wharf_constant_map_free(wharf_constant_map* map);
+
+/* ======================================================================================
+ * Containers: one model's constants, double-buffered in copy-on-write generations
+ *
+ * A container declares its constants (FQN, dtype, shape, placement) and holds an *active*
+ * generation (what new runs read) and an *inactive* one (what the next swap makes active).
+ * Storage is per constant, in refcounted slots: the first update after a swap starts a new
+ * inactive generation that shares every slot of the active one, and only the constants the
+ * update writes get fresh slots. Extra memory during an update is therefore the bytes
+ * updated, not a second copy of the model. Constants an update leaves out hold the active
+ * values, never stale ones.
+ *
+ * Threads: every container function is safe to call from many threads at once. Runs
+ * (wharf_run_begin/end) never block on updates; two updates of one container at once are
+ * not interleaved: the second returns WHARF_BUSY. The runtime must outlive the container.
+ * ====================================================================================== */
+
+typedef struct wharf_container wharf_container;
+/** One conversation's mutable state (see the sessions API). Declared here so runs can name it. */
+typedef struct wharf_session wharf_session;
+/** A lease: one generation (and session) pinned for one execution. */
+typedef struct wharf_run wharf_run;
+
+typedef enum wharf_placement {
+  WHARF_PLACEMENT_DEVICE = 0,  /* device memory (host memory on the host backend) */
+  WHARF_PLACEMENT_HOST = 1     /* pinned host memory, even for a CUDA model */
+} wharf_placement;
+
+/** Constant flags. */
+#define WHARF_CONSTANT_DERIVED 0x1u /* computed by the update's fold callback, never from a map */
+
+typedef struct wharf_constant_decl {
+  const char* fqn;
+  wharf_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  wharf_placement placement;
+  uint32_t flags;
+} wharf_constant_decl;
+
+typedef struct wharf_container_options {
+  uint32_t struct_size;
+  const char* name;                        /* for messages; default "model" */
+  const wharf_constant_decl* constants;    /* borrowed for the create call */
+  size_t num_constants;
+} wharf_container_options;
+
+WHARF_API void wharf_container_options_init(wharf_container_options* opts);
+
+/**
+ * Declares a container (constants only; no weights yet: runs fail with
+ * WHARF_FAILED_PRECONDITION until the first update has been swapped in). `opts` and its
+ * arrays are borrowed for the call; the caller owns `*out`. Errors: WHARF_INVALID_ARGUMENT
+ * (a bad or duplicate declaration, naming it).
+ */
+WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
+                                               const wharf_container_options* opts,
+                                               wharf_container** out);
+
+/**
+ * Declares one device-placed constant per entry of `map` (in map order), loads them and
+ * makes them active: the container is ready to run. `opts` may be NULL; its `constants`
+ * must be empty. The map is borrowed for the call. Errors: as wharf_container_update.
+ */
+WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
+                                                        const wharf_constant_map* map,
+                                                        const wharf_container_options* opts,
+                                                        wharf_container** out);
+
+/**
+ * Frees a container. Waits (on the host) for the device to finish the runs that read it,
+ * then releases its memory; open runs keep its storage alive until wharf_run_end. NULL is a
+ * no-op.
+ */
+WHARF_API void wharf_container_free(wharf_container* container);
+
+typedef enum wharf_update_target {
+  WHARF_TARGET_INACTIVE = 0,        /* write the inactive generation; swap to publish */
+  WHARF_TARGET_ACTIVE_IN_PLACE = 1  /* overwrite the active slots; no extra device memory */
+} wharf_update_target;
+
+/**
+ * Computes the WHARF_CONSTANT_DERIVED constants of the generation being written (e.g. a
+ * transposed or quantised weight) with the caller's own kernels. `target` is a run over
+ * that generation: wharf_run_tensor gives every constant, derived ones included, and
+ * wharf_run_stream the stream to launch on. The callback must not end the run. Return
+ * NULL on success or a status (ownership passes to Wharf) to abort the update.
+ */
+typedef wharf_status* (*wharf_fold_fn)(wharf_run* target, void* user);
+
+typedef struct wharf_update_options {
+  uint32_t struct_size;
+  wharf_update_target target;  /* default WHARF_TARGET_INACTIVE */
+  int32_t require_full;        /* nonzero: the map must name every non-derived constant */
+  wharf_fold_fn fold;          /* required when the container declares derived constants */
+  void* fold_user;
+} wharf_update_options;
+
+WHARF_API void wharf_update_options_init(wharf_update_options* opts);
+
+/**
+ * Writes the map's tensors into the container and returns when the data is in place.
+ * Sources may be pageable host, pinned host or device memory, mixed in one map: pinned
+ * sources are copied by DMA directly, pageable ones through the runtime's pinned staging
+ * ring (filled by copy_threads host threads so memcpy and DMA overlap), device ones
+ * device-to-device. The map is borrowed for the call.
+ *
+ * Everything is validated before anything is copied: an unknown FQN (WHARF_NOT_FOUND), a
+ * derived constant, a wrong dtype or shape, a non-contiguous view, a device the runtime
+ * cannot read, or NULL data (WHARF_INVALID_ARGUMENT), each naming the constant, change
+ * nothing. Out of device memory midway (WHARF_OUT_OF_MEMORY) leaves the active generation
+ * untouched and releases what the update allocated. A fold callback's error aborts the
+ * update the same way. Thread-safe; a concurrent update of the same container returns
+ * WHARF_BUSY.
+ *
+ * WHARF_TARGET_ACTIVE_IN_PLACE writes the active slots: the copies wait (on the device) for
+ * runs already ended, the call waits (on the host) for runs still open, and runs begun after
+ * it returns see only new data. Slots shared with the inactive generation change there too.
+ */
+WHARF_API wharf_status* wharf_container_update(wharf_container* container,
+                                               const wharf_constant_map* map,
+                                               const wharf_update_options* opts);
+
+/**
+ * Makes the inactive generation active, in O(1) without synchronizing the device: runs
+ * already begun keep the generation they pinned, and its slots are reclaimed only after
+ * their completion events fire. The previous active generation becomes the inactive one, so
+ * swapping again without an update rolls back. Errors: WHARF_FAILED_PRECONDITION when
+ * nothing is staged (after wharf_container_free_inactive, or before any update) or when a
+ * non-derived constant of a fresh container was never written (naming it).
+ */
+WHARF_API wharf_status* wharf_container_swap(wharf_container* container);
+
+/** Releases the inactive generation (stream-ordered: after the runs that read it). */
+WHARF_API wharf_status* wharf_container_free_inactive(wharf_container* container);
+
+/** The active generation's id (0 before the first swap); every swap gives a new id. */
+WHARF_API uint64_t wharf_container_generation(const wharf_container* container);
+
+WHARF_API size_t wharf_container_num_constants(const wharf_container* container);
+
+typedef struct wharf_constant_info {
+  uint32_t struct_size;
+  const char* fqn;        /* owned by the container */
+  wharf_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;   /* owned by the container */
+  wharf_placement placement;
+  uint32_t flags;
+  uint64_t nbytes;
+} wharf_constant_info;
+
+/** The i-th declaration (the caller sets out->struct_size). WHARF_INVALID_ARGUMENT past the end. */
+WHARF_API wharf_status* wharf_container_constant_info(const wharf_container* container, size_t i,
+                                                      wharf_constant_info* out);
+
+/**
+ * Called once no generation and no run references a user-managed constant's memory any
+ * more; from any thread, possibly a Wharf worker thread. Must not call into Wharf.
+ */
+typedef void (*wharf_release_fn)(void* data, void* user);
+
+/**
+ * Binds caller-owned memory to constant `fqn` of the inactive generation without a copy
+ * (as an update of that one constant would). The memory must match the declaration's dtype
+ * and shape, be contiguous, and live where the constant is placed (device memory of the
+ * runtime's device for DEVICE placement on CUDA; host memory otherwise). `release` (may be
+ * NULL) is called when Wharf no longer references it. Errors as wharf_container_update;
+ * on error `release` is not called and nothing changes.
+ */
+WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* container,
+                                                           const char* fqn,
+                                                           const wharf_tensor_view* view,
+                                                           wharf_release_fn release,
+                                                           void* user);
+
+/* --- runs ------------------------------------------------------------------------------ */
+
+/**
+ * Begins a run: pins the active generation (and, once sessions exist, `session`'s state)
+ * until wharf_run_end. `stream` is the cudaStream_t the caller will launch on (NULL = the
+ * runtime's stream; must be NULL on the host backend). The caller owns `*out` and must end
+ * it with wharf_run_end. The run keeps the container's storage alive. Errors:
+ * WHARF_FAILED_PRECONDITION (no active weights yet). Thread-safe; never waits for updates.
+ */
+WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session,
+                                        void* stream, wharf_run** out);
+
+/**
+ * Resolves `fqn` in the run's generation: a view of the constant's storage (device
+ * pointer, dtype, shape; shape owned by the container). Errors: WHARF_NOT_FOUND.
+ * Thread-safe for concurrent calls on the same run.
+ */
+WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn,
+                                         wharf_tensor_view* out);
+
+/** The id of the generation this run pinned. */
+WHARF_API uint64_t wharf_run_generation(const wharf_run* run);
+
+/** The stream this run's work goes on (a cudaStream_t; NULL on the host backend). */
+WHARF_API void* wharf_run_stream(const wharf_run* run);
+
+/**
+ * Copies `bytes` bytes of constant `fqn`, starting at byte `offset`, from the run's
+ * generation into host memory at `dst`, ordered on the run's stream, and returns when the
+ * copy is complete. Meant for inspection and tests (it waits for the stream), not for the
+ * serving path. Errors: WHARF_NOT_FOUND, WHARF_INVALID_ARGUMENT (range past the constant's
+ * bytes, NULL dst), WHARF_DEVICE_ERROR. Thread-safe.
+ */
+WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
+                                       void* dst, uint64_t bytes);
+
+/**
+ * Ends a run: records its completion on its stream (nothing the run could read is freed or
+ * overwritten before the device gets there) and frees the handle, even on error. NULL is a
+ * no-op returning NULL. Errors: WHARF_DEVICE_ERROR (recording failed; the generation is
+ * then held until the container is freed).
+ */
+WHARF_API wharf_status* wharf_run_end(wharf_run* run);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WHARF_WHARF_H */
