@@ -4,6 +4,8 @@
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config googletest libgtest-dev libgmock-dev libbenchmark-dev
       abigail-tools clang libclang-rt-14-dev golang-go swig junit4 default-jdk-headless)
+# Rust: a rustup toolchain (~/.cargo) when present, Debian's cargo otherwise.
+if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then pkgs+=(cargo); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define WHARF_VERSION_MAJOR 0
-#define WHARF_VERSION_MINOR 1
+#define WHARF_VERSION_MINOR 2
 #define WHARF_VERSION_PATCH 0
 #define WHARF_ABI_VERSION 1
 
@@ -385,7 +385,8 @@ WHARF_API void wharf_constant_map_free(wharf_constant_map* map);
  *
  * Threads: every container function is safe to call from many threads at once. Runs
  * (wharf_run_begin/end) never block on updates; two updates of one container at once are
- * not interleaved: the second returns WHARF_BUSY. The runtime must outlive the container.
+ * not interleaved: the second returns WHARF_BUSY. A container keeps its runtime (and its
+ * weight store) alive: they may be freed first. Strings are UTF-8.
  * ====================================================================================== */
 
 typedef struct wharf_container wharf_container;
@@ -393,6 +394,8 @@ typedef struct wharf_container wharf_container;
 typedef struct wharf_session wharf_session;
 /** A lease: one generation (and session) pinned for one execution. */
 typedef struct wharf_run wharf_run;
+/** Shared storage for constants of several containers (see the weight store API). */
+typedef struct wharf_weight_store wharf_weight_store;
 
 typedef enum wharf_placement {
   WHARF_PLACEMENT_DEVICE = 0,  /* device memory (host memory on the host backend) */
@@ -411,11 +414,34 @@ typedef struct wharf_constant_decl {
   uint32_t flags;
 } wharf_constant_decl;
 
+/**
+ * One per-session mutable tensor (a KV cache, a recurrent or convolution state). Every
+ * session over the container gets its own buffer; `initial` (borrowed for the create call,
+ * contiguous, on the host or the runtime's device; NULL = zeros) is captured once into the
+ * container's template and is what a new or reset session starts from.
+ */
+typedef struct wharf_state_decl {
+  const char* fqn;
+  wharf_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  const wharf_tensor_view* initial;
+} wharf_state_decl;
+
 typedef struct wharf_container_options {
   uint32_t struct_size;
   const char* name;                        /* for messages; default "model" */
   const wharf_constant_decl* constants;    /* borrowed for the create call */
   size_t num_constants;
+  /* Since 0.2.0 ------------------------------------------------------------------------ */
+  /** Share constants with the other containers of this store (NULL = no sharing). The
+   *  container keeps the store alive. */
+  wharf_weight_store* store;
+  const wharf_state_decl* states;          /* borrowed for the create call */
+  size_t num_states;
+  /** Budget for the state of all live sessions that cover this container, in bytes
+   *  (0 = none): a session whose creation would pass it gets WHARF_RESOURCE_EXHAUSTED. */
+  uint64_t max_session_bytes;
 } wharf_container_options;
 
 WHARF_API void wharf_container_options_init(wharf_container_options* opts);
@@ -423,8 +449,13 @@ WHARF_API void wharf_container_options_init(wharf_container_options* opts);
 /**
  * Declares a container (constants only; no weights yet: runs fail with
  * WHARF_FAILED_PRECONDITION until the first update has been swapped in). `opts` and its
- * arrays are borrowed for the call; the caller owns `*out`. Errors: WHARF_INVALID_ARGUMENT
- * (a bad or duplicate declaration, naming it).
+ * arrays are borrowed for the call; the caller owns `*out`. With `opts->store`, every
+ * non-derived constant is registered in the store; its first update takes the store's
+ * storage for constants the store already holds instead of copying them. With states,
+ * their initial values are captured now. Errors: WHARF_INVALID_ARGUMENT (a bad or
+ * duplicate declaration, a state FQN equal to a constant's, an initial value of the wrong
+ * dtype/shape, or a declaration that disagrees with the store's under the same FQN: the
+ * message names both containers), WHARF_OUT_OF_MEMORY.
  */
 WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
                                                const wharf_container_options* opts,
@@ -433,7 +464,10 @@ WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
 /**
  * Declares one device-placed constant per entry of `map` (in map order), loads them and
  * makes them active: the container is ready to run. `opts` may be NULL; its `constants`
- * must be empty. The map is borrowed for the call. Errors: as wharf_container_update.
+ * must be empty (its store and states apply). With a store, constants the store already
+ * holds with equal dtype, shape and placement are shared: no allocation and no copy for
+ * them (the store assumes one FQN names one weight; the map's data for them is not read).
+ * The map is borrowed for the call. Errors: as wharf_container_create and _update.
  */
 WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
                                                         const wharf_constant_map* map,
@@ -550,19 +584,28 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
 /* --- runs ------------------------------------------------------------------------------ */
 
 /**
- * Begins a run: pins the active generation (and, once sessions exist, `session`'s state)
- * until wharf_run_end. `stream` is the cudaStream_t the caller will launch on (NULL = the
- * runtime's stream; must be NULL on the host backend). The caller owns `*out` and must end
- * it with wharf_run_end. The run keeps the container's storage alive. Errors:
- * WHARF_FAILED_PRECONDITION (no active weights yet). Thread-safe; never waits for updates.
+ * Begins a run: pins the active generation and `session`'s state until wharf_run_end.
+ * `stream` is the cudaStream_t the caller will launch on (NULL = the runtime's stream; must
+ * be NULL on the host backend). The session is explicit on every run (there is no implicit
+ * "current" session): a container that declares states needs one; a container without
+ * states accepts NULL. The session's state is allocated at its first run (unless created
+ * eagerly) and initialised on `stream`; the stream waits for the session's previous run,
+ * reset or fork, so a session may move between streams. The caller owns `*out` and must end
+ * it with wharf_run_end; the run keeps the container, the session and their storage alive.
+ * Errors: WHARF_FAILED_PRECONDITION (no active weights yet; states declared and `session`
+ * NULL), WHARF_INVALID_ARGUMENT (the session does not cover this container), WHARF_BUSY
+ * (the session has an open run: one run at a time per session), WHARF_OUT_OF_MEMORY.
+ * Thread-safe. Never waits for a copy-into-inactive update; waits while an in-place update
+ * writes the active slots (so a thread must not begin an in-place update while it holds an
+ * open run of the same container: that update waits for the run).
  */
 WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session,
                                         void* stream, wharf_run** out);
 
 /**
- * Resolves `fqn` in the run's generation: a view of the constant's storage (device
- * pointer, dtype, shape; shape owned by the container). Errors: WHARF_NOT_FOUND.
- * Thread-safe for concurrent calls on the same run.
+ * Resolves `fqn` in the run's generation, then in its session's state: a view of the
+ * storage (device pointer, dtype, shape). The shape array is valid while the run is open.
+ * Errors: WHARF_NOT_FOUND. Thread-safe for concurrent calls on the same run.
  */
 WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn,
                                          wharf_tensor_view* out);
@@ -574,8 +617,8 @@ WHARF_API uint64_t wharf_run_generation(const wharf_run* run);
 WHARF_API void* wharf_run_stream(const wharf_run* run);
 
 /**
- * Copies `bytes` bytes of constant `fqn`, starting at byte `offset`, from the run's
- * generation into host memory at `dst`, ordered on the run's stream, and returns when the
+ * Copies `bytes` bytes of constant (or session state) `fqn`, starting at byte `offset`,
+ * from the run's generation or session into host memory at `dst`, ordered on the run's stream, and returns when the
  * copy is complete. Meant for inspection and tests (it waits for the stream), not for the
  * serving path. Errors: WHARF_NOT_FOUND, WHARF_INVALID_ARGUMENT (range past the constant's
  * bytes, NULL dst), WHARF_DEVICE_ERROR. Thread-safe.
@@ -590,6 +633,124 @@ WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, ui
  * then held until the container is freed).
  */
 WHARF_API wharf_status* wharf_run_end(wharf_run* run);
+
+/* ======================================================================================
+ * Weight store: one copy of each weight shared by every container that uses it
+ *
+ * Containers created with the same store (wharf_container_options.store) share storage for
+ * constants whose FQN, dtype, shape and placement are equal: two methods of one model
+ * (prefill, decode) cost the union of their weights, not the sum. A different declaration
+ * under a shared FQN is refused; derived constants and session state are never shared.
+ * Storage is refcounted: a weight lives while any container's generation or any unfinished
+ * run uses it.
+ *
+ * wharf_container_update on one container detaches what it writes (copy-on-write: the other
+ * containers keep the old storage). wharf_weight_store_update writes each FQN once and
+ * stages it in every member container that declares it; wharf_weight_store_swap then
+ * publishes all of them at once.
+ *
+ * Threads: every function is safe to call from many threads at once.
+ * ====================================================================================== */
+
+/** Creates an empty store on `runtime` (which it keeps alive). The caller owns `*out`. */
+WHARF_API wharf_status* wharf_weight_store_create(wharf_runtime* runtime, wharf_weight_store** out);
+
+/** Releases the caller's reference; containers that use the store keep it alive. NULL is a no-op. */
+WHARF_API void wharf_weight_store_free(wharf_weight_store* store);
+
+typedef struct wharf_weight_store_stats {
+  uint32_t struct_size;
+  uint64_t unique_constants; /* live shared weights */
+  uint64_t unique_bytes;     /* their bytes */
+  uint64_t references;       /* (container, constant) pairs whose active generation uses one */
+  uint64_t saved_bytes;      /* bytes that would be allocated without sharing, minus unique_bytes */
+} wharf_weight_store_stats;
+
+/** Fills `out` (the caller sets out->struct_size). Thread-safe. */
+WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* store,
+                                                     wharf_weight_store_stats* out);
+
+/**
+ * Writes every entry of `map` once (one allocation and one copy per FQN) and stages it in
+ * the inactive generation of every member container that declares it, as that container's
+ * wharf_container_update would (the fold callback of `opts`, if any, runs for each such
+ * container that declares derived constants). Only WHARF_TARGET_INACTIVE is supported.
+ * All or nothing: every check (unknown FQN: WHARF_NOT_FOUND; dtype/shape: INVALID_ARGUMENT)
+ * happens before anything is copied, and a failure stages nothing anywhere. Errors also:
+ * WHARF_BUSY (a member container is being updated), WHARF_UNSUPPORTED (in-place target).
+ */
+WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
+                                                  const wharf_constant_map* map,
+                                                  const wharf_update_options* opts);
+
+/**
+ * Swaps every member container staged by wharf_weight_store_update, atomically with respect
+ * to wharf_run_begin: no run begun after this returns sees old weights in one container and
+ * new ones in another. Errors: WHARF_FAILED_PRECONDITION (nothing staged by a store update).
+ */
+WHARF_API wharf_status* wharf_weight_store_swap(wharf_weight_store* store);
+
+/* ======================================================================================
+ * Sessions: per-conversation mutable state over shared weights
+ *
+ * A session owns one buffer per state FQN declared by its containers (one buffer for an FQN
+ * declared by several, e.g. prefill and decode). It is named explicitly on every run; one
+ * run at a time per session. State memory is accounted under WHARF_MEM_STATE and is freed
+ * only after the device has finished the session's last run.
+ *
+ * Threads: different sessions are independent (no process-wide lock); calls on one session
+ * from several threads are safe, and conflicting ones (a run, a reset, a fork of it at the
+ * same time) return WHARF_BUSY rather than wait.
+ * ====================================================================================== */
+
+typedef struct wharf_session_options {
+  uint32_t struct_size;
+  /** Refuse (WHARF_RESOURCE_EXHAUSTED) a session whose state exceeds this (0 = no limit). */
+  uint64_t max_state_bytes;
+  /** Nonzero: allocate and initialise the state now instead of at the first run. */
+  int32_t allocate_eagerly;
+} wharf_session_options;
+
+WHARF_API void wharf_session_options_init(wharf_session_options* opts);
+
+/**
+ * Creates a session serving runs of `containers` (borrowed array of `num_containers` >= 1
+ * containers of `runtime`; the session keeps them alive). A state FQN declared by several
+ * containers is one buffer; the declarations must agree (dtype and shape), else
+ * WHARF_INVALID_ARGUMENT naming both; the first container's initial value is used. `opts`
+ * may be NULL. The caller owns `*out`. Errors also: WHARF_RESOURCE_EXHAUSTED (past
+ * max_state_bytes or a container's max_session_bytes), WHARF_OUT_OF_MEMORY (eager).
+ */
+WHARF_API wharf_status* wharf_session_create(wharf_runtime* runtime,
+                                             wharf_container* const* containers,
+                                             size_t num_containers,
+                                             const wharf_session_options* opts,
+                                             wharf_session** out);
+
+/**
+ * Restores every state to its initial value, stream-ordered after the session's last run
+ * (on the runtime's stream; the next run waits for it). Returns without waiting for the
+ * device. Errors: WHARF_BUSY (a run is open).
+ */
+WHARF_API wharf_status* wharf_session_reset(wharf_session* session);
+
+/**
+ * Creates a session over the same containers whose state is a copy of `src`'s (branching a
+ * conversation, beam search), made on the device after `src`'s last run. The caller owns
+ * `*out`. Errors: WHARF_BUSY (src has an open run), WHARF_RESOURCE_EXHAUSTED,
+ * WHARF_OUT_OF_MEMORY.
+ */
+WHARF_API wharf_status* wharf_session_fork(const wharf_session* src, wharf_session** out);
+
+/** Bytes of state this session holds (or will hold at its first run). */
+WHARF_API uint64_t wharf_session_state_bytes(const wharf_session* session);
+
+/**
+ * Releases the caller's reference. A run still open keeps the session until wharf_run_end;
+ * the state memory is returned only after the device has finished the session's last run
+ * (this call may wait for it). NULL is a no-op.
+ */
+WHARF_API void wharf_session_free(wharf_session* session);
 
 #ifdef __cplusplus
 } /* extern "C" */
