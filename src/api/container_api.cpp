@@ -33,7 +33,41 @@ Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>*
   return Status::Ok();
 }
 
-Status update_from_c(const wharf_update_options& o, const std::shared_ptr<Container>& c, UpdateOptions* out) {
+Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* out) {
+  if (o.num_states > 0 && !o.states)
+    return InvalidArgument("wharf_container_options: states is NULL with num_states " + std::to_string(o.num_states));
+  out->clear();
+  for (size_t i = 0; i < o.num_states; ++i) {
+    const wharf_state_decl& c = o.states[i];
+    std::string what = c.fqn ? "state '" + std::string(c.fqn) + "'" : "state declaration " + std::to_string(i);
+    if (!c.fqn || !*c.fqn) return InvalidArgument(what + ": fqn is NULL or empty");
+    if (c.ndim < 0 || c.ndim > WHARF_MAX_DIMS)
+      return InvalidArgument(what + ": ndim " + std::to_string(c.ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
+    if (c.ndim > 0 && !c.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(c.ndim));
+    if (!dtype_valid(int(c.dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(c.dtype)));
+    StateInit si;
+    si.fqn = c.fqn;
+    si.dtype = static_cast<DType>(c.dtype);
+    si.shape.assign(c.shape, c.shape + c.ndim);
+    if (c.initial) {
+      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of " + what, &si.meta));
+      si.has_initial = true;
+      si.data = c.initial->data;
+    }
+    out->push_back(std::move(si));
+  }
+  return Status::Ok();
+}
+
+// The parts of the options both create functions share.
+Status config_from_c(const wharf_container_options& o, ContainerConfig* cfg) {
+  cfg->name = o.name ? o.name : "";
+  cfg->store = o.store ? o.store->store : nullptr;
+  cfg->max_session_bytes = o.max_session_bytes;
+  return states_from_c(o, &cfg->states);
+}
+
+Status update_from_c(const wharf_update_options& o, UpdateOptions* out) {
   if (o.target != WHARF_TARGET_INACTIVE && o.target != WHARF_TARGET_ACTIVE_IN_PLACE)
     return InvalidArgument("wharf_update_options: unknown target " + std::to_string(int(o.target)));
   out->in_place = o.target == WHARF_TARGET_ACTIVE_IN_PLACE;
@@ -41,7 +75,8 @@ Status update_from_c(const wharf_update_options& o, const std::shared_ptr<Contai
   if (o.fold) {
     wharf_fold_fn fn = o.fold;
     void* user = o.fold_user;
-    out->fold = [c, fn, user](const std::shared_ptr<Generation>& gen, Stream& stream) -> Status {
+    out->fold = [fn, user](const std::shared_ptr<Container>& c, const std::shared_ptr<Generation>& gen,
+                           Stream& stream) -> Status {
       std::unique_ptr<Run> run = Run::over(c, gen, stream);
       wharf_run handle;
       handle.run = run.get();
@@ -52,6 +87,18 @@ Status update_from_c(const wharf_update_options& o, const std::shared_ptr<Contai
 }
 
 }  // namespace
+
+namespace wharf {
+namespace api {
+// Shared with the weight store's update.
+Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out) {
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_update_options"));
+  return update_from_c(o, out);
+}
+}  // namespace api
+}  // namespace wharf
 
 extern "C" {
 
@@ -76,10 +123,11 @@ WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime, const wha
     wharf_container_options o;
     wharf_container_options_init(&o);
     WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_container_options"));
-    std::vector<ConstantDecl> decls;
-    WHARF_RETURN_IF_ERROR(decls_from_c(o, &decls));
+    ContainerConfig cfg;
+    WHARF_RETURN_IF_ERROR(decls_from_c(o, &cfg.constants));
+    WHARF_RETURN_IF_ERROR(config_from_c(o, &cfg));
     auto h = std::make_unique<wharf_container>();
-    WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, o.name ? o.name : "", std::move(decls), &h->c));
+    WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, std::move(cfg), &h->c));
     *out = h.release();
     return Status::Ok();
   });
@@ -97,7 +145,9 @@ WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, 
     WHARF_API_REQUIRE(o.num_constants == 0,
                       "wharf_container_create_from_map: options.constants must be empty (the map declares them)");
     const ConstantMap& m = *map->map;
-    std::vector<ConstantDecl> decls;
+    ContainerConfig cfg;
+    WHARF_RETURN_IF_ERROR(config_from_c(o, &cfg));
+    std::vector<ConstantDecl>& decls = cfg.constants;
     decls.reserve(m.size());
     for (size_t i = 0; i < m.size(); ++i) {
       ConstantDecl d;
@@ -107,7 +157,7 @@ WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, 
       decls.push_back(std::move(d));
     }
     std::shared_ptr<Container> c;
-    WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, o.name ? o.name : "", std::move(decls), &c));
+    WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, std::move(cfg), &c));
     UpdateOptions u;
     u.require_full = true;
     WHARF_RETURN_IF_ERROR(c->update(m, u));
@@ -129,7 +179,7 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container, const
     wharf_update_options_init(&o);
     WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_update_options"));
     UpdateOptions u;
-    WHARF_RETURN_IF_ERROR(update_from_c(o, container->c, &u));
+    WHARF_RETURN_IF_ERROR(update_from_c(o, &u));
     return container->c->update(*map->map, u);
   });
 }
@@ -201,9 +251,8 @@ WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_sessio
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(container && out, "wharf_run_begin: container and out must not be NULL");
     *out = nullptr;
-    if (session) return Unsupported("wharf_run_begin: sessions are not available in this release");
     auto h = std::make_unique<wharf_run>();
-    WHARF_RETURN_IF_ERROR(Run::begin(container->c, stream, &h->owned));
+    WHARF_RETURN_IF_ERROR(Run::begin(container->c, session ? session->s : nullptr, stream, &h->owned));
     h->run = h->owned.get();
     *out = h.release();
     return Status::Ok();
@@ -216,11 +265,11 @@ WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn, 
     BoundTensor b;
     WHARF_RETURN_IF_ERROR(run->run->tensor(fqn, &b));
     out->data = b.data;
-    out->dtype = static_cast<wharf_dtype>(b.decl->dtype);
+    out->dtype = static_cast<wharf_dtype>(b.dtype);
     out->device_type = b.device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
     out->device_index = b.device_index;
-    out->ndim = int32_t(b.decl->shape.size());
-    out->shape = b.decl->shape.empty() ? nullptr : b.decl->shape.data();
+    out->ndim = int32_t(b.shape->size());
+    out->shape = b.shape->empty() ? nullptr : b.shape->data();
     out->strides = nullptr;
     return Status::Ok();
   });

@@ -5,7 +5,9 @@
 
 #include "constants/constant_map.h"
 #include "constants/container.h"
+#include "constants/weight_store.h"
 #include "runs/run.h"
+#include "sessions/session.h"
 #include "core/tensor.h"
 #include "device/runtime.h"
 #include "wharf/wharf.h"
@@ -20,6 +22,14 @@ struct wharf_constant_map {
 
 struct wharf_container {
   std::shared_ptr<wharf::Container> c;
+};
+
+struct wharf_weight_store {
+  std::shared_ptr<wharf::WeightStore> store;
+};
+
+struct wharf_session {
+  std::shared_ptr<wharf::Session> s;
 };
 
 // A run handle owns its run, except the one a fold callback receives (owned by the update).

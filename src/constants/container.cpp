@@ -4,6 +4,7 @@
 
 #include "core/checked.h"
 #include "core/logging.h"
+#include "constants/weight_store.h"
 
 namespace wharf {
 namespace {
@@ -28,11 +29,13 @@ class FlagGuard {
 
 }  // namespace
 
-Status Container::create(std::shared_ptr<Runtime> runtime, std::string name,
-                         std::vector<ConstantDecl> decls, std::shared_ptr<Container>* out) {
+Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig config,
+                         std::shared_ptr<Container>* out) {
   std::shared_ptr<Container> c(new Container());
   c->runtime_ = std::move(runtime);
-  c->name_ = name.empty() ? "model" : std::move(name);
+  c->name_ = config.name.empty() ? "model" : std::move(config.name);
+  c->max_session_bytes_ = config.max_session_bytes;
+  std::vector<ConstantDecl>& decls = config.constants;
   for (size_t i = 0; i < decls.size(); ++i) {
     ConstantDecl& d = decls[i];
     if (d.fqn.empty())
@@ -53,11 +56,84 @@ Status Container::create(std::shared_ptr<Runtime> runtime, std::string name,
     c->has_derived_ |= d.derived();
   }
   c->decls_ = std::move(decls);
+
+  // States: validated completely before anything is allocated.
+  for (size_t i = 0; i < config.states.size(); ++i) {
+    const StateInit& si = config.states[i];
+    if (si.fqn.empty())
+      return InvalidArgument("container '" + c->name_ + "': state declaration " + std::to_string(i) +
+                             " has an empty FQN");
+    std::string what = "state '" + si.fqn + "'";
+    if (c->index_.count(si.fqn))
+      return InvalidArgument("container '" + c->name_ + "': " + what + " has the FQN of a constant");
+    if (!c->state_index_.emplace(si.fqn, int(i)).second)
+      return InvalidArgument("container '" + c->name_ + "': " + what + " is declared twice");
+    TensorMeta m;
+    m.dtype = si.dtype;
+    m.shape = si.shape;
+    WHARF_RETURN_IF_ERROR(m.validate(what));
+    if (si.has_initial) {
+      ConstantDecl as_decl;
+      as_decl.fqn = si.fqn;
+      as_decl.dtype = si.dtype;
+      as_decl.shape = si.shape;
+      as_decl.nbytes = m.nbytes();
+      Status st = validate_constant_source(*c->runtime_, as_decl, si.meta, si.data);
+      if (!st.ok()) return InvalidArgument("container '" + c->name_ + "': initial value of " + what + ": " + st.message());
+    }
+    StateDecl sd;
+    sd.fqn = si.fqn;
+    sd.dtype = si.dtype;
+    sd.shape = si.shape;
+    sd.nbytes = m.nbytes();
+    c->states_.push_back(std::move(sd));
+  }
+
+  if (config.store) {
+    WHARF_RETURN_IF_ERROR(config.store->join(c.get(), c->name_, c->decls_));
+    c->store_ = std::move(config.store);  // from here on ~Container leaves the store
+  }
+
+  // Capture initial values into device templates: one copy now, device-to-device copies
+  // at every session's first run and reset.
+  std::vector<CopyRequest> reqs;
+  for (size_t i = 0; i < config.states.size(); ++i) {
+    const StateInit& si = config.states[i];
+    StateDecl& sd = c->states_[i];
+    if (!si.has_initial || sd.nbytes == 0) continue;
+    WHARF_RETURN_IF_ERROR(c->runtime_->device().allocate(MemKind::kDevice, MemTag::kState, sd.nbytes,
+                                                         "initial value of state '" + sd.fqn + "'", &sd.initial));
+    reqs.push_back({sd.initial.data(), si.data, sd.nbytes});
+  }
+  if (!reqs.empty()) {
+    TransferEngine* engine = nullptr;
+    WHARF_RETURN_IF_ERROR(c->runtime_->transfers(&engine));
+    WHARF_RETURN_IF_ERROR(engine->copy(reqs, {}).with_context("container '" + c->name_ + "': capturing initial state values"));
+  }
   *out = std::move(c);
   return Status::Ok();
 }
 
+int Container::find_state(const std::string& fqn) const {
+  auto it = state_index_.find(fqn);
+  return it == state_index_.end() ? -1 : it->second;
+}
+
+Status Container::reserve_session_bytes(uint64_t bytes) {
+  uint64_t cur = session_bytes_.load();
+  for (;;) {
+    if (max_session_bytes_ != 0 && (bytes > max_session_bytes_ || cur > max_session_bytes_ - bytes))
+      return ResourceExhausted("container '" + name_ + "': a session of " + std::to_string(bytes) +
+                               " state bytes would pass max_session_bytes " + std::to_string(max_session_bytes_) +
+                               " (" + std::to_string(cur) + " held by live sessions)");
+    if (session_bytes_.compare_exchange_weak(cur, cur + bytes)) return Status::Ok();
+  }
+}
+
+void Container::release_session_bytes(uint64_t bytes) { session_bytes_.fetch_sub(bytes); }
+
 Container::~Container() {
+  if (store_) store_->leave(this);
   // Every run has ended (runs hold the container), but the device may still be executing
   // them: wait for their events before the slots they read are freed.
   for (Retired& r : retired_) {
@@ -81,7 +157,7 @@ uint64_t Container::generation() const {
   return active_ ? active_->id : 0;
 }
 
-Status Container::validate_source(const ConstantDecl& d, const TensorMeta& src, const void* data) const {
+Status validate_constant_source(Runtime& runtime, const ConstantDecl& d, const TensorMeta& src, const void* data) {
   std::string what = quoted(d.fqn);
   if (src.dtype != d.dtype)
     return InvalidArgument(what + ": dtype " + dtype_name(d.dtype) + " expected, got " + dtype_name(src.dtype));
@@ -92,13 +168,17 @@ Status Container::validate_source(const ConstantDecl& d, const TensorMeta& src, 
                            "); pass a contiguous tensor");
   if (!data && d.nbytes > 0) return InvalidArgument(what + ": source data is NULL");
   if (src.device_type == DeviceType::kCuda) {
-    if (runtime_->backend() != Backend::kCuda)
+    if (runtime.backend() != Backend::kCuda)
       return InvalidArgument(what + ": source is CUDA memory but the runtime uses the host backend");
-    if (src.device_index != runtime_->device().index())
+    if (src.device_index != runtime.device().index())
       return InvalidArgument(what + ": source is on CUDA device " + std::to_string(src.device_index) +
-                             " but the runtime uses device " + std::to_string(runtime_->device().index()));
+                             " but the runtime uses device " + std::to_string(runtime.device().index()));
   }
   return Status::Ok();
+}
+
+Status Container::validate_source(const ConstantDecl& d, const TensorMeta& src, const void* data) const {
+  return validate_constant_source(*runtime_, d, src, data);
 }
 
 Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts,
@@ -153,7 +233,7 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
 Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen) {
   if (!opts.fold) return Status::Ok();
   Stream& stream = runtime_->stream();
-  WHARF_RETURN_IF_ERROR(opts.fold(gen, stream).with_context("container '" + name_ + "': fold callback"));
+  WHARF_RETURN_IF_ERROR(opts.fold(shared_from_this(), gen, stream).with_context("container '" + name_ + "': fold callback"));
   // The update returns when everything is in place, folded constants included.
   return stream.synchronize().with_context("container '" + name_ + "': waiting for the fold's work");
 }
@@ -167,29 +247,59 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   return opts.in_place ? update_in_place(plan, opts) : update_inactive(plan, opts);
 }
 
-Status Container::update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts) {
+std::shared_ptr<Generation> Container::next_generation_locked() const {
   auto gen = std::make_shared<Generation>();
+  // The first update after a swap starts from the active generation (sharing every slot);
+  // later ones add to what is staged.
+  const std::shared_ptr<Generation>& base = staged_ ? inactive_ : active_;
+  gen->slots = base ? base->slots : std::vector<std::shared_ptr<Slot>>(decls_.size());
+  return gen;
+}
+
+Status Container::fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts) {
+  if (!opts.fold) return Status::Ok();
+  for (size_t i = 0; i < decls_.size(); ++i)
+    if (decls_[i].derived()) WHARF_RETURN_IF_ERROR(allocate_slot(int(i), &gen->slots[i]));
+  return run_fold(opts, gen);
+}
+
+void Container::stage_locked(std::shared_ptr<Generation> gen, DeadList* dead) {
+  dead->push_back(std::move(inactive_));
+  inactive_ = std::move(gen);
+  staged_ = true;
+}
+
+Status Container::update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts) {
+  std::shared_ptr<Generation> gen;
   DeadList dead;
   {
     std::lock_guard<std::mutex> lock(mu_);
     reap_locked(true, &dead);
-    // The first update after a swap starts from the active generation (sharing every slot);
-    // later ones add to what is staged.
-    const std::shared_ptr<Generation>& base = staged_ ? inactive_ : active_;
-    gen->slots = base ? base->slots : std::vector<std::shared_ptr<Slot>>(decls_.size());
+    gen = next_generation_locked();
   }
-  // Fresh slots for what this update writes (copy-on-write) and for derived constants,
-  // which the fold recomputes. On any failure `gen` is dropped: nothing was published.
-  for (const Planned& p : plan) WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
-  if (opts.fold)
-    for (size_t i = 0; i < decls_.size(); ++i)
-      if (decls_[i].derived()) WHARF_RETURN_IF_ERROR(allocate_slot(int(i), &gen->slots[i]));
-  WHARF_RETURN_IF_ERROR(copy_into(gen, plan, {}));
-  WHARF_RETURN_IF_ERROR(run_fold(opts, gen));
+  // Fresh slots for what this update writes (copy-on-write). A constant this container has
+  // never held takes the weight store's storage when the store has it: no allocation, no
+  // copy. On any failure `gen` is dropped: nothing was published.
+  std::vector<Planned> to_copy;
+  std::vector<int> fresh;  // written for the first time: offered to the store afterwards
+  for (const Planned& p : plan) {
+    const bool first = !gen->slots[p.index];
+    if (first && store_ && !decls_[p.index].derived()) {
+      if (std::shared_ptr<Slot> shared = store_->find_slot(decls_[p.index].fqn)) {
+        gen->slots[p.index] = std::move(shared);
+        continue;
+      }
+    }
+    WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
+    to_copy.push_back(p);
+    if (first) fresh.push_back(p.index);
+  }
+  WHARF_RETURN_IF_ERROR(copy_into(gen, to_copy, {}));
+  WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
+  if (store_)
+    for (int i : fresh) store_->offer_slot(decls_[i].fqn, gen->slots[i]);
   std::lock_guard<std::mutex> lock(mu_);
-  dead.push_back(std::move(inactive_));
-  inactive_ = std::move(gen);
-  staged_ = true;
+  stage_locked(std::move(gen), &dead);
   return Status::Ok();
 }
 
@@ -243,19 +353,19 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
   DeadList dead;
   std::lock_guard<std::mutex> lock(mu_);
   reap_locked(true, &dead);
-  auto gen = std::make_shared<Generation>();
-  const std::shared_ptr<Generation>& base = staged_ ? inactive_ : active_;
-  gen->slots = base ? base->slots : std::vector<std::shared_ptr<Slot>>(decls_.size());
+  std::shared_ptr<Generation> gen = next_generation_locked();
   gen->slots[idx] = std::move(slot);
-  dead.push_back(std::move(inactive_));
-  inactive_ = std::move(gen);
-  staged_ = true;
+  stage_locked(std::move(gen), &dead);
   return Status::Ok();
 }
 
 Status Container::swap() {
   DeadList dead;
   std::lock_guard<std::mutex> lock(mu_);
+  return swap_locked(&dead);
+}
+
+Status Container::swap_locked(DeadList* dead) {
   if (!inactive_)
     return FailedPrecondition("container '" + name_ + "': nothing to swap in (no update since the inactive generation was freed)");
   for (size_t i = 0; i < decls_.size(); ++i)
@@ -266,7 +376,7 @@ Status Container::swap() {
   std::swap(active_, inactive_);
   active_->id = ++last_id_;
   staged_ = false;
-  reap_locked(false, &dead);
+  reap_locked(false, dead);
   return Status::Ok();
 }
 

@@ -52,6 +52,7 @@ inline Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, s
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
 inline Status OutOfMemory(std::string m) { return {Code::kOutOfMemory, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
 inline Status Busy(std::string m) { return {Code::kBusy, std::move(m)}; }
 inline Status Unsupported(std::string m) { return {Code::kUnsupported, std::move(m)}; }

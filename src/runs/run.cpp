@@ -4,7 +4,15 @@
 
 namespace wharf {
 
-Status Run::begin(std::shared_ptr<Container> container, void* native_stream, std::unique_ptr<Run>* out) {
+Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session> session, void* native_stream,
+                  std::unique_ptr<Run>* out) {
+  if (!session && !container->states().empty())
+    return FailedPrecondition("container '" + container->name() + "' declares " +
+                              std::to_string(container->states().size()) +
+                              " state tensors; a run needs a session (wharf_session_create)");
+  if (session && !session->covers(container.get()))
+    return InvalidArgument("the session does not cover container '" + container->name() +
+                           "' (create the session with every container it will run)");
   std::unique_ptr<Run> run(new Run());
   Runtime& rt = container->runtime();
   if (native_stream) {
@@ -13,10 +21,19 @@ Status Run::begin(std::shared_ptr<Container> container, void* native_stream, std
   } else {
     run->stream_ = &rt.stream();
   }
-  WHARF_RETURN_IF_ERROR(container->acquire(&run->gen_));
+  if (session) WHARF_RETURN_IF_ERROR(session->begin_run(*run->stream_));
+  Status st = container->acquire(&run->gen_);
+  if (!st.ok()) {
+    if (session) {
+      Status s2 = session->end_run(*run->stream_);
+      if (!s2.ok()) WHARF_LOG(kError, "run: releasing the session after a failed begin: " + s2.message());
+    }
+    return st;
+  }
   run->gen_id_ = run->gen_->id;
   run->leased_ = true;
   run->container_ = std::move(container);
+  run->session_ = std::move(session);
   *out = std::move(run);
   return Status::Ok();
 }
@@ -38,14 +55,28 @@ Run::~Run() {
 
 Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
   int idx = container_->find(fqn);
-  if (idx < 0)
+  if (idx < 0) {
+    if (session_) {
+      StateView v;
+      WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
+      out->data = v.data;
+      out->dtype = v.dtype;
+      out->shape = v.shape;
+      out->nbytes = v.nbytes;
+      out->device_type = container_->device_type_of(Placement::kDevice);
+      out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
+      return Status::Ok();
+    }
     return NotFound("constant '" + fqn + "' is not declared by container '" + container_->name() + "'");
+  }
   const ConstantDecl& d = container_->decls()[idx];
   const std::shared_ptr<Slot>& slot = gen_->slots[idx];
   if (!slot)  // only in a fold over a fresh container; a swapped-in generation is complete
     return FailedPrecondition("constant '" + fqn + "' has no storage in this generation yet");
   out->data = slot->data();
-  out->decl = &d;
+  out->dtype = d.dtype;
+  out->shape = &d.shape;
+  out->nbytes = d.nbytes;
   out->device_type = container_->device_type_of(d.placement);
   out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
   return Status::Ok();
@@ -54,7 +85,7 @@ Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
 Status Run::read(const std::string& fqn, uint64_t offset, void* dst, uint64_t bytes) const {
   BoundTensor b;
   WHARF_RETURN_IF_ERROR(tensor(fqn, &b));
-  uint64_t n = b.decl->nbytes;
+  uint64_t n = b.nbytes;
   if (offset > n || bytes > n - offset)
     return InvalidArgument("constant '" + fqn + "': reading bytes [" + std::to_string(offset) + ", " +
                            std::to_string(offset + bytes) + ") of " + std::to_string(n));
@@ -67,7 +98,12 @@ Status Run::read(const std::string& fqn, uint64_t offset, void* dst, uint64_t by
 Status Run::end() {
   if (!leased_) return Status::Ok();
   leased_ = false;
-  return container_->retire(std::move(gen_), *stream_);
+  Status st = container_->retire(std::move(gen_), *stream_);
+  if (session_) {
+    Status s2 = session_->end_run(*stream_);
+    if (st.ok()) st = s2;
+  }
+  return st;
 }
 
 }  // namespace wharf

@@ -7,12 +7,17 @@
 #include <string>
 
 #include "constants/container.h"
+#include "sessions/session.h"
 
 namespace wharf {
 
+// A resolved constant or session state. `shape` points into the container or session,
+// which the run keeps alive.
 struct BoundTensor {
   void* data = nullptr;
-  const ConstantDecl* decl = nullptr;
+  DType dtype = DType::kF32;
+  const std::vector<int64_t>* shape = nullptr;
+  uint64_t nbytes = 0;
   DeviceType device_type = DeviceType::kCpu;
   int device_index = 0;
 };
@@ -20,7 +25,9 @@ struct BoundTensor {
 class Run {
  public:
   // `native_stream` is a caller's cudaStream_t, or nullptr for the runtime's stream.
-  static Status begin(std::shared_ptr<Container> container, void* native_stream, std::unique_ptr<Run>* out);
+  // `session` may be null for a container without states.
+  static Status begin(std::shared_ptr<Container> container, std::shared_ptr<Session> session, void* native_stream,
+                      std::unique_ptr<Run>* out);
   // A run over a generation that is being written (the fold callback's view).
   static std::unique_ptr<Run> over(std::shared_ptr<Container> container, std::shared_ptr<Generation> gen,
                                    Stream& stream);
@@ -38,6 +45,7 @@ class Run {
   Run() = default;
   std::shared_ptr<Container> container_;
   std::shared_ptr<Generation> gen_;
+  std::shared_ptr<Session> session_;  // null: no session
   std::unique_ptr<Stream> wrapped_;  // when the caller gave a stream
   Stream* stream_ = nullptr;
   uint64_t gen_id_ = 0;

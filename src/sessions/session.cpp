@@ -1,0 +1,194 @@
+#include "sessions/session.h"
+
+#include <algorithm>
+
+#include "core/logging.h"
+
+namespace wharf {
+
+Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared_ptr<Container>> containers,
+                       const SessionOptions& opts, std::shared_ptr<Session>* out) {
+  if (containers.empty()) return InvalidArgument("session: at least one container is required");
+  std::shared_ptr<Session> s(new Session());
+  s->runtime_ = std::move(runtime);
+  // Merge the containers' state declarations: one buffer per FQN.
+  std::vector<std::string> declared_by;
+  for (const auto& c : containers) {
+    if (!c) return InvalidArgument("session: a container is NULL");
+    if (&c->runtime() != s->runtime_.get())
+      return InvalidArgument("session: container '" + c->name() + "' belongs to another runtime");
+    if (std::count(containers.begin(), containers.end(), c) > 1)
+      return InvalidArgument("session: container '" + c->name() + "' is listed twice");
+    for (const StateDecl& d : c->states()) {
+      auto it = s->index_.find(d.fqn);
+      if (it != s->index_.end()) {
+        const State& e = s->states_[it->second];
+        if (e.dtype != d.dtype || e.shape != d.shape)
+          return InvalidArgument("session: state '" + d.fqn + "' is declared " + dtype_name(d.dtype) + " " +
+                                 shape_string(d.shape) + " by container '" + c->name() + "' but " +
+                                 dtype_name(e.dtype) + " " + shape_string(e.shape) + " by container '" +
+                                 declared_by[it->second] + "'");
+        continue;
+      }
+      s->index_.emplace(d.fqn, s->states_.size());
+      State st;
+      st.fqn = d.fqn;
+      st.dtype = d.dtype;
+      st.shape = d.shape;
+      st.nbytes = d.nbytes;
+      st.initial = d.initial ? &d.initial : nullptr;
+      s->states_.push_back(std::move(st));
+      declared_by.push_back(c->name());
+      s->bytes_ += d.nbytes;
+    }
+  }
+  if (opts.max_state_bytes != 0 && s->bytes_ > opts.max_state_bytes)
+    return ResourceExhausted("session: its state needs " + std::to_string(s->bytes_) +
+                             " bytes, more than max_state_bytes " + std::to_string(opts.max_state_bytes));
+  s->containers_ = std::move(containers);
+  // Reserve against every container's budget; the destructor releases what was reserved.
+  for (const auto& c : s->containers_) {
+    WHARF_RETURN_IF_ERROR(c->reserve_session_bytes(s->bytes_));
+    s->reserved_.push_back(c.get());
+  }
+  WHARF_RETURN_IF_ERROR(s->runtime_->device().create_event(&s->last_));
+  if (opts.allocate_eagerly) {
+    std::lock_guard<std::mutex> lock(s->mu_);
+    WHARF_RETURN_IF_ERROR(s->allocate_locked());
+    WHARF_RETURN_IF_ERROR(s->initialise_locked(s->runtime_->stream()));
+    WHARF_RETURN_IF_ERROR(s->record_last_locked(s->runtime_->stream()));
+  }
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+Session::~Session() {
+  // The buffers die with this object: wait until the device is done with the last run,
+  // reset or fork that used them.
+  if (has_last_) {
+    Status st = last_->synchronize();
+    if (!st.ok()) {
+      WHARF_LOG(kError, "session: waiting for its last run at free: " + st.message() + "; waiting for the device");
+      st = runtime_->device().synchronize();
+      if (!st.ok()) WHARF_LOG(kError, "session: device synchronize at free: " + st.message());
+    }
+  }
+  for (Container* c : reserved_) c->release_session_bytes(bytes_);
+}
+
+bool Session::covers(const Container* c) const {
+  for (const auto& x : containers_)
+    if (x.get() == c) return true;
+  return false;
+}
+
+Status Session::allocate_locked() {
+  if (allocated_) return Status::Ok();
+  std::vector<Buffer> bufs(states_.size());
+  for (size_t i = 0; i < states_.size(); ++i)
+    if (states_[i].nbytes > 0)
+      WHARF_RETURN_IF_ERROR(runtime_->device().allocate(MemKind::kDevice, MemTag::kState, states_[i].nbytes,
+                                                        "session state '" + states_[i].fqn + "'", &bufs[i]));
+  for (size_t i = 0; i < states_.size(); ++i) states_[i].buffer = std::move(bufs[i]);
+  allocated_ = true;
+  return Status::Ok();
+}
+
+Status Session::order_after_last_locked(Stream& stream) {
+  if (!has_last_) return Status::Ok();
+  return stream.wait(*last_).with_context("session: ordering after its previous operation");
+}
+
+Status Session::record_last_locked(Stream& stream) {
+  WHARF_RETURN_IF_ERROR(stream.record(*last_).with_context("session: recording the end of an operation"));
+  has_last_ = true;
+  return Status::Ok();
+}
+
+Status Session::initialise_locked(Stream& stream) {
+  WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
+  for (State& st : states_) {
+    if (st.nbytes == 0) continue;
+    Status s = st.initial ? stream.copy_async(st.buffer.data(), st.initial->data(), st.nbytes)
+                          : stream.memset_async(st.buffer.data(), 0, st.nbytes);
+    WHARF_RETURN_IF_ERROR(s.with_context("session: initialising state '" + st.fqn + "'"));
+  }
+  return Status::Ok();
+}
+
+Status Session::begin_run(Stream& stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_run_) return Busy("session: a run is already open on it (one run at a time per session)");
+  if (!allocated_) {
+    WHARF_RETURN_IF_ERROR(allocate_locked());
+    Status st = initialise_locked(stream);
+    if (!st.ok()) {
+      // Not initialised: free the buffers so the next run starts over.
+      for (State& s : states_) s.buffer.reset();
+      allocated_ = false;
+      return st;
+    }
+  } else {
+    WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
+  }
+  in_run_ = true;
+  return Status::Ok();
+}
+
+Status Session::end_run(Stream& stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_run_ = false;
+  Status st = record_last_locked(stream);
+  if (!st.ok()) {
+    // Without the event the run's end is unknown: order the next user after the device.
+    has_last_ = false;
+    Status s2 = runtime_->device().synchronize();
+    if (!s2.ok()) WHARF_LOG(kError, "session: device synchronize after a failed record: " + s2.message());
+  }
+  return st;
+}
+
+Status Session::find(const std::string& fqn, StateView* out) const {
+  auto it = index_.find(fqn);
+  if (it == index_.end()) return NotFound("'" + fqn + "' is neither a constant of the container nor a state of the session");
+  const State& st = states_[it->second];
+  out->data = st.buffer.data();
+  out->dtype = st.dtype;
+  out->shape = &st.shape;
+  out->nbytes = st.nbytes;
+  return Status::Ok();
+}
+
+Status Session::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_run_) return Busy("session reset: a run is open on the session");
+  if (!allocated_) return Status::Ok();  // the first run initialises it anyway
+  Stream& stream = runtime_->stream();
+  WHARF_RETURN_IF_ERROR(initialise_locked(stream));
+  return record_last_locked(stream);
+}
+
+Status Session::fork(std::shared_ptr<Session>* out) {
+  SessionOptions opts;  // the source passed its budgets; the containers' are checked again
+  std::shared_ptr<Session> s;
+  WHARF_RETURN_IF_ERROR(create(runtime_, containers_, opts, &s));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_run_) return Busy("session fork: a run is open on the source session");
+  if (allocated_) {
+    std::lock_guard<std::mutex> lock2(s->mu_);
+    WHARF_RETURN_IF_ERROR(s->allocate_locked());
+    Stream& stream = runtime_->stream();
+    WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
+    for (size_t i = 0; i < states_.size(); ++i)
+      if (states_[i].nbytes > 0)
+        WHARF_RETURN_IF_ERROR(stream.copy_async(s->states_[i].buffer.data(), states_[i].buffer.data(), states_[i].nbytes)
+                                  .with_context("session fork: copying state '" + states_[i].fqn + "'"));
+    // Both wait for the copy: the new one before it is used, the source before it is written.
+    WHARF_RETURN_IF_ERROR(s->record_last_locked(stream));
+    WHARF_RETURN_IF_ERROR(record_last_locked(stream));
+  }
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+}  // namespace wharf
