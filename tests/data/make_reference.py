@@ -47,6 +47,7 @@ def main() -> None:
             "dtype": str(t.dtype).replace("torch.", ""),
             "shape": list(t.shape),
             "sha256": hashlib.sha256(tensor_bytes(t)).hexdigest(),
+            "hex": tensor_bytes(t).hex(),
         }
     with open(f"{out}/torch_reference.json", "w") as f:
         json.dump({"torch": torch.__version__, "tensors": ref}, f, indent=1, sort_keys=True)
