@@ -21,6 +21,11 @@
  *   4. Strings cross as UTF-8 (not JNI's "modified UTF-8"), so names outside the Basic
  *      Multilingual Plane, as found in safetensors files, round-trip unchanged.
  *
+ * Arrays of handles and of declarations (the constants and states of
+ * wharf_container_options, the containers of wharf_session_create) are built one element at
+ * a time in small owning lists (wharf_swig_decl_list, wharf_swig_state_list,
+ * wharf_swig_container_list) that the helpers hand to the library.
+ *
  * Callbacks (wharf_set_log_callback, fold functions, user-constant release functions) are
  * not wrapped: Wharf calls them on its own worker threads, which would need JNI thread
  * attachment and global references with a lifetime Wharf does not report.
@@ -106,6 +111,15 @@ WHARF_WRAP(wharf_container_constant_info)
 WHARF_WRAP(wharf_run_tensor)
 WHARF_WRAP(wharf_run_generation)
 WHARF_WRAP(wharf_run_end)
+/* weight store (0.2.0) */
+WHARF_WRAP(wharf_weight_store_free)
+WHARF_WRAP(wharf_weight_store_get_stats)
+WHARF_WRAP(wharf_weight_store_update)
+WHARF_WRAP(wharf_weight_store_swap)
+/* sessions (0.2.0) */
+WHARF_WRAP(wharf_session_reset)
+WHARF_WRAP(wharf_session_state_bytes)
+WHARF_WRAP(wharf_session_free)
 /* the helpers of this file */
 %rename("%s", regextarget=1) "^wharf_swig_";
 
@@ -122,6 +136,7 @@ WHARF_WRAP(wharf_run_end)
 %ignore wharf_update_options::fold_user;
 /* Structs only the helpers use. */
 %ignore wharf_constant_decl;
+%ignore wharf_state_decl;
 %ignore wharf_container_options;
 
 /* Output structs are filled by the library; the target language only reads them. */
@@ -148,9 +163,15 @@ WHARF_WRAP(wharf_run_end)
 %immutable wharf_constant_info::placement;
 %immutable wharf_constant_info::flags;
 %immutable wharf_constant_info::nbytes;
+%immutable wharf_weight_store_stats::struct_size;
+%immutable wharf_weight_store_stats::unique_constants;
+%immutable wharf_weight_store_stats::unique_bytes;
+%immutable wharf_weight_store_stats::references;
+%immutable wharf_weight_store_stats::saved_bytes;
 /* struct_size of the options structs is set by their constructors (below). */
 %immutable wharf_runtime_options::struct_size;
 %immutable wharf_update_options::struct_size;
+%immutable wharf_session_options::struct_size;
 
 /* ======================================================================================
  * Java typemaps
@@ -336,6 +357,14 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   $action
   if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_update_options");
 }
+%exception wharf_session_options::wharf_session_options {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_session_options");
+}
+%exception wharf_weight_store_stats::wharf_weight_store_stats {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_weight_store_stats");
+}
 
 /* ======================================================================================
  * The header
@@ -363,6 +392,15 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
     return o;
   }
   ~wharf_update_options() { free($self); }
+}
+
+%extend wharf_session_options {
+  wharf_session_options() {
+    wharf_session_options* o = (wharf_session_options*)calloc(1, sizeof(*o));
+    if (o) wharf_session_options_init(o);
+    return o;
+  }
+  ~wharf_session_options() { free($self); }
 }
 
 /* A view filled by wharf_constant_map_find / wharf_run_tensor. Its shape and data point into
@@ -412,6 +450,15 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   }
 }
 
+%extend wharf_weight_store_stats {
+  wharf_weight_store_stats() {
+    wharf_weight_store_stats* o = (wharf_weight_store_stats*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_weight_store_stats() { free($self); }
+}
+
 %extend wharf_constant_info {
   wharf_constant_info() {
     wharf_constant_info* o = (wharf_constant_info*)calloc(1, sizeof(*o));
@@ -438,6 +485,50 @@ struct wharf_swig_decl_list {
   size_t size;
   size_t capacity;
 };
+
+/* A growable list of state declarations that owns copies of their names and shapes. The
+ * initial values' data is borrowed: `initials[i].data` is an address the caller keeps valid
+ * until the container has been created (NULL = zeros). decls[i].initial is pointed at
+ * initials[i] by wharf_swig_state_list_fix (the arrays move while the list grows). */
+struct wharf_swig_state_list {
+  wharf_state_decl* decls;
+  wharf_tensor_view* initials;
+  size_t size;
+  size_t capacity;
+};
+
+/* A growable list of borrowed container handles. */
+struct wharf_swig_container_list {
+  wharf_container** containers;
+  size_t size;
+  size_t capacity;
+};
+
+/* Points every declaration with an initial value at it; NULL is a no-op. */
+static void wharf_swig_state_list_fix(struct wharf_swig_state_list* list) {
+  size_t i;
+  if (!list) return;
+  for (i = 0; i < list->size; ++i) {
+    list->decls[i].initial = list->initials[i].data ? &list->initials[i] : NULL;
+  }
+}
+
+/* Fills `opts` for the container helpers. Allocates nothing. */
+static void wharf_swig_fill_container_options(wharf_container_options* opts, const char* name,
+                                              const struct wharf_swig_decl_list* decls,
+                                              wharf_weight_store* store,
+                                              struct wharf_swig_state_list* states,
+                                              uint64_t max_session_bytes) {
+  wharf_container_options_init(opts);
+  opts->name = name;
+  opts->constants = decls ? decls->decls : NULL;
+  opts->num_constants = decls ? decls->size : 0;
+  opts->store = store;
+  wharf_swig_state_list_fix(states);
+  opts->states = states ? states->decls : NULL;
+  opts->num_states = states ? states->size : 0;
+  opts->max_session_bytes = max_session_bytes;
+}
 %}
 
 %inline %{
@@ -500,6 +591,112 @@ int32_t wharf_swig_decl_list_add(wharf_swig_decl_list* list, const char* fqn, wh
   list->decls[list->size].placement = placement;
   list->decls[list->size].flags = flags;
   list->size++;
+  return 1;
+}
+
+/** State declarations for the container helpers, built one state at a time. */
+typedef struct wharf_swig_state_list wharf_swig_state_list;
+
+/** A new empty list (free with wharf_swig_state_list_free); NULL when out of memory. */
+wharf_swig_state_list* wharf_swig_state_list_new(void) {
+  return (wharf_swig_state_list*)calloc(1, sizeof(wharf_swig_state_list));
+}
+
+/** Frees the list and its copies (not the borrowed initial values). NULL is a no-op. */
+void wharf_swig_state_list_free(wharf_swig_state_list* list) {
+  size_t i;
+  if (!list) return;
+  for (i = 0; i < list->size; ++i) {
+    free((void*)list->decls[i].fqn);
+    free((void*)list->decls[i].shape);
+  }
+  free(list->decls);
+  free(list->initials);
+  free(list);
+}
+
+/**
+ * Appends a state declaration, copying `fqn` and `shape`. `initial_address` (0 = zeros) is a
+ * borrowed, contiguous host buffer of the state's dtype and shape that must stay valid until
+ * the container has been created. Returns 1 on success, 0 when out of memory or given a NULL
+ * list or name (the list is then unchanged). The values are validated by the library.
+ */
+int32_t wharf_swig_state_list_add(wharf_swig_state_list* list, const char* fqn, wharf_dtype dtype,
+                                  const wharf_swig_dim* shape, int32_t ndim,
+                                  int64_t initial_address) {
+  char* name;
+  int64_t* dims = NULL;
+  size_t name_len;
+  wharf_tensor_view* initial;
+  if (!list || !fqn || ndim < 0 || (ndim > 0 && !shape)) return 0;
+  if (list->size == list->capacity) {
+    size_t capacity = list->capacity ? list->capacity * 2 : 8;
+    wharf_state_decl* decls =
+        (wharf_state_decl*)realloc(list->decls, capacity * sizeof(wharf_state_decl));
+    wharf_tensor_view* initials;
+    if (!decls) return 0;
+    list->decls = decls;
+    initials = (wharf_tensor_view*)realloc(list->initials, capacity * sizeof(wharf_tensor_view));
+    if (!initials) return 0; /* decls grew, capacity did not: the list is still consistent */
+    list->initials = initials;
+    list->capacity = capacity;
+  }
+  name_len = strlen(fqn) + 1;
+  name = (char*)malloc(name_len);
+  if (!name) return 0;
+  memcpy(name, fqn, name_len);
+  if (ndim > 0) {
+    dims = (int64_t*)malloc((size_t)ndim * sizeof(int64_t));
+    if (!dims) {
+      free(name);
+      return 0;
+    }
+    memcpy(dims, shape, (size_t)ndim * sizeof(int64_t));
+  }
+  list->decls[list->size].fqn = name;
+  list->decls[list->size].dtype = dtype;
+  list->decls[list->size].ndim = ndim;
+  list->decls[list->size].shape = dims;
+  list->decls[list->size].initial = NULL; /* set by wharf_swig_state_list_fix */
+  initial = &list->initials[list->size];
+  initial->data = (void*)(intptr_t)initial_address;
+  initial->dtype = dtype;
+  initial->device_type = WHARF_DEVICE_CPU;
+  initial->device_index = 0;
+  initial->ndim = ndim;
+  initial->shape = dims;
+  initial->strides = NULL;
+  list->size++;
+  return 1;
+}
+
+/** Containers for wharf_swig_session_create, added one at a time (borrowed, not owned). */
+typedef struct wharf_swig_container_list wharf_swig_container_list;
+
+/** A new empty list (free with wharf_swig_container_list_free); NULL when out of memory. */
+wharf_swig_container_list* wharf_swig_container_list_new(void) {
+  return (wharf_swig_container_list*)calloc(1, sizeof(wharf_swig_container_list));
+}
+
+/** Frees the list (not the containers). NULL is a no-op. */
+void wharf_swig_container_list_free(wharf_swig_container_list* list) {
+  if (!list) return;
+  free(list->containers);
+  free(list);
+}
+
+/** Appends a container. Returns 1 on success, 0 when out of memory or given a NULL list. */
+int32_t wharf_swig_container_list_add(wharf_swig_container_list* list, wharf_container* container) {
+  if (!list) return 0;
+  if (list->size == list->capacity) {
+    size_t capacity = list->capacity ? list->capacity * 2 : 4;
+    wharf_container** grown =
+        (wharf_container**)realloc(list->containers, capacity * sizeof(wharf_container*));
+    if (!grown) return 0;
+    list->containers = grown;
+    list->capacity = capacity;
+  }
+  list->containers[list->size++] = container;
   return 1;
 }
 
@@ -572,42 +769,75 @@ const char* wharf_swig_constant_map_metadata_value(const wharf_constant_map* map
   return *status_out ? NULL : value;
 }
 
-/** wharf_container_create with the declarations of `decls`; `name` may be NULL ("model"). */
+/**
+ * wharf_container_create with the declarations of `decls` and the states of `states` (may be
+ * NULL: none); `name` may be NULL ("model"), `store` NULL (no sharing), `max_session_bytes`
+ * 0 (no budget).
+ */
 wharf_container* wharf_swig_container_create(wharf_runtime* runtime, const char* name,
                                              const wharf_swig_decl_list* decls,
+                                             wharf_weight_store* store,
+                                             wharf_swig_state_list* states,
+                                             uint64_t max_session_bytes,
                                              wharf_status** status_out) {
   wharf_container* container = NULL;
   wharf_container_options opts;
-  wharf_container_options_init(&opts);
-  opts.name = name;
-  opts.constants = decls ? decls->decls : NULL;
-  opts.num_constants = decls ? decls->size : 0;
+  wharf_swig_fill_container_options(&opts, name, decls, store, states, max_session_bytes);
   *status_out = wharf_container_create(runtime, &opts, &container);
   return *status_out ? NULL : container;
 }
 
-/** wharf_container_create_from_map; `name` may be NULL ("model"). */
+/** wharf_container_create_from_map; the other arguments as wharf_swig_container_create. */
 wharf_container* wharf_swig_container_create_from_map(wharf_runtime* runtime,
                                                       const wharf_constant_map* map,
                                                       const char* name,
+                                                      wharf_weight_store* store,
+                                                      wharf_swig_state_list* states,
+                                                      uint64_t max_session_bytes,
                                                       wharf_status** status_out) {
   wharf_container* container = NULL;
   wharf_container_options opts;
-  wharf_container_options_init(&opts);
-  opts.name = name;
+  wharf_swig_fill_container_options(&opts, name, NULL, store, states, max_session_bytes);
   *status_out = wharf_container_create_from_map(runtime, map, &opts, &container);
   return *status_out ? NULL : container;
 }
 
 /**
- * wharf_run_begin without a session; `stream` is a cudaStream_t as an integer (0 = the
- * runtime's own stream, the only value the host backend accepts).
+ * wharf_run_begin; `session` may be NULL (containers without states); `stream` is a
+ * cudaStream_t as an integer (0 = the runtime's own stream, the only value the host backend
+ * accepts).
  */
-wharf_run* wharf_swig_run_begin(wharf_container* container, int64_t stream,
-                                wharf_status** status_out) {
+wharf_run* wharf_swig_run_begin(wharf_container* container, wharf_session* session,
+                                int64_t stream, wharf_status** status_out) {
   wharf_run* run = NULL;
-  *status_out = wharf_run_begin(container, NULL, (void*)(intptr_t)stream, &run);
+  *status_out = wharf_run_begin(container, session, (void*)(intptr_t)stream, &run);
   return *status_out ? NULL : run;
+}
+
+/** wharf_weight_store_create. */
+wharf_weight_store* wharf_swig_weight_store_create(wharf_runtime* runtime,
+                                                   wharf_status** status_out) {
+  wharf_weight_store* store = NULL;
+  *status_out = wharf_weight_store_create(runtime, &store);
+  return *status_out ? NULL : store;
+}
+
+/** wharf_session_create over the containers of `containers`; `opts` may be NULL (defaults). */
+wharf_session* wharf_swig_session_create(wharf_runtime* runtime,
+                                         const wharf_swig_container_list* containers,
+                                         const wharf_session_options* opts,
+                                         wharf_status** status_out) {
+  wharf_session* session = NULL;
+  *status_out = wharf_session_create(runtime, containers ? containers->containers : NULL,
+                                     containers ? containers->size : 0, opts, &session);
+  return *status_out ? NULL : session;
+}
+
+/** wharf_session_fork. */
+wharf_session* wharf_swig_session_fork(const wharf_session* src, wharf_status** status_out) {
+  wharf_session* session = NULL;
+  *status_out = wharf_session_fork(src, &session);
+  return *status_out ? NULL : session;
 }
 
 /**

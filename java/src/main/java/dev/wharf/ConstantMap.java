@@ -51,7 +51,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
   private final List<ByteBuffer> borrowed = new ArrayList<>();
 
   private ConstantMap(SWIGTYPE_p_wharf_constant_map pointer, String origin) {
-    super(pointer, null);
+    super(pointer);
     this.origin = origin;
   }
 

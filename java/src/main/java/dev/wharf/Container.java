@@ -1,15 +1,22 @@
 package dev.wharf;
 
 import dev.wharf.jni.SWIGTYPE_p_wharf_container;
+import dev.wharf.jni.SWIGTYPE_p_wharf_runtime;
 import dev.wharf.jni.SWIGTYPE_p_wharf_swig_decl_list;
+import dev.wharf.jni.SWIGTYPE_p_wharf_swig_state_list;
+import dev.wharf.jni.SWIGTYPE_p_wharf_weight_store;
 import dev.wharf.jni.WharfNative;
 import dev.wharf.jni.WharfNativeConstants;
 import dev.wharf.jni.wharf_constant_info;
 import dev.wharf.jni.wharf_update_options;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * One model's constants, double-buffered in copy-on-write generations
@@ -28,11 +35,15 @@ import java.util.Objects;
  * }
  * }</pre>
  *
+ * <p><b>Sharing and state</b> ({@link ContainerOptions}): containers created with one
+ * {@link WeightStore} share storage for equal constants, and a container that declares
+ * per-session states runs only with a {@link Session} ({@link #beginRun(Session)}).
+ *
  * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
  * closed container throws {@link IllegalStateException}. A container keeps its
- * {@link Runtime} reachable and its device alive, so the runtime may be closed first.
- * Runs keep the container alive in turn: closing it while runs are open is allowed, and
- * its native object is freed when the last run is closed.
+ * {@link Runtime} (and its {@link WeightStore}, if any) reachable and alive, so they may be
+ * closed first. Runs and sessions keep the container alive in turn: closing it while they
+ * are open is allowed, and its native object is freed when the last of them is closed.
  *
  * <p><b>Threads.</b> Safe to use from many threads at once. Runs never wait for updates;
  * two updates of one container at once are not interleaved: the second fails with
@@ -42,11 +53,13 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   private static final String DEFAULT_NAME = "model";
 
   private final Runtime runtime;
+  private final WeightStore store;
   private final String name;
 
-  private Container(SWIGTYPE_p_wharf_container pointer, Runtime runtime, String name) {
-    super(pointer, runtime);
+  private Container(SWIGTYPE_p_wharf_container pointer, Runtime runtime, WeightStore store, String name) {
+    super(pointer, store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
     this.runtime = runtime;
+    this.store = store;
     this.name = name;
   }
 
@@ -65,14 +78,37 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @throws IllegalStateException if the runtime has been closed
    */
   public static Container create(Runtime runtime, String name, List<ConstantDecl> constants) {
+    return create(runtime, name, constants, ContainerOptions.defaults());
+  }
+
+  /**
+   * Declares a container with the given constants, a weight store to share them through and
+   * per-session states. As {@link #create(Runtime, String, List)}, it has no weights yet; with
+   * a store, its first update takes the store's storage for constants the store already
+   * holds instead of copying them. States' initial values are captured now.
+   *
+   * @param runtime the runtime whose device holds the constants
+   * @param name a name for messages; null means "model"
+   * @param constants the declarations, in order
+   * @param options the store, states and session budget
+   * @return a new container, owned by the caller
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} for a bad or
+   *     duplicate declaration, a state named like a constant, or a declaration that
+   *     disagrees with the store's under the same FQN (naming both containers)
+   * @throws IllegalArgumentException for a declaration with more than 8 dimensions
+   * @throws IllegalStateException if the runtime or the store has been closed
+   */
+  public static Container create(Runtime runtime, String name, List<ConstantDecl> constants,
+      ContainerOptions options) {
     Objects.requireNonNull(runtime, "runtime");
+    Objects.requireNonNull(options, "options");
     List<ConstantDecl> decls = new ArrayList<>(Objects.requireNonNull(constants, "constants"));
     for (ConstantDecl d : decls) {
       Objects.requireNonNull(d, "constants contains null");
       Shapes.checkRank(d.fqn(), d.shapeUnsafe());
     }
     String label = name == null ? DEFAULT_NAME : name;
-    return runtime.withPointer(rt -> {
+    return withParents(runtime, options, (rt, store) -> {
       SWIGTYPE_p_wharf_swig_decl_list list = WharfNative.wharf_swig_decl_list_new();
       if (list == null) throw new OutOfMemoryError("allocating the declaration list of container '" + label + "'");
       try {
@@ -82,11 +118,56 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
             throw new OutOfMemoryError("adding constant '" + d.fqn() + "' to container '" + label + "'");
           }
         }
-        return adopt(WharfNative.wharf_swig_container_create(rt, name, list), runtime, label);
+        return withStates(label, options, states -> adopt(WharfNative.wharf_swig_container_create(rt, name,
+            list, store, states, options.maxSessionBytes()), runtime, options.store(), label));
       } finally {
         WharfNative.wharf_swig_decl_list_free(list);
       }
     });
+  }
+
+  /** Creates a native container from the native runtime and store (null for none). */
+  private interface Creator {
+    Container create(SWIGTYPE_p_wharf_runtime runtime, SWIGTYPE_p_wharf_weight_store store);
+  }
+
+  /** Runs {@code creator} holding the locks of the runtime and of the options' store. */
+  private static Container withParents(Runtime runtime, ContainerOptions options, Creator creator) {
+    WeightStore store = options.store();
+    List<NativeHandle<?>> parents = store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store);
+    return withPointers(parents, () -> creator.create(runtime.pointerWhileLocked(),
+        store == null ? null : store.pointerWhileLocked()));
+  }
+
+  /**
+   * Runs {@code op} with a native list of the options' states (null when there are none),
+   * keeping their initial-value buffers reachable until it returns.
+   */
+  private static Container withStates(String label, ContainerOptions options,
+      Function<SWIGTYPE_p_wharf_swig_state_list, Container> op) {
+    List<StateDecl> states = options.states();
+    if (states.isEmpty()) return op.apply(null);
+    SWIGTYPE_p_wharf_swig_state_list list = WharfNative.wharf_swig_state_list_new();
+    if (list == null) throw new OutOfMemoryError("allocating the state list of container '" + label + "'");
+    try {
+      for (StateDecl d : states) {
+        ByteBuffer initial = d.initialUnsafe();
+        long address = 0;
+        if (initial != null) {
+          address = WharfNative.wharf_swig_direct_buffer_address(initial);
+          if (address == 0) {
+            throw new IllegalArgumentException("state '" + d.fqn() + "': the initial value's buffer address is not available");
+          }
+        }
+        if (WharfNative.wharf_swig_state_list_add(list, d.fqn(), d.dtype().value(), d.shapeUnsafe(), address) == 0) {
+          throw new OutOfMemoryError("adding state '" + d.fqn() + "' to container '" + label + "'");
+        }
+      }
+      return op.apply(list);
+    } finally {
+      WharfNative.wharf_swig_state_list_free(list);
+      Reference.reachabilityFence(options); // the library read the initial values in op
+    }
   }
 
   /**
@@ -102,17 +183,40 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @throws IllegalStateException if the runtime or the map has been closed
    */
   public static Container fromMap(Runtime runtime, ConstantMap map, String name) {
-    Objects.requireNonNull(runtime, "runtime");
-    Objects.requireNonNull(map, "map");
-    String label = name == null ? DEFAULT_NAME : name;
-    return runtime.withPointer(rt -> map.withPointer(
-        m -> adopt(WharfNative.wharf_swig_container_create_from_map(rt, m, name), runtime, label)));
+    return fromMap(runtime, map, name, ContainerOptions.defaults());
   }
 
-  /** Wraps a new native container; call inside runtime.withPointer. */
-  private static Container adopt(SWIGTYPE_p_wharf_container pointer, Runtime runtime, String name) {
+  /**
+   * Declares one device-placed constant per tensor of {@code map} (in map order), loads them
+   * and makes them active, with a weight store and per-session states. With a store,
+   * constants the store already holds with equal dtype, shape and placement are shared: no
+   * allocation and no copy for them (the store assumes that one FQN names one weight: the
+   * map's data for them is not read). The map is read during the call only.
+   *
+   * @param runtime the runtime whose device holds the constants
+   * @param map the constants' names, types, shapes and values
+   * @param name a name for messages; null means "model"
+   * @param options the store, states and session budget
+   * @return a new container, owned by the caller
+   * @throws WharfException as {@link #create(Runtime, String, List, ContainerOptions)} and
+   *     {@link #update(ConstantMap, UpdateOptions)}
+   * @throws IllegalStateException if the runtime, the store or the map has been closed
+   */
+  public static Container fromMap(Runtime runtime, ConstantMap map, String name, ContainerOptions options) {
+    Objects.requireNonNull(runtime, "runtime");
+    Objects.requireNonNull(map, "map");
+    Objects.requireNonNull(options, "options");
+    String label = name == null ? DEFAULT_NAME : name;
+    // The map's lock is taken last, as everywhere else.
+    return withParents(runtime, options, (rt, store) -> map.withPointer(m -> withStates(label, options,
+        states -> adopt(WharfNative.wharf_swig_container_create_from_map(rt, m, name, store, states,
+            options.maxSessionBytes()), runtime, options.store(), label))));
+  }
+
+  /** Wraps a new native container; call while holding the runtime's and the store's locks. */
+  private static Container adopt(SWIGTYPE_p_wharf_container pointer, Runtime runtime, WeightStore store, String name) {
     try {
-      return new Container(pointer, runtime, name);
+      return new Container(pointer, runtime, store, name);
     } catch (RuntimeException | Error e) {
       WharfNative.wharf_container_free(pointer);
       throw e;
@@ -136,6 +240,15 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    */
   public Runtime runtime() {
     return runtime;
+  }
+
+  /**
+   * The weight store this container shares constants through (possibly closed).
+   *
+   * @return the store, or null if the container was created without one
+   */
+  public WeightStore store() {
+    return store;
   }
 
   /**
@@ -286,16 +399,37 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   }
 
   /**
-   * Begins a run: pins the active generation until the run is closed. Close it with
-   * try-with-resources.
+   * Begins a run without a session: pins the active generation until the run is closed.
+   * Close it with try-with-resources.
    *
    * @return a new run, owned by the caller
    * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when no weights
-   *     have been swapped in yet
+   *     have been swapped in yet, or when the container declares states (use
+   *     {@link #beginRun(Session)})
    * @throws IllegalStateException if the container has been closed
    */
   public Run beginRun() {
-    return withPointer(c -> Run.begin(this, c));
+    return withPointer(c -> Run.begin(this, c, null, null));
+  }
+
+  /**
+   * Begins a run with a session: pins the active generation and the session's state until
+   * the run is closed. The session's state is allocated at its first run (unless it was
+   * created eagerly). One run at a time per session. Close it with try-with-resources.
+   *
+   * @param session the session whose state the run reads and writes; null is the same as
+   *     {@link #beginRun()}
+   * @return a new run, owned by the caller
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when no weights
+   *     have been swapped in yet; {@link WharfException.Code#INVALID_ARGUMENT} when the
+   *     session does not cover this container; {@link WharfException.Code#BUSY} while
+   *     another run of the session is open; {@link WharfException.Code#OUT_OF_MEMORY}
+   * @throws IllegalStateException if the container or the session has been closed
+   */
+  public Run beginRun(Session session) {
+    if (session == null) return beginRun();
+    return withPointers(Arrays.asList(this, session),
+        () -> Run.begin(this, pointerWhileLocked(), session, session.pointerWhileLocked()));
   }
 
   @Override

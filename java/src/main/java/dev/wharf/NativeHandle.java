@@ -1,9 +1,17 @@
 package dev.wharf;
 
 import java.lang.ref.Reference;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The lifecycle shared by every Wharf handle: one native object, freed exactly once.
@@ -15,21 +23,34 @@ import java.util.function.Function;
  * modify the native object and must not overlap with readers (adding to a constant map)
  * take the write lock instead.
  *
- * <p>A handle created from another one (a container from a runtime, a run from a
- * container) registers as a <em>dependent</em> of that parent. The parent's native object
- * is freed only when the parent has been closed and all its dependents have been freed, so
- * closing a parent first is safe whatever the native library does; the Java child also
- * keeps a strong reference to its parent, so the garbage collector cannot reclaim a parent
- * in use. There is no finalizer or cleaner: handles are released by {@code close()} only.
+ * <p>A handle created from others (a container from a runtime and a weight store, a run
+ * from a container and a session, a session from a runtime and containers) registers as a
+ * <em>dependent</em> of each of those parents. A parent's native object is freed only when
+ * the parent has been closed and all its dependents have been freed, so closing a parent
+ * first is safe whatever the native library does; the Java child also keeps strong
+ * references to its parents, so the garbage collector cannot reclaim a parent in use. There
+ * is no finalizer or cleaner: handles are released by {@code close()} only.
+ *
+ * <p>Code that holds the locks of several handles at once takes them in creation order
+ * (parents are always older than their dependents), so two such calls cannot deadlock with
+ * each other or with a {@code close()}: see {@link #withPointers}.
  *
  * @param <P> the SWIG type of the native pointer
  */
 abstract class NativeHandle<P> implements AutoCloseable {
+  private static final AtomicLong CREATED = new AtomicLong();
+
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-  private final NativeHandle<?> parent;
+  private final List<NativeHandle<?>> parents; // distinct, unmodifiable
+  private final long creationOrder = CREATED.getAndIncrement();
   private P pointer;      // guarded by lock; null once the native object has been freed
   private boolean closed; // guarded by lock
-  private int dependents; // guarded by lock (read lock + synchronized(this), or write lock)
+  private int dependents; // guarded by synchronized(this)
+
+  /** Takes ownership of {@code pointer}, for a handle that depends on no other. */
+  NativeHandle(P pointer) {
+    this(pointer, Collections.emptyList());
+  }
 
   /**
    * Takes ownership of {@code pointer}. When {@code parent} is not null, this handle counts as
@@ -37,9 +58,34 @@ abstract class NativeHandle<P> implements AutoCloseable {
    * parent's lock (inside {@link #withPointer}), so the parent is known to be alive.
    */
   NativeHandle(P pointer, NativeHandle<?> parent) {
+    this(pointer, parent == null ? Collections.emptyList() : Collections.singletonList(parent));
+  }
+
+  /**
+   * Takes ownership of {@code pointer}, as a dependent of every handle of {@code parents}
+   * (duplicates count once). Each parent must be known to be alive: its lock held by the
+   * caller (inside {@link #withPointer} or {@link #withPointers}), or it is a parent of a
+   * handle whose lock the caller holds (a closed parent's native object lives while that
+   * handle does).
+   */
+  NativeHandle(P pointer, List<? extends NativeHandle<?>> parents) {
     this.pointer = Objects.requireNonNull(pointer, "pointer");
-    this.parent = parent;
-    if (parent != null) parent.addDependent();
+    this.parents = Collections.unmodifiableList(distinct(parents));
+    for (NativeHandle<?> p : this.parents) p.addDependent();
+  }
+
+  private static List<NativeHandle<?>> distinct(List<? extends NativeHandle<?>> handles) {
+    Map<NativeHandle<?>, Boolean> seen = new IdentityHashMap<>();
+    List<NativeHandle<?>> out = new ArrayList<>(handles.size());
+    for (NativeHandle<?> h : handles) {
+      if (seen.put(Objects.requireNonNull(h, "parent"), Boolean.TRUE) == null) out.add(h);
+    }
+    return out;
+  }
+
+  /** The handles this one depends on (distinct, in the order given at construction). */
+  final List<NativeHandle<?>> parents() {
+    return parents;
   }
 
   /** What this handle is, for messages: "Runtime", "Container 'model'", ... */
@@ -72,6 +118,34 @@ abstract class NativeHandle<P> implements AutoCloseable {
       write.unlock();
       Reference.reachabilityFence(this);
     }
+  }
+
+  /**
+   * Runs {@code op} while holding the read locks of every handle of {@code handles} (each
+   * open, else {@link IllegalStateException} naming the first closed one), taken in creation
+   * order so that concurrent multi-handle calls cannot deadlock. {@code op} reads the
+   * pointers it needs with {@link #pointerWhileLocked()}.
+   */
+  static <R> R withPointers(List<? extends NativeHandle<?>> handles, Supplier<R> op) {
+    List<NativeHandle<?>> ordered = distinct(handles);
+    ordered.sort(Comparator.comparingLong(h -> h.creationOrder));
+    return lockFrom(ordered, 0, op);
+  }
+
+  private static <R> R lockFrom(List<NativeHandle<?>> ordered, int i, Supplier<R> op) {
+    if (i == ordered.size()) return op.get();
+    return ordered.get(i).withPointer(p -> lockFrom(ordered, i + 1, op));
+  }
+
+  /**
+   * The native pointer, for code running inside {@link #withPointers} that holds this
+   * handle's read lock.
+   */
+  final P pointerWhileLocked() {
+    if (lock.getReadHoldCount() == 0 && !lock.isWriteLockedByCurrentThread()) {
+      throw new IllegalStateException(describe() + ": pointer read without holding its lock");
+    }
+    return openPointer();
   }
 
   private P openPointer() {
@@ -109,9 +183,11 @@ abstract class NativeHandle<P> implements AutoCloseable {
     try {
       if (closed) return;
       closed = true;
-      if (dependents == 0) {
-        toFree = pointer;
-        pointer = null;
+      synchronized (this) { // a fork registers with closed parents without their lock
+        if (dependents == 0) {
+          toFree = pointer;
+          pointer = null;
+        }
       }
     } finally {
       write.unlock();
@@ -121,7 +197,9 @@ abstract class NativeHandle<P> implements AutoCloseable {
 
   private void addDependent() {
     // Called while the caller holds this handle's read lock (the child is being created
-    // inside withPointer), so close() cannot run; other creators may run concurrently.
+    // inside withPointer), so close() cannot run; other creators may run concurrently. Or
+    // called for a parent of a handle whose lock the caller holds (Session.fork): that
+    // handle is a dependent too, so the count is above zero and stays so.
     synchronized (this) {
       dependents++;
     }
@@ -149,7 +227,17 @@ abstract class NativeHandle<P> implements AutoCloseable {
     try {
       free(toFree);
     } finally {
-      if (parent != null) parent.dependentFreed();
+      releaseParents(0);
+    }
+  }
+
+  /** Tells parents i.. that this dependent is gone, each even when an earlier one throws. */
+  private void releaseParents(int i) {
+    if (i == parents.size()) return;
+    try {
+      parents.get(i).dependentFreed();
+    } finally {
+      releaseParents(i + 1);
     }
   }
 }

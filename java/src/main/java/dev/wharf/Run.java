@@ -2,16 +2,20 @@ package dev.wharf;
 
 import dev.wharf.jni.SWIGTYPE_p_wharf_container;
 import dev.wharf.jni.SWIGTYPE_p_wharf_run;
+import dev.wharf.jni.SWIGTYPE_p_wharf_session;
 import dev.wharf.jni.WharfNative;
 import dev.wharf.jni.wharf_tensor_view;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.Objects;
 
 /**
- * A lease on one generation of a container for one execution ({@code wharf_run}): while it is
- * open, nothing it can read is freed or overwritten, whatever updates and swaps happen.
+ * A lease on one generation of a container, and on a {@link Session}'s state when it was
+ * begun with one, for one execution ({@code wharf_run}): while it is open, nothing it can
+ * read is freed or overwritten, whatever updates and swaps happen.
  *
  * <pre>{@code
  * try (Run run = container.beginRun()) {
@@ -24,26 +28,31 @@ import java.util.Objects;
  * run's completion on its stream, after which Wharf may reclaim the generation. Close every
  * run, promptly: an open run keeps its generation's memory. Closing twice is a no-op and any
  * other call on a closed run throws {@link IllegalStateException}. A run keeps its
- * {@link Container} reachable and alive, so the container may be closed first.
+ * {@link Container} (and its session) reachable and alive, so they may be closed first.
  *
  * <p><b>Threads.</b> {@link #tensor(String)} and {@link #read(String, long, ByteBuffer)} may
  * be called from many threads at once; {@code close()} waits for calls in progress.
  */
 public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final Container container;
+  private final Session session;
   private final long generation;
 
-  private Run(SWIGTYPE_p_wharf_run pointer, Container container, long generation) {
-    super(pointer, container);
+  private Run(SWIGTYPE_p_wharf_run pointer, Container container, Session session, long generation) {
+    super(pointer, session == null ? Collections.singletonList(container) : Arrays.asList(container, session));
     this.container = container;
+    this.session = session;
     this.generation = generation;
   }
 
-  /** Begins a run; call inside container.withPointer. */
-  static Run begin(Container container, SWIGTYPE_p_wharf_container c) {
-    SWIGTYPE_p_wharf_run pointer = WharfNative.wharf_swig_run_begin(c, 0);
+  /**
+   * Begins a run; call holding the container's lock (and the session's, when there is one).
+   * {@code session} and {@code s} are both null for a run without a session.
+   */
+  static Run begin(Container container, SWIGTYPE_p_wharf_container c, Session session, SWIGTYPE_p_wharf_session s) {
+    SWIGTYPE_p_wharf_run pointer = WharfNative.wharf_swig_run_begin(c, s, 0);
     try {
-      return new Run(pointer, container, WharfNative.wharf_run_generation(pointer));
+      return new Run(pointer, container, session, WharfNative.wharf_run_generation(pointer));
     } catch (RuntimeException | Error e) {
       try {
         WharfNative.wharf_run_end(pointer);
@@ -85,6 +94,15 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   }
 
   /**
+   * The session this run was begun with.
+   *
+   * @return the session (possibly closed), or null for a run without one
+   */
+  public Session session() {
+    return session;
+  }
+
+  /**
    * The id of the generation this run pinned.
    *
    * @return the generation id, as {@link Container#generation()} reported it when the run began
@@ -105,10 +123,11 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   }
 
   /**
-   * Resolves a constant in this run's generation: its dtype, shape and storage address.
-   * The storage stays valid until this run is closed.
+   * Resolves a constant in this run's generation, or else a state in its session: its dtype,
+   * shape and storage address. The storage stays valid until this run is closed. A session
+   * state's storage is the session's own buffer, which the run's kernels may write.
    *
-   * @param fqn the constant's name
+   * @param fqn the constant's or state's name
    * @return the constant's view, owned by this run
    * @throws WharfException {@link WharfException.Code#NOT_FOUND} naming {@code fqn}
    * @throws IllegalStateException if the run has been closed
@@ -127,13 +146,14 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   }
 
   /**
-   * Copies bytes of a constant of this run's generation into a direct buffer:
-   * {@code dst.remaining()} bytes, starting at byte {@code offset} of the constant, written
+   * Copies bytes of a constant of this run's generation (or of a state of its session) into
+   * a direct buffer: {@code dst.remaining()} bytes, starting at byte {@code offset} of the
+   * constant, written
    * from {@code dst}'s position on, which then advances past them. Works whether the
    * constant is in device (CUDA) or host memory. It waits for the run's stream, so it is
    * meant for inspection and tests, not for the serving path.
    *
-   * @param fqn the constant's name
+   * @param fqn the constant's or state's name
    * @param offset the first byte of the constant to copy
    * @param dst a direct, writable buffer
    * @throws WharfException {@link WharfException.Code#NOT_FOUND} naming {@code fqn},

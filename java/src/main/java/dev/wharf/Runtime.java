@@ -30,7 +30,7 @@ public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
   private final Backend backend;
 
   private Runtime(SWIGTYPE_p_wharf_runtime pointer) {
-    super(pointer, null);
+    super(pointer);
     this.backend = Backend.fromValue(WharfNative.wharf_runtime_backend(pointer));
   }
 

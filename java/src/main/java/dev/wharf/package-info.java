@@ -6,8 +6,11 @@
  * tensors in host memory (or maps a safetensors file); {@link dev.wharf.Container} holds one
  * model's constants in copy-on-write generations that {@link dev.wharf.Container#update}
  * writes and {@link dev.wharf.Container#swap()} publishes; a {@link dev.wharf.Run} pins one
- * generation while it reads it. Every handle is {@link java.lang.AutoCloseable}: use
- * try-with-resources. Errors from the library are {@link dev.wharf.WharfException}s.
+ * generation while it reads it. A {@link dev.wharf.WeightStore} shares one copy of each
+ * weight between containers, and a {@link dev.wharf.Session} holds one conversation's
+ * mutable state, which runs name explicitly ({@link dev.wharf.Container#beginRun(Session)}).
+ * Every handle is {@link java.lang.AutoCloseable}: use try-with-resources. Errors from the
+ * library are {@link dev.wharf.WharfException}s.
  *
  * <p>The native library is found through the system property {@code wharf.jni.path} (the
  * path of {@code libwharfjni.so}) or {@code java.library.path}.

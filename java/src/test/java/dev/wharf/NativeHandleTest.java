@@ -32,6 +32,12 @@ public class NativeHandleTest {
       this.failOnFree = failOnFree;
     }
 
+    /** A dependent of several parents; the caller holds their locks (withPointers). */
+    Fake(List<Fake> parents, String name) {
+      super(name, parents);
+      this.failOnFree = null;
+    }
+
     /** Creates a dependent the way the API classes do: under this handle's lock. */
     Fake child(String name) {
       return withPointer(p -> new Fake(name, this));
@@ -133,5 +139,75 @@ public class NativeHandleTest {
     user.join(10_000);
     assertFalse(closer.isAlive());
     assertEquals(Arrays.asList("h"), freed);
+  }
+
+  @Test
+  public void dependentOfSeveralParentsHoldsEachUntilItIsFreed() {
+    Fake runtime = new Fake("runtime", null);
+    Fake store = runtime.child("store");
+    List<Fake> containerParents = Arrays.asList(runtime, store, runtime); // duplicates count once
+    Fake container = NativeHandle.withPointers(containerParents, () -> new Fake(containerParents, "container"));
+    assertEquals(2, container.parents().size());
+    List<Fake> sessionParents = Arrays.asList(container, runtime);
+    Fake session = NativeHandle.withPointers(sessionParents, () -> new Fake(sessionParents, "session"));
+    List<Fake> runParents = Arrays.asList(container, session);
+    Fake run = NativeHandle.withPointers(runParents, () -> new Fake(runParents, "run"));
+    runtime.close();
+    store.close();
+    container.close();
+    session.close();
+    assertTrue(freed.isEmpty());
+    run.close();
+    assertEquals(Arrays.asList("run", "session", "container", "store", "runtime"), freed);
+  }
+
+  @Test
+  public void withPointersHoldsEveryLockAndRefusesClosedHandles() {
+    Fake a = new Fake("a", null);
+    Fake b = new Fake("b", null);
+    assertEquals("ba", NativeHandle.withPointers(Arrays.asList(b, a),
+        () -> b.pointerWhileLocked() + a.pointerWhileLocked()));
+    IllegalStateException unlocked = assertThrows(IllegalStateException.class, a::pointerWhileLocked);
+    assertTrue(unlocked.getMessage(), unlocked.getMessage().contains("without holding its lock"));
+    b.close();
+    assertThrows(IllegalStateException.class, () -> NativeHandle.withPointers(Arrays.asList(a, b), () -> "x"));
+    a.close();
+    assertEquals(Arrays.asList("b", "a"), freed);
+  }
+
+  @Test
+  public void withPointersLocksInCreationOrder() throws Exception {
+    Fake older = new Fake("older", null);
+    Fake newer = new Fake("newer", null);
+    CountDownLatch newerLocked = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    Thread holder = new Thread(() -> newer.withPointerExclusive(p -> {
+      newerLocked.countDown();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return p;
+    }));
+    holder.start();
+    assertTrue(newerLocked.await(10, TimeUnit.SECONDS));
+    // Named newer first, but the older lock is taken first: the call holds it while it
+    // waits for the newer one.
+    Thread both = new Thread(() -> NativeHandle.withPointers(Arrays.asList(newer, older), () -> null));
+    both.start();
+    Thread writer = new Thread(() -> older.withPointerExclusive(p -> p));
+    Thread.sleep(100);
+    writer.start();
+    writer.join(200);
+    assertTrue("the older handle's lock was not held while waiting for the newer one", writer.isAlive());
+    release.countDown();
+    holder.join(10_000);
+    both.join(10_000);
+    writer.join(10_000);
+    assertFalse(both.isAlive());
+    assertFalse(writer.isAlive());
+    older.close();
+    newer.close();
   }
 }

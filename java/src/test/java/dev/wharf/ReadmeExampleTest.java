@@ -1,5 +1,8 @@
 package dev.wharf;
 
+import static dev.wharf.TestSupport.readFloats;
+import static dev.wharf.TestSupport.writeState;
+import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotEquals;
 
@@ -50,6 +53,57 @@ public class ReadmeExampleTest {
       }
 
       assertEquals(24 + 16, runtime.memoryStats().peak(MemoryTag.CONSTANTS)); // only the patch was extra
+    }
+  }
+
+  @Test
+  public void storeAndSessions() {
+    try (Runtime runtime = Runtime.create(RuntimeOptions.builder().backend(Backend.HOST).build());
+         WeightStore store = WeightStore.create(runtime);
+         ConstantMap weights = ConstantMap.create()) {
+      weights.put("embed", new float[] {1f, 2f, 3f, 4f}, 2, 2);
+      ContainerOptions options = ContainerOptions.builder()
+          .store(store)
+          .state("kv", DType.F32, 2, 2)
+          .maxSessionBytes(1 << 20)
+          .build();
+      try (Container prefill = Container.fromMap(runtime, weights, "prefill", options);
+           Container decode = Container.fromMap(runtime, weights, "decode", options);
+           Session chat = Session.create(runtime, prefill, decode)) {
+        assertEquals(new WeightStoreStats(1, 16, 2, 16), store.stats());
+
+        long kvAddress;
+        try (Run run = prefill.beginRun(chat)) {
+          TensorView kv = run.tensor("kv");
+          kvAddress = kv.address();
+          assertArrayEquals(new float[4], readFloats(run, "kv"), 0f);
+          writeState(run, "kv", new float[] {9f, 9f, 9f, 9f}); // what a kernel would do
+        }
+        try (Run run = decode.beginRun(chat)) {
+          assertEquals(kvAddress, run.tensor("kv").address());
+          assertArrayEquals(new float[] {9f, 9f, 9f, 9f}, readFloats(run, "kv"), 0f);
+        }
+        try (Session branch = chat.fork(); Run run = decode.beginRun(branch)) {
+          assertNotEquals(kvAddress, run.tensor("kv").address());
+          assertArrayEquals(new float[] {9f, 9f, 9f, 9f}, readFloats(run, "kv"), 0f);
+        }
+        chat.reset();
+        try (Run run = decode.beginRun(chat)) {
+          assertArrayEquals(new float[4], readFloats(run, "kv"), 0f);
+        }
+
+        try (ConstantMap patch = ConstantMap.create()) {
+          patch.put("embed", new float[] {5f, 6f, 7f, 8f}, 2, 2);
+          store.update(patch);
+        }
+        store.swap();
+        try (Run p = prefill.beginRun(chat)) {
+          assertArrayEquals(new float[] {5f, 6f, 7f, 8f}, readFloats(p, "embed"), 0f);
+        }
+        try (Run d = decode.beginRun(chat)) {
+          assertArrayEquals(new float[] {5f, 6f, 7f, 8f}, readFloats(d, "embed"), 0f);
+        }
+      }
     }
   }
 }

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
+import dev.wharf.jni.WharfNative;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.junit.function.ThrowingRunnable;
@@ -60,6 +61,49 @@ final class TestSupport {
   static float[] iota(int n, float start) {
     float[] values = new float[n];
     for (int i = 0; i < n; i++) values[i] = start + i;
+    return values;
+  }
+
+  /** The floats of a run's tensor (constant or session state), copied with Run.read. */
+  static float[] readFloats(Run run, String fqn) {
+    return floats(run.tensor(fqn).toByteArray());
+  }
+
+  /**
+   * Writes {@code values} into a session state of a run on the host backend, as a host
+   * "kernel" of the run would: the state's storage is host memory there, written through
+   * its address (wharf.h has no write call; kernels write device pointers). Run.read first
+   * waits for the run's stream, so the session's initialisation (ordered on that stream) has
+   * finished before the write.
+   */
+  static void writeState(Run run, String fqn, float[] values) {
+    TensorView state = run.tensor(fqn);
+    assertEquals(DeviceType.CPU, state.deviceType());
+    assertEquals(DType.F32, state.dtype());
+    assertEquals(state.byteSize(), values.length * 4L);
+    run.read(fqn, 0, ByteBuffer.allocateDirect((int) state.byteSize())); // waits for the stream
+    ByteBuffer storage = WharfNative.wharf_swig_byte_view(state.address(), state.byteSize())
+        .order(ByteOrder.nativeOrder());
+    storage.asFloatBuffer().put(values);
+  }
+
+  /** Writes an I64 scalar or vector state like {@link #writeState(Run, String, float[])}. */
+  static void writeState(Run run, String fqn, long[] values) {
+    TensorView state = run.tensor(fqn);
+    assertEquals(DeviceType.CPU, state.deviceType());
+    assertEquals(DType.I64, state.dtype());
+    assertEquals(state.byteSize(), values.length * 8L);
+    run.read(fqn, 0, ByteBuffer.allocateDirect((int) state.byteSize()));
+    ByteBuffer storage = WharfNative.wharf_swig_byte_view(state.address(), state.byteSize())
+        .order(ByteOrder.nativeOrder());
+    storage.asLongBuffer().put(values);
+  }
+
+  /** The longs of a run's I64 tensor, copied with Run.read. */
+  static long[] readLongs(Run run, String fqn) {
+    byte[] bytes = run.tensor(fqn).toByteArray();
+    long[] values = new long[bytes.length / 8];
+    ByteBuffer.wrap(bytes).order(ByteOrder.nativeOrder()).asLongBuffer().get(values);
     return values;
   }
 }

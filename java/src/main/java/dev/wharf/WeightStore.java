@@ -1,0 +1,174 @@
+package dev.wharf;
+
+import dev.wharf.jni.SWIGTYPE_p_wharf_weight_store;
+import dev.wharf.jni.WharfNative;
+import dev.wharf.jni.wharf_update_options;
+import dev.wharf.jni.wharf_weight_store_stats;
+import java.util.Objects;
+
+/**
+ * One copy of each weight, shared by every container that uses it
+ * ({@code wharf_weight_store}).
+ *
+ * <p>Containers created with the same store ({@link ContainerOptions.Builder#store}) share
+ * storage for constants whose FQN, dtype, shape and placement are equal: two methods of one
+ * model (prefill, decode) cost the union of their weights, not the sum. A different
+ * declaration under a shared FQN is refused with {@link WharfException.Code#INVALID_ARGUMENT}
+ * naming both containers. {@link Container#update} on one container detaches what it writes
+ * (copy-on-write: the other containers keep the old storage); {@link #update} writes each
+ * FQN once and stages it in every member container that declares it, and {@link #swap()}
+ * publishes all of them at once.
+ *
+ * <pre>{@code
+ * try (WeightStore store = WeightStore.create(runtime)) {
+ *   ContainerOptions shared = ContainerOptions.builder().store(store).build();
+ *   try (Container prefill = Container.fromMap(runtime, prefillWeights, "prefill", shared);
+ *        Container decode = Container.fromMap(runtime, decodeWeights, "decode", shared)) {
+ *     store.update(patch);  // one copy per FQN, staged in both
+ *     store.swap();         // both see it, atomically
+ *   }
+ * }
+ * }</pre>
+ *
+ * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
+ * closed store throws {@link IllegalStateException}. Containers that use the store keep it
+ * alive, so it may be closed while they live; it keeps its {@link Runtime} alive in turn.
+ *
+ * <p><b>Threads.</b> Safe to use from many threads at once.
+ */
+public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_store> {
+  private final Runtime runtime;
+
+  private WeightStore(SWIGTYPE_p_wharf_weight_store pointer, Runtime runtime) {
+    super(pointer, runtime);
+    this.runtime = runtime;
+  }
+
+  /**
+   * Creates an empty store on a runtime.
+   *
+   * @param runtime the runtime whose device holds the shared weights
+   * @return a new store, owned by the caller
+   * @throws IllegalStateException if the runtime has been closed
+   */
+  public static WeightStore create(Runtime runtime) {
+    Objects.requireNonNull(runtime, "runtime");
+    return runtime.withPointer(rt -> {
+      SWIGTYPE_p_wharf_weight_store pointer = WharfNative.wharf_swig_weight_store_create(rt);
+      try {
+        return new WeightStore(pointer, runtime);
+      } catch (RuntimeException | Error e) {
+        WharfNative.wharf_weight_store_free(pointer);
+        throw e;
+      }
+    });
+  }
+
+  @Override
+  String describe() {
+    return "WeightStore";
+  }
+
+  @Override
+  void free(SWIGTYPE_p_wharf_weight_store pointer) {
+    WharfNative.wharf_weight_store_free(pointer);
+  }
+
+  /**
+   * The runtime this store was created on (possibly closed).
+   *
+   * @return the runtime
+   */
+  public Runtime runtime() {
+    return runtime;
+  }
+
+  /**
+   * What the store shares now.
+   *
+   * @return a snapshot of the store's figures
+   * @throws IllegalStateException if the store has been closed
+   */
+  public WeightStoreStats stats() {
+    return withPointer(p -> {
+      wharf_weight_store_stats stats = new wharf_weight_store_stats();
+      try {
+        WharfNative.wharf_weight_store_get_stats(p, stats);
+        return new WeightStoreStats(stats.getUnique_constants(), stats.getUnique_bytes(),
+            stats.getReferences(), stats.getSaved_bytes());
+      } finally {
+        stats.delete();
+      }
+    });
+  }
+
+  /**
+   * Writes the map's tensors once each and stages them in every member container that
+   * declares them; {@link #swap()} publishes them. The same as
+   * {@code update(map, UpdateOptions.defaults())}.
+   *
+   * @param map the tensors to write, by name
+   * @throws WharfException as {@link #update(ConstantMap, UpdateOptions)}
+   * @throws IllegalStateException if the store or the map has been closed
+   */
+  public void update(ConstantMap map) {
+    update(map, UpdateOptions.defaults());
+  }
+
+  /**
+   * Writes every tensor of the map once (one allocation and one copy per FQN) and stages it
+   * in the inactive generation of every member container that declares it. All or nothing:
+   * every check happens before anything is copied, and a failure stages nothing anywhere.
+   * The map is read during the call only.
+   *
+   * @param map the tensors to write, by name
+   * @param options only {@link UpdateTarget#INACTIVE} is supported
+   * @throws WharfException {@link WharfException.Code#NOT_FOUND} for a name no member
+   *     container declares, {@link WharfException.Code#INVALID_ARGUMENT} for a wrong dtype or
+   *     shape, {@link WharfException.Code#BUSY} while a member container is being updated,
+   *     {@link WharfException.Code#UNSUPPORTED} for {@link UpdateTarget#ACTIVE_IN_PLACE}
+   * @throws IllegalStateException if the store or the map has been closed
+   */
+  public void update(ConstantMap map, UpdateOptions options) {
+    Objects.requireNonNull(map, "map");
+    Objects.requireNonNull(options, "options");
+    withPointer(s -> map.withPointer(m -> {
+      wharf_update_options o = new wharf_update_options();
+      try {
+        o.setTarget(options.target().value());
+        o.setRequire_full(options.requireFull() ? 1 : 0);
+        WharfNative.wharf_weight_store_update(s, m, o);
+        return null;
+      } finally {
+        o.delete();
+      }
+    }));
+  }
+
+  /**
+   * Swaps every member container staged by {@link #update}, atomically with respect to
+   * {@link Container#beginRun}: no run begun after this returns sees old weights in one
+   * container and new ones in another.
+   *
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when nothing was
+   *     staged by a store update
+   * @throws IllegalStateException if the store has been closed
+   */
+  public void swap() {
+    withPointer(s -> {
+      WharfNative.wharf_weight_store_swap(s);
+      return null;
+    });
+  }
+
+  @Override
+  public String toString() {
+    try {
+      WeightStoreStats s = stats();
+      return "WeightStore{" + s.uniqueConstants() + " constants, " + s.uniqueBytes() + " bytes, "
+          + s.savedBytes() + " bytes saved}";
+    } catch (IllegalStateException closed) {
+      return "WeightStore{closed}";
+    }
+  }
+}
