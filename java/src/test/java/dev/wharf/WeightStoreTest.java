@@ -121,6 +121,26 @@ public class WeightStoreTest {
   }
 
   @Test
+  public void declaredContainerTakesTheStoresStorageWhenItFirstWritesAConstant() {
+    try (Container prefill = prefill();
+         Container declared = Container.create(runtime, "declared",
+             Arrays.asList(ConstantDecl.of("norm", DType.F32, 2), ConstantDecl.of("own", DType.F32, 2)), shared)) {
+      try (ConstantMap first = ConstantMap.create()) {
+        first.put("norm", new float[] {-9f, -9f}, 2); // held by the store: taken, not copied
+        first.put("own", new float[] {3f, 4f}, 2);
+        declared.update(first);
+      }
+      declared.swap();
+      try (Run p = prefill.beginRun(); Run d = declared.beginRun()) {
+        assertEquals(p.tensor("norm").address(), d.tensor("norm").address());
+        assertArrayEquals(new float[] {1f, 2f}, floats(d.tensor("norm")), 0f);
+        assertArrayEquals(new float[] {3f, 4f}, floats(d.tensor("own")), 0f);
+      }
+      assertEquals(8, store.stats().savedBytes());
+    }
+  }
+
+  @Test
   public void disagreeingDeclarationUnderASharedFqnIsRefused() {
     try (Container prefill = prefill()) {
       assertEquals("prefill", prefill.name());
