@@ -450,8 +450,9 @@ WHARF_API void wharf_container_options_init(wharf_container_options* opts);
  * Declares a container (constants only; no weights yet: runs fail with
  * WHARF_FAILED_PRECONDITION until the first update has been swapped in). `opts` and its
  * arrays are borrowed for the call; the caller owns `*out`. With `opts->store`, every
- * non-derived constant is registered in the store; its first update takes the store's
- * storage for constants the store already holds instead of copying them. With states,
+ * non-derived constant is registered in the store; an update that names a constant this
+ * container has never held takes the store's storage for it, when the store holds it,
+ * instead of copying (the first update must still name every constant). With states,
  * their initial values are captured now. Errors: WHARF_INVALID_ARGUMENT (a bad or
  * duplicate declaration, a state FQN equal to a constant's, an initial value of the wrong
  * dtype/shape, or a declaration that disagrees with the store's under the same FQN: the
@@ -676,7 +677,9 @@ WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* s
  * wharf_container_update would (the fold callback of `opts`, if any, runs for each such
  * container that declares derived constants). Only WHARF_TARGET_INACTIVE is supported.
  * All or nothing: every check (unknown FQN: WHARF_NOT_FOUND; dtype/shape: INVALID_ARGUMENT)
- * happens before anything is copied, and a failure stages nothing anywhere. Errors also:
+ * happens before anything is copied, and a failure stages nothing anywhere. Updates
+ * accumulate until wharf_weight_store_swap. `require_full` demands every FQN of the store.
+ * Errors also:
  * WHARF_BUSY (a member container is being updated), WHARF_UNSUPPORTED (in-place target).
  */
 WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,

@@ -86,6 +86,12 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
       decls.push_back(it->second.decl);
     }
     members = live_members_locked();
+    if (opts.require_full)
+      for (const auto& kv : entries_)
+        if (!map.find(kv.first))
+          return InvalidArgument("weight store update: require_full: the map has no constant '" + kv.first +
+                                 "' (" + std::to_string(map.size()) + " of the store's " +
+                                 std::to_string(entries_.size()) + " constants given)");
   }
   for (size_t i = 0; i < map.size(); ++i)
     WHARF_RETURN_IF_ERROR(validate_constant_source(*runtime_, decls[i], map.entry(i).meta, map.entry(i).data)
@@ -145,11 +151,19 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
     std::lock_guard<std::mutex> lock(t.c->mu_);
     t.c->stage_locked(std::move(t.gen), &dead);
   }
+  // Updates accumulate until the swap: add to what earlier updates staged.
   std::lock_guard<std::mutex> lock(mu_);
-  staged_.clear();
-  for (Target& t : targets) staged_.push_back(t.c);
-  pending_slots_.clear();
-  for (size_t i = 0; i < map.size(); ++i) pending_slots_.emplace_back(map.entry(i).fqn, slots[i]);
+  for (Target& t : targets) {
+    bool known = false;
+    for (auto& w : staged_) known |= w.lock() == t.c;
+    if (!known) staged_.push_back(t.c);
+  }
+  for (size_t i = 0; i < map.size(); ++i) {
+    auto it = std::find_if(pending_slots_.begin(), pending_slots_.end(),
+                           [&](const auto& p) { return p.first == map.entry(i).fqn; });
+    if (it != pending_slots_.end()) it->second = slots[i];
+    else pending_slots_.emplace_back(map.entry(i).fqn, slots[i]);
+  }
   return Status::Ok();
 }
 

@@ -87,10 +87,10 @@ Status Run::read(const std::string& fqn, uint64_t offset, void* dst, uint64_t by
   WHARF_RETURN_IF_ERROR(tensor(fqn, &b));
   uint64_t n = b.nbytes;
   if (offset > n || bytes > n - offset)
-    return InvalidArgument("constant '" + fqn + "': reading bytes [" + std::to_string(offset) + ", " +
+    return InvalidArgument("'" + fqn + "': reading bytes [" + std::to_string(offset) + ", " +
                            std::to_string(offset + bytes) + ") of " + std::to_string(n));
   if (bytes == 0) return Status::Ok();
-  if (!dst) return InvalidArgument("constant '" + fqn + "': read destination is NULL");
+  if (!dst) return InvalidArgument("'" + fqn + "': read destination is NULL");
   WHARF_RETURN_IF_ERROR(stream_->copy_async(dst, static_cast<const char*>(b.data) + offset, bytes));
   return stream_->synchronize().with_context("reading constant '" + fqn + "'");
 }

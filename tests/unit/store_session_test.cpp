@@ -323,6 +323,44 @@ TEST_F(StoreTest, InvalidStoreUpdateStagesNothing) {
   wharf_container_free(d);
 }
 
+// Store updates add up until the swap: two updates touching different containers (and an
+// empty one) are all published by one swap, and the store tracks the newest storage.
+TEST_F(StoreTest, StoreUpdatesAccumulateUntilTheSwap) {
+  wharf_container* p = from_map(rt, &pw, store, "prefill");
+  wharf_container* d = from_map(rt, &dw, store, "decode");
+  Weights u1, u2, empty;
+  u1.add("prefill.head", {16, 32}, 3.0f).add("embed", {64, 32}, 3.0f);
+  u2.add("decode.head", {8, 32}, 4.0f).add("embed", {64, 32}, 4.0f);
+  ASSERT_OK(wharf_weight_store_update(store, u1.build(), nullptr));
+  ASSERT_OK(wharf_weight_store_update(store, u2.build(), nullptr));
+  ASSERT_OK(wharf_weight_store_update(store, empty.build(), nullptr));
+  ASSERT_OK(wharf_weight_store_swap(store));
+  wharf_run *rp = nullptr, *rd = nullptr;
+  ASSERT_OK(wharf_run_begin(p, nullptr, nullptr, &rp));
+  ASSERT_OK(wharf_run_begin(d, nullptr, nullptr, &rd));
+  EXPECT_EQ(first(rp, "prefill.head"), 3.0f);
+  EXPECT_EQ(first(rd, "decode.head"), 4.0f);
+  EXPECT_EQ(first(rp, "embed"), 4.0f) << "the later update of a FQN wins";
+  EXPECT_EQ(view_of(rp, "embed").data, view_of(rd, "embed").data);
+  ASSERT_OK(wharf_run_end(rp));
+  ASSERT_OK(wharf_run_end(rd));
+  ASSERT_OK(wharf_container_free_inactive(p));
+  ASSERT_OK(wharf_container_free_inactive(d));
+  wharf_weight_store_stats s = stats(store);
+  EXPECT_EQ(s.unique_constants, 6u);
+  EXPECT_EQ(s.references, 10u);
+  // require_full names a missing FQN and stages nothing.
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.require_full = 1;
+  St st(wharf_weight_store_update(store, u1.build(), &o));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(st.msg().find("require_full"), std::string::npos) << st.msg();
+  EXPECT_CODE(wharf_weight_store_swap(store), WHARF_FAILED_PRECONDITION);
+  wharf_container_free(p);
+  wharf_container_free(d);
+}
+
 // Readers begin a run on prefill, then one on decode: the decode run, begun later, must
 // never see an older store generation than the prefill one, and every run sees one value
 // across all its weights.
