@@ -8,6 +8,17 @@ using namespace wharf;
 
 namespace {
 
+// The checks a C declaration (constant or state) needs before its fields are read.
+Status check_decl(const char* kind, size_t i, const char* fqn, wharf_dtype dtype, int32_t ndim, const int64_t* shape) {
+  std::string what = fqn ? std::string(kind) + " '" + fqn + "'" : std::string(kind) + " declaration " + std::to_string(i);
+  if (!fqn || !*fqn) return InvalidArgument(what + ": fqn is NULL or empty");
+  if (ndim < 0 || ndim > WHARF_MAX_DIMS)
+    return InvalidArgument(what + ": ndim " + std::to_string(ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
+  if (ndim > 0 && !shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(ndim));
+  if (!dtype_valid(int(dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(dtype)));
+  return Status::Ok();
+}
+
 Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>* out) {
   if (o.num_constants > 0 && !o.constants)
     return InvalidArgument("wharf_container_options: constants is NULL with num_constants " +
@@ -16,12 +27,7 @@ Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>*
   out->reserve(o.num_constants);
   for (size_t i = 0; i < o.num_constants; ++i) {
     const wharf_constant_decl& c = o.constants[i];
-    std::string what = c.fqn ? "constant '" + std::string(c.fqn) + "'" : "constant declaration " + std::to_string(i);
-    if (!c.fqn || !*c.fqn) return InvalidArgument(what + ": fqn is NULL or empty");
-    if (c.ndim < 0 || c.ndim > WHARF_MAX_DIMS)
-      return InvalidArgument(what + ": ndim " + std::to_string(c.ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
-    if (c.ndim > 0 && !c.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(c.ndim));
-    if (!dtype_valid(int(c.dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(c.dtype)));
+    WHARF_RETURN_IF_ERROR(check_decl("constant", i, c.fqn, c.dtype, c.ndim, c.shape));
     ConstantDecl d;
     d.fqn = c.fqn;
     d.dtype = static_cast<DType>(c.dtype);
@@ -39,12 +45,8 @@ Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* o
   out->clear();
   for (size_t i = 0; i < o.num_states; ++i) {
     const wharf_state_decl& c = o.states[i];
-    std::string what = c.fqn ? "state '" + std::string(c.fqn) + "'" : "state declaration " + std::to_string(i);
-    if (!c.fqn || !*c.fqn) return InvalidArgument(what + ": fqn is NULL or empty");
-    if (c.ndim < 0 || c.ndim > WHARF_MAX_DIMS)
-      return InvalidArgument(what + ": ndim " + std::to_string(c.ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
-    if (c.ndim > 0 && !c.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(c.ndim));
-    if (!dtype_valid(int(c.dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(c.dtype)));
+    const std::string what = c.fqn ? "state '" + std::string(c.fqn) + "'" : "";
+    WHARF_RETURN_IF_ERROR(check_decl("state", i, c.fqn, c.dtype, c.ndim, c.shape));
     StateInit si;
     si.fqn = c.fqn;
     si.dtype = static_cast<DType>(c.dtype);
