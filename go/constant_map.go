@@ -59,6 +59,9 @@ func LoadSafetensors(path string) (*ConstantMap, error) {
 // borrowed from. If a map borrows tensors of this one, the memory stays until that map is
 // closed too. Close is idempotent and returns nil.
 func (m *ConstantMap) Close() error {
+	if m == nil {
+		return nil
+	}
 	_, err := m.h.close()
 	return err
 }

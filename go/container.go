@@ -21,10 +21,49 @@ type ConstantDecl struct {
 	Flags     ConstantFlags // ConstantDerived: computed by the update's Fold callback
 }
 
-// ContainerOptions configures NewContainer.
+// StateDecl declares one per-session mutable tensor of a container (a KV cache, a
+// recurrent or convolution state; wharf_state_decl). Every Session over the container gets
+// its own buffer, allocated at the session's first run (or at creation with
+// SessionOptions.AllocateEagerly) and set to Initial; Session.Reset restores Initial.
+type StateDecl struct {
+	FQN   string
+	DType DType
+	Shape []int64
+	// Initial is the state's initial value: contiguous row-major host data of exactly
+	// NumElements * DType.Size() bytes, or nil for zeros. It is copied when the container
+	// is created (the container keeps its own template), so it may be Go memory.
+	Initial []byte
+}
+
+// StateDeclOf declares a state of the dtype of T whose initial value is data (nil for
+// zeros). It does not copy: Initial aliases data until the container is created.
+func StateDeclOf[T Element](fqn string, shape []int64, data []T) StateDecl {
+	d := StateDecl{FQN: fqn, DType: DTypeOf[T](), Shape: shape}
+	if data != nil {
+		d.Initial = []byte{}
+		if len(data) > 0 {
+			d.Initial = unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(data[0])))
+		}
+	}
+	return d
+}
+
+// ContainerOptions configures NewContainer and NewContainerFromMapOptions.
 type ContainerOptions struct {
 	Name      string // for messages; "" means "model"
 	Constants []ConstantDecl
+
+	// Store shares constants with the store's other containers (nil: no sharing). A
+	// constant is shared when its FQN, dtype, shape and placement are equal; a different
+	// declaration under a shared FQN is refused (ErrInvalidArgument). The container keeps
+	// the store alive.
+	Store *WeightStore
+	// States are the per-session tensors; a container that declares any needs a Session
+	// for every run (Container.BeginRunWithSession).
+	States []StateDecl
+	// MaxSessionBytes caps the state bytes of all live sessions covering the container
+	// (0 = no cap): NewSession and Session.Fork past it fail with ErrResourceExhausted.
+	MaxSessionBytes uint64
 }
 
 // ConstantInfo describes one declared constant of a container.
@@ -42,11 +81,13 @@ type ConstantInfo struct {
 // updates write and Swap publishes. It is safe for concurrent use; two concurrent
 // updates are not interleaved (the second fails with ErrBusy).
 //
-// A container keeps its Runtime alive. Closing it while runs are open is allowed: it
-// stops accepting calls, and the C container is freed when the last run ends.
+// A container keeps its Runtime (and its WeightStore) alive. Closing it while runs or
+// sessions that use it are open is allowed: it stops accepting calls, and the C container
+// is freed when the last of them ends.
 type Container struct {
-	h  handle
-	rt *Runtime
+	h     handle
+	rt    *Runtime
+	store *WeightStore // nil without a store
 }
 
 // cArena collects C allocations freed together.
@@ -70,6 +111,16 @@ func (a *cArena) cstring(s string) *C.char {
 	return p
 }
 
+// shape copies a shape into the arena (nil for a scalar).
+func (a *cArena) shape(shape []int64) *C.int64_t {
+	if len(shape) == 0 {
+		return nil
+	}
+	s := unsafe.Slice((*int64)(a.alloc(8*len(shape))), len(shape))
+	copy(s, shape)
+	return (*C.int64_t)(unsafe.Pointer(&s[0]))
+}
+
 func (a *cArena) free() {
 	for _, p := range a.ptrs {
 		C.free(p)
@@ -77,82 +128,180 @@ func (a *cArena) free() {
 	a.ptrs = nil
 }
 
-func newContainer(rt *Runtime, p *C.wharf_container) *Container {
+func newContainer(rt *Runtime, store *WeightStore, p *C.wharf_container) *Container {
 	rt.h.retain() // the caller holds rt.h for reading
-	c := &Container{rt: rt}
+	held := []*handle{&rt.h}
+	if store != nil {
+		held = append(held, &store.h) // retained by the caller (containerOptions)
+	}
+	c := &Container{rt: rt, store: store}
 	c.h.init("container", unsafe.Pointer(p), func(p unsafe.Pointer) error {
 		C.wharf_container_free((*C.wharf_container)(p))
 		return nil
-	}, &rt.h)
+	}, held...)
 	runtime.SetFinalizer(c, func(c *Container) { leaked(&c.h, "Close") })
 	return c
 }
 
-// NewContainer declares a container: constants only, no weights yet. Runs fail with
-// ErrFailedPrecondition until a first update has been swapped in. Errors:
-// ErrInvalidArgument (a bad or duplicate declaration, naming it).
-func NewContainer(rt *Runtime, opts *ContainerOptions) (*Container, error) {
-	const what = "NewContainer"
-	if opts == nil {
-		opts = &ContainerOptions{}
+// cContainerOptions is a wharf_container_options built in C memory, with the store it
+// names retained for the create call (and beyond, when the container is created).
+type cContainerOptions struct {
+	o     C.wharf_container_options
+	store *handle // retained; nil without a store
+}
+
+// done releases the store unless created is true (the container then holds it).
+func (co *cContainerOptions) done(created bool) {
+	if co.store != nil && !created {
+		co.store.release()
 	}
+	co.store = nil
+}
+
+// containerOptions translates opts into arena memory: the declarations and everything they
+// point to live in C memory, since a Go array of structs holding pointers may not be
+// passed to C if those pointers are Go's. On success the caller must call done.
+func containerOptions(what string, arena *cArena, opts *ContainerOptions) (*cContainerOptions, error) {
 	for _, d := range opts.Constants {
 		if _, err := checkShape(what+": constant '"+d.FQN+"'", d.Shape, nil); err != nil {
 			return nil, err
 		}
 	}
-	var arena cArena
-	defer arena.free()
-	var o C.wharf_container_options
-	C.wharf_container_options_init(&o)
+	stateBytes := make([]int64, len(opts.States))
+	for i, d := range opts.States {
+		n, err := checkShape(what+": state '"+d.FQN+"'", d.Shape, nil)
+		if err != nil {
+			return nil, err
+		}
+		if d.Initial != nil {
+			nbytes, err := byteSize(what+": state '"+d.FQN+"'", d.DType, n)
+			if err != nil {
+				return nil, err
+			}
+			if int64(len(d.Initial)) != nbytes {
+				return nil, invalidArgument("%s: state '%s': %d bytes of initial value for shape %v of %v (%d bytes)",
+					what, d.FQN, len(d.Initial), d.Shape, d.DType, nbytes)
+			}
+			stateBytes[i] = nbytes
+		}
+	}
+	co := &cContainerOptions{}
+	o := &co.o
+	C.wharf_container_options_init(o)
 	if opts.Name != "" {
 		o.name = arena.cstring(opts.Name)
 	}
 	if n := len(opts.Constants); n > 0 {
-		// The declarations and everything they point to live in C memory: a Go array of
-		// structs holding pointers may not be passed to C if those pointers are Go's.
 		decls := unsafe.Slice((*C.wharf_constant_decl)(arena.alloc(n*int(unsafe.Sizeof(C.wharf_constant_decl{})))), n)
 		for i, d := range opts.Constants {
 			decls[i].fqn = arena.cstring(d.FQN)
 			decls[i].dtype = C.wharf_dtype(d.DType)
 			decls[i].ndim = C.int32_t(len(d.Shape))
-			if len(d.Shape) > 0 {
-				shape := unsafe.Slice((*int64)(arena.alloc(8*len(d.Shape))), len(d.Shape))
-				copy(shape, d.Shape)
-				decls[i].shape = (*C.int64_t)(unsafe.Pointer(&shape[0]))
-			}
+			decls[i].shape = arena.shape(d.Shape)
 			decls[i].placement = C.wharf_placement(d.Placement)
 			decls[i].flags = C.uint32_t(d.Flags)
 		}
 		o.constants = &decls[0]
 		o.num_constants = C.size_t(n)
 	}
+	if n := len(opts.States); n > 0 {
+		decls := unsafe.Slice((*C.wharf_state_decl)(arena.alloc(n*int(unsafe.Sizeof(C.wharf_state_decl{})))), n)
+		for i, d := range opts.States {
+			decls[i].fqn = arena.cstring(d.FQN)
+			decls[i].dtype = C.wharf_dtype(d.DType)
+			decls[i].ndim = C.int32_t(len(d.Shape))
+			decls[i].shape = arena.shape(d.Shape)
+			if d.Initial != nil {
+				// The initial value is copied into C memory: the view holding its address
+				// is itself in C memory, where a Go pointer may not be stored.
+				data := arena.alloc(int(stateBytes[i]))
+				copy(unsafe.Slice((*byte)(data), stateBytes[i]), d.Initial)
+				view := (*C.wharf_tensor_view)(arena.alloc(int(unsafe.Sizeof(C.wharf_tensor_view{}))))
+				view.data = data
+				view.dtype = C.wharf_dtype(d.DType)
+				view.device_type = C.WHARF_DEVICE_CPU
+				view.ndim = C.int32_t(len(d.Shape))
+				view.shape = decls[i].shape
+				decls[i].initial = view
+			}
+		}
+		o.states = &decls[0]
+		o.num_states = C.size_t(n)
+	}
+	o.max_session_bytes = C.uint64_t(opts.MaxSessionBytes)
+	if opts.Store != nil {
+		p, err := opts.Store.h.acquire(what + " (the weight store)")
+		if err != nil {
+			return nil, err
+		}
+		co.store = &opts.Store.h
+		o.store = (*C.wharf_weight_store)(p)
+	}
+	return co, nil
+}
+
+// NewContainer declares a container: constants only, no weights yet. Runs fail with
+// ErrFailedPrecondition until a first update has been swapped in. With opts.Store, its
+// constants are registered in the store, and its first update takes the store's storage
+// for constants the store already holds. Errors: ErrInvalidArgument (a bad or duplicate
+// declaration, an initial state value of the wrong size, a state named like a constant,
+// or a declaration that disagrees with the store's under the same FQN; the message names
+// it).
+func NewContainer(rt *Runtime, opts *ContainerOptions) (*Container, error) {
+	const what = "NewContainer"
+	if opts == nil {
+		opts = &ContainerOptions{}
+	}
+	var arena cArena
+	defer arena.free()
+	co, err := containerOptions(what, &arena, opts)
+	if err != nil {
+		return nil, err
+	}
 	p, err := rt.h.rlock(what)
 	if err != nil {
+		co.done(false)
 		return nil, err
 	}
 	defer rt.h.mu.RUnlock()
 	var out *C.wharf_container
-	err = statusError(C.wharf_container_create((*C.wharf_runtime)(p), &o, &out))
+	err = statusError(C.wharf_container_create((*C.wharf_runtime)(p), &co.o, &out))
 	runtime.KeepAlive(rt)
+	co.done(err == nil)
 	if err != nil {
 		return nil, err
 	}
-	return newContainer(rt, out), nil
+	return newContainer(rt, opts.Store, out), nil
 }
 
 // NewContainerFromMap declares one device-placed constant per entry of m (in map order),
 // loads them and makes them active: the container is ready to run. name may be "" (for
 // "model"). The map is only read during the call. Errors: as Update.
 func NewContainerFromMap(rt *Runtime, m *ConstantMap, name string) (*Container, error) {
-	const what = "NewContainerFromMap"
-	var o C.wharf_container_options
-	C.wharf_container_options_init(&o)
-	if name != "" {
-		cname := C.CString(name)
-		defer C.free(unsafe.Pointer(cname))
-		o.name = cname
+	return newContainerFromMap("NewContainerFromMap", rt, m, &ContainerOptions{Name: name})
+}
+
+// NewContainerFromMapOptions is NewContainerFromMap with options: their Constants must be
+// empty (the map declares them); Name, Store, States and MaxSessionBytes apply. With a
+// store, constants the store already holds with equal dtype, shape and placement are
+// shared: no allocation and no copy (the store assumes one FQN names one weight, so the
+// map's data for them is not read). A nil opts means defaults.
+func NewContainerFromMapOptions(rt *Runtime, m *ConstantMap, opts *ContainerOptions) (*Container, error) {
+	if opts == nil {
+		opts = &ContainerOptions{}
 	}
+	return newContainerFromMap("NewContainerFromMapOptions", rt, m, opts)
+}
+
+func newContainerFromMap(what string, rt *Runtime, m *ConstantMap, opts *ContainerOptions) (*Container, error) {
+	var arena cArena
+	defer arena.free()
+	co, err := containerOptions(what, &arena, opts)
+	if err != nil {
+		return nil, err
+	}
+	created := false
+	defer func() { co.done(created) }()
 	mp, err := m.h.rlock(what)
 	if err != nil {
 		return nil, err
@@ -164,21 +313,29 @@ func NewContainerFromMap(rt *Runtime, m *ConstantMap, name string) (*Container, 
 	}
 	defer rt.h.mu.RUnlock()
 	var out *C.wharf_container
-	err = statusError(C.wharf_container_create_from_map((*C.wharf_runtime)(rp), (*C.wharf_constant_map)(mp), &o, &out))
+	err = statusError(C.wharf_container_create_from_map((*C.wharf_runtime)(rp), (*C.wharf_constant_map)(mp), &co.o, &out))
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(rt)
 	if err != nil {
 		return nil, err
 	}
-	return newContainer(rt, out), nil
+	created = true
+	return newContainer(rt, opts.Store, out), nil
 }
 
 // Runtime returns the runtime the container was created on.
 func (c *Container) Runtime() *Runtime { return c.rt }
 
-// Close releases the container. Open runs keep it alive until they end; the runtime is
-// released when the C container is freed. Close is idempotent and returns nil.
+// Store returns the weight store the container shares constants through (nil if none).
+func (c *Container) Store() *WeightStore { return c.store }
+
+// Close releases the container. Open runs and sessions that cover it keep it alive until
+// they end; the runtime and the store are released when the C container is freed. Close
+// is idempotent (and a no-op on a nil *Container) and returns nil.
 func (c *Container) Close() error {
+	if c == nil {
+		return nil
+	}
 	_, err := c.h.close()
 	return err
 }
@@ -297,19 +454,8 @@ type PackedTensor struct {
 // fit in buf, otherwise as Update.
 func (c *Container) UpdatePacked(buf []byte, tensors []PackedTensor, opts *UpdateOptions) error {
 	const what = "Container.UpdatePacked"
-	for _, t := range tensors {
-		n, err := checkShape(what+": constant '"+t.Name+"'", t.Shape, nil)
-		if err != nil {
-			return err
-		}
-		nbytes, err := byteSize(what+": constant '"+t.Name+"'", t.DType, n)
-		if err != nil {
-			return err
-		}
-		if t.Offset < 0 || t.Offset > len(buf) || nbytes > int64(len(buf)-t.Offset) {
-			return invalidArgument("%s: constant '%s': %d bytes at offset %d do not fit in a %d-byte buffer",
-				what, t.Name, nbytes, t.Offset, len(buf))
-		}
+	if err := checkPacked(what, len(buf), tensors); err != nil {
+		return err
 	}
 	var base unsafe.Pointer
 	if len(buf) > 0 {
@@ -320,44 +466,89 @@ func (c *Container) UpdatePacked(buf []byte, tensors []PackedTensor, opts *Updat
 	return err
 }
 
-// updatePacked passes base (Go or C memory; checked by the caller) and a pointer-free
-// description of the tensors, all in Go memory, as direct arguments of one C call.
-func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []PackedTensor, opts *UpdateOptions) error {
+// checkPacked checks that every tensor fits in a buffer of size bytes.
+func checkPacked(what string, size int, tensors []PackedTensor) error {
+	for _, t := range tensors {
+		n, err := checkShape(what+": constant '"+t.Name+"'", t.Shape, nil)
+		if err != nil {
+			return err
+		}
+		nbytes, err := byteSize(what+": constant '"+t.Name+"'", t.DType, n)
+		if err != nil {
+			return err
+		}
+		if t.Offset < 0 || t.Offset > size || nbytes > int64(size-t.Offset) {
+			return invalidArgument("%s: constant '%s': %d bytes at offset %d do not fit in a %d-byte buffer",
+				what, t.Name, nbytes, t.Offset, size)
+		}
+	}
+	return nil
+}
+
+// packedArgs is the pointer-free description of packed tensors, in Go memory, that the
+// packed-update helpers receive as direct arguments.
+type packedArgs struct {
+	names   []byte
+	dtypes  []int32
+	ndims   []int32
+	offsets []uint64
+	shapes  []int64
+	n       int
+}
+
+func newPackedArgs(what string, tensors []PackedTensor) (*packedArgs, error) {
 	n := len(tensors)
-	var names []byte
-	dtypes := make([]int32, n+1) // +1: never empty, so &x[0] is valid
-	ndims := make([]int32, n+1)
-	offsets := make([]uint64, n+1)
-	shapes := make([]int64, 0, 1+2*n)
+	a := &packedArgs{
+		dtypes:  make([]int32, n+1), // +1: never empty, so &x[0] is valid
+		ndims:   make([]int32, n+1),
+		offsets: make([]uint64, n+1),
+		shapes:  make([]int64, 0, 1+2*n),
+		n:       n,
+	}
 	for i, t := range tensors {
 		if t.Name == "" {
-			return invalidArgument("%s: tensor %d has an empty name", what, i)
+			return nil, invalidArgument("%s: tensor %d has an empty name", what, i)
 		}
 		for j := 0; j < len(t.Name); j++ {
 			if t.Name[j] == 0 {
-				return invalidArgument("%s: tensor %d's name contains a NUL byte", what, i)
+				return nil, invalidArgument("%s: tensor %d's name contains a NUL byte", what, i)
 			}
 		}
-		names = append(names, t.Name...)
-		names = append(names, 0)
-		dtypes[i] = int32(t.DType)
-		ndims[i] = int32(len(t.Shape))
-		offsets[i] = uint64(t.Offset)
-		shapes = append(shapes, t.Shape...)
+		a.names = append(a.names, t.Name...)
+		a.names = append(a.names, 0)
+		a.dtypes[i] = int32(t.DType)
+		a.ndims[i] = int32(len(t.Shape))
+		a.offsets[i] = uint64(t.Offset)
+		a.shapes = append(a.shapes, t.Shape...)
 	}
-	names = append(names, 0)
-	shapes = append(shapes, 0)
+	a.names = append(a.names, 0)
+	a.shapes = append(a.shapes, 0)
+	return a, nil
+}
+
+func (a *packedArgs) cNames() *C.char       { return (*C.char)(unsafe.Pointer(&a.names[0])) }
+func (a *packedArgs) cDTypes() *C.int32_t   { return (*C.int32_t)(unsafe.Pointer(&a.dtypes[0])) }
+func (a *packedArgs) cNDims() *C.int32_t    { return (*C.int32_t)(unsafe.Pointer(&a.ndims[0])) }
+func (a *packedArgs) cShapes() *C.int64_t   { return (*C.int64_t)(unsafe.Pointer(&a.shapes[0])) }
+func (a *packedArgs) cOffsets() *C.uint64_t { return (*C.uint64_t)(unsafe.Pointer(&a.offsets[0])) }
+
+// updatePacked passes base (Go or C memory; checked by the caller) and a pointer-free
+// description of the tensors, all in Go memory, as direct arguments of one C call.
+func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []PackedTensor, opts *UpdateOptions) error {
+	a, err := newPackedArgs(what, tensors)
+	if err != nil {
+		return err
+	}
 	cp, err := c.h.rlock(what)
 	if err != nil {
 		return err
 	}
 	defer c.h.mu.RUnlock()
 	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
-		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, (*C.char)(unsafe.Pointer(&names[0])),
-			(*C.int32_t)(unsafe.Pointer(&dtypes[0])), (*C.int32_t)(unsafe.Pointer(&ndims[0])),
-			(*C.int64_t)(unsafe.Pointer(&shapes[0])), (*C.uint64_t)(unsafe.Pointer(&offsets[0])), C.size_t(n),
-			target, requireFull, fold)
+		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, a.cNames(), a.cDTypes(), a.cNDims(),
+			a.cShapes(), a.cOffsets(), C.size_t(a.n), target, requireFull, fold)
 	})
+	runtime.KeepAlive(a)
 	runtime.KeepAlive(c)
 	return err
 }
@@ -387,33 +578,42 @@ func HostTensorOf[T Element](name string, shape []int64, data []T) HostTensor {
 // length does not match its shape, otherwise as Update.
 func (c *Container) UpdateFromHost(tensors []HostTensor, opts *UpdateOptions) error {
 	const what = "Container.UpdateFromHost"
+	var arena cArena
+	defer arena.free()
+	base, layout, err := stageHost(what, &arena, tensors)
+	if err != nil {
+		return err
+	}
+	return c.updatePacked(what, base, layout, opts)
+}
+
+// stageHost copies the tensors' data into one arena buffer and returns it with its layout.
+func stageHost(what string, arena *cArena, tensors []HostTensor) (unsafe.Pointer, []PackedTensor, error) {
 	layout := make([]PackedTensor, len(tensors))
 	total := 0
 	for i, t := range tensors {
 		n, err := checkShape(what+": constant '"+t.Name+"'", t.Shape, nil)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		nbytes, err := byteSize(what+": constant '"+t.Name+"'", t.DType, n)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if int64(len(t.Data)) != nbytes {
-			return invalidArgument("%s: constant '%s': %d bytes of data for shape %v of %v (%d bytes)",
+			return nil, nil, invalidArgument("%s: constant '%s': %d bytes of data for shape %v of %v (%d bytes)",
 				what, t.Name, len(t.Data), t.Shape, t.DType, nbytes)
 		}
 		total = (total + 63) &^ 63 // keep every tensor cache-line aligned
 		layout[i] = PackedTensor{Name: t.Name, DType: t.DType, Shape: t.Shape, Offset: total}
 		total += len(t.Data)
 	}
-	var arena cArena
-	defer arena.free()
 	base := arena.alloc(total)
 	staging := unsafe.Slice((*byte)(base), total)
 	for i, t := range tensors {
 		copy(staging[layout[i].Offset:], t.Data)
 	}
-	return c.updatePacked(what, base, layout, opts)
+	return base, layout, nil
 }
 
 // BindTensor binds host memory owned by a HostBuffer or a ConstantMap (a safetensors

@@ -104,3 +104,81 @@ func Example() {
 	// generation 2 weight [10 20 30 40 50 60]
 	// open run still reads [1 2 3 4 5 6]
 }
+
+// The README's sessions example: two methods of one model share their weights through a
+// weight store, and every conversation keeps its own state in a session.
+func Example_sessions() {
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	rt, err := wharf.NewRuntime(&wharf.RuntimeOptions{Backend: wharf.BackendHost})
+	check(err)
+	defer rt.Close()
+
+	// 1. Prefill and decode share "embed" through a store, and both declare the
+	// per-conversation state "kv" (zeros to start with).
+	store, err := wharf.NewWeightStore(rt)
+	check(err)
+	defer store.Close()
+	var methods []*wharf.Container
+	for _, name := range []string{"prefill", "decode"} {
+		c, err := wharf.NewContainer(rt, &wharf.ContainerOptions{
+			Name:      name,
+			Store:     store,
+			Constants: []wharf.ConstantDecl{{FQN: "embed", DType: wharf.DTypeF32, Shape: []int64{1024}}},
+			States:    []wharf.StateDecl{{FQN: "kv", DType: wharf.DTypeF32, Shape: []int64{4}}},
+		})
+		check(err)
+		defer c.Close()
+		methods = append(methods, c)
+	}
+	prefill, decode := methods[0], methods[1]
+
+	// 2. One store update writes "embed" once for both; the swap publishes it to both.
+	check(store.UpdateFromHost([]wharf.HostTensor{
+		wharf.HostTensorOf("embed", []int64{1024}, make([]float32, 1024)),
+	}, nil))
+	check(store.Swap())
+	stats, err := store.Stats()
+	check(err)
+	fmt.Println("weights:", stats.UniqueConstants, "stored,", stats.References, "used, bytes saved:", stats.SavedBytes)
+
+	// 3. A session per conversation, named on every run (one run at a time). A state is
+	// initialised on the run's stream: Read waits for it before the host writes the state.
+	chat, err := wharf.NewSession(rt, []*wharf.Container{prefill, decode}, nil)
+	check(err)
+	defer chat.Close()
+	run, err := prefill.BeginRunWithSession(chat)
+	check(err)
+	kv, err := wharf.ReadValues[float32](run, "kv")
+	check(err)
+	fmt.Println("new conversation:", kv)
+	t, err := run.Tensor("kv")
+	check(err)
+	state, err := wharf.Slice[float32](t) // host memory on the host backend
+	check(err)
+	copy(state, []float32{1, 2, 3, 4})
+	check(run.End())
+
+	// 4. Decode sees what prefill wrote in the same session; a fork branches the
+	// conversation; Reset starts it over.
+	branch, err := chat.Fork()
+	check(err)
+	defer branch.Close()
+	check(chat.Reset())
+	for _, s := range []*wharf.Session{branch, chat} {
+		run, err := decode.BeginRunWithSession(s)
+		check(err)
+		kv, err := wharf.ReadValues[float32](run, "kv")
+		check(err)
+		fmt.Println("decode reads:", kv)
+		check(run.End())
+	}
+	// Output:
+	// weights: 1 stored, 2 used, bytes saved: 4096
+	// new conversation: [0 0 0 0]
+	// decode reads: [1 2 3 4]
+	// decode reads: [0 0 0 0]
+}

@@ -43,6 +43,19 @@ func (h *handle) rlock(op string) (unsafe.Pointer, error) {
 	return h.ptr, nil
 }
 
+// acquire retains h for a call that uses it without holding its lock: it returns the C
+// pointer, valid until the caller's matching release (or, if the caller hands the
+// reference on, until its new holder releases it), or ErrClosed.
+func (h *handle) acquire(op string) (unsafe.Pointer, error) {
+	p, err := h.rlock(op)
+	if err != nil {
+		return nil, err
+	}
+	h.retain()
+	h.mu.RUnlock()
+	return p, nil
+}
+
 // retain records one more dependent. It must be called with mu held for reading (from
 // rlock), so that close cannot run between the check and the increment.
 func (h *handle) retain() { h.deps.Add(1) }

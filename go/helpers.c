@@ -33,10 +33,16 @@ wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_m
   return wharf_container_update(container, map, &o);
 }
 
-wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, const char* names,
-                                     const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
-                                     const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
-                                     uintptr_t fold_handle) {
+wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map, int32_t target,
+                                    int32_t require_full, uintptr_t fold_handle) {
+  wharf_update_options o;
+  update_options(&o, target, require_full, fold_handle);
+  return wharf_weight_store_update(store, map, &o);
+}
+
+/* Builds the temporary map of wharf_go_update_packed (see helpers.h). */
+static wharf_status* packed_map(void* buf, const char* names, const int32_t* dtypes, const int32_t* ndims,
+                                const int64_t* shapes, const uint64_t* offsets, size_t n, wharf_constant_map** out) {
   wharf_constant_map* map = NULL;
   wharf_status* st = wharf_constant_map_create(&map);
   if (st) return st;
@@ -60,12 +66,37 @@ wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, cons
     ++name;
     shape += ndims[i];
   }
+  *out = map;
+  return NULL;
+}
+
+wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, const char* names,
+                                     const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
+                                     const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
+                                     uintptr_t fold_handle) {
+  wharf_constant_map* map = NULL;
+  wharf_status* st = packed_map(buf, names, dtypes, ndims, shapes, offsets, n, &map);
+  if (st) return st;
   wharf_update_options o;
   update_options(&o, target, require_full, fold_handle);
   st = wharf_container_update(container, map, &o);
   // The update returned, so the library no longer reads buf; the map (holding the only
   // copies of the pointers into buf) is freed before control returns to Go.
   wharf_constant_map_free(map);
+  return st;
+}
+
+wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf, const char* names,
+                                           const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
+                                           const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
+                                           uintptr_t fold_handle) {
+  wharf_constant_map* map = NULL;
+  wharf_status* st = packed_map(buf, names, dtypes, ndims, shapes, offsets, n, &map);
+  if (st) return st;
+  wharf_update_options o;
+  update_options(&o, target, require_full, fold_handle);
+  st = wharf_weight_store_update(store, map, &o);
+  wharf_constant_map_free(map);  // as in wharf_go_update_packed: no pointer into buf survives
   return st;
 }
 

@@ -28,6 +28,17 @@ wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, cons
                                      const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
                                      uintptr_t fold_handle);
 
+/* wharf_weight_store_update with the Go fold trampoline installed when fold_handle != 0. */
+wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map, int32_t target,
+                                    int32_t require_full, uintptr_t fold_handle);
+
+/* wharf_go_update_packed for a weight store: the same temporary map, passed to
+ * wharf_weight_store_update. */
+wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf, const char* names,
+                                           const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
+                                           const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
+                                           uintptr_t fold_handle);
+
 /* A status the fold trampoline returns to abort an update. wharf.h has no function to
  * create a status, so this provokes one from the library (a NOT_FOUND from dtype parsing);
  * the binding reports the callback's own error instead of it. */

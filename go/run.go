@@ -11,37 +11,86 @@ import (
 	"unsafe"
 )
 
-// Run is a lease (wharf_run): one generation of a container pinned for one execution.
-// Nothing the run can read is freed or overwritten before it ends, and in-place updates
-// wait for it. Resolve constants with Tensor, launch work, then call End. A Run is safe
-// for concurrent use; it keeps its Container (and so the Runtime) alive until it ends.
+// Run is a lease (wharf_run): one generation of a container, and the state of the session
+// it was begun with, pinned for one execution. Nothing the run can read is freed or
+// overwritten before it ends, and in-place updates wait for it. Resolve constants and
+// states with Tensor, launch work, then call End. A Run is safe for concurrent use; it
+// keeps its Container (and so the Runtime) and its Session alive until it ends.
 type Run struct {
 	h handle
 	c *Container
+	s *Session // nil without a session
 }
 
-// BeginRun begins a run on the active generation, on the runtime's own stream. Errors:
-// ErrFailedPrecondition before the first update has been swapped in.
+// BeginRun begins a run without a session, on the active generation and the runtime's
+// own stream: BeginRunWithSession(nil). Errors: ErrFailedPrecondition before the first
+// update has been swapped in, or when the container declares states.
 func (c *Container) BeginRun() (*Run, error) {
-	p, err := c.h.rlock("Container.BeginRun")
+	return c.beginRun("Container.BeginRun", nil)
+}
+
+// BeginRunWithSession begins a run on the active generation and session's state, on the
+// runtime's own stream. A container that declares states needs a session; one without
+// states accepts nil. The session's state is allocated and initialised at its first run
+// (unless created eagerly); the run is ordered after the session's previous run, reset or
+// fork. Run.Tensor and Run.Read resolve constants first, then the session's states, whose
+// memory the run may write until End.
+//
+// That initialisation (like Session.Reset and Session.Fork) is ordered on the run's
+// stream, not on the calling goroutine: it may still be pending when BeginRunWithSession
+// returns. Kernels launched on Run.Stream are ordered after it; host code touching state
+// memory directly (the host backend, where it is host memory) must first wait with
+// Run.Read of at least one byte or Runtime.Synchronize. Errors: ErrFailedPrecondition (no active weights
+// yet; states declared and session nil), ErrInvalidArgument (the session does not cover
+// this container), ErrBusy (the session has an open run: one run at a time per session),
+// ErrOutOfMemory.
+func (c *Container) BeginRunWithSession(session *Session) (*Run, error) {
+	return c.beginRun("Container.BeginRunWithSession", session)
+}
+
+func (c *Container) beginRun(what string, session *Session) (*Run, error) {
+	var sp unsafe.Pointer
+	if session != nil {
+		// Retained (not locked) for the call, and handed to the run on success.
+		p, err := session.h.acquire(what + " (the session)")
+		if err != nil {
+			return nil, err
+		}
+		sp = p
+	}
+	p, err := c.h.rlock(what)
 	if err != nil {
+		if session != nil {
+			session.h.release()
+		}
 		return nil, err
 	}
 	defer c.h.mu.RUnlock()
 	var out *C.wharf_run
-	err = statusError(C.wharf_run_begin((*C.wharf_container)(p), nil, nil, &out))
+	err = statusError(C.wharf_run_begin((*C.wharf_container)(p), (*C.wharf_session)(sp), nil, &out))
 	runtime.KeepAlive(c)
+	runtime.KeepAlive(session)
 	if err != nil {
+		if session != nil {
+			session.h.release()
+		}
 		return nil, err
 	}
 	c.h.retain()
-	r := &Run{c: c}
+	held := []*handle{&c.h}
+	if session != nil {
+		held = append(held, &session.h)
+	}
+	r := &Run{c: c, s: session}
 	r.h.init("run", unsafe.Pointer(out), func(p unsafe.Pointer) error {
 		return statusError(C.wharf_run_end((*C.wharf_run)(p)))
-	}, &c.h)
+	}, held...)
 	runtime.SetFinalizer(r, func(r *Run) { leaked(&r.h, "End") })
 	return r, nil
 }
+
+// Session returns the session the run was begun with (nil if none).
+func (r *Run) Session() *Session { return r.s }
 
 // Container returns the container the run belongs to.
 func (r *Run) Container() *Container { return r.c }
@@ -49,17 +98,22 @@ func (r *Run) Container() *Container { return r.c }
 // End ends the run: it records the run's completion on its stream (nothing it could read
 // is reclaimed before the device gets there) and releases the lease, even when it
 // returns an error (ErrDeviceError: the generation is then held until the container is
-// freed). End is idempotent: later calls return nil.
+// freed). End is idempotent (and a no-op on a nil *Run): later calls return nil.
 func (r *Run) End() error {
+	if r == nil {
+		return nil
+	}
 	_, err := r.h.close()
 	return err
 }
 
 const runTensorNoKeep = "it belongs to a run, which may end before the map is done with it"
 
-// Tensor resolves fqn in the run's generation: a view of the constant's storage (device
-// memory on a CUDA runtime, host memory on the host backend or for PlacementHost). Its
-// Data is valid until End and must not be written. Errors: ErrNotFound.
+// Tensor resolves fqn in the run's generation, then in its session's state: a view of the
+// storage (device memory on a CUDA runtime, host memory on the host backend or for
+// PlacementHost). Its Data is valid until End. A constant's memory must not be written; a
+// session state's is the run's to read and write (that is what it is for). Errors:
+// ErrNotFound.
 func (r *Run) Tensor(fqn string) (Tensor, error) {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
@@ -108,12 +162,12 @@ func (r *Run) Stream() unsafe.Pointer {
 	return s
 }
 
-// Read copies len(dst) bytes of constant fqn, starting at byte offset, from the run's
-// generation into dst and returns when the copy is complete. It works wherever the
-// constant lives (device memory included), but it waits for the run's stream: it is meant
-// for inspection and tests, not the serving path. dst may be Go memory (it is written only
-// during the call). Errors: ErrNotFound, ErrInvalidArgument (a range past the constant's
-// bytes).
+// Read copies len(dst) bytes of constant (or session state) fqn, starting at byte offset,
+// from the run's generation (or session) into dst, after the work already on the run's
+// stream, and returns when the copy is complete. It works wherever the tensor lives
+// (device memory included), but it waits for the run's stream: it is meant for inspection
+// and tests, not the serving path. dst may be Go memory (it is written only during the
+// call). Errors: ErrNotFound, ErrInvalidArgument (a range past the tensor's bytes).
 func (r *Run) Read(fqn string, offset uint64, dst []byte) error {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
@@ -137,8 +191,9 @@ func runRead(run *C.wharf_run, fqn *C.char, offset uint64, dst []byte) error {
 	return err
 }
 
-// ReadValues copies a whole constant of the run's generation into a new Go slice,
-// through Run.Read (so it works for device memory too). The constant's dtype must be T's.
+// ReadValues copies a whole constant of the run's generation (or a state of its session)
+// into a new Go slice, through Run.Read (so it works for device memory too). Its dtype
+// must be T's.
 func ReadValues[T Element](r *Run, fqn string) ([]T, error) {
 	t, err := r.Tensor(fqn)
 	if err != nil {

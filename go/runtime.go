@@ -61,6 +61,9 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 // Containers still open keep the C runtime alive; it is freed (after its streams drain)
 // when the last of them is closed. Close is idempotent and always returns nil.
 func (r *Runtime) Close() error {
+	if r == nil {
+		return nil
+	}
 	_, err := r.h.close()
 	return err
 }

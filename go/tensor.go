@@ -68,7 +68,8 @@ func (t Tensor) IsContiguous() bool {
 // unless the tensor is contiguous host memory (DeviceCPU; a run's device memory is read
 // with Run.Read). The slice is valid only until
 // the tensor's owner is closed (a run: ended); it must not be used after that, and it must
-// not be written when the memory belongs to Wharf (a run's tensors, a file mapping).
+// not be written when the memory belongs to Wharf (a run's constants, a file mapping),
+// except for a session state of an open run, which the run may write.
 func (t Tensor) Bytes() []byte {
 	n := t.NumBytes()
 	if t.Device != DeviceCPU || !t.IsContiguous() || t.Data == nil || n <= 0 || t.DType.Size() == 0 {
@@ -98,6 +99,30 @@ func Values[T Element](t Tensor) ([]T, error) {
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*int64(t.DType.Size())), unsafe.Slice((*byte)(t.Data), n*int64(t.DType.Size())))
 	}
 	return out, nil
+}
+
+// Slice returns a contiguous host tensor's elements as a []T aliasing its memory (no copy),
+// for writing a session state of an open run on the host backend, or filling a
+// HostBuffer's tensor. T must be the tensor's DType. The slice is valid only while the
+// tensor's memory is (a run: until End) and follows the same rules as Bytes.
+func Slice[T Element](t Tensor) ([]T, error) {
+	if want := DTypeOf[T](); t.DType != want {
+		return nil, invalidArgument("Slice: tensor has dtype %v, the Go type wants %v", t.DType, want)
+	}
+	if t.Device != DeviceCPU {
+		return nil, invalidArgument("Slice: the tensor is in %v memory; only host memory can be aliased", t.Device)
+	}
+	if !t.IsContiguous() {
+		return nil, invalidArgument("Slice: the tensor is not contiguous")
+	}
+	n := t.NumElements()
+	if n == 0 {
+		return []T{}, nil
+	}
+	if t.Data == nil {
+		return nil, invalidArgument("Slice: the tensor's data is nil")
+	}
+	return unsafe.Slice((*T)(t.Data), n), nil
 }
 
 // checkShape validates a shape (and optional strides) the way the library does and
@@ -247,6 +272,9 @@ func (b *HostBuffer) Tensor(offset int, dtype DType, shape []int64) (Tensor, err
 // Close frees the buffer, or, while maps or containers still borrow it, lets the last of
 // them free it. It is idempotent and returns nil.
 func (b *HostBuffer) Close() error {
+	if b == nil {
+		return nil
+	}
 	_, err := b.h.close()
 	return err
 }

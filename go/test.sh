@@ -10,7 +10,11 @@ if [ ! -e "$BUILD/libwharf.so" ]; then
   exit 1
 fi
 export CGO_ENABLED=1
-export CGO_CFLAGS="-I$HERE/../include"
+# go's build cache does not hash headers outside the package: put the public header's hash
+# in CGO_CFLAGS (which it does hash) so that a changed wharf.h rebuilds the cgo code instead
+# of linking stale struct layouts against the new library.
+HEADER_SUM=$(cat "$HERE"/../include/wharf/*.h | cksum | cut -d' ' -f1)
+export CGO_CFLAGS="-I$HERE/../include -DWHARF_GO_HEADER_SUM=$HEADER_SUM"
 export CGO_LDFLAGS="-L$BUILD -Wl,-rpath,$BUILD"
 export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GOFLAGS=-mod=mod

@@ -1,15 +1,19 @@
 // Package wharf is the Go binding of Wharf, a runtime that keeps an inference model's
-// weights (constants) on a device and lets a serving process change them while it serves.
+// weights (constants) and per-conversation state on a device and lets a serving process
+// change them while it serves. Containers of one WeightStore share their weights; a
+// Session holds one conversation's state (a KV cache, say) and is named on every run.
 //
 // The binding is a thin, safe layer over the library's C API (include/wharf/wharf.h):
 //
 //   - Every C handle is a Go type with an explicit, idempotent Close (End for a Run). A
 //     finalizer frees a handle that was never closed, but only as a backstop: it logs the
 //     leak through the standard log package.
-//   - Handles keep their parents alive: a Container holds its Runtime, a Run its Container,
-//     and a ConstantMap the HostBuffers and maps whose memory it borrows. Closing a parent
-//     first is allowed: the parent stops accepting calls at once (they return an error
-//     matching ErrClosed), and its C object is freed when its last dependent is closed.
+//   - Handles keep their parents alive: a Container holds its Runtime and WeightStore, a
+//     WeightStore its Runtime, a Session its Runtime and Containers, a Run its Container
+//     and Session, and a ConstantMap the HostBuffers and maps whose memory it borrows.
+//     Closing a parent first is allowed: the parent stops accepting calls at once (they
+//     return an error matching ErrClosed), and its C object is freed when its last
+//     dependent is closed. Close on a nil handle is a no-op.
 //   - Every type is safe for concurrent use by multiple goroutines. Close waits for calls
 //     in progress on the same handle to return.
 //   - Errors from the library are *Error values carrying a Code and the library's message;

@@ -1,0 +1,184 @@
+package wharf
+
+/*
+#include "helpers.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// WeightStore is one copy of each weight shared by every container that uses it
+// (wharf_weight_store). Containers created with the same store (ContainerOptions.Store)
+// share storage for constants whose FQN, dtype, shape and placement are equal, so two
+// methods of one model (prefill and decode, say) cost the union of their weights, not the
+// sum. Derived constants and session state are never shared.
+//
+// Container.Update on one member detaches what it writes (copy on write: the other
+// members keep the old storage). WeightStore.Update writes each FQN once and stages it
+// in every member that declares it; WeightStore.Swap then publishes all of them at once.
+//
+// A WeightStore is safe for concurrent use. It keeps its Runtime alive; containers keep
+// the store alive, so it may be closed before them: it then stops accepting calls, and
+// the C store is freed when the last container that uses it is.
+type WeightStore struct {
+	h  handle
+	rt *Runtime
+}
+
+// WeightStoreStats describes a store's sharing (wharf_weight_store_stats).
+type WeightStoreStats struct {
+	UniqueConstants uint64 // live shared weights
+	UniqueBytes     uint64 // their bytes
+	References      uint64 // (container, constant) pairs whose active generation uses one
+	SavedBytes      uint64 // bytes that would be allocated without sharing, minus UniqueBytes
+}
+
+// NewWeightStore creates an empty weight store on rt.
+func NewWeightStore(rt *Runtime) (*WeightStore, error) {
+	p, err := rt.h.rlock("NewWeightStore")
+	if err != nil {
+		return nil, err
+	}
+	defer rt.h.mu.RUnlock()
+	var out *C.wharf_weight_store
+	err = statusError(C.wharf_weight_store_create((*C.wharf_runtime)(p), &out))
+	runtime.KeepAlive(rt)
+	if err != nil {
+		return nil, err
+	}
+	rt.h.retain()
+	s := &WeightStore{rt: rt}
+	s.h.init("weight store", unsafe.Pointer(out), func(p unsafe.Pointer) error {
+		C.wharf_weight_store_free((*C.wharf_weight_store)(p))
+		return nil
+	}, &rt.h)
+	runtime.SetFinalizer(s, func(s *WeightStore) { leaked(&s.h, "Close") })
+	return s, nil
+}
+
+// Runtime returns the runtime the store was created on.
+func (s *WeightStore) Runtime() *Runtime { return s.rt }
+
+// Close releases the store. Containers created with it keep it alive until they are
+// freed. Close is idempotent (and a no-op on a nil *WeightStore) and returns nil.
+func (s *WeightStore) Close() error {
+	if s == nil {
+		return nil
+	}
+	_, err := s.h.close()
+	return err
+}
+
+// Stats reads the store's sharing figures.
+func (s *WeightStore) Stats() (WeightStoreStats, error) {
+	p, err := s.h.rlock("WeightStore.Stats")
+	if err != nil {
+		return WeightStoreStats{}, err
+	}
+	defer s.h.mu.RUnlock()
+	var st C.wharf_weight_store_stats
+	st.struct_size = C.uint32_t(unsafe.Sizeof(st))
+	err = statusError(C.wharf_weight_store_get_stats((*C.wharf_weight_store)(p), &st))
+	runtime.KeepAlive(s)
+	if err != nil {
+		return WeightStoreStats{}, err
+	}
+	return WeightStoreStats{
+		UniqueConstants: uint64(st.unique_constants),
+		UniqueBytes:     uint64(st.unique_bytes),
+		References:      uint64(st.references),
+		SavedBytes:      uint64(st.saved_bytes),
+	}, nil
+}
+
+// Update writes every entry of m once (one allocation and one copy per FQN) and stages it
+// in the inactive generation of every member container that declares it, as that
+// container's Update would; Swap publishes them. opts.Fold, if set, runs for each such
+// container that declares derived constants. Only TargetInactive is supported
+// (ErrUnsupported otherwise). All or nothing: an unknown FQN (ErrNotFound) or a wrong
+// dtype or shape (ErrInvalidArgument) is found before anything is copied, and a failure
+// stages nothing anywhere. ErrBusy: a member container is being updated.
+func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
+	const what = "WeightStore.Update"
+	mp, err := m.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer m.h.mu.RUnlock()
+	sp, err := s.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer s.h.mu.RUnlock()
+	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
+		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), (*C.wharf_constant_map)(mp), target, requireFull, fold)
+	})
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(s)
+	return err
+}
+
+// UpdatePacked is Update from tensors stored in one Go byte slice, without copying them
+// on the Go side (see Container.UpdatePacked).
+func (s *WeightStore) UpdatePacked(buf []byte, tensors []PackedTensor, opts *UpdateOptions) error {
+	const what = "WeightStore.UpdatePacked"
+	if err := checkPacked(what, len(buf), tensors); err != nil {
+		return err
+	}
+	var base unsafe.Pointer
+	if len(buf) > 0 {
+		base = unsafe.Pointer(&buf[0])
+	}
+	err := s.updatePacked(what, base, tensors, opts)
+	runtime.KeepAlive(buf)
+	return err
+}
+
+// UpdateFromHost is Update from any number of Go slices, copied once into C memory (see
+// Container.UpdateFromHost).
+func (s *WeightStore) UpdateFromHost(tensors []HostTensor, opts *UpdateOptions) error {
+	const what = "WeightStore.UpdateFromHost"
+	var arena cArena
+	defer arena.free()
+	base, layout, err := stageHost(what, &arena, tensors)
+	if err != nil {
+		return err
+	}
+	return s.updatePacked(what, base, layout, opts)
+}
+
+func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []PackedTensor, opts *UpdateOptions) error {
+	a, err := newPackedArgs(what, tensors)
+	if err != nil {
+		return err
+	}
+	sp, err := s.h.rlock(what)
+	if err != nil {
+		return err
+	}
+	defer s.h.mu.RUnlock()
+	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
+		return C.wharf_go_store_update_packed((*C.wharf_weight_store)(sp), base, a.cNames(), a.cDTypes(), a.cNDims(),
+			a.cShapes(), a.cOffsets(), C.size_t(a.n), target, requireFull, fold)
+	})
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(s)
+	return err
+}
+
+// Swap makes every member container staged by Update active, atomically with respect to
+// runs: no run begun after it returns sees old weights in one container and new ones in
+// another. Errors: ErrFailedPrecondition when nothing was staged by a store Update.
+func (s *WeightStore) Swap() error {
+	p, err := s.h.rlock("WeightStore.Swap")
+	if err != nil {
+		return err
+	}
+	defer s.h.mu.RUnlock()
+	err = statusError(C.wharf_weight_store_swap((*C.wharf_weight_store)(p)))
+	runtime.KeepAlive(s)
+	return err
+}
