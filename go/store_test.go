@@ -252,6 +252,17 @@ func TestStoreUpdateAndSwap(t *testing.T) {
 		t.Fatalf("a.w after a map store update = %v", v)
 	}
 
+	// Store updates accumulate until the swap, as a container's do.
+	must(t, store.UpdateFromHost([]HostTensor{HostTensorOf("a.w", []int64{2}, []float32{-1, -2})}, nil))
+	must(t, store.UpdateFromHost([]HostTensor{HostTensorOf("b.w", []int64{3}, []float32{-6, -7, -8})}, nil))
+	must(t, store.Swap())
+	if v, _ := readRun[float32](t, prefill, "a.w"); !equal(v, []float32{-1, -2}) {
+		t.Fatalf("a.w after two store updates = %v", v)
+	}
+	if v, _ := readRun[float32](t, decode, "b.w"); !equal(v, []float32{-6, -7, -8}) {
+		t.Fatalf("b.w after two store updates = %v", v)
+	}
+
 	// All or nothing: every error stages nothing.
 	err = store.UpdateFromHost([]HostTensor{
 		HostTensorOf("embed", []int64{embedN}, filled(embedN, 4)),
