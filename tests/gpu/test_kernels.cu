@@ -37,3 +37,42 @@ cudaError_t launch_fill(cudaStream_t stream, uint32_t* p, uint64_t n, uint32_t s
 }
 
 }  // namespace wharf_test
+
+namespace wharf_test {
+namespace {
+
+__global__ void check_kernel(const uint32_t* p, uint64_t n, uint32_t seed, unsigned long long* bad) {
+  unsigned long long local = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    local += p[i] != pattern(seed, i);
+  if (local) atomicAdd(bad, local);
+}
+
+__global__ void check_value_kernel(const uint32_t* p, uint64_t n, uint32_t value, unsigned long long* bad) {
+  unsigned long long local = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    local += p[i] != value;
+  if (local) atomicAdd(bad, local);
+}
+
+unsigned check_blocks(uint64_t n) {
+  const uint64_t want = (n + 255) / 256;
+  return unsigned(want < 1024 ? want : 1024);
+}
+
+}  // namespace
+
+cudaError_t launch_check(cudaStream_t stream, const uint32_t* p, uint64_t n, uint32_t seed, unsigned long long* bad) {
+  if (n == 0) return cudaSuccess;
+  check_kernel<<<check_blocks(n), 256, 0, stream>>>(p, n, seed, bad);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_check_value(cudaStream_t stream, const uint32_t* p, uint64_t n, uint32_t value,
+                               unsigned long long* bad) {
+  if (n == 0) return cudaSuccess;
+  check_value_kernel<<<check_blocks(n), 256, 0, stream>>>(p, n, value, bad);
+  return cudaGetLastError();
+}
+
+}  // namespace wharf_test

@@ -35,3 +35,16 @@ cudaError_t launch_spin(cudaStream_t stream, uint64_t ns);
 cudaError_t launch_fill(cudaStream_t stream, uint32_t* p, uint64_t n, uint32_t seed);
 
 }  // namespace wharf_test
+
+namespace wharf_test {
+
+// Adds to *bad the number of i < n with p[i] != pattern(seed, i) (device-side check, so a
+// kernel reading storage through a lease proves what the device sees at that point of the
+// stream). `bad` is device memory.
+cudaError_t launch_check(cudaStream_t stream, const uint32_t* p, uint64_t n, uint32_t seed, unsigned long long* bad);
+
+// Adds to *bad the number of i < n with p[i] != value.
+cudaError_t launch_check_value(cudaStream_t stream, const uint32_t* p, uint64_t n, uint32_t value,
+                               unsigned long long* bad);
+
+}  // namespace wharf_test
