@@ -7,20 +7,22 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use crate::constant_map::ConstantMap;
+use crate::container_options::ContainerOptions;
 use crate::error::{Code, Error, Result};
 use crate::runtime::Runtime;
+use crate::session::Session;
 use crate::sys;
 use crate::tensor::{num_elements, FoldTensor, RawTensor, TensorView};
-use crate::types::{cstring, DType, Device, Element, Placement, UpdateTarget};
+use crate::types::{cstring, Backend, DType, Device, Element, Placement, UpdateTarget};
 
 /// The declaration of one constant of a container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConstantDecl {
-    fqn: String,
-    dtype: DType,
-    shape: Vec<i64>,
-    placement: Placement,
-    derived: bool,
+    pub(crate) fqn: String,
+    pub(crate) dtype: DType,
+    pub(crate) shape: Vec<i64>,
+    pub(crate) placement: Placement,
+    pub(crate) derived: bool,
 }
 
 impl ConstantDecl {
@@ -95,7 +97,7 @@ impl UpdateOptions {
         self
     }
 
-    fn to_c(self) -> sys::wharf_update_options {
+    pub(crate) fn to_c(self) -> sys::wharf_update_options {
         // SAFETY: all-zero is valid input for *_init, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_update_options>() };
         // SAFETY: a valid, writable struct.
@@ -164,7 +166,7 @@ where
         &FoldRun<'_>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>,
 {
-    // SAFETY: `user` is the `&mut FoldState<F>` that `update_with_fold` passed, alive and
+    // SAFETY: `user` is the `&mut FoldState<F>` that `call_with_fold` passed, alive and
     // not otherwise accessed for the duration of the update call.
     let state = unsafe { &mut *user.cast::<FoldState<F>>() };
     let Some(run) = NonNull::new(run) else {
@@ -189,6 +191,49 @@ where
     }
 }
 
+/// The error a fold callback returns.
+pub(crate) type FoldError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Calls `call` with `options` plus `fold` installed as the update's fold callback (through
+/// [`fold_trampoline`]), then turns the callback's own error into the result (a
+/// [`wharf::Error`](Error) as is, anything else as [`Code::Callback`]) and resumes its panic,
+/// if any, once the library has returned. Shared by container and weight store updates.
+pub(crate) fn call_with_fold<F>(
+    options: &UpdateOptions,
+    fold: F,
+    call: impl FnOnce(&sys::wharf_update_options) -> Result<()>,
+) -> Result<()>
+where
+    F: FnMut(&FoldRun<'_>) -> std::result::Result<(), FoldError> + Send,
+{
+    let mut state = FoldState {
+        fold,
+        error: None,
+        panic: None,
+    };
+    let mut o = options.to_c();
+    o.fold = Some(fold_trampoline::<F>);
+    o.fold_user = (&mut state as *mut FoldState<F>).cast::<c_void>();
+    // `state` outlives the call and is accessed only through fold_user while it runs (the
+    // library calls the fold on the calling thread or, F: Send, on one of its own, one call
+    // at a time).
+    let result = call(&o);
+    if let Some(payload) = state.panic {
+        resume_unwind(payload);
+    }
+    match (result, state.error) {
+        (Err(_), Some(e)) => Err(match e.downcast::<Error>() {
+            Ok(wharf_error) => *wharf_error,
+            Err(other) => Error::new(
+                Code::Callback,
+                format!("update aborted by the fold callback: {other}"),
+            )
+            .with_source(other),
+        }),
+        (result, _) => result,
+    }
+}
+
 unsafe extern "C" fn release_trampoline(_data: *mut c_void, user: *mut c_void) {
     // SAFETY: `user` is the Box<Box<dyn FnOnce() + Send>> leaked by bind_user_constant;
     // the library calls release exactly once.
@@ -201,47 +246,38 @@ impl Container {
     /// Declares a container: constants only, no weights yet. Runs fail with
     /// `FailedPrecondition` until a first update has been swapped in. `name` is used in
     /// messages (`""` means `"model"`). Errors: `InvalidArgument` (a bad or duplicate
-    /// declaration, naming it).
+    /// declaration, naming it). For a weight store, states or a session budget, use
+    /// [`with_options`](Self::with_options).
     pub fn new(runtime: &Runtime, name: &str, constants: &[ConstantDecl]) -> Result<Container> {
-        let cname = cstring(name, "container name")?;
-        let mut fqns = Vec::with_capacity(constants.len());
-        for c in constants {
-            num_elements(&format!("constant '{}'", c.fqn), &c.shape)?;
-            fqns.push(cstring(&c.fqn, "constant name")?);
-        }
-        let decls: Vec<sys::wharf_constant_decl> = constants
-            .iter()
-            .zip(&fqns)
-            .map(|(c, fqn)| sys::wharf_constant_decl {
-                fqn: fqn.as_ptr(),
-                dtype: c.dtype.to_raw(),
-                ndim: c.shape.len() as i32, // <= MAX_DIMS, checked above
-                shape: if c.shape.is_empty() {
-                    std::ptr::null()
-                } else {
-                    c.shape.as_ptr()
-                },
-                placement: c.placement.to_raw(),
-                flags: if c.derived {
-                    sys::WHARF_CONSTANT_DERIVED
-                } else {
-                    0
-                },
-            })
-            .collect();
-        let mut o = container_options(&cname);
-        o.constants = decls.as_ptr();
-        o.num_constants = decls.len();
+        Container::with_options(
+            runtime,
+            &ContainerOptions::new()
+                .name(name)
+                .constants(constants.iter().cloned()),
+        )
+    }
+
+    /// Declares a container as `options` describe it: constants (no weights yet, as
+    /// [`new`](Self::new)), optionally a [`WeightStore`](crate::WeightStore) to share them
+    /// through, per-session states and their budget. Initial values of states are captured
+    /// now. Errors: `InvalidArgument` (a bad or duplicate declaration, a state named like a
+    /// constant, an initial value of the wrong dtype or length, a store of another runtime,
+    /// or a declaration that disagrees with the store's under the same FQN: the message
+    /// names both containers), `OutOfMemory`.
+    pub fn with_options(runtime: &Runtime, options: &ContainerOptions<'_>) -> Result<Container> {
+        options.check_runtime(runtime)?;
         let mut out = std::ptr::null_mut();
-        // SAFETY: a live runtime; the options and every array they point to (decls, fqns,
-        // shapes, name) outlive the call, which only borrows them.
-        unsafe {
-            Error::check(sys::wharf_container_create(
-                runtime.handle.as_ptr(),
-                &o,
-                &mut out,
-            ))?
-        };
+        options.with_c(|o| {
+            // SAFETY: a live runtime; the options and every array they point to outlive the
+            // call, which only borrows them.
+            unsafe {
+                Error::check(sys::wharf_container_create(
+                    runtime.handle.as_ptr(),
+                    o,
+                    &mut out,
+                ))
+            }
+        })??;
         Container::wrap(runtime, out)
     }
 
@@ -249,19 +285,38 @@ impl Container {
     /// and makes them active: the container is ready to run. The map is read during the
     /// call only. Errors: as [`update`](Self::update).
     pub fn from_map(runtime: &Runtime, map: &ConstantMap<'_>, name: &str) -> Result<Container> {
-        let cname = cstring(name, "container name")?;
-        let o = container_options(&cname);
+        Container::from_map_with_options(runtime, map, &ContainerOptions::new().name(name))
+    }
+
+    /// Like [`from_map`](Self::from_map), with `options`' name, store, states and budget
+    /// (its constants must be empty: the map declares them). With a store, constants the
+    /// store already holds with equal dtype, shape and placement are shared: no allocation
+    /// and no copy (the map's data for them is not read; one FQN names one weight).
+    /// Errors: as [`with_options`](Self::with_options) and [`update`](Self::update).
+    pub fn from_map_with_options(
+        runtime: &Runtime,
+        map: &ConstantMap<'_>,
+        options: &ContainerOptions<'_>,
+    ) -> Result<Container> {
+        if options.has_constants() {
+            return Err(Error::invalid(
+                "Container::from_map_with_options: the options must declare no constants (the map declares them)",
+            ));
+        }
+        options.check_runtime(runtime)?;
         let mut out = std::ptr::null_mut();
-        // SAFETY: a live runtime and map (whose data is valid by its borrowing contract);
-        // options and name outlive the call.
-        unsafe {
-            Error::check(sys::wharf_container_create_from_map(
-                runtime.handle.as_ptr(),
-                map.as_ptr(),
-                &o,
-                &mut out,
-            ))?
-        };
+        options.with_c(|o| {
+            // SAFETY: a live runtime and map (whose data is valid by its borrowing contract);
+            // the options and their arrays outlive the call.
+            unsafe {
+                Error::check(sys::wharf_container_create_from_map(
+                    runtime.handle.as_ptr(),
+                    map.as_ptr(),
+                    o,
+                    &mut out,
+                ))
+            }
+        })??;
         Container::wrap(runtime, out)
     }
 
@@ -275,6 +330,13 @@ impl Container {
     }
 
     fn ptr(&self) -> *mut sys::wharf_container {
+        self.raw.as_ptr()
+    }
+
+    /// The C handle, for calling [`sys`](crate::sys) functions this crate does not wrap
+    /// (`wharf_run_begin` on your own CUDA stream, say). It stays owned by `self`: do not
+    /// free it, and do not use it after `self` is dropped.
+    pub fn as_raw(&self) -> *mut sys::wharf_container {
         self.raw.as_ptr()
     }
 
@@ -325,32 +387,10 @@ impl Container {
                 -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>
             + Send,
     {
-        let mut state = FoldState {
-            fold,
-            error: None,
-            panic: None,
-        };
-        let mut o = options.to_c();
-        o.fold = Some(fold_trampoline::<F>);
-        o.fold_user = (&mut state as *mut FoldState<F>).cast::<c_void>();
-        // SAFETY: a live container and map; `state` outlives the call and is accessed only
-        // through fold_user while it runs (F: Send covers a call on another thread).
-        let result =
-            unsafe { Error::check(sys::wharf_container_update(self.ptr(), map.as_ptr(), &o)) };
-        if let Some(payload) = state.panic {
-            resume_unwind(payload);
-        }
-        match (result, state.error) {
-            (Err(_), Some(e)) => Err(match e.downcast::<Error>() {
-                Ok(wharf_error) => *wharf_error,
-                Err(other) => Error::new(
-                    Code::Callback,
-                    format!("update aborted by the fold callback: {other}"),
-                )
-                .with_source(other),
-            }),
-            (result, _) => result,
-        }
+        call_with_fold(options, fold, |o| {
+            // SAFETY: a live container and map; the options outlive the call.
+            unsafe { Error::check(sys::wharf_container_update(self.ptr(), map.as_ptr(), o)) }
+        })
     }
 
     /// Binds `data` to constant `fqn` of the inactive generation without copying it (as an
@@ -497,16 +537,53 @@ impl Container {
             .collect()
     }
 
-    /// Begins a run on the active generation, on the runtime's own stream. Errors:
-    /// `FailedPrecondition` before the first update has been swapped in.
+    /// Begins a run on the active generation, on the runtime's own stream, without a
+    /// session. Errors: `FailedPrecondition` before the first update has been swapped in,
+    /// or when the container declares states (use
+    /// [`begin_run_with_session`](Self::begin_run_with_session)).
     pub fn begin_run(&self) -> Result<Run<'_>> {
+        // SAFETY: a NULL session is allowed (the library refuses it for a container with
+        // states).
+        unsafe { self.begin(std::ptr::null_mut()) }
+    }
+
+    /// Begins a run on the active generation and `session`'s state, on the runtime's own
+    /// stream. [`Run::tensor`] resolves the container's constants, then the session's
+    /// state. The state is allocated at the session's first run (unless it was created
+    /// eagerly) and initialised on the run's stream, after the session's previous run,
+    /// reset or fork. On the host backend the call also waits for that initialisation, so
+    /// host code may touch the state as soon as the run begins.
+    ///
+    /// The run borrows the session mutably: one run at a time per session (the C library
+    /// would return `Busy` for a second one), and no reset or fork while it is open. The
+    /// borrow checker enforces it; see [`Session`]. Errors: `FailedPrecondition` before the
+    /// first swap, `InvalidArgument` when the session was not created over this container,
+    /// `OutOfMemory` (allocating the state).
+    pub fn begin_run_with_session<'a>(&'a self, session: &'a mut Session) -> Result<Run<'a>> {
+        // SAFETY: a live session, borrowed for as long as the run.
+        let run = unsafe { self.begin(session.as_raw())? };
+        if self.runtime.backend() == Backend::Host {
+            // The state's initialisation (and a reset or fork before this run) is written
+            // by the stream's worker thread, asynchronously. State is host memory here,
+            // which `TensorView::as_slice` reads and host code may write: wait for that
+            // work so nothing the library does races with them. (On CUDA the state is
+            // device memory, ordered by the stream, and never read as a Rust slice.)
+            self.runtime.synchronize()?;
+        }
+        Ok(run)
+    }
+
+    /// # Safety
+    ///
+    /// `session` is NULL or a live session that outlives the returned run.
+    unsafe fn begin(&self, session: *mut sys::wharf_session) -> Result<Run<'_>> {
         let mut out = std::ptr::null_mut();
-        // SAFETY: a live container; no session (they do not exist yet); NULL stream = the
-        // runtime's own stream, as the host backend requires.
+        // SAFETY: a live container and (caller) session; NULL stream = the runtime's own
+        // stream, as the host backend requires.
         unsafe {
             Error::check(sys::wharf_run_begin(
                 self.ptr(),
-                std::ptr::null_mut(),
+                session,
                 std::ptr::null_mut(),
                 &mut out,
             ))?
@@ -545,24 +622,15 @@ unsafe fn run_read(
     }
 }
 
-fn container_options(name: &CStr) -> sys::wharf_container_options {
-    // SAFETY: all-zero is valid input for *_init, which fills the defaults.
-    let mut o = unsafe { std::mem::zeroed::<sys::wharf_container_options>() };
-    // SAFETY: a valid, writable struct.
-    unsafe { sys::wharf_container_options_init(&mut o) };
-    if !name.is_empty() {
-        o.name = name.as_ptr();
-    }
-    o
-}
-
-/// A lease (`wharf_run`): one generation of a container pinned for one execution.
+/// A lease (`wharf_run`): one generation of a container (and, for a run begun with
+/// [`Container::begin_run_with_session`], one session's state) pinned for one execution.
 /// Nothing the run can read is freed or overwritten before it ends, and in-place updates
-/// wait for it. Resolve constants with [`tensor`](Self::tensor), do the work, then call
-/// [`end`](Self::end) (dropping a run ends it too, discarding any error).
+/// wait for it. Resolve constants and state with [`tensor`](Self::tensor), do the work,
+/// then call [`end`](Self::end) (dropping a run ends it too, discarding any error).
 ///
-/// A run borrows its container. It is `Send` and `Sync`: the C run has no thread affinity
-/// and `wharf_run_tensor` is documented as safe for concurrent calls on one run.
+/// A run borrows its container, and mutably its session (see [`Session`]). It is `Send`
+/// and `Sync`: the C run has no thread affinity and `wharf_run_tensor` is documented as
+/// safe for concurrent calls on one run.
 ///
 /// The borrow keeps a container alive while its runs are open; this does not compile:
 ///
@@ -589,9 +657,14 @@ unsafe impl Send for Run<'_> {}
 unsafe impl Sync for Run<'_> {}
 
 impl Run<'_> {
-    /// Resolves `fqn` in the run's generation: a view of the constant's storage (device
-    /// memory on a CUDA runtime; host memory on the host backend or for
+    /// Resolves `fqn` in the run's generation, then in its session's state: a view of the
+    /// storage (device memory on a CUDA runtime; host memory on the host backend or for
     /// [`Placement::Host`], readable with [`TensorView::as_slice`]). Errors: `NotFound`.
+    ///
+    /// Session state is the memory a run is meant to modify: your kernels write it through
+    /// [`TensorView::data_ptr`] (on the host backend, plain host memory that host code may
+    /// write). Such writes are outside the borrow checker's view: do not keep a slice from
+    /// [`as_slice`](TensorView::as_slice) of a state across them.
     pub fn tensor(&self, fqn: &str) -> Result<TensorView<'_>> {
         let cfqn = cstring(fqn, "constant name")?;
         // SAFETY: all-zero is a valid view to be overwritten.
@@ -609,8 +682,9 @@ impl Run<'_> {
         }
     }
 
-    /// Copies `dst.len()` bytes of constant `fqn`, starting at byte `offset`, from the
-    /// run's generation into `dst` and returns when the copy is complete. It works
+    /// Copies `dst.len()` bytes of constant (or session state) `fqn`, starting at byte
+    /// `offset`, from the run's generation (or session) into `dst`, after the work already
+    /// on the run's stream, and returns when the copy is complete. It works
     /// wherever the constant lives (device memory included) but waits for the run's
     /// stream: it is meant for inspection and tests, not the serving path. Errors:
     /// `NotFound`, `InvalidArgument` (a range past the constant's bytes).
@@ -619,8 +693,8 @@ impl Run<'_> {
         unsafe { run_read(self.raw.as_ptr(), fqn, offset, dst) }
     }
 
-    /// Copies a whole constant into a new vector through [`read`](Self::read) (so it works
-    /// for device memory too). Errors: `InvalidArgument` if the constant's dtype is not
+    /// Copies a whole constant (or session state) into a new vector through
+    /// [`read`](Self::read) (so it works for device memory too). Errors: `InvalidArgument` if the constant's dtype is not
     /// `T`'s, otherwise as `read`.
     pub fn read_to_vec<T: Element>(&self, fqn: &str) -> Result<Vec<T>> {
         let t = self.tensor(fqn)?;

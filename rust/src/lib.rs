@@ -10,8 +10,13 @@
 //! * [`Container`]: one model's constants in copy-on-write generations: updates write the
 //!   inactive generation (or, opt-in, the active one in place), [`Container::swap`]
 //!   publishes it in O(1).
-//! * [`Run`]: a lease pinning one generation while work reads it; it borrows its
-//!   container, so the container cannot be dropped while a run is open.
+//! * [`WeightStore`]: one copy of each weight shared by the containers created with it
+//!   ([`ContainerOptions::store`]), updated and swapped across all of them at once.
+//! * [`Session`]: one conversation's mutable state (KV cache, recurrent state) declared by
+//!   containers ([`ContainerOptions::state`]), with reset, fork and budgets.
+//! * [`Run`]: a lease pinning one generation (and a session's state) while work reads it;
+//!   it borrows its container, so the container cannot be dropped while a run is open, and
+//!   mutably its session, so a session has one run at a time.
 //!
 //! Every fallible call returns [`Result<T, wharf::Error>`](Error), carrying the library's
 //! [`Code`] and message.
@@ -34,15 +39,41 @@
 //! # }
 //! ```
 //!
-//! Sessions do not exist in the C API yet; runs are begun without one.
+//! Sessions and a weight store (library 0.2.0):
+//!
+//! ```
+//! # fn main() -> wharf::Result<()> {
+//! use wharf::{Backend, Container, ContainerOptions, ConstantMap, DType, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl, WeightStore};
+//!
+//! let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+//! let store = WeightStore::new(&rt)?;
+//! let embed = [0.5f32; 8];
+//! let mut map = ConstantMap::new()?;
+//! map.set_slice("embed", &[8], &embed)?;
+//! let kv = StateDecl::new("kv", DType::F32, &[4]);
+//! let options = ContainerOptions::new().store(&store).state(kv);
+//! let prefill = Container::from_map_with_options(&rt, &map, &options.clone().name("prefill"))?;
+//! let decode = Container::from_map_with_options(&rt, &map, &options.name("decode"))?;
+//! assert_eq!(store.stats()?.saved_bytes, 32); // one copy of "embed"
+//!
+//! let mut conversation = Session::new(&rt, &[&prefill, &decode], &SessionOptions::new())?;
+//! let run = prefill.begin_run_with_session(&mut conversation)?;
+//! assert_eq!(run.read_to_vec::<f32>("kv")?, [0.0; 4]); // this session's buffer
+//! run.end()?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod sys;
 
 mod constant_map;
 mod container;
+mod container_options;
 mod error;
 mod log;
 mod runtime;
+mod session;
+mod store;
 mod tensor;
 mod types;
 
@@ -50,9 +81,12 @@ use std::ffi::CStr;
 
 pub use constant_map::{ConstantMap, Entries};
 pub use container::{ConstantDecl, ConstantInfo, Container, FoldRun, Run, UpdateOptions};
+pub use container_options::{ContainerOptions, StateDecl};
 pub use error::{Code, Error, Result};
 pub use log::{reset_log_callback, set_log_callback};
 pub use runtime::{DeviceInfo, MemoryStats, Runtime, RuntimeOptions};
+pub use session::{Session, SessionOptions};
+pub use store::{WeightStore, WeightStoreStats};
 pub use tensor::{FoldTensor, RawTensor, TensorView};
 pub use types::{Backend, DType, Device, Element, LogLevel, MemoryTag, Placement, UpdateTarget};
 

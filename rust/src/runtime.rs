@@ -177,6 +177,18 @@ impl Runtime {
         self.handle.as_ptr()
     }
 
+    /// The C handle, for calling [`sys`](crate::sys) functions this crate does not wrap.
+    /// It stays owned by the runtime: do not free it, and do not use it after the last
+    /// `Runtime` clone and every object created from it are dropped.
+    pub fn as_raw(&self) -> *mut sys::wharf_runtime {
+        self.ptr()
+    }
+
+    /// Whether `self` and `other` are handles of one C runtime.
+    pub(crate) fn same_as(&self, other: &Runtime) -> bool {
+        Arc::ptr_eq(&self.handle, &other.handle)
+    }
+
     /// The backend the runtime chose (never [`Backend::Auto`]).
     pub fn backend(&self) -> Backend {
         // SAFETY: a live runtime.

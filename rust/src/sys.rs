@@ -13,7 +13,7 @@ use std::marker::{PhantomData, PhantomPinned};
 /// The ABI major version these declarations were written for (`WHARF_ABI_VERSION`).
 pub const WHARF_ABI_VERSION: u32 = 1;
 pub const WHARF_VERSION_MAJOR: u32 = 0;
-pub const WHARF_VERSION_MINOR: u32 = 1;
+pub const WHARF_VERSION_MINOR: u32 = 2;
 pub const WHARF_VERSION_PATCH: u32 = 0;
 
 /// Declares an opaque C type (only ever used behind a pointer).
@@ -32,7 +32,8 @@ opaque!(
     wharf_constant_map,
     wharf_container,
     wharf_session,
-    wharf_run
+    wharf_run,
+    wharf_weight_store
 );
 
 // --- status -----------------------------------------------------------------------------
@@ -171,11 +172,26 @@ pub struct wharf_constant_decl {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
+pub struct wharf_state_decl {
+    pub fqn: *const c_char,
+    pub dtype: wharf_dtype,
+    pub ndim: i32,
+    pub shape: *const i64,
+    pub initial: *const wharf_tensor_view,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
 pub struct wharf_container_options {
     pub struct_size: u32,
     pub name: *const c_char,
     pub constants: *const wharf_constant_decl,
     pub num_constants: usize,
+    // Since 0.2.0.
+    pub store: *mut wharf_weight_store,
+    pub states: *const wharf_state_decl,
+    pub num_states: usize,
+    pub max_session_bytes: u64,
 }
 
 pub type wharf_update_target = u32;
@@ -209,6 +225,28 @@ pub struct wharf_constant_info {
 }
 
 pub type wharf_release_fn = Option<unsafe extern "C" fn(data: *mut c_void, user: *mut c_void)>;
+
+// --- weight store -----------------------------------------------------------------------
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_weight_store_stats {
+    pub struct_size: u32,
+    pub unique_constants: u64,
+    pub unique_bytes: u64,
+    pub references: u64,
+    pub saved_bytes: u64,
+}
+
+// --- sessions ---------------------------------------------------------------------------
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_session_options {
+    pub struct_size: u32,
+    pub max_state_bytes: u64,
+    pub allocate_eagerly: i32,
+}
 
 extern "C" {
     // status
@@ -343,6 +381,40 @@ extern "C" {
         bytes: u64,
     ) -> *mut wharf_status;
     pub fn wharf_run_end(run: *mut wharf_run) -> *mut wharf_status;
+
+    // weight store
+    pub fn wharf_weight_store_create(
+        runtime: *mut wharf_runtime,
+        out: *mut *mut wharf_weight_store,
+    ) -> *mut wharf_status;
+    pub fn wharf_weight_store_free(store: *mut wharf_weight_store);
+    pub fn wharf_weight_store_get_stats(
+        store: *const wharf_weight_store,
+        out: *mut wharf_weight_store_stats,
+    ) -> *mut wharf_status;
+    pub fn wharf_weight_store_update(
+        store: *mut wharf_weight_store,
+        map: *const wharf_constant_map,
+        opts: *const wharf_update_options,
+    ) -> *mut wharf_status;
+    pub fn wharf_weight_store_swap(store: *mut wharf_weight_store) -> *mut wharf_status;
+
+    // sessions
+    pub fn wharf_session_options_init(opts: *mut wharf_session_options);
+    pub fn wharf_session_create(
+        runtime: *mut wharf_runtime,
+        containers: *const *mut wharf_container,
+        num_containers: usize,
+        opts: *const wharf_session_options,
+        out: *mut *mut wharf_session,
+    ) -> *mut wharf_status;
+    pub fn wharf_session_reset(session: *mut wharf_session) -> *mut wharf_status;
+    pub fn wharf_session_fork(
+        src: *const wharf_session,
+        out: *mut *mut wharf_session,
+    ) -> *mut wharf_status;
+    pub fn wharf_session_state_bytes(session: *const wharf_session) -> u64;
+    pub fn wharf_session_free(session: *mut wharf_session);
 }
 
 #[cfg(test)]
@@ -357,7 +429,11 @@ mod tests {
     // wharf_tensor_view: data 8 + dtype 4 + device_type 4 + device_index 4 + ndim 4 +
     // shape 8 + strides 8 = 40. wharf_device_info: 4+4+4+256 = 268, padded to 272 for
     // total_memory, + 8 + 8 + 4 + 4 = 296. wharf_memory_stats: 4, padded to 8, + 2*16*8
-    // + 4*8 = 296.
+    // + 4*8 = 296. wharf_container_options (0.2.0): 4, padded to 8, + 3*8 (name, constants,
+    // num_constants) + store 8 + states 8 + num_states 8 + max_session_bytes 8 = 64.
+    // wharf_state_decl: fqn 8 + dtype 4 + ndim 4 + shape 8 + initial 8 = 32.
+    // wharf_session_options: 4, padded to 8, + 8 + 4, padded to 24.
+    // wharf_weight_store_stats: 4, padded to 8, + 4*8 = 40.
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn struct_layouts_match_the_c_header() {
@@ -389,9 +465,29 @@ mod tests {
         assert_eq!(offset_of!(wharf_constant_decl, placement), 24);
         assert_eq!(offset_of!(wharf_constant_decl, flags), 28);
 
-        assert_eq!(size_of::<wharf_container_options>(), 32);
+        assert_eq!(size_of::<wharf_container_options>(), 64);
         assert_eq!(offset_of!(wharf_container_options, name), 8);
         assert_eq!(offset_of!(wharf_container_options, num_constants), 24);
+        assert_eq!(offset_of!(wharf_container_options, store), 32);
+        assert_eq!(offset_of!(wharf_container_options, states), 40);
+        assert_eq!(offset_of!(wharf_container_options, num_states), 48);
+        assert_eq!(offset_of!(wharf_container_options, max_session_bytes), 56);
+
+        assert_eq!(size_of::<wharf_state_decl>(), 32);
+        assert_eq!(offset_of!(wharf_state_decl, dtype), 8);
+        assert_eq!(offset_of!(wharf_state_decl, ndim), 12);
+        assert_eq!(offset_of!(wharf_state_decl, shape), 16);
+        assert_eq!(offset_of!(wharf_state_decl, initial), 24);
+
+        assert_eq!(size_of::<wharf_session_options>(), 24);
+        assert_eq!(offset_of!(wharf_session_options, max_state_bytes), 8);
+        assert_eq!(offset_of!(wharf_session_options, allocate_eagerly), 16);
+
+        assert_eq!(size_of::<wharf_weight_store_stats>(), 40);
+        assert_eq!(offset_of!(wharf_weight_store_stats, unique_constants), 8);
+        assert_eq!(offset_of!(wharf_weight_store_stats, unique_bytes), 16);
+        assert_eq!(offset_of!(wharf_weight_store_stats, references), 24);
+        assert_eq!(offset_of!(wharf_weight_store_stats, saved_bytes), 32);
 
         assert_eq!(size_of::<wharf_update_options>(), 32);
         assert_eq!(offset_of!(wharf_update_options, require_full), 8);
@@ -414,6 +510,9 @@ mod tests {
             align_of::<wharf_container_options>(),
             align_of::<wharf_update_options>(),
             align_of::<wharf_constant_info>(),
+            align_of::<wharf_state_decl>(),
+            align_of::<wharf_session_options>(),
+            align_of::<wharf_weight_store_stats>(),
         ] {
             assert_eq!(align, 8);
         }
@@ -438,6 +537,14 @@ mod tests {
             assert_eq!(u.struct_size as usize, size_of::<wharf_update_options>());
             assert_eq!(u.target, WHARF_TARGET_INACTIVE);
             assert!(u.fold.is_none());
+            // 0.2.0 fields default to "no store, no states, no budget".
+            assert!(c.store.is_null());
+            assert!(c.states.is_null());
+            assert_eq!((c.num_states, c.max_session_bytes), (0, 0));
+            let mut s = std::mem::zeroed::<wharf_session_options>();
+            wharf_session_options_init(&mut s);
+            assert_eq!(s.struct_size as usize, size_of::<wharf_session_options>());
+            assert_eq!((s.max_state_bytes, s.allocate_eagerly), (0, 0));
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The README's example, run as a test: write a safetensors file, serve it from a
+//! The README's examples, run as tests: write a safetensors file, serve it from a
 //! container, and hot-swap new weights from host memory while a run of the old generation
-//! is still open.
+//! is still open; then share weights between two containers through a weight store and
+//! keep per-conversation state in sessions.
 
 use wharf::{Backend, ConstantMap, Container, DType, Runtime, RuntimeOptions, UpdateOptions};
 
@@ -47,5 +48,65 @@ fn readme_example() -> wharf::Result<()> {
     before.end()?;
 
     std::fs::remove_dir_all(&dir).expect("cleanup");
+    Ok(())
+}
+
+/// The README's weight store and sessions example.
+#[test]
+fn readme_store_and_sessions() -> wharf::Result<()> {
+    use wharf::{ContainerOptions, Session, SessionOptions, StateDecl, WeightStore};
+
+    let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+
+    // 1. Two methods of one model share weights through a store ("embed" is held once)
+    //    and declare a per-conversation state, "kv".
+    let store = WeightStore::new(&rt)?;
+    let (embed, p_head, d_head) = ([0.5f32; 8], [1.0f32; 2], [2.0f32; 2]);
+    let mut prefill_map = ConstantMap::new()?;
+    prefill_map.set_slice("embed", &[8], &embed)?;
+    prefill_map.set_slice("prefill.head", &[2], &p_head)?;
+    let mut decode_map = ConstantMap::new()?;
+    decode_map.set_slice("embed", &[8], &embed)?;
+    decode_map.set_slice("decode.head", &[2], &d_head)?;
+    let options = ContainerOptions::new()
+        .store(&store)
+        .state(StateDecl::new("kv", DType::F32, &[4]))
+        .max_session_bytes(1 << 20); // for all sessions over a container
+    let prefill =
+        Container::from_map_with_options(&rt, &prefill_map, &options.clone().name("prefill"))?;
+    let decode = Container::from_map_with_options(&rt, &decode_map, &options.name("decode"))?;
+    assert_eq!(store.stats()?.saved_bytes, 32); // 8 floats not stored twice
+
+    // 2. A session is one conversation: one "kv" buffer for both containers, allocated at
+    //    its first run. A run borrows its session mutably: one run at a time.
+    let mut chat = Session::new(&rt, &[&prefill, &decode], &SessionOptions::new())?;
+    let run = prefill.begin_run_with_session(&mut chat)?;
+    let kv = run.tensor("kv")?;
+    assert_eq!(kv.as_slice::<f32>()?, &[0.0; 4]); // starts from zeros (or its initial value)
+                                                  // Your kernels write the state through kv.data_ptr(); on the host backend it is host
+                                                  // memory. SAFETY: 4 floats of this session's state; no slice of it is alive.
+    unsafe { kv.data_ptr().cast_mut().cast::<f32>().write(7.0) };
+    run.end()?;
+    let run = decode.begin_run_with_session(&mut chat)?;
+    assert_eq!(run.read_to_vec::<f32>("kv")?, [7.0, 0.0, 0.0, 0.0]);
+    run.end()?;
+
+    // 3. Fork a conversation (a copy of its state), reset one to the initial values.
+    let mut branch = chat.fork()?;
+    chat.reset()?;
+    let run = decode.begin_run_with_session(&mut branch)?;
+    assert_eq!(run.read_to_vec::<f32>("kv")?, [7.0, 0.0, 0.0, 0.0]);
+    run.end()?;
+
+    // 4. Update a shared weight once for both containers; publish it in both at once.
+    let fresh = [0.25f32; 8];
+    let mut update = ConstantMap::new()?;
+    update.set_slice("embed", &[8], &fresh)?;
+    store.update(&update, &UpdateOptions::new())?;
+    store.swap()?;
+    let run = decode.begin_run_with_session(&mut chat)?;
+    assert_eq!(run.tensor("embed")?.as_slice::<f32>()?, &fresh);
+    assert_eq!(run.read_to_vec::<f32>("kv")?, [0.0; 4]); // chat was reset
+    run.end()?;
     Ok(())
 }
