@@ -187,7 +187,8 @@ func containerOptions(what string, arena *cArena, opts *ContainerOptions) (*cCon
 	}
 	co := &cContainerOptions{}
 	o := &co.o
-	C.wharf_container_options_init(o)
+	// The sized form: the library writes exactly this binding's struct (see wharf.h).
+	C.wharf_container_options_init_sized(o, C.size_t(C.sizeof_wharf_container_options))
 	if opts.Name != "" {
 		o.name = arena.cstring(opts.Name)
 	}

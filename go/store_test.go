@@ -311,13 +311,7 @@ func TestStoreUpdateRunsFold(t *testing.T) {
 		t.Fatalf("a store update's fold error: %v", err)
 	}
 	wantCode(t, store.Swap(), ErrFailedPrecondition)
-	// This fold tolerates a container without "wt" (see TestStoreUpdateFoldsOnlyDerived).
-	must(t, store.UpdateFromHost(w, &UpdateOptions{Fold: func(r *FoldRun) error {
-		if _, err := r.Tensor("wt"); errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		return transpose(r)
-	}}))
+	must(t, store.UpdateFromHost(w, &UpdateOptions{Fold: transpose}))
 	must(t, store.Swap())
 	if v, _ := readRun[float32](t, folded, "wt"); !equal(v, []float32{0, 3, 1, 4, 2, 5}) {
 		t.Fatalf("derived wt = %v", v)

@@ -19,7 +19,10 @@
  *   `wharf_*_options_init()` to fill the defaults (it sets struct_size to the size this
  *   header was compiled with), then change fields. New fields are only ever appended; the
  *   library reads only the fields the caller's struct_size covers and treats the rest as
- *   defaults, so a program built against an older header keeps working. Output structs with
+ *   defaults, so a program built against an older header keeps working. When a struct
+ *   grows, its init gains a `_sized(opts, struct_size)` form and the old exported init
+ *   keeps filling the older layout, so no library writes past an older caller's struct
+ *   (wharf_container_options grew in 0.2.0). Output structs with
  *   struct_size are filled only up to the caller's struct_size.
  *
  * Ownership.  Written on every function. "Borrowed" pointers stay owned by the caller and
@@ -444,7 +447,18 @@ typedef struct wharf_container_options {
   uint64_t max_session_bytes;
 } wharf_container_options;
 
+/**
+ * Fills the defaults of a wharf_container_options of `struct_size` bytes (pass
+ * sizeof(wharf_container_options) as the caller compiled it) and sets its struct_size; the
+ * library writes no byte past struct_size. C and C++ callers use the macro below, which
+ * passes sizeof for them; bindings call this function with their struct's size.
+ */
+WHARF_API void wharf_container_options_init_sized(wharf_container_options* opts, size_t struct_size);
+/* The exported function of this name fills the 0.1.0 layout (binaries built against 0.1.0
+ * call it); code compiled with this header calls the sized one through this macro. */
 WHARF_API void wharf_container_options_init(wharf_container_options* opts);
+#define wharf_container_options_init(opts) \
+  wharf_container_options_init_sized((opts), sizeof(*(opts)))
 
 /**
  * Declares a container (constants only; no weights yet: runs fail with
@@ -596,6 +610,9 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
  * Errors: WHARF_FAILED_PRECONDITION (no active weights yet; states declared and `session`
  * NULL), WHARF_INVALID_ARGUMENT (the session does not cover this container), WHARF_BUSY
  * (the session has an open run: one run at a time per session), WHARF_OUT_OF_MEMORY.
+ * Session state is initialised on `stream` asynchronously: host code that touches state
+ * memory (host backend) must first wait for the stream (wharf_run_read or
+ * wharf_runtime_synchronize), as for any work on it.
  * Thread-safe. Never waits for a copy-into-inactive update; waits while an in-place update
  * writes the active slots (so a thread must not begin an in-place update while it holds an
  * open run of the same container: that update waits for the run).

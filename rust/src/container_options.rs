@@ -156,7 +156,7 @@ impl<'a> ContainerOptions<'a> {
     }
 
     /// Refuses a store of another runtime: its storage lives on that runtime's device
-    /// (libwharf 0.2.0 does not check this itself and would share it).
+    /// (the library refuses it too; checking here gives the error before any FFI call).
     pub(crate) fn check_runtime(&self, runtime: &Runtime) -> Result<()> {
         match self.store {
             Some(store) if !store.runtime().same_as(runtime) => Err(Error::invalid(format!(
@@ -257,7 +257,12 @@ impl<'a> ContainerOptions<'a> {
         // SAFETY: all-zero is valid input for *_init, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_container_options>() };
         // SAFETY: a valid, writable struct.
-        unsafe { sys::wharf_container_options_init(&mut o) };
+        unsafe {
+            sys::wharf_container_options_init_sized(
+                &mut o,
+                std::mem::size_of::<sys::wharf_container_options>(),
+            )
+        };
         if !self.name.is_empty() {
             o.name = cname.as_ptr();
         }

@@ -134,10 +134,6 @@ impl WeightStore {
     /// once per such container, with a [`FoldRun`] over that container's generation being
     /// written, and must not call methods of the store or its containers). Its error or
     /// panic aborts the update, which then stages nothing.
-    ///
-    /// libwharf 0.2.0 also calls `fold` for the staged members that declare no derived
-    /// constants: make it succeed on a [`FoldRun`] without the constants it computes
-    /// (returning `Ok(())` when [`FoldRun::tensor`] reports `NotFound`, say).
     pub fn update_with_fold<F>(
         &self,
         map: &ConstantMap<'_>,

@@ -323,7 +323,12 @@ extern "C" {
     pub fn wharf_constant_map_free(map: *mut wharf_constant_map);
 
     // containers
+    /// Fills the 0.1.0 layout only (for binaries built against 0.1.0); use the sized form.
     pub fn wharf_container_options_init(opts: *mut wharf_container_options);
+    pub fn wharf_container_options_init_sized(
+        opts: *mut wharf_container_options,
+        struct_size: usize,
+    );
     pub fn wharf_container_create(
         runtime: *mut wharf_runtime,
         opts: *const wharf_container_options,
@@ -530,8 +535,12 @@ mod tests {
             wharf_runtime_options_init(&mut r);
             assert_eq!(r.struct_size as usize, size_of::<wharf_runtime_options>());
             let mut c = std::mem::zeroed::<wharf_container_options>();
-            wharf_container_options_init(&mut c);
+            wharf_container_options_init_sized(&mut c, size_of::<wharf_container_options>());
             assert_eq!(c.struct_size as usize, size_of::<wharf_container_options>());
+            // The unsized export keeps the 0.1.0 layout (it ends before `store`).
+            let mut old = std::mem::zeroed::<wharf_container_options>();
+            wharf_container_options_init(&mut old);
+            assert_eq!(old.struct_size as usize, 32);
             let mut u = std::mem::zeroed::<wharf_update_options>();
             wharf_update_options_init(&mut u);
             assert_eq!(u.struct_size as usize, size_of::<wharf_update_options>());

@@ -1,4 +1,5 @@
 // Container and run functions of wharf.h: argument checks and conversions only.
+#include <cstddef>
 #include <cstring>
 
 #include "api/boundary.h"
@@ -104,10 +105,13 @@ Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* ou
 
 extern "C" {
 
-WHARF_API void wharf_container_options_init(wharf_container_options* opts) {
-  if (!opts) return;
-  std::memset(opts, 0, sizeof(*opts));
-  opts->struct_size = sizeof(*opts);
+WHARF_API void wharf_container_options_init_sized(wharf_container_options* opts, size_t struct_size) {
+  if (!opts || struct_size < sizeof(uint32_t)) return;
+  wharf_container_options full;
+  std::memset(&full, 0, sizeof full);
+  const size_t n = struct_size < sizeof full ? struct_size : sizeof full;
+  full.struct_size = uint32_t(n);
+  std::memcpy(static_cast<void*>(opts), &full, n);  // never past the caller's struct
 }
 
 WHARF_API void wharf_update_options_init(wharf_update_options* opts) {
@@ -295,6 +299,13 @@ WHARF_API wharf_status* wharf_run_end(wharf_run* run) {
   if (!run->owned) return api::make_status(Code::kInvalidArgument, "wharf_run_end: a fold callback's run is ended by the update");
   std::unique_ptr<wharf_run> h(run);  // freed on every path
   return api::guarded(__func__, [&]() -> Status { return h->owned->end(); });
+}
+
+// The exported symbol for binaries built against 0.1.0, whose struct ends at `store`: the
+// header's macro of the same name is for code compiled with this header.
+#undef wharf_container_options_init
+WHARF_API void wharf_container_options_init(wharf_container_options* opts) {
+  wharf_container_options_init_sized(opts, offsetof(wharf_container_options, store));
 }
 
 }  // extern "C"

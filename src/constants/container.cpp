@@ -89,6 +89,8 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     c->states_.push_back(std::move(sd));
   }
 
+  if (config.store && &config.store->runtime() != c->runtime_.get())
+    return InvalidArgument("container '" + c->name_ + "': its weight store belongs to another runtime");
   if (config.store) {
     WHARF_RETURN_IF_ERROR(config.store->join(c.get(), c->name_, c->decls_));
     c->store_ = std::move(config.store);  // from here on ~Container leaves the store
@@ -231,7 +233,7 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
 }
 
 Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen) {
-  if (!opts.fold) return Status::Ok();
+  if (!opts.fold || !has_derived_) return Status::Ok();
   Stream& stream = runtime_->stream();
   WHARF_RETURN_IF_ERROR(opts.fold(shared_from_this(), gen, stream).with_context("container '" + name_ + "': fold callback"));
   // The update returns when everything is in place, folded constants included.
@@ -257,7 +259,9 @@ std::shared_ptr<Generation> Container::next_generation_locked() const {
 }
 
 Status Container::fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts) {
-  if (!opts.fold) return Status::Ok();
+  // The fold computes derived constants; a container without any has nothing to fold (a
+  // store update's fold is written for the containers that do).
+  if (!opts.fold || !has_derived_) return Status::Ok();
   for (size_t i = 0; i < decls_.size(); ++i)
     if (decls_[i].derived()) WHARF_RETURN_IF_ERROR(allocate_slot(int(i), &gen->slots[i]));
   return run_fold(opts, gen);

@@ -119,6 +119,20 @@ int main(int argc, char** argv) {
     CHECK(major > WHARF_VERSION_MAJOR || (major == WHARF_VERSION_MAJOR && minor >= WHARF_VERSION_MINOR));
   }
   CHECK(strcmp(wharf_code_name(WHARF_BUSY), "BUSY") == 0);
+  {
+    /* A newer library must not write past a struct of this (older) header's size. */
+    struct {
+      wharf_container_options o;
+      unsigned char canary[64];
+    } guarded;
+    size_t i;
+    int intact = 1;
+    memset(&guarded, 0xAB, sizeof guarded);
+    wharf_container_options_init(&guarded.o);
+    for (i = 0; i < sizeof guarded.canary; ++i) intact &= guarded.canary[i] == 0xAB;
+    CHECK(intact);
+    CHECK(guarded.o.struct_size == sizeof(wharf_container_options));
+  }
   CHECK(wharf_dtype_size(WHARF_DTYPE_BF16) == 2 && wharf_dtype_size(WHARF_DTYPE_I64) == 8);
 
   /* A runtime from options whose struct_size stops before device_memory_limit: the fields it

@@ -361,6 +361,73 @@ TEST_F(StoreTest, StoreUpdatesAccumulateUntilTheSwap) {
   wharf_container_free(d);
 }
 
+// A store's storage lives on its runtime's device: a container of another runtime must not
+// join it (it would be handed memory it cannot address, accounted to the other runtime).
+TEST_F(StoreTest, StoreOfAnotherRuntimeIsRefused) {
+  wharf_runtime* other = host_runtime();
+  std::string msg;
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "stranger";
+  o.store = store;
+  wharf_container* c = nullptr;
+  St st(wharf_container_create_from_map(other, pw.build(), &o, &c));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+  EXPECT_NE(st.msg().find("another runtime"), std::string::npos) << st.msg();
+  EXPECT_EQ(c, nullptr);
+  EXPECT_EQ(stats(store).unique_constants, 0u);
+  EXPECT_EQ(mem(other, WHARF_MEM_CONSTANTS), 0u);
+  wharf_runtime_free(other);
+}
+
+// The fold of a store update is written for the members that declare derived constants;
+// members without any are staged without calling it.
+int g_fold_calls = 0;
+wharf_status* doubling_fold(wharf_run* run, void*) {
+  ++g_fold_calls;
+  wharf_tensor_view w, w2;
+  if (wharf_status* s = wharf_run_tensor(run, "w", &w)) return s;
+  if (wharf_status* s = wharf_run_tensor(run, "w2", &w2)) return s;  // NOT_FOUND for "plain"
+  for (int i = 0; i < 4; ++i) static_cast<float*>(w2.data)[i] = 2 * static_cast<const float*>(w.data)[i];
+  return nullptr;
+}
+
+TEST_F(StoreTest, StoreFoldRunsOnlyForContainersWithDerivedConstants) {
+  int64_t s4[1] = {4};
+  wharf_constant_decl decls[2] = {{"w", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
+                                  {"w2", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_container* c[2] = {nullptr, nullptr};
+  const char* names[2] = {"folded", "plain"};
+  for (int i = 0; i < 2; ++i) {
+    wharf_container_options o;
+    wharf_container_options_init(&o);
+    o.name = names[i];
+    o.constants = decls;
+    o.num_constants = i == 0 ? 2 : 1;
+    o.store = store;
+    ASSERT_OK(wharf_container_create(rt, &o, &c[i]));
+  }
+  Weights w;
+  w.add("w", {4}, 3.0f);
+  wharf_update_options uo;
+  wharf_update_options_init(&uo);
+  EXPECT_CODE(wharf_weight_store_update(store, w.build(), &uo), WHARF_INVALID_ARGUMENT);  // "folded" needs a fold
+  uo.fold = doubling_fold;
+  g_fold_calls = 0;
+  ASSERT_OK(wharf_weight_store_update(store, w.build(), &uo));
+  EXPECT_EQ(g_fold_calls, 1);
+  ASSERT_OK(wharf_weight_store_swap(store));
+  wharf_run* r = nullptr;
+  ASSERT_OK(wharf_run_begin(c[0], nullptr, nullptr, &r));
+  EXPECT_EQ(first(r, "w2"), 6.0f);
+  ASSERT_OK(wharf_run_end(r));
+  ASSERT_OK(wharf_run_begin(c[1], nullptr, nullptr, &r));
+  EXPECT_EQ(first(r, "w"), 3.0f);
+  ASSERT_OK(wharf_run_end(r));
+  wharf_container_free(c[0]);
+  wharf_container_free(c[1]);
+}
+
 // Readers begin a run on prefill, then one on decode: the decode run, begun later, must
 // never see an older store generation than the prefill one, and every run sees one value
 // across all its weights.
