@@ -433,7 +433,7 @@ int main(int argc, char** argv) {
       wharf_session_free(ses);
     }
     rows.push_back({"session create (eager)", n, dist(eager),
-                    std::to_string(snames.size()) + " cudaMalloc + zeroing enqueued, not waited for"});
+                    std::to_string(snames.size()) + " pool allocations + zeroing enqueued, not waited for"});
     rows.push_back({"first run of a lazy session + sync", n, dist(first_run), "allocate + zero " +
                                                                                  std::to_string(per_session >> 20) +
                                                                                  " MiB + begin/end"});

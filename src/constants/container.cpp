@@ -1,5 +1,7 @@
 #include "constants/container.h"
 
+#include <chrono>
+
 #include <utility>
 
 #include "core/checked.h"
@@ -286,6 +288,8 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   // copy. On any failure `gen` is dropped: nothing was published.
   std::vector<Planned> to_copy;
   std::vector<int> fresh;  // written for the first time: offered to the store afterwards
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
   for (const Planned& p : plan) {
     const bool first = !gen->slots[p.index];
     if (first && store_ && !decls_[p.index].derived()) {
@@ -298,12 +302,26 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
     to_copy.push_back(p);
     if (first) fresh.push_back(p.index);
   }
+  const Clock::time_point t1 = Clock::now();
   WHARF_RETURN_IF_ERROR(copy_into(gen, to_copy, {}));
+  const Clock::time_point t2 = Clock::now();
   WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
+  const Clock::time_point t3 = Clock::now();
   if (store_)
     for (int i : fresh) store_->offer_slot(decls_[i].fqn, gen->slots[i]);
-  std::lock_guard<std::mutex> lock(mu_);
-  stage_locked(std::move(gen), &dead);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stage_locked(std::move(gen), &dead);
+  }
+  dead.clear();  // releases generations no longer referenced (device frees), timed below
+  if (log_enabled(LogLevel::kDebug)) {
+    auto ms = [](Clock::time_point a, Clock::time_point b) {
+      return std::to_string(std::chrono::duration<double, std::milli>(b - a).count()) + " ms";
+    };
+    WHARF_LOG(kDebug, "container '" + name_ + "': update of " + std::to_string(plan.size()) + " constants (" +
+                          std::to_string(to_copy.size()) + " copied): allocate " + ms(t0, t1) + ", copy " +
+                          ms(t1, t2) + ", fold " + ms(t2, t3) + ", stage and release " + ms(t3, Clock::now()));
+  }
   return Status::Ok();
 }
 
