@@ -6,7 +6,10 @@ set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-gpu-bundle}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$OUT"; mkdir -p "$OUT"
-cp -a "$BUILD"/libwharf.so* "$OUT"/
+# The library as the loader finds it (libwharf.so -> libwharf.so.1 -> the real file); older
+# versions left in the build dir stay behind.
+cp -a "$BUILD"/libwharf.so "$BUILD"/libwharf.so.1 "$OUT"/
+cp "$(readlink -f "$BUILD"/libwharf.so.1)" "$OUT"/
 cp "$BUILD"/wharf "$OUT"/
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
