@@ -25,33 +25,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace bench;
 
-#define CUDA_OK(x)                                                                       \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                      \
-    }                                                                                    \
-  } while (0)
 
-void wharf_ok(wharf_status* st, const char* what) {
-  if (!st) return;
-  std::fprintf(stderr, "%s: %s: %s\n", what, wharf_code_name(wharf_status_code(st)), wharf_status_message(st));
-  std::exit(2);
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Row {
   std::string name, source;
