@@ -42,7 +42,6 @@ namespace {
 
 using namespace bench;
 
-
 struct Dist {
   double median = 0, p99 = 0, mean = 0;
 };

@@ -31,8 +31,6 @@ namespace {
 
 using namespace bench;
 
-
-
 uint64_t free_device_bytes() {
   size_t f = 0, t = 0;
   CUDA_OK(cudaMemGetInfo(&f, &t));

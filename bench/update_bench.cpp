@@ -32,8 +32,6 @@ namespace {
 
 using namespace bench;
 
-
-
 struct Row {
   std::string name, source;
   int percent;
