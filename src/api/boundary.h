@@ -2,9 +2,11 @@
 // exception before it reaches C, and reading versioned option structs.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "core/status.h"
 #include "wharf/wharf.h"
@@ -16,6 +18,18 @@ struct wharf_status {
 
 namespace wharf {
 namespace api {
+
+// The integer a caller stored in a C enum field or parameter. C lets any int sit in an enum
+// object, but in C++ loading an unscoped enum outside its enumerators' range is undefined
+// (UBSan reports it), so the API layer reads caller enums as their bytes and validates the
+// integer.
+template <class E>
+int32_t enum_int(const E& e) noexcept {
+  static_assert(std::is_enum<E>::value && sizeof(E) == sizeof(int32_t), "a 32-bit C enum");
+  int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 // nullptr for OK. Never throws: if the status itself cannot be allocated, a static
 // out-of-memory status is returned (wharf_status_free knows not to free it).

@@ -10,13 +10,13 @@ using namespace wharf;
 namespace {
 
 // The checks a C declaration (constant or state) needs before its fields are read.
-Status check_decl(const char* kind, size_t i, const char* fqn, wharf_dtype dtype, int32_t ndim, const int64_t* shape) {
+Status check_decl(const char* kind, size_t i, const char* fqn, int32_t dtype, int32_t ndim, const int64_t* shape) {
   std::string what = fqn ? std::string(kind) + " '" + fqn + "'" : std::string(kind) + " declaration " + std::to_string(i);
   if (!fqn || !*fqn) return InvalidArgument(what + ": fqn is NULL or empty");
   if (ndim < 0 || ndim > WHARF_MAX_DIMS)
     return InvalidArgument(what + ": ndim " + std::to_string(ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
   if (ndim > 0 && !shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(ndim));
-  if (!dtype_valid(int(dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(dtype)));
+  if (!dtype_valid(dtype)) return InvalidArgument(what + ": unknown dtype value " + std::to_string(dtype));
   return Status::Ok();
 }
 
@@ -28,12 +28,12 @@ Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>*
   out->reserve(o.num_constants);
   for (size_t i = 0; i < o.num_constants; ++i) {
     const wharf_constant_decl& c = o.constants[i];
-    WHARF_RETURN_IF_ERROR(check_decl("constant", i, c.fqn, c.dtype, c.ndim, c.shape));
+    WHARF_RETURN_IF_ERROR(check_decl("constant", i, c.fqn, api::enum_int(c.dtype), c.ndim, c.shape));
     ConstantDecl d;
     d.fqn = c.fqn;
-    d.dtype = static_cast<DType>(c.dtype);
+    d.dtype = static_cast<DType>(api::enum_int(c.dtype));
     d.shape.assign(c.shape, c.shape + c.ndim);
-    d.placement = static_cast<Placement>(c.placement);
+    d.placement = static_cast<Placement>(api::enum_int(c.placement));
     d.flags = c.flags;
     out->push_back(std::move(d));
   }
@@ -47,10 +47,10 @@ Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* o
   for (size_t i = 0; i < o.num_states; ++i) {
     const wharf_state_decl& c = o.states[i];
     const std::string what = c.fqn ? "state '" + std::string(c.fqn) + "'" : "";
-    WHARF_RETURN_IF_ERROR(check_decl("state", i, c.fqn, c.dtype, c.ndim, c.shape));
+    WHARF_RETURN_IF_ERROR(check_decl("state", i, c.fqn, api::enum_int(c.dtype), c.ndim, c.shape));
     StateInit si;
     si.fqn = c.fqn;
-    si.dtype = static_cast<DType>(c.dtype);
+    si.dtype = static_cast<DType>(api::enum_int(c.dtype));
     si.shape.assign(c.shape, c.shape + c.ndim);
     if (c.initial) {
       WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of " + what, &si.meta));
@@ -71,9 +71,10 @@ Status config_from_c(const wharf_container_options& o, ContainerConfig* cfg) {
 }
 
 Status update_from_c(const wharf_update_options& o, UpdateOptions* out) {
-  if (o.target != WHARF_TARGET_INACTIVE && o.target != WHARF_TARGET_ACTIVE_IN_PLACE)
-    return InvalidArgument("wharf_update_options: unknown target " + std::to_string(int(o.target)));
-  out->in_place = o.target == WHARF_TARGET_ACTIVE_IN_PLACE;
+  const int32_t target = api::enum_int(o.target);
+  if (target != WHARF_TARGET_INACTIVE && target != WHARF_TARGET_ACTIVE_IN_PLACE)
+    return InvalidArgument("wharf_update_options: unknown target " + std::to_string(target));
+  out->in_place = target == WHARF_TARGET_ACTIVE_IN_PLACE;
   out->require_full = o.require_full != 0;
   if (o.fold) {
     wharf_fold_fn fn = o.fold;

@@ -9,14 +9,15 @@ Status meta_from_view(const wharf_tensor_view& v, const std::string& what, Tenso
     return InvalidArgument(what + ": ndim " + std::to_string(v.ndim) + " outside 0.." +
                            std::to_string(WHARF_MAX_DIMS));
   if (v.ndim > 0 && !v.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(v.ndim));
-  if (!dtype_valid(int(v.dtype))) return InvalidArgument(what + ": unknown dtype value " + std::to_string(int(v.dtype)));
-  if (v.device_type != WHARF_DEVICE_CPU && v.device_type != WHARF_DEVICE_CUDA)
-    return InvalidArgument(what + ": unknown device type " + std::to_string(int(v.device_type)));
+  const int32_t dtype = api::enum_int(v.dtype), device_type = api::enum_int(v.device_type);
+  if (!dtype_valid(dtype)) return InvalidArgument(what + ": unknown dtype value " + std::to_string(dtype));
+  if (device_type != WHARF_DEVICE_CPU && device_type != WHARF_DEVICE_CUDA)
+    return InvalidArgument(what + ": unknown device type " + std::to_string(device_type));
   TensorMeta m;
-  m.dtype = static_cast<DType>(v.dtype);
+  m.dtype = static_cast<DType>(dtype);
   m.shape.assign(v.shape, v.shape + v.ndim);
   if (v.strides) m.strides.assign(v.strides, v.strides + v.ndim);
-  m.device_type = v.device_type == WHARF_DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
+  m.device_type = device_type == WHARF_DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
   m.device_index = v.device_index;
   WHARF_RETURN_IF_ERROR(m.validate(what));
   *out = std::move(m);

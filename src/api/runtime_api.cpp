@@ -23,7 +23,7 @@ WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts, 
     wharf_runtime_options_init(&o);
     WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_runtime_options"));
     RuntimeOptions ro;
-    ro.backend = int(o.backend);
+    ro.backend = api::enum_int(o.backend);
     ro.device_index = o.device_index;
     ro.device_memory_limit = o.device_memory_limit;
     ro.copy_threads = o.copy_threads;

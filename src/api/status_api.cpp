@@ -1,4 +1,8 @@
 // Status, version, logging and dtype functions of wharf.h.
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "api/boundary.h"
 #include "core/dtype.h"
 #include "core/logging.h"
@@ -56,8 +60,9 @@ WHARF_API void wharf_status_free(wharf_status* status) {
 }
 
 WHARF_API const char* wharf_code_name(wharf_code code) {
-  if (int(code) < 0 || int(code) > int(WHARF_INTERNAL)) return "UNKNOWN";
-  return code_name(static_cast<Code>(code));
+  const int32_t c = api::enum_int(code);
+  if (c < 0 || c > int32_t(WHARF_INTERNAL)) return "UNKNOWN";
+  return code_name(static_cast<Code>(c));
 }
 
 WHARF_API const char* wharf_version(void) {
@@ -69,22 +74,34 @@ WHARF_API const char* wharf_version(void) {
 WHARF_API uint32_t wharf_abi_version(void) { return WHARF_ABI_VERSION; }
 
 WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level, void* user) {
-  int lvl = int(min_level);
+  int lvl = api::enum_int(min_level);
   if (lvl < 0 || lvl > int(WHARF_LOG_OFF)) lvl = int(WHARF_LOG_WARN);
   if (!fn) {
     set_log_sink(nullptr, LogLevel::kWarn, nullptr);
     return;
   }
   // The C callback is reached through a trampoline (calling it through a pointer of another
-  // type would be undefined). Each registration's record is kept for the process's life, so
-  // a thread still logging through a replaced callback never reads freed memory; callers
-  // register a handful of times at most.
+  // type would be undefined). Each distinct (fn, user) record is kept, reachable, for the
+  // process's life, so a thread still logging through a replaced callback never reads freed
+  // memory; registering the same pair again reuses its record.
   struct CSink {
     wharf_log_fn fn;
     void* user;
   };
-  CSink* rec = new (std::nothrow) CSink{fn, user};
-  if (!rec) return;
+  static std::mutex records_mu;
+  static std::vector<std::unique_ptr<CSink>> records;
+  CSink* rec = nullptr;
+  try {
+    std::lock_guard<std::mutex> lock(records_mu);
+    for (const auto& r : records)
+      if (r->fn == fn && r->user == user) rec = r.get();
+    if (!rec) {
+      records.push_back(std::make_unique<CSink>(CSink{fn, user}));
+      rec = records.back().get();
+    }
+  } catch (...) {
+    return;  // out of host memory: the previous sink stays
+  }
   set_log_sink(
       [](int level, const char* message, void* u) {
         auto* s = static_cast<CSink*>(u);
@@ -93,9 +110,9 @@ WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level
       static_cast<LogLevel>(lvl), rec);
 }
 
-WHARF_API size_t wharf_dtype_size(wharf_dtype dtype) { return dtype_size(static_cast<DType>(dtype)); }
+WHARF_API size_t wharf_dtype_size(wharf_dtype dtype) { return dtype_size(static_cast<DType>(api::enum_int(dtype))); }
 
-WHARF_API const char* wharf_dtype_name(wharf_dtype dtype) { return dtype_name(static_cast<DType>(dtype)); }
+WHARF_API const char* wharf_dtype_name(wharf_dtype dtype) { return dtype_name(static_cast<DType>(api::enum_int(dtype))); }
 
 WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out) {
   return api::guarded(__func__, [&]() -> Status {

@@ -1,6 +1,7 @@
 #include "constants/container.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include <utility>
 
@@ -12,6 +13,12 @@ namespace wharf {
 namespace {
 
 std::string quoted(const std::string& fqn) { return "constant '" + fqn + "'"; }
+
+std::string hex_u32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", unsigned(v));
+  return buf;
+}
 
 // Clears a flag and wakes waiters on every exit path.
 class FlagGuard {
@@ -47,7 +54,7 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     if (d.placement != Placement::kDevice && d.placement != Placement::kHost)
       return InvalidArgument(what + ": unknown placement " + std::to_string(int(d.placement)));
     if (d.flags & ~kConstantDerived)
-      return InvalidArgument(what + ": unknown flags 0x" + std::to_string(d.flags));
+      return InvalidArgument(what + ": unknown flags " + hex_u32(d.flags) + " (known: WHARF_CONSTANT_DERIVED 0x1)");
     TensorMeta m;
     m.dtype = d.dtype;
     m.shape = d.shape;

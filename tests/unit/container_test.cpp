@@ -316,6 +316,25 @@ TEST(Container, BadDeclarationsAreRefused) {
   EXPECT_EQ(st2.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_NE(st2.msg().find("'n'"), std::string::npos);
   EXPECT_EQ(c, nullptr);
+  // Values a C caller can store in enum fields and flags that name nothing: refused with the
+  // value (read as an integer: no undefined enum load, which the asan/ubsan build checks).
+  wharf_constant_decl odd[1] = {{"p", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0x6}};
+  o.constants = odd;
+  St flags(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(flags.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(flags.msg().find("unknown flags 0x6"), std::string::npos) << flags.msg();
+  odd[0].flags = 0;
+  int32_t bad_placement = 7, bad_dtype = 99;
+  std::memcpy(&odd[0].placement, &bad_placement, sizeof bad_placement);
+  St placement(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(placement.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(placement.msg().find("unknown placement 7"), std::string::npos) << placement.msg();
+  odd[0].placement = WHARF_PLACEMENT_DEVICE;
+  std::memcpy(&odd[0].dtype, &bad_dtype, sizeof bad_dtype);
+  St dtype(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(dtype.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(dtype.msg().find("unknown dtype value 99"), std::string::npos) << dtype.msg();
+  EXPECT_EQ(c, nullptr);
   wharf_runtime_free(rt);
 }
 
