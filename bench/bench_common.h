@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 #include "wharf/wharf.h"
@@ -41,6 +44,25 @@ inline double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Free device memory as the driver sees it.
+inline uint64_t free_device_bytes() {
+  size_t f = 0, t = 0;
+  CUDA_OK(cudaMemGetInfo(&f, &t));
+  return f;
+}
+
+// Writes every page of host memory from all cores, so first-touch faults are not measured.
+inline void touch(void* p, size_t n, unsigned char v) {
+  unsigned nt = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> ts;
+  size_t per = (n + nt - 1) / nt;
+  for (unsigned i = 0; i < nt; ++i) {
+    size_t off = std::min(n, per * i), len = std::min(n - off, per);
+    ts.emplace_back([=] { std::memset(static_cast<char*>(p) + off, v, len); });
+  }
+  for (auto& t : ts) t.join();
 }
 
 }  // namespace bench

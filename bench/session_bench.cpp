@@ -57,12 +57,6 @@ Dist dist(std::vector<double> v) {
   return d;
 }
 
-uint64_t free_device_bytes() {
-  size_t f = 0, t = 0;
-  CUDA_OK(cudaMemGetInfo(&f, &t));
-  return f;
-}
-
 uint64_t state_current(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);

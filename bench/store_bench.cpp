@@ -31,23 +31,6 @@ namespace {
 
 using namespace bench;
 
-uint64_t free_device_bytes() {
-  size_t f = 0, t = 0;
-  CUDA_OK(cudaMemGetInfo(&f, &t));
-  return f;
-}
-
-void touch(void* p, size_t n, unsigned char v) {
-  unsigned nt = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> ts;
-  size_t per = (n + nt - 1) / nt;
-  for (unsigned i = 0; i < nt; ++i) {
-    size_t off = std::min(n, per * i), len = std::min(n - off, per);
-    ts.emplace_back([=] { std::memset(static_cast<char*>(p) + off, v, len); });
-  }
-  for (auto& t : ts) t.join();
-}
-
 wharf_memory_stats memory_stats(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);

@@ -46,14 +46,13 @@ Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* o
   out->clear();
   for (size_t i = 0; i < o.num_states; ++i) {
     const wharf_state_decl& c = o.states[i];
-    const std::string what = c.fqn ? "state '" + std::string(c.fqn) + "'" : "";
     WHARF_RETURN_IF_ERROR(check_decl("state", i, c.fqn, api::enum_int(c.dtype), c.ndim, c.shape));
     StateInit si;
     si.fqn = c.fqn;
     si.dtype = static_cast<DType>(api::enum_int(c.dtype));
     si.shape.assign(c.shape, c.shape + c.ndim);
     if (c.initial) {
-      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of " + what, &si.meta));
+      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of state '" + si.fqn + "'", &si.meta));
       si.has_initial = true;
       si.data = c.initial->data;
     }
@@ -94,7 +93,6 @@ Status update_from_c(const wharf_update_options& o, UpdateOptions* out) {
 
 namespace wharf {
 namespace api {
-// Shared with the weight store's update.
 Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out) {
   wharf_update_options o;
   wharf_update_options_init(&o);
@@ -182,11 +180,8 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container, const
                                                const wharf_update_options* opts) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(container && map, "wharf_container_update: container and map must not be NULL");
-    wharf_update_options o;
-    wharf_update_options_init(&o);
-    WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_update_options"));
     UpdateOptions u;
-    WHARF_RETURN_IF_ERROR(update_from_c(o, &u));
+    WHARF_RETURN_IF_ERROR(api::update_options_from_c(opts, &u));
     return container->c->update(*map->map, u);
   });
 }

@@ -48,6 +48,9 @@ Status from_c(wharf_status* st);
 Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out);
 // Fills a C view whose shape/strides point into `meta` (which must outlive the view).
 void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out);
+// Reads versioned update options (NULL: defaults) and checks them; a fold callback becomes
+// a function that hands the C callback a run over the generation being written.
+Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out);
 
 }  // namespace api
 }  // namespace wharf

@@ -6,12 +6,6 @@
 
 using namespace wharf;
 
-namespace wharf {
-namespace api {
-Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out);
-}  // namespace api
-}  // namespace wharf
-
 extern "C" {
 
 WHARF_API wharf_status* wharf_weight_store_create(wharf_runtime* runtime, wharf_weight_store** out) {

@@ -98,9 +98,9 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     c->states_.push_back(std::move(sd));
   }
 
-  if (config.store && &config.store->runtime() != c->runtime_.get())
-    return InvalidArgument("container '" + c->name_ + "': its weight store belongs to another runtime");
   if (config.store) {
+    if (&config.store->runtime() != c->runtime_.get())
+      return InvalidArgument("container '" + c->name_ + "': its weight store belongs to another runtime");
     WHARF_RETURN_IF_ERROR(config.store->join(c.get(), c->name_, c->decls_));
     c->store_ = std::move(config.store);  // from here on ~Container leaves the store
   }
@@ -220,13 +220,16 @@ Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts
   return Status::Ok();
 }
 
-Status Container::allocate_slot(int index, std::shared_ptr<Slot>* out) {
-  const ConstantDecl& d = decls_[index];
+Status allocate_constant_slot(Runtime& runtime, const ConstantDecl& d, std::shared_ptr<Slot>* out) {
   MemKind kind = d.placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
   Buffer b;
-  WHARF_RETURN_IF_ERROR(runtime_->device().allocate(kind, MemTag::kConstants, d.nbytes, quoted(d.fqn), &b));
+  WHARF_RETURN_IF_ERROR(runtime.device().allocate(kind, MemTag::kConstants, d.nbytes, quoted(d.fqn), &b));
   *out = std::make_shared<Slot>(std::move(b));
   return Status::Ok();
+}
+
+Status Container::allocate_slot(int index, std::shared_ptr<Slot>* out) {
+  return allocate_constant_slot(*runtime_, decls_[index], out);
 }
 
 Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,

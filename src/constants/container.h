@@ -80,6 +80,9 @@ struct ContainerConfig {
 
 // Checks a source tensor against a declaration (dtype, shape, contiguity, device).
 Status validate_constant_source(Runtime& runtime, const ConstantDecl& d, const TensorMeta& src, const void* data);
+// Fresh storage for one constant: pinned host memory for host placement, device memory
+// otherwise, accounted under the constants tag.
+Status allocate_constant_slot(Runtime& runtime, const ConstantDecl& d, std::shared_ptr<Slot>* out);
 
 struct UserConstant {
   void* data = nullptr;

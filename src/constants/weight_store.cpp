@@ -124,11 +124,7 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   std::vector<std::shared_ptr<Slot>> slots(map.size());
   std::vector<CopyRequest> reqs;
   for (size_t i = 0; i < map.size(); ++i) {
-    MemKind kind = decls[i].placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
-    Buffer b;
-    WHARF_RETURN_IF_ERROR(runtime_->device().allocate(kind, MemTag::kConstants, decls[i].nbytes,
-                                                      "constant '" + decls[i].fqn + "'", &b));
-    slots[i] = std::make_shared<Slot>(std::move(b));
+    WHARF_RETURN_IF_ERROR(allocate_constant_slot(*runtime_, decls[i], &slots[i]));
     reqs.push_back({slots[i]->data(), map.entry(i).data, decls[i].nbytes});
   }
   TransferEngine* engine = nullptr;

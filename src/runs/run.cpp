@@ -55,29 +55,27 @@ Run::~Run() {
 
 Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
   int idx = container_->find(fqn);
+  Placement placement = Placement::kDevice;  // session state always lives with the device
   if (idx < 0) {
-    if (session_) {
-      StateView v;
-      WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
-      out->data = v.data;
-      out->dtype = v.dtype;
-      out->shape = v.shape;
-      out->nbytes = v.nbytes;
-      out->device_type = container_->device_type_of(Placement::kDevice);
-      out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
-      return Status::Ok();
-    }
-    return NotFound("constant '" + fqn + "' is not declared by container '" + container_->name() + "'");
+    if (!session_) return NotFound("constant '" + fqn + "' is not declared by container '" + container_->name() + "'");
+    StateView v;
+    WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
+    out->data = v.data;
+    out->dtype = v.dtype;
+    out->shape = v.shape;
+    out->nbytes = v.nbytes;
+  } else {
+    const ConstantDecl& d = container_->decls()[idx];
+    const std::shared_ptr<Slot>& slot = gen_->slots[idx];
+    if (!slot)  // only in a fold over a fresh container; a swapped-in generation is complete
+      return FailedPrecondition("constant '" + fqn + "' has no storage in this generation yet");
+    out->data = slot->data();
+    out->dtype = d.dtype;
+    out->shape = &d.shape;
+    out->nbytes = d.nbytes;
+    placement = d.placement;
   }
-  const ConstantDecl& d = container_->decls()[idx];
-  const std::shared_ptr<Slot>& slot = gen_->slots[idx];
-  if (!slot)  // only in a fold over a fresh container; a swapped-in generation is complete
-    return FailedPrecondition("constant '" + fqn + "' has no storage in this generation yet");
-  out->data = slot->data();
-  out->dtype = d.dtype;
-  out->shape = &d.shape;
-  out->nbytes = d.nbytes;
-  out->device_type = container_->device_type_of(d.placement);
+  out->device_type = container_->device_type_of(placement);
   out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
   return Status::Ok();
 }
