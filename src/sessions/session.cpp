@@ -94,6 +94,8 @@ Status Session::allocate_locked() {
   return Status::Ok();
 }
 
+bool Session::host_backend() const { return runtime_->backend() == Backend::kHost; }
+
 Status Session::order_after_last_locked(Stream& stream) {
   if (!has_last_) return Status::Ok();
   return stream.wait(*last_).with_context("session: ordering after its previous operation");
@@ -128,6 +130,17 @@ Status Session::begin_run(Stream& stream) {
       allocated_ = false;
       return st;
     }
+    if (host_backend()) {
+      // The caller's thread is the kernel: the initial values must be in place on return.
+      st = record_last_locked(stream);
+      if (st.ok()) st = last_->synchronize().with_context("session: waiting for its initialisation");
+      if (!st.ok()) return st;  // allocated and enqueued: the next run waits for last_ again
+    }
+  } else if (host_backend()) {
+    // Everything that touched the state (initialisation, reset, fork, the previous run's
+    // stream work) is captured by last_: wait for it here rather than on the stream.
+    if (has_last_)
+      WHARF_RETURN_IF_ERROR(last_->synchronize().with_context("session: waiting for its previous operation"));
   } else {
     WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
   }

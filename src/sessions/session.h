@@ -51,7 +51,8 @@ class Session {
   bool covers(const Container* c) const;
 
   // The run protocol: begin (BUSY if a run is open; allocates and initialises the state on
-  // first use; `stream` waits for the previous operation), then end (records `last_`).
+  // first use; `stream` waits for the previous operation; on the host backend begin itself
+  // waits, so the state is ready to touch when it returns), then end (records `last_`).
   Status begin_run(Stream& stream);
   Status end_run(Stream& stream);
   // A state of this session, or NOT_FOUND.
@@ -72,6 +73,9 @@ class Session {
   Status initialise_locked(Stream& stream);  // enqueues initial values into the buffers
   Status order_after_last_locked(Stream& stream);
   Status record_last_locked(Stream& stream);
+  // On the host backend the caller's own thread is the "kernel": begin_run waits (on the
+  // host) until the state is ready, instead of ordering a stream after it.
+  bool host_backend() const;
 
   std::shared_ptr<Runtime> runtime_;
   std::vector<std::shared_ptr<Container>> containers_;
