@@ -7,6 +7,7 @@
 
 #include "core/checked.h"
 #include "core/logging.h"
+#include "core/test_hooks.h"
 #include "constants/weight_store.h"
 
 namespace wharf {
@@ -19,22 +20,6 @@ std::string hex_u32(uint32_t v) {
   std::snprintf(buf, sizeof buf, "0x%x", unsigned(v));
   return buf;
 }
-
-// Clears a flag and wakes waiters on every exit path.
-class FlagGuard {
- public:
-  FlagGuard(std::mutex& mu, std::condition_variable& cv, bool& flag) : mu_(mu), cv_(cv), flag_(flag) {}
-  ~FlagGuard() {
-    std::lock_guard<std::mutex> lock(mu_);
-    flag_ = false;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex& mu_;
-  std::condition_variable& cv_;
-  bool& flag_;
-};
 
 }  // namespace
 
@@ -147,7 +132,12 @@ Container::~Container() {
   if (store_) store_->leave(this);
   // Every run has ended (runs hold the container), but the device may still be executing
   // them: wait for their events before the slots they read are freed.
-  for (Retired& r : retired_) {
+  std::deque<Retired> retired;
+  {
+    MutexLock lock(mu_);
+    retired.swap(retired_);
+  }
+  for (Retired& r : retired) {
     Status st = r.event ? r.event->synchronize() : runtime_->device().synchronize();
     if (!st.ok()) WHARF_LOG(kError, "container '" + name_ + "': waiting for a run at free: " + st.message());
   }
@@ -164,8 +154,18 @@ DeviceType Container::device_type_of(Placement placement) const {
 }
 
 uint64_t Container::generation() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return active_ ? active_->id : 0;
+}
+
+bool Container::staged() const {
+  MutexLock lock(mu_);
+  return staged_;
+}
+
+std::shared_ptr<Slot> Container::active_slot_for_test(int index) const {
+  MutexLock lock(mu_);
+  return active_ ? active_->slots[size_t(index)] : nullptr;
 }
 
 Status validate_constant_source(Runtime& runtime, const ConstantDecl& d, const TensorMeta& src, const void* data) {
@@ -252,13 +252,26 @@ Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Gene
   return stream.synchronize().with_context("container '" + name_ + "': waiting for the fold's work");
 }
 
+Status Container::source_ready_event(const UpdateOptions& opts, std::unique_ptr<Event>* out) {
+  if (!opts.wait_stream) return Status::Ok();
+  if (runtime_->backend() != Backend::kCuda)
+    return InvalidArgument("container '" + name_ + "': wait_stream must be NULL on the host backend");
+  std::unique_ptr<Stream> s;
+  WHARF_RETURN_IF_ERROR(runtime_->device().wrap_stream(opts.wait_stream, &s));
+  WHARF_RETURN_IF_ERROR(runtime_->device().create_event(out));
+  return s->record(**out).with_context("container '" + name_ + "': ordering after wait_stream");
+}
+
 Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   std::vector<Planned> plan;
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
   if (!ulock.owns_lock())
-    return Busy("container '" + name_ + "': another update is in progress");
-  return opts.in_place ? update_in_place(plan, opts) : update_inactive(plan, opts);
+    return Busy("container '" + name_ + "': another update is in progress (updates, binds and weight store "
+                "updates of one container run one at a time)");
+  std::unique_ptr<Event> ready;
+  WHARF_RETURN_IF_ERROR(source_ready_event(opts, &ready));
+  return opts.in_place ? update_in_place(plan, opts, ready.get()) : update_inactive(plan, opts, ready.get());
 }
 
 std::shared_ptr<Generation> Container::next_generation_locked() const {
@@ -280,19 +293,25 @@ Status Container::fold_into(const std::shared_ptr<Generation>& gen, const Update
 }
 
 void Container::stage_locked(std::shared_ptr<Generation> gen, DeadList* dead) {
+  WHARF_DCHECK(gen && gen->slots.size() == decls_.size(), "a staged generation has one slot per constant");
+  WHARF_DCHECK(gen->open_runs == 0, "a staged generation has no runs");
   dead->push_back(std::move(inactive_));
   inactive_ = std::move(gen);
   staged_ = true;
+  ++version_;
 }
 
-Status Container::update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts) {
+Status Container::update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready) {
   std::shared_ptr<Generation> gen;
+  uint64_t base_version = 0;
   DeadList dead;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     reap_locked(true, &dead);
     gen = next_generation_locked();
+    base_version = version_;
   }
+  test_hook("container.update.after_base");
   // Fresh slots for what this update writes (copy-on-write). A constant this container has
   // never held takes the weight store's storage when the store has it: no allocation, no
   // copy. On any failure `gen` is dropped: nothing was published.
@@ -303,7 +322,7 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   for (const Planned& p : plan) {
     const bool first = !gen->slots[p.index];
     if (first && store_ && !decls_[p.index].derived()) {
-      if (std::shared_ptr<Slot> shared = store_->find_slot(decls_[p.index].fqn)) {
+      if (std::shared_ptr<Slot> shared = store_->find_slot(decls_[p.index].fqn, this)) {
         gen->slots[p.index] = std::move(shared);
         continue;
       }
@@ -313,16 +332,35 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
     if (first) fresh.push_back(p.index);
   }
   const Clock::time_point t1 = Clock::now();
-  WHARF_RETURN_IF_ERROR(copy_into(gen, to_copy, {}));
+  std::vector<Event*> wait_for;
+  if (source_ready) wait_for.push_back(source_ready);
+  WHARF_RETURN_IF_ERROR(copy_into(gen, to_copy, wait_for));
   const Clock::time_point t2 = Clock::now();
+  const bool folded = opts.fold && has_derived_;
   WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
   const Clock::time_point t3 = Clock::now();
-  if (store_)
-    for (int i : fresh) store_->offer_slot(decls_[i].fqn, gen->slots[i]);
+  std::vector<std::shared_ptr<Slot>> offered;
+  for (int i : fresh) offered.push_back(gen->slots[size_t(i)]);
+  test_hook("container.update.before_stage");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
+    if (version_ != base_version) {
+      // A swap (rollback) or free_inactive ran meanwhile. The update's outcome must be that
+      // of the update ordered after it: its constants over the current base. Derived
+      // constants were computed from the old base and cannot be carried over.
+      if (folded)
+        return Busy("container '" + name_ + "': its generations changed during the update (a swap, rollback or "
+                    "free_inactive ran meanwhile) and the fold computed derived constants from the previous base; "
+                    "nothing was staged: retry the update");
+      std::shared_ptr<Generation> rebased = next_generation_locked();
+      for (const Planned& p : plan) rebased->slots[p.index] = gen->slots[p.index];
+      gen = std::move(rebased);
+    }
     stage_locked(std::move(gen), &dead);
+    check_invariants_locked();
   }
+  if (store_)
+    for (size_t k = 0; k < fresh.size(); ++k) store_->offer_slot(decls_[size_t(fresh[k])].fqn, offered[k]);
   dead.clear();  // releases generations no longer referenced (device frees), timed below
   if (log_enabled(LogLevel::kDebug)) {
     auto ms = [](Clock::time_point a, Clock::time_point b) {
@@ -335,32 +373,137 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   return Status::Ok();
 }
 
-Status Container::update_in_place(const std::vector<Planned>& plan, const UpdateOptions& opts) {
-  std::shared_ptr<Generation> gen;
-  std::vector<Event*> wait_for;
+bool Container::in_other_generation_locked(int index, const std::shared_ptr<Slot>& slot) const {
+  return inactive_ && inactive_->slots[size_t(index)] == slot;
+}
+
+bool Container::shared_elsewhere_locked(int index, const std::shared_ptr<Slot>& slot) const {
+  // Count the references this container's own generations hold; any other reference is
+  // another container, a store builder or an entry being handed out.
+  std::vector<const Generation*> seen;
+  auto count = [&](const std::shared_ptr<Generation>& g) {
+    if (!g) return;
+    for (const Generation* s : seen)
+      if (s == g.get()) return;
+    seen.push_back(g.get());
+  };
+  count(active_);
+  count(inactive_);
+  for (const auto& g : open_gens_) count(g);
+  for (const Retired& r : retired_) count(r.gen);
+  long ours = 0;
+  for (const Generation* g : seen)
+    if (g->slots[size_t(index)] == slot) ++ours;
+  // `slot` itself is a copy held by the caller.
+  return slot.use_count() - 1 > ours;
+}
+
+bool Container::pinned_locked(int index, const std::shared_ptr<Slot>& slot) const {
+  for (const auto& g : open_gens_)
+    if (g->slots[size_t(index)] == slot) return true;
+  return false;
+}
+
+Status Container::update_in_place(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready) {
+  std::shared_ptr<Generation> base;
   DeadList dead;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!active_)
-    return FailedPrecondition("container '" + name_ + "': no active generation to update in place");
-  for (const Planned& p : plan)
-    if (active_->slots[p.index]->user_managed())
-      return FailedPrecondition(quoted(decls_[p.index].fqn) +
-                                " is user-managed in the active generation; update it into the inactive one");
-  gen = active_;
-  in_place_ = true;  // new runs wait until the write is done
-  // Declared after `lock`, destroyed before it: every path below unlocks first.
-  FlagGuard clear(mu_, cv_, in_place_);
-  // Runs still open on the host may launch more work reading these slots: wait for them
-  // to end. Runs already ended are waited for on the device, through their events.
-  cv_.wait(lock, [&] { return gen->open_runs.load() == 0; });
-  reap_locked(true, &dead);
-  // Events live as long as the container (reaped ones return to the pool), so these pointers
-  // stay valid; one reused by a later run meanwhile only makes the copy wait a little longer.
-  for (Retired& r : retired_)
-    if (r.event) wait_for.push_back(r.event.get());
-  lock.unlock();
+  {
+    MutexLock lock(mu_);
+    if (!active_)
+      return FailedPrecondition("container '" + name_ + "': no active generation to update in place (update and swap first)");
+    for (const Planned& p : plan)
+      if (active_->slots[p.index]->user_managed())
+        return FailedPrecondition(quoted(decls_[p.index].fqn) +
+                                  " is user-managed in the active generation; update it into the inactive one");
+    in_place_ = true;  // swaps and free_inactive answer BUSY until this update is done
+    base = active_;
+  }
+  // Every exit clears the flags and wakes waiters.
+  struct Clear {
+    Container* c;
+    ~Clear() {
+      MutexLock lock(c->mu_);
+      c->in_place_ = false;
+      c->writing_ = false;
+      c->cv_.notify_all();
+    }
+  } clear{this};
+
+  // Which written constants may keep their storage. Never storage a weight store can hand
+  // out (another member has it or may take it), and never in a container with derived
+  // constants (the fold could fail after the write; fresh storage keeps a failure harmless).
+  std::vector<bool> reuse(plan.size(), !has_derived_);
+  if (store_ && !has_derived_)
+    for (size_t k = 0; k < plan.size(); ++k)
+      if (store_->is_entry_slot(decls_[plan[k].index].fqn, base->slots[plan[k].index])) reuse[k] = false;
+
+  std::vector<Event*> wait_for;
+  if (source_ready) wait_for.push_back(source_ready);
+  bool any_reuse = false;
+  test_hook("container.in_place.waiting");
+  {
+    UniqueLock lock(mu_);
+    WHARF_DCHECK(active_ == base, "swaps are refused while an in-place update runs");
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const auto& slot = base->slots[plan[k].index];
+      if (reuse[k] && (in_other_generation_locked(plan[k].index, slot) || shared_elsewhere_locked(plan[k].index, slot)))
+        reuse[k] = false;
+    }
+    auto pinned = [&] {
+      for (size_t k = 0; k < plan.size(); ++k)
+        if (reuse[k] && pinned_locked(plan[k].index, base->slots[plan[k].index])) return true;
+      return false;
+    };
+    if (pinned()) {
+      lock.wait_for(cv_, std::chrono::milliseconds(opts.in_place_max_wait_ms), [&]() {
+        mu_.assert_held();
+        return !pinned();
+      });
+      // Still pinned after the wait: those constants get fresh storage (the runs keep theirs).
+      for (size_t k = 0; k < plan.size(); ++k)
+        if (reuse[k] && pinned_locked(plan[k].index, base->slots[plan[k].index])) reuse[k] = false;
+    }
+    for (bool r : reuse) any_reuse |= r;
+    if (any_reuse) {
+      // From here until the new generation is published, new runs wait (for this write only).
+      writing_ = true;
+      writer_ = std::this_thread::get_id();
+      reap_locked(true, &dead);
+      // Runs that ended on the host may still be reading on the device: the copy waits for
+      // their events. Events live as long as the container (reaped ones return to the pool),
+      // so these pointers stay valid; one reused by a later run only makes the copy wait longer.
+      for (Retired& r : retired_)
+        if (r.event) wait_for.push_back(r.event.get());
+    }
+  }
+  test_hook("container.in_place.before_write");
+
+  auto gen = std::make_shared<Generation>();
+  gen->slots = base->slots;
+  size_t fresh_count = 0;
+  for (size_t k = 0; k < plan.size(); ++k)
+    if (!reuse[k]) {
+      WHARF_RETURN_IF_ERROR(allocate_slot(plan[k].index, &gen->slots[plan[k].index]));
+      ++fresh_count;
+    }
   WHARF_RETURN_IF_ERROR(copy_into(gen, plan, wait_for));
-  return run_fold(opts, gen);
+  WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
+  test_hook("container.in_place.before_publish");
+  {
+    MutexLock lock(mu_);
+    WHARF_DCHECK(active_ == base, "swaps are refused while an in-place update runs");
+    active_ = gen;
+    active_->id = ++last_id_;
+    ++version_;
+    writing_ = false;
+    cv_.notify_all();
+    check_invariants_locked();
+  }
+  if (log_enabled(LogLevel::kDebug))
+    WHARF_LOG(kDebug, "container '" + name_ + "': in-place update of " + std::to_string(plan.size()) +
+                          " constants, " + std::to_string(plan.size() - fresh_count) + " overwritten, " +
+                          std::to_string(fresh_count) + " given fresh storage");
+  return Status::Ok();
 }
 
 Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
@@ -383,7 +526,7 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
   if (!ulock.owns_lock()) return Busy("container '" + name_ + "': an update is in progress");
   auto slot = std::make_shared<Slot>(uc.data, std::move(uc.release));
   DeadList dead;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   reap_locked(true, &dead);
   std::shared_ptr<Generation> gen = next_generation_locked();
   gen->slots[idx] = std::move(slot);
@@ -393,41 +536,74 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
 
 Status Container::swap() {
   DeadList dead;
-  std::lock_guard<std::mutex> lock(mu_);
-  return swap_locked(&dead);
+  MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_swap_locked(false));
+  swap_locked(&dead);
+  return Status::Ok();
 }
 
-Status Container::swap_locked(DeadList* dead) {
+Status Container::check_swap_locked(bool by_store) const {
+  if (in_place_)
+    return Busy("container '" + name_ + "': an in-place update is running; swap after it returns");
+  if (store_pending_ && !by_store)
+    return FailedPrecondition("container '" + name_ +
+                              "': a weight store update staged weights here that are not published yet; publish them "
+                              "with wharf_weight_store_swap (a member's own swap would break the store swap's atomicity)");
   if (!inactive_)
-    return FailedPrecondition("container '" + name_ + "': nothing to swap in (no update since the inactive generation was freed)");
+    return FailedPrecondition(
+        "container '" + name_ + "': nothing to swap in: " +
+        (no_inactive_ == NoInactive::kFreed
+             ? std::string("the inactive generation was freed and no update has succeeded since")
+             : std::string("no update has succeeded yet (a failed update stages nothing)")));
   for (size_t i = 0; i < decls_.size(); ++i)
     if (!inactive_->slots[i])
       return FailedPrecondition("container '" + name_ + "': " + quoted(decls_[i].fqn) +
                                 (decls_[i].derived() ? " was never computed (run an update with a fold)"
                                                      : " was never written; the first update must cover every constant"));
+  return Status::Ok();
+}
+
+void Container::swap_locked(DeadList* dead) {
   std::swap(active_, inactive_);
   active_->id = ++last_id_;
   staged_ = false;
+  store_pending_ = false;
+  ++version_;
   reap_locked(false, dead);
-  return Status::Ok();
+  check_invariants_locked();
 }
 
 Status Container::free_inactive() {
   DeadList dead;
-  std::lock_guard<std::mutex> lock(mu_);
-  dead.push_back(std::move(inactive_));  // runs still on the device hold it through the retire list
+  MutexLock lock(mu_);
+  if (in_place_) return Busy("container '" + name_ + "': an in-place update is running; free the inactive generation after it returns");
+  if (store_pending_)
+    return FailedPrecondition("container '" + name_ +
+                              "': the inactive generation holds a weight store update not published yet; "
+                              "publish it with wharf_weight_store_swap first");
+  if (inactive_) {
+    dead.push_back(std::move(inactive_));  // runs still on the device hold it through the retire list
+    no_inactive_ = NoInactive::kFreed;
+    ++version_;
+  }
   staged_ = false;
   reap_locked(true, &dead);
   return Status::Ok();
 }
 
-Status Container::acquire(std::shared_ptr<Generation>* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !in_place_; });
+Status Container::acquire(std::shared_ptr<Generation>* out, uint64_t* id) {
+  UniqueLock lock(mu_);
+  if (writing_ && writer_ == std::this_thread::get_id())
+    return Busy("container '" + name_ + "': this thread is writing the container in place");
+  lock.wait(cv_, [&]() {
+    mu_.assert_held();
+    return !writing_;
+  });
   if (!active_)
     return FailedPrecondition("container '" + name_ + "' has no active weights yet (update and swap first)");
-  active_->open_runs.fetch_add(1);
+  if (active_->open_runs++ == 0) open_gens_.push_back(active_);
   *out = active_;
+  *id = active_->id;
   return Status::Ok();
 }
 
@@ -445,20 +621,24 @@ Status Container::retire(std::shared_ptr<Generation> gen, Stream& stream) {
   Status st;
   DeadList dead;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     reap_locked(false, &dead);
     st = take_event_locked(&ev);
   }
   if (st.ok()) st = stream.record(*ev);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (st.ok()) {
-    retired_.push_back(Retired{std::move(ev), gen});
-  } else {
-    // Without an event the run's end is unknown: keep its generation until the container
-    // goes (it is then freed after a device-wide wait).
-    retired_.push_back(Retired{nullptr, gen});
+  MutexLock lock(mu_);
+  WHARF_DCHECK(gen->open_runs > 0, "a retired run's generation counts it as open");
+  if (--gen->open_runs == 0) {
+    for (auto it = open_gens_.begin(); it != open_gens_.end(); ++it)
+      if (*it == gen) {
+        open_gens_.erase(it);
+        break;
+      }
+    cv_.notify_all();
   }
-  if (gen->open_runs.fetch_sub(1) == 1) cv_.notify_all();
+  // Without an event the run's end is unknown: keep its generation until the container
+  // goes (it is then freed after a device-wide wait).
+  retired_.push_back(Retired{st.ok() ? std::move(ev) : nullptr, std::move(gen)});
   return st;
 }
 
@@ -474,6 +654,18 @@ void Container::reap_locked(bool all, DeadList* dead) {
     if (!all) break;  // the fast path stops at the first run still in flight
     ++it;
   }
+}
+
+void Container::check_invariants_locked() const {
+#if !defined(NDEBUG) || defined(WHARF_ENABLE_DCHECK)
+  WHARF_DCHECK(!active_ || active_->slots.size() == decls_.size(), "the active generation has one slot per constant");
+  WHARF_DCHECK(!staged_ || inactive_, "staged implies an inactive generation");
+  WHARF_DCHECK(!store_pending_ || staged_, "a pending store update is staged");
+  WHARF_DCHECK(!writing_ || in_place_, "writing happens inside an in-place update");
+  for (const auto& g : open_gens_) WHARF_DCHECK(g->open_runs > 0, "open_gens_ holds generations with open runs");
+  if (active_)
+    for (size_t i = 0; i < decls_.size(); ++i) WHARF_DCHECK(active_->slots[i], "an active generation is complete");
+#endif
 }
 
 }  // namespace wharf

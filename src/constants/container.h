@@ -1,9 +1,20 @@
 // Container: one model's constant table and its active/inactive generations.
 //
-// Locking: `mu_` guards the generation pointers and the retire list and is held only for
-// pointer operations (never around allocation, copies or device calls), so runs never wait
-// for an update. `update_mu_` admits one update at a time; a second gets BUSY. An in-place
-// update additionally holds new runs back (in_place_) while it writes the active slots.
+// The state machine, the locks and the invariants are written down in docs/concurrency.md;
+// in short:
+// - `mu_` guards the generation pointers, the open-run bookkeeping and the retire list. It is
+//   held only for pointer operations (never around allocation, copies, callbacks or device
+//   waits), so a run never waits for an update's copies.
+// - `update_mu_` admits one writer (update, in-place update, bind, or a weight store update
+//   that reaches this container) at a time; a second gets BUSY (try-lock, never a wait).
+// - An update builds its generation outside `mu_` from a base it remembers with `version_`;
+//   at staging it rebases onto the current base when a swap or free_inactive intervened
+//   (or fails with BUSY when derived constants were computed from the old base), so every
+//   outcome equals some serial order of the calls.
+// - An in-place update overwrites only storage that no other generation, container or
+//   store entry references and that no open run pinned; it waits (bounded) for such runs
+//   and gives fresh storage to what is still pinned. New runs wait only while the copy into
+//   reused storage is in flight (`writing_`), never for other runs.
 #pragma once
 
 #include <atomic>
@@ -13,12 +24,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "constants/constant_map.h"
 #include "constants/generation.h"
+#include "core/sync.h"
 #include "core/tensor.h"
 #include "device/runtime.h"
 
@@ -46,6 +59,12 @@ struct UpdateOptions {
   bool in_place = false;
   bool require_full = false;
   FoldFn fold;  // empty = none
+  // A native stream (cudaStream_t) whose work so far the update's reads wait for, on the
+  // device; nullptr = none. The CUDA backend only.
+  void* wait_stream = nullptr;
+  // In place: how long to wait for open runs that pinned a written constant before giving
+  // that constant fresh storage instead (0 = do not wait).
+  uint32_t in_place_max_wait_ms = 1000;
 };
 
 // A per-session mutable tensor. `initial` holds the captured initial value (device memory,
@@ -95,16 +114,19 @@ class Container : public std::enable_shared_from_this<Container> {
   static Status create(std::shared_ptr<Runtime> runtime, ContainerConfig config, std::shared_ptr<Container>* out);
   ~Container();
 
-  Status update(const ConstantMap& map, const UpdateOptions& opts);
-  Status bind_user_constant(const std::string& fqn, UserConstant uc);
-  Status swap();
-  Status free_inactive();
-  uint64_t generation() const;
+  Status update(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
+  Status bind_user_constant(const std::string& fqn, UserConstant uc) WHARF_EXCLUDES(mu_);
+  Status swap() WHARF_EXCLUDES(mu_);
+  Status free_inactive() WHARF_EXCLUDES(mu_);
+  uint64_t generation() const WHARF_EXCLUDES(mu_);
+  // Whether updates were staged since the last swap (a swap would publish them).
+  bool staged() const WHARF_EXCLUDES(mu_);
 
-  // Leases: acquire pins the active generation (FAILED_PRECONDITION if none); retire
-  // records completion on `stream` and keeps the generation until the event fires.
-  Status acquire(std::shared_ptr<Generation>* out);
-  Status retire(std::shared_ptr<Generation> gen, Stream& stream);
+  // Leases: acquire pins the active generation (FAILED_PRECONDITION if none) and returns its
+  // id as of the pin; retire records completion on `stream` and keeps the generation until
+  // the event fires.
+  Status acquire(std::shared_ptr<Generation>* out, uint64_t* id) WHARF_EXCLUDES(mu_);
+  Status retire(std::shared_ptr<Generation> gen, Stream& stream) WHARF_EXCLUDES(mu_);
 
   const std::string& name() const { return name_; }
   const std::vector<StateDecl>& states() const { return states_; }
@@ -119,6 +141,10 @@ class Container : public std::enable_shared_from_this<Container> {
   const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
   // Whether a tensor in `placement` is seen by kernels as device memory.
   DeviceType device_type_of(Placement placement) const;
+  bool has_derived() const { return has_derived_; }
+
+  // For tests: the storage of constant `index` in the active generation (null if none).
+  std::shared_ptr<Slot> active_slot_for_test(int index) const WHARF_EXCLUDES(mu_);
 
  private:
   friend class WeightStore;
@@ -130,6 +156,8 @@ class Container : public std::enable_shared_from_this<Container> {
     int index;
     const MapEntry* entry;
   };
+  // Why there is no inactive generation, for the swap's message.
+  enum class NoInactive { kNeverStaged, kFreed };
 
   Container() = default;
   Status validate_map(const ConstantMap& map, const UpdateOptions& opts, std::vector<Planned>* plan) const;
@@ -138,19 +166,34 @@ class Container : public std::enable_shared_from_this<Container> {
   Status copy_into(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
                    const std::vector<Event*>& wait_for);
   Status run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen);
-  Status update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts);
-  Status update_in_place(const std::vector<Planned>& plan, const UpdateOptions& opts);
+  Status update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready)
+      WHARF_EXCLUDES(mu_);
+  Status update_in_place(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready)
+      WHARF_EXCLUDES(mu_);
+  // An event recorded on opts.wait_stream (null when none).
+  Status source_ready_event(const UpdateOptions& opts, std::unique_ptr<Event>* out);
   // The generation an update builds on: the staged one, else a copy of the active one.
-  std::shared_ptr<Generation> next_generation_locked() const;
+  std::shared_ptr<Generation> next_generation_locked() const WHARF_REQUIRES(mu_);
   // Allocates derived slots of `gen` and runs the fold (no-op without a fold).
   Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts);
-  // Makes `gen` the staged inactive generation (under mu_); the old one goes to *dead.
-  void stage_locked(std::shared_ptr<Generation> gen, std::vector<std::shared_ptr<Generation>>* dead);
-  Status swap_locked(std::vector<std::shared_ptr<Generation>>* dead);
+  // Makes `gen` the staged inactive generation; the old one goes to *dead.
+  void stage_locked(std::shared_ptr<Generation> gen, std::vector<std::shared_ptr<Generation>>* dead)
+      WHARF_REQUIRES(mu_);
+  // Checks a swap could happen now (nothing changes). `by_store`: a weight store swap.
+  Status check_swap_locked(bool by_store) const WHARF_REQUIRES(mu_);
+  void swap_locked(std::vector<std::shared_ptr<Generation>>* dead) WHARF_REQUIRES(mu_);
   // Moves finished runs' generations into *dead, to be destroyed after mu_ is released
   // (freeing storage may call into the driver, which must not happen under mu_).
-  void reap_locked(bool all, std::vector<std::shared_ptr<Generation>>* dead);
-  Status take_event_locked(std::unique_ptr<Event>* out);
+  void reap_locked(bool all, std::vector<std::shared_ptr<Generation>>* dead) WHARF_REQUIRES(mu_);
+  Status take_event_locked(std::unique_ptr<Event>* out) WHARF_REQUIRES(mu_);
+  // Whether `slot` (constant `index` of the active generation) is referenced by anything
+  // but this container's own generations: another container, a store entry, a builder.
+  bool shared_elsewhere_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
+  // Whether a generation other than the active one (rollback, staged) holds `slot` at `index`.
+  bool in_other_generation_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
+  // Whether an open run pinned a generation holding `slot` at `index`.
+  bool pinned_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
+  void check_invariants_locked() const WHARF_REQUIRES(mu_);
 
   std::shared_ptr<Runtime> runtime_;
   std::string name_;
@@ -163,16 +206,24 @@ class Container : public std::enable_shared_from_this<Container> {
   std::atomic<uint64_t> session_bytes_{0};
   std::shared_ptr<WeightStore> store_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // in_place_ cleared; open_runs reached zero
-  std::shared_ptr<Generation> active_, inactive_;
-  bool staged_ = false;    // inactive_ was written by updates since the last swap
-  bool in_place_ = false;  // an in-place update is writing the active slots
-  uint64_t last_id_ = 0;
-  std::deque<Retired> retired_;
-  std::vector<std::unique_ptr<Event>> event_pool_;
+  mutable Mutex mu_;
+  std::condition_variable cv_;  // writing_ cleared; a generation's open runs dropped to zero
+  std::shared_ptr<Generation> active_ WHARF_GUARDED_BY(mu_);
+  std::shared_ptr<Generation> inactive_ WHARF_GUARDED_BY(mu_);
+  NoInactive no_inactive_ WHARF_GUARDED_BY(mu_) = NoInactive::kNeverStaged;
+  bool staged_ WHARF_GUARDED_BY(mu_) = false;         // inactive_ was written by updates since the last swap
+  bool store_pending_ WHARF_GUARDED_BY(mu_) = false;  // inactive_ holds a store update not yet store-swapped
+  bool in_place_ WHARF_GUARDED_BY(mu_) = false;       // an in-place update is running (swaps: BUSY)
+  bool writing_ WHARF_GUARDED_BY(mu_) = false;        // it is writing reused storage (new runs wait)
+  std::thread::id writer_ WHARF_GUARDED_BY(mu_);      // the thread doing that write
+  uint64_t version_ WHARF_GUARDED_BY(mu_) = 0;        // bumped whenever active_ or inactive_ changes
+  uint64_t last_id_ WHARF_GUARDED_BY(mu_) = 0;
+  // Generations with open runs (Generation::open_runs > 0), each once.
+  std::vector<std::shared_ptr<Generation>> open_gens_ WHARF_GUARDED_BY(mu_);
+  std::deque<Retired> retired_ WHARF_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Event>> event_pool_ WHARF_GUARDED_BY(mu_);
 
-  std::mutex update_mu_;
+  std::mutex update_mu_;  // one writer at a time (try-lock: BUSY)
 };
 
 using DeadList = std::vector<std::shared_ptr<Generation>>;

@@ -39,8 +39,9 @@ class Slot {
 
 struct Generation {
   std::vector<std::shared_ptr<Slot>> slots;  // by declaration index; null = never written
-  uint64_t id = 0;                           // set when swapped in
-  std::atomic<int> open_runs{0};             // runs begun and not yet ended
+  // Both guarded by the owning container's mutex (set when published; runs counted there).
+  uint64_t id = 0;     // set when it becomes active
+  int open_runs = 0;   // runs begun and not yet ended
 };
 
 }  // namespace wharf

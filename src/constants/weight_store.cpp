@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/test_hooks.h"
 #include "device/transfer.h"
 
 namespace wharf {
@@ -13,10 +14,41 @@ std::string describe(const ConstantDecl& d) {
   return std::string(dtype_name(d.dtype)) + " " + shape_string(d.shape) + " " + placement_name(d.placement);
 }
 
+// Holds a set of containers' `mu_`s (address order, no duplicates) for a scope. The
+// analysis cannot follow a dynamic set of locks; the functions that use it say so.
+class MemberLocks {
+ public:
+  explicit MemberLocks(std::vector<Container*> cs) : cs_(std::move(cs)) {}
+  ~MemberLocks() { unlock(); }
+  template <class F>
+  void lock_all(F&& mutex_of) {
+    std::sort(cs_.begin(), cs_.end());
+    cs_.erase(std::unique(cs_.begin(), cs_.end()), cs_.end());
+    for (Container* c : cs_) mus_.push_back(&mutex_of(c));
+    for (Mutex* m : mus_) m->lock();
+  }
+  void unlock() WHARF_NO_THREAD_SAFETY_ANALYSIS {
+    for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->unlock();
+    mus_.clear();
+  }
+
+ private:
+  std::vector<Container*> cs_;
+  std::vector<Mutex*> mus_;
+};
+
 }  // namespace
 
+Status WeightStore::check_not_reentrant(const char* what) const {
+  if (owner_.load() == std::this_thread::get_id())
+    return FailedPrecondition(std::string(what) +
+                              ": called from inside this weight store's update (a fold callback); "
+                              "the store is busy with that update on this thread");
+  return Status::Ok();
+}
+
 Status WeightStore::join(Container* c, const std::string& name, const std::vector<ConstantDecl>& decls) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Check everything first: a refused container leaves no trace in the store.
   for (const ConstantDecl& d : decls) {
     if (d.derived()) continue;  // computed per container: never shared
@@ -39,7 +71,7 @@ Status WeightStore::join(Container* c, const std::string& name, const std::vecto
 }
 
 void WeightStore::leave(Container* c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     auto& u = it->second.users;
     u.erase(std::remove(u.begin(), u.end(), c), u.end());
@@ -50,16 +82,54 @@ void WeightStore::leave(Container* c) {
                  members_.end());
 }
 
-std::shared_ptr<Slot> WeightStore::find_slot(const std::string& fqn) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(fqn);
-  return it == entries_.end() ? nullptr : it->second.slot.lock();
+bool WeightStore::served_by(const std::vector<std::shared_ptr<Container>>& members, const std::string& fqn,
+                            const std::shared_ptr<Slot>& slot, const Container* except) {
+  for (const auto& c : members) {
+    if (c.get() == except) continue;
+    int idx = c->find(fqn);
+    if (idx < 0) continue;
+    MutexLock lock(c->mu_);
+    if (c->active_ && c->active_->slots[size_t(idx)] == slot) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<Slot> WeightStore::find_slot(const std::string& fqn, const Container* requester) const {
+  std::shared_ptr<Slot> slot;
+  std::vector<std::shared_ptr<Container>> members;  // released after mu_
+  {
+    MutexLock lock(mu_);
+    auto it = entries_.find(fqn);
+    if (it == entries_.end()) return nullptr;
+    slot = it->second.slot.lock();
+    if (!slot) return nullptr;
+    members = live_members_locked();
+  }
+  // Storage no member serves any more (kept alive only by a rollback generation or a run)
+  // is not the weight this FQN names now: the requester loads its own.
+  return served_by(members, fqn, slot, requester) ? slot : nullptr;
 }
 
 void WeightStore::offer_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Slot> current;
+  std::vector<std::shared_ptr<Container>> members;
+  {
+    MutexLock lock(mu_);
+    auto it = entries_.find(fqn);
+    if (it == entries_.end()) return;
+    current = it->second.slot.lock();
+    if (current) members = live_members_locked();
+  }
+  if (current && served_by(members, fqn, current, nullptr)) return;
+  MutexLock lock(mu_);
   auto it = entries_.find(fqn);
-  if (it != entries_.end() && it->second.slot.expired()) it->second.slot = slot;
+  if (it != entries_.end() && it->second.slot.lock() == current) it->second.slot = slot;
+}
+
+bool WeightStore::is_entry_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) const {
+  MutexLock lock(mu_);
+  auto it = entries_.find(fqn);
+  return it != entries_.end() && it->second.slot.lock() == slot;
 }
 
 std::vector<std::shared_ptr<Container>> WeightStore::live_members_locked() const {
@@ -69,15 +139,35 @@ std::vector<std::shared_ptr<Container>> WeightStore::live_members_locked() const
   return out;
 }
 
+size_t WeightStore::staged_members_for_test() const {
+  MutexLock lock(mu_);
+  return staged_.size();
+}
+
 Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   if (opts.in_place)
     return Unsupported("weight store update: only the inactive target is supported (update a container in place instead)");
+  WHARF_RETURN_IF_ERROR(check_not_reentrant("weight store update"));
   std::lock_guard<std::mutex> serial(update_mu_);
-  // 1. Validate every entry against the store's declaration; find who declares what.
+  owner_.store(std::this_thread::get_id());
+  Status st = update_serialised(map, opts);
+  owner_.store(std::thread::id());
+  return st;
+}
+
+Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOptions& opts)
+    WHARF_NO_THREAD_SAFETY_ANALYSIS /* member mu_s are locked as a set (MemberLocks) */ {
+  // 1. Validate every entry against the store's declaration; find who declares what. Forget
+  //    staged containers that were freed since (the list never outgrows the live members).
   std::vector<ConstantDecl> decls;
   std::vector<std::shared_ptr<Container>> members;  // released after mu_ (see the header)
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
+    staged_.erase(std::remove_if(staged_.begin(), staged_.end(), [](const auto& w) { return w.expired(); }),
+                  staged_.end());
+    pending_slots_.erase(std::remove_if(pending_slots_.begin(), pending_slots_.end(),
+                                        [](const auto& p) { return p.second.expired(); }),
+                         pending_slots_.end());
     for (size_t i = 0; i < map.size(); ++i) {
       const MapEntry& e = map.entry(i);
       auto it = entries_.find(e.fqn);
@@ -96,28 +186,55 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   for (size_t i = 0; i < map.size(); ++i)
     WHARF_RETURN_IF_ERROR(validate_constant_source(*runtime_, decls[i], map.entry(i).meta, map.entry(i).data)
                               .with_context("weight store update"));
+  std::unique_ptr<Event> source_ready;
+  if (opts.wait_stream) {
+    if (runtime_->backend() != Backend::kCuda)
+      return InvalidArgument("weight store update: wait_stream must be NULL on the host backend");
+    std::unique_ptr<Stream> s;
+    WHARF_RETURN_IF_ERROR(runtime_->device().wrap_stream(opts.wait_stream, &s));
+    WHARF_RETURN_IF_ERROR(runtime_->device().create_event(&source_ready));
+    WHARF_RETURN_IF_ERROR(s->record(*source_ready).with_context("weight store update: ordering after wait_stream"));
+  }
 
-  // 2. The containers affected, each with its update lock held for the whole call.
+  // 2. The containers affected, each with its update lock held for the whole call, and each
+  //    checked to be able to take the update before anything is copied or staged.
   struct Target {
     std::shared_ptr<Container> c;
     std::unique_lock<std::mutex> lock;
     std::vector<std::pair<int, size_t>> writes;  // (constant index, map entry)
     std::shared_ptr<Generation> gen;
+    uint64_t base_version = 0;
   };
   std::vector<Target> targets;
   for (auto& c : members) {
     std::vector<std::pair<int, size_t>> writes;
     for (size_t i = 0; i < map.size(); ++i) {
       int idx = c->find(map.entry(i).fqn);
-      if (idx >= 0 && !c->decls_[idx].derived()) writes.emplace_back(idx, i);
+      if (idx >= 0 && !c->decls_[size_t(idx)].derived()) writes.emplace_back(idx, i);
     }
     if (writes.empty()) continue;
     if (c->has_derived_ && !opts.fold)
       return InvalidArgument("weight store update: container '" + c->name() +
                              "' declares derived constants; the update needs a fold callback to recompute them");
     std::unique_lock<std::mutex> ul(c->update_mu_, std::try_to_lock);
-    if (!ul.owns_lock()) return Busy("weight store update: container '" + c->name() + "' is being updated");
-    targets.push_back(Target{c, std::move(ul), std::move(writes), nullptr});
+    if (!ul.owns_lock())
+      return Busy("weight store update: container '" + c->name() + "' is being updated (or this is its fold callback)");
+    Target t{c, std::move(ul), std::move(writes), nullptr, 0};
+    {
+      MutexLock lock(c->mu_);
+      t.gen = c->next_generation_locked();
+      t.base_version = c->version_;
+    }
+    std::vector<bool> written(c->decls_.size(), false);
+    for (auto& w : t.writes) written[size_t(w.first)] = true;
+    for (size_t i = 0; i < c->decls_.size(); ++i) {
+      const ConstantDecl& d = c->decls_[i];
+      if (t.gen->slots[i] || written[i] || (d.derived() && opts.fold)) continue;
+      return FailedPrecondition("weight store update: container '" + c->name() + "' has no weights for constant '" +
+                                d.fqn + "' yet, so this update would stage an incomplete generation there; load it "
+                                "first (wharf_container_update and wharf_container_swap, or create it from a map)");
+    }
+    targets.push_back(std::move(t));
   }
 
   // 3. One slot and one copy per FQN.
@@ -129,26 +246,45 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   }
   TransferEngine* engine = nullptr;
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
-  WHARF_RETURN_IF_ERROR(engine->copy(reqs, {}).with_context("weight store update: copying " +
-                                                            std::to_string(map.size()) + " constants"));
+  std::vector<Event*> wait_for;
+  if (source_ready) wait_for.push_back(source_ready.get());
+  WHARF_RETURN_IF_ERROR(engine->copy(reqs, wait_for).with_context("weight store update: copying " +
+                                                                  std::to_string(map.size()) + " constants"));
 
   // 4. Build every container's next generation; publish only when all are built.
-  DeadList dead;
   for (Target& t : targets) {
-    {
-      std::lock_guard<std::mutex> lock(t.c->mu_);
-      t.c->reap_locked(true, &dead);
-      t.gen = t.c->next_generation_locked();
-    }
-    for (auto& w : t.writes) t.gen->slots[w.first] = slots[w.second];
+    for (auto& w : t.writes) t.gen->slots[size_t(w.first)] = slots[w.second];
     WHARF_RETURN_IF_ERROR(t.c->fold_into(t.gen, opts).with_context("weight store update: container '" + t.c->name() + "'"));
   }
-  for (Target& t : targets) {
-    std::lock_guard<std::mutex> lock(t.c->mu_);
-    t.c->stage_locked(std::move(t.gen), &dead);
+  test_hook("store.update.before_stage");
+
+  // 5. Stage everywhere at once. A member swapped (rolled back) or freed its inactive
+  //    generation meanwhile: the update is rebased onto its current base (as if it had
+  //    run after that call), unless derived constants were computed from the old base.
+  DeadList dead;
+  {
+    std::vector<Container*> raw;
+    for (Target& t : targets) raw.push_back(t.c.get());
+    MemberLocks locks(raw);
+    locks.lock_all([](Container* c) -> Mutex& { return c->mu_; });
+    for (Target& t : targets)
+      if (t.c->version_ != t.base_version && t.c->has_derived_ && opts.fold)
+        return Busy("weight store update: container '" + t.c->name() +
+                    "' swapped or freed its inactive generation during the update, and its derived constants were "
+                    "computed from the previous base; nothing was staged anywhere: retry the update");
+    for (Target& t : targets) {
+      if (t.c->version_ != t.base_version) {
+        std::shared_ptr<Generation> rebased = t.c->next_generation_locked();
+        for (auto& w : t.writes) rebased->slots[size_t(w.first)] = slots[w.second];
+        t.gen = std::move(rebased);
+      }
+      t.c->stage_locked(std::move(t.gen), &dead);
+      t.c->store_pending_ = true;
+      t.c->check_invariants_locked();
+    }
   }
   // Updates accumulate until the swap: add to what earlier updates staged.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (Target& t : targets) {
     bool known = false;
     for (auto& w : staged_) known |= w.lock() == t.c;
@@ -164,29 +300,39 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
 }
 
 Status WeightStore::swap() {
+  WHARF_RETURN_IF_ERROR(check_not_reentrant("weight store swap"));
   std::lock_guard<std::mutex> serial(update_mu_);
+  owner_.store(std::this_thread::get_id());
+  Status st = swap_serialised();
+  owner_.store(std::thread::id());
+  return st;
+}
+
+Status WeightStore::swap_serialised() WHARF_NO_THREAD_SAFETY_ANALYSIS /* MemberLocks */ {
   std::vector<std::shared_ptr<Container>> targets;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& w : staged_)
       if (auto c = w.lock()) targets.push_back(std::move(c));
   }
   if (targets.empty())
     return FailedPrecondition("weight store swap: nothing staged (no weight store update since the last swap)");
-  // All containers' locks at once, in address order: run_begin on any of them waits for the
-  // whole swap, so no run begun after it returns sees old weights beside new ones.
-  std::sort(targets.begin(), targets.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (auto& c : targets) locks.emplace_back(c->mu_);
+  // All containers' locks at once: run_begin on any of them waits for the whole swap, so no
+  // run begun after it returns sees old weights beside new ones. Every member is checked
+  // before any is swapped: all or nothing.
   DeadList dead;
-  Status first;
-  for (auto& c : targets) {
-    if (!c->staged_) continue;  // swapped (or freed) on its own since the store update
-    Status st = c->swap_locked(&dead);
-    if (!st.ok() && first.ok()) first = st;  // cannot happen: store updates build on complete generations
+  {
+    std::vector<Container*> raw;
+    for (auto& c : targets) raw.push_back(c.get());
+    MemberLocks locks(raw);
+    locks.lock_all([](Container* c) -> Mutex& { return c->mu_; });
+    for (auto& c : targets) {
+      WHARF_DCHECK(c->store_pending_, "a member staged by the store keeps its store update until the store swap");
+      WHARF_RETURN_IF_ERROR(c->check_swap_locked(true).with_context("weight store swap (nothing was swapped)"));
+    }
+    for (auto& c : targets) c->swap_locked(&dead);
   }
-  locks.clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& p : pending_slots_) {
     auto it = entries_.find(p.first);
     if (it != entries_.end())
@@ -194,7 +340,7 @@ Status WeightStore::swap() {
   }
   pending_slots_.clear();
   staged_.clear();
-  return first;
+  return Status::Ok();
 }
 
 WeightStoreStats WeightStore::stats() const {
@@ -202,7 +348,7 @@ WeightStoreStats WeightStore::stats() const {
   std::vector<std::pair<std::string, std::shared_ptr<Slot>>> live;
   std::vector<uint64_t> bytes;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     members = live_members_locked();
     for (const auto& kv : entries_)
       if (auto s = kv.second.slot.lock()) {
@@ -216,8 +362,8 @@ WeightStoreStats WeightStore::stats() const {
     for (auto& c : members) {
       int idx = c->find(live[i].first);
       if (idx < 0) continue;
-      std::lock_guard<std::mutex> lock(c->mu_);
-      if (c->active_ && c->active_->slots[idx] == live[i].second) ++refs;
+      MutexLock lock(c->mu_);
+      if (c->active_ && c->active_->slots[size_t(idx)] == live[i].second) ++refs;
     }
     st.unique_constants += 1;
     st.unique_bytes += bytes[i];

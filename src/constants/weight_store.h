@@ -4,23 +4,30 @@
 // on every join, so equal names with different metadata are an error, never an alias. It
 // holds storage weakly: a weight lives while some container generation or unfinished run
 // holds its slot, and the store only remembers where it is so a joining container can take
-// it instead of copying.
+// it instead of copying. It hands out only storage that some member serves (its active
+// generation holds it): storage kept alive only by a rollback generation is stale.
 //
-// Locking: `mu_` guards the entries and member lists and is never held while a container's
-// lock is taken or a container may be destroyed (member references are copied out first).
-// Order when both are needed: store `update_mu_`, then container update locks (try-lock),
-// then container `mu_`s in address order.
+// Locking (docs/concurrency.md): `mu_` guards the entries, the member list and what is
+// staged; it is a leaf lock (nothing else is taken while it is held, and no container may
+// be destroyed under it: member references are copied out first). `update_mu_` serialises
+// store updates and swaps. Order when several are needed: store `update_mu_`, then member
+// `update_mu_`s (try-lock: BUSY, never a wait), then member `mu_`s in address order, then
+// store `mu_`. A store call made from inside a store update's fold callback (same thread)
+// fails with FAILED_PRECONDITION instead of deadlocking.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "constants/constant_map.h"
 #include "constants/container.h"
+#include "core/sync.h"
 #include "device/runtime.h"
 
 namespace wharf {
@@ -35,17 +42,21 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
 
   // Registers a container's non-derived constants; all or nothing. INVALID_ARGUMENT names
   // both declarations when one disagrees with the store's under the same FQN.
-  Status join(Container* c, const std::string& name, const std::vector<ConstantDecl>& decls);
-  void leave(Container* c);
-  // The live storage of `fqn`, or null.
-  std::shared_ptr<Slot> find_slot(const std::string& fqn) const;
-  // Records `slot` as the storage of `fqn` when the store holds none alive.
-  void offer_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot);
+  Status join(Container* c, const std::string& name, const std::vector<ConstantDecl>& decls) WHARF_EXCLUDES(mu_);
+  void leave(Container* c) WHARF_EXCLUDES(mu_);
+  // The storage of `fqn` that another member's active generation serves, or null.
+  std::shared_ptr<Slot> find_slot(const std::string& fqn, const Container* requester) const WHARF_EXCLUDES(mu_);
+  // Records `slot` as the storage of `fqn` when the store holds none that a member serves.
+  void offer_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) WHARF_EXCLUDES(mu_);
+  // Whether `slot` is the storage the store would hand out for `fqn`.
+  bool is_entry_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) const WHARF_EXCLUDES(mu_);
 
-  Status update(const ConstantMap& map, const UpdateOptions& opts);
-  Status swap();
-  WeightStoreStats stats() const;
+  Status update(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
+  Status swap() WHARF_EXCLUDES(mu_);
+  WeightStoreStats stats() const WHARF_EXCLUDES(mu_);
   Runtime& runtime() { return *runtime_; }
+  // For tests: how many containers a store update has staged and the store swap would publish.
+  size_t staged_members_for_test() const WHARF_EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -59,16 +70,26 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
     std::weak_ptr<Container> weak;
   };
 
-  std::vector<std::shared_ptr<Container>> live_members_locked() const;
+  std::vector<std::shared_ptr<Container>> live_members_locked() const WHARF_REQUIRES(mu_);
+  // Whether a member other than `except` serves `slot` as constant `fqn` in its active generation.
+  static bool served_by(const std::vector<std::shared_ptr<Container>>& members, const std::string& fqn,
+                        const std::shared_ptr<Slot>& slot, const Container* except);
+  // FAILED_PRECONDITION when the calling thread is inside this store's update (a fold).
+  Status check_not_reentrant(const char* what) const;
+  Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
+  Status swap_serialised() WHARF_EXCLUDES(mu_);
 
   std::shared_ptr<Runtime> runtime_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
-  std::vector<Member> members_;
-  // Staged by the last update, published by swap.
-  std::vector<std::weak_ptr<Container>> staged_;
-  std::vector<std::pair<std::string, std::weak_ptr<Slot>>> pending_slots_;
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Entry> entries_ WHARF_GUARDED_BY(mu_);
+  std::vector<Member> members_ WHARF_GUARDED_BY(mu_);
+  // Staged by updates since the last swap, published by swap (each container once; freed
+  // ones are pruned at every update).
+  std::vector<std::weak_ptr<Container>> staged_ WHARF_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::weak_ptr<Slot>>> pending_slots_ WHARF_GUARDED_BY(mu_);
   std::mutex update_mu_;  // one store update or swap at a time
+  // The thread holding update_mu_ (re-entrancy check); default id when none.
+  std::atomic<std::thread::id> owner_{};
 };
 
 }  // namespace wharf

@@ -22,7 +22,7 @@ Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session>
     run->stream_ = &rt.stream();
   }
   if (session) WHARF_RETURN_IF_ERROR(session->begin_run(*run->stream_));
-  Status st = container->acquire(&run->gen_);
+  Status st = container->acquire(&run->gen_, &run->gen_id_);
   if (!st.ok()) {
     if (session) {
       Status s2 = session->end_run(*run->stream_);
@@ -30,7 +30,6 @@ Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session>
     }
     return st;
   }
-  run->gen_id_ = run->gen_->id;
   run->leased_ = true;
   run->container_ = std::move(container);
   run->session_ = std::move(session);
@@ -42,8 +41,7 @@ std::unique_ptr<Run> Run::over(std::shared_ptr<Container> container, std::shared
                                Stream& stream) {
   std::unique_ptr<Run> run(new Run());
   run->container_ = std::move(container);
-  run->gen_ = std::move(gen);
-  run->gen_id_ = run->gen_->id;
+  run->gen_ = std::move(gen);  // being written by its update: no id yet
   run->stream_ = &stream;
   return run;
 }

@@ -431,7 +431,8 @@ TEST_F(Fixture, InPlaceUpdateUsesNoExtraMemoryAndWaitsForRuns) {
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   EXPECT_EQ(read_first(run, "layers.0.w"), 8.0f);
-  EXPECT_EQ(wharf_run_generation(run), 1u);  // same generation, new data
+  EXPECT_EQ(wharf_run_generation(run), 2u);  // new data, new generation id
+  EXPECT_EQ(wharf_container_generation(c), 2u);
   ASSERT_OK(wharf_run_end(run));
 }
 

@@ -1,0 +1,703 @@
+// Concurrency: every promise of generations, in-place updates, the weight store and runs,
+// under forced interleavings (test hooks park or redirect a thread at the racy point) and
+// under stress. Each numbered defect of issue 11 has a test here that failed before its fix;
+// docs/concurrency.md states the model they check. Run under ThreadSanitizer by `make test`.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/handles.h"
+#include "core/test_hooks.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct St {
+  wharf_status* s;
+  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
+  ~St() { wharf_status_free(s); }
+  wharf_code code() const { return wharf_status_code(s); }
+  std::string msg() const { return s ? wharf_status_message(s) : ""; }
+};
+#define ASSERT_OK(expr)                                   \
+  do {                                                    \
+    St _st(expr);                                         \
+    ASSERT_EQ(_st.code(), WHARF_OK) << #expr << ": " << _st.msg(); \
+  } while (0)
+#define EXPECT_OK(expr)                                   \
+  do {                                                    \
+    St _st(expr);                                         \
+    EXPECT_EQ(_st.code(), WHARF_OK) << #expr << ": " << _st.msg(); \
+  } while (0)
+#define EXPECT_CODE(expr, want)                                  \
+  do {                                                           \
+    St _st(expr);                                                \
+    EXPECT_EQ(_st.code(), want) << #expr << ": " << _st.msg();   \
+  } while (0)
+
+// A test that would hang before its fix must fail instead: run `fn` on a thread and give
+// up (ending the process with a message) if it does not finish in time.
+void finishes_within(std::chrono::milliseconds limit, const char* what, std::function<void()> fn) {
+  auto fut = std::async(std::launch::async, std::move(fn));
+  if (fut.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "FATAL: %s did not finish within %lld ms (deadlock)\n", what,
+                 static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  fut.get();
+}
+
+wharf_runtime* host_runtime() {
+  wharf_runtime_options o;
+  wharf_runtime_options_init(&o);
+  o.backend = WHARF_BACKEND_HOST;
+  o.copy_threads = 2;
+  o.staging_bytes = 1 << 20;
+  wharf_runtime* rt = nullptr;
+  St st(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return rt;
+}
+
+uint64_t constants_bytes(wharf_runtime* rt) {
+  wharf_memory_stats ms;
+  std::memset(&ms, 0, sizeof ms);
+  ms.struct_size = sizeof ms;
+  St st(wharf_runtime_memory_stats(rt, &ms));
+  return ms.current[WHARF_MEM_CONSTANTS];
+}
+
+const int64_t kShape[1] = {4};
+
+// A map of 4-float constants, each filled with one value. The only place that builds views.
+struct Map {
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> data;
+  wharf_constant_map* map = nullptr;
+  Map(std::initializer_list<std::pair<const char*, float>> entries) {
+    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+    for (auto& e : entries) {
+      names.emplace_back(e.first);
+      data.emplace_back(4, e.second);
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      wharf_tensor_view v;
+      std::memset(&v, 0, sizeof v);
+      v.data = data[i].data();
+      v.dtype = WHARF_DTYPE_F32;
+      v.device_type = WHARF_DEVICE_CPU;
+      v.ndim = 1;
+      v.shape = kShape;
+      St st(wharf_constant_map_set(map, names[i].c_str(), &v));
+      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    }
+  }
+  ~Map() { wharf_constant_map_free(map); }
+  Map(const Map&) = delete;
+};
+
+wharf_container* from_map(wharf_runtime* rt, const Map& m, wharf_weight_store* store = nullptr,
+                          const char* name = "m") {
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = name;
+  o.store = store;
+  wharf_container* c = nullptr;
+  St st(wharf_container_create_from_map(rt, m.map, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return c;
+}
+
+wharf_status* update(wharf_container* c, const Map& m, bool in_place = false) {
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.target = in_place ? WHARF_TARGET_ACTIVE_IN_PLACE : WHARF_TARGET_INACTIVE;
+  return wharf_container_update(c, m.map, &o);
+}
+
+// An in-place update with a chosen bound on waiting for pinned runs (internal options).
+wharf::Status update_in_place_waiting(wharf_container* c, const Map& m, uint32_t max_wait_ms) {
+  wharf::UpdateOptions o;
+  o.in_place = true;
+  o.in_place_max_wait_ms = max_wait_ms;
+  return c->c->update(*m.map->map, o);
+}
+
+float first(wharf_run* run, const char* fqn) {
+  float x = -1;
+  St st(wharf_run_read(run, fqn, 0, &x, sizeof x));
+  EXPECT_EQ(st.code(), WHARF_OK) << fqn << ": " << st.msg();
+  return x;
+}
+
+// Reads `fqns` through a fresh run of `c`.
+std::vector<float> now(wharf_container* c, std::initializer_list<const char*> fqns) {
+  wharf_run* r = nullptr;
+  St st(wharf_run_begin(c, nullptr, nullptr, &r));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  std::vector<float> out;
+  if (!r) return out;
+  for (const char* f : fqns) out.push_back(first(r, f));
+  EXPECT_EQ(wharf_run_end(r), nullptr);
+  return out;
+}
+
+class Concurrency : public ::testing::Test {
+ protected:
+  void SetUp() override { rt = host_runtime(); }
+  void TearDown() override { wharf_runtime_free(rt); }
+  wharf_runtime* rt = nullptr;
+};
+
+// 1. A run begun before a swap of A only pins the old generation, which shares B's storage
+// with the new active one. An in-place update of B must not write what that run reads.
+TEST_F(Concurrency, InPlaceNeverWritesStorageAnOlderGenerationsRunReads) {
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1);
+  wharf_run* old = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &old));
+  Map a2({{"A", 2}});
+  ASSERT_OK(update(c, a2));
+  ASSERT_OK(wharf_container_swap(c));  // active: A=2, B shared with the old generation
+  Map b3({{"B", 3}});
+  finishes_within(5s, "in-place update", [&] { EXPECT_OK(update(c, b3, true)); });
+  EXPECT_EQ(first(old, "B"), 1.0f) << "the open run of the older generation saw the in-place write";
+  EXPECT_EQ(first(old, "A"), 1.0f);
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{2, 3}));
+  ASSERT_OK(wharf_run_end(old));
+  // Rollback returns to the generation before the swap, untouched by the in-place write.
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{1, 1}));
+  wharf_container_free(c);
+}
+
+// 2. An in-place update of one store member writes storage the store shares: the other
+// member (with a run open on it, and its later runs) must keep the old weight.
+TEST_F(Concurrency, InPlaceUpdateOfOneStoreMemberLeavesTheOthersAlone) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map w1({{"w", 1}});
+  wharf_container* prefill = from_map(rt, w1, store, "prefill");
+  wharf_container* decode = from_map(rt, w1, store, "decode");
+  wharf_run* d = nullptr;
+  ASSERT_OK(wharf_run_begin(decode, nullptr, nullptr, &d));
+  Map w3({{"w", 3}});
+  finishes_within(5s, "in-place update", [&] { EXPECT_OK(update(prefill, w3, true)); });
+  EXPECT_EQ(first(d, "w"), 1.0f) << "decode's open run saw prefill's in-place write";
+  ASSERT_OK(wharf_run_end(d));
+  EXPECT_EQ(now(decode, {"w"}), (std::vector<float>{1}));
+  EXPECT_EQ(now(prefill, {"w"}), (std::vector<float>{3}));
+  wharf_container_free(prefill);
+  wharf_container_free(decode);
+  wharf_weight_store_free(store);
+}
+
+// 3. A batching server: one thread holds a run and begins another while an in-place update
+// waits for the first. Neither may hang; when the runs end in time the write reuses the
+// storage (no extra memory).
+TEST_F(Concurrency, ThreadHoldingARunMayBeginAnotherWhileAnInPlaceUpdateWaits) {
+  Map g1({{"A", 1}});
+  wharf_container* c = from_map(rt, g1);
+  wharf_session* s1 = nullptr;  // not needed by a stateless container: runs pass NULL
+  (void)s1;
+  const uint64_t before = constants_bytes(rt);
+  wharf_run* r1 = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &r1));
+  std::atomic<bool> waiting{false};
+  wharf::ScopedTestHook hook([&](const char* point) {
+    if (std::strcmp(point, "container.in_place.waiting") == 0) waiting = true;
+  });
+  Map a5({{"A", 5}});
+  auto updater = std::async(std::launch::async, [&] { return update_in_place_waiting(c, a5, 10000); });
+  while (!waiting) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(20ms);  // the updater is inside its wait now
+  wharf_run* r2 = nullptr;
+  auto begin2 = std::async(std::launch::async, [&] { return St(wharf_run_begin(c, nullptr, nullptr, &r2)).code(); });
+  bool begun = begin2.wait_for(3s) == std::future_status::ready;
+  EXPECT_TRUE(begun) << "run_begin by a thread holding a run hung behind a waiting in-place update";
+  EXPECT_EQ(first(r1, "A"), 1.0f);
+  ASSERT_OK(wharf_run_end(r1));  // lets the old implementation make progress too
+  finishes_within(5s, "second run_begin", [&] { EXPECT_EQ(begin2.get(), WHARF_OK); });
+  if (r2) {
+    EXPECT_EQ(first(r2, "A"), 1.0f);
+    ASSERT_OK(wharf_run_end(r2));
+  }
+  finishes_within(15s, "in-place update", [&] {
+    wharf::Status st = updater.get();
+    EXPECT_TRUE(st.ok()) << st.message();
+  });
+  EXPECT_EQ(constants_bytes(rt), before) << "the runs ended within the bound: the write reused the storage";
+  EXPECT_EQ(now(c, {"A"}), (std::vector<float>{5}));
+  wharf_container_free(c);
+}
+
+// 3b. No starvation: runs that never end within the bound make the update give the pinned
+// constant fresh storage and return; the runs keep reading the old data.
+TEST_F(Concurrency, InPlaceUpdateFinishesInBoundedTimeUnderRunsThatStayOpen) {
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1);
+  const uint64_t before = constants_bytes(rt);
+  wharf_run* r1 = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &r1));
+  Map a5({{"A", 5}});
+  auto t0 = std::chrono::steady_clock::now();
+  finishes_within(5s, "in-place update", [&] {
+    wharf::Status st = update_in_place_waiting(c, a5, 50);
+    EXPECT_TRUE(st.ok()) << st.message();
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(first(r1, "A"), 1.0f);
+  EXPECT_EQ(constants_bytes(rt), before + 16) << "the pinned constant got fresh storage";
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{5, 1}));
+  ASSERT_OK(wharf_run_end(r1));
+  wharf_container_free(c);
+}
+
+// 4. An update takes its base, copies, then stages. A rollback swap in between: the result
+// must be the update applied over the rolled-back weights (the only serial order left).
+TEST_F(Concurrency, UpdateRacingARollbackStagesOverTheCurrentBase) {
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1);
+  Map g2({{"A", 2}, {"B", 2}});
+  ASSERT_OK(update(c, g2));
+  ASSERT_OK(wharf_container_swap(c));  // active (2,2), inactive (1,1)
+  Map a5({{"A", 5}});
+  {
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "container.update.after_base") == 0) EXPECT_OK(wharf_container_swap(c));  // rollback
+    });
+    ASSERT_OK(update(c, a5));
+  }
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{1, 1}));  // the rollback happened
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{5, 1})) << "a mix of the update and the rolled-back generation";
+  wharf_container_free(c);
+}
+
+// 4b. free_inactive between an update's base and its staging discards what was staged
+// before: the update must not resurrect it.
+TEST_F(Concurrency, UpdateRacingFreeInactiveDoesNotResurrectTheFreedUpdate) {
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1);
+  Map a2({{"A", 2}});
+  ASSERT_OK(update(c, a2));  // staged, then freed below
+  Map b3({{"B", 3}});
+  {
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "container.update.before_stage") == 0) EXPECT_OK(wharf_container_free_inactive(c));
+    });
+    ASSERT_OK(update(c, b3));
+  }
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{1, 3}));
+  wharf_container_free(c);
+}
+
+// 4c. The same race through a weight store update.
+TEST_F(Concurrency, StoreUpdateRacingARollbackStagesOverTheCurrentBase) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1, store);
+  Map g2({{"A", 2}, {"B", 2}});
+  ASSERT_OK(update(c, g2));
+  ASSERT_OK(wharf_container_swap(c));
+  Map a5({{"A", 5}});
+  {
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "store.update.before_stage") == 0) EXPECT_OK(wharf_container_swap(c));
+    });
+    ASSERT_OK(wharf_weight_store_update(store, a5.map, nullptr));
+  }
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{5, 1}));
+  wharf_container_free(c);
+  wharf_weight_store_free(store);
+}
+
+// 5. A store update that reaches a member never loaded fails before anything is staged, so
+// the store swap cannot publish some members and fail on others.
+TEST_F(Concurrency, StoreUpdateReachingAnUnloadedMemberStagesNothing) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map w1({{"w", 1}, {"p", 1}});
+  wharf_container* prefill = from_map(rt, w1, store, "prefill");
+  wharf_constant_decl decls[2];
+  std::memset(decls, 0, sizeof decls);
+  const char* names[2] = {"w", "d"};
+  for (int i = 0; i < 2; ++i) {
+    decls[i].fqn = names[i];
+    decls[i].dtype = WHARF_DTYPE_F32;
+    decls[i].ndim = 1;
+    decls[i].shape = kShape;
+    decls[i].placement = WHARF_PLACEMENT_DEVICE;
+  }
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "decode";
+  o.store = store;
+  o.constants = decls;
+  o.num_constants = 2;
+  wharf_container* decode = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &decode));  // declared, never loaded
+  const uint64_t gen = wharf_container_generation(prefill);
+  Map w2({{"w", 2}});
+  St st(wharf_weight_store_update(store, w2.map, nullptr));
+  EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION) << st.msg();
+  EXPECT_NE(st.msg().find("decode"), std::string::npos) << st.msg();
+  EXPECT_CODE(wharf_weight_store_swap(store), WHARF_FAILED_PRECONDITION);  // nothing staged
+  EXPECT_EQ(wharf_container_generation(prefill), gen);
+  EXPECT_EQ(now(prefill, {"w"}), (std::vector<float>{1}));
+  wharf_container_free(decode);
+  wharf_container_free(prefill);
+  wharf_weight_store_free(store);
+}
+
+// 5b. A member's own swap would publish store-staged weights for it alone: refused.
+TEST_F(Concurrency, MemberSwapOfAPendingStoreUpdateIsRefused) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map w1({{"w", 1}});
+  wharf_container* prefill = from_map(rt, w1, store, "prefill");
+  wharf_container* decode = from_map(rt, w1, store, "decode");
+  Map w2({{"w", 2}});
+  ASSERT_OK(wharf_weight_store_update(store, w2.map, nullptr));
+  EXPECT_CODE(wharf_container_swap(prefill), WHARF_FAILED_PRECONDITION);
+  EXPECT_CODE(wharf_container_free_inactive(prefill), WHARF_FAILED_PRECONDITION);
+  EXPECT_EQ(now(prefill, {"w"}), (std::vector<float>{1}));
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(now(prefill, {"w"}), (std::vector<float>{2}));
+  EXPECT_EQ(now(decode, {"w"}), (std::vector<float>{2}));
+  wharf_container_free(prefill);
+  wharf_container_free(decode);
+  wharf_weight_store_free(store);
+}
+
+// 6. The store must not hand a joining container storage its owner replaced (alive only
+// through the owner's rollback generation).
+TEST_F(Concurrency, JoiningAStoreNeverTakesStaleStorage) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map w1({{"w", 1}});
+  wharf_container* a = from_map(rt, w1, store, "a");
+  Map w2({{"w", 2}});
+  ASSERT_OK(update(a, w2));
+  ASSERT_OK(wharf_container_swap(a));  // a serves 2; 1 lives on in a's rollback generation
+  Map w3({{"w", 3}});
+  wharf_container* b = from_map(rt, w3, store, "b");
+  EXPECT_EQ(now(b, {"w"}), (std::vector<float>{3})) << "b took storage no member serves";
+  // A later member shares b's copy (served by b).
+  const uint64_t before = constants_bytes(rt);
+  wharf_container* c = from_map(rt, w3, store, "c");
+  EXPECT_EQ(constants_bytes(rt), before);
+  EXPECT_EQ(now(c, {"w"}), (std::vector<float>{3}));
+  wharf_container_free(c);
+  wharf_container_free(b);
+  wharf_container_free(a);
+  wharf_weight_store_free(store);
+}
+
+// Fold helpers: "d" is derived as 10 * "s".
+wharf_status* times_ten(wharf_run* run, void*) {
+  wharf_tensor_view s, d;
+  std::memset(&s, 0, sizeof s);
+  std::memset(&d, 0, sizeof d);
+  wharf_status* st = wharf_run_tensor(run, "s", &s);
+  if (st) return st;
+  if ((st = wharf_run_tensor(run, "d", &d))) return st;
+  for (int i = 0; i < 4; ++i) static_cast<float*>(d.data)[i] = 10 * static_cast<const float*>(s.data)[i];
+  return nullptr;
+}
+wharf_status* failing(wharf_run*, void*) {
+  wharf_dtype d;
+  return wharf_dtype_from_name("fold-failed", &d);  // any real status
+}
+
+wharf_container* derived_container(wharf_runtime* rt) {
+  wharf_constant_decl decls[2];
+  std::memset(decls, 0, sizeof decls);
+  const char* names[2] = {"s", "d"};
+  for (int i = 0; i < 2; ++i) {
+    decls[i].fqn = names[i];
+    decls[i].dtype = WHARF_DTYPE_F32;
+    decls[i].ndim = 1;
+    decls[i].shape = kShape;
+    decls[i].placement = WHARF_PLACEMENT_DEVICE;
+  }
+  decls[1].flags = WHARF_CONSTANT_DERIVED;
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = decls;
+  o.num_constants = 2;
+  wharf_container* c = nullptr;
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return c;
+}
+
+// 7. A failing fold in an in-place update leaves the old weights and derived constants.
+TEST_F(Concurrency, FailedInPlaceUpdateChangesNothing) {
+  wharf_container* c = derived_container(rt);
+  Map s1({{"s", 1}});
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.fold = times_ten;
+  ASSERT_OK(wharf_container_update(c, s1.map, &o));
+  ASSERT_OK(wharf_container_swap(c));
+  const uint64_t gen = wharf_container_generation(c);
+  const uint64_t before = constants_bytes(rt);
+  Map s2({{"s", 2}});
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  o.fold = failing;
+  EXPECT_CODE(wharf_container_update(c, s2.map, &o), WHARF_NOT_FOUND);
+  EXPECT_EQ(now(c, {"s", "d"}), (std::vector<float>{1, 10}));
+  EXPECT_EQ(wharf_container_generation(c), gen);
+  EXPECT_EQ(constants_bytes(rt), before);
+  o.fold = times_ten;
+  ASSERT_OK(wharf_container_update(c, s2.map, &o));
+  EXPECT_EQ(now(c, {"s", "d"}), (std::vector<float>{2, 20}));
+  EXPECT_GT(wharf_container_generation(c), gen);
+  wharf_container_free(c);
+}
+
+// 8. wharf_run_generation races with a rollback swap renumbering the run's generation
+// (ThreadSanitizer reports it). A run's id is the one it pinned.
+TEST_F(Concurrency, RunGenerationIsTheIdPinnedAtBegin) {
+  Map g1({{"A", 1}});
+  wharf_container* c = from_map(rt, g1);
+  Map g2({{"A", 2}});
+  ASSERT_OK(update(c, g2));
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    while (!stop) EXPECT_OK(wharf_container_swap(c));
+  });
+  for (int i = 0; i < 2000; ++i) {
+    wharf_run* r = nullptr;
+    ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &r));
+    uint64_t id = wharf_run_generation(r);
+    std::this_thread::yield();
+    EXPECT_EQ(wharf_run_generation(r), id);
+    ASSERT_OK(wharf_run_end(r));
+  }
+  stop = true;
+  swapper.join();
+  wharf_container_free(c);
+}
+
+// 9. Containers freed after a store update staged them do not pile up in the store.
+TEST_F(Concurrency, FreedStagedContainersDoNotAccumulateInTheStore) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map w1({{"w", 1}});
+  wharf_container* keep = from_map(rt, w1, store, "keep");
+  for (int i = 0; i < 100; ++i) {
+    wharf_container* c = from_map(rt, w1, store, "temp");
+    Map w({{"w", float(i)}});
+    ASSERT_OK(wharf_weight_store_update(store, w.map, nullptr));
+    wharf_container_free(c);
+  }
+  EXPECT_LE(store->store->staged_members_for_test(), 2u);
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(now(keep, {"w"}), (std::vector<float>{99}));
+  wharf_container_free(keep);
+  wharf_weight_store_free(store);
+}
+
+// 10. Re-entrant calls from fold callbacks answer an error instead of hanging.
+struct Reentry {
+  wharf_weight_store* store = nullptr;
+  wharf_container* c = nullptr;
+  wharf_code swap_code = WHARF_OK, update_code = WHARF_OK, begin_code = WHARF_INTERNAL;
+  float seen = -1;
+};
+wharf_status* store_fold_reenters(wharf_run* run, void* user) {
+  auto* r = static_cast<Reentry*>(user);
+  r->swap_code = St(wharf_weight_store_swap(r->store)).code();
+  Map m({{"s", 7}});
+  r->update_code = St(wharf_weight_store_update(r->store, m.map, nullptr)).code();
+  return times_ten(run, nullptr);
+}
+wharf_status* in_place_fold_begins_a_run(wharf_run* run, void* user) {
+  auto* r = static_cast<Reentry*>(user);
+  wharf_run* inner = nullptr;
+  r->begin_code = St(wharf_run_begin(r->c, nullptr, nullptr, &inner)).code();
+  if (inner) {
+    r->seen = first(inner, "s");
+    wharf_run_end(inner);
+  }
+  return times_ten(run, nullptr);
+}
+
+TEST_F(Concurrency, ReentrantCallsFromFoldsFailInsteadOfHanging) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  wharf_constant_decl decls[2];
+  std::memset(decls, 0, sizeof decls);
+  const char* names[2] = {"s", "d"};
+  for (int i = 0; i < 2; ++i) {
+    decls[i].fqn = names[i];
+    decls[i].dtype = WHARF_DTYPE_F32;
+    decls[i].ndim = 1;
+    decls[i].shape = kShape;
+    decls[i].placement = WHARF_PLACEMENT_DEVICE;
+  }
+  decls[1].flags = WHARF_CONSTANT_DERIVED;
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.constants = decls;
+  co.num_constants = 2;
+  co.store = store;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &co, &c));
+  Map s1({{"s", 1}});
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.fold = times_ten;
+  ASSERT_OK(wharf_container_update(c, s1.map, &o));
+  ASSERT_OK(wharf_container_swap(c));
+
+  Reentry r;
+  r.store = store;
+  r.c = c;
+  Map s2({{"s", 2}});
+  o.fold = store_fold_reenters;
+  o.fold_user = &r;
+  finishes_within(5s, "store update with a re-entrant fold",
+                  [&] { EXPECT_OK(wharf_weight_store_update(store, s2.map, &o)); });
+  EXPECT_EQ(r.swap_code, WHARF_FAILED_PRECONDITION);
+  EXPECT_EQ(r.update_code, WHARF_FAILED_PRECONDITION);
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(now(c, {"s", "d"}), (std::vector<float>{2, 20}));
+
+  Map s3({{"s", 3}});
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  o.fold = in_place_fold_begins_a_run;
+  finishes_within(5s, "in-place update whose fold begins a run", [&] { EXPECT_OK(wharf_container_update(c, s3.map, &o)); });
+  EXPECT_EQ(r.begin_code, WHARF_OK);
+  EXPECT_EQ(r.seen, 2.0f);  // the run begun inside the fold sees the weights before the update
+  EXPECT_EQ(now(c, {"s", "d"}), (std::vector<float>{3, 30}));
+  wharf_container_free(c);
+  wharf_weight_store_free(store);
+}
+
+// A swap during an in-place update answers BUSY (it would publish a generation that shares
+// storage being written) and changes nothing.
+TEST_F(Concurrency, SwapDuringAnInPlaceUpdateIsBusy) {
+  Map g1({{"A", 1}});
+  wharf_container* c = from_map(rt, g1);
+  Map g2({{"A", 2}});
+  ASSERT_OK(update(c, g2));
+  ASSERT_OK(wharf_container_swap(c));
+  Map a5({{"A", 5}});
+  wharf_code swap_code = WHARF_OK, free_code = WHARF_OK;
+  {
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "container.in_place.before_publish") != 0) return;
+      swap_code = St(wharf_container_swap(c)).code();
+      free_code = St(wharf_container_free_inactive(c)).code();
+    });
+    ASSERT_OK(update(c, a5, true));
+  }
+  EXPECT_EQ(swap_code, WHARF_BUSY);
+  EXPECT_EQ(free_code, WHARF_BUSY);
+  EXPECT_EQ(now(c, {"A"}), (std::vector<float>{5}));
+  ASSERT_OK(wharf_container_swap(c));  // rollback still reaches the pre-swap weights
+  EXPECT_EQ(now(c, {"A"}), (std::vector<float>{1}));
+  wharf_container_free(c);
+}
+
+// New runs wait only while reused storage is being written, and then see the new data.
+TEST_F(Concurrency, RunsBegunDuringTheInPlaceWriteSeeTheNewData) {
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1);
+  const uint64_t before = constants_bytes(rt);
+  std::atomic<bool> in_write{false}, release{false};
+  std::future<std::vector<float>> reader;
+  wharf::ScopedTestHook hook([&](const char* point) {
+    if (std::strcmp(point, "container.in_place.before_write") != 0) return;
+    in_write = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  Map ab({{"A", 7}, {"B", 7}});
+  auto updater = std::async(std::launch::async, [&] { return St(update(c, ab, true)).code(); });
+  while (!in_write) std::this_thread::sleep_for(1ms);
+  reader = std::async(std::launch::async, [&] { return now(c, {"A", "B"}); });
+  EXPECT_EQ(reader.wait_for(50ms), std::future_status::timeout) << "a run began while storage was being written";
+  release = true;
+  EXPECT_EQ(updater.get(), WHARF_OK);
+  EXPECT_EQ(reader.get(), (std::vector<float>{7, 7}));
+  EXPECT_EQ(constants_bytes(rt), before);
+  wharf_container_free(c);
+}
+
+// Stress: A and B are always written together with one value. However updates, in-place
+// writes, swaps, rollbacks and frees interleave, every run sees A == B, and the same value
+// at its start and its end.
+TEST_F(Concurrency, EveryRunSeesOneWholeGenerationUnderStress) {
+  Map g1({{"A", 0}, {"B", 0}});
+  wharf_container* c = from_map(rt, g1);
+  std::atomic<bool> stop{false};
+  std::atomic<int> runs{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t)
+    readers.emplace_back([&] {
+      while (!stop) {
+        wharf_run* r = nullptr;
+        St st(wharf_run_begin(c, nullptr, nullptr, &r));
+        ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+        float a = first(r, "A"), b = first(r, "B");
+        std::this_thread::yield();
+        float a2 = first(r, "A"), b2 = first(r, "B");
+        EXPECT_EQ(a, b);
+        EXPECT_EQ(a, a2);
+        EXPECT_EQ(b, b2);
+        EXPECT_EQ(wharf_run_end(r), nullptr);
+        ++runs;
+      }
+    });
+  std::thread writer([&] {
+    for (int i = 1; i <= 300; ++i) {
+      Map m({{"A", float(i)}, {"B", float(i)}});
+      wharf::Status st;
+      switch (i % 4) {
+        case 0: st = update_in_place_waiting(c, m, 5); break;
+        default: {
+          wharf_update_options o;
+          wharf_update_options_init(&o);
+          St s(wharf_container_update(c, m.map, &o));
+          EXPECT_EQ(s.code(), WHARF_OK) << s.msg();
+        }
+      }
+      EXPECT_TRUE(st.ok()) << st.message();
+      if (i % 3 == 0) EXPECT_OK(wharf_container_free_inactive(c));
+    }
+  });
+  std::thread swapper([&] {
+    while (!stop) {
+      St s(wharf_container_swap(c));  // OK, or nothing staged, or BUSY during an in-place write
+      EXPECT_TRUE(s.code() == WHARF_OK || s.code() == WHARF_FAILED_PRECONDITION || s.code() == WHARF_BUSY) << s.msg();
+      std::this_thread::yield();
+    }
+  });
+  writer.join();
+  stop = true;
+  swapper.join();
+  for (auto& t : readers) t.join();
+  EXPECT_GT(runs.load(), 0);
+  wharf_container_free(c);
+}
+
+}  // namespace
