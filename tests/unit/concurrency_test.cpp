@@ -184,6 +184,31 @@ TEST_F(Concurrency, InPlaceNeverWritesStorageAnOlderGenerationsRunReads) {
   wharf_container_free(c);
 }
 
+// 1b. With no run open, the rollback generation still shares B's storage with the active one:
+// an in-place write of B must leave the rollback generation's B alone.
+TEST_F(Concurrency, InPlaceKeepsTheRollbackGenerationIntact) {
+  Map g1({{"A", 1}, {"B", 1}});
+  wharf_container* c = from_map(rt, g1);
+  Map a2({{"A", 2}});
+  ASSERT_OK(update(c, a2));
+  ASSERT_OK(wharf_container_swap(c));
+  const uint64_t before = constants_bytes(rt);
+  Map b3({{"B", 3}});
+  ASSERT_OK(update(c, b3, true));
+  EXPECT_EQ(constants_bytes(rt), before + 16) << "B is shared with the rollback generation: fresh storage";
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{2, 3}));
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{1, 1})) << "the in-place write reached the rollback generation";
+  // Storage nothing else references is overwritten: no extra memory.
+  ASSERT_OK(wharf_container_free_inactive(c));
+  const uint64_t alone = constants_bytes(rt);
+  Map b4({{"B", 4}});
+  ASSERT_OK(update(c, b4, true));
+  EXPECT_EQ(constants_bytes(rt), alone);
+  EXPECT_EQ(now(c, {"A", "B"}), (std::vector<float>{1, 4}));
+  wharf_container_free(c);
+}
+
 // 2. An in-place update of one store member writes storage the store shares: the other
 // member (with a run open on it, and its later runs) must keep the old weight.
 TEST_F(Concurrency, InPlaceUpdateOfOneStoreMemberLeavesTheOthersAlone) {
