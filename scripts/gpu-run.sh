@@ -46,6 +46,14 @@ if want tests; then
     # tests (under racecheck's serialisation one of them ran for more than 8 minutes).
     run sanitizer_racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
       ./wharf_gpu_tests --gtest_filter="GpuContainer*:StoreSession*:-*Concurrent*" || status=1
+    # The concurrency suite (forced interleavings of updates, in-place writes, swaps, store
+    # operations and runs) on the CUDA backend, under each tool.
+    if [ -x ./wharf_unit_tests ]; then
+      for tool in memcheck racecheck synccheck; do
+        run "concurrency_$tool" timeout 300 compute-sanitizer --tool $tool --error-exitcode 1 \
+          ./wharf_unit_tests --gtest_filter='*Concurrency*/Cuda' || status=1
+      done
+    fi
   else
     row sanitizer "compute-sanitizer not found"
   fi

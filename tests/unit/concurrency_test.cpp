@@ -19,6 +19,9 @@
 #include "api/handles.h"
 #include "core/test_hooks.h"
 #include "wharf/wharf.h"
+#ifdef WHARF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace {
 
@@ -60,15 +63,16 @@ void finishes_within(std::chrono::milliseconds limit, const char* what, std::fun
   fut.get();
 }
 
-wharf_runtime* host_runtime() {
+// A runtime of `backend`, or null (with the reason) when this machine has none.
+wharf_runtime* make_runtime(wharf_backend backend, std::string* why) {
   wharf_runtime_options o;
   wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_HOST;
+  o.backend = backend;
   o.copy_threads = 2;
   o.staging_bytes = 1 << 20;
   wharf_runtime* rt = nullptr;
   St st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  if (st.code() != WHARF_OK) *why = st.msg();
   return rt;
 }
 
@@ -155,16 +159,24 @@ std::vector<float> now(wharf_container* c, std::initializer_list<const char*> fq
   return out;
 }
 
-class Concurrency : public ::testing::Test {
+// Every test runs on the host backend, and on the CUDA backend where a GPU is visible.
+class Concurrency : public ::testing::TestWithParam<wharf_backend> {
  protected:
-  void SetUp() override { rt = host_runtime(); }
+  void SetUp() override {
+    std::string why;
+    rt = make_runtime(GetParam(), &why);
+    if (!rt) {
+      if (GetParam() == WHARF_BACKEND_HOST) FAIL() << why;
+      GTEST_SKIP() << "no CUDA runtime here: " << why;
+    }
+  }
   void TearDown() override { wharf_runtime_free(rt); }
   wharf_runtime* rt = nullptr;
 };
 
 // 1. A run begun before a swap of A only pins the old generation, which shares B's storage
 // with the new active one. An in-place update of B must not write what that run reads.
-TEST_F(Concurrency, InPlaceNeverWritesStorageAnOlderGenerationsRunReads) {
+TEST_P(Concurrency, InPlaceNeverWritesStorageAnOlderGenerationsRunReads) {
   Map g1({{"A", 1}, {"B", 1}});
   wharf_container* c = from_map(rt, g1);
   wharf_run* old = nullptr;
@@ -186,7 +198,7 @@ TEST_F(Concurrency, InPlaceNeverWritesStorageAnOlderGenerationsRunReads) {
 
 // 1b. With no run open, the rollback generation still shares B's storage with the active one:
 // an in-place write of B must leave the rollback generation's B alone.
-TEST_F(Concurrency, InPlaceKeepsTheRollbackGenerationIntact) {
+TEST_P(Concurrency, InPlaceKeepsTheRollbackGenerationIntact) {
   Map g1({{"A", 1}, {"B", 1}});
   wharf_container* c = from_map(rt, g1);
   Map a2({{"A", 2}});
@@ -211,7 +223,7 @@ TEST_F(Concurrency, InPlaceKeepsTheRollbackGenerationIntact) {
 
 // 2. An in-place update of one store member writes storage the store shares: the other
 // member (with a run open on it, and its later runs) must keep the old weight.
-TEST_F(Concurrency, InPlaceUpdateOfOneStoreMemberLeavesTheOthersAlone) {
+TEST_P(Concurrency, InPlaceUpdateOfOneStoreMemberLeavesTheOthersAlone) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map w1({{"w", 1}});
@@ -233,7 +245,7 @@ TEST_F(Concurrency, InPlaceUpdateOfOneStoreMemberLeavesTheOthersAlone) {
 // 3. A batching server: one thread holds a run and begins another while an in-place update
 // waits for the first. Neither may hang; when the runs end in time the write reuses the
 // storage (no extra memory).
-TEST_F(Concurrency, ThreadHoldingARunMayBeginAnotherWhileAnInPlaceUpdateWaits) {
+TEST_P(Concurrency, ThreadHoldingARunMayBeginAnotherWhileAnInPlaceUpdateWaits) {
   Map g1({{"A", 1}});
   wharf_container* c = from_map(rt, g1);
   wharf_session* s1 = nullptr;  // not needed by a stateless container: runs pass NULL
@@ -271,7 +283,7 @@ TEST_F(Concurrency, ThreadHoldingARunMayBeginAnotherWhileAnInPlaceUpdateWaits) {
 
 // 3b. No starvation: runs that never end within the bound make the update give the pinned
 // constant fresh storage and return; the runs keep reading the old data.
-TEST_F(Concurrency, InPlaceUpdateFinishesInBoundedTimeUnderRunsThatStayOpen) {
+TEST_P(Concurrency, InPlaceUpdateFinishesInBoundedTimeUnderRunsThatStayOpen) {
   Map g1({{"A", 1}, {"B", 1}});
   wharf_container* c = from_map(rt, g1);
   const uint64_t before = constants_bytes(rt);
@@ -293,7 +305,7 @@ TEST_F(Concurrency, InPlaceUpdateFinishesInBoundedTimeUnderRunsThatStayOpen) {
 
 // 4. An update takes its base, copies, then stages. A rollback swap in between: the result
 // must be the update applied over the rolled-back weights (the only serial order left).
-TEST_F(Concurrency, UpdateRacingARollbackStagesOverTheCurrentBase) {
+TEST_P(Concurrency, UpdateRacingARollbackStagesOverTheCurrentBase) {
   Map g1({{"A", 1}, {"B", 1}});
   wharf_container* c = from_map(rt, g1);
   Map g2({{"A", 2}, {"B", 2}});
@@ -314,7 +326,7 @@ TEST_F(Concurrency, UpdateRacingARollbackStagesOverTheCurrentBase) {
 
 // 4b. free_inactive between an update's base and its staging discards what was staged
 // before: the update must not resurrect it.
-TEST_F(Concurrency, UpdateRacingFreeInactiveDoesNotResurrectTheFreedUpdate) {
+TEST_P(Concurrency, UpdateRacingFreeInactiveDoesNotResurrectTheFreedUpdate) {
   Map g1({{"A", 1}, {"B", 1}});
   wharf_container* c = from_map(rt, g1);
   Map a2({{"A", 2}});
@@ -332,7 +344,7 @@ TEST_F(Concurrency, UpdateRacingFreeInactiveDoesNotResurrectTheFreedUpdate) {
 }
 
 // 4c. The same race through a weight store update.
-TEST_F(Concurrency, StoreUpdateRacingARollbackStagesOverTheCurrentBase) {
+TEST_P(Concurrency, StoreUpdateRacingARollbackStagesOverTheCurrentBase) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map g1({{"A", 1}, {"B", 1}});
@@ -355,7 +367,7 @@ TEST_F(Concurrency, StoreUpdateRacingARollbackStagesOverTheCurrentBase) {
 
 // 5. A store update that reaches a member never loaded fails before anything is staged, so
 // the store swap cannot publish some members and fail on others.
-TEST_F(Concurrency, StoreUpdateReachingAnUnloadedMemberStagesNothing) {
+TEST_P(Concurrency, StoreUpdateReachingAnUnloadedMemberStagesNothing) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map w1({{"w", 1}, {"p", 1}});
@@ -392,7 +404,7 @@ TEST_F(Concurrency, StoreUpdateReachingAnUnloadedMemberStagesNothing) {
 }
 
 // 5b. A member's own swap would publish store-staged weights for it alone: refused.
-TEST_F(Concurrency, MemberSwapOfAPendingStoreUpdateIsRefused) {
+TEST_P(Concurrency, MemberSwapOfAPendingStoreUpdateIsRefused) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map w1({{"w", 1}});
@@ -413,7 +425,7 @@ TEST_F(Concurrency, MemberSwapOfAPendingStoreUpdateIsRefused) {
 
 // 6. The store must not hand a joining container storage its owner replaced (alive only
 // through the owner's rollback generation).
-TEST_F(Concurrency, JoiningAStoreNeverTakesStaleStorage) {
+TEST_P(Concurrency, JoiningAStoreNeverTakesStaleStorage) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map w1({{"w", 1}});
@@ -435,15 +447,23 @@ TEST_F(Concurrency, JoiningAStoreNeverTakesStaleStorage) {
   wharf_weight_store_free(store);
 }
 
-// Fold helpers: "d" is derived as 10 * "s".
+// Fold helpers: "d" is derived as 10 * "s" (read back to the host and written with a copy,
+// so one fold serves both backends).
 wharf_status* times_ten(wharf_run* run, void*) {
-  wharf_tensor_view s, d;
-  std::memset(&s, 0, sizeof s);
-  std::memset(&d, 0, sizeof d);
-  wharf_status* st = wharf_run_tensor(run, "s", &s);
+  float s[4];
+  wharf_status* st = wharf_run_read(run, "s", 0, s, sizeof s);
   if (st) return st;
+  wharf_tensor_view d;
+  std::memset(&d, 0, sizeof d);
   if ((st = wharf_run_tensor(run, "d", &d))) return st;
-  for (int i = 0; i < 4; ++i) static_cast<float*>(d.data)[i] = 10 * static_cast<const float*>(s.data)[i];
+  for (float& x : s) x *= 10;
+#ifdef WHARF_HAVE_CUDA
+  if (d.device_type == WHARF_DEVICE_CUDA) {
+    EXPECT_EQ(cudaMemcpy(d.data, s, sizeof s, cudaMemcpyHostToDevice), cudaSuccess);
+    return nullptr;
+  }
+#endif
+  std::memcpy(d.data, s, sizeof s);
   return nullptr;
 }
 wharf_status* failing(wharf_run*, void*) {
@@ -474,7 +494,7 @@ wharf_container* derived_container(wharf_runtime* rt) {
 }
 
 // 7. A failing fold in an in-place update leaves the old weights and derived constants.
-TEST_F(Concurrency, FailedInPlaceUpdateChangesNothing) {
+TEST_P(Concurrency, FailedInPlaceUpdateChangesNothing) {
   wharf_container* c = derived_container(rt);
   Map s1({{"s", 1}});
   wharf_update_options o;
@@ -500,7 +520,7 @@ TEST_F(Concurrency, FailedInPlaceUpdateChangesNothing) {
 
 // 8. wharf_run_generation races with a rollback swap renumbering the run's generation
 // (ThreadSanitizer reports it). A run's id is the one it pinned.
-TEST_F(Concurrency, RunGenerationIsTheIdPinnedAtBegin) {
+TEST_P(Concurrency, RunGenerationIsTheIdPinnedAtBegin) {
   Map g1({{"A", 1}});
   wharf_container* c = from_map(rt, g1);
   Map g2({{"A", 2}});
@@ -523,7 +543,7 @@ TEST_F(Concurrency, RunGenerationIsTheIdPinnedAtBegin) {
 }
 
 // 9. Containers freed after a store update staged them do not pile up in the store.
-TEST_F(Concurrency, FreedStagedContainersDoNotAccumulateInTheStore) {
+TEST_P(Concurrency, FreedStagedContainersDoNotAccumulateInTheStore) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map w1({{"w", 1}});
@@ -566,7 +586,7 @@ wharf_status* in_place_fold_begins_a_run(wharf_run* run, void* user) {
   return times_ten(run, nullptr);
 }
 
-TEST_F(Concurrency, ReentrantCallsFromFoldsFailInsteadOfHanging) {
+TEST_P(Concurrency, ReentrantCallsFromFoldsFailInsteadOfHanging) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   wharf_constant_decl decls[2];
@@ -620,7 +640,7 @@ TEST_F(Concurrency, ReentrantCallsFromFoldsFailInsteadOfHanging) {
 
 // A swap during an in-place update answers BUSY (it would publish a generation that shares
 // storage being written) and changes nothing.
-TEST_F(Concurrency, SwapDuringAnInPlaceUpdateIsBusy) {
+TEST_P(Concurrency, SwapDuringAnInPlaceUpdateIsBusy) {
   Map g1({{"A", 1}});
   wharf_container* c = from_map(rt, g1);
   Map g2({{"A", 2}});
@@ -645,7 +665,7 @@ TEST_F(Concurrency, SwapDuringAnInPlaceUpdateIsBusy) {
 }
 
 // New runs wait only while reused storage is being written, and then see the new data.
-TEST_F(Concurrency, RunsBegunDuringTheInPlaceWriteSeeTheNewData) {
+TEST_P(Concurrency, RunsBegunDuringTheInPlaceWriteSeeTheNewData) {
   Map g1({{"A", 1}, {"B", 1}});
   wharf_container* c = from_map(rt, g1);
   const uint64_t before = constants_bytes(rt);
@@ -671,7 +691,7 @@ TEST_F(Concurrency, RunsBegunDuringTheInPlaceWriteSeeTheNewData) {
 // Stress: A and B are always written together with one value. However updates, in-place
 // writes, swaps, rollbacks and frees interleave, every run sees A == B, and the same value
 // at its start and its end.
-TEST_F(Concurrency, EveryRunSeesOneWholeGenerationUnderStress) {
+TEST_P(Concurrency, EveryRunSeesOneWholeGenerationUnderStress) {
   Map g1({{"A", 0}, {"B", 0}});
   wharf_container* c = from_map(rt, g1);
   std::atomic<bool> stop{false};
@@ -724,5 +744,11 @@ TEST_F(Concurrency, EveryRunSeesOneWholeGenerationUnderStress) {
   EXPECT_GT(runs.load(), 0);
   wharf_container_free(c);
 }
+
+std::string backend_name(const ::testing::TestParamInfo<wharf_backend>& info) {
+  return info.param == WHARF_BACKEND_CUDA ? "Cuda" : "Host";
+}
+INSTANTIATE_TEST_SUITE_P(Backends, Concurrency, ::testing::Values(WHARF_BACKEND_HOST, WHARF_BACKEND_CUDA),
+                         backend_name);
 
 }  // namespace
