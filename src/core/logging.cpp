@@ -4,7 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+
+#include "core/sync.h"
 
 namespace wharf {
 namespace {
@@ -30,9 +31,10 @@ void stderr_sink(int level, const char* message, void*) {
 }
 
 struct SinkState {
-  std::mutex mu;
-  LogSink sink = stderr_sink;
-  void* user = nullptr;
+  Mutex mu;
+  LogSink sink WHARF_GUARDED_BY(mu) = stderr_sink;
+  void* user WHARF_GUARDED_BY(mu) = nullptr;
+  // Read without the lock on every WHARF_LOG; written under mu with the sink.
   std::atomic<int> min_level{static_cast<int>(level_from_env())};
 };
 
@@ -45,7 +47,7 @@ SinkState& state() {
 
 void set_log_sink(LogSink sink, LogLevel min_level, void* user) {
   SinkState& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+  MutexLock lock(s.mu);
   if (sink) {
     s.sink = sink;
     s.user = user;
@@ -67,7 +69,7 @@ void log_message(LogLevel level, const std::string& message) {
   LogSink sink;
   void* user;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    MutexLock lock(s.mu);
     sink = s.sink;
     user = s.user;
   }

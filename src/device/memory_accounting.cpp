@@ -19,7 +19,7 @@ const char* mem_tag_name(MemTag tag) {
 Status MemoryAccounting::reserve(MemKind kind, MemTag tag, uint64_t bytes, const std::string& what) {
   int t = static_cast<int>(tag);
   if (t < 0 || t >= kMemTagCapacity) return Internal("memory tag out of range: " + std::to_string(t));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (kind == MemKind::kDevice) {
     if (device_limit_ != 0 && (bytes > device_limit_ || s_.device_current > device_limit_ - bytes))
       return OutOfMemory("allocating " + std::to_string(bytes) + " bytes for " + what +
@@ -38,18 +38,25 @@ Status MemoryAccounting::reserve(MemKind kind, MemTag tag, uint64_t bytes, const
 }
 
 void MemoryAccounting::release(MemKind kind, MemTag tag, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  (kind == MemKind::kDevice ? s_.device_current : s_.pinned_current) -= bytes;
-  s_.current[static_cast<int>(tag)] -= bytes;
+  const int t = static_cast<int>(tag);
+  WHARF_DCHECK(t >= 0 && t < kMemTagCapacity, "memory accounting: release with a tag out of range");
+  MutexLock lock(mu_);
+  uint64_t& by_kind = kind == MemKind::kDevice ? s_.device_current : s_.pinned_current;
+  // Accounting never goes negative: a release larger than what is held is a double free or
+  // a release under the wrong tag or kind.
+  WHARF_DCHECK(by_kind >= bytes, "memory accounting: releasing more bytes of a memory kind than are held");
+  WHARF_DCHECK(s_.current[t] >= bytes, "memory accounting: releasing more bytes under a tag than are held");
+  by_kind -= bytes;
+  s_.current[t] -= bytes;
 }
 
 MemorySnapshot MemoryAccounting::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return s_;
 }
 
 void MemoryAccounting::reset_peak() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   s_.peak = s_.current;
   s_.device_peak = s_.device_current;
   s_.pinned_peak = s_.pinned_current;

@@ -4,10 +4,10 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "core/status.h"
+#include "core/sync.h"
 
 namespace wharf {
 
@@ -32,17 +32,18 @@ class MemoryAccounting {
 
   // Claims `bytes` before the real allocation. Fails with OUT_OF_MEMORY naming `what` when
   // a device claim would pass the limit; on failure nothing is counted.
-  Status reserve(MemKind kind, MemTag tag, uint64_t bytes, const std::string& what);
-  void release(MemKind kind, MemTag tag, uint64_t bytes);
+  Status reserve(MemKind kind, MemTag tag, uint64_t bytes, const std::string& what) WHARF_EXCLUDES(mu_);
+  // Gives back what a reserve() of the same kind and tag claimed (never more: checked).
+  void release(MemKind kind, MemTag tag, uint64_t bytes) WHARF_EXCLUDES(mu_);
 
-  MemorySnapshot snapshot() const;
-  void reset_peak();
+  MemorySnapshot snapshot() const WHARF_EXCLUDES(mu_);
+  void reset_peak() WHARF_EXCLUDES(mu_);
   uint64_t device_limit() const { return device_limit_; }
 
  private:
   const uint64_t device_limit_;  // 0 = none
-  mutable std::mutex mu_;
-  MemorySnapshot s_;
+  mutable Mutex mu_;
+  MemorySnapshot s_ WHARF_GUARDED_BY(mu_);
 };
 
 }  // namespace wharf

@@ -60,7 +60,7 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
 }
 
 Status Runtime::transfers(TransferEngine** out) {
-  std::lock_guard<std::mutex> lock(transfers_mu_);
+  MutexLock lock(transfers_mu_);
   if (!transfers_) {
     TransferOptions t;
     t.threads = opts_.copy_threads;

@@ -5,8 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include <mutex>
-
+#include "core/sync.h"
 #include "device/device.h"
 #include "device/transfer.h"
 
@@ -33,15 +32,17 @@ class Runtime {
   const RuntimeOptions& options() const { return opts_; }  // with autos resolved
   Status synchronize() { return device_->synchronize(); }
   // The runtime's copy engine, created on first use (its staging ring on first pageable copy).
-  Status transfers(TransferEngine** out);
+  Status transfers(TransferEngine** out) WHARF_EXCLUDES(transfers_mu_);
 
  private:
   Runtime() = default;
   RuntimeOptions opts_;
   std::shared_ptr<Device> device_;
   std::unique_ptr<Stream> stream_;
-  std::mutex transfers_mu_;
-  std::unique_ptr<TransferEngine> transfers_;
+  Mutex transfers_mu_;
+  // Created once under transfers_mu_ and never replaced or freed before the runtime, so the
+  // pointer transfers() hands out stays valid without the lock.
+  std::unique_ptr<TransferEngine> transfers_ WHARF_GUARDED_BY(transfers_mu_);
 };
 
 }  // namespace wharf

@@ -28,10 +28,11 @@
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
+
+#include "core/sync.h"
 
 namespace wharf {
 namespace {
@@ -56,15 +57,17 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
     work_cv_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
 
-  // On failure the threads already started are joined by the destructor.
+  // On failure the threads already started are joined by the destructor. Called once, before
+  // any run() (threads_ is read without a lock afterwards).
   Status start(uint32_t n) {
+    WHARF_DCHECK(threads_.empty(), "worker pool: started twice");
     threads_.reserve(n);
     for (uint32_t i = 0; i < n; ++i) {
       try {
@@ -80,29 +83,30 @@ class WorkerPool {
   uint32_t size() const { return static_cast<uint32_t>(threads_.size()); }
 
   // fn must not throw. Not reentrant: the engine calls it under its copy mutex.
-  void run(uint32_t n, const std::function<void(uint32_t)>& fn) {
+  void run(uint32_t n, const std::function<void(uint32_t)>& fn) WHARF_EXCLUDES(mu_) {
     if (n == 0) return;
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
+    WHARF_DCHECK(job_ == nullptr && running_ == 0, "worker pool: run() entered twice (it is not reentrant)");
     job_ = &fn;
     job_threads_ = std::min(n, size());
     running_ = job_threads_;
     ++generation_;
     work_cv_.notify_all();
-    done_cv_.wait(lock, [&] { return running_ == 0; });
+    lock.wait(done_cv_, [&]() WHARF_REQUIRES(mu_) { return running_ == 0; });
     job_ = nullptr;
   }
 
  private:
-  void loop(uint32_t index) {
+  void loop(uint32_t index) WHARF_EXCLUDES(mu_) {
     // Named so a profiler or `top -H` shows which threads are the copy pool.
 #ifdef __linux__
     std::string name = "wharf-copy-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // Linux caps names at 15 chars
 #endif
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     for (;;) {
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      lock.wait(work_cv_, [&]() WHARF_REQUIRES(mu_) { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
       // Workers beyond this job's count skip it; run() does not wait for them.
@@ -111,18 +115,19 @@ class WorkerPool {
       lock.unlock();
       (*fn)(index);
       lock.lock();
+      WHARF_DCHECK(running_ > 0, "worker pool: more workers finished than were running");
       if (--running_ == 0) done_cv_.notify_all();
     }
   }
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable work_cv_, done_cv_;
-  const std::function<void(uint32_t)>* job_ = nullptr;
-  uint32_t job_threads_ = 0;
-  uint32_t running_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
+  const std::function<void(uint32_t)>* job_ WHARF_GUARDED_BY(mu_) = nullptr;
+  uint32_t job_threads_ WHARF_GUARDED_BY(mu_) = 0;
+  uint32_t running_ WHARF_GUARDED_BY(mu_) = 0;  // workers of the current job not yet done
+  uint64_t generation_ WHARF_GUARDED_BY(mu_) = 0;
+  bool stop_ WHARF_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // filled by start() before any run(), then fixed
 };
 
 // A contiguous source -> destination range, with the request it came from (for messages).
@@ -150,29 +155,30 @@ struct Job {
   // Set on the first error so no thread starts another piece; pieces already running finish.
   std::atomic<bool> failed{false};
 
-  std::mutex mu;
-  Status error;  // the first error, under mu
+  Mutex mu;
+  Status error WHARF_GUARDED_BY(mu);  // the first error
 
   // Its own lock: a worker failing elsewhere must not queue behind a long host-side wait.
-  std::mutex host_mu;
-  bool host_waited = false;  // wait_for synchronized on the host, under host_mu
-  Status host_wait_status;   // under host_mu
+  Mutex host_mu;
+  bool host_waited WHARF_GUARDED_BY(host_mu) = false;  // wait_for synchronized on the host
+  Status host_wait_status WHARF_GUARDED_BY(host_mu);
 
-  void fail(Status st) {
-    std::lock_guard<std::mutex> lock(mu);
+  void fail(Status st) WHARF_EXCLUDES(mu) {
+    WHARF_DCHECK(!st.ok(), "transfer: failing a job with an OK status");
+    MutexLock lock(mu);
     if (error.ok()) error = std::move(st);
     failed.store(true, std::memory_order_relaxed);
   }
-  Status first_error() {
-    std::lock_guard<std::mutex> lock(mu);
+  Status first_error() WHARF_EXCLUDES(mu) {
+    MutexLock lock(mu);
     return error;
   }
 
   // A host memcpy into pinned memory is not ordered by the copy stream, so the events that
   // order the destination's previous use are waited for on the host instead, once, by the
   // first worker that needs it (and only if the call has such pieces).
-  Status wait_on_host() {
-    std::lock_guard<std::mutex> lock(host_mu);
+  Status wait_on_host() WHARF_EXCLUDES(host_mu) {
+    MutexLock lock(host_mu);
     if (!host_waited) {
       host_waited = true;
       for (size_t k = 0; k < wait_for->size(); ++k) {
@@ -200,27 +206,32 @@ const char* kind_name(PointerKind k) {
 }  // namespace
 
 struct TransferEngine::Impl {
+  // Set by create(), then read-only.
   std::shared_ptr<Device> device;
   TransferOptions opts;
-  std::mutex mu;  // serialises copy(): one transfer uses the whole ring and every worker
+  // Serialises copy(): one transfer uses the whole ring and every worker. The pool's workers
+  // run only inside copy()'s pool.run(), which holds mu until every one of them returns:
+  // they work on the holder's behalf, so the job's functions are analysed as holding it.
+  Mutex mu;
 
-  // The staging ring, created on the first call that needs it and kept (under mu).
-  Buffer ring;
-  std::vector<std::unique_ptr<Event>> chunk_events;  // one per chunk: its last DMA
-  uint64_t num_chunks = 0;
-  uint32_t staging_threads = 0;  // workers that own chunks
+  // The staging ring, created on the first call that needs it and kept.
+  Buffer ring WHARF_GUARDED_BY(mu);
+  std::vector<std::unique_ptr<Event>> chunk_events WHARF_GUARDED_BY(mu);  // one per chunk: its last DMA
+  uint64_t num_chunks WHARF_GUARDED_BY(mu) = 0;
+  uint32_t staging_threads WHARF_GUARDED_BY(mu) = 0;  // workers that own chunks
 
   // Declared after the ring so it is destroyed first: the stream drains before the ring
   // it reads is freed (copy() already drains it before returning; this keeps it so).
+  // Created by create(), then fixed (a Stream is safe to use from many threads).
   std::unique_ptr<Stream> stream;
   // Last, so it is destroyed first: its threads use everything above.
   WorkerPool pool;
 
-  Status ensure_ring();
-  void run_staged(Job& job, uint32_t t);
+  Status ensure_ring() WHARF_REQUIRES(mu);
+  void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
   void run_host(Job& job);
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-              TransferStats* stats);
+              TransferStats* stats) WHARF_EXCLUDES(mu);
 };
 
 Status TransferEngine::Impl::ensure_ring() {
@@ -316,7 +327,7 @@ void TransferEngine::Impl::run_host(Job& job) {
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
                                   TransferStats* stats) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   if (stats) *stats = TransferStats{};
 
   // 1. Validate and classify everything first: an invalid request copies nothing.
@@ -415,7 +426,8 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     const uint32_t stage_n =
         job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(staging_threads, job.fills.size()));
     const uint32_t host_n = static_cast<uint32_t>(std::min<uint64_t>(pool.size(), job.host.size()));
-    std::function<void(uint32_t)> work = [&](uint32_t t) {
+    // Runs on the pool's threads while this thread holds mu (see Impl::mu).
+    std::function<void(uint32_t)> work = [&](uint32_t t) WHARF_REQUIRES(mu) {
       // A worker thread must not die with an exception (std::terminate); the only throws
       // possible here are allocation failures while building an error message.
       try {

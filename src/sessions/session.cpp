@@ -12,6 +12,7 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
   std::shared_ptr<Session> s(new Session());
   s->runtime_ = std::move(runtime);
   // Merge the containers' state declarations: one buffer per FQN.
+  std::vector<State> states;
   std::vector<std::string> declared_by;
   for (const auto& c : containers) {
     if (!c) return InvalidArgument("session: a container is NULL");
@@ -22,7 +23,7 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
     for (const StateDecl& d : c->states()) {
       auto it = s->index_.find(d.fqn);
       if (it != s->index_.end()) {
-        const State& e = s->states_[it->second];
+        const State& e = states[it->second];
         if (e.dtype != d.dtype || e.shape != d.shape)
           return InvalidArgument("session: state '" + d.fqn + "' is declared " + dtype_name(d.dtype) + " " +
                                  shape_string(d.shape) + " by container '" + c->name() + "' but " +
@@ -30,14 +31,14 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
                                  declared_by[it->second] + "'");
         continue;
       }
-      s->index_.emplace(d.fqn, s->states_.size());
+      s->index_.emplace(d.fqn, states.size());
       State st;
       st.fqn = d.fqn;
       st.dtype = d.dtype;
       st.shape = d.shape;
       st.nbytes = d.nbytes;
       st.initial = d.initial ? &d.initial : nullptr;
-      s->states_.push_back(std::move(st));
+      states.push_back(std::move(st));
       declared_by.push_back(c->name());
       s->bytes_ += d.nbytes;
     }
@@ -51,14 +52,18 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
     WHARF_RETURN_IF_ERROR(c->reserve_session_bytes(s->bytes_));
     s->reserved_.push_back(c.get());
   }
-  WHARF_RETURN_IF_ERROR(s->runtime_->device().create_event(&s->last_));
+  std::unique_ptr<Event> last;
+  WHARF_RETURN_IF_ERROR(s->runtime_->device().create_event(&last));
+  // Nobody else can see the session yet; the lock is for the analysis and costs nothing.
+  MutexLock lock(s->mu_);
+  s->states_ = std::move(states);
+  s->last_ = std::move(last);
   if (opts.allocate_eagerly) {
-    std::lock_guard<std::mutex> lock(s->mu_);
     WHARF_RETURN_IF_ERROR(s->allocate_locked());
     WHARF_RETURN_IF_ERROR(s->initialise_locked(s->runtime_->stream()));
     WHARF_RETURN_IF_ERROR(s->record_last_locked(s->runtime_->stream()));
   }
-  *out = std::move(s);
+  *out = s;
   return Status::Ok();
 }
 
@@ -89,7 +94,10 @@ Status Session::allocate_locked() {
     if (states_[i].nbytes > 0)
       WHARF_RETURN_IF_ERROR(runtime_->device().allocate(MemKind::kDevice, MemTag::kState, states_[i].nbytes,
                                                         "session state '" + states_[i].fqn + "'", &bufs[i]));
-  for (size_t i = 0; i < states_.size(); ++i) states_[i].buffer = std::move(bufs[i]);
+  for (size_t i = 0; i < states_.size(); ++i) {
+    WHARF_DCHECK(bufs[i].size() == states_[i].nbytes, "session: a state buffer has the size of its declaration");
+    states_[i].buffer = std::move(bufs[i]);
+  }
   allocated_ = true;
   return Status::Ok();
 }
@@ -108,6 +116,7 @@ Status Session::record_last_locked(Stream& stream) {
 }
 
 Status Session::initialise_locked(Stream& stream) {
+  WHARF_DCHECK(allocated_, "session: initialising buffers that are not allocated");
   WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
   for (State& st : states_) {
     if (st.nbytes == 0) continue;
@@ -119,7 +128,7 @@ Status Session::initialise_locked(Stream& stream) {
 }
 
 Status Session::begin_run(Stream& stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (in_run_) return Busy("session: a run is already open on it (one run at a time per session)");
   if (!allocated_) {
     WHARF_RETURN_IF_ERROR(allocate_locked());
@@ -144,12 +153,14 @@ Status Session::begin_run(Stream& stream) {
   } else {
     WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
   }
+  WHARF_DCHECK(allocated_, "session: a run begins only over allocated state");
   in_run_ = true;
   return Status::Ok();
 }
 
 Status Session::end_run(Stream& stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
+  WHARF_DCHECK(in_run_, "session: end_run without an open run");
   in_run_ = false;
   Status st = record_last_locked(stream);
   if (!st.ok()) {
@@ -164,6 +175,8 @@ Status Session::end_run(Stream& stream) {
 Status Session::find(const std::string& fqn, StateView* out) const {
   auto it = index_.find(fqn);
   if (it == index_.end()) return NotFound("'" + fqn + "' is neither a constant of the container nor a state of the session");
+  MutexLock lock(mu_);
+  WHARF_DCHECK(in_run_, "session: a state is handed out only to the open run");
   const State& st = states_[it->second];
   out->data = st.buffer.data();
   out->dtype = st.dtype;
@@ -173,7 +186,7 @@ Status Session::find(const std::string& fqn, StateView* out) const {
 }
 
 Status Session::reset() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (in_run_) return Busy("session reset: a run is open on the session");
   if (!allocated_) return Status::Ok();  // the first run initialises it anyway
   Stream& stream = runtime_->stream();
@@ -185,10 +198,11 @@ Status Session::fork(std::shared_ptr<Session>* out) {
   SessionOptions opts;  // the source passed its budgets; the containers' are checked again
   std::shared_ptr<Session> s;
   WHARF_RETURN_IF_ERROR(create(runtime_, containers_, opts, &s));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (in_run_) return Busy("session fork: a run is open on the source session");
   if (allocated_) {
-    std::lock_guard<std::mutex> lock2(s->mu_);
+    MutexLock lock2(s->mu_);
+    WHARF_DCHECK(s->states_.size() == states_.size(), "session fork: the copy declares the same states");
     WHARF_RETURN_IF_ERROR(s->allocate_locked());
     Stream& stream = runtime_->stream();
     WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));

@@ -8,19 +8,22 @@
 // recorded after the previous such operation, and records it again when done; so a
 // session can move between streams, and nothing frees the buffers before `last_` fires.
 //
-// Locking: `mu_` is per session and guards the flags, the buffers and `last_`; it is held
-// across enqueueing (not across device waits), never across another session's lock except
-// in fork (source then new, which nobody else can see yet).
+// Locking: `mu_` is per session and guards the flags, the states (their buffers) and
+// `last_`; it is held across enqueueing and, on the host backend, across the wait in
+// begin_run for the session's own previous operation (nobody else may use the session
+// meanwhile anyway); never across another session's lock except in fork (source then new,
+// which nobody else can see yet). What create() sets and never changes (runtime_,
+// containers_, index_, bytes_, reserved_) is read without it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "constants/container.h"
+#include "core/sync.h"
 #include "device/runtime.h"
 
 namespace wharf {
@@ -45,18 +48,19 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  Status fork(std::shared_ptr<Session>* out);
-  Status reset();
+  Status fork(std::shared_ptr<Session>* out) WHARF_EXCLUDES(mu_);
+  Status reset() WHARF_EXCLUDES(mu_);
   uint64_t state_bytes() const { return bytes_; }
   bool covers(const Container* c) const;
 
   // The run protocol: begin (BUSY if a run is open; allocates and initialises the state on
   // first use; `stream` waits for the previous operation; on the host backend begin itself
   // waits, so the state is ready to touch when it returns), then end (records `last_`).
-  Status begin_run(Stream& stream);
-  Status end_run(Stream& stream);
-  // A state of this session, or NOT_FOUND.
-  Status find(const std::string& fqn, StateView* out) const;
+  Status begin_run(Stream& stream) WHARF_EXCLUDES(mu_);
+  Status end_run(Stream& stream) WHARF_EXCLUDES(mu_);
+  // A state of this session, or NOT_FOUND. Only for the open run (its buffers are fixed
+  // while it is open).
+  Status find(const std::string& fqn, StateView* out) const WHARF_EXCLUDES(mu_);
 
  private:
   struct State {
@@ -69,26 +73,27 @@ class Session {
   };
 
   Session() = default;
-  Status allocate_locked();
-  Status initialise_locked(Stream& stream);  // enqueues initial values into the buffers
-  Status order_after_last_locked(Stream& stream);
-  Status record_last_locked(Stream& stream);
+  Status allocate_locked() WHARF_REQUIRES(mu_);
+  Status initialise_locked(Stream& stream) WHARF_REQUIRES(mu_);  // enqueues initial values into the buffers
+  Status order_after_last_locked(Stream& stream) WHARF_REQUIRES(mu_);
+  Status record_last_locked(Stream& stream) WHARF_REQUIRES(mu_);
   // On the host backend the caller's own thread is the "kernel": begin_run waits (on the
   // host) until the state is ready, instead of ordering a stream after it.
   bool host_backend() const;
 
+  // Set by create() before the session is shared, then read-only.
   std::shared_ptr<Runtime> runtime_;
   std::vector<std::shared_ptr<Container>> containers_;
-  std::vector<State> states_;
-  std::unordered_map<std::string, size_t> index_;
+  std::unordered_map<std::string, size_t> index_;  // FQN -> position in states_
   uint64_t bytes_ = 0;
   std::vector<Container*> reserved_;  // containers whose session budget holds bytes_
 
-  mutable std::mutex mu_;
-  bool in_run_ = false;
-  bool allocated_ = false;
-  std::unique_ptr<Event> last_;
-  bool has_last_ = false;
+  mutable Mutex mu_;
+  std::vector<State> states_ WHARF_GUARDED_BY(mu_);  // the declarations are fixed; buffers change
+  bool in_run_ WHARF_GUARDED_BY(mu_) = false;
+  bool allocated_ WHARF_GUARDED_BY(mu_) = false;  // every buffer of states_ allocated
+  std::unique_ptr<Event> last_ WHARF_GUARDED_BY(mu_);
+  bool has_last_ WHARF_GUARDED_BY(mu_) = false;  // last_ was recorded at least once
 };
 
 }  // namespace wharf

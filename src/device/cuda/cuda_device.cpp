@@ -15,12 +15,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/logging.h"
+#include "core/sync.h"
 #include "device/cuda/cuda_check.h"
 #include "device/device.h"
 
@@ -395,7 +395,7 @@ class CudaDevice final : public Device {
     // creation and destruction on other threads are not blocked behind GPU work.
     std::vector<std::shared_ptr<StreamHandle>> streams;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       streams = streams_;
     }
     Status first;
@@ -413,12 +413,12 @@ class CudaDevice final : public Device {
 
   // Wrapped caller streams are registered too: work the runtime put on them is work of
   // this device that synchronize() promises to wait for.
-  void add_stream(std::shared_ptr<StreamHandle> h) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void add_stream(std::shared_ptr<StreamHandle> h) WHARF_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     streams_.push_back(std::move(h));
   }
-  void remove_stream(const StreamHandle* h) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void remove_stream(const StreamHandle* h) WHARF_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     for (size_t i = 0; i < streams_.size(); ++i) {
       if (streams_[i].get() == h) {
         streams_[i] = std::move(streams_.back());
@@ -426,6 +426,7 @@ class CudaDevice final : public Device {
         return;
       }
     }
+    WHARF_DCHECK(false, "cuda device: removing a stream that was never registered");
   }
 
  protected:
@@ -465,7 +466,7 @@ class CudaDevice final : public Device {
     if (kind == MemKind::kDevice) {
       DevicePool* pool = nullptr;
       {
-        std::lock_guard<std::mutex> lock(pool_mu_);
+        MutexLock lock(pool_mu_);
         pool = pool_.get();  // set before any device allocation succeeded
       }
       e = pool ? pool->free(ptr) : cudaFree(ptr);
@@ -481,8 +482,8 @@ class CudaDevice final : public Device {
 
   // The pool is made at the first device allocation (a runtime that only stages pinned
   // memory never creates one). *out stays null where pools are unsupported.
-  Status device_pool(DevicePool** out) {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+  Status device_pool(DevicePool** out) WHARF_EXCLUDES(pool_mu_) {
+    MutexLock lock(pool_mu_);
     if (!pool_checked_) {
       WHARF_RETURN_IF_ERROR(DevicePool::create(index_, &pool_));
       pool_checked_ = true;
@@ -495,11 +496,13 @@ class CudaDevice final : public Device {
   const std::string name_;
   const uint64_t total_memory_;
   const int major_, minor_;
-  std::mutex mu_;
-  std::vector<std::shared_ptr<StreamHandle>> streams_;
-  std::mutex pool_mu_;
-  bool pool_checked_ = false;           // under pool_mu_
-  std::unique_ptr<DevicePool> pool_;    // under pool_mu_; destroyed after every Buffer (they hold the device)
+  Mutex mu_;
+  std::vector<std::shared_ptr<StreamHandle>> streams_ WHARF_GUARDED_BY(mu_);
+  Mutex pool_mu_;
+  bool pool_checked_ WHARF_GUARDED_BY(pool_mu_) = false;
+  // Created once, never replaced: the DevicePool it points to is used without the lock.
+  // Destroyed after every Buffer (they hold the device).
+  std::unique_ptr<DevicePool> pool_ WHARF_GUARDED_BY(pool_mu_);
 };
 
 CudaStream::CudaStream(std::shared_ptr<CudaDevice> dev, std::shared_ptr<StreamHandle> h)

@@ -7,9 +7,10 @@
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
+
+#include "core/sync.h"
 
 namespace wharf {
 namespace {
@@ -18,24 +19,39 @@ namespace {
 // record() calls; a task enqueued by record number n sets completed >= n when it runs. As in
 // CUDA, query/synchronize refer to the most recent record().
 struct HostEventState {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  uint64_t recorded = 0;
-  uint64_t completed = 0;
+  uint64_t recorded WHARF_GUARDED_BY(mu) = 0;
+  uint64_t completed WHARF_GUARDED_BY(mu) = 0;  // never more than recorded
+
+  // Called by the stream task of record number `target`.
+  void complete(uint64_t target) WHARF_EXCLUDES(mu) {
+    MutexLock lock(mu);
+    WHARF_DCHECK(target <= recorded, "host event: completing a record that was never made");
+    if (completed < target) completed = target;
+    cv.notify_all();
+  }
+  void wait_for(uint64_t target) WHARF_EXCLUDES(mu) {
+    UniqueLock lock(mu);
+    lock.wait(cv, [&]() WHARF_REQUIRES(mu) { return completed >= target; });
+  }
 };
 
 class HostEvent final : public Event {
  public:
   HostEvent() : st_(std::make_shared<HostEventState>()) {}
   Status query(bool* done) override {
-    std::lock_guard<std::mutex> lock(st_->mu);
+    MutexLock lock(st_->mu);
     *done = st_->completed >= st_->recorded;
     return Status::Ok();
   }
   Status synchronize() override {
-    std::unique_lock<std::mutex> lock(st_->mu);
-    uint64_t target = st_->recorded;
-    st_->cv.wait(lock, [&] { return st_->completed >= target; });
+    uint64_t target;
+    {
+      MutexLock lock(st_->mu);
+      target = st_->recorded;
+    }
+    st_->wait_for(target);
     return Status::Ok();
   }
   const std::shared_ptr<HostEventState>& state() const { return st_; }
@@ -68,14 +84,10 @@ class HostStream final : public Stream {
     std::shared_ptr<HostEventState> st = he->state();
     uint64_t target;
     {
-      std::lock_guard<std::mutex> lock(st->mu);
+      MutexLock lock(st->mu);
       target = ++st->recorded;
     }
-    return enqueue([st, target] {
-      std::lock_guard<std::mutex> lock(st->mu);
-      if (st->completed < target) st->completed = target;
-      st->cv.notify_all();
-    });
+    return enqueue([st, target] { st->complete(target); });
   }
   Status wait(Event& event) override {
     auto* he = dynamic_cast<HostEvent*>(&event);
@@ -83,20 +95,17 @@ class HostStream final : public Stream {
     std::shared_ptr<HostEventState> st = he->state();
     uint64_t target;
     {
-      std::lock_guard<std::mutex> lock(st->mu);
+      MutexLock lock(st->mu);
       target = st->recorded;
     }
     // The target was recorded before this call, so the task it waits for is already queued
     // somewhere: this cannot deadlock.
-    return enqueue([st, target] {
-      std::unique_lock<std::mutex> lock(st->mu);
-      st->cv.wait(lock, [&] { return st->completed >= target; });
-    });
+    return enqueue([st, target] { st->wait_for(target); });
   }
-  Status synchronize() override {
-    std::unique_lock<std::mutex> lock(mu_);
+  Status synchronize() override WHARF_EXCLUDES(mu_) {
+    UniqueLock lock(mu_);
     uint64_t target = enqueued_;
-    done_cv_.wait(lock, [&] { return done_ >= target; });
+    lock.wait(done_cv_, [&]() WHARF_REQUIRES(mu_) { return done_ >= target; });
     return Status::Ok();
   }
   Status enqueue_host(std::function<void()> fn) override {
@@ -106,19 +115,21 @@ class HostStream final : public Stream {
   void* native_handle() const override { return nullptr; }
 
  private:
-  Status enqueue(std::function<void()> fn) {
+  Status enqueue(std::function<void()> fn) WHARF_EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
+      WHARF_DCHECK(!stop_, "host stream: work enqueued on a stream being destroyed");
       queue_.push_back(std::move(fn));
       ++enqueued_;
     }
     work_cv_.notify_one();
     return Status::Ok();
   }
-  void run() {
-    std::unique_lock<std::mutex> lock(mu_);
+  // The worker: runs the queue in order, each task without the lock.
+  void run() WHARF_EXCLUDES(mu_) {
+    UniqueLock lock(mu_);
     for (;;) {
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      lock.wait(work_cv_, [&]() WHARF_REQUIRES(mu_) { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ and drained
       std::function<void()> fn = std::move(queue_.front());
       queue_.pop_front();
@@ -126,16 +137,18 @@ class HostStream final : public Stream {
       fn();
       lock.lock();
       ++done_;
+      WHARF_DCHECK(done_ <= enqueued_, "host stream: more tasks done than enqueued");
       done_cv_.notify_all();
     }
   }
 
   std::shared_ptr<HostDevice> dev_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable work_cv_, done_cv_;
-  std::deque<std::function<void()>> queue_;
-  uint64_t enqueued_ = 0, done_ = 0;
-  bool stop_ = false;
+  std::deque<std::function<void()>> queue_ WHARF_GUARDED_BY(mu_);
+  uint64_t enqueued_ WHARF_GUARDED_BY(mu_) = 0;
+  uint64_t done_ WHARF_GUARDED_BY(mu_) = 0;  // tasks finished, in order: done_ <= enqueued_
+  bool stop_ WHARF_GUARDED_BY(mu_) = false;
   std::thread worker_;  // last: starts after the members it uses exist
 };
 
@@ -173,7 +186,7 @@ class HostDevice final : public Device {
   // the same paths as on a GPU); anything else is pageable host memory.
   PointerInfo query_pointer(const void* p) override {
     auto addr = reinterpret_cast<uintptr_t>(p);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = ranges_.upper_bound(addr);
     if (it != ranges_.begin()) {
       --it;
@@ -190,7 +203,7 @@ class HostDevice final : public Device {
   Status synchronize() override {
     std::vector<HostStream*> streams;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       streams.assign(streams_.begin(), streams_.end());
     }
     // Streams unregister in their destructor under mu_, but a stream being destroyed while
@@ -199,12 +212,12 @@ class HostDevice final : public Device {
     return Status::Ok();
   }
 
-  void add_stream(HostStream* s) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void add_stream(HostStream* s) WHARF_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     streams_.insert(s);
   }
-  void remove_stream(HostStream* s) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void remove_stream(HostStream* s) WHARF_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     streams_.erase(s);
   }
 
@@ -214,23 +227,25 @@ class HostDevice final : public Device {
     void* p = nullptr;
     if (posix_memalign(&p, 256, bytes) != 0 || !p)
       return OutOfMemory("host allocation of " + std::to_string(bytes) + " bytes failed");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ranges_[reinterpret_cast<uintptr_t>(p)] = {bytes, kind};
     *out = p;
     return Status::Ok();
   }
   void raw_free(MemKind, void* ptr) noexcept override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      ranges_.erase(reinterpret_cast<uintptr_t>(ptr));
+      MutexLock lock(mu_);
+      size_t erased = ranges_.erase(reinterpret_cast<uintptr_t>(ptr));
+      WHARF_DCHECK(erased == 1, "host device: freeing memory it did not allocate (or twice)");
+      (void)erased;
     }
     std::free(ptr);
   }
 
  private:
-  std::mutex mu_;
-  std::set<HostStream*> streams_;
-  std::map<uintptr_t, std::pair<uint64_t, MemKind>> ranges_;  // start -> (size, kind)
+  Mutex mu_;
+  std::set<HostStream*> streams_ WHARF_GUARDED_BY(mu_);
+  std::map<uintptr_t, std::pair<uint64_t, MemKind>> ranges_ WHARF_GUARDED_BY(mu_);  // start -> (size, kind)
 };
 
 HostStream::HostStream(std::shared_ptr<HostDevice> dev) : dev_(std::move(dev)), worker_([this] { run(); }) {
@@ -240,7 +255,7 @@ HostStream::HostStream(std::shared_ptr<HostDevice> dev) : dev_(std::move(dev)), 
 HostStream::~HostStream() {
   dev_->remove_stream(this);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   work_cv_.notify_one();
