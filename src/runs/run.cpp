@@ -102,4 +102,40 @@ Status Run::end() {
   return st;
 }
 
+Status Run::tensor_at(int index, BoundTensor* out) const {
+  const auto& decls = container_->decls();
+  if (index < 0 || size_t(index) >= decls.size())
+    return InvalidArgument("constant index " + std::to_string(index) + " out of range (container '" +
+                           container_->name() + "' declares " + std::to_string(decls.size()) + " constants)");
+  const ConstantDecl& d = decls[size_t(index)];
+  const std::shared_ptr<Slot>& slot = gen_->slots[size_t(index)];
+  if (!slot) return FailedPrecondition("constant '" + d.fqn + "' has no storage in this generation yet");
+  out->data = slot->data();
+  out->dtype = d.dtype;
+  out->shape = &d.shape;
+  out->nbytes = d.nbytes;
+  out->device_type = container_->device_type_of(d.placement);
+  out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
+  return Status::Ok();
+}
+
+Status Run::state_at(int index, BoundTensor* out) const {
+  const auto& states = container_->states();
+  if (index < 0 || size_t(index) >= states.size())
+    return InvalidArgument("state index " + std::to_string(index) + " out of range (container '" +
+                           container_->name() + "' declares " + std::to_string(states.size()) + " states)");
+  const std::string& fqn = states[size_t(index)].fqn;
+  if (!session_)
+    return FailedPrecondition("state '" + fqn + "': this run has no session (a fold callback's run reads constants only)");
+  StateView v;
+  WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
+  out->data = v.data;
+  out->dtype = v.dtype;
+  out->shape = v.shape;
+  out->nbytes = v.nbytes;
+  out->device_type = container_->device_type_of(Placement::kDevice);  // state lives with the device
+  out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
+  return Status::Ok();
+}
+
 }  // namespace wharf

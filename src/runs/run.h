@@ -50,6 +50,16 @@ class Run {
   Stream* stream_ = nullptr;
   uint64_t gen_id_ = 0;
   bool leased_ = false;  // end() must retire it
+
+ public:
+  // Index access for the C API's hot path (no name lookup for constants): constant `index`
+  // of the container's declarations (INVALID_ARGUMENT out of range), and state `index` of the
+  // container's state declarations, resolved in the run's session (FAILED_PRECONDITION when
+  // the run has none, as a fold's run).
+  Status tensor_at(int index, BoundTensor* out) const;
+  Status state_at(int index, BoundTensor* out) const;
+  const std::shared_ptr<Session>& session() const { return session_; }
+  const std::shared_ptr<Container>& container() const { return container_; }
 };
 
 }  // namespace wharf
