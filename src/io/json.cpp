@@ -2,38 +2,10 @@
 
 #include <algorithm>
 
+#include "core/text.h"
+
 namespace wharf::io::json {
 namespace {
-
-// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629; table 3-7 of the
-// Unicode standard), or 0 if the bytes there are not one. Rejects overlong forms, UTF-16
-// surrogates (U+D800..U+DFFF) and code points above U+10FFFF.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const size_t avail = s.size() - i;
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;       // overlong below U+0800
-    else if (c == 0xED) hi = 0x9F;  // surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;       // overlong below U+10000
-    else if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;  // continuation byte, C0/C1 (always overlong) or F5..FF
-  }
-  if (avail < len) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  return len;
-}
 
 void append_utf8(std::string* out, uint32_t cp) {
   if (cp < 0x80) {
@@ -490,37 +462,9 @@ Status parse(std::string_view text, Value* out, const ParseOptions& options) {
 
 // --- helpers ---------------------------------------------------------------------------------
 
-std::string quote_for_message(std::string_view s, size_t max_bytes) {
-  std::string_view shown = s;
-  if (s.size() > max_bytes) {
-    size_t cut = max_bytes;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not mid-character
-    shown = s.substr(0, cut);
-  }
-  std::string out = "'";
-  for (char c : shown) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) {
-      out += "\\x";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xF]);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out += "'";
-  if (shown.size() != s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
-  return out;
-}
+std::string quote_for_message(std::string_view s, size_t max_bytes) { return quote_name(s, max_bytes); }
 
-bool is_valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = utf8_sequence_length(s, i);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
+bool is_valid_utf8(std::string_view s) { return valid_utf8(s); }
 
 void append_quoted(std::string* out, std::string_view s) {
   out->push_back('"');

@@ -171,12 +171,13 @@ class Value {
 // "[0,0,0,...]"; for large untrusted input walk it with a Cursor instead.
 Status parse(std::string_view text, Value* out, const ParseOptions& options = {});
 
-// `s` in single quotes with control characters shown as \xNN: untrusted names echoed in error
-// messages must not carry newlines or terminal escapes into logs. Longer than max_bytes, it is
-// cut (at a UTF-8 boundary) and marked: 'abc'... (70000 bytes).
+// wharf::quote_name (core/text.h): `s` quoted for a status message, with JSON-style escapes, so
+// untrusted names echoed in error messages never carry newlines or terminal escapes into logs.
+// Longer than max_bytes, it is cut (at a UTF-8 boundary) and marked: 'abc'... (70000 bytes).
 std::string quote_for_message(std::string_view s, size_t max_bytes = 256);
 
-// True if `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
+// wharf::valid_utf8 (core/text.h): well-formed UTF-8 (no overlong forms, no surrogates, nothing
+// above U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 
 // Appends `s` as a JSON string literal (with quotes). `s` must be valid UTF-8; bytes are copied
