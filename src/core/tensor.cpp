@@ -22,13 +22,18 @@ Status TensorMeta::validate(const std::string& what) const {
   if (!strides.empty() && strides.size() != shape.size())
     return InvalidArgument(what + ": " + std::to_string(strides.size()) + " strides for " +
                            std::to_string(shape.size()) + " dimensions");
-  uint64_t n = 1;
+  // A zero dimension makes the element count exactly 0 wherever it stands: [4, 2^62, 2^62, 0]
+  // is as valid as [0, 2^62, 2^62, 4], so the product is formed only when no dimension is 0.
+  bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0)
       return InvalidArgument(what + ": negative dimension in shape " + shape_string(shape));
+    if (shape[i] == 0) empty = true;
+  }
+  uint64_t n = empty ? 0 : 1;
+  for (size_t i = 0; !empty && i < shape.size(); ++i)
     if (!checked_mul(n, static_cast<uint64_t>(shape[i]), &n))
       return InvalidArgument(what + ": element count of shape " + shape_string(shape) + " overflows");
-  }
   uint64_t bytes;
   if (!checked_mul(n, dtype_size(dtype), &bytes) || bytes > (uint64_t(1) << 62))
     return InvalidArgument(what + ": byte size of shape " + shape_string(shape) + " overflows");
@@ -59,18 +64,26 @@ uint64_t TensorMeta::numel() const {
 
 uint64_t TensorMeta::nbytes() const { return numel() * dtype_size(dtype); }
 
+// stride[i] is the product of the later dimensions. For a valid non-empty tensor that product
+// always fits (validate() bounds the byte size by 2^62). Only a zero-element view can have later
+// dimensions whose product exceeds int64 (shape [0, INT64_MAX, 4]); the exact value is then not
+// representable, and the stride saturates at INT64_MAX instead of overflowing (undefined
+// behaviour). Such a stride addresses nothing: the view has no element.
 std::vector<int64_t> TensorMeta::contiguous_strides() const {
   std::vector<int64_t> s(shape.size());
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= shape[i];
+    if (__builtin_mul_overflow(acc, shape[i], &acc)) acc = INT64_MAX;
   }
   return s;
 }
 
 bool TensorMeta::contiguous() const {
   if (strides.empty()) return true;
+  // No element: every stride vector describes the same (empty) view.
+  for (int64_t d : shape)
+    if (d == 0) return true;
   std::vector<int64_t> c = contiguous_strides();
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] != 1 && strides[i] != c[i]) return false;  // size-1 dims may carry any stride

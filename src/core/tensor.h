@@ -27,9 +27,14 @@ struct TensorMeta {
 
   uint64_t numel() const;      // product of shape (1 for a scalar); call validate() first
   uint64_t nbytes() const;     // numel * dtype size
-  bool contiguous() const;     // no strides, or strides equal to the row-major ones
+  // No strides, strides equal to the row-major ones (size-1 dimensions may carry any stride),
+  // or no element at all (a zero-element view is contiguous whatever its strides).
+  bool contiguous() const;
   // Bytes from the first to one past the last element addressed (strided views).
   uint64_t extent_bytes() const;
+  // Row-major strides: stride[i] = product of shape[i+1..]. Never overflows: for a zero-element
+  // view whose later dimensions multiply past int64 (shape [0, INT64_MAX, 4]) the stride
+  // saturates at INT64_MAX (it addresses nothing).
   std::vector<int64_t> contiguous_strides() const;
 };
 

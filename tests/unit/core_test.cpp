@@ -3,6 +3,11 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/text.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace wharf {
 namespace {
@@ -74,6 +79,159 @@ TEST(TensorMeta, ValidateAndSizes) {
   bad_strides.shape = {2, 2};
   bad_strides.strides = {1};
   EXPECT_EQ(bad_strides.validate("b").code(), Code::kInvalidArgument);
+}
+
+
+// Shapes with a zero dimension address no element, so any dimension may be huge (the validator
+// checks only the byte size, 0). The contiguous strides are still defined, without signed
+// overflow (UBSan aborted here): a stride whose exact value does not fit int64 saturates at
+// INT64_MAX, and a zero-element view counts as contiguous whatever its strides.
+TEST(TensorMeta, ZeroElementViewsWithHugeDimensionsHaveDefinedStrides) {
+  TensorMeta m;
+  m.dtype = DType::kF32;
+  m.shape = {0, INT64_MAX, 4};
+  ASSERT_TRUE(m.validate("z").ok());
+  EXPECT_EQ(m.numel(), 0u);
+  EXPECT_EQ(m.nbytes(), 0u);
+  EXPECT_EQ(m.contiguous_strides(), (std::vector<int64_t>{INT64_MAX, 4, 1}));
+  EXPECT_TRUE(m.contiguous());
+  m.strides = {0, 4, 1};
+  ASSERT_TRUE(m.validate("z").ok());
+  EXPECT_TRUE(m.contiguous());
+  EXPECT_EQ(m.extent_bytes(), 0u);
+
+  m.shape = {INT64_MAX, INT64_MAX, 0};
+  m.strides.clear();
+  ASSERT_TRUE(m.validate("z").ok());
+  EXPECT_EQ(m.contiguous_strides(), (std::vector<int64_t>{0, 0, 1}));
+  m.shape = {3, INT64_MAX, INT64_MAX, 0, 2};
+  EXPECT_EQ(m.contiguous_strides(), (std::vector<int64_t>{0, 0, 0, 2, 1}));
+  m.shape = {0, int64_t(1) << 62, 2, 2};
+  EXPECT_EQ(m.contiguous_strides(), (std::vector<int64_t>{INT64_MAX, 4, 2, 1}));
+
+  // Zero elements: the layout is irrelevant, every stride vector describes the same (empty) view.
+  m.shape = {2, 0, 3};
+  m.strides = {1, 1, 1};
+  ASSERT_TRUE(m.validate("z").ok());
+  EXPECT_TRUE(m.contiguous());
+
+  // Non-empty shapes keep the row-major strides.
+  m.shape = {2, 3, 4};
+  m.strides.clear();
+  EXPECT_EQ(m.contiguous_strides(), (std::vector<int64_t>{12, 4, 1}));
+  m.strides = {12, 4, 1};
+  EXPECT_TRUE(m.contiguous());
+  m.strides = {12, 1, 3};
+  EXPECT_FALSE(m.contiguous());
+  m.shape = {1, 3, 4};
+  m.strides = {99, 4, 1};  // size-1 dimensions may carry any stride
+  EXPECT_TRUE(m.contiguous());
+}
+
+// --- text: quoting and checking names --------------------------------------------------------
+
+TEST(Text, QuoteNameEscapesJsonStyle) {
+  EXPECT_EQ(quote_name(std::string("layers.0.w")), "'layers.0.w'");
+  EXPECT_EQ(quote_name(std::string("layers.0\n")), "'layers.0\\n'");
+  EXPECT_EQ(quote_name(std::string("")), "''");
+  EXPECT_EQ(quote_name(std::string("a\r\t\b\fz")), "'a\\r\\t\\b\\fz'");
+  EXPECT_EQ(quote_name(std::string("q'uo\"te\\")), "'q\\'uo\"te\\\\'");
+  EXPECT_EQ(quote_name(std::string("\x1b[31mred\x7f")), "'\\u001b[31mred\\u007f'");
+  EXPECT_EQ(quote_name(std::string("a\0b", 3)), "'a\\u0000b'");
+  // Printable non-ASCII text is shown as is.
+  EXPECT_EQ(quote_name(std::string("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80")),
+            "'caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80'");
+  // C1 controls (U+009B is CSI to some terminals), separators and bidi controls are escaped.
+  EXPECT_EQ(quote_name(std::string("\xC2\x9B" "31m\xC2\x85")), "'\\u009b31m\\u0085'");
+  EXPECT_EQ(quote_name(std::string("a\xE2\x80\xA8" "b\xE2\x80\xAE" "c\xE2\x81\xA6" "d\xE2\x80\x8F")),
+            "'a\\u2028b\\u202ec\\u2066d\\u200f'");
+  // Bytes that are not UTF-8 are shown as \xNN, one by one.
+  EXPECT_EQ(quote_name(std::string("a\xC0\xAF" "b")), "'a\\xc0\\xafb'");
+  EXPECT_EQ(quote_name(std::string("\xED\xA0\x80")), "'\\xed\\xa0\\x80'");
+  EXPECT_EQ(quote_name(std::string("x\xE2\x82")), "'x\\xe2\\x82'");
+  EXPECT_EQ(quote_name(std::string("\xFF")), "'\\xff'");
+  // Long names are cut at a character boundary and marked.
+  EXPECT_EQ(quote_name(std::string(300, 'x')), "'" + std::string(kMaxQuotedNameBytes, 'x') + "'... (300 bytes)");
+  EXPECT_EQ(quote_name("ab\xC3\xA9" "cd", 3), "'ab'... (6 bytes)");
+  EXPECT_EQ(quote_name("ab\xC3\xA9" "cd", 4), "'ab\xC3\xA9'... (6 bytes)");
+  EXPECT_EQ(quote_name("abc", 3), "'abc'");
+  EXPECT_EQ(quote_path("/tmp/" + std::string(1000, 'p')), "'/tmp/" + std::string(1000, 'p') + "'");
+
+  // Whatever goes in, what comes out is valid UTF-8 without a control character.
+  std::string every;
+  for (int b = 0; b < 256; ++b) every.push_back(static_cast<char>(b));
+  const std::string q = quote_name(every, 1000);
+  EXPECT_TRUE(valid_utf8(q));
+  for (char c : q) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_FALSE(u < 0x20 || u == 0x7F) << int(u);
+  }
+}
+
+TEST(Text, ValidUtf8IsStrict) {
+  EXPECT_TRUE(valid_utf8(""));
+  EXPECT_TRUE(valid_utf8("layers.0.weight"));
+  EXPECT_TRUE(valid_utf8(std::string("a\0b", 3)));  // NUL is UTF-8; check_fqn refuses it
+  EXPECT_TRUE(valid_utf8("\xC2\x80\xDF\xBF\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF"));
+  EXPECT_TRUE(valid_utf8("\xF0\x90\x80\x80\xF4\x8F\xBF\xBF"));  // U+10000, U+10FFFF
+  const char* bad[] = {
+      "\xC0\xAF",          // overlong '/'
+      "\xC1\xBF",          // overlong
+      "\xE0\x80\xAF",      // overlong 3-byte
+      "\xE0\x9F\xBF",      // overlong below U+0800
+      "\xF0\x80\x80\xAF",  // overlong 4-byte
+      "\xF0\x8F\xBF\xBF",  // overlong below U+10000
+      "\xED\xA0\x80",      // U+D800, high surrogate
+      "\xED\xBF\xBF",      // U+DFFF, low surrogate
+      "\xED\xA0\xBD\xED\xB8\x80",  // a surrogate pair spelled as two 3-byte forms (CESU-8)
+      "\xF4\x90\x80\x80",  // U+110000
+      "\xF5\x80\x80\x80",  // past U+10FFFF
+      "\xF8\x88\x80\x80\x80",  // 5-byte form
+      "\xFE", "\xFF",
+      "\x80",              // lone continuation byte
+      "a\xBF",
+      "\xC2",              // truncated 2-byte
+      "\xE2\x82",          // truncated 3-byte
+      "\xF0\x9F\x98",      // truncated 4-byte
+      "\xE2\x82" "a",      // continuation missing mid-string
+      "\xC2\xC2\x80",
+  };
+  for (const char* b : bad) EXPECT_FALSE(valid_utf8(b)) << quote_name(std::string(b));
+  EXPECT_FALSE(valid_utf8(std::string("ok\xE2\x82")));
+  EXPECT_FALSE(valid_utf8(std::string_view("ok\xE2\x82", 5)));
+
+  EXPECT_EQ(utf8_error_offset("abc"), 3u);
+  EXPECT_EQ(utf8_error_offset("ab\xC0\xAF"), 2u);
+  EXPECT_EQ(utf8_error_offset("\xC3\xA9\xE2\x82"), 2u);
+}
+
+TEST(Text, CheckFqn) {
+  EXPECT_TRUE(check_fqn("constant", "layers.0.w").ok());
+  EXPECT_TRUE(check_fqn("constant", "caf\xC3\xA9.\xF0\x9F\x98\x80").ok());
+  EXPECT_TRUE(check_fqn("constant", "with space and 'quotes'").ok());
+
+  Status st = check_fqn("constant", "");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.message(), "constant: empty name");
+
+  st = check_fqn("state", std::string("kv\0cache", 8));
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.message(), "state 'kv\\u0000cache': name contains a NUL byte (byte 2)");
+
+  struct Case { std::string name, shown; size_t at; };
+  const Case cases[] = {
+      {"a\xC0\xAF", "'a\\xc0\\xaf'", 1},
+      {"\xED\xA0\x80", "'\\xed\\xa0\\x80'", 0},
+      {"x.\xF4\x90\x80\x80", "'x.\\xf4\\x90\\x80\\x80'", 2},
+      {"w\xE2\x82", "'w\\xe2\\x82'", 1},
+      {"w\xC3", "'w\\xc3'", 1},
+  };
+  for (const Case& c : cases) {
+    st = check_fqn("container 'm': constant", c.name);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument);
+    EXPECT_EQ(st.message(), "container 'm': constant " + c.shown + ": name is not valid UTF-8 (byte " +
+                                std::to_string(c.at) + ")");
+  }
 }
 
 }  // namespace
