@@ -1,12 +1,14 @@
 #include "constants/constant_map.h"
 
+#include "core/text.h"
 #include "io/safetensors.h"
 
 namespace wharf {
 
 Status ConstantMap::set(std::string fqn, TensorMeta meta, void* data) {
   if (fqn.empty()) return InvalidArgument("constant map: empty FQN");
-  std::string what = "constant '" + fqn + "'";
+  WHARF_RETURN_IF_ERROR(check_fqn("constant", fqn));  // no NUL, valid UTF-8
+  std::string what = "constant " + quote_name(fqn);
   WHARF_RETURN_IF_ERROR(meta.validate(what));
   if (!data && meta.numel() > 0)
     return InvalidArgument(what + ": null data for shape " + shape_string(meta.shape));
@@ -35,7 +37,7 @@ Status ConstantMap::load_safetensors(const std::string& path, std::unique_ptr<Co
     // The mapping is read-only; views hand out void* as every view does, and Wharf only
     // ever reads a map's data.
     WHARF_RETURN_IF_ERROR(map->set(t.name, std::move(meta), const_cast<void*>(t.data))
-                              .with_context("loading '" + path + "'"));
+                              .with_context("loading " + quote_path(path)));
   }
   map->metadata_ = file->metadata();
   map->file_ = std::move(file);

@@ -24,13 +24,17 @@ struct MapEntry {
 
 class ConstantMap {
  public:
-  // Validates and adds; on error the map is unchanged.
+  // Validates and adds; on error the map is unchanged. The FQN must pass check_fqn (non-empty,
+  // no NUL, valid UTF-8): kInvalidArgument otherwise; a name already present: kAlreadyExists.
+  // Messages quote the name with quote_name (core/text.h).
   Status set(std::string fqn, TensorMeta meta, void* data);
   const MapEntry* find(std::string_view fqn) const;
   size_t size() const { return entries_.size(); }
   const MapEntry& entry(size_t i) const { return entries_[i]; }
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
+  // Opens `path` without blocking (a FIFO or device is refused as kIoError, see MappedFile) and
+  // keeps its mapping for the views' life.
   static Status load_safetensors(const std::string& path, std::unique_ptr<ConstantMap>* out);
   Status save_safetensors(const std::string& path) const;
 

@@ -14,8 +14,11 @@ class MappedFile {
  public:
   // Maps `path` with PROT_READ / MAP_PRIVATE. The descriptor is closed once the mapping exists
   // (the mapping keeps the file alive). A missing file is kNotFound naming the path; any other
-  // failure (permissions, a directory, mmap) is kIoError with the path and strerror. An empty
-  // file succeeds with data() == nullptr and size() == 0 (mmap cannot map zero bytes).
+  // failure (permissions, mmap) is kIoError with the path and strerror. Only regular files are
+  // mapped: the open never blocks (O_NONBLOCK, cleared afterwards), so a FIFO, a device, a
+  // socket or a directory is refused at once as kIoError "not a regular file (a FIFO)". Paths
+  // appear in messages through quote_path. An empty file succeeds with data() == nullptr and
+  // size() == 0 (mmap cannot map zero bytes).
   //
   // Caveat of every mmap reader: if another process truncates the file while it is mapped,
   // touching the lost pages raises SIGBUS. Model files are written by rename (see the writer),

@@ -45,9 +45,13 @@ struct SafetensorsTensor {
 class SafetensorsFile {
  public:
   // mmaps `path` read-only (PROT_READ, MAP_PRIVATE), validates everything, and keeps the mapping
-  // alive for the object's life. Missing file: kNotFound naming the path; other open/mmap
-  // failures: kIoError with strerror; anything wrong with the contents: kDataCorrupt whose
-  // message names the path and, where there is one, the tensor at fault.
+  // alive for the object's life. Missing file: kNotFound naming the path; not a regular file
+  // (a FIFO, a device: refused without blocking) and other open/mmap failures: kIoError with
+  // strerror; anything wrong with the contents: kDataCorrupt whose message names the path and,
+  // where there is one, the tensor at fault. Names and paths in messages go through quote_name
+  // (core/text.h), so a hostile name cannot put a newline or a terminal escape in a log.
+  // Tensor names must pass check_fqn (non-empty, no NUL, valid UTF-8); metadata keys and values
+  // may be empty but must be valid UTF-8 without NUL.
   static Status open(const std::string& path, std::unique_ptr<SafetensorsFile>* out);
 
   // The same validation over `size` bytes at `bytes`, which the caller keeps alive and unchanged
@@ -94,9 +98,10 @@ struct TensorToWrite {
 // Writes `path + ".tmp.<pid>.<n>"`, fsyncs it and rename()s it over `path`, so readers see the
 // old file or the new one, never a partial one; the temporary is removed on failure.
 // kInvalidArgument naming the tensor for: an empty name, "__metadata__", a name or metadata that
-// is not valid UTF-8 or (names) contains NUL, a duplicate name or metadata key, a non-CPU or
-// invalid meta, or null data with a nonzero size. kIoError naming the path and strerror for any
-// file system failure.
+// is not valid UTF-8 or contains NUL, a duplicate name or metadata key, a non-CPU or invalid
+// meta, or null data with a nonzero size. kIoError naming the path and strerror for any file
+// system failure, including a temporary name already taken by something that is not a regular
+// file (never followed through a symbolic link, never blocking on a FIFO).
 Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const std::vector<std::pair<std::string, std::string>>& metadata);
 

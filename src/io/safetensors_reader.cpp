@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/checked.h"
+#include "core/text.h"
 #include "io/json.h"
 #include "io/mapped_file.h"
 #include "io/safetensors.h"
@@ -37,14 +38,14 @@ struct Field {
   int index = -1;    // element index, or -1
 
   std::string str() const {
-    std::string s = "tensor " + json::quote_for_message(tensor) + ": " + name;
+    std::string s = "tensor " + quote_name(tensor) + ": " + name;
     if (index >= 0) s += "[" + std::to_string(index) + "]";
     return s;
   }
 };
 
 Status corrupt(const std::string& tensor, const std::string& what) {
-  return DataCorrupt("tensor " + json::quote_for_message(tensor) + ": " + what);
+  return DataCorrupt("tensor " + quote_name(tensor) + ": " + what);
 }
 
 // Checks that the next value has kind `want`.
@@ -82,8 +83,10 @@ Status read_count(json::Cursor* c, const Field& f, uint64_t max, uint64_t* out) 
 // as the reference implementation does, so files from newer writers still load.
 Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size, SafetensorsTensor* t) {
   if (name.empty()) return DataCorrupt("tensor with an empty name");
-  // Names cross the C ABI as NUL-terminated strings, where "a\0b" would read as "a".
-  if (name.find('\0') != std::string::npos) return corrupt(name, "name contains a NUL character");
+  // Names cross the C ABI as NUL-terminated strings, where "a\0b" would read as "a"; and the
+  // header promises UTF-8 (which the JSON layer already enforces: this is the same rule every
+  // entry point applies, kept here so the reader never depends on the parser for it).
+  if (Status st = check_fqn("tensor", name); !st.ok()) return DataCorrupt(st.message());
   WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kObject, {name, "entry"}));
   WHARF_RETURN_IF_ERROR(syntax(c->begin_object()));
 
@@ -101,7 +104,7 @@ Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size,
       s.clear();
       WHARF_RETURN_IF_ERROR(syntax(c->read_string(&s)));
       const std::optional<DType> d = dtype_from_name(s);
-      if (!d) return corrupt(name, "unknown dtype " + json::quote_for_message(s));
+      if (!d) return corrupt(name, "unknown dtype " + quote_name(s));
       dt = *d;
       have_dtype = true;
     } else if (key == "shape") {
@@ -146,9 +149,11 @@ Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size,
     return corrupt(name, range() + " run past the end of the data section (" + std::to_string(data_size) + " bytes)");
 
   const auto shape_desc = [&] { return "shape " + shape_string(shp) + " of " + dtype_name(dt); };
-  uint64_t numel = 1, nbytes;
-  for (int64_t d : shp)
-    if (!checked_mul(numel, static_cast<uint64_t>(d), &numel))
+  // A zero dimension makes the count exactly 0 wherever it stands (no spurious overflow for
+  // [2^62, 2^62, 0]); otherwise the product must fit.
+  uint64_t numel = std::find(shp.begin(), shp.end(), 0) != shp.end() ? 0 : 1, nbytes;
+  for (size_t i = 0; numel != 0 && i < shp.size(); ++i)
+    if (!checked_mul(numel, static_cast<uint64_t>(shp[i]), &numel))
       return corrupt(name, "element count of " + shape_desc() + " overflows 64 bits");
   if (!checked_mul(numel, dtype_size(dt), &nbytes))
     return corrupt(name, "byte size of " + shape_desc() + " overflows 64 bits");
@@ -178,9 +183,18 @@ Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::st
     if (!more) return Status::Ok();
     WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
     if (k != json::Kind::kString)
-      return DataCorrupt("__metadata__ key " + json::quote_for_message(key) + " has a JSON " +
+      return DataCorrupt("__metadata__ key " + quote_name(key) + " has a JSON " +
                          json::kind_name(k) + " value, expected a string");
     WHARF_RETURN_IF_ERROR(syntax(c->read_string(&value)));
+    // Metadata crosses the C ABI as NUL-terminated strings too: "a\0b" would read as "a".
+    // Empty keys and values are allowed (the format does not forbid them).
+    if (key.find('\0') != std::string::npos)
+      return DataCorrupt("__metadata__ key " + quote_name(key) + " contains a NUL byte");
+    if (value.find('\0') != std::string::npos)
+      return DataCorrupt("__metadata__ key " + quote_name(key) + ": value contains a NUL byte");
+    if (!valid_utf8(key)) return DataCorrupt("__metadata__ key " + quote_name(key) + " is not valid UTF-8");
+    if (!valid_utf8(value))
+      return DataCorrupt("__metadata__ key " + quote_name(key) + ": value is not valid UTF-8");
     out->emplace_back(std::move(key), std::move(value));
   }
 }
@@ -200,9 +214,9 @@ Status check_overlaps(const std::vector<SafetensorsTensor>& tensors) {
     const SafetensorsTensor& prev = tensors[order[k - 1]];
     const SafetensorsTensor& cur = tensors[order[k]];
     if (prev.end > cur.begin)
-      return DataCorrupt("tensor " + json::quote_for_message(prev.name) + ": data_offsets " +
+      return DataCorrupt("tensor " + quote_name(prev.name) + ": data_offsets " +
                          offsets_string(prev.begin, prev.end) + " overlap tensor " +
-                         json::quote_for_message(cur.name) + " data_offsets " +
+                         quote_name(cur.name) + " data_offsets " +
                          offsets_string(cur.begin, cur.end));
   }
   return Status::Ok();
@@ -299,13 +313,13 @@ Status SafetensorsFile::open(const std::string& path, std::unique_ptr<Safetensor
     std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
     WHARF_RETURN_IF_ERROR(MappedFile::open(path, &f->mapping_));
     Status st = f->init(f->mapping_->data(), f->mapping_->size());
-    if (!st.ok()) return st.with_context("safetensors file '" + path + "'");
+    if (!st.ok()) return st.with_context("safetensors file " + quote_path(path));
     *out = std::move(f);
     return Status::Ok();
   } catch (const std::bad_alloc&) {
-    return OutOfMemory("reading safetensors file '" + path + "': out of host memory");
+    return OutOfMemory("reading safetensors file " + quote_path(path) + ": out of host memory");
   } catch (const std::exception& e) {
-    return Internal("reading safetensors file '" + path + "': " + e.what());
+    return Internal("reading safetensors file " + quote_path(path) + ": " + e.what());
   }
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "core/checked.h"
+#include "core/text.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
@@ -104,16 +105,19 @@ bool write_gathered(FileWriter* w, const TensorMeta& m, const uint8_t* src) {
   }
 }
 
-std::string tensor_what(const TensorToWrite& t) { return "tensor " + json::quote_for_message(t.name); }
+std::string tensor_what(const TensorToWrite& t) { return "tensor " + quote_name(t.name); }
 
 Status validate_inputs(const std::vector<TensorToWrite>& tensors,
                        const std::vector<std::pair<std::string, std::string>>& metadata,
                        std::vector<uint64_t>* sizes) {
   std::unordered_set<std::string_view> keys;
   for (const auto& kv : metadata) {
-    const std::string what = "metadata key " + json::quote_for_message(kv.first);
-    if (!json::is_valid_utf8(kv.first)) return InvalidArgument(what + " is not valid UTF-8");
-    if (!json::is_valid_utf8(kv.second)) return InvalidArgument(what + ": value is not valid UTF-8");
+    const std::string what = "metadata key " + quote_name(kv.first);
+    // The reader refuses NUL in metadata (it would cut a C string short), so never write one.
+    if (kv.first.find('\0') != std::string::npos) return InvalidArgument(what + " contains a NUL byte");
+    if (kv.second.find('\0') != std::string::npos) return InvalidArgument(what + ": value contains a NUL byte");
+    if (!valid_utf8(kv.first)) return InvalidArgument(what + " is not valid UTF-8");
+    if (!valid_utf8(kv.second)) return InvalidArgument(what + ": value is not valid UTF-8");
     if (!keys.insert(kv.first).second) return InvalidArgument(what + " appears twice");
   }
 
@@ -126,8 +130,7 @@ Status validate_inputs(const std::vector<TensorToWrite>& tensors,
     const std::string what = tensor_what(t);
     // Each of these would make a file the reader rejects (or reads differently).
     if (t.name == "__metadata__") return InvalidArgument(what + ": the name is reserved for metadata");
-    if (t.name.find('\0') != std::string::npos) return InvalidArgument(what + ": name contains a NUL character");
-    if (!json::is_valid_utf8(t.name)) return InvalidArgument(what + ": name is not valid UTF-8");
+    WHARF_RETURN_IF_ERROR(check_fqn("tensor", t.name));  // NUL, UTF-8
     if (!names.insert(t.name).second) return InvalidArgument(what + ": name appears twice");
     WHARF_RETURN_IF_ERROR(t.meta.validate(what));
     if (t.meta.device_type != DeviceType::kCpu)
@@ -208,7 +211,7 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   WHARF_RETURN_IF_ERROR(validate_inputs(tensors, metadata, &sizes));
   const std::string header = build_header(tensors, metadata, sizes);
   if (header.size() > kMaxSafetensorsHeaderBytes)
-    return InvalidArgument("writing '" + path + "': the header would be " + std::to_string(header.size()) +
+    return InvalidArgument("writing " + quote_path(path) + ": the header would be " + std::to_string(header.size()) +
                            " bytes, more than the " + std::to_string(kMaxSafetensorsHeaderBytes) +
                            " a reader accepts");
 
@@ -217,17 +220,30 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   static std::atomic<uint64_t> counter{0};
   TempFile tmp(path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
   const auto fail = [&](const char* what, int err) {
-    return IoError("writing '" + path + "': " + what + " '" + tmp.path() + "': " + errno_text(err));
+    return IoError("writing " + quote_path(path) + ": " + what + " " + quote_path(tmp.path()) + ": " + errno_text(err));
   };
 
+  // Whatever already sits at the temporary name must not make the open block or redirect the
+  // write: O_NONBLOCK makes a FIFO fail (ENXIO) or open at once instead of waiting for a reader,
+  // O_NOFOLLOW refuses a symbolic link, and fstat refuses anything but a regular file.
   do {
-    *tmp.fd() = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    *tmp.fd() = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY,
+                       0644);
   } while (*tmp.fd() < 0 && errno == EINTR);
   if (*tmp.fd() < 0) {
     const int err = errno;
     tmp.committed();  // nothing was created; a file of that name, if any, is not ours
     return fail("cannot create", err);
   }
+  struct stat st;
+  if (::fstat(*tmp.fd(), &st) != 0) return fail("cannot stat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    tmp.committed();  // not a file we created: leave it alone
+    return IoError("writing " + quote_path(path) + ": the temporary " + quote_path(tmp.path()) +
+                   " exists and is not a regular file");
+  }
+  const int flags = ::fcntl(*tmp.fd(), F_GETFL);
+  if (flags < 0 || ::fcntl(*tmp.fd(), F_SETFL, flags & ~O_NONBLOCK) != 0) return fail("cannot clear O_NONBLOCK on", errno);
 
   FileWriter w(*tmp.fd());
   uint8_t len[8];
@@ -249,13 +265,14 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   if (::close(fd) != 0) return fail("cannot close", errno);  // e.g. deferred NFS write errors
   if (::rename(tmp.path().c_str(), path.c_str()) != 0) {
     const int err = errno;
-    return IoError("writing '" + path + "': cannot rename '" + tmp.path() + "' to it: " + errno_text(err));
+    return IoError("writing " + quote_path(path) + ": cannot rename " + quote_path(tmp.path()) + " to it: " +
+                   errno_text(err));
   }
   tmp.committed();
 
   // Persist the directory entry too. Best effort: the file is already in place, and some file
   // systems refuse fsync on a directory; a failure here is not a failed write.
-  const int dfd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dfd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
   if (dfd >= 0) {
     (void)::fsync(dfd);
     ::close(dfd);
@@ -270,9 +287,9 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   try {
     return write_impl(path, tensors, metadata);
   } catch (const std::bad_alloc&) {
-    return OutOfMemory("writing '" + path + "': out of host memory");
+    return OutOfMemory("writing " + quote_path(path) + ": out of host memory");
   } catch (const std::exception& e) {
-    return Internal("writing '" + path + "': " + e.what());
+    return Internal("writing " + quote_path(path) + ": " + e.what());
   }
 }
 
