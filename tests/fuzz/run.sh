@@ -56,6 +56,14 @@ seeds = {
         "a": {"dtype": "I16", "shape": [2], "data_offsets": [0, 4]},
     }, b"abcdefghij", pad=False),
     "empty": image({}),
+    "zero_huge_dims": image({
+        "z": {"dtype": "F32", "shape": [4294967296, 4294967296, 0], "data_offsets": [0, 0]},
+        "y": {"dtype": "U8", "shape": [0, 9223372036854775807, 4], "data_offsets": [0, 0]},
+    }),
+    "escapes_in_names": image({
+        "__metadata__": {"k\u001b[31m": "v\n"},
+        "layers.0\n\u001b[31m\u009b\u202e": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+    }, b"x"),
 }
 for name, data in seeds.items():
     with open(os.path.join(sys.argv[1], name), "wb") as f:
@@ -81,6 +89,13 @@ cat > "$out/safetensors.dict" <<'DICT'
 "BOOL"
 "\\u"
 "\\uD83D\\uDE00"
+"\\u0000"
+"\\u001b"
+"\\u009b"
+"\\u202e"
+"\xc0\xaf"
+"\xed\xa0\x80"
+"9223372036854775807"
 "18446744073709551615"
 "9223372036854775808"
 "4294967296"
