@@ -26,7 +26,7 @@ const char* file_type_name(mode_t mode) {
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
-  return "not a file";
+  return "an unknown kind of file";
 }
 
 }  // namespace
