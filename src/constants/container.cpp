@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "core/text.h"
 #include "core/checked.h"
 #include "core/logging.h"
 #include "core/test_hooks.h"
@@ -13,7 +14,7 @@
 namespace wharf {
 namespace {
 
-std::string quoted(const std::string& fqn) { return "constant '" + fqn + "'"; }
+std::string quoted(const std::string& fqn) { return "constant " + quote_name(fqn) + ""; }
 
 std::string hex_u32(uint32_t v) {
   char buf[16];
@@ -29,12 +30,14 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
   c->runtime_ = std::move(runtime);
   c->name_ = config.name.empty() ? "model" : std::move(config.name);
   c->max_session_bytes_ = config.max_session_bytes;
+  WHARF_RETURN_IF_ERROR(check_fqn("container name", c->name_));
   std::vector<ConstantDecl>& decls = config.constants;
   for (size_t i = 0; i < decls.size(); ++i) {
     ConstantDecl& d = decls[i];
     if (d.fqn.empty())
-      return InvalidArgument("container '" + c->name_ + "': constant declaration " + std::to_string(i) +
+      return InvalidArgument("container " + quote_name(c->name_) + ": constant declaration " + std::to_string(i) +
                              " has an empty FQN");
+    WHARF_RETURN_IF_ERROR(check_fqn("container " + quote_name(c->name_) + ": constant", d.fqn));
     std::string what = quoted(d.fqn);
     if (d.placement != Placement::kDevice && d.placement != Placement::kHost)
       return InvalidArgument(what + ": unknown placement " + std::to_string(int(d.placement)));
@@ -46,7 +49,7 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     WHARF_RETURN_IF_ERROR(m.validate(what));
     d.nbytes = m.nbytes();
     if (!c->index_.emplace(d.fqn, int(i)).second)
-      return InvalidArgument("container '" + c->name_ + "': " + what + " is declared twice");
+      return InvalidArgument("container " + quote_name(c->name_) + ": " + what + " is declared twice");
     c->has_derived_ |= d.derived();
   }
   c->decls_ = std::move(decls);
@@ -55,13 +58,14 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
   for (size_t i = 0; i < config.states.size(); ++i) {
     const StateInit& si = config.states[i];
     if (si.fqn.empty())
-      return InvalidArgument("container '" + c->name_ + "': state declaration " + std::to_string(i) +
+      return InvalidArgument("container " + quote_name(c->name_) + ": state declaration " + std::to_string(i) +
                              " has an empty FQN");
-    std::string what = "state '" + si.fqn + "'";
+    WHARF_RETURN_IF_ERROR(check_fqn("container " + quote_name(c->name_) + ": state", si.fqn));
+    std::string what = "state " + quote_name(si.fqn) + "";
     if (c->index_.count(si.fqn))
-      return InvalidArgument("container '" + c->name_ + "': " + what + " has the FQN of a constant");
+      return InvalidArgument("container " + quote_name(c->name_) + ": " + what + " has the FQN of a constant");
     if (!c->state_index_.emplace(si.fqn, int(i)).second)
-      return InvalidArgument("container '" + c->name_ + "': " + what + " is declared twice");
+      return InvalidArgument("container " + quote_name(c->name_) + ": " + what + " is declared twice");
     TensorMeta m;
     m.dtype = si.dtype;
     m.shape = si.shape;
@@ -73,7 +77,7 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
       as_decl.shape = si.shape;
       as_decl.nbytes = m.nbytes();
       Status st = validate_constant_source(*c->runtime_, as_decl, si.meta, si.data);
-      if (!st.ok()) return InvalidArgument("container '" + c->name_ + "': initial value of " + what + ": " + st.message());
+      if (!st.ok()) return InvalidArgument("container " + quote_name(c->name_) + ": initial value of " + what + ": " + st.message());
     }
     StateDecl sd;
     sd.fqn = si.fqn;
@@ -85,7 +89,7 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
 
   if (config.store) {
     if (&config.store->runtime() != c->runtime_.get())
-      return InvalidArgument("container '" + c->name_ + "': its weight store belongs to another runtime");
+      return InvalidArgument("container " + quote_name(c->name_) + ": its weight store belongs to another runtime");
     WHARF_RETURN_IF_ERROR(config.store->join(c.get(), c->name_, c->decls_));
     c->store_ = std::move(config.store);  // from here on ~Container leaves the store
   }
@@ -98,13 +102,13 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     StateDecl& sd = c->states_[i];
     if (!si.has_initial || sd.nbytes == 0) continue;
     WHARF_RETURN_IF_ERROR(c->runtime_->device().allocate(MemKind::kDevice, MemTag::kState, sd.nbytes,
-                                                         "initial value of state '" + sd.fqn + "'", &sd.initial));
+                                                         "initial value of state " + quote_name(sd.fqn) + "", &sd.initial));
     reqs.push_back({sd.initial.data(), si.data, sd.nbytes});
   }
   if (!reqs.empty()) {
     TransferEngine* engine = nullptr;
     WHARF_RETURN_IF_ERROR(c->runtime_->transfers(&engine));
-    WHARF_RETURN_IF_ERROR(engine->copy(reqs, {}).with_context("container '" + c->name_ + "': capturing initial state values"));
+    WHARF_RETURN_IF_ERROR(engine->copy(reqs, {}).with_context("container " + quote_name(c->name_) + ": capturing initial state values"));
   }
   *out = std::move(c);
   return Status::Ok();
@@ -119,7 +123,7 @@ Status Container::reserve_session_bytes(uint64_t bytes) {
   uint64_t cur = session_bytes_.load();
   for (;;) {
     if (max_session_bytes_ != 0 && (bytes > max_session_bytes_ || cur > max_session_bytes_ - bytes))
-      return ResourceExhausted("container '" + name_ + "': a session of " + std::to_string(bytes) +
+      return ResourceExhausted("container " + quote_name(name_) + ": a session of " + std::to_string(bytes) +
                                " state bytes would pass max_session_bytes " + std::to_string(max_session_bytes_) +
                                " (" + std::to_string(cur) + " held by live sessions)");
     if (session_bytes_.compare_exchange_weak(cur, cur + bytes)) return Status::Ok();
@@ -139,7 +143,7 @@ Container::~Container() {
   }
   for (Retired& r : retired) {
     Status st = r.event ? r.event->synchronize() : runtime_->device().synchronize();
-    if (!st.ok()) WHARF_LOG(kError, "container '" + name_ + "': waiting for a run at free: " + st.message());
+    if (!st.ok()) WHARF_LOG(kError, "container " + quote_name(name_) + ": waiting for a run at free: " + st.message());
   }
 }
 
@@ -199,7 +203,7 @@ Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts
   for (size_t i = 0; i < map.size(); ++i) {
     const MapEntry& e = map.entry(i);
     int idx = find(e.fqn);
-    if (idx < 0) return NotFound(quoted(e.fqn) + " is not declared by container '" + name_ + "'");
+    if (idx < 0) return NotFound(quoted(e.fqn) + " is not declared by container " + quote_name(name_) + "");
     const ConstantDecl& d = decls_[idx];
     if (d.derived())
       return InvalidArgument(quoted(e.fqn) + " is derived (computed by the fold callback); it cannot be supplied by a map");
@@ -215,8 +219,8 @@ Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts
                                std::to_string(plan->size()) + " of the container's constants given)");
   }
   if (has_derived_ && !plan->empty() && !opts.fold)
-    return InvalidArgument("container '" + name_ +
-                           "' declares derived constants; an update needs a fold callback to recompute them");
+    return InvalidArgument("container " + quote_name(name_) +
+                           " declares derived constants; an update needs a fold callback to recompute them");
   return Status::Ok();
 }
 
@@ -240,26 +244,26 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
     reqs.push_back({gen->slots[p.index]->data(), p.entry->data, decls_[p.index].nbytes});
   TransferEngine* engine = nullptr;
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
-  return engine->copy(reqs, wait_for).with_context("container '" + name_ + "': copying " +
+  return engine->copy(reqs, wait_for).with_context("container " + quote_name(name_) + ": copying " +
                                                    std::to_string(plan.size()) + " constants");
 }
 
 Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen) {
   if (!opts.fold || !has_derived_) return Status::Ok();
   Stream& stream = runtime_->stream();
-  WHARF_RETURN_IF_ERROR(opts.fold(shared_from_this(), gen, stream).with_context("container '" + name_ + "': fold callback"));
+  WHARF_RETURN_IF_ERROR(opts.fold(shared_from_this(), gen, stream).with_context("container " + quote_name(name_) + ": fold callback"));
   // The update returns when everything is in place, folded constants included.
-  return stream.synchronize().with_context("container '" + name_ + "': waiting for the fold's work");
+  return stream.synchronize().with_context("container " + quote_name(name_) + ": waiting for the fold's work");
 }
 
 Status Container::source_ready_event(const UpdateOptions& opts, std::unique_ptr<Event>* out) {
   if (!opts.wait_stream) return Status::Ok();
   if (runtime_->backend() != Backend::kCuda)
-    return InvalidArgument("container '" + name_ + "': wait_stream must be NULL on the host backend");
+    return InvalidArgument("container " + quote_name(name_) + ": wait_stream must be NULL on the host backend");
   std::unique_ptr<Stream> s;
   WHARF_RETURN_IF_ERROR(runtime_->device().wrap_stream(opts.wait_stream, &s));
   WHARF_RETURN_IF_ERROR(runtime_->device().create_event(out));
-  return s->record(**out).with_context("container '" + name_ + "': ordering after wait_stream");
+  return s->record(**out).with_context("container " + quote_name(name_) + ": ordering after wait_stream");
 }
 
 Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
@@ -267,7 +271,7 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
   if (!ulock.owns_lock())
-    return Busy("container '" + name_ + "': another update is in progress (updates, binds and weight store "
+    return Busy("container " + quote_name(name_) + ": another update is in progress (updates, binds and weight store "
                 "updates of one container run one at a time)");
   std::unique_ptr<Event> ready;
   WHARF_RETURN_IF_ERROR(source_ready_event(opts, &ready));
@@ -349,7 +353,7 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
       // of the update ordered after it: its constants over the current base. Derived
       // constants were computed from the old base and cannot be carried over.
       if (folded)
-        return Busy("container '" + name_ + "': its generations changed during the update (a swap, rollback or "
+        return Busy("container " + quote_name(name_) + ": its generations changed during the update (a swap, rollback or "
                     "free_inactive ran meanwhile) and the fold computed derived constants from the previous base; "
                     "nothing was staged: retry the update");
       std::shared_ptr<Generation> rebased = next_generation_locked();
@@ -366,7 +370,7 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
     auto ms = [](Clock::time_point a, Clock::time_point b) {
       return std::to_string(std::chrono::duration<double, std::milli>(b - a).count()) + " ms";
     };
-    WHARF_LOG(kDebug, "container '" + name_ + "': update of " + std::to_string(plan.size()) + " constants (" +
+    WHARF_LOG(kDebug, "container " + quote_name(name_) + ": update of " + std::to_string(plan.size()) + " constants (" +
                           std::to_string(to_copy.size()) + " copied): allocate " + ms(t0, t1) + ", copy " +
                           ms(t1, t2) + ", fold " + ms(t2, t3) + ", stage and release " + ms(t3, Clock::now()));
   }
@@ -410,7 +414,7 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
   {
     MutexLock lock(mu_);
     if (!active_)
-      return FailedPrecondition("container '" + name_ + "': no active generation to update in place (update and swap first)");
+      return FailedPrecondition("container " + quote_name(name_) + ": no active generation to update in place (update and swap first)");
     for (const Planned& p : plan)
       if (active_->slots[p.index]->user_managed())
         return FailedPrecondition(quoted(decls_[p.index].fqn) +
@@ -500,7 +504,7 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
     check_invariants_locked();
   }
   if (log_enabled(LogLevel::kDebug))
-    WHARF_LOG(kDebug, "container '" + name_ + "': in-place update of " + std::to_string(plan.size()) +
+    WHARF_LOG(kDebug, "container " + quote_name(name_) + ": in-place update of " + std::to_string(plan.size()) +
                           " constants, " + std::to_string(plan.size() - fresh_count) + " overwritten, " +
                           std::to_string(fresh_count) + " given fresh storage");
   return Status::Ok();
@@ -508,7 +512,7 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
 
 Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
   int idx = find(fqn);
-  if (idx < 0) return NotFound(quoted(fqn) + " is not declared by container '" + name_ + "'");
+  if (idx < 0) return NotFound(quoted(fqn) + " is not declared by container " + quote_name(name_) + "");
   const ConstantDecl& d = decls_[idx];
   if (d.derived())
     return InvalidArgument(quoted(fqn) + " is derived (computed by the fold callback); it cannot be bound");
@@ -520,10 +524,10 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
   if (!wants_device && pi.kind == PointerKind::kDevice && runtime_->backend() == Backend::kCuda)
     return InvalidArgument(quoted(fqn) + ": placed in host memory but the bound memory is device memory");
   if (has_derived_)
-    return FailedPrecondition("container '" + name_ +
-                              "' declares derived constants; bind user memory through an update with a fold");
+    return FailedPrecondition("container " + quote_name(name_) +
+                              " declares derived constants; bind user memory through an update with a fold");
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
-  if (!ulock.owns_lock()) return Busy("container '" + name_ + "': an update is in progress");
+  if (!ulock.owns_lock()) return Busy("container " + quote_name(name_) + ": an update is in progress");
   auto slot = std::make_shared<Slot>(uc.data, std::move(uc.release));
   DeadList dead;
   MutexLock lock(mu_);
@@ -544,20 +548,20 @@ Status Container::swap() {
 
 Status Container::check_swap_locked(bool by_store) const {
   if (in_place_)
-    return Busy("container '" + name_ + "': an in-place update is running; swap after it returns");
+    return Busy("container " + quote_name(name_) + ": an in-place update is running; swap after it returns");
   if (store_pending_ && !by_store)
-    return FailedPrecondition("container '" + name_ +
-                              "': a weight store update staged weights here that are not published yet; publish them "
+    return FailedPrecondition("container " + quote_name(name_) +
+                              ": a weight store update staged weights here that are not published yet; publish them "
                               "with wharf_weight_store_swap (a member's own swap would break the store swap's atomicity)");
   if (!inactive_)
     return FailedPrecondition(
-        "container '" + name_ + "': nothing to swap in: " +
+        "container " + quote_name(name_) + ": nothing to swap in: " +
         (no_inactive_ == NoInactive::kFreed
              ? std::string("the inactive generation was freed and no update has succeeded since")
              : std::string("no update has succeeded yet (a failed update stages nothing)")));
   for (size_t i = 0; i < decls_.size(); ++i)
     if (!inactive_->slots[i])
-      return FailedPrecondition("container '" + name_ + "': " + quoted(decls_[i].fqn) +
+      return FailedPrecondition("container " + quote_name(name_) + ": " + quoted(decls_[i].fqn) +
                                 (decls_[i].derived() ? " was never computed (run an update with a fold)"
                                                      : " was never written; the first update must cover every constant"));
   return Status::Ok();
@@ -576,10 +580,10 @@ void Container::swap_locked(DeadList* dead) {
 Status Container::free_inactive() {
   DeadList dead;
   MutexLock lock(mu_);
-  if (in_place_) return Busy("container '" + name_ + "': an in-place update is running; free the inactive generation after it returns");
+  if (in_place_) return Busy("container " + quote_name(name_) + ": an in-place update is running; free the inactive generation after it returns");
   if (store_pending_)
-    return FailedPrecondition("container '" + name_ +
-                              "': the inactive generation holds a weight store update not published yet; "
+    return FailedPrecondition("container " + quote_name(name_) +
+                              ": the inactive generation holds a weight store update not published yet; "
                               "publish it with wharf_weight_store_swap first");
   if (inactive_) {
     dead.push_back(std::move(inactive_));  // runs still on the device hold it through the retire list
@@ -594,13 +598,13 @@ Status Container::free_inactive() {
 Status Container::acquire(std::shared_ptr<Generation>* out, uint64_t* id) {
   UniqueLock lock(mu_);
   if (writing_ && writer_ == std::this_thread::get_id())
-    return Busy("container '" + name_ + "': this thread is writing the container in place");
+    return Busy("container " + quote_name(name_) + ": this thread is writing the container in place");
   lock.wait(cv_, [&]() {
     mu_.assert_held();
     return !writing_;
   });
   if (!active_)
-    return FailedPrecondition("container '" + name_ + "' has no active weights yet (update and swap first)");
+    return FailedPrecondition("container " + quote_name(name_) + " has no active weights yet (update and swap first)");
   if (active_->open_runs++ == 0) open_gens_.push_back(active_);
   *out = active_;
   *id = active_->id;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/text.h"
 #include "core/test_hooks.h"
 #include "device/transfer.h"
 
@@ -56,8 +57,8 @@ Status WeightStore::join(Container* c, const std::string& name, const std::vecto
     if (it == entries_.end()) continue;
     const ConstantDecl& e = it->second.decl;
     if (e.dtype != d.dtype || e.shape != d.shape || e.placement != d.placement)
-      return InvalidArgument("weight store: constant '" + d.fqn + "' of container '" + name + "' is declared " +
-                             describe(d) + ", but container '" + it->second.declared_by + "' declared it " +
+      return InvalidArgument("weight store: constant " + quote_name(d.fqn) + " of container " + quote_name(name) + " is declared " +
+                             describe(d) + ", but container " + quote_name(it->second.declared_by) + " declared it " +
                              describe(e) + " in the same store; a shared FQN must name one weight");
   }
   for (const ConstantDecl& d : decls) {
@@ -172,15 +173,15 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
       const MapEntry& e = map.entry(i);
       auto it = entries_.find(e.fqn);
       if (it == entries_.end())
-        return NotFound("weight store update: constant '" + e.fqn + "' is not declared by any container of the store");
+        return NotFound("weight store update: constant " + quote_name(e.fqn) + " is not declared by any container of the store");
       decls.push_back(it->second.decl);
     }
     members = live_members_locked();
     if (opts.require_full)
       for (const auto& kv : entries_)
         if (!map.find(kv.first))
-          return InvalidArgument("weight store update: require_full: the map has no constant '" + kv.first +
-                                 "' (" + std::to_string(map.size()) + " of the store's " +
+          return InvalidArgument("weight store update: require_full: the map has no constant " + quote_name(kv.first) +
+                                 " (" + std::to_string(map.size()) + " of the store's " +
                                  std::to_string(entries_.size()) + " constants given)");
   }
   for (size_t i = 0; i < map.size(); ++i)
@@ -214,11 +215,11 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     }
     if (writes.empty()) continue;
     if (c->has_derived_ && !opts.fold)
-      return InvalidArgument("weight store update: container '" + c->name() +
-                             "' declares derived constants; the update needs a fold callback to recompute them");
+      return InvalidArgument("weight store update: container " + quote_name(c->name()) +
+                             " declares derived constants; the update needs a fold callback to recompute them");
     std::unique_lock<std::mutex> ul(c->update_mu_, std::try_to_lock);
     if (!ul.owns_lock())
-      return Busy("weight store update: container '" + c->name() + "' is being updated (or this is its fold callback)");
+      return Busy("weight store update: container " + quote_name(c->name()) + " is being updated (or this is its fold callback)");
     Target t{c, std::move(ul), std::move(writes), nullptr, 0};
     {
       MutexLock lock(c->mu_);
@@ -230,8 +231,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     for (size_t i = 0; i < c->decls_.size(); ++i) {
       const ConstantDecl& d = c->decls_[i];
       if (t.gen->slots[i] || written[i] || (d.derived() && opts.fold)) continue;
-      return FailedPrecondition("weight store update: container '" + c->name() + "' has no weights for constant '" +
-                                d.fqn + "' yet, so this update would stage an incomplete generation there; load it "
+      return FailedPrecondition("weight store update: container " + quote_name(c->name()) + " has no weights for constant " + quote_name(d.fqn) + " yet, so this update would stage an incomplete generation there; load it "
                                 "first (wharf_container_update and wharf_container_swap, or create it from a map)");
     }
     targets.push_back(std::move(t));
@@ -254,7 +254,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
   // 4. Build every container's next generation; publish only when all are built.
   for (Target& t : targets) {
     for (auto& w : t.writes) t.gen->slots[size_t(w.first)] = slots[w.second];
-    WHARF_RETURN_IF_ERROR(t.c->fold_into(t.gen, opts).with_context("weight store update: container '" + t.c->name() + "'"));
+    WHARF_RETURN_IF_ERROR(t.c->fold_into(t.gen, opts).with_context("weight store update: container " + quote_name(t.c->name()) + ""));
   }
   test_hook("store.update.before_stage");
 
@@ -269,8 +269,8 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     locks.lock_all([](Container* c) -> Mutex& { return c->mu_; });
     for (Target& t : targets)
       if (t.c->version_ != t.base_version && t.c->has_derived_ && opts.fold)
-        return Busy("weight store update: container '" + t.c->name() +
-                    "' swapped or freed its inactive generation during the update, and its derived constants were "
+        return Busy("weight store update: container " + quote_name(t.c->name()) +
+                    " swapped or freed its inactive generation during the update, and its derived constants were "
                     "computed from the previous base; nothing was staged anywhere: retry the update");
     for (Target& t : targets) {
       if (t.c->version_ != t.base_version) {

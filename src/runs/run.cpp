@@ -1,5 +1,6 @@
 #include "runs/run.h"
 
+#include "core/text.h"
 #include "core/logging.h"
 
 namespace wharf {
@@ -7,12 +8,12 @@ namespace wharf {
 Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session> session, void* native_stream,
                   std::unique_ptr<Run>* out) {
   if (!session && !container->states().empty())
-    return FailedPrecondition("container '" + container->name() + "' declares " +
+    return FailedPrecondition("container " + quote_name(container->name()) + " declares " +
                               std::to_string(container->states().size()) +
                               " state tensors; a run needs a session (wharf_session_create)");
   if (session && !session->covers(container.get()))
-    return InvalidArgument("the session does not cover container '" + container->name() +
-                           "' (create the session with every container it will run)");
+    return InvalidArgument("the session does not cover container " + quote_name(container->name()) +
+                           " (create the session with every container it will run)");
   std::unique_ptr<Run> run(new Run());
   Runtime& rt = container->runtime();
   if (native_stream) {
@@ -55,7 +56,7 @@ Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
   int idx = container_->find(fqn);
   Placement placement = Placement::kDevice;  // session state always lives with the device
   if (idx < 0) {
-    if (!session_) return NotFound("constant '" + fqn + "' is not declared by container '" + container_->name() + "'");
+    if (!session_) return NotFound("constant " + quote_name(fqn) + " is not declared by container " + quote_name(container_->name()) + "");
     StateView v;
     WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
     out->data = v.data;
@@ -66,7 +67,7 @@ Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
     const ConstantDecl& d = container_->decls()[idx];
     const std::shared_ptr<Slot>& slot = gen_->slots[idx];
     if (!slot)  // only in a fold over a fresh container; a swapped-in generation is complete
-      return FailedPrecondition("constant '" + fqn + "' has no storage in this generation yet");
+      return FailedPrecondition("constant " + quote_name(fqn) + " has no storage in this generation yet");
     out->data = slot->data();
     out->dtype = d.dtype;
     out->shape = &d.shape;
@@ -83,12 +84,12 @@ Status Run::read(const std::string& fqn, uint64_t offset, void* dst, uint64_t by
   WHARF_RETURN_IF_ERROR(tensor(fqn, &b));
   uint64_t n = b.nbytes;
   if (offset > n || bytes > n - offset)
-    return InvalidArgument("'" + fqn + "': reading bytes [" + std::to_string(offset) + ", " +
+    return InvalidArgument("" + quote_name(fqn) + ": reading bytes [" + std::to_string(offset) + ", " +
                            std::to_string(offset + bytes) + ") of " + std::to_string(n));
   if (bytes == 0) return Status::Ok();
-  if (!dst) return InvalidArgument("'" + fqn + "': read destination is NULL");
+  if (!dst) return InvalidArgument("" + quote_name(fqn) + ": read destination is NULL");
   WHARF_RETURN_IF_ERROR(stream_->copy_async(dst, static_cast<const char*>(b.data) + offset, bytes));
-  return stream_->synchronize().with_context("reading constant '" + fqn + "'");
+  return stream_->synchronize().with_context("reading constant " + quote_name(fqn) + "");
 }
 
 Status Run::end() {
@@ -105,11 +106,10 @@ Status Run::end() {
 Status Run::tensor_at(int index, BoundTensor* out) const {
   const auto& decls = container_->decls();
   if (index < 0 || size_t(index) >= decls.size())
-    return InvalidArgument("constant index " + std::to_string(index) + " out of range (container '" +
-                           container_->name() + "' declares " + std::to_string(decls.size()) + " constants)");
+    return InvalidArgument("constant index " + std::to_string(index) + " out of range (container " + quote_name(container_->name()) + " declares " + std::to_string(decls.size()) + " constants)");
   const ConstantDecl& d = decls[size_t(index)];
   const std::shared_ptr<Slot>& slot = gen_->slots[size_t(index)];
-  if (!slot) return FailedPrecondition("constant '" + d.fqn + "' has no storage in this generation yet");
+  if (!slot) return FailedPrecondition("constant " + quote_name(d.fqn) + " has no storage in this generation yet");
   out->data = slot->data();
   out->dtype = d.dtype;
   out->shape = &d.shape;
@@ -122,11 +122,10 @@ Status Run::tensor_at(int index, BoundTensor* out) const {
 Status Run::state_at(int index, BoundTensor* out) const {
   const auto& states = container_->states();
   if (index < 0 || size_t(index) >= states.size())
-    return InvalidArgument("state index " + std::to_string(index) + " out of range (container '" +
-                           container_->name() + "' declares " + std::to_string(states.size()) + " states)");
+    return InvalidArgument("state index " + std::to_string(index) + " out of range (container " + quote_name(container_->name()) + " declares " + std::to_string(states.size()) + " states)");
   const std::string& fqn = states[size_t(index)].fqn;
   if (!session_)
-    return FailedPrecondition("state '" + fqn + "': this run has no session (a fold callback's run reads constants only)");
+    return FailedPrecondition("state " + quote_name(fqn) + ": this run has no session (a fold callback's run reads constants only)");
   StateView v;
   WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
   out->data = v.data;

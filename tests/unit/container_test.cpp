@@ -664,3 +664,41 @@ TEST_F(Fixture, HostBackendRejectsNativeStreams) {
 }
 
 }  // namespace
+
+// Names enter through declarations too: non-UTF-8 FQNs are refused there, and messages show
+// a name with control characters escaped, never raw.
+TEST(Container, DeclaredNamesMustBeUtf8AndAreQuotedInMessages) {
+  wharf_runtime* rt = host_runtime();
+  int64_t s[1] = {4};
+  wharf_constant_decl d;
+  std::memset(&d, 0, sizeof d);
+  d.dtype = WHARF_DTYPE_F32;
+  d.ndim = 1;
+  d.shape = s;
+  d.placement = WHARF_PLACEMENT_DEVICE;
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = &d;
+  o.num_constants = 1;
+  wharf_container* c = nullptr;
+  for (const char* bad : {"a\xc0\xaf", "\xed\xa0\x80", "w\xf4\x90\x80\x80", "t\xe2\x82"}) {
+    d.fqn = bad;
+    St st(wharf_container_create(rt, &o, &c));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_NE(st.msg().find("UTF-8"), std::string::npos) << st.msg();
+    EXPECT_EQ(c, nullptr);
+  }
+  d.fqn = "evil\n\x1b[31mname";
+  d.flags = 0x10;  // refused, naming the constant
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(st.msg().find('\n'), std::string::npos) << st.msg();
+  EXPECT_EQ(st.msg().find('\x1b'), std::string::npos) << st.msg();
+  EXPECT_NE(st.msg().find("evil\\n"), std::string::npos) << st.msg();
+  o.name = "bad\xff";
+  d.flags = 0;
+  d.fqn = "ok";
+  St named(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(named.code(), WHARF_INVALID_ARGUMENT) << named.msg();
+  wharf_runtime_free(rt);
+}
