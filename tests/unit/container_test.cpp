@@ -702,3 +702,56 @@ TEST(Container, DeclaredNamesMustBeUtf8AndAreQuotedInMessages) {
   EXPECT_EQ(named.code(), WHARF_INVALID_ARGUMENT) << named.msg();
   wharf_runtime_free(rt);
 }
+
+// A swap with nothing staged says why: nothing has succeeded yet (a failed update stages
+// nothing), or the inactive generation was freed.
+TEST(Container, SwapWithNothingStagedSaysWhy) {
+  wharf_runtime* rt = host_runtime();
+  int64_t s[1] = {4};
+  wharf_constant_decl d;
+  std::memset(&d, 0, sizeof d);
+  d.fqn = "w";
+  d.dtype = WHARF_DTYPE_F32;
+  d.ndim = 1;
+  d.shape = s;
+  d.placement = WHARF_PLACEMENT_DEVICE;
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = &d;
+  o.num_constants = 1;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  float bad[3] = {1, 2, 3};
+  int64_t s3[1] = {3};
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.data = bad;
+  v.dtype = WHARF_DTYPE_F32;
+  v.device_type = WHARF_DEVICE_CPU;
+  v.ndim = 1;
+  v.shape = s3;
+  ASSERT_OK(wharf_constant_map_set(m, "w", &v));
+  St failed(wharf_container_update(c, m, nullptr));
+  EXPECT_EQ(failed.code(), WHARF_INVALID_ARGUMENT);
+  St swap1(wharf_container_swap(c));
+  EXPECT_EQ(swap1.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_NE(swap1.msg().find("no update has succeeded yet"), std::string::npos) << swap1.msg();
+  float good[4] = {1, 2, 3, 4};
+  v.data = good;
+  v.shape = s;
+  wharf_constant_map* m4 = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m4));
+  ASSERT_OK(wharf_constant_map_set(m4, "w", &v));
+  ASSERT_OK(wharf_container_update(c, m4, nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  ASSERT_OK(wharf_container_free_inactive(c));
+  St swap2(wharf_container_swap(c));
+  EXPECT_EQ(swap2.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_NE(swap2.msg().find("was freed"), std::string::npos) << swap2.msg();
+  wharf_constant_map_free(m);
+  wharf_constant_map_free(m4);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
