@@ -558,6 +558,8 @@ Status Container::check_swap_locked(bool by_store) const {
         "container " + quote_name(name_) + ": nothing to swap in: " +
         (no_inactive_ == NoInactive::kFreed
              ? std::string("the inactive generation was freed and no update has succeeded since")
+         : no_inactive_ == NoInactive::kFirstSwap
+             ? std::string("no update has succeeded since the first swap, and there is no earlier generation to roll back to")
              : std::string("no update has succeeded yet (a failed update stages nothing)")));
   for (size_t i = 0; i < decls_.size(); ++i)
     if (!inactive_->slots[i])
@@ -569,6 +571,7 @@ Status Container::check_swap_locked(bool by_store) const {
 
 void Container::swap_locked(DeadList* dead) {
   std::swap(active_, inactive_);
+  if (!inactive_) no_inactive_ = NoInactive::kFirstSwap;
   active_->id = ++last_id_;
   staged_ = false;
   store_pending_ = false;
@@ -587,9 +590,9 @@ Status Container::free_inactive() {
                               "publish it with wharf_weight_store_swap first");
   if (inactive_) {
     dead.push_back(std::move(inactive_));  // runs still on the device hold it through the retire list
-    no_inactive_ = NoInactive::kFreed;
     ++version_;
   }
+  if (last_id_ > 0) no_inactive_ = NoInactive::kFreed;
   staged_ = false;
   reap_locked(true, &dead);
   return Status::Ok();

@@ -157,7 +157,7 @@ class Container : public std::enable_shared_from_this<Container> {
     const MapEntry* entry;
   };
   // Why there is no inactive generation, for the swap's message.
-  enum class NoInactive { kNeverStaged, kFreed };
+  enum class NoInactive { kNeverStaged, kFirstSwap, kFreed };
 
   Container() = default;
   Status validate_map(const ConstantMap& map, const UpdateOptions& opts, std::vector<Planned>* plan) const;
