@@ -454,6 +454,7 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
         reuse[k] = false;
     }
     auto pinned = [&] {
+      mu_.assert_held();  // called only with the lock held (here and inside the wait)
       for (size_t k = 0; k < plan.size(); ++k)
         if (reuse[k] && pinned_locked(plan[k].index, base->slots[plan[k].index])) return true;
       return false;

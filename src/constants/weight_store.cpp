@@ -22,7 +22,7 @@ class MemberLocks {
   explicit MemberLocks(std::vector<Container*> cs) : cs_(std::move(cs)) {}
   ~MemberLocks() { unlock(); }
   template <class F>
-  void lock_all(F&& mutex_of) {
+  void lock_all(F&& mutex_of) WHARF_NO_THREAD_SAFETY_ANALYSIS {
     std::sort(cs_.begin(), cs_.end());
     cs_.erase(std::unique(cs_.begin(), cs_.end()), cs_.end());
     for (Container* c : cs_) mus_.push_back(&mutex_of(c));
