@@ -26,10 +26,12 @@ demo: build
 	$(WHARF) demo
 
 # Every suite that runs without a GPU: unit (host backend; CUDA tests skip with a reason),
-# C99/ABI checks, then the language bindings.
+# C99/ABI checks, the language bindings, then clang's thread-safety analysis (build-tsa), the
+# unit tests under ASan+UBSan (build-asan) and the concurrency suites under TSan (build-tsan).
 test: build
 	cd $(BUILD) && ctest --output-on-failure
 	@bash scripts/run-binding-tests.sh $(BUILD)
+	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh all
 
 test-unit: build
 	$(BUILD)/tests/wharf_unit_tests
@@ -49,15 +51,22 @@ gpu-bundle:
 fuzz:
 	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
 
+# The whole unit-test binary under ASan+UBSan (build-asan), and under TSan (build-tsan; `make
+# test` runs only the concurrency suites there); WHARF_DCHECKs are on in both.
 asan: deps
-	cmake -S . -B build-asan -DWHARF_WITH_CUDA=OFF -DWHARF_SANITIZE=address -DWHARF_BUILD_BENCH=OFF
-	cmake --build build-asan -j$(JOBS) --target wharf_unit_tests
-	build-asan/tests/wharf_unit_tests
+	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh asan
 
 tsan: deps
-	cmake -S . -B build-tsan -DWHARF_WITH_CUDA=OFF -DWHARF_SANITIZE=thread -DWHARF_BUILD_BENCH=OFF
-	cmake --build build-tsan -j$(JOBS) --target wharf_unit_tests
-	build-tsan/tests/wharf_unit_tests
+	@JOBS=$(JOBS) TSAN_FILTER='*' bash scripts/sanitizer-tests.sh tsan
+
+# Clang's thread-safety analysis of the library's lock annotations (build-tsa, objects only).
+.PHONY: tsa sanitizer-tests
+tsa: deps
+	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh tsa
+
+# What `make test` runs after ctest and the bindings: tsa, asan, then tsan (concurrency suites).
+sanitizer-tests: deps
+	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh all
 
 # Regenerates the committed ABI baseline: only on purpose, with a CHANGELOG.md entry.
 abi-baseline: build

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The checks `make test` runs after ctest and the binding tests, each in its own build folder
+# (CPU only, no benchmarks, only the targets it needs), with the time of each step:
+#
+#   tsa   clang's thread-safety analysis over the library objects (build-tsa): a lock mistake
+#         against the annotations of src/core/sync.h fails the build.
+#   asan  the whole unit-test binary under AddressSanitizer + UndefinedBehaviorSanitizer
+#         (build-asan); any report, leaks included, fails.
+#   tsan  the concurrency, store, session, container and device-layer suites under
+#         ThreadSanitizer (build-tsan); any report fails. TSAN_FILTER='*' runs everything.
+#
+# Both sanitizer builds compile the WHARF_DCHECK invariants in (CMakeLists.txt does that for
+# every WHARF_SANITIZE build). Usage: scripts/sanitizer-tests.sh [all|tsa|asan|tsan]...
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+JOBS=${JOBS:-2}
+TSAN_FILTER=${TSAN_FILTER:-'Concurrency*:Store*:Session*:Container*:HostStream*:HostDevice*:Transfer*:Shapes/TransferRing*'}
+COMMON=(-DWHARF_WITH_CUDA=OFF -DWHARF_BUILD_BENCH=OFF)
+
+# Runs "$@" as one named step and prints how long it took; a failure names the step.
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "== sanitizer-tests: $name"
+  if ! "$@"; then
+    echo "== sanitizer-tests: $name FAILED after $((SECONDS - t0)) s" >&2
+    exit 1
+  fi
+  echo "== sanitizer-tests: $name ok, $((SECONDS - t0)) s"
+}
+
+# Configure output is noise here; errors still reach stderr.
+quiet() { "$@" >/dev/null; }
+
+need_clang() {
+  command -v clang++ >/dev/null || bash scripts/install-deps.sh
+  command -v clang++ >/dev/null || { echo "sanitizer-tests: clang++ not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
+}
+
+tsa() {
+  need_clang
+  # The compiler is fixed at the first configure: a folder made by another compiler starts over.
+  if [ -f build-tsa/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-tsa/CMakeCache.txt; then
+    rm -rf build-tsa
+  fi
+  step "tsa configure" quiet env CC=clang CXX=clang++ cmake -S . -B build-tsa "${COMMON[@]}" -DWHARF_BUILD_TESTS=OFF \
+    -DWHARF_THREAD_SAFETY_CHECK=ON -DCMAKE_BUILD_TYPE=Debug
+  step "tsa build (clang -Werror=thread-safety, library objects)" cmake --build build-tsa -j"$JOBS" --target wharf_tsa
+}
+
+asan() {
+  step "asan configure" quiet cmake -S . -B build-asan "${COMMON[@]}" -DWHARF_SANITIZE=address
+  step "asan build" cmake --build build-asan -j"$JOBS" --target wharf_unit_tests
+  # halt_on_error: UBSan reports abort (also -fno-sanitize-recover); leaks fail at exit.
+  step "asan+ubsan unit tests" env ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" build-asan/tests/wharf_unit_tests --gtest_brief=1
+}
+
+tsan() {
+  step "tsan configure" quiet cmake -S . -B build-tsan "${COMMON[@]}" -DWHARF_SANITIZE=thread
+  step "tsan build" cmake --build build-tsan -j"$JOBS" --target wharf_unit_tests
+  # A report makes the binary exit non-zero (exitcode=66) even when every test passed.
+  step "tsan tests ($TSAN_FILTER)" env TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1" \
+    build-tsan/tests/wharf_unit_tests --gtest_brief=1 --gtest_filter="$TSAN_FILTER"
+}
+
+[ $# -eq 0 ] && set -- all
+t_all=$SECONDS
+for what in "$@"; do
+  case $what in
+    all) tsa; asan; tsan ;;
+    tsa|asan|tsan) $what ;;
+    *) echo "usage: $0 [all|tsa|asan|tsan]..." >&2; exit 2 ;;
+  esac
+done
+echo "== sanitizer-tests: all passed, $((SECONDS - t_all)) s"
