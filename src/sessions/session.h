@@ -7,6 +7,9 @@
 // touches the state (a run, reset, fork) makes its stream wait for `last_`, the event
 // recorded after the previous such operation, and records it again when done; so a
 // session can move between streams, and nothing frees the buffers before `last_` fires.
+// On the host backend the caller's own thread is the "kernel" (no stream runs the run), so
+// begin_run instead waits on the host for `last_` (and for the first initialisation): the
+// state is ready to touch when it returns (issue 11, defect 11).
 //
 // Locking: `mu_` is per session and guards the flags, the states (their buffers) and
 // `last_`; it is held across enqueueing and, on the host backend, across the wait in
