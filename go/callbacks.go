@@ -4,11 +4,14 @@ package wharf
 
 /*
 #include <stdint.h>
+#include <stdlib.h>
 #include "helpers.h"
 */
 import "C"
 
 import (
+	"errors"
+	"fmt"
 	"log"
 	"runtime/cgo"
 	"unsafe"
@@ -16,7 +19,8 @@ import (
 
 // wharfGoFold runs an update's Fold callback (the cgo.Handle h holds its *foldCall) on the
 // updating goroutine's thread. A Go error or panic must not cross C++ frames, so both are
-// stored in the foldCall and the update is aborted with a library status.
+// stored in the foldCall and the update is aborted with a status made by wharf_status_create
+// (foldStatus).
 //
 //export wharfGoFold
 func wharfGoFold(run *C.wharf_run, h C.uintptr_t) (st *C.wharf_status) {
@@ -27,14 +31,31 @@ func wharfGoFold(run *C.wharf_run, h C.uintptr_t) (st *C.wharf_status) {
 		fr.h.close() // the run belongs to the update: invalid once the callback returns
 		if v := recover(); v != nil {
 			fc.panicked, fc.panicVal = true, v
-			st = C.wharf_go_abort_status()
+			st = newStatus(CodeInternal, fmt.Sprintf("the Go fold callback panicked: %v", v))
 		}
 	}()
 	if err := fc.fn(fr); err != nil {
 		fc.err = err
-		return C.wharf_go_abort_status()
+		return foldStatus(err)
 	}
 	return nil
+}
+
+// foldStatus is the status a failed Fold hands the library: an *Error's code and message
+// (errors.As), or CodeFailedPrecondition and the error's text for any other error.
+func foldStatus(err error) *C.wharf_status {
+	var we *Error
+	if errors.As(err, &we) {
+		return newStatus(we.Code, we.Message)
+	}
+	return newStatus(CodeFailedPrecondition, err.Error())
+}
+
+// newStatus makes a library status (wharf_status_create copies the message).
+func newStatus(code Code, message string) *C.wharf_status {
+	cmsg := C.CString(message)
+	defer C.free(unsafe.Pointer(cmsg))
+	return C.wharf_status_create(C.wharf_code(code), cmsg)
 }
 
 // wharfGoRelease is called (from any thread, possibly a Wharf worker) once Wharf no longer

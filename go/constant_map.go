@@ -109,6 +109,7 @@ func (m *ConstantMap) set(what, name string, t Tensor, owner *handle) error {
 		return &closedError{what, m.h.kind}
 	}
 	view := C.wharf_tensor_view{
+		struct_size:  C.sizeof_wharf_tensor_view,
 		data:         t.Data,
 		dtype:        C.wharf_dtype(t.DType),
 		device_type:  C.wharf_device_type(t.Device),
@@ -164,7 +165,7 @@ func (m *ConstantMap) Find(name string) (Tensor, error) {
 		return Tensor{}, err
 	}
 	defer m.h.mu.RUnlock()
-	var v C.wharf_tensor_view
+	v := outputView()
 	if err := statusError(C.wharf_constant_map_find((*C.wharf_constant_map)(p), cname, &v)); err != nil {
 		return Tensor{}, err
 	}
@@ -196,7 +197,7 @@ func (m *ConstantMap) Entry(i int) (string, Tensor, error) {
 		return "", Tensor{}, err
 	}
 	defer m.h.mu.RUnlock()
-	var v C.wharf_tensor_view
+	v := outputView()
 	var fqn *C.char
 	if err := statusError(C.wharf_constant_map_entry((*C.wharf_constant_map)(p), C.size_t(i), &fqn, &v)); err != nil {
 		return "", Tensor{}, err
@@ -217,7 +218,7 @@ func (m *ConstantMap) Names() ([]string, error) {
 	n := int(C.wharf_constant_map_size(cm))
 	names := make([]string, 0, n)
 	for i := 0; i < n; i++ {
-		var v C.wharf_tensor_view
+		v := outputView()
 		var fqn *C.char
 		if err := statusError(C.wharf_constant_map_entry(cm, C.size_t(i), &fqn, &v)); err != nil {
 			return nil, err

@@ -201,6 +201,7 @@ func containerOptions(what string, arena *cArena, opts *ContainerOptions) (*cCon
 			decls[i].shape = arena.shape(d.Shape)
 			decls[i].placement = C.wharf_placement(d.Placement)
 			decls[i].flags = C.uint32_t(d.Flags)
+			decls[i].struct_size = C.sizeof_wharf_constant_decl
 		}
 		o.constants = &decls[0]
 		o.num_constants = C.size_t(n)
@@ -212,12 +213,14 @@ func containerOptions(what string, arena *cArena, opts *ContainerOptions) (*cCon
 			decls[i].dtype = C.wharf_dtype(d.DType)
 			decls[i].ndim = C.int32_t(len(d.Shape))
 			decls[i].shape = arena.shape(d.Shape)
+			decls[i].struct_size = C.sizeof_wharf_state_decl
 			if d.Initial != nil {
 				// The initial value is copied into C memory: the view holding its address
 				// is itself in C memory, where a Go pointer may not be stored.
 				data := arena.alloc(int(stateBytes[i]))
 				copy(unsafe.Slice((*byte)(data), stateBytes[i]), d.Initial)
 				view := (*C.wharf_tensor_view)(arena.alloc(int(unsafe.Sizeof(C.wharf_tensor_view{}))))
+				view.struct_size = C.sizeof_wharf_tensor_view
 				view.data = data
 				view.dtype = C.wharf_dtype(d.DType)
 				view.device_type = C.WHARF_DEVICE_CPU
@@ -358,9 +361,16 @@ type UpdateOptions struct {
 	Fold func(run *FoldRun) error
 }
 
-// FoldError is the error of an update whose Fold callback failed; it wraps the callback's
-// error (errors.Is and errors.As see through it).
-type FoldError struct{ Err error }
+// FoldError is the error of an update whose Fold callback failed. Err is the callback's own
+// error (errors.Is and errors.As see through it). Status is what the library reported for
+// the update: the binding hands the library a status made with wharf_status_create (the
+// Code and Message of an *Error the callback returned; CodeFailedPrecondition and the
+// error's text for any other error), and the library returns that code with the message
+// after its context ("container 'm': fold callback: " + message).
+type FoldError struct {
+	Err    error
+	Status *Error
+}
 
 // Error describes the failure.
 func (e *FoldError) Error() string {
@@ -403,7 +413,8 @@ func withUpdate(opts *UpdateOptions, call func(target, requireFull C.int32_t, fo
 			panic(fc.panicVal)
 		}
 		if err != nil && fc.err != nil {
-			return &FoldError{Err: fc.err}
+			status, _ := err.(*Error)
+			return &FoldError{Err: fc.err, Status: status}
 		}
 	}
 	return err
@@ -660,6 +671,7 @@ func (c *Container) bind(what, fqn string, t Tensor, release cgo.Handle) error {
 	}
 	defer c.h.mu.RUnlock()
 	view := C.wharf_tensor_view{
+		struct_size:  C.sizeof_wharf_tensor_view,
 		data:         t.Data,
 		dtype:        C.wharf_dtype(t.DType),
 		device_type:  C.wharf_device_type(t.Device),

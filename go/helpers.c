@@ -1,12 +1,15 @@
 // C helpers of the Go binding; see helpers.h.
 #include "helpers.h"
 
+#include <string.h>
+
 #include "_cgo_export.h"
 
 wharf_status* wharf_go_map_set(wharf_constant_map* map, const char* fqn, const wharf_tensor_view* view,
                                const int64_t* shape, const int64_t* strides) {
   if (!view) return wharf_constant_map_set(map, fqn, NULL);
   wharf_tensor_view v = *view;
+  v.struct_size = (uint32_t)sizeof v;
   v.shape = shape;
   v.strides = strides;
   return wharf_constant_map_set(map, fqn, &v);
@@ -17,7 +20,7 @@ static wharf_status* fold_trampoline(wharf_run* target, void* user) {
 }
 
 static void update_options(wharf_update_options* o, int32_t target, int32_t require_full, uintptr_t fold_handle) {
-  wharf_update_options_init(o);
+  wharf_update_options_init_sized(o, sizeof(*o));
   o->target = (wharf_update_target)target;
   o->require_full = require_full;
   if (fold_handle) {
@@ -50,6 +53,8 @@ static wharf_status* packed_map(void* buf, const char* names, const int32_t* dty
   const int64_t* shape = shapes;
   for (size_t i = 0; i < n; ++i) {
     wharf_tensor_view v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = (uint32_t)sizeof v;
     v.data = (char*)buf + offsets[i];
     v.dtype = (wharf_dtype)dtypes[i];
     v.device_type = WHARF_DEVICE_CPU;
@@ -100,11 +105,6 @@ wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf,
   return st;
 }
 
-wharf_status* wharf_go_abort_status(void) {
-  wharf_dtype unused;
-  wharf_status* st = wharf_dtype_from_name("(aborted by a Go fold callback)", &unused);
-  return st;
-}
 
 static void release_trampoline(void* data, void* user) {
   (void)data;
@@ -114,6 +114,7 @@ static void release_trampoline(void* data, void* user) {
 wharf_status* wharf_go_bind(wharf_container* container, const char* fqn, const wharf_tensor_view* view,
                             const int64_t* shape, uintptr_t release_handle) {
   wharf_tensor_view v = *view;
+  v.struct_size = (uint32_t)sizeof v;
   v.shape = shape;
   v.strides = NULL;
   return wharf_container_bind_user_constant(container, fqn, &v, release_trampoline, (void*)release_handle);

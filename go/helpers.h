@@ -39,11 +39,6 @@ wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf,
                                            const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
                                            uintptr_t fold_handle);
 
-/* A status the fold trampoline returns to abort an update. wharf.h has no function to
- * create a status, so this provokes one from the library (a NOT_FOUND from dtype parsing);
- * the binding reports the callback's own error instead of it. */
-wharf_status* wharf_go_abort_status(void);
-
 /* wharf_container_bind_user_constant with the Go release trampoline (wharfGoRelease
  * receives release_handle). */
 wharf_status* wharf_go_bind(wharf_container* container, const char* fqn, const wharf_tensor_view* view,

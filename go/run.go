@@ -128,7 +128,7 @@ func (r *Run) Tensor(fqn string) (Tensor, error) {
 }
 
 func runTensor(run *C.wharf_run, fqn *C.char, owner *handle) (Tensor, error) {
-	var v C.wharf_tensor_view
+	v := outputView()
 	if err := statusError(C.wharf_run_tensor(run, fqn, &v)); err != nil {
 		return Tensor{}, err
 	}
@@ -265,4 +265,10 @@ func (f *FoldRun) Read(fqn string, offset uint64, dst []byte) error {
 	}
 	defer f.h.mu.RUnlock()
 	return runRead((*C.wharf_run)(p), cfqn, offset, dst)
+}
+
+// outputView is a tensor view for the library to fill, its struct_size set to this binding's
+// struct (the library fills no field past it).
+func outputView() C.wharf_tensor_view {
+	return C.wharf_tensor_view{struct_size: C.sizeof_wharf_tensor_view}
 }

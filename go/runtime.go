@@ -36,7 +36,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 		return nil, err
 	}
 	var o C.wharf_runtime_options
-	C.wharf_runtime_options_init(&o)
+	C.wharf_runtime_options_init_sized(&o, C.sizeof_wharf_runtime_options) // this binding's struct size
 	if opts != nil {
 		o.backend = C.wharf_backend(opts.Backend)
 		o.device_index = C.int32_t(opts.DeviceIndex)

@@ -55,7 +55,7 @@ func NewSession(rt *Runtime, containers []*Container, opts *SessionOptions) (*Se
 		}
 	}
 	var o C.wharf_session_options
-	C.wharf_session_options_init(&o)
+	C.wharf_session_options_init_sized(&o, C.sizeof_wharf_session_options) // this binding's struct size
 	if opts != nil {
 		o.max_state_bytes = C.uint64_t(opts.MaxStateBytes)
 		if opts.AllocateEagerly {

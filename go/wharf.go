@@ -66,8 +66,16 @@ import (
 // (NewRuntime returns an error) a library whose wharf_abi_version() differs.
 const ABIVersion = 1
 
+// BindingVersion is the wharf.h version ("MAJOR.MINOR.PATCH") this binding was written
+// against; the library may be newer (Version, VersionNumber).
+const BindingVersion = "0.3.0"
+
 // Version returns the library's version as "MAJOR.MINOR.PATCH".
 func Version() string { return C.GoString(C.wharf_version()) }
+
+// VersionNumber returns the library's version as major*10000 + minor*100 + patch (0.3.0 is
+// 300).
+func VersionNumber() uint32 { return uint32(C.wharf_version_number()) }
 
 // LibraryABIVersion returns the ABI major version of the loaded libwharf.
 func LibraryABIVersion() uint32 { return uint32(C.wharf_abi_version()) }

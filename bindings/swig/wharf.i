@@ -26,9 +26,13 @@
  * a time in small owning lists (wharf_swig_decl_list, wharf_swig_state_list,
  * wharf_swig_container_list) that the helpers hand to the library.
  *
- * Callbacks (wharf_set_log_callback, fold functions, user-constant release functions) are
- * not wrapped: Wharf calls them on its own worker threads, which would need JNI thread
- * attachment and global references with a lifetime Wharf does not report.
+ * Callbacks: fold functions are wrapped for Java (wharf_swig_container_update_fold and
+ * wharf_swig_weight_store_update_fold): the library calls an update's fold during the update
+ * call, and the trampoline calls back into Java (attaching the thread if the library ever
+ * calls it from another one); the Java callback's failure comes back as a status made with
+ * wharf_status_create. wharf_set_log_callback and user-constant release functions are not
+ * wrapped: Wharf calls them on its own worker threads at times it does not report, which
+ * would need global references with a lifetime Wharf cannot bound.
  */
 
 #if defined(SWIGJAVA)
@@ -81,11 +85,11 @@ typedef int64_t wharf_swig_dim;
 /* versions, dtypes */
 WHARF_WRAP(wharf_code_name)
 WHARF_WRAP(wharf_version)
+WHARF_WRAP(wharf_version_number)
 WHARF_WRAP(wharf_abi_version)
 WHARF_WRAP(wharf_dtype_size)
 WHARF_WRAP(wharf_dtype_name)
 /* runtime */
-WHARF_WRAP(wharf_runtime_options_init)
 WHARF_WRAP(wharf_runtime_free)
 WHARF_WRAP(wharf_runtime_backend)
 WHARF_WRAP(wharf_runtime_device_info)
@@ -100,7 +104,6 @@ WHARF_WRAP(wharf_constant_map_save_safetensors)
 WHARF_WRAP(wharf_constant_map_free)
 /* containers */
 WHARF_WRAP(wharf_container_free)
-WHARF_WRAP(wharf_update_options_init)
 WHARF_WRAP(wharf_container_update)
 WHARF_WRAP(wharf_container_swap)
 WHARF_WRAP(wharf_container_free_inactive)
@@ -134,6 +137,10 @@ WHARF_WRAP(wharf_session_free)
 %ignore wharf_constant_info::shape;
 %ignore wharf_update_options::fold;
 %ignore wharf_update_options::fold_user;
+%ignore wharf_update_options::wait_stream; /* a cudaStream_t: set by helpers, not from Java */
+%ignore wharf_state_info;                  /* not wrapped yet */
+%immutable wharf_tensor_view::struct_size;
+%immutable wharf_tensor_view::byte_offset;
 /* Structs only the helpers use. */
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
@@ -319,7 +326,7 @@ static void wharf_swig_throw_status(JNIEnv* jenv, wharf_status* status) {
 typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim)) ? 1 : -1];
 %}
 
-/* --- JNIEnv for the two Java-only helpers ---------------------------------------------- */
+/* --- JNIEnv for the Java-only helpers ----------------------------------------------------- */
 %typemap(in, numinputs=0) JNIEnv* jenv %{ $1 = jenv; %}
 
 /* --- java.nio.ByteBuffer in and out ---------------------------------------------------- */
@@ -329,6 +336,11 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 %typemap(jni) jobject wharf_swig_byte_view "jobject"
 %typemap(jtype) jobject wharf_swig_byte_view "java.nio.ByteBuffer"
 %typemap(jstype) jobject wharf_swig_byte_view "java.nio.ByteBuffer"
+
+/* --- a fold callback's Java bridge (dev.wharf.FoldCall) ---------------------------------- */
+%typemap(jni) jobject fold_call "jobject"
+%typemap(jtype) jobject fold_call "Object"
+%typemap(jstype) jobject fold_call "Object"
 
 #endif /* SWIGJAVA */
 
@@ -375,11 +387,12 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
  * Struct accessors (language-neutral)
  * ====================================================================================== */
 
-/* Options structs start initialised with the library's defaults. */
+/* Options structs start initialised with the library's defaults, through the sized inits
+ * (this wrapper's struct size, so a newer library never writes past it). */
 %extend wharf_runtime_options {
   wharf_runtime_options() {
     wharf_runtime_options* o = (wharf_runtime_options*)calloc(1, sizeof(*o));
-    if (o) wharf_runtime_options_init(o);
+    if (o) wharf_runtime_options_init_sized(o, sizeof(*o));
     return o;
   }
   ~wharf_runtime_options() { free($self); }
@@ -388,7 +401,7 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 %extend wharf_update_options {
   wharf_update_options() {
     wharf_update_options* o = (wharf_update_options*)calloc(1, sizeof(*o));
-    if (o) wharf_update_options_init(o);
+    if (o) wharf_update_options_init_sized(o, sizeof(*o));
     return o;
   }
   ~wharf_update_options() { free($self); }
@@ -397,7 +410,7 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 %extend wharf_session_options {
   wharf_session_options() {
     wharf_session_options* o = (wharf_session_options*)calloc(1, sizeof(*o));
-    if (o) wharf_session_options_init(o);
+    if (o) wharf_session_options_init_sized(o, sizeof(*o));
     return o;
   }
   ~wharf_session_options() { free($self); }
@@ -406,7 +419,11 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 /* A view filled by wharf_constant_map_find / wharf_run_tensor. Its shape and data point into
  * the map or the run: read them while that object is alive, and copy what you keep. */
 %extend wharf_tensor_view {
-  wharf_tensor_view() { return (wharf_tensor_view*)calloc(1, sizeof(wharf_tensor_view)); }
+  wharf_tensor_view() {
+    wharf_tensor_view* v = (wharf_tensor_view*)calloc(1, sizeof(wharf_tensor_view));
+    if (v) v->struct_size = (uint32_t)sizeof(wharf_tensor_view);
+    return v;
+  }
   ~wharf_tensor_view() { free($self); }
   /** The data pointer as an integer address (0 for NULL). */
   int64_t data_address() const { return (int64_t)(intptr_t)$self->data; }
@@ -414,8 +431,21 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   int64_t dim(int32_t i) const {
     return (i >= 0 && i < $self->ndim && $self->shape) ? $self->shape[i] : -1;
   }
-  /** 1 when the view is contiguous row-major (strides NULL), 0 otherwise. */
-  int32_t contiguous() const { return $self->strides == NULL ? 1 : 0; }
+  /** 1 when the view is contiguous row-major (strides NULL, or equal to the row-major ones
+   *  apart from size-1 dimensions, or no element at all) and starts at data, 0 otherwise. */
+  int32_t contiguous() const {
+    int64_t expect = 1;
+    int32_t i;
+    if ($self->byte_offset != 0 && $self->struct_size >= sizeof(wharf_tensor_view)) return 0;
+    if (!$self->strides) return 1;
+    for (i = 0; i < $self->ndim; ++i)
+      if ($self->shape[i] == 0) return 1;
+    for (i = $self->ndim - 1; i >= 0; --i) {
+      if ($self->shape[i] != 1 && $self->strides[i] != expect) return 0;
+      expect *= $self->shape[i];
+    }
+    return 1;
+  }
 }
 
 /* Output structs: struct_size is set to this header's size on construction. */
@@ -519,7 +549,7 @@ static void wharf_swig_fill_container_options(wharf_container_options* opts, con
                                               wharf_weight_store* store,
                                               struct wharf_swig_state_list* states,
                                               uint64_t max_session_bytes) {
-  wharf_container_options_init(opts);
+  wharf_container_options_init_sized(opts, sizeof(*opts));
   opts->name = name;
   opts->constants = decls ? decls->decls : NULL;
   opts->num_constants = decls ? decls->size : 0;
@@ -590,6 +620,7 @@ int32_t wharf_swig_decl_list_add(wharf_swig_decl_list* list, const char* fqn, wh
   list->decls[list->size].shape = dims;
   list->decls[list->size].placement = placement;
   list->decls[list->size].flags = flags;
+  list->decls[list->size].struct_size = (uint32_t)sizeof(wharf_constant_decl);
   list->size++;
   return 1;
 }
@@ -658,7 +689,10 @@ int32_t wharf_swig_state_list_add(wharf_swig_state_list* list, const char* fqn, 
   list->decls[list->size].ndim = ndim;
   list->decls[list->size].shape = dims;
   list->decls[list->size].initial = NULL; /* set by wharf_swig_state_list_fix */
+  list->decls[list->size].struct_size = (uint32_t)sizeof(wharf_state_decl);
   initial = &list->initials[list->size];
+  memset(initial, 0, sizeof(*initial));
+  initial->struct_size = (uint32_t)sizeof(wharf_tensor_view);
   initial->data = (void*)(intptr_t)initial_address;
   initial->dtype = dtype;
   initial->device_type = WHARF_DEVICE_CPU;
@@ -732,6 +766,8 @@ wharf_status* wharf_swig_constant_map_set(wharf_constant_map* map, const char* f
                                           wharf_device_type device_type, int32_t device_index,
                                           const wharf_swig_dim* shape, int32_t ndim) {
   wharf_tensor_view view;
+  memset(&view, 0, sizeof view);
+  view.struct_size = (uint32_t)sizeof view;
   view.data = (void*)(intptr_t)data_address;
   view.dtype = dtype;
   view.device_type = device_type;
@@ -747,6 +783,8 @@ const char* wharf_swig_constant_map_entry_name(const wharf_constant_map* map, si
                                                wharf_status** status_out) {
   const char* fqn = NULL;
   wharf_tensor_view ignored;
+  memset(&ignored, 0, sizeof ignored);
+  ignored.struct_size = (uint32_t)sizeof ignored;
   *status_out = wharf_constant_map_entry(map, i, &fqn, &ignored);
   return *status_out ? NULL : fqn;
 }
@@ -873,6 +911,126 @@ jobject wharf_swig_byte_view(JNIEnv* jenv, int64_t address, int64_t size) {
 int64_t wharf_swig_direct_buffer_address(JNIEnv* jenv, jobject buffer) {
   if (!buffer) return 0;
   return (int64_t)(intptr_t)(*jenv)->GetDirectBufferAddress(jenv, buffer);
+}
+
+/** The run a fold callback receives, from the address the trampoline hands to Java. */
+wharf_run* wharf_swig_run_at(int64_t address) { return (wharf_run*)(intptr_t)address; }
+%}
+
+%{
+/* A fold callback's bridge object (dev.wharf.FoldCall, a global reference for the update)
+ * and how to call it: `int invoke(long runAddress)` runs the Java callback and returns 0 or
+ * the wharf_code of its failure, `byte[] message()` the failure's UTF-8 message. */
+typedef struct wharf_swig_fold {
+  JavaVM* vm;
+  jobject call;
+  jmethodID invoke;
+  jmethodID message;
+} wharf_swig_fold;
+
+/* A status for the library, made with wharf_status_create from the bridge's code and message. */
+static wharf_status* wharf_swig_fold_status(JNIEnv* env, wharf_swig_fold* f, jint code) {
+  jbyteArray bytes;
+  char* text;
+  jsize len;
+  wharf_status* st;
+  bytes = (jbyteArray)(*env)->CallObjectMethod(env, f->call, f->message);
+  if ((*env)->ExceptionCheck(env) || !bytes) {
+    (*env)->ExceptionClear(env);
+    return wharf_status_create((wharf_code)code, "the Java fold callback failed");
+  }
+  len = (*env)->GetArrayLength(env, bytes);
+  text = (char*)malloc((size_t)len + 1);
+  if (!text) {
+    (*env)->DeleteLocalRef(env, bytes);
+    return wharf_status_create(WHARF_OUT_OF_MEMORY, "host memory exhausted reporting a Java fold failure");
+  }
+  (*env)->GetByteArrayRegion(env, bytes, 0, len, (jbyte*)text);
+  text[len] = '\0';
+  (*env)->DeleteLocalRef(env, bytes);
+  st = wharf_status_create((wharf_code)code, text); /* copies the message */
+  free(text);
+  return st;
+}
+
+/* The wharf_fold_fn: calls the bridge on this thread (attached for the call if the library
+ * runs the fold on a thread the JVM does not know). */
+static wharf_status* wharf_swig_fold_trampoline(wharf_run* run, void* user) {
+  wharf_swig_fold* f = (wharf_swig_fold*)user;
+  JNIEnv* env = NULL;
+  int attached = 0;
+  jint code;
+  wharf_status* st = NULL;
+  if ((*f->vm)->GetEnv(f->vm, (void**)&env, JNI_VERSION_1_6) != JNI_OK) {
+    if ((*f->vm)->AttachCurrentThread(f->vm, (void**)&env, NULL) != JNI_OK)
+      return wharf_status_create(WHARF_INTERNAL, "the Java fold callback's thread could not attach to the JVM");
+    attached = 1;
+  }
+  code = (*env)->CallIntMethod(env, f->call, f->invoke, (jlong)(intptr_t)run);
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+    st = wharf_status_create(WHARF_INTERNAL, "the Java fold callback's bridge threw");
+  } else if (code != 0) {
+    st = wharf_swig_fold_status(env, f, code);
+  }
+  if (attached) (*f->vm)->DetachCurrentThread(f->vm);
+  return st;
+}
+
+/* Prepares `f` for `fold_call` and installs the trampoline in `o` (a copy of the caller's
+ * options). 0 with a Java exception pending on failure. */
+static int wharf_swig_fold_begin(JNIEnv* jenv, jobject fold_call, wharf_swig_fold* f, wharf_update_options* o) {
+  jclass cls;
+  memset(f, 0, sizeof *f);
+  if (!fold_call) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "fold is null");
+    return 0;
+  }
+  if ((*jenv)->GetJavaVM(jenv, &f->vm) != JNI_OK) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaRuntimeException, "GetJavaVM failed");
+    return 0;
+  }
+  cls = (*jenv)->GetObjectClass(jenv, fold_call);
+  f->invoke = (*jenv)->GetMethodID(jenv, cls, "invoke", "(J)I");
+  f->message = f->invoke ? (*jenv)->GetMethodID(jenv, cls, "message", "()[B") : NULL;
+  (*jenv)->DeleteLocalRef(jenv, cls);
+  if (!f->invoke || !f->message) return 0; /* NoSuchMethodError pending */
+  f->call = (*jenv)->NewGlobalRef(jenv, fold_call);
+  if (!f->call) return 0;
+  o->fold = wharf_swig_fold_trampoline;
+  o->fold_user = f;
+  return 1;
+}
+%}
+
+%inline %{
+/**
+ * wharf_container_update with a Java fold callback: `fold_call` is a dev.wharf.FoldCall
+ * (see wharf_swig_fold above); `opts` is copied, its fold fields replaced.
+ */
+void wharf_swig_container_update_fold(JNIEnv* jenv, wharf_container* container, const wharf_constant_map* map,
+                                      const wharf_update_options* opts, jobject fold_call,
+                                      wharf_status** status_out) {
+  wharf_update_options o;
+  wharf_swig_fold f;
+  if (!opts) return;
+  o = *opts;
+  if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
+  *status_out = wharf_container_update(container, map, &o);
+  (*jenv)->DeleteGlobalRef(jenv, f.call);
+}
+
+/** wharf_weight_store_update with a Java fold callback, as wharf_swig_container_update_fold. */
+void wharf_swig_weight_store_update_fold(JNIEnv* jenv, wharf_weight_store* store, const wharf_constant_map* map,
+                                         const wharf_update_options* opts, jobject fold_call,
+                                         wharf_status** status_out) {
+  wharf_update_options o;
+  wharf_swig_fold f;
+  if (!opts) return;
+  o = *opts;
+  if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
+  *status_out = wharf_weight_store_update(store, map, &o);
+  (*jenv)->DeleteGlobalRef(jenv, f.call);
 }
 %}
 #endif

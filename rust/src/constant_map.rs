@@ -295,6 +295,7 @@ impl<'a> ConstantMap<'a> {
         let cname = cstring(name, "constant name")?;
         // SAFETY: all-zero is a valid view to be overwritten.
         let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: a live map, valid string and out pointer; the view's arrays point into
         // the map, which `&self` keeps unmodified while they are copied.
         unsafe {
@@ -323,6 +324,7 @@ impl<'a> ConstantMap<'a> {
         let mut fqn: *const c_char = std::ptr::null();
         // SAFETY: all-zero is a valid view to be overwritten.
         let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: a live map and valid out pointers; the name is owned by the map and lives
         // as long as the `&self` borrow (nothing can modify the map meanwhile).
         unsafe {

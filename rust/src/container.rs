@@ -98,10 +98,15 @@ impl UpdateOptions {
     }
 
     pub(crate) fn to_c(self) -> sys::wharf_update_options {
-        // SAFETY: all-zero is valid input for *_init, which fills the defaults.
+        // SAFETY: all-zero is valid input for *_init_sized, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_update_options>() };
-        // SAFETY: a valid, writable struct.
-        unsafe { sys::wharf_update_options_init(&mut o) };
+        // SAFETY: a valid, writable struct of the size passed.
+        unsafe {
+            sys::wharf_update_options_init_sized(
+                &mut o,
+                std::mem::size_of::<sys::wharf_update_options>(),
+            )
+        };
         o.target = self.target.to_raw();
         o.require_full = i32::from(self.require_full);
         o
@@ -144,17 +149,23 @@ struct FoldState<F> {
     panic: Option<Box<dyn Any + Send + 'static>>,
 }
 
-/// A status the trampoline returns to abort an update. wharf.h offers no way to create a
-/// status, so one is provoked from the library (a NOT_FOUND from dtype parsing); the
-/// binding reports the callback's own error instead.
-fn abort_status() -> *mut sys::wharf_status {
-    let mut unused: sys::wharf_dtype = 0;
-    // SAFETY: a valid C string and out pointer.
-    let st = unsafe {
-        sys::wharf_dtype_from_name(c"(aborted by a Rust fold callback)".as_ptr(), &mut unused)
-    };
-    debug_assert!(!st.is_null());
-    st
+/// A status for the library (`wharf_status_create`, which copies the message). Never NULL
+/// for a code other than OK.
+fn new_status(code: sys::wharf_code, message: &str) -> *mut sys::wharf_status {
+    // An interior NUL cannot cross as a C string: cut the message there.
+    let text = message.split('\0').next().unwrap_or("");
+    let c = std::ffi::CString::new(text).unwrap_or_default();
+    // SAFETY: a valid C string, copied by the call.
+    unsafe { sys::wharf_status_create(code, c.as_ptr()) }
+}
+
+/// The status a failed fold hands the library: a [`wharf::Error`](Error)'s code and message,
+/// or `WHARF_FAILED_PRECONDITION` and the error's text for any other error.
+fn fold_status(e: &(dyn std::error::Error + Send + Sync + 'static)) -> *mut sys::wharf_status {
+    match e.downcast_ref::<Error>() {
+        Some(we) => new_status(we.code().to_raw(), we.message()),
+        None => new_status(sys::WHARF_FAILED_PRECONDITION, &e.to_string()),
+    }
 }
 
 unsafe extern "C" fn fold_trampoline<F>(
@@ -170,7 +181,7 @@ where
     // not otherwise accessed for the duration of the update call.
     let state = unsafe { &mut *user.cast::<FoldState<F>>() };
     let Some(run) = NonNull::new(run) else {
-        return abort_status();
+        return new_status(sys::WHARF_INTERNAL, "the fold callback got a NULL run");
     };
     let fold_run = FoldRun {
         raw: run,
@@ -181,12 +192,13 @@ where
     match catch_unwind(AssertUnwindSafe(|| (state.fold)(&fold_run))) {
         Ok(Ok(())) => std::ptr::null_mut(),
         Ok(Err(e)) => {
+            let st = fold_status(&*e);
             state.error = Some(e);
-            abort_status()
+            st
         }
         Err(payload) => {
             state.panic = Some(payload);
-            abort_status()
+            new_status(sys::WHARF_INTERNAL, "the Rust fold callback panicked")
         }
     }
 }
@@ -195,9 +207,12 @@ where
 pub(crate) type FoldError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Calls `call` with `options` plus `fold` installed as the update's fold callback (through
-/// [`fold_trampoline`]), then turns the callback's own error into the result (a
-/// [`wharf::Error`](Error) as is, anything else as [`Code::Callback`]) and resumes its panic,
-/// if any, once the library has returned. Shared by container and weight store updates.
+/// [`fold_trampoline`]), then turns the callback's failure into the result and resumes its
+/// panic, if any, once the library has returned. Shared by container and weight store
+/// updates. A [`wharf::Error`](Error) from the callback crossed the C API with its code: the
+/// result is the library's error (that code, the message after the library's context) with
+/// the callback's error as its source; any other error gives [`Code::Callback`] with the
+/// library's message and the callback's error as source.
 pub(crate) fn call_with_fold<F>(
     options: &UpdateOptions,
     fold: F,
@@ -222,13 +237,10 @@ where
         resume_unwind(payload);
     }
     match (result, state.error) {
-        (Err(_), Some(e)) => Err(match e.downcast::<Error>() {
-            Ok(wharf_error) => *wharf_error,
-            Err(other) => Error::new(
-                Code::Callback,
-                format!("update aborted by the fold callback: {other}"),
-            )
-            .with_source(other),
+        (Err(library), Some(e)) => Err(if e.downcast_ref::<Error>().is_some() {
+            Error::new(library.code(), library.message()).with_source(e)
+        } else {
+            Error::new(Code::Callback, library.message()).with_source(e)
         }),
         (result, _) => result,
     }
@@ -669,6 +681,7 @@ impl Run<'_> {
         let cfqn = cstring(fqn, "constant name")?;
         // SAFETY: all-zero is a valid view to be overwritten.
         let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: a live run; the storage stays allocated and unchanged while the run is
         // open (the C API reclaims or overwrites a pinned generation only after the run
         // ends), and the view borrows the run.
@@ -765,6 +778,7 @@ impl FoldRun<'_> {
         let cfqn = cstring(fqn, "constant name")?;
         // SAFETY: all-zero is a valid view to be overwritten.
         let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: the run is alive during the callback; the shape is copied at once.
         unsafe {
             Error::check(sys::wharf_run_tensor(

@@ -204,6 +204,7 @@ impl<'a> ContainerOptions<'a> {
                 } else {
                     0
                 },
+                struct_size: std::mem::size_of::<sys::wharf_constant_decl>() as u32,
             })
             .collect();
 
@@ -251,6 +252,7 @@ impl<'a> ContainerOptions<'a> {
                 initial: initial
                     .as_ref()
                     .map_or(std::ptr::null(), |v| v as *const sys::wharf_tensor_view),
+                struct_size: std::mem::size_of::<sys::wharf_state_decl>() as u32,
             })
             .collect();
 

@@ -63,6 +63,26 @@ impl Code {
         })
     }
 
+    /// The raw `wharf_code` that carries this code through the C API (a fold callback's
+    /// status): [`Code::Callback`] crosses as `WHARF_FAILED_PRECONDITION`.
+    pub(crate) fn to_raw(self) -> sys::wharf_code {
+        match self {
+            Code::InvalidArgument => sys::WHARF_INVALID_ARGUMENT,
+            Code::NotFound => sys::WHARF_NOT_FOUND,
+            Code::AlreadyExists => sys::WHARF_ALREADY_EXISTS,
+            Code::OutOfMemory => sys::WHARF_OUT_OF_MEMORY,
+            Code::ResourceExhausted => sys::WHARF_RESOURCE_EXHAUSTED,
+            Code::FailedPrecondition | Code::Callback => sys::WHARF_FAILED_PRECONDITION,
+            Code::Busy => sys::WHARF_BUSY,
+            Code::Unsupported => sys::WHARF_UNSUPPORTED,
+            Code::DeviceError => sys::WHARF_DEVICE_ERROR,
+            Code::IoError => sys::WHARF_IO_ERROR,
+            Code::DataCorrupt => sys::WHARF_DATA_CORRUPT,
+            Code::Internal => sys::WHARF_INTERNAL,
+            Code::Unknown(raw) => raw,
+        }
+    }
+
     /// The name the library uses for the code (`"INVALID_ARGUMENT"`); `"CALLBACK"` for
     /// [`Code::Callback`] and `"UNKNOWN"` for codes the library does not know either.
     pub fn name(self) -> &'static str {
@@ -103,7 +123,12 @@ pub struct Error {
 }
 
 impl Error {
-    pub(crate) fn new(code: Code, message: impl Into<String>) -> Error {
+    /// An error with a code, for a fold callback to return
+    /// ([`Container::update_with_fold`](crate::Container::update_with_fold)): the binding
+    /// hands the library a status with this code and message (`wharf_status_create`), and
+    /// the update fails with that code and the message after the library's context
+    /// (`"container 'm': fold callback: "`).
+    pub fn new(code: Code, message: impl Into<String>) -> Error {
         Error {
             code,
             message: message.into(),

@@ -153,10 +153,15 @@ impl Runtime {
     /// when CUDA is asked for but unavailable; with `InvalidArgument` for bad options.
     pub fn new(options: &RuntimeOptions) -> Result<Runtime> {
         crate::check_version()?;
-        // SAFETY: a zeroed options struct is valid input for *_init, which fills it.
+        // SAFETY: a zeroed options struct is valid input for *_init_sized, which fills it.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_runtime_options>() };
-        // SAFETY: o is a valid, writable struct.
-        unsafe { sys::wharf_runtime_options_init(&mut o) };
+        // SAFETY: o is a valid, writable struct of the size passed.
+        unsafe {
+            sys::wharf_runtime_options_init_sized(
+                &mut o,
+                std::mem::size_of::<sys::wharf_runtime_options>(),
+            )
+        };
         o.backend = options.backend.to_raw();
         o.device_index = options.device_index;
         o.device_memory_limit = options.device_memory_limit;

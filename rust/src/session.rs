@@ -36,10 +36,15 @@ impl SessionOptions {
     }
 
     fn to_c(self) -> sys::wharf_session_options {
-        // SAFETY: all-zero is valid input for *_init, which fills the defaults.
+        // SAFETY: all-zero is valid input for *_init_sized, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_session_options>() };
-        // SAFETY: a valid, writable struct.
-        unsafe { sys::wharf_session_options_init(&mut o) };
+        // SAFETY: a valid, writable struct of the size passed.
+        unsafe {
+            sys::wharf_session_options_init_sized(
+                &mut o,
+                std::mem::size_of::<sys::wharf_session_options>(),
+            )
+        };
         o.max_state_bytes = self.max_state_bytes;
         o.allocate_eagerly = i32::from(self.allocate_eagerly);
         o

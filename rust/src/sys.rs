@@ -13,7 +13,7 @@ use std::marker::{PhantomData, PhantomPinned};
 /// The ABI major version these declarations were written for (`WHARF_ABI_VERSION`).
 pub const WHARF_ABI_VERSION: u32 = 1;
 pub const WHARF_VERSION_MAJOR: u32 = 0;
-pub const WHARF_VERSION_MINOR: u32 = 2;
+pub const WHARF_VERSION_MINOR: u32 = 3;
 pub const WHARF_VERSION_PATCH: u32 = 0;
 
 /// Declares an opaque C type (only ever used behind a pointer).
@@ -97,6 +97,9 @@ pub struct wharf_tensor_view {
     pub ndim: i32,
     pub shape: *const i64,
     pub strides: *const i64,
+    // Since 0.3: appended (0 means the 0.3 layout); set to size_of::<wharf_tensor_view>().
+    pub struct_size: u32,
+    pub byte_offset: u64,
 }
 
 // --- runtime ----------------------------------------------------------------------------
@@ -168,6 +171,8 @@ pub struct wharf_constant_decl {
     pub shape: *const i64,
     pub placement: wharf_placement,
     pub flags: u32,
+    // Since 0.3: appended; every element of one array states the same size.
+    pub struct_size: u32,
 }
 
 #[repr(C)]
@@ -178,6 +183,8 @@ pub struct wharf_state_decl {
     pub ndim: i32,
     pub shape: *const i64,
     pub initial: *const wharf_tensor_view,
+    // Since 0.3: appended, as in wharf_constant_decl.
+    pub struct_size: u32,
 }
 
 #[repr(C)]
@@ -187,7 +194,7 @@ pub struct wharf_container_options {
     pub name: *const c_char,
     pub constants: *const wharf_constant_decl,
     pub num_constants: usize,
-    // Since 0.2.0.
+    // Since 0.2.
     pub store: *mut wharf_weight_store,
     pub states: *const wharf_state_decl,
     pub num_states: usize,
@@ -209,6 +216,9 @@ pub struct wharf_update_options {
     pub require_full: i32,
     pub fold: wharf_fold_fn,
     pub fold_user: *mut c_void,
+    // Since 0.3.
+    pub wait_stream: *mut c_void,
+    pub in_place_max_wait_ms: u32,
 }
 
 #[repr(C)]
@@ -221,6 +231,17 @@ pub struct wharf_constant_info {
     pub shape: *const i64,
     pub placement: wharf_placement,
     pub flags: u32,
+    pub nbytes: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_state_info {
+    pub struct_size: u32,
+    pub fqn: *const c_char,
+    pub dtype: wharf_dtype,
+    pub ndim: i32,
+    pub shape: *const i64,
     pub nbytes: u64,
 }
 
@@ -250,6 +271,7 @@ pub struct wharf_session_options {
 
 extern "C" {
     // status
+    pub fn wharf_status_create(code: wharf_code, message: *const c_char) -> *mut wharf_status;
     pub fn wharf_status_code(status: *const wharf_status) -> wharf_code;
     pub fn wharf_status_message(status: *const wharf_status) -> *const c_char;
     pub fn wharf_status_free(status: *mut wharf_status);
@@ -257,6 +279,7 @@ extern "C" {
 
     // versions
     pub fn wharf_version() -> *const c_char;
+    pub fn wharf_version_number() -> u32;
     pub fn wharf_abi_version() -> u32;
 
     // logging
@@ -268,7 +291,9 @@ extern "C" {
     pub fn wharf_dtype_from_name(name: *const c_char, out: *mut wharf_dtype) -> *mut wharf_status;
 
     // runtime
+    /// Fills the 0.1 layout only (for dlsym callers); bindings use the sized form.
     pub fn wharf_runtime_options_init(opts: *mut wharf_runtime_options);
+    pub fn wharf_runtime_options_init_sized(opts: *mut wharf_runtime_options, struct_size: usize);
     pub fn wharf_runtime_create(
         opts: *const wharf_runtime_options,
         out: *mut *mut wharf_runtime,
@@ -323,7 +348,7 @@ extern "C" {
     pub fn wharf_constant_map_free(map: *mut wharf_constant_map);
 
     // containers
-    /// Fills the 0.1.0 layout only (for binaries built against 0.1.0); use the sized form.
+    /// Fills the 0.1 layout only (for dlsym callers); bindings use the sized form.
     pub fn wharf_container_options_init(opts: *mut wharf_container_options);
     pub fn wharf_container_options_init_sized(
         opts: *mut wharf_container_options,
@@ -341,7 +366,9 @@ extern "C" {
         out: *mut *mut wharf_container,
     ) -> *mut wharf_status;
     pub fn wharf_container_free(container: *mut wharf_container);
+    /// Fills the 0.1 layout only (for dlsym callers); bindings use the sized form.
     pub fn wharf_update_options_init(opts: *mut wharf_update_options);
+    pub fn wharf_update_options_init_sized(opts: *mut wharf_update_options, struct_size: usize);
     pub fn wharf_container_update(
         container: *mut wharf_container,
         map: *const wharf_constant_map,
@@ -350,6 +377,13 @@ extern "C" {
     pub fn wharf_container_swap(container: *mut wharf_container) -> *mut wharf_status;
     pub fn wharf_container_free_inactive(container: *mut wharf_container) -> *mut wharf_status;
     pub fn wharf_container_generation(container: *const wharf_container) -> u64;
+    pub fn wharf_container_name(container: *const wharf_container) -> *const c_char;
+    pub fn wharf_container_num_states(container: *const wharf_container) -> usize;
+    pub fn wharf_container_state_info(
+        container: *const wharf_container,
+        i: usize,
+        out: *mut wharf_state_info,
+    ) -> *mut wharf_status;
     pub fn wharf_container_num_constants(container: *const wharf_container) -> usize;
     pub fn wharf_container_constant_info(
         container: *const wharf_container,
@@ -405,7 +439,9 @@ extern "C" {
     pub fn wharf_weight_store_swap(store: *mut wharf_weight_store) -> *mut wharf_status;
 
     // sessions
+    /// Fills the 0.2 layout only (for dlsym callers); bindings use the sized form.
     pub fn wharf_session_options_init(opts: *mut wharf_session_options);
+    pub fn wharf_session_options_init_sized(opts: *mut wharf_session_options, struct_size: usize);
     pub fn wharf_session_create(
         runtime: *mut wharf_runtime,
         containers: *const *mut wharf_container,
@@ -432,17 +468,21 @@ mod tests {
     //   printf '#include "wharf/wharf.h"\n#include <stdio.h>\n#include <stddef.h>\n
     //     int main(){printf("%zu\n",sizeof(wharf_tensor_view));}' | gcc -x c -Iinclude - && ./a.out
     // wharf_tensor_view: data 8 + dtype 4 + device_type 4 + device_index 4 + ndim 4 +
-    // shape 8 + strides 8 = 40. wharf_device_info: 4+4+4+256 = 268, padded to 272 for
+    // shape 8 + strides 8 = 40, + struct_size 4, padded to 48, + byte_offset 8 = 56. wharf_device_info: 4+4+4+256 = 268, padded to 272 for
     // total_memory, + 8 + 8 + 4 + 4 = 296. wharf_memory_stats: 4, padded to 8, + 2*16*8
     // + 4*8 = 296. wharf_container_options (0.2.0): 4, padded to 8, + 3*8 (name, constants,
     // num_constants) + store 8 + states 8 + num_states 8 + max_session_bytes 8 = 64.
-    // wharf_state_decl: fqn 8 + dtype 4 + ndim 4 + shape 8 + initial 8 = 32.
+    // wharf_state_decl: fqn 8 + dtype 4 + ndim 4 + shape 8 + initial 8 = 32, + struct_size
+    // 4 padded to 40 (wharf_constant_decl likewise: 32 + 4, padded to 40).
+    // wharf_update_options: 32 (0.1), + wait_stream 8 + in_place_max_wait_ms 4, padded to 48.
     // wharf_session_options: 4, padded to 8, + 8 + 4, padded to 24.
     // wharf_weight_store_stats: 4, padded to 8, + 4*8 = 40.
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn struct_layouts_match_the_c_header() {
-        assert_eq!(size_of::<wharf_tensor_view>(), 40);
+        assert_eq!(size_of::<wharf_tensor_view>(), 56);
+        assert_eq!(offset_of!(wharf_tensor_view, struct_size), 40);
+        assert_eq!(offset_of!(wharf_tensor_view, byte_offset), 48);
         assert_eq!(offset_of!(wharf_tensor_view, dtype), 8);
         assert_eq!(offset_of!(wharf_tensor_view, ndim), 20);
         assert_eq!(offset_of!(wharf_tensor_view, shape), 24);
@@ -465,7 +505,8 @@ mod tests {
         assert_eq!(offset_of!(wharf_memory_stats, device_current), 264);
         assert_eq!(offset_of!(wharf_memory_stats, pinned_host_peak), 288);
 
-        assert_eq!(size_of::<wharf_constant_decl>(), 32);
+        assert_eq!(size_of::<wharf_constant_decl>(), 40);
+        assert_eq!(offset_of!(wharf_constant_decl, struct_size), 32);
         assert_eq!(offset_of!(wharf_constant_decl, shape), 16);
         assert_eq!(offset_of!(wharf_constant_decl, placement), 24);
         assert_eq!(offset_of!(wharf_constant_decl, flags), 28);
@@ -478,7 +519,8 @@ mod tests {
         assert_eq!(offset_of!(wharf_container_options, num_states), 48);
         assert_eq!(offset_of!(wharf_container_options, max_session_bytes), 56);
 
-        assert_eq!(size_of::<wharf_state_decl>(), 32);
+        assert_eq!(size_of::<wharf_state_decl>(), 40);
+        assert_eq!(offset_of!(wharf_state_decl, struct_size), 32);
         assert_eq!(offset_of!(wharf_state_decl, dtype), 8);
         assert_eq!(offset_of!(wharf_state_decl, ndim), 12);
         assert_eq!(offset_of!(wharf_state_decl, shape), 16);
@@ -494,7 +536,9 @@ mod tests {
         assert_eq!(offset_of!(wharf_weight_store_stats, references), 24);
         assert_eq!(offset_of!(wharf_weight_store_stats, saved_bytes), 32);
 
-        assert_eq!(size_of::<wharf_update_options>(), 32);
+        assert_eq!(size_of::<wharf_update_options>(), 48);
+        assert_eq!(offset_of!(wharf_update_options, wait_stream), 32);
+        assert_eq!(offset_of!(wharf_update_options, in_place_max_wait_ms), 40);
         assert_eq!(offset_of!(wharf_update_options, require_full), 8);
         assert_eq!(offset_of!(wharf_update_options, fold), 16);
         assert_eq!(offset_of!(wharf_update_options, fold_user), 24);
@@ -505,6 +549,10 @@ mod tests {
         assert_eq!(offset_of!(wharf_constant_info, shape), 24);
         assert_eq!(offset_of!(wharf_constant_info, placement), 32);
         assert_eq!(offset_of!(wharf_constant_info, nbytes), 40);
+
+        assert_eq!(size_of::<wharf_state_info>(), 40);
+        assert_eq!(offset_of!(wharf_state_info, shape), 24);
+        assert_eq!(offset_of!(wharf_state_info, nbytes), 32);
 
         for align in [
             align_of::<wharf_tensor_view>(),
@@ -518,6 +566,7 @@ mod tests {
             align_of::<wharf_state_decl>(),
             align_of::<wharf_session_options>(),
             align_of::<wharf_weight_store_stats>(),
+            align_of::<wharf_state_info>(),
         ] {
             assert_eq!(align, 8);
         }
@@ -528,32 +577,42 @@ mod tests {
 
     #[test]
     fn options_init_sets_struct_size_to_the_c_size() {
-        // The library's *_init functions write sizeof(struct) as compiled in C: a second,
+        // The library's *_init_sized functions write the size they were given, filling the
+        // defaults; the unsized exports fill the layout of their first release: a second,
         // independent check of the Rust sizes.
         unsafe {
             let mut r = std::mem::zeroed::<wharf_runtime_options>();
-            wharf_runtime_options_init(&mut r);
+            wharf_runtime_options_init_sized(&mut r, size_of::<wharf_runtime_options>());
             assert_eq!(r.struct_size as usize, size_of::<wharf_runtime_options>());
             let mut c = std::mem::zeroed::<wharf_container_options>();
             wharf_container_options_init_sized(&mut c, size_of::<wharf_container_options>());
             assert_eq!(c.struct_size as usize, size_of::<wharf_container_options>());
-            // The unsized export keeps the 0.1.0 layout (it ends before `store`).
+            // The unsized export keeps the 0.1 layout (it ends before `store`).
             let mut old = std::mem::zeroed::<wharf_container_options>();
             wharf_container_options_init(&mut old);
             assert_eq!(old.struct_size as usize, 32);
             let mut u = std::mem::zeroed::<wharf_update_options>();
-            wharf_update_options_init(&mut u);
+            wharf_update_options_init_sized(&mut u, size_of::<wharf_update_options>());
             assert_eq!(u.struct_size as usize, size_of::<wharf_update_options>());
             assert_eq!(u.target, WHARF_TARGET_INACTIVE);
             assert!(u.fold.is_none());
-            // 0.2.0 fields default to "no store, no states, no budget".
+            assert!(u.wait_stream.is_null());
+            assert_eq!(u.in_place_max_wait_ms, 1000);
+            let mut old_u = std::mem::zeroed::<wharf_update_options>();
+            wharf_update_options_init(&mut old_u);
+            assert_eq!(old_u.struct_size as usize, 32);
+            // 0.2 fields default to "no store, no states, no budget".
             assert!(c.store.is_null());
             assert!(c.states.is_null());
             assert_eq!((c.num_states, c.max_session_bytes), (0, 0));
             let mut s = std::mem::zeroed::<wharf_session_options>();
-            wharf_session_options_init(&mut s);
+            wharf_session_options_init_sized(&mut s, size_of::<wharf_session_options>());
             assert_eq!(s.struct_size as usize, size_of::<wharf_session_options>());
             assert_eq!((s.max_state_bytes, s.allocate_eagerly), (0, 0));
+            assert_eq!(
+                wharf_version_number(),
+                WHARF_VERSION_MAJOR * 10000 + WHARF_VERSION_MINOR * 100 + WHARF_VERSION_PATCH
+            );
         }
     }
 }

@@ -52,6 +52,8 @@ pub(crate) fn c_view(
             shape.as_ptr()
         },
         strides: strides.map_or(std::ptr::null(), <[i64]>::as_ptr),
+        struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
+        byte_offset: 0,
     }
 }
 

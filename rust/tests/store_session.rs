@@ -486,6 +486,8 @@ fn the_c_library_refuses_a_store_of_another_runtime() {
             ndim: 1,
             shape: EMBED.as_ptr(),
             strides: std::ptr::null(),
+            struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
+            byte_offset: 0,
         };
         assert!(sys::wharf_constant_map_set(m, c"embed".as_ptr(), &view).is_null());
         let mut out = std::ptr::null_mut();

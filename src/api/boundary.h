@@ -1,7 +1,13 @@
 // The C boundary: turning internal Status values into wharf_status*, catching every
-// exception before it reaches C, and reading versioned option structs.
+// exception before it reaches C, and reading and writing versioned structs.
 #pragma once
 
+// The API layer implements the experimental tier too.
+#ifndef WHARF_EXPERIMENTAL
+#define WHARF_EXPERIMENTAL 1
+#endif
+
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -54,33 +60,209 @@ wharf_status* guarded(const char* fn, F&& f) noexcept {
   }
 }
 
-// Copies the caller's options struct over `defaults`, reading only the bytes its
-// struct_size covers (older headers) and ignoring trailing fields of newer headers.
+// --- versioned structs ------------------------------------------------------------------
+//
+// Every struct that crosses the ABI carries struct_size, the size the caller compiled it
+// with. The rules (wharf.h, "Structs"):
+// - a size must end on a field boundary of the library's layout (the start or end of a
+//   field, or the whole struct): a size that ends inside a field is refused
+//   (INVALID_ARGUMENT), as is one below the smallest layout or above kMaxStructSize;
+// - an input struct larger than the library's may have only zero bytes past the library's
+//   size (the Linux copy_struct_from_user rule); a non-zero byte there is a field of a newer
+//   header this library cannot honour (UNSUPPORTED, naming the struct and the offset);
+// - fields the caller's size does not cover take their defaults.
+// Every release's sizeof is a field boundary of the next because fields are appended
+// starting at or after the previous release's sizeof (never in its tail padding): keep it so.
+
+// Largest struct_size accepted (as Linux, a page): anything larger is a caller's bug, and
+// reading that far past a small struct could fault.
+constexpr size_t kMaxStructSize = 4096;
+
+struct FieldInfo {
+  const char* name;
+  size_t offset;
+  size_t size;
+};
+
+struct StructLayout {
+  const char* name;          // "wharf_update_options"
+  const FieldInfo* fields;   // the library's fields, in offset order
+  size_t num_fields;
+  size_t size;               // sizeof the struct in this library
+  size_t min_size;           // the smallest struct_size accepted
+  size_t size_offset;        // where struct_size lives (0, or the end of an appended-size struct)
+  // Appended-size structs only: a struct_size of 0 is a caller that does not set it (code
+  // written before 0.3, positional initializers). Its struct is read up to `zero_reads`
+  // (the fields that came before struct_size; later ones take their defaults), and an array
+  // of such structs has the stride `zero_stride` (the 0.3 sizeof). 0 for leading-size structs.
+  size_t zero_reads;
+  size_t zero_stride;
+};
+
+#define WHARF_FIELD(T, f) ::wharf::api::FieldInfo{#f, offsetof(T, f), sizeof(static_cast<T*>(nullptr)->f)}
+
+// The layout of each versioned struct (defined in convert.cpp).
+const StructLayout& layout_of(const wharf_runtime_options*);
+const StructLayout& layout_of(const wharf_update_options*);
+const StructLayout& layout_of(const wharf_session_options*);
+const StructLayout& layout_of(const wharf_container_options*);
+const StructLayout& layout_of(const wharf_tensor_view*);
+const StructLayout& layout_of(const wharf_constant_decl*);
+const StructLayout& layout_of(const wharf_state_decl*);
+const StructLayout& layout_of(const wharf_device_info*);
+const StructLayout& layout_of(const wharf_memory_stats*);
+const StructLayout& layout_of(const wharf_constant_info*);
+const StructLayout& layout_of(const wharf_state_info*);
+const StructLayout& layout_of(const wharf_weight_store_stats*);
+
+// The struct_size stored in the caller's struct at `p`.
+uint32_t stated_size(const void* p, const StructLayout& L);
+// Checks a caller's non-zero struct_size `size` for a struct
+// the library reads at `p` (`what` names it in messages, e.g. "wharf_update_options" or
+// "constant declaration 3"): field boundary, bounds, and zero bytes past the library's size.
+Status check_input_size(const void* p, size_t size, const StructLayout& L, const std::string& what);
+// Checks the struct_size of an output struct; returns how many bytes to write.
+Status check_output_size(size_t size, const StructLayout& L, const std::string& what, size_t* n);
+
+// Copies the caller's struct over `defaults`, reading only the bytes its struct_size covers
+// (older headers take defaults for the rest); refuses what check_input_size refuses. For
+// structs that begin with struct_size; NULL `in` leaves the defaults.
 template <class T>
 Status read_options(const T* in, T* defaults, const char* what) {
   if (!in) return Status::Ok();
-  if (in->struct_size < sizeof(uint32_t))
-    return InvalidArgument(std::string(what) + ": struct_size " + std::to_string(in->struct_size) +
+  const StructLayout& L = layout_of(in);
+  const uint32_t size = stated_size(in, L);
+  if (size < L.min_size)
+    return InvalidArgument(std::string(what) + ": struct_size " + std::to_string(size) +
                            " is too small; call " + what + "_init first");
-  size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
+  WHARF_RETURN_IF_ERROR(check_input_size(in, size, L, what));
+  const size_t n = size < sizeof(T) ? size : sizeof(T);
   std::memcpy(static_cast<void*>(defaults), in, n);
   defaults->struct_size = sizeof(T);
   return Status::Ok();
 }
 
-// Writes `full` into the caller's output struct, up to the caller's struct_size.
+// Reads one struct whose struct_size was appended in 0.3 (tensor views, declarations):
+// zero-filled `*out`, then the caller's bytes as far as its struct_size (0: the fields
+// before struct_size).
+template <class T>
+Status read_appended(const T* in, T* out, const std::string& what) {
+  std::memset(static_cast<void*>(out), 0, sizeof(T));
+  const StructLayout& L = layout_of(in);
+  size_t size = stated_size(in, L);
+  if (size == 0) {
+    size = L.zero_reads;
+  } else {
+    WHARF_RETURN_IF_ERROR(check_input_size(in, size, L, what));
+  }
+  std::memcpy(static_cast<void*>(out), in, size < sizeof(T) ? size : sizeof(T));
+  out->struct_size = sizeof(T);
+  return Status::Ok();
+}
+
+// An array of appended-size structs: element i lives at base + i * stride, where the stride
+// is element 0's struct_size (0: the 0.3 sizeof, each element read up to its struct_size
+// field) and every element must state the same.
+template <class T>
+class StructArray {
+ public:
+  Status init(const T* base, size_t count, const char* what) {
+    base_ = reinterpret_cast<const unsigned char*>(base);
+    count_ = count;
+    if (count == 0) return Status::Ok();
+    const StructLayout& L = layout_of(base);
+    raw_ = stated_size(base, L);
+    stride_ = raw_ == 0 ? L.zero_stride : raw_;
+    reads_ = raw_ == 0 ? L.zero_reads : raw_;
+    return raw_ == 0 ? Status::Ok() : check_input_size(base, stride_, L, std::string(what) + " 0");
+  }
+  // Reads element i into *out (zero-filled past the caller's size).
+  Status get(size_t i, T* out, const char* what) const {
+    const T* p = reinterpret_cast<const T*>(base_ + i * stride_);
+    const StructLayout& L = layout_of(p);
+    const uint32_t s = stated_size(p, L);
+    if (s != raw_)
+      return InvalidArgument(std::string(what) + " " + std::to_string(i) + ": struct_size " + std::to_string(s) +
+                             " differs from element 0's " + std::to_string(raw_) +
+                             " (every element of one array states the same size)");
+    std::memset(static_cast<void*>(out), 0, sizeof(T));
+    if (i > 0 && raw_ != 0)
+      WHARF_RETURN_IF_ERROR(check_input_size(p, stride_, L, std::string(what) + " " + std::to_string(i)));
+    std::memcpy(static_cast<void*>(out), p, reads_ < sizeof(T) ? reads_ : sizeof(T));
+    out->struct_size = sizeof(T);
+    return Status::Ok();
+  }
+
+ private:
+  const unsigned char* base_ = nullptr;
+  size_t count_ = 0;
+  uint32_t raw_ = 0;
+  size_t stride_ = 0;
+  size_t reads_ = 0;
+};
+
+// The body of every wharf_X_options_init_sized: writes `defaults` (with struct_size set to
+// what is written) into the caller's struct of `struct_size` bytes, never past it. NULL or a
+// size below 4 is a no-op.
+template <class T>
+void init_sized(T* opts, size_t struct_size, T defaults) noexcept {
+  if (!opts || struct_size < sizeof(uint32_t)) return;
+  const size_t n = struct_size < sizeof(T) ? struct_size : sizeof(T);
+  defaults.struct_size = uint32_t(n);
+  std::memcpy(static_cast<void*>(opts), &defaults, n);
+}
+
+// The layouts the exported unsized inits fill: each options struct as the release that
+// introduced its init shipped it (their sizeof is what those callers allocated).
+namespace released {
+struct runtime_options_0_1 {
+  uint32_t struct_size;
+  int32_t backend;
+  int32_t device_index;
+  uint64_t device_memory_limit;
+  uint32_t copy_threads;
+  uint64_t staging_bytes;
+};
+struct update_options_0_1 {
+  uint32_t struct_size;
+  int32_t target;
+  int32_t require_full;
+  wharf_fold_fn fold;
+  void* fold_user;
+};
+struct container_options_0_1 {
+  uint32_t struct_size;
+  const char* name;
+  const void* constants;
+  size_t num_constants;
+};
+struct session_options_0_2 {
+  uint32_t struct_size;
+  uint64_t max_state_bytes;
+  int32_t allocate_eagerly;
+};
+}  // namespace released
+
+// Writes `full` into the caller's output struct (which begins with struct_size), up to the
+// caller's struct_size.
 template <class T>
 Status write_output(const T& full, T* out, const char* what) {
   if (!out) return InvalidArgument(std::string(what) + ": output pointer is NULL");
-  if (out->struct_size < sizeof(uint32_t))
-    return InvalidArgument(std::string(what) + ": output struct_size " +
-                           std::to_string(out->struct_size) + " is too small; set it to sizeof the struct");
-  uint32_t size = out->struct_size;
-  size_t n = size < sizeof(T) ? size : sizeof(T);
+  const uint32_t size = out->struct_size;
+  if (size < sizeof(uint32_t))
+    return InvalidArgument(std::string(what) + ": output struct_size " + std::to_string(size) +
+                           " is too small; set it to sizeof the struct");
+  size_t n = 0;
+  WHARF_RETURN_IF_ERROR(check_output_size(size, layout_of(out), what, &n));
   std::memcpy(static_cast<void*>(out), &full, n);
   out->struct_size = size;
   return Status::Ok();
 }
+
+// Writes an output tensor view: the fields every layout has always, the later ones as far as
+// the caller's struct_size covers them (the 0.3 sizeof for 0 or an unrecognised value); on
+// return struct_size says how many bytes were written.
+void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept;
 
 #define WHARF_API_REQUIRE(cond, what) \
   do {                                \

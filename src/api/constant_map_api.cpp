@@ -24,8 +24,9 @@ WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const ch
     std::string what = std::string("constant '") + fqn + "'";
     WHARF_API_REQUIRE(view, "wharf_constant_map_set: view of " + what + " is NULL");
     TensorMeta meta;
-    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, what, &meta));
-    return map->map->set(fqn, std::move(meta), view->data);
+    void* data = nullptr;
+    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, what, &meta, &data));
+    return map->map->set(fqn, std::move(meta), data);
   });
 }
 

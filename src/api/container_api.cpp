@@ -1,6 +1,8 @@
 // Container and run functions of wharf.h: argument checks and conversions only.
+#include <climits>
 #include <cstddef>
 #include <cstring>
+#include <cstdint>
 
 #include "api/boundary.h"
 #include "api/handles.h"
@@ -24,10 +26,13 @@ Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>*
   if (o.num_constants > 0 && !o.constants)
     return InvalidArgument("wharf_container_options: constants is NULL with num_constants " +
                            std::to_string(o.num_constants));
+  api::StructArray<wharf_constant_decl> array;
+  WHARF_RETURN_IF_ERROR(array.init(o.constants, o.num_constants, "constant declaration"));
   out->clear();
   out->reserve(o.num_constants);
   for (size_t i = 0; i < o.num_constants; ++i) {
-    const wharf_constant_decl& c = o.constants[i];
+    wharf_constant_decl c;
+    WHARF_RETURN_IF_ERROR(array.get(i, &c, "constant declaration"));
     WHARF_RETURN_IF_ERROR(check_decl("constant", i, c.fqn, api::enum_int(c.dtype), c.ndim, c.shape));
     ConstantDecl d;
     d.fqn = c.fqn;
@@ -43,18 +48,22 @@ Status decls_from_c(const wharf_container_options& o, std::vector<ConstantDecl>*
 Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* out) {
   if (o.num_states > 0 && !o.states)
     return InvalidArgument("wharf_container_options: states is NULL with num_states " + std::to_string(o.num_states));
+  api::StructArray<wharf_state_decl> array;
+  WHARF_RETURN_IF_ERROR(array.init(o.states, o.num_states, "state declaration"));
   out->clear();
   for (size_t i = 0; i < o.num_states; ++i) {
-    const wharf_state_decl& c = o.states[i];
+    wharf_state_decl c;
+    WHARF_RETURN_IF_ERROR(array.get(i, &c, "state declaration"));
     WHARF_RETURN_IF_ERROR(check_decl("state", i, c.fqn, api::enum_int(c.dtype), c.ndim, c.shape));
     StateInit si;
     si.fqn = c.fqn;
     si.dtype = static_cast<DType>(api::enum_int(c.dtype));
     si.shape.assign(c.shape, c.shape + c.ndim);
     if (c.initial) {
-      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of state '" + si.fqn + "'", &si.meta));
+      void* data = nullptr;
+      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of state '" + si.fqn + "'", &si.meta, &data));
       si.has_initial = true;
-      si.data = c.initial->data;
+      si.data = data;
     }
     out->push_back(std::move(si));
   }
@@ -75,6 +84,8 @@ Status update_from_c(const wharf_update_options& o, UpdateOptions* out) {
     return InvalidArgument("wharf_update_options: unknown target " + std::to_string(target));
   out->in_place = target == WHARF_TARGET_ACTIVE_IN_PLACE;
   out->require_full = o.require_full != 0;
+  out->wait_stream = o.wait_stream;
+  out->in_place_max_wait_ms = o.in_place_max_wait_ms;
   if (o.fold) {
     wharf_fold_fn fn = o.fold;
     void* user = o.fold_user;
@@ -105,19 +116,17 @@ Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* ou
 extern "C" {
 
 WHARF_API void wharf_container_options_init_sized(wharf_container_options* opts, size_t struct_size) {
-  if (!opts || struct_size < sizeof(uint32_t)) return;
-  wharf_container_options full;
-  std::memset(&full, 0, sizeof full);
-  const size_t n = struct_size < sizeof full ? struct_size : sizeof full;
-  full.struct_size = uint32_t(n);
-  std::memcpy(static_cast<void*>(opts), &full, n);  // never past the caller's struct
+  wharf_container_options o;
+  std::memset(&o, 0, sizeof o);
+  api::init_sized(opts, struct_size, o);
 }
 
-WHARF_API void wharf_update_options_init(wharf_update_options* opts) {
-  if (!opts) return;
-  std::memset(opts, 0, sizeof(*opts));
-  opts->struct_size = sizeof(*opts);
-  opts->target = WHARF_TARGET_INACTIVE;
+WHARF_API void wharf_update_options_init_sized(wharf_update_options* opts, size_t struct_size) {
+  wharf_update_options o;
+  std::memset(&o, 0, sizeof o);
+  o.target = WHARF_TARGET_INACTIVE;
+  o.in_place_max_wait_ms = 1000;
+  api::init_sized(opts, struct_size, o);
 }
 
 WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime, const wharf_container_options* opts,
@@ -238,10 +247,9 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
     WHARF_API_REQUIRE(container && fqn && view,
                       "wharf_container_bind_user_constant: container, fqn and view must not be NULL");
     UserConstant uc;
-    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, std::string("constant '") + fqn + "'", &uc.meta));
-    uc.data = view->data;
+    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, std::string("constant '") + fqn + "'", &uc.meta, &uc.data));
     if (release) {
-      void* data = view->data;
+      void* data = uc.data;
       uc.release = [release, data, user] { release(data, user); };
     }
     return container->c->bind_user_constant(fqn, std::move(uc));
@@ -266,13 +274,7 @@ WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn, 
     WHARF_API_REQUIRE(run && fqn && out, "wharf_run_tensor: run, fqn and out must not be NULL");
     BoundTensor b;
     WHARF_RETURN_IF_ERROR(run->run->tensor(fqn, &b));
-    out->data = b.data;
-    out->dtype = static_cast<wharf_dtype>(b.dtype);
-    out->device_type = b.device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
-    out->device_index = b.device_index;
-    out->ndim = int32_t(b.shape->size());
-    out->shape = b.shape->empty() ? nullptr : b.shape->data();
-    out->strides = nullptr;
+    api::view_from_bound(b, out);
     return Status::Ok();
   });
 }
@@ -297,11 +299,101 @@ WHARF_API wharf_status* wharf_run_end(wharf_run* run) {
   return api::guarded(__func__, [&]() -> Status { return h->owned->end(); });
 }
 
-// The exported symbol for binaries built against 0.1.0, whose struct ends at `store`: the
-// header's macro of the same name is for code compiled with this header.
+WHARF_API const char* wharf_container_name(const wharf_container* container) {
+  return container ? container->c->name().c_str() : "";
+}
+
+WHARF_API size_t wharf_container_num_states(const wharf_container* container) {
+  return container ? container->c->states().size() : 0;
+}
+
+WHARF_API wharf_status* wharf_container_state_info(const wharf_container* container, size_t i, wharf_state_info* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container, "wharf_container_state_info: container is NULL");
+    const auto& states = container->c->states();
+    if (i >= states.size())
+      return InvalidArgument("wharf_container_state_info: index " + std::to_string(i) + " out of range (" +
+                             std::to_string(states.size()) + " states)");
+    const StateDecl& d = states[i];
+    wharf_state_info full;
+    std::memset(&full, 0, sizeof(full));
+    full.struct_size = sizeof(full);
+    full.fqn = d.fqn.c_str();
+    full.dtype = static_cast<wharf_dtype>(d.dtype);
+    full.ndim = int32_t(d.shape.size());
+    full.shape = d.shape.empty() ? nullptr : d.shape.data();
+    full.nbytes = d.nbytes;
+    return api::write_output(full, out, "wharf_state_info");
+  });
+}
+
+// --- experimental tier -------------------------------------------------------------------
+
+WHARF_API int64_t wharf_container_find_constant(const wharf_container* container, const char* fqn) {
+  if (!container || !fqn) return -1;
+  try {
+    return container->c->find(fqn);
+  } catch (...) {
+    return -1;  // out of host memory for the name
+  }
+}
+
+WHARF_API int64_t wharf_container_find_state(const wharf_container* container, const char* fqn) {
+  if (!container || !fqn) return -1;
+  try {
+    return container->c->find_state(fqn);
+  } catch (...) {
+    return -1;
+  }
+}
+
+WHARF_API int32_t wharf_container_has_staged(const wharf_container* container) {
+  return container && container->c->staged() ? 1 : 0;
+}
+
+WHARF_API wharf_status* wharf_run_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && out, "wharf_run_tensor_at: run and out must not be NULL");
+    BoundTensor b;
+    WHARF_RETURN_IF_ERROR(run->run->tensor_at(index > size_t(INT32_MAX) ? -1 : int(index), &b));
+    api::view_from_bound(b, out);
+    return Status::Ok();
+  });
+}
+
+WHARF_API wharf_status* wharf_run_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && out, "wharf_run_state_at: run and out must not be NULL");
+    BoundTensor b;
+    WHARF_RETURN_IF_ERROR(run->run->state_at(index > size_t(INT32_MAX) ? -1 : int(index), &b));
+    api::view_from_bound(b, out);
+    return Status::Ok();
+  });
+}
+
+WHARF_API wharf_status* wharf_run_session(const wharf_run* run, wharf_session** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && out, "wharf_run_session: run and out must not be NULL");
+    *out = nullptr;
+    if (!run->run->session()) return Status::Ok();
+    auto h = std::make_unique<wharf_session>();
+    h->s = run->run->session();
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+// The exported symbols for callers that find them by name (dlsym): each fills the layout of
+// the release that introduced it. The header's macros of these names are for code compiled
+// with it.
 #undef wharf_container_options_init
 WHARF_API void wharf_container_options_init(wharf_container_options* opts) {
-  wharf_container_options_init_sized(opts, offsetof(wharf_container_options, store));
+  wharf_container_options_init_sized(opts, sizeof(api::released::container_options_0_1));
+}
+
+#undef wharf_update_options_init
+WHARF_API void wharf_update_options_init(wharf_update_options* opts) {
+  wharf_update_options_init_sized(opts, sizeof(api::released::update_options_0_1));
 }
 
 }  // extern "C"

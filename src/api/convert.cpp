@@ -1,10 +1,206 @@
-#include "api/handles.h"
+// Conversions between the C structs of wharf.h and internal types, and the struct_size rules.
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
 #include "api/boundary.h"
+#include "api/handles.h"
 
 namespace wharf {
 namespace api {
 
-Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out) {
+// --- layouts --------------------------------------------------------------------------------
+
+namespace {
+
+template <class T, size_t N>
+StructLayout leading(const char* name, const FieldInfo (&fields)[N]) {
+  return StructLayout{name, fields, N, sizeof(T), sizeof(uint32_t), 0, 0, 0};
+}
+
+// An appended-size struct: struct_size follows the fields of the release that introduced the
+// struct, so a non-zero size is accepted only from where it ends. 0 reads the fields before
+// it, with the stride of `layout_0_3` (the first layout that had struct_size) in arrays.
+template <class T, size_t N>
+StructLayout appended(const char* name, const FieldInfo (&fields)[N], size_t layout_0_3) {
+  return StructLayout{name, fields, N, sizeof(T), offsetof(T, struct_size) + sizeof(uint32_t),
+                      offsetof(T, struct_size), offsetof(T, struct_size), layout_0_3};
+}
+
+}  // namespace
+
+const StructLayout& layout_of(const wharf_runtime_options*) {
+  using T = wharf_runtime_options;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),         WHARF_FIELD(T, backend),
+                                WHARF_FIELD(T, device_index),        WHARF_FIELD(T, device_memory_limit),
+                                WHARF_FIELD(T, copy_threads),        WHARF_FIELD(T, staging_bytes)};
+  static const StructLayout l = leading<T>("wharf_runtime_options", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_update_options*) {
+  using T = wharf_update_options;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, target),      WHARF_FIELD(T, require_full),
+                                WHARF_FIELD(T, fold),        WHARF_FIELD(T, fold_user),   WHARF_FIELD(T, wait_stream),
+                                WHARF_FIELD(T, in_place_max_wait_ms)};
+  static const StructLayout l = leading<T>("wharf_update_options", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_session_options*) {
+  using T = wharf_session_options;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, max_state_bytes),
+                                WHARF_FIELD(T, allocate_eagerly)};
+  static const StructLayout l = leading<T>("wharf_session_options", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_container_options*) {
+  using T = wharf_container_options;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name),       WHARF_FIELD(T, constants),
+                                WHARF_FIELD(T, num_constants), WHARF_FIELD(T, store),    WHARF_FIELD(T, states),
+                                WHARF_FIELD(T, num_states),  WHARF_FIELD(T, max_session_bytes)};
+  static const StructLayout l = leading<T>("wharf_container_options", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_tensor_view*) {
+  using T = wharf_tensor_view;
+  static const FieldInfo f[] = {WHARF_FIELD(T, data),  WHARF_FIELD(T, dtype),   WHARF_FIELD(T, device_type),
+                                WHARF_FIELD(T, device_index), WHARF_FIELD(T, ndim), WHARF_FIELD(T, shape),
+                                WHARF_FIELD(T, strides), WHARF_FIELD(T, struct_size), WHARF_FIELD(T, byte_offset)};
+  static const StructLayout l = appended<T>("wharf_tensor_view", f, sizeof(T));
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_constant_decl*) {
+  using T = wharf_constant_decl;
+  static const FieldInfo f[] = {WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),     WHARF_FIELD(T, ndim),
+                                WHARF_FIELD(T, shape), WHARF_FIELD(T, placement), WHARF_FIELD(T, flags),
+                                WHARF_FIELD(T, struct_size)};
+  static const StructLayout l = appended<T>("wharf_constant_decl", f, sizeof(T));
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_state_decl*) {
+  using T = wharf_state_decl;
+  static const FieldInfo f[] = {WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),   WHARF_FIELD(T, ndim),
+                                WHARF_FIELD(T, shape), WHARF_FIELD(T, initial), WHARF_FIELD(T, struct_size)};
+  static const StructLayout l = appended<T>("wharf_state_decl", f, sizeof(T));
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_device_info*) {
+  using T = wharf_device_info;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),  WHARF_FIELD(T, backend),      WHARF_FIELD(T, device_index),
+                                WHARF_FIELD(T, name),         WHARF_FIELD(T, total_memory), WHARF_FIELD(T, free_memory),
+                                WHARF_FIELD(T, compute_major), WHARF_FIELD(T, compute_minor)};
+  static const StructLayout l = leading<T>("wharf_device_info", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_memory_stats*) {
+  using T = wharf_memory_stats;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),    WHARF_FIELD(T, current),     WHARF_FIELD(T, peak),
+                                WHARF_FIELD(T, device_current), WHARF_FIELD(T, device_peak), WHARF_FIELD(T, pinned_host_current),
+                                WHARF_FIELD(T, pinned_host_peak)};
+  static const StructLayout l = leading<T>("wharf_memory_stats", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_constant_info*) {
+  using T = wharf_constant_info;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape), WHARF_FIELD(T, placement),
+                                WHARF_FIELD(T, flags),       WHARF_FIELD(T, nbytes)};
+  static const StructLayout l = leading<T>("wharf_constant_info", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_state_info*) {
+  using T = wharf_state_info;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape), WHARF_FIELD(T, nbytes)};
+  static const StructLayout l = leading<T>("wharf_state_info", f);
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_weight_store_stats*) {
+  using T = wharf_weight_store_stats;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, unique_constants),
+                                WHARF_FIELD(T, unique_bytes), WHARF_FIELD(T, references), WHARF_FIELD(T, saved_bytes)};
+  static const StructLayout l = leading<T>("wharf_weight_store_stats", f);
+  return l;
+}
+
+// --- struct_size rules ------------------------------------------------------------------------
+
+uint32_t stated_size(const void* p, const StructLayout& L) {
+  uint32_t v;
+  std::memcpy(&v, static_cast<const unsigned char*>(p) + L.size_offset, sizeof v);
+  return v;
+}
+
+namespace {
+
+// Empty when `size` is a field boundary of L (or past its end); else the field it cuts.
+const FieldInfo* field_cut_by(size_t size, const StructLayout& L) {
+  if (size >= L.size) return nullptr;
+  for (size_t i = 0; i < L.num_fields; ++i) {
+    const FieldInfo& f = L.fields[i];
+    if (size > f.offset && size < f.offset + f.size) return &f;
+  }
+  return nullptr;
+}
+
+Status check_size_shape(size_t size, const StructLayout& L, const std::string& what) {
+  if (size < L.min_size || size > kMaxStructSize)
+    return InvalidArgument(what + ": struct_size " + std::to_string(size) + " is outside " +
+                           std::to_string(L.min_size) + ".." + std::to_string(kMaxStructSize) + " (set it to sizeof(" +
+                           L.name + "))");
+  if (const FieldInfo* f = field_cut_by(size, L))
+    return InvalidArgument(what + ": struct_size " + std::to_string(size) + " ends inside field '" + f->name +
+                           "' (bytes " + std::to_string(f->offset) + ".." + std::to_string(f->offset + f->size) +
+                           " of " + L.name + "); a struct_size is sizeof the struct as compiled");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status check_input_size(const void* p, size_t size, const StructLayout& L, const std::string& what) {
+  WHARF_RETURN_IF_ERROR(check_size_shape(size, L, what));
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (size_t i = L.size; i < size; ++i)
+    if (bytes[i] != 0)
+      return Unsupported(what + ": byte " + std::to_string(i) + " of " + L.name + " is non-zero, past the " +
+                         std::to_string(L.size) + " bytes this library (wharf " + wharf_version() +
+                         ") knows: a field of a newer wharf.h that this library cannot honour");
+  return Status::Ok();
+}
+
+Status check_output_size(size_t size, const StructLayout& L, const std::string& what, size_t* n) {
+  WHARF_RETURN_IF_ERROR(check_size_shape(size, L, what));
+  *n = size < L.size ? size : L.size;
+  return Status::Ok();
+}
+
+void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept {
+  const StructLayout& L = layout_of(out);
+  size_t size = stated_size(out, L);
+  // 0, garbage from an uninitialised struct, or a size cutting a field: the 0.3 layout (every
+  // caller compiled with struct_size has at least that much); never past this library's struct.
+  if (size == 0 || size < L.min_size || size > kMaxStructSize || field_cut_by(size, L)) size = L.zero_stride;
+  const size_t n = size < L.size ? size : L.size;
+  std::memcpy(static_cast<void*>(out), &full, n);
+  const uint32_t written = uint32_t(n);
+  std::memcpy(reinterpret_cast<unsigned char*>(out) + L.size_offset, &written, sizeof written);
+}
+
+// --- tensor views -----------------------------------------------------------------------------
+
+Status meta_from_view(const wharf_tensor_view& in, const std::string& what, TensorMeta* out, void** data) {
+  wharf_tensor_view v;
+  WHARF_RETURN_IF_ERROR(read_appended(&in, &v, what));
   if (v.ndim < 0 || v.ndim > WHARF_MAX_DIMS)
     return InvalidArgument(what + ": ndim " + std::to_string(v.ndim) + " outside 0.." +
                            std::to_string(WHARF_MAX_DIMS));
@@ -13,6 +209,14 @@ Status meta_from_view(const wharf_tensor_view& v, const std::string& what, Tenso
   if (!dtype_valid(dtype)) return InvalidArgument(what + ": unknown dtype value " + std::to_string(dtype));
   if (device_type != WHARF_DEVICE_CPU && device_type != WHARF_DEVICE_CUDA)
     return InvalidArgument(what + ": unknown device type " + std::to_string(device_type));
+  void* p = v.data;
+  if (v.byte_offset != 0) {
+    if (!p) return InvalidArgument(what + ": byte_offset " + std::to_string(v.byte_offset) + " with NULL data");
+    const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+    if (v.byte_offset > UINTPTR_MAX - base)
+      return InvalidArgument(what + ": data + byte_offset " + std::to_string(v.byte_offset) + " overflows");
+    p = reinterpret_cast<void*>(base + uintptr_t(v.byte_offset));
+  }
   TensorMeta m;
   m.dtype = static_cast<DType>(dtype);
   m.shape.assign(v.shape, v.shape + v.ndim);
@@ -21,6 +225,7 @@ Status meta_from_view(const wharf_tensor_view& v, const std::string& what, Tenso
   m.device_index = v.device_index;
   WHARF_RETURN_IF_ERROR(m.validate(what));
   *out = std::move(m);
+  *data = p;
   return Status::Ok();
 }
 
@@ -33,14 +238,59 @@ Status from_c(wharf_status* st) {
   return out;
 }
 
+namespace {
+
+wharf_tensor_view base_view(void* data, DType dtype, DeviceType device_type, int device_index,
+                            const std::vector<int64_t>& shape, const int64_t* strides) {
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  v.data = data;
+  v.dtype = static_cast<wharf_dtype>(dtype);
+  v.device_type = device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
+  v.device_index = device_index;
+  v.ndim = static_cast<int32_t>(shape.size());
+  v.shape = shape.empty() ? nullptr : shape.data();
+  v.strides = strides;
+  return v;
+}
+
+}  // namespace
+
 void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out) {
-  out->data = data;
-  out->dtype = static_cast<wharf_dtype>(meta.dtype);
-  out->device_type = meta.device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
-  out->device_index = meta.device_index;
-  out->ndim = static_cast<int32_t>(meta.shape.size());
-  out->shape = meta.shape.empty() ? nullptr : meta.shape.data();
-  out->strides = meta.strides.empty() ? nullptr : meta.strides.data();
+  write_view(base_view(data, meta.dtype, meta.device_type, meta.device_index, meta.shape,
+                       meta.strides.empty() ? nullptr : meta.strides.data()),
+             out);
+}
+
+const int64_t* contiguous_strides(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return nullptr;
+  // Interned by shape for the life of the process: views point into this table, and a
+  // process sees few distinct shapes (one entry per distinct shape, whatever the number of
+  // containers, runs or calls).
+  struct Hash {
+    size_t operator()(const std::vector<int64_t>& s) const noexcept {
+      size_t h = s.size();
+      for (int64_t d : s) h = h * 1000003u ^ std::hash<int64_t>()(d);
+      return h;
+    }
+  };
+  static std::shared_mutex mu;
+  static auto* table = new std::unordered_map<std::vector<int64_t>, std::vector<int64_t>, Hash>();
+  {
+    std::shared_lock<std::shared_mutex> lock(mu);
+    auto it = table->find(shape);
+    if (it != table->end()) return it->second.data();
+  }
+  TensorMeta m;
+  m.shape = shape;
+  std::unique_lock<std::shared_mutex> lock(mu);
+  auto it = table->emplace(shape, m.contiguous_strides()).first;  // unordered_map nodes never move
+  return it->second.data();
+}
+
+void view_from_bound(const BoundTensor& b, wharf_tensor_view* out) {
+  write_view(base_view(b.data, b.dtype, b.device_type, b.device_index, *b.shape, contiguous_strides(*b.shape)), out);
 }
 
 }  // namespace api

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "api/boundary.h"
 #include "constants/constant_map.h"
 #include "constants/container.h"
 #include "constants/weight_store.h"
@@ -44,10 +45,15 @@ namespace api {
 // Takes ownership of a status returned by a caller's callback and converts it.
 Status from_c(wharf_status* st);
 
-// Validates the C view's enums and rank and copies its metadata (not data).
-Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out);
-// Fills a C view whose shape/strides point into `meta` (which must outlive the view).
+// Reads a caller's tensor view (struct_size rules, enums, rank) and copies its metadata (not
+// data); `*data` is the view's data + byte_offset.
+Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out, void** data);
+// Fills a caller's output view whose shape/strides point into `meta` (which must outlive the view).
 void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out);
+// Fills a caller's output view of a run's tensor, with contiguous row-major strides.
+void view_from_bound(const BoundTensor& b, wharf_tensor_view* out);
+// Row-major strides of `shape`, interned for the process's life (nullptr for a scalar).
+const int64_t* contiguous_strides(const std::vector<int64_t>& shape);
 // Reads versioned update options (NULL: defaults) and checks them; a fold callback becomes
 // a function that hands the C callback a run over the generation being written.
 Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out);

@@ -1,4 +1,5 @@
 // Runtime functions of wharf.h: argument checks and conversions only.
+#include <cstddef>
 #include <cstring>
 
 #include "api/boundary.h"
@@ -8,11 +9,17 @@ using namespace wharf;
 
 extern "C" {
 
-WHARF_API void wharf_runtime_options_init(wharf_runtime_options* opts) {
-  if (!opts) return;
-  std::memset(opts, 0, sizeof(*opts));
-  opts->struct_size = sizeof(*opts);
-  opts->backend = WHARF_BACKEND_AUTO;
+namespace {
+wharf_runtime_options runtime_defaults() {
+  wharf_runtime_options o;
+  std::memset(&o, 0, sizeof o);
+  o.backend = WHARF_BACKEND_AUTO;
+  return o;
+}
+}  // namespace
+
+WHARF_API void wharf_runtime_options_init_sized(wharf_runtime_options* opts, size_t struct_size) {
+  api::init_sized(opts, struct_size, runtime_defaults());
 }
 
 WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts, wharf_runtime** out) {
@@ -35,6 +42,7 @@ WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts, 
   });
 }
 
+// Releases the handle's reference; containers, stores and sessions hold their own.
 WHARF_API void wharf_runtime_free(wharf_runtime* runtime) { delete runtime; }
 
 WHARF_API wharf_backend wharf_runtime_backend(const wharf_runtime* runtime) {
@@ -89,6 +97,13 @@ WHARF_API wharf_status* wharf_runtime_memory_stats(const wharf_runtime* runtime,
 
 WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime) {
   if (runtime) runtime->rt->device().accounting().reset_peak();
+}
+
+// The exported symbol for callers that find it by name (dlsym): the 0.1 layout, which is
+// still the whole struct. The header's macro of this name is for code compiled with it.
+#undef wharf_runtime_options_init
+WHARF_API void wharf_runtime_options_init(wharf_runtime_options* opts) {
+  wharf_runtime_options_init_sized(opts, sizeof(api::released::runtime_options_0_1));
 }
 
 }  // extern "C"

@@ -1,4 +1,5 @@
 // Session functions of wharf.h: argument checks and conversions only.
+#include <cstddef>
 #include <cstring>
 
 #include "api/boundary.h"
@@ -9,10 +10,10 @@ using namespace wharf;
 
 extern "C" {
 
-WHARF_API void wharf_session_options_init(wharf_session_options* opts) {
-  if (!opts) return;
-  std::memset(opts, 0, sizeof(*opts));
-  opts->struct_size = sizeof(*opts);
+WHARF_API void wharf_session_options_init_sized(wharf_session_options* opts, size_t struct_size) {
+  wharf_session_options o;
+  std::memset(&o, 0, sizeof o);
+  api::init_sized(opts, struct_size, o);
 }
 
 WHARF_API wharf_status* wharf_session_create(wharf_runtime* runtime, wharf_container* const* containers,
@@ -69,6 +70,13 @@ WHARF_API void wharf_session_free(wharf_session* session) {
   } catch (...) {
     WHARF_LOG(kError, "wharf_session_free: unexpected exception");
   }
+}
+
+// The exported symbol for callers that find it by name (dlsym): the 0.2 layout, which is
+// still the whole struct. The header's macro of this name is for code compiled with it.
+#undef wharf_session_options_init
+WHARF_API void wharf_session_options_init(wharf_session_options* opts) {
+  wharf_session_options_init_sized(opts, sizeof(api::released::session_options_0_2));
 }
 
 }  // extern "C"

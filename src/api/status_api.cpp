@@ -1,6 +1,7 @@
 // Status, version, logging and dtype functions of wharf.h.
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "api/boundary.h"
@@ -47,6 +48,21 @@ wharf_status* to_c(const Status& st) noexcept {
 
 extern "C" {
 
+WHARF_API wharf_status* wharf_status_create(wharf_code code, const char* message) {
+  const int32_t c = api::enum_int(code);
+  if (c == int32_t(WHARF_OK)) return nullptr;
+  const char* m = message ? message : "";
+  if (c < 0 || c > int32_t(WHARF_INTERNAL)) {
+    try {
+      return api::make_status(Code::kInternal,
+                              ("wharf_status_create: unknown code " + std::to_string(c) + ": " + m).c_str());
+    } catch (...) {
+      return api::make_status(Code::kOutOfMemory, "host memory exhausted while creating a status");
+    }
+  }
+  return api::make_status(static_cast<Code>(c), m);
+}
+
 WHARF_API wharf_code wharf_status_code(const wharf_status* status) {
   return status ? status->code : WHARF_OK;
 }
@@ -70,6 +86,8 @@ WHARF_API const char* wharf_version(void) {
 #define WHARF_STR(x) WHARF_STR2(x)
   return WHARF_STR(WHARF_VERSION_MAJOR) "." WHARF_STR(WHARF_VERSION_MINOR) "." WHARF_STR(WHARF_VERSION_PATCH);
 }
+
+WHARF_API uint32_t wharf_version_number(void) { return WHARF_VERSION_NUMBER; }
 
 WHARF_API uint32_t wharf_abi_version(void) { return WHARF_ABI_VERSION; }
 

@@ -2,7 +2,9 @@
  * resolves every symbol named on the command line (the library's exported list), and
  * drives the main calls through the resolved pointers only: a host runtime, a constant map,
  * a container loaded from it, a run that resolves and reads a constant, an update and a swap
- * seen by a new run, and an error status. */
+ * seen by a new run, and an error status. As a dlopen user should, it checks
+ * wharf_version_number() before using what 0.3 added, and fills option structs with the
+ * _sized inits (the unsized exported ones fill their first release's layout). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,11 +15,12 @@
 struct api {
   uint32_t (*abi_version)(void);
   const char* (*version)(void);
+  uint32_t (*version_number)(void);
   wharf_code (*status_code)(const wharf_status*);
   const char* (*status_message)(const wharf_status*);
   void (*status_free)(wharf_status*);
   const char* (*code_name)(wharf_code);
-  void (*runtime_options_init)(wharf_runtime_options*);
+  void (*runtime_options_init_sized)(wharf_runtime_options*, size_t);
   wharf_status* (*runtime_create)(const wharf_runtime_options*, wharf_runtime**);
   void (*runtime_free)(wharf_runtime*);
   wharf_backend (*runtime_backend)(const wharf_runtime*);
@@ -82,12 +85,17 @@ static int drive(const struct api* a) {
     fprintf(stderr, "ABI %u, header %d\n", a->abi_version(), WHARF_ABI_VERSION);
     return 0;
   }
-  a->runtime_options_init(&o);
+  if (a->version_number() < 300) {
+    fprintf(stderr, "library %s is older than 0.3\n", a->version());
+    return 0;
+  }
+  a->runtime_options_init_sized(&o, sizeof o);
   o.backend = WHARF_BACKEND_HOST;
   if (!ok(a, a->runtime_create(&o, &rt), "runtime_create")) return 0;
   CHECK(a->runtime_backend(rt) == WHARF_BACKEND_HOST);
 
   memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
   v.data = w;
   v.dtype = WHARF_DTYPE_F32;
   v.device_type = WHARF_DEVICE_CPU;
@@ -98,8 +106,10 @@ static int drive(const struct api* a) {
   if (ok(a, a->container_create_from_map(rt, map, NULL, &model), "container_create_from_map")) {
     CHECK(a->container_generation(model) != 0);
     ok(a, a->run_begin(model, NULL, NULL, &run), "run_begin");
+    got.struct_size = sizeof got;
     ok(a, a->run_tensor(run, "layers.0.weight", &got), "run_tensor");
     CHECK(got.dtype == WHARF_DTYPE_F32 && got.ndim == 2 && got.shape[1] == 3);
+    CHECK(got.strides != NULL && got.strides[0] == 3 && got.strides[1] == 1);
     ok(a, a->run_read(run, "layers.0.weight", 0, back, sizeof back), "run_read");
     CHECK(back[0] == 1 && back[5] == 6);
 
@@ -156,11 +166,12 @@ int main(int argc, char** argv) {
   memset(&a, 0, sizeof a);
   resolved &= RESOLVE(h, a, abi_version);
   resolved &= RESOLVE(h, a, version);
+  resolved &= RESOLVE(h, a, version_number);
   resolved &= RESOLVE(h, a, status_code);
   resolved &= RESOLVE(h, a, status_message);
   resolved &= RESOLVE(h, a, status_free);
   resolved &= RESOLVE(h, a, code_name);
-  resolved &= RESOLVE(h, a, runtime_options_init);
+  resolved &= RESOLVE(h, a, runtime_options_init_sized);
   resolved &= RESOLVE(h, a, runtime_create);
   resolved &= RESOLVE(h, a, runtime_free);
   resolved &= RESOLVE(h, a, runtime_backend);

@@ -115,14 +115,15 @@ TEST(CApi, ConstantMapSetFindEntry) {
   ASSERT_EQ(wharf_status_code(wharf_constant_map_create(&map)), WHARF_OK);
   std::vector<float> a(6, 1.0f), b(4, 2.0f);
   int64_t shape_a[2] = {2, 3}, shape_b[1] = {4}, strides_a[2] = {1, 2};
-  wharf_tensor_view va{a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape_a, strides_a};
-  wharf_tensor_view vb{b.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape_b, nullptr};
+  wharf_tensor_view va{a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape_a, strides_a, sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view vb{b.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape_b, nullptr, sizeof(wharf_tensor_view), 0};
   ASSERT_EQ(wharf_status_code(wharf_constant_map_set(map, "layers.0.w", &va)), WHARF_OK);
   ASSERT_EQ(wharf_status_code(wharf_constant_map_set(map, "layers.0.b", &vb)), WHARF_OK);
   // The map copied shape and strides: changing the caller's arrays changes nothing.
   shape_a[0] = 99;
   strides_a[0] = 99;
   wharf_tensor_view out;
+  out.struct_size = sizeof out;
   ASSERT_EQ(wharf_status_code(wharf_constant_map_find(map, "layers.0.w", &out)), WHARF_OK);
   EXPECT_EQ(out.data, a.data());
   EXPECT_EQ(out.shape[0], 2);
@@ -152,12 +153,12 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
     wharf_code code;
     const char* needle;
   } cases[] = {
-      {"nulldata", {nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "null data"},
-      {"baddtype", {x, static_cast<wharf_dtype>(42), WHARF_DEVICE_CPU, 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "dtype"},
-      {"baddev", {x, WHARF_DTYPE_F32, static_cast<wharf_device_type>(5), 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "device type"},
-      {"rank", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 9, shape, nullptr}, WHARF_INVALID_ARGUMENT, "ndim"},
-      {"noshape", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, nullptr, nullptr}, WHARF_INVALID_ARGUMENT, "shape"},
-      {"negdim", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr}, WHARF_INVALID_ARGUMENT, "negative"},
+      {"nulldata", {nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "null data"},
+      {"baddtype", {x, static_cast<wharf_dtype>(42), WHARF_DEVICE_CPU, 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "dtype"},
+      {"baddev", {x, WHARF_DTYPE_F32, static_cast<wharf_device_type>(5), 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "device type"},
+      {"rank", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 9, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "ndim"},
+      {"noshape", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, nullptr, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "shape"},
+      {"negdim", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "negative"},
   };
   for (const auto& c : cases) {
     StatusGuard st(wharf_constant_map_set(map, c.name, &c.v));
@@ -166,14 +167,14 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
     EXPECT_NE(st.message().find(c.needle), std::string::npos) << st.message();
   }
   EXPECT_EQ(wharf_constant_map_size(map), 0u);
-  wharf_tensor_view ok{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
+  wharf_tensor_view ok{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0};
   StatusGuard empty(wharf_constant_map_set(map, "", &ok));
   EXPECT_EQ(empty.code(), WHARF_INVALID_ARGUMENT);
   StatusGuard nullname(wharf_constant_map_set(map, nullptr, &ok));
   EXPECT_EQ(nullname.code(), WHARF_INVALID_ARGUMENT);
   // Zero elements need no data.
   int64_t zero[1] = {0};
-  wharf_tensor_view z{nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, zero, nullptr};
+  wharf_tensor_view z{nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, zero, nullptr, sizeof(wharf_tensor_view), 0};
   StatusGuard zs(wharf_constant_map_set(map, "empty", &z));
   EXPECT_EQ(zs.code(), WHARF_OK) << zs.message();
   wharf_constant_map_free(map);

@@ -114,7 +114,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
       try {
         for (ConstantDecl d : decls) {
           if (WharfNative.wharf_swig_decl_list_add(list, d.fqn(), d.dtype().value(), d.shapeUnsafe(),
-              d.placement().value(), 0) == 0) {
+              d.placement().value(), d.isDerived() ? WharfNativeConstants.WHARF_CONSTANT_DERIVED : 0) == 0) {
             throw new OutOfMemoryError("adding constant '" + d.fqn() + "' to container '" + label + "'");
           }
         }
@@ -292,11 +292,14 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
     withPointer(c -> map.withPointer(m -> {
-      wharf_update_options o = new wharf_update_options();
+      wharf_update_options o = options.toNative();
       try {
-        o.setTarget(options.target().value());
-        o.setRequire_full(options.requireFull() ? 1 : 0);
-        WharfNative.wharf_container_update(c, m, o);
+        if (options.fold() == null) {
+          WharfNative.wharf_container_update(c, m, o);
+        } else {
+          FoldCall call = new FoldCall(options.fold(), describe());
+          call.around(() -> WharfNative.wharf_swig_container_update_fold(c, m, o, call));
+        }
         return null;
       } finally {
         o.delete();

@@ -15,10 +15,14 @@ public final class UpdateOptions {
 
   private final UpdateTarget target;
   private final boolean requireFull;
+  private final Fold fold;
+  private final long inPlaceMaxWaitMillis;
 
   private UpdateOptions(Builder b) {
     this.target = b.target;
     this.requireFull = b.requireFull;
+    this.fold = b.fold;
+    this.inPlaceMaxWaitMillis = b.inPlaceMaxWaitMillis;
   }
 
   /**
@@ -57,17 +61,76 @@ public final class UpdateOptions {
     return requireFull;
   }
 
+  /**
+   * The callback that computes derived constants, if any.
+   *
+   * @return the fold; null by default
+   */
+  public Fold fold() {
+    return fold;
+  }
+
+  /**
+   * For {@link UpdateTarget#ACTIVE_IN_PLACE}: how long to wait for open runs that pinned a
+   * written constant before giving that constant fresh storage instead.
+   *
+   * @return milliseconds; 1000 by default, 0 = never wait
+   */
+  public long inPlaceMaxWaitMillis() {
+    return inPlaceMaxWaitMillis;
+  }
+
+  /** The native options (filled by the sized init; the caller deletes them). */
+  dev.wharf.jni.wharf_update_options toNative() {
+    dev.wharf.jni.wharf_update_options o = new dev.wharf.jni.wharf_update_options();
+    o.setTarget(target.value());
+    o.setRequire_full(requireFull ? 1 : 0);
+    o.setIn_place_max_wait_ms(inPlaceMaxWaitMillis);
+    return o;
+  }
+
   @Override
   public String toString() {
-    return "UpdateOptions{target=" + target + ", requireFull=" + requireFull + "}";
+    return "UpdateOptions{target=" + target + ", requireFull=" + requireFull + ", fold=" + (fold != null)
+        + ", inPlaceMaxWaitMillis=" + inPlaceMaxWaitMillis + "}";
   }
 
   /** Builds {@link UpdateOptions}. Not thread-safe. */
   public static final class Builder {
     private UpdateTarget target = UpdateTarget.INACTIVE;
     private boolean requireFull;
+    private Fold fold;
+    private long inPlaceMaxWaitMillis = 1000;
 
     private Builder() {}
+
+    /**
+     * Sets the callback that computes the derived constants of the generation being written
+     * (required when the container declares any).
+     *
+     * @param fold the callback; null for none
+     * @return this builder
+     */
+    public Builder fold(Fold fold) {
+      this.fold = fold;
+      return this;
+    }
+
+    /**
+     * For {@link UpdateTarget#ACTIVE_IN_PLACE}: how long to wait for open runs that pinned a
+     * written constant before giving it fresh storage instead (its bytes of extra memory).
+     *
+     * @param millis 0 (never wait) to 2^32 - 1
+     * @return this builder
+     * @throws IllegalArgumentException outside that range
+     */
+    public Builder inPlaceMaxWaitMillis(long millis) {
+      if (millis < 0 || millis > 0xFFFFFFFFL) {
+        throw new IllegalArgumentException("inPlaceMaxWaitMillis " + millis + " outside 0..2^32-1");
+      }
+      this.inPlaceMaxWaitMillis = millis;
+      return this;
+    }
 
     /**
      * Sets the generation the update writes.

@@ -133,11 +133,14 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
     withPointer(s -> map.withPointer(m -> {
-      wharf_update_options o = new wharf_update_options();
+      wharf_update_options o = options.toNative();
       try {
-        o.setTarget(options.target().value());
-        o.setRequire_full(options.requireFull() ? 1 : 0);
-        WharfNative.wharf_weight_store_update(s, m, o);
+        if (options.fold() == null) {
+          WharfNative.wharf_weight_store_update(s, m, o);
+        } else {
+          FoldCall call = new FoldCall(options.fold(), describe());
+          call.around(() -> WharfNative.wharf_swig_weight_store_update_fold(s, m, o, call));
+        }
         return null;
       } finally {
         o.delete();

@@ -11,6 +11,12 @@ public final class Wharf {
    */
   public static final int BINDING_ABI_VERSION = 1;
 
+  /**
+   * The {@code wharf.h} version ("MAJOR.MINOR.PATCH") this binding was written against; the
+   * loaded library may be newer ({@link #version()}, {@link #versionNumber()}).
+   */
+  public static final String BINDING_VERSION = "0.3.0";
+
   private Wharf() {}
 
   /**
@@ -22,6 +28,18 @@ public final class Wharf {
   public static String version() {
     NativeLibrary.load();
     return WharfNative.wharf_version();
+  }
+
+  /**
+   * The loaded library's version as {@code major * 10000 + minor * 100 + patch} (0.3.0 is
+   * 300), to test for a release's additions.
+   *
+   * @return the version number of {@code libwharf}
+   * @throws UnsatisfiedLinkError when the native library cannot be loaded
+   */
+  public static int versionNumber() {
+    NativeLibrary.load();
+    return (int) WharfNative.wharf_version_number();
   }
 
   /**

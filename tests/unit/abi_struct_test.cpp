@@ -1,0 +1,802 @@
+// The C ABI's growth rules (wharf.h, "Structs", "Versions", "Experimental tier"): sized
+// inits, struct_size checks (field boundaries, zero bytes past the library's size, array
+// strides), tensor views with strides and byte offsets, statuses made by callers, version
+// numbers, the 0.3 queries, and update options' wait_stream / in_place_max_wait_ms.
+#define WHARF_EXPERIMENTAL 1
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "wharf/wharf.h"
+
+namespace {
+
+struct St {
+  wharf_status* s;
+  explicit St(wharf_status* st) : s(st) {}
+  ~St() { wharf_status_free(s); }
+  St(const St&) = delete;
+  St& operator=(const St&) = delete;
+  wharf_code code() const { return wharf_status_code(s); }
+  std::string msg() const { return wharf_status_message(s); }
+  bool has(const std::string& needle) const { return msg().find(needle) != std::string::npos; }
+};
+
+#define ASSERT_OK(call)                                   \
+  do {                                                    \
+    St st_(call);                                         \
+    ASSERT_EQ(st_.code(), WHARF_OK) << #call << ": " << st_.msg(); \
+  } while (0)
+
+wharf_runtime* host_runtime() {
+  wharf_runtime_options o;
+  wharf_runtime_options_init(&o);
+  o.backend = WHARF_BACKEND_HOST;
+  wharf_runtime* rt = nullptr;
+  St st(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return rt;
+}
+
+wharf_tensor_view f32_view(float* data, int32_t ndim, const int64_t* shape) {
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  v.data = data;
+  v.dtype = WHARF_DTYPE_F32;
+  v.device_type = WHARF_DEVICE_CPU;
+  v.ndim = ndim;
+  v.shape = shape;
+  return v;
+}
+
+wharf_constant_decl f32_decl(const char* fqn, const int64_t* shape, uint32_t flags = 0) {
+  wharf_constant_decl d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.fqn = fqn;
+  d.dtype = WHARF_DTYPE_F32;
+  d.ndim = 1;
+  d.shape = shape;
+  d.flags = flags;
+  return d;
+}
+
+// A model of one [4] constant "w", loaded with `value` and made active.
+struct Model {
+  wharf_runtime* rt = host_runtime();
+  wharf_container* c = nullptr;
+  float data[4];
+  int64_t shape[1] = {4};
+  explicit Model(float value, const char* name = "m") {
+    for (float& x : data) x = value;
+    wharf_constant_map* map = nullptr;
+    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+    wharf_tensor_view v = f32_view(data, 1, shape);
+    EXPECT_EQ(wharf_constant_map_set(map, "w", &v), nullptr);
+    wharf_container_options o;
+    wharf_container_options_init(&o);
+    o.name = name;
+    St st(wharf_container_create_from_map(rt, map, &o, &c));
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    wharf_constant_map_free(map);
+  }
+  ~Model() {
+    wharf_container_free(c);
+    wharf_runtime_free(rt);
+  }
+  float first() {
+    wharf_run* run = nullptr;
+    float x = -1;
+    if (wharf_status* s = wharf_run_begin(c, nullptr, nullptr, &run)) {
+      ADD_FAILURE() << wharf_status_message(s);
+      wharf_status_free(s);
+      return x;
+    }
+    EXPECT_EQ(wharf_run_read(run, "w", 0, &x, sizeof x), nullptr);
+    EXPECT_EQ(wharf_run_end(run), nullptr);
+    return x;
+  }
+};
+
+wharf_constant_map* map_of(const char* fqn, float* data, const int64_t* shape) {
+  wharf_constant_map* map = nullptr;
+  EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+  wharf_tensor_view v = f32_view(data, 1, shape);
+  EXPECT_EQ(wharf_constant_map_set(map, fqn, &v), nullptr);
+  return map;
+}
+
+// --- sized inits ---------------------------------------------------------------------------
+
+template <class T>
+struct Guarded {
+  T o;
+  unsigned char canary[64];
+};
+
+template <class T, class Init>
+void expect_sized_init_stays_inside(Init init, size_t size) {
+  Guarded<T> g;
+  std::memset(&g, 0xAB, sizeof g);
+  init(&g.o, size);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&g);
+  for (size_t i = size; i < sizeof g; ++i) ASSERT_EQ(bytes[i], 0xAB) << "byte " << i << " written past " << size;
+  EXPECT_EQ(g.o.struct_size, size < sizeof(T) ? size : sizeof(T));
+}
+
+TEST(AbiInit, SizedInitsWriteNoBytePastTheCallersStruct) {
+  for (size_t size : {sizeof(uint32_t), size_t(16), sizeof(wharf_runtime_options)})
+    expect_sized_init_stays_inside<wharf_runtime_options>(wharf_runtime_options_init_sized, size);
+  for (size_t size : {size_t(32), sizeof(wharf_update_options)})
+    expect_sized_init_stays_inside<wharf_update_options>(wharf_update_options_init_sized, size);
+  for (size_t size : {size_t(16), sizeof(wharf_session_options)})
+    expect_sized_init_stays_inside<wharf_session_options>(wharf_session_options_init_sized, size);
+  for (size_t size : {size_t(32), sizeof(wharf_container_options)})
+    expect_sized_init_stays_inside<wharf_container_options>(wharf_container_options_init_sized, size);
+  // Below the struct_size field itself: nothing is written.
+  Guarded<wharf_update_options> g;
+  std::memset(&g, 0xAB, sizeof g);
+  wharf_update_options_init_sized(&g.o, 2);
+  EXPECT_EQ(reinterpret_cast<unsigned char*>(&g)[0], 0xAB);
+  wharf_update_options_init_sized(nullptr, sizeof g.o);  // no-op
+}
+
+TEST(AbiInit, MacrosFillDefaultsAndTheHeadersSize) {
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  EXPECT_EQ(u.struct_size, sizeof u);
+  EXPECT_EQ(u.target, WHARF_TARGET_INACTIVE);
+  EXPECT_EQ(u.wait_stream, nullptr);
+  EXPECT_EQ(u.in_place_max_wait_ms, 1000u);
+  wharf_runtime_options r;
+  wharf_runtime_options_init(&r);
+  EXPECT_EQ(r.struct_size, sizeof r);
+  EXPECT_EQ(r.backend, WHARF_BACKEND_AUTO);
+  wharf_session_options s;
+  wharf_session_options_init(&s);
+  EXPECT_EQ(s.struct_size, sizeof s);
+  EXPECT_EQ(s.max_state_bytes, 0u);
+}
+
+// The exported unsized symbols (what dlsym finds; the parentheses skip the header's macro)
+// fill the layout of the release that introduced them, never the current one.
+TEST(AbiInit, ExportedUnsizedInitsFillTheirReleasesLayout) {
+  Guarded<wharf_update_options> u;
+  std::memset(&u, 0xAB, sizeof u);
+  (wharf_update_options_init)(&u.o);
+  EXPECT_EQ(u.o.struct_size, 32u);  // 0.1: struct_size, target, require_full, fold, fold_user
+  EXPECT_EQ(reinterpret_cast<unsigned char*>(&u)[32], 0xAB);
+  Guarded<wharf_container_options> c;
+  std::memset(&c, 0xAB, sizeof c);
+  (wharf_container_options_init)(&c.o);
+  EXPECT_EQ(c.o.struct_size, 32u);  // 0.1: struct_size, name, constants, num_constants
+  EXPECT_EQ(reinterpret_cast<unsigned char*>(&c)[32], 0xAB);
+  Guarded<wharf_session_options> s;
+  std::memset(&s, 0xAB, sizeof s);
+  (wharf_session_options_init)(&s.o);
+  EXPECT_EQ(s.o.struct_size, 24u);  // 0.2
+  Guarded<wharf_runtime_options> r;
+  std::memset(&r, 0xAB, sizeof r);
+  (wharf_runtime_options_init)(&r.o);
+  EXPECT_EQ(r.o.struct_size, 40u);  // 0.1
+}
+
+// --- struct_size of input structs ---------------------------------------------------------
+
+// A caller built against a newer header: its update options have a field this library
+// does not know.
+struct NewerUpdateOptions {
+  wharf_update_options o;
+  uint64_t future_field;
+};
+
+TEST(AbiStructSize, LargerStructWithNonZeroUnknownFieldIsRefused) {
+  Model m(1);
+  float fresh[4] = {2, 2, 2, 2};
+  wharf_constant_map* map = map_of("w", fresh, m.shape);
+  NewerUpdateOptions n;
+  std::memset(&n, 0, sizeof n);
+  wharf_update_options_init_sized(&n.o, sizeof n.o);
+  n.o.struct_size = sizeof n;
+  n.future_field = 7;
+  St st(wharf_container_update(m.c, map, &n.o));
+  EXPECT_EQ(st.code(), WHARF_UNSUPPORTED) << st.msg();
+  EXPECT_TRUE(st.has("wharf_update_options")) << st.msg();
+  EXPECT_TRUE(st.has("byte " + std::to_string(offsetof(NewerUpdateOptions, future_field)))) << st.msg();
+  EXPECT_EQ(wharf_container_has_staged(m.c), 0);  // nothing changed
+
+  // Zeros past the library's size are fine: the caller asked for nothing new.
+  n.future_field = 0;
+  ASSERT_OK(wharf_container_update(m.c, map, &n.o));
+  ASSERT_OK(wharf_container_swap(m.c));
+  EXPECT_EQ(m.first(), 2);
+  wharf_constant_map_free(map);
+}
+
+TEST(AbiStructSize, EveryOptionsStructRefusesUnknownNonZeroBytes) {
+  wharf_runtime* rt = nullptr;
+  struct {
+    wharf_runtime_options o;
+    uint32_t future;
+  } r;
+  std::memset(&r, 0, sizeof r);
+  wharf_runtime_options_init(&r.o);
+  r.o.backend = WHARF_BACKEND_HOST;
+  r.o.struct_size = sizeof r;
+  r.future = 1;
+  St rs(wharf_runtime_create(&r.o, &rt));
+  EXPECT_EQ(rs.code(), WHARF_UNSUPPORTED);
+  EXPECT_TRUE(rs.has("wharf_runtime_options: byte 40")) << rs.msg();
+  EXPECT_EQ(rt, nullptr);
+  r.future = 0;
+  ASSERT_OK(wharf_runtime_create(&r.o, &rt));
+
+  struct {
+    wharf_container_options o;
+    unsigned char future[8];
+  } c;
+  std::memset(&c, 0, sizeof c);
+  wharf_container_options_init(&c.o);
+  c.o.struct_size = sizeof c;
+  c.future[3] = 1;
+  wharf_container* container = nullptr;
+  St cs(wharf_container_create(rt, &c.o, &container));
+  EXPECT_EQ(cs.code(), WHARF_UNSUPPORTED);
+  EXPECT_TRUE(cs.has("wharf_container_options: byte " + std::to_string(sizeof c.o + 3))) << cs.msg();
+
+  struct {
+    wharf_session_options o;
+    uint64_t future;
+  } s;
+  std::memset(&s, 0, sizeof s);
+  wharf_session_options_init(&s.o);
+  s.o.struct_size = sizeof s;
+  s.future = 1;
+  int64_t shape[1] = {4};
+  wharf_constant_decl d = f32_decl("w", shape);
+  wharf_container_options_init(&c.o);
+  c.o.constants = &d;
+  c.o.num_constants = 1;
+  ASSERT_OK(wharf_container_create(rt, &c.o, &container));
+  wharf_session* session = nullptr;
+  St ss(wharf_session_create(rt, &container, 1, &s.o, &session));
+  EXPECT_EQ(ss.code(), WHARF_UNSUPPORTED);
+  EXPECT_TRUE(ss.has("wharf_session_options")) << ss.msg();
+  wharf_container_free(container);
+  wharf_runtime_free(rt);
+}
+
+TEST(AbiStructSize, SizeEndingInsideAFieldIsRefused) {
+  wharf_runtime_options o;
+  wharf_runtime_options_init(&o);
+  o.backend = WHARF_BACKEND_HOST;
+  wharf_runtime* rt = nullptr;
+  // Half of device_memory_limit.
+  o.struct_size = offsetof(wharf_runtime_options, device_memory_limit) + 4;
+  St half(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(half.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(half.has("wharf_runtime_options")) << half.msg();
+  EXPECT_TRUE(half.has("inside field 'device_memory_limit'")) << half.msg();
+  EXPECT_EQ(rt, nullptr);
+  // Implausible sizes.
+  o.struct_size = 5000;
+  St huge(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(huge.code(), WHARF_INVALID_ARGUMENT);
+  o.struct_size = 2;
+  St tiny(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(tiny.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(tiny.has("struct_size")) << tiny.msg();
+
+  // Update options cut inside the fold pointer: half a pointer is never read.
+  Model m(1);
+  float fresh[4] = {3, 3, 3, 3};
+  wharf_constant_map* map = map_of("w", fresh, m.shape);
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.struct_size = offsetof(wharf_update_options, fold) + 4;
+  St fold(wharf_container_update(m.c, map, &u));
+  EXPECT_EQ(fold.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(fold.has("inside field 'fold'")) << fold.msg();
+  u.struct_size = offsetof(wharf_update_options, wait_stream) + 4;
+  St wait(wharf_container_update(m.c, map, &u));
+  EXPECT_EQ(wait.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(wait.has("inside field 'wait_stream'")) << wait.msg();
+  EXPECT_EQ(wharf_container_has_staged(m.c), 0);
+
+  // Field boundaries of older layouts are fine: the 0.1 update options (32 bytes) take the
+  // defaults for the 0.3 fields.
+  u.struct_size = 32;
+  u.wait_stream = reinterpret_cast<void*>(0x1);  // not covered: ignored
+  ASSERT_OK(wharf_container_update(m.c, map, &u));
+  ASSERT_OK(wharf_container_swap(m.c));
+  EXPECT_EQ(m.first(), 3);
+  wharf_constant_map_free(map);
+}
+
+// --- output structs --------------------------------------------------------------------------
+
+TEST(AbiStructSize, OutputStructsAreWrittenOnlyAsFarAsTheCallersSize) {
+  wharf_runtime* rt = host_runtime();
+  std::vector<unsigned char> raw(sizeof(wharf_memory_stats) + 16, 0xAB);
+  auto* ms = reinterpret_cast<wharf_memory_stats*>(raw.data());
+  ms->struct_size = uint32_t(raw.size());  // a newer caller's, larger struct
+  ASSERT_OK(wharf_runtime_memory_stats(rt, ms));
+  EXPECT_EQ(ms->struct_size, raw.size());
+  EXPECT_EQ(raw[sizeof(wharf_memory_stats)], 0xAB);  // nothing past the library's struct
+  ms->struct_size = offsetof(wharf_memory_stats, device_current) + 3;
+  St cut(wharf_runtime_memory_stats(rt, ms));
+  EXPECT_EQ(cut.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(cut.has("device_current")) << cut.msg();
+  wharf_runtime_free(rt);
+}
+
+// --- tensor views and declarations (struct_size appended in 0.3) -------------------------
+
+TEST(AbiTensorView, ZeroAndFullSizesAreAcceptedAndNewerFieldsRefused) {
+  wharf_constant_map* map = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&map));
+  float x[4] = {1, 2, 3, 4};
+  int64_t shape[1] = {4};
+  // Code written for 0.1 or 0.2 sets the old fields only: struct_size 0 reads those, and
+  // whatever sits in byte_offset (garbage in a struct filled field by field) is not read.
+  wharf_tensor_view old_style;
+  std::memset(&old_style, 0xEE, sizeof old_style);
+  old_style.data = x;
+  old_style.dtype = WHARF_DTYPE_F32;
+  old_style.device_type = WHARF_DEVICE_CPU;
+  old_style.device_index = 0;
+  old_style.ndim = 1;
+  old_style.shape = shape;
+  old_style.strides = nullptr;
+  old_style.struct_size = 0;
+  ASSERT_OK(wharf_constant_map_set(map, "zero", &old_style));
+  wharf_tensor_view found;
+  std::memset(&found, 0, sizeof found);
+  ASSERT_OK(wharf_constant_map_find(map, "zero", &found));
+  EXPECT_EQ(found.data, static_cast<void*>(x));
+  wharf_tensor_view v = f32_view(x, 1, shape);
+  ASSERT_OK(wharf_constant_map_set(map, "full", &v));
+  // A prefix that stops before byte_offset.
+  v.struct_size = offsetof(wharf_tensor_view, byte_offset);
+  ASSERT_OK(wharf_constant_map_set(map, "prefix", &v));
+  // Cut inside byte_offset.
+  v.struct_size = offsetof(wharf_tensor_view, byte_offset) + 4;
+  St cut(wharf_constant_map_set(map, "cut", &v));
+  EXPECT_EQ(cut.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(cut.has("constant 'cut'") && cut.has("byte_offset")) << cut.msg();
+  // A newer caller's view with a non-zero field this library does not know.
+  struct {
+    wharf_tensor_view v;
+    uint64_t future;
+  } newer;
+  std::memset(&newer, 0, sizeof newer);
+  newer.v = f32_view(x, 1, shape);
+  newer.v.struct_size = sizeof newer;
+  newer.future = 1;
+  St nz(wharf_constant_map_set(map, "newer", &newer.v));
+  EXPECT_EQ(nz.code(), WHARF_UNSUPPORTED);
+  EXPECT_TRUE(nz.has("wharf_tensor_view") && nz.has("byte " + std::to_string(sizeof(wharf_tensor_view))))
+      << nz.msg();
+  newer.future = 0;
+  ASSERT_OK(wharf_constant_map_set(map, "newer", &newer.v));
+  EXPECT_EQ(wharf_constant_map_size(map), 4u);
+  wharf_constant_map_free(map);
+}
+
+TEST(AbiTensorView, ByteOffsetAndStridesTravelAndUpdatesSayWhatTheyNeed) {
+  wharf_constant_map* map = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&map));
+  float buf[8] = {0, 0, 1, 2, 3, 4, 5, 6};
+  int64_t shape[1] = {4}, strides[1] = {2};
+  wharf_tensor_view v = f32_view(buf, 1, shape);
+  v.byte_offset = 2 * sizeof(float);
+  ASSERT_OK(wharf_constant_map_set(map, "w", &v));
+  wharf_tensor_view out;
+  std::memset(&out, 0, sizeof out);  // struct_size 0: the 0.3 layout
+  ASSERT_OK(wharf_constant_map_find(map, "w", &out));
+  EXPECT_EQ(out.data, static_cast<void*>(buf + 2));
+  EXPECT_EQ(out.byte_offset, 0u);
+  EXPECT_EQ(out.struct_size, sizeof out);
+  // NULL data with an offset is refused.
+  wharf_tensor_view bad = f32_view(nullptr, 1, shape);
+  bad.byte_offset = 4;
+  St nul(wharf_constant_map_set(map, "bad", &bad));
+  EXPECT_EQ(nul.code(), WHARF_INVALID_ARGUMENT);
+
+  // A strided view is carried (and saved contiguous) but an update refuses it, naming it.
+  wharf_constant_map* strided = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&strided));
+  wharf_tensor_view s = f32_view(buf, 1, shape);
+  s.strides = strides;
+  ASSERT_OK(wharf_constant_map_set(strided, "w", &s));
+  ASSERT_OK(wharf_constant_map_find(strided, "w", &out));
+  ASSERT_NE(out.strides, nullptr);
+  EXPECT_EQ(out.strides[0], 2);
+  Model m(9);
+  St st(wharf_container_update(m.c, strided, nullptr));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(st.has("'w'") && st.has("contiguous")) << st.msg();
+  // The offset view updates fine.
+  ASSERT_OK(wharf_container_update(m.c, map, nullptr));
+  ASSERT_OK(wharf_container_swap(m.c));
+  EXPECT_EQ(m.first(), 1);
+  wharf_constant_map_free(strided);
+  wharf_constant_map_free(map);
+}
+
+TEST(AbiTensorView, RunTensorFillsStridesAndTheCallersSize) {
+  float data[6] = {1, 2, 3, 4, 5, 6};
+  int64_t shape[2] = {2, 3};
+  wharf_runtime* rt = host_runtime();
+  wharf_constant_map* map = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&map));
+  wharf_tensor_view v = f32_view(data, 2, shape);
+  ASSERT_OK(wharf_constant_map_set(map, "w", &v));
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create_from_map(rt, map, nullptr, &c));
+  wharf_constant_map_free(map);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  wharf_tensor_view out;
+  std::memset(&out, 0xEE, sizeof out);  // garbage, struct_size included: the 0.3 layout
+  ASSERT_OK(wharf_run_tensor(run, "w", &out));
+  EXPECT_EQ(out.struct_size, sizeof out);
+  ASSERT_EQ(out.ndim, 2);
+  ASSERT_NE(out.strides, nullptr);
+  EXPECT_EQ(out.strides[0], 3);
+  EXPECT_EQ(out.strides[1], 1);
+  EXPECT_EQ(out.byte_offset, 0u);
+  // A prefix size: byte_offset is not written.
+  std::memset(&out, 0xEE, sizeof out);
+  out.struct_size = offsetof(wharf_tensor_view, byte_offset);
+  ASSERT_OK(wharf_run_tensor(run, "w", &out));
+  EXPECT_EQ(out.struct_size, offsetof(wharf_tensor_view, byte_offset));
+  EXPECT_EQ(reinterpret_cast<unsigned char*>(&out)[offsetof(wharf_tensor_view, byte_offset)], 0xEE);
+  EXPECT_EQ(out.strides[0], 3);
+  ASSERT_OK(wharf_run_end(run));
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+TEST(AbiDeclArrays, ElementSizeComesFromTheFirstElementAndMustAgree) {
+  wharf_runtime* rt = host_runtime();
+  int64_t shape[1] = {4};
+  // Positional declarations (struct_size 0: the 0.3 layout and stride).
+  wharf_constant_decl zero[2] = {{"a", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, 0},
+                                 {"b", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, 0}};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = zero;
+  o.num_constants = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(wharf_container_find_constant(c, "b"), 1);
+  wharf_container_free(c);
+
+  // Disagreeing sizes in one array.
+  wharf_constant_decl mixed[2] = {f32_decl("a", shape), f32_decl("b", shape)};
+  mixed[1].struct_size = 0;
+  o.constants = mixed;
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(st.has("constant declaration 1") && st.has("element 0")) << st.msg();
+
+  // A newer caller's declarations: larger elements, read at their own stride.
+  struct NewerDecl {
+    wharf_constant_decl d;
+    uint64_t future;
+  } newer[2];
+  std::memset(newer, 0, sizeof newer);
+  newer[0].d = f32_decl("a", shape);
+  newer[1].d = f32_decl("b", shape);
+  newer[0].d.struct_size = newer[1].d.struct_size = sizeof(NewerDecl);
+  o.constants = &newer[0].d;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  wharf_constant_info info;
+  info.struct_size = sizeof info;
+  ASSERT_OK(wharf_container_constant_info(c, 1, &info));
+  EXPECT_STREQ(info.fqn, "b");
+  wharf_container_free(c);
+  newer[1].future = 5;
+  St nz(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(nz.code(), WHARF_UNSUPPORTED);
+  EXPECT_TRUE(nz.has("constant declaration 1: byte " + std::to_string(sizeof(wharf_constant_decl)))) << nz.msg();
+
+  // State declarations and their initial views follow the same rules.
+  float init[4] = {1, 1, 1, 1};
+  wharf_tensor_view iv = f32_view(init, 1, shape);
+  iv.struct_size = offsetof(wharf_tensor_view, struct_size) + 2;  // cuts struct_size itself
+  wharf_state_decl sd;
+  std::memset(&sd, 0, sizeof sd);
+  sd.struct_size = sizeof sd;
+  sd.fqn = "h";
+  sd.dtype = WHARF_DTYPE_F32;
+  sd.ndim = 1;
+  sd.shape = shape;
+  sd.initial = &iv;
+  wharf_container_options_init(&o);
+  o.states = &sd;
+  o.num_states = 1;
+  St sv(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(sv.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(sv.has("initial value of state 'h'")) << sv.msg();
+  iv.struct_size = sizeof iv;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(wharf_container_num_states(c), 1u);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+// --- statuses made by callers ------------------------------------------------------------
+
+TEST(AbiStatus, CreateCopiesTheMessageAndOkIsNull) {
+  EXPECT_EQ(wharf_status_create(WHARF_OK, "fine"), nullptr);
+  std::string msg = "budget of 4 bytes exceeded";
+  wharf_status* s = wharf_status_create(WHARF_RESOURCE_EXHAUSTED, msg.c_str());
+  msg.assign("overwritten");
+  EXPECT_EQ(wharf_status_code(s), WHARF_RESOURCE_EXHAUSTED);
+  EXPECT_STREQ(wharf_status_message(s), "budget of 4 bytes exceeded");
+  wharf_status_free(s);
+  St empty(wharf_status_create(WHARF_NOT_FOUND, nullptr));
+  EXPECT_EQ(empty.code(), WHARF_NOT_FOUND);
+  EXPECT_EQ(empty.msg(), "");
+  St unknown(wharf_status_create(static_cast<wharf_code>(99), "from the future"));
+  EXPECT_EQ(unknown.code(), WHARF_INTERNAL);
+  EXPECT_TRUE(unknown.has("99") && unknown.has("from the future")) << unknown.msg();
+}
+
+wharf_status* failing_fold(wharf_run* target, void* user) {
+  wharf_tensor_view w;
+  std::memset(&w, 0, sizeof w);
+  if (wharf_status* s = wharf_run_tensor(target, "w", &w)) return s;
+  ++*static_cast<int*>(user);
+  return wharf_status_create(WHARF_RESOURCE_EXHAUSTED, "fold: scratch budget of 64 bytes exceeded");
+}
+
+TEST(AbiStatus, FoldCallbackStatusReachesTheCallerWithItsCodeAndMessage) {
+  wharf_runtime* rt = host_runtime();
+  int64_t shape[1] = {4};
+  wharf_constant_decl decls[2] = {f32_decl("w", shape), f32_decl("scaled", shape, WHARF_CONSTANT_DERIVED)};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "folded";
+  o.constants = decls;
+  o.num_constants = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  float w[4] = {1, 2, 3, 4};
+  wharf_constant_map* map = map_of("w", w, shape);
+  int calls = 0;
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.fold = failing_fold;
+  u.fold_user = &calls;
+  St st(wharf_container_update(c, map, &u));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(st.code(), WHARF_RESOURCE_EXHAUSTED);
+  // The callback's message, verbatim, after the container's context.
+  EXPECT_EQ(st.msg(), "container 'folded': fold callback: fold: scratch budget of 64 bytes exceeded");
+  EXPECT_EQ(wharf_container_has_staged(c), 0);
+  wharf_constant_map_free(map);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+// --- versions ------------------------------------------------------------------------------
+
+TEST(AbiVersion, NumberEncodesMajorMinorPatch) {
+  EXPECT_EQ(WHARF_VERSION_NUMBER, WHARF_VERSION_MAJOR * 10000 + WHARF_VERSION_MINOR * 100 + WHARF_VERSION_PATCH);
+  EXPECT_EQ(wharf_version_number(), uint32_t(WHARF_VERSION_NUMBER));
+  EXPECT_GE(wharf_version_number(), 300u);  // this test uses 0.3 functions
+  const std::string v = wharf_version();
+  EXPECT_EQ(v, std::to_string(WHARF_VERSION_MAJOR) + "." + std::to_string(WHARF_VERSION_MINOR) + "." +
+                   std::to_string(WHARF_VERSION_PATCH));
+}
+
+// --- queries -------------------------------------------------------------------------------
+
+TEST(AbiQueries, NameStatesIndicesStagedAndRunSession) {
+  wharf_runtime* rt = host_runtime();
+  int64_t shape[1] = {4}, hshape[1] = {2};
+  wharf_constant_decl decls[2] = {f32_decl("a", shape), f32_decl("b", shape)};
+  wharf_state_decl states[2];
+  std::memset(states, 0, sizeof states);
+  for (int i = 0; i < 2; ++i) {
+    states[i].struct_size = sizeof states[i];
+    states[i].fqn = i == 0 ? "kv" : "h";
+    states[i].dtype = WHARF_DTYPE_F32;
+    states[i].ndim = 1;
+    states[i].shape = hshape;
+  }
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "decode";
+  o.constants = decls;
+  o.num_constants = 2;
+  o.states = states;
+  o.num_states = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  EXPECT_STREQ(wharf_container_name(c), "decode");
+  EXPECT_STREQ(wharf_container_name(nullptr), "");
+  ASSERT_EQ(wharf_container_num_states(c), 2u);
+  wharf_state_info si;
+  si.struct_size = sizeof si;
+  ASSERT_OK(wharf_container_state_info(c, 1, &si));
+  EXPECT_STREQ(si.fqn, "h");
+  EXPECT_EQ(si.ndim, 1);
+  EXPECT_EQ(si.shape[0], 2);
+  EXPECT_EQ(si.nbytes, 8u);
+  St past(wharf_container_state_info(c, 2, &si));
+  EXPECT_EQ(past.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(wharf_container_find_constant(c, "b"), 1);
+  EXPECT_EQ(wharf_container_find_constant(c, "kv"), -1);
+  EXPECT_EQ(wharf_container_find_state(c, "kv"), 0);
+  EXPECT_EQ(wharf_container_find_state(c, "nope"), -1);
+  EXPECT_EQ(wharf_container_find_state(nullptr, "kv"), -1);
+
+  EXPECT_EQ(wharf_container_has_staged(c), 0);
+  float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+  wharf_constant_map* map = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&map));
+  wharf_tensor_view va = f32_view(a, 1, shape), vb = f32_view(b, 1, shape);
+  ASSERT_OK(wharf_constant_map_set(map, "a", &va));
+  ASSERT_OK(wharf_constant_map_set(map, "b", &vb));
+  ASSERT_OK(wharf_container_update(c, map, nullptr));
+  EXPECT_EQ(wharf_container_has_staged(c), 1);
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(wharf_container_has_staged(c), 0);
+  wharf_constant_map_free(map);
+
+  wharf_session* session = nullptr;
+  ASSERT_OK(wharf_session_create(rt, &c, 1, nullptr, &session));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, session, nullptr, &run));
+  // Index access gives what name access gives.
+  wharf_tensor_view by_name, by_index;
+  std::memset(&by_name, 0, sizeof by_name);
+  std::memset(&by_index, 0, sizeof by_index);
+  ASSERT_OK(wharf_run_tensor(run, "b", &by_name));
+  ASSERT_OK(wharf_run_tensor_at(run, 1, &by_index));
+  EXPECT_EQ(by_index.data, by_name.data);
+  EXPECT_EQ(by_index.shape[0], 4);
+  EXPECT_EQ(by_index.strides[0], 1);
+  ASSERT_OK(wharf_run_tensor(run, "h", &by_name));
+  ASSERT_OK(wharf_run_state_at(run, 1, &by_index));
+  EXPECT_EQ(by_index.data, by_name.data);
+  St oob(wharf_run_tensor_at(run, 2, &by_index));
+  EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(oob.has("index 2") && oob.has("'decode'")) << oob.msg();
+  St soob(wharf_run_state_at(run, 7, &by_index));
+  EXPECT_EQ(soob.code(), WHARF_INVALID_ARGUMENT);
+  // The run's session: a new reference, independent of the caller's.
+  wharf_session* again = nullptr;
+  ASSERT_OK(wharf_run_session(run, &again));
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(again, session);
+  EXPECT_EQ(wharf_session_state_bytes(again), wharf_session_state_bytes(session));
+  wharf_session_free(session);  // the run and `again` keep the session
+  ASSERT_OK(wharf_run_tensor_at(run, 0, &by_index));
+  ASSERT_OK(wharf_run_end(run));
+  wharf_session_free(again);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+TEST(AbiQueries, RunWithoutSessionHasNone) {
+  Model m(1);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(m.c, nullptr, nullptr, &run));
+  wharf_session* s = reinterpret_cast<wharf_session*>(0x1);
+  ASSERT_OK(wharf_run_session(run, &s));
+  EXPECT_EQ(s, nullptr);
+  ASSERT_OK(wharf_run_end(run));
+}
+
+// --- contracts -----------------------------------------------------------------------------
+
+TEST(AbiContracts, FreeReleasesTheCallersReference) {
+  wharf_runtime* rt = host_runtime();
+  float x[4] = {4, 4, 4, 4};
+  int64_t shape[1] = {4};
+  wharf_constant_map* map = map_of("w", x, shape);
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create_from_map(rt, map, nullptr, &c));
+  wharf_constant_map_free(map);
+  wharf_runtime_free(rt);  // the container keeps the runtime alive
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  float got = 0;
+  ASSERT_OK(wharf_run_read(run, "w", 0, &got, sizeof got));
+  EXPECT_EQ(got, 4);
+  wharf_container_free(c);  // the open run keeps the container alive
+  ASSERT_OK(wharf_run_read(run, "w", 0, &got, sizeof got));
+  ASSERT_OK(wharf_run_end(run));
+}
+
+TEST(AbiContracts, StoreMemberSwapOfPendingStoreUpdateIsRefused) {
+  wharf_runtime* rt = host_runtime();
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  float x[4] = {1, 1, 1, 1}, y[4] = {2, 2, 2, 2};
+  int64_t shape[1] = {4};
+  wharf_constant_map* map = map_of("w", x, shape);
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.store = store;
+  wharf_container *p = nullptr, *d = nullptr;
+  o.name = "prefill";
+  ASSERT_OK(wharf_container_create_from_map(rt, map, &o, &p));
+  o.name = "decode";
+  ASSERT_OK(wharf_container_create_from_map(rt, map, &o, &d));
+  wharf_constant_map_free(map);
+  map = map_of("w", y, shape);
+  ASSERT_OK(wharf_weight_store_update(store, map, nullptr));
+  EXPECT_EQ(wharf_container_has_staged(p), 1);
+  St st(wharf_container_swap(p));
+  EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_TRUE(st.has("wharf_weight_store_swap")) << st.msg();
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(wharf_container_has_staged(p), 0);
+  wharf_constant_map_free(map);
+  wharf_container_free(p);
+  wharf_container_free(d);
+  wharf_weight_store_free(store);
+  wharf_runtime_free(rt);
+}
+
+// --- update ordering -----------------------------------------------------------------------
+
+TEST(AbiUpdate, WaitStreamMustBeNullOnTheHostBackend) {
+  Model m(1);
+  float y[4] = {2, 2, 2, 2};
+  wharf_constant_map* map = map_of("w", y, m.shape);
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  int not_a_stream = 0;
+  u.wait_stream = &not_a_stream;
+  St st(wharf_container_update(m.c, map, &u));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(st.has("wait_stream")) << st.msg();
+  wharf_constant_map_free(map);
+}
+
+TEST(AbiUpdate, InPlaceGivesANewGenerationAndHonoursItsWaitBound) {
+  Model m(1);
+  const uint64_t g0 = wharf_container_generation(m.c);
+  float y[4] = {2, 2, 2, 2};
+  wharf_constant_map* map = map_of("w", y, m.shape);
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  ASSERT_OK(wharf_container_update(m.c, map, &u));
+  const uint64_t g1 = wharf_container_generation(m.c);
+  EXPECT_GT(g1, g0);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(m.c, nullptr, nullptr, &run));
+  EXPECT_EQ(wharf_run_generation(run), g1);
+  // An open run pins "w"; with in_place_max_wait_ms 0 the update does not wait for it: "w"
+  // gets fresh storage and the open run keeps reading its data.
+  float z[4] = {3, 3, 3, 3};
+  wharf_constant_map* map2 = map_of("w", z, m.shape);
+  u.in_place_max_wait_ms = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_OK(wharf_container_update(m.c, map2, &u));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+  EXPECT_GT(wharf_container_generation(m.c), g1);
+  float got = 0;
+  ASSERT_OK(wharf_run_read(run, "w", 0, &got, sizeof got));
+  EXPECT_EQ(got, 2);
+  ASSERT_OK(wharf_run_end(run));
+  EXPECT_EQ(m.first(), 3);
+  wharf_constant_map_free(map);
+  wharf_constant_map_free(map2);
+}
+
+}  // namespace
