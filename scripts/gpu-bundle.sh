@@ -11,6 +11,14 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 cp -a "$BUILD"/libwharf.so "$BUILD"/libwharf.so.1 "$OUT"/
 cp "$(readlink -f "$BUILD"/libwharf.so.1)" "$OUT"/
 cp "$BUILD"/wharf "$OUT"/
+# The AOTInductor shim library and the CUDA runtime it links (compiled models import both).
+if [ -f "$BUILD"/libwharf_aoti_shim.so ]; then
+  cp "$BUILD"/libwharf_aoti_shim.so "$OUT"/
+  cudart=$(ldd "$BUILD"/libwharf_aoti_shim.so | awk '/libcudart/ {print $3}')
+  [ -n "$cudart" ] && cp "$(readlink -f "$cudart")" "$OUT"/"$(basename "$cudart")"
+fi
+mkdir -p "$OUT"/models
+cp -r "$ROOT"/tests/data/models/tiny_decoder "$OUT"/models/
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
 done

@@ -100,7 +100,18 @@ Status Run::end() {
     Status s2 = session_->end_run(*stream_);
     if (st.ok()) st = s2;
   }
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard<std::mutex> lock(at_end_mu_);
+    fns.swap(at_end_);
+  }
+  for (auto& fn : fns) fn();
   return st;
+}
+
+void Run::at_end(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(at_end_mu_);
+  at_end_.push_back(std::move(fn));
 }
 
 Status Run::tensor_at(int index, BoundTensor* out) const {

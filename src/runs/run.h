@@ -3,7 +3,10 @@
 // (and every slot it references) is kept until that event completes.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include "constants/container.h"
@@ -60,6 +63,16 @@ class Run {
   Status state_at(int index, BoundTensor* out) const;
   const std::shared_ptr<Session>& session() const { return session_; }
   const std::shared_ptr<Container>& container() const { return container_; }
+
+  // The generation the run pinned (null after end).
+  const std::shared_ptr<Generation>& pinned_generation() const { return gen_; }
+  // Runs `fn` when the run ends, after its completion is recorded on its stream (what a
+  // model run allocated for the caller is released then, stream-ordered). Thread-safe.
+  void at_end(std::function<void()> fn);
+
+ private:
+  std::mutex at_end_mu_;
+  std::vector<std::function<void()>> at_end_;
 };
 
 }  // namespace wharf

@@ -1,0 +1,44 @@
+// The contract between libwharf.so and libwharf_aoti_shim.so (both built from this tree).
+//
+// AOTInductor-compiled models call the `aoti_torch_*` C shim functions (PyTorch's
+// torch/csrc/inductor/aoti_torch/c/shim.h) and the CUDA runtime, and expect the process to
+// provide both. libwharf.so exports only `wharf_*`, so the shims live in a separate library,
+// libwharf_aoti_shim.so, that the model loader opens with global symbol scope before the
+// model (docs/decisions.md: "Running AOTInductor models"). The shim library depends on
+// libcudart.so, which provides the CUDA runtime symbols the model imports.
+//
+// This header is the only thing the two libraries share: a C table libwharf hands to the
+// shim at load, and the few extra entry points libwharf looks up in the shim with dlsym.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wharf_aoti_host {
+  uint32_t struct_size;
+  // Accounts `delta` bytes of memory the shim allocated (or freed, negative) for models
+  // (intermediate buffers, outputs), under the runtime's workspace tag.
+  void (*account)(int64_t delta, void* user);
+  // A one-line message from the shim or the model (aoti_torch_warn, failures).
+  void (*log)(int32_t is_error, const char* message, void* user);
+  void* user;
+} wharf_aoti_host;
+
+// Exported by libwharf_aoti_shim.so. Installs the host table (process-wide; the last call
+// wins; NULL detaches). Returns 0.
+typedef int32_t (*wharf_aoti_attach_fn)(const wharf_aoti_host* host);
+// Exported by libwharf_aoti_shim.so. Starts (sink != NULL) or stops capturing the tensor
+// handles the calling thread creates through aoti_torch_new_tensor_handle: each is passed
+// to sink(handle, user). The model container keeps such handles for user-managed constants
+// and never deletes them; the loader collects them and deletes them when it rebinds.
+typedef void (*wharf_aoti_capture_fn)(void (*sink)(void* handle, void* user), void* user);
+// Exported by libwharf_aoti_shim.so: the calling thread's last shim error ("" if none).
+typedef const char* (*wharf_aoti_last_error_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif

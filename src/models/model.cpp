@@ -1,0 +1,552 @@
+#include "models/model.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "constants/weight_store.h"
+#include "core/logging.h"
+#include "core/text.h"
+#include "models/aoti/shim_host.h"
+
+namespace wharf {
+namespace {
+
+// ---- the AOTInductor C interface (torch/csrc/inductor/aoti_runtime/interface.h) ---------------
+using AOTIErr = int32_t;  // 0: success
+using AHandle = void*;    // AtenTensorHandle (a WharfAotiTensor* of the shim)
+struct ConstantMapEntry {
+  const char* name;
+  AHandle handle;
+};
+using CreateFn = AOTIErr (*)(void** container, size_t num_models, const char* device, const char* cubin_dir);
+using DeleteFn = AOTIErr (*)(void* container);
+using RunFn = AOTIErr (*)(void* container, AHandle* inputs, size_t n_in, AHandle* outputs, size_t n_out, void* stream,
+                          void* proxy);
+using CountFn = AOTIErr (*)(void* container, size_t* n);
+using NameFn = AOTIErr (*)(void* container, size_t i, const char** name);
+using BoolAtFn = AOTIErr (*)(void* container, size_t i, bool* v);
+using I32AtFn = AOTIErr (*)(void* container, size_t i, int32_t* v);
+using SizeAtFn = AOTIErr (*)(void* container, size_t i, size_t* v);
+using PairsFn = AOTIErr (*)(void* container, const ConstantMapEntry* pairs, size_t n, bool use_inactive,
+                            bool validate_full);
+
+// The model's constant kinds (torch::aot_inductor::ConstantType).
+enum : int32_t { kUnknownConstant = 0, kParameter = 1, kBuffer = 2, kTensorConstant = 3, kFoldedConstant = 4 };
+
+// ---- the shim library's entry points ----------------------------------------------------------
+using BlobFn = int32_t (*)(void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides, int64_t offset,
+                           int32_t dtype, int32_t device_type, int32_t device_index, AHandle* ret, int32_t layout,
+                           const uint8_t* meta, int64_t meta_size);
+using DelFn = int32_t (*)(AHandle t);
+using PtrFn = int32_t (*)(AHandle t, void** ret);
+using ArrFn = int32_t (*)(AHandle t, int64_t** ret);
+using I64Fn = int32_t (*)(AHandle t, int64_t* ret);
+using I32Fn = int32_t (*)(AHandle t, int32_t* ret);
+
+// PyTorch's dtype codes for Wharf's dtypes, and back.
+bool to_torch_dtype(DType d, int32_t* out) {
+  switch (d) {
+    case DType::kF32: *out = 6; return true;
+    case DType::kF16: *out = 5; return true;
+    case DType::kBF16: *out = 15; return true;
+    case DType::kF64: *out = 7; return true;
+    case DType::kF8E4M3: *out = 24; return true;
+    case DType::kF8E5M2: *out = 23; return true;
+    case DType::kI8: *out = 1; return true;
+    case DType::kU8: *out = 0; return true;
+    case DType::kI16: *out = 2; return true;
+    case DType::kI32: *out = 3; return true;
+    case DType::kI64: *out = 4; return true;
+    case DType::kBool: *out = 11; return true;
+  }
+  return false;
+}
+bool from_torch_dtype(int32_t t, DType* out) {
+  static const std::pair<int32_t, DType> table[] = {
+      {6, DType::kF32}, {5, DType::kF16},  {15, DType::kBF16}, {7, DType::kF64}, {24, DType::kF8E4M3}, {23, DType::kF8E5M2},
+      {1, DType::kI8},  {0, DType::kU8},   {2, DType::kI16},   {3, DType::kI32}, {4, DType::kI64},     {11, DType::kBool}};
+  for (const auto& e : table)
+    if (e.first == t) {
+      *out = e.second;
+      return true;
+    }
+  return false;
+}
+
+// Memory the shim allocates is accounted to the runtime whose model the calling thread is
+// inside (set around every call into a model or the shim).
+thread_local MemoryAccounting* t_accounting = nullptr;
+class AccountingScope {
+ public:
+  explicit AccountingScope(MemoryAccounting* a) : prev_(t_accounting) { t_accounting = a; }
+  ~AccountingScope() { t_accounting = prev_; }
+
+ private:
+  MemoryAccounting* prev_;
+};
+void account(int64_t delta, void*) {
+  if (!t_accounting || delta == 0) return;
+  if (delta > 0) {
+    Status st = t_accounting->reserve(MemKind::kDevice, MemTag::kWorkspace, uint64_t(delta), "model workspace");
+    (void)st;  // already allocated: recorded even past a limit
+  } else {
+    t_accounting->release(MemKind::kDevice, MemTag::kWorkspace, uint64_t(-delta));
+  }
+}
+void shim_log(int32_t is_error, const char* message, void*) {
+  const LogLevel level = is_error ? LogLevel::kError : LogLevel::kWarn;
+  if (log_enabled(level)) log_message(level, message ? message : "");
+}
+
+// The process-wide shim library: loaded once with global scope so models resolve their
+// aoti_torch_* and CUDA runtime imports against it.
+struct Shim {
+  void* handle = nullptr;
+  BlobFn from_blob = nullptr;
+  DelFn del = nullptr;
+  PtrFn data_ptr = nullptr;
+  ArrFn sizes = nullptr, strides = nullptr;
+  I64Fn dim = nullptr;
+  I32Fn dtype = nullptr, device_type = nullptr;
+  wharf_aoti_capture_fn capture = nullptr;
+  wharf_aoti_last_error_fn last_error = nullptr;
+  std::string path;
+};
+
+std::string default_shim_path() {
+  if (const char* env = std::getenv("WHARF_AOTI_SHIM"))
+    if (*env) return env;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_shim_path), &info) && info.dli_fname) {
+    std::string self = info.dli_fname;
+    size_t slash = self.rfind('/');
+    return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/libwharf_aoti_shim.so";
+  }
+  return "libwharf_aoti_shim.so";
+}
+
+Status load_shim(const std::string& wanted, const Shim** out) {
+  static std::mutex mu;
+  static Shim shim;
+  std::lock_guard<std::mutex> lock(mu);
+  if (shim.handle) {
+    *out = &shim;
+    return Status::Ok();
+  }
+  const std::string path = wanted.empty() ? default_shim_path() : wanted;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    const char* e = dlerror();
+    return Unsupported("loading the AOTInductor shim library " + quote_path(path) + ": " + (e ? e : "unknown error") +
+                       " (set ModelOptions.shim_path or WHARF_AOTI_SHIM)");
+  }
+  // A model resolves aoti_torch_* in the global scope: if another library (libtorch loaded
+  // with global scope) provides them first, the model would call that one with our handles.
+  void* ours = dlsym(h, "aoti_torch_empty_strided");
+  void* global = dlsym(RTLD_DEFAULT, "aoti_torch_empty_strided");
+  if (!ours || ours != global) {
+    Dl_info info{};
+    std::string who = global && dladdr(global, &info) && info.dli_fname ? info.dli_fname : "another library";
+    dlclose(h);
+    return Unsupported("the process already provides the AOTInductor shim functions globally (from " + quote_path(who) +
+                       ", e.g. libtorch loaded with RTLD_GLOBAL); Wharf cannot run AOTInductor models in it");
+  }
+  Shim s;
+  s.handle = h;
+  s.path = path;
+  s.from_blob = reinterpret_cast<BlobFn>(dlsym(h, "aoti_torch_create_tensor_from_blob_v2"));
+  s.del = reinterpret_cast<DelFn>(dlsym(h, "aoti_torch_delete_tensor_object"));
+  s.data_ptr = reinterpret_cast<PtrFn>(dlsym(h, "aoti_torch_get_data_ptr"));
+  s.sizes = reinterpret_cast<ArrFn>(dlsym(h, "aoti_torch_get_sizes"));
+  s.strides = reinterpret_cast<ArrFn>(dlsym(h, "aoti_torch_get_strides"));
+  s.dim = reinterpret_cast<I64Fn>(dlsym(h, "aoti_torch_get_dim"));
+  s.dtype = reinterpret_cast<I32Fn>(dlsym(h, "aoti_torch_get_dtype"));
+  s.device_type = reinterpret_cast<I32Fn>(dlsym(h, "aoti_torch_get_device_type"));
+  s.capture = reinterpret_cast<wharf_aoti_capture_fn>(dlsym(h, "wharf_aoti_capture"));
+  s.last_error = reinterpret_cast<wharf_aoti_last_error_fn>(dlsym(h, "wharf_aoti_last_error"));
+  auto attach = reinterpret_cast<wharf_aoti_attach_fn>(dlsym(h, "wharf_aoti_attach"));
+  if (!s.from_blob || !s.del || !s.data_ptr || !s.sizes || !s.strides || !s.dim || !s.dtype || !s.device_type ||
+      !s.capture || !s.last_error || !attach) {
+    dlclose(h);
+    return Unsupported(quote_path(path) + " is not Wharf's AOTInductor shim library (entry points missing)");
+  }
+  static const wharf_aoti_host host{sizeof(wharf_aoti_host), &account, &shim_log, nullptr};
+  attach(&host);
+  shim = s;
+  *out = &shim;
+  return Status::Ok();
+}
+
+std::string shim_error(const Shim& s) {
+  const char* e = s.last_error ? s.last_error() : "";
+  return e && *e ? std::string(": ") + e : std::string(" (the model printed the reason to stderr)");
+}
+
+}  // namespace
+
+struct Model::Library {
+  const Shim* shim = nullptr;
+  void* so = nullptr;
+  std::string path;
+  CreateFn create = nullptr;
+  DeleteFn destroy = nullptr;
+  RunFn run = nullptr;
+  CountFn num_constants = nullptr, num_inputs = nullptr, num_outputs = nullptr;
+  NameFn constant_name = nullptr, constant_fqn = nullptr, input_name = nullptr;
+  BoolAtFn from_folded = nullptr;
+  I32AtFn constant_type = nullptr, constant_dtype = nullptr;
+  SizeAtFn constant_size = nullptr;
+  PairsFn bind_pairs = nullptr;
+  ~Library() {
+    if (so) dlclose(so);
+  }
+};
+
+struct Model::Instance {
+  std::shared_ptr<Library> lib;
+  MemoryAccounting* accounting = nullptr;
+  void* handle = nullptr;
+  bool bound = false;
+  std::weak_ptr<Generation> gen;
+  std::weak_ptr<Session> session;
+  const Session* session_raw = nullptr;
+  std::vector<void*> kept;  // handles the AOTInductor container keeps for user-managed constants
+  ~Instance() {
+    AccountingScope scope(accounting);
+    if (handle) {
+      AOTIErr e = lib->destroy(handle);
+      if (e != 0) WHARF_LOG(kError, "model " + quote_path(lib->path) + ": deleting an instance failed");
+    }
+    for (void* h : kept) lib->shim->del(h);
+  }
+};
+
+namespace {
+void keep_handle(void* handle, void* user) { static_cast<std::vector<void*>*>(user)->push_back(handle); }
+}  // namespace
+
+Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path, const ConstantMap& weights,
+                   const ModelOptions& opts, std::shared_ptr<Model>* out) {
+  const std::string what = "model " + quote_path(so_path);
+  if (runtime->backend() != Backend::kCuda)
+    return Unsupported(what + ": AOTInductor models run on the CUDA backend (this runtime uses the host backend)");
+  const Shim* shim = nullptr;
+  WHARF_RETURN_IF_ERROR(load_shim(opts.shim_path, &shim));
+
+  auto lib = std::make_shared<Library>();
+  lib->shim = shim;
+  lib->path = so_path;
+  lib->so = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->so) {
+    const char* e = dlerror();
+    std::string msg = e ? e : "unknown error";
+    if (msg.find("undefined symbol: aoti_torch_") != std::string::npos)
+      return Unsupported(what + " needs a shim function Wharf does not provide: " + msg);
+    return InvalidArgument(what + ": cannot load it: " + msg);
+  }
+  struct Sym {
+    const char* name;
+    void** slot;
+  };
+  const Sym syms[] = {
+      {"AOTInductorModelContainerCreateWithDevice", reinterpret_cast<void**>(&lib->create)},
+      {"AOTInductorModelContainerDelete", reinterpret_cast<void**>(&lib->destroy)},
+      {"AOTInductorModelContainerRun", reinterpret_cast<void**>(&lib->run)},
+      {"AOTInductorModelContainerGetNumConstants", reinterpret_cast<void**>(&lib->num_constants)},
+      {"AOTInductorModelContainerGetNumInputs", reinterpret_cast<void**>(&lib->num_inputs)},
+      {"AOTInductorModelContainerGetNumOutputs", reinterpret_cast<void**>(&lib->num_outputs)},
+      {"AOTInductorModelContainerGetConstantName", reinterpret_cast<void**>(&lib->constant_name)},
+      {"AOTInductorModelContainerGetConstantOriginalFQN", reinterpret_cast<void**>(&lib->constant_fqn)},
+      {"AOTInductorModelContainerGetInputName", reinterpret_cast<void**>(&lib->input_name)},
+      {"AOTInductorModelContainerGetConstantFromFolded", reinterpret_cast<void**>(&lib->from_folded)},
+      {"AOTInductorModelContainerGetConstantType", reinterpret_cast<void**>(&lib->constant_type)},
+      {"AOTInductorModelContainerGetConstantDtype", reinterpret_cast<void**>(&lib->constant_dtype)},
+      {"AOTInductorModelContainerGetConstantDataSize", reinterpret_cast<void**>(&lib->constant_size)},
+      {"AOTInductorModelContainerUpdateUserManagedConstantBufferPairs", reinterpret_cast<void**>(&lib->bind_pairs)},
+  };
+  for (const Sym& s : syms) {
+    *s.slot = dlsym(lib->so, s.name);
+    if (!*s.slot)
+      return InvalidArgument(what + " is not an AOTInductor model this Wharf can run: it does not export " + s.name);
+  }
+
+  std::shared_ptr<Model> m(new Model());
+  m->runtime_ = runtime;
+  m->lib_ = lib;
+  m->name_ = opts.name;
+  if (m->name_.empty()) {
+    size_t slash = so_path.rfind('/');
+    std::string base = slash == std::string::npos ? so_path : so_path.substr(slash + 1);
+    size_t dot = base.find('.');
+    m->name_ = dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+  }
+  std::unique_ptr<Instance> meta;
+  WHARF_RETURN_IF_ERROR(m->create_instance(&meta));
+  void* h = meta->handle;
+
+  size_t n = 0, n_in = 0, n_out = 0;
+  if (lib->num_constants(h, &n) != 0 || lib->num_inputs(h, &n_in) != 0 || lib->num_outputs(h, &n_out) != 0)
+    return InvalidArgument(what + ": reading its constant table failed" + shim_error(*shim));
+  for (size_t i = 0; i < n_in; ++i) {
+    const char* in = nullptr;
+    if (lib->input_name(h, i, &in) != 0 || !in) return InvalidArgument(what + ": reading input " + std::to_string(i));
+    m->input_names_.emplace_back(in);
+  }
+  m->num_outputs_ = n_out;
+
+  ContainerConfig cfg;
+  cfg.name = m->name_;
+  cfg.store = opts.store;
+  cfg.max_session_bytes = opts.max_session_bytes;
+  auto params = std::make_unique<ConstantMap>();
+  for (size_t i = 0; i < n; ++i) {
+    const char* name = nullptr;
+    const char* fqn = nullptr;
+    bool folded = false;
+    int32_t type = 0, tdtype = 0;
+    size_t bytes = 0;
+    if (lib->constant_name(h, i, &name) != 0 || lib->constant_fqn(h, i, &fqn) != 0 || lib->from_folded(h, i, &folded) != 0 ||
+        lib->constant_type(h, i, &type) != 0 || lib->constant_dtype(h, i, &tdtype) != 0 ||
+        lib->constant_size(h, i, &bytes) != 0 || !name || !fqn)
+      return InvalidArgument(what + ": reading constant " + std::to_string(i) + " of its table failed");
+    if (folded || type == kFoldedConstant) continue;  // recomputed by the model from the parameters
+    Binding b;
+    b.internal_name = name;
+    b.torch_dtype = tdtype;
+    const std::string kind = type == kBuffer ? "buffer" : "parameter";
+    const std::string label = kind + " " + quote_name(fqn);
+    DType dt;
+    if (!from_torch_dtype(tdtype, &dt))
+      return Unsupported(what + ": " + label + " has PyTorch dtype code " + std::to_string(tdtype) +
+                         ", which Wharf has no dtype for");
+    const MapEntry* e = weights.find(fqn);
+    if (!e && type != kBuffer)
+      return NotFound(what + ": " + label + " is not in the weights (" + std::to_string(bytes) + " bytes of " +
+                      dtype_name(dt) + " expected)");
+    std::vector<int64_t> shape;
+    if (e) {
+      if (e->meta.dtype != dt)
+        return InvalidArgument(what + ": " + label + ": dtype " + dtype_name(dt) + " expected, the weights have " +
+                               dtype_name(e->meta.dtype));
+      if (e->meta.nbytes() != bytes)
+        return InvalidArgument(what + ": " + label + ": " + std::to_string(bytes) + " bytes expected, the weights have " +
+                               shape_string(e->meta.shape) + " (" + std::to_string(e->meta.nbytes()) + " bytes)");
+      shape = e->meta.shape;
+    } else {
+      shape = {int64_t(bytes / dtype_size(dt))};  // a buffer without an initial value: zeros
+    }
+    if (type == kBuffer) {
+      StateInit si;
+      si.fqn = fqn;
+      si.dtype = dt;
+      si.shape = shape;
+      if (e) {
+        si.has_initial = true;
+        si.meta = e->meta;
+        si.data = e->data;
+      }
+      b.state = int(cfg.states.size());
+      cfg.states.push_back(std::move(si));
+    } else {
+      ConstantDecl d;
+      d.fqn = fqn;
+      d.dtype = dt;
+      d.shape = shape;
+      b.constant = int(cfg.constants.size());
+      cfg.constants.push_back(std::move(d));
+      WHARF_RETURN_IF_ERROR(params->set(fqn, e->meta, e->data));
+    }
+    m->bindings_.push_back(std::move(b));
+  }
+  WHARF_RETURN_IF_ERROR(Container::create(runtime, std::move(cfg), &m->container_).with_context(what));
+  UpdateOptions uo;
+  uo.require_full = true;
+  WHARF_RETURN_IF_ERROR(m->container_->update(*params, uo).with_context(what + ": loading its weights"));
+  WHARF_RETURN_IF_ERROR(m->container_->swap().with_context(what));
+  {
+    MutexLock lock(m->mu_);
+    m->idle_.push_back(std::move(meta));
+  }
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+Model::~Model() {
+  std::vector<std::unique_ptr<Instance>> idle;
+  {
+    MutexLock lock(mu_);
+    idle.swap(idle_);
+  }
+  // The device may still run work of these instances: wait before their memory goes.
+  Status st = runtime_->device().synchronize();
+  if (!st.ok()) WHARF_LOG(kError, "model '" + name_ + "': waiting for the device at free: " + st.message());
+}
+
+Status Model::create_instance(std::unique_ptr<Instance>* out) {
+  auto inst = std::make_unique<Instance>();
+  inst->lib = lib_;
+  inst->accounting = &runtime_->device().accounting();
+  AccountingScope scope(inst->accounting);
+  const std::string device = "cuda:" + std::to_string(runtime_->device().index());
+  if (lib_->create(&inst->handle, 1, device.c_str(), nullptr) != 0 || !inst->handle)
+    return DeviceError("model " + quote_path(lib_->path) + ": creating an instance on " + device + " failed" +
+                       shim_error(*lib_->shim));
+  *out = std::move(inst);
+  return Status::Ok();
+}
+
+Status Model::take_instance(const Run& run, std::unique_ptr<Instance>* out) {
+  {
+    MutexLock lock(mu_);
+    // Prefer the instance already bound to this run's generation and session (no rebind,
+    // no refold), else the most recently used one.
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      Instance& i = **it;
+      if (i.bound && i.gen.lock() == run.pinned_generation() && i.session_raw == run.session().get() &&
+          i.session.lock() == run.session()) {
+        *out = std::move(*it);
+        idle_.erase(it);
+        return Status::Ok();
+      }
+    }
+    if (!idle_.empty()) {
+      *out = std::move(idle_.back());
+      idle_.pop_back();
+      return Status::Ok();
+    }
+  }
+  return create_instance(out);
+}
+
+void Model::give_back(std::unique_ptr<Instance> inst) {
+  MutexLock lock(mu_);
+  idle_.push_back(std::move(inst));
+}
+
+Status Model::bind(Instance& inst, const Run& run) {
+  const Shim& shim = *lib_->shim;
+  const int dev = runtime_->device().index();
+  std::vector<ConstantMapEntry> pairs;
+  std::vector<AHandle> mine;  // ours: the container keeps copies of its own
+  struct Cleanup {
+    const Shim& shim;
+    std::vector<AHandle>& handles;
+    ~Cleanup() {
+      for (AHandle h : handles) shim.del(h);
+    }
+  } cleanup{shim, mine};
+  for (const Binding& b : bindings_) {
+    BoundTensor t;
+    if (b.constant >= 0) {
+      WHARF_RETURN_IF_ERROR(run.tensor_at(b.constant, &t));
+    } else {
+      WHARF_RETURN_IF_ERROR(run.state_at(b.state, &t));
+    }
+    std::vector<int64_t> strides(t.shape->size());
+    int64_t acc = 1;
+    for (size_t i = strides.size(); i-- > 0;) {
+      strides[i] = acc;
+      acc *= (*t.shape)[i] > 1 ? (*t.shape)[i] : 1;
+    }
+    AHandle h = nullptr;
+    if (shim.from_blob(t.data, int64_t(t.shape->size()), t.shape->data(), strides.data(), 0, b.torch_dtype,
+                       t.device_type == DeviceType::kCuda ? 1 : 0, dev, &h, 0, nullptr, 0) != 0)
+      return Internal("model '" + name_ + "': making a tensor for " + quote_name(b.internal_name) + shim_error(shim));
+    mine.push_back(h);
+    pairs.push_back({b.internal_name.c_str(), h});
+  }
+  std::vector<void*> kept;
+  inst.bound = false;
+  shim.capture(&keep_handle, &kept);
+  AOTIErr e = lib_->bind_pairs(inst.handle, pairs.data(), pairs.size(), /*use_inactive=*/false, /*validate_full=*/false);
+  shim.capture(nullptr, nullptr);
+  if (e != 0) {
+    for (void* k : kept) inst.kept.push_back(k);  // possibly referenced: freed with the instance
+    return Internal("model '" + name_ + "': binding " + std::to_string(pairs.size()) + " constants failed" +
+                    shim_error(shim));
+  }
+  // The previous binding's handles are no longer referenced by the container.
+  for (void* k : inst.kept) shim.del(k);
+  inst.kept = std::move(kept);
+  inst.gen = run.pinned_generation();
+  inst.session = run.session();
+  inst.session_raw = run.session().get();
+  inst.bound = true;
+  return Status::Ok();
+}
+
+Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) {
+  if (run.container() != container_)
+    return InvalidArgument("model '" + name_ + "': the run is of container " + quote_name(run.container()->name()) +
+                           ", not of this model's");
+  if (inputs.size() != input_names_.size())
+    return InvalidArgument("model '" + name_ + "': " + std::to_string(input_names_.size()) + " inputs expected, got " +
+                           std::to_string(inputs.size()));
+  const Shim& shim = *lib_->shim;
+  MemoryAccounting* accounting = &runtime_->device().accounting();
+  AccountingScope scope(accounting);
+  const int dev = runtime_->device().index();
+  std::vector<AHandle> in(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ModelTensor& t = inputs[i];
+    int32_t td = 0;
+    if (!to_torch_dtype(t.meta.dtype, &td))
+      return InvalidArgument("model '" + name_ + "': input " + quote_name(input_names_[i]) + ": unsupported dtype");
+    std::vector<int64_t> strides = t.meta.strides.empty() ? t.meta.contiguous_strides() : t.meta.strides;
+    if (shim.from_blob(t.data, int64_t(t.meta.shape.size()), t.meta.shape.data(), strides.data(), 0, td,
+                       t.meta.device_type == DeviceType::kCuda ? 1 : 0, dev, &in[i], 0, nullptr, 0) != 0) {
+      for (AHandle h : in) shim.del(h);
+      return InvalidArgument("model '" + name_ + "': input " + quote_name(input_names_[i]) + shim_error(shim));
+    }
+  }
+  std::unique_ptr<Instance> inst;
+  Status st = take_instance(run, &inst);
+  if (st.ok() && !(inst->bound && inst->gen.lock() == run.pinned_generation() &&
+                   inst->session_raw == run.session().get() && inst->session.lock() == run.session()))
+    st = bind(*inst, run);
+  if (!st.ok()) {
+    for (AHandle h : in) shim.del(h);
+    if (inst) give_back(std::move(inst));
+    return st;
+  }
+  std::vector<AHandle> out(num_outputs_, nullptr);
+  // The model steals the input handles whatever happens.
+  AOTIErr e = lib_->run(inst->handle, in.data(), in.size(), out.data(), out.size(), run.stream().native_handle(), nullptr);
+  give_back(std::move(inst));
+  // Outputs belong to the run: freed (stream-ordered, on the run's stream) when it ends.
+  std::vector<AHandle> owned;
+  for (AHandle h : out)
+    if (h) owned.push_back(h);
+  const Shim* shim_ptr = &shim;
+  run.at_end([shim_ptr, owned, accounting] {
+    AccountingScope s(accounting);
+    for (AHandle h : owned) shim_ptr->del(h);
+  });
+  if (e != 0) return Internal("model '" + name_ + "': running it failed" + shim_error(shim));
+  outputs->clear();
+  for (size_t i = 0; i < out.size(); ++i) {
+    AHandle h = out[i];
+    ModelTensor mt;
+    int64_t ndim = 0;
+    int64_t* sizes = nullptr;
+    int64_t* strides = nullptr;
+    int32_t td = 0, dt = 0;
+    if (!h || shim.dim(h, &ndim) != 0 || shim.sizes(h, &sizes) != 0 || shim.strides(h, &strides) != 0 ||
+        shim.dtype(h, &td) != 0 || shim.device_type(h, &dt) != 0 || shim.data_ptr(h, &mt.data) != 0)
+      return Internal("model '" + name_ + "': reading output " + std::to_string(i) + shim_error(shim));
+    if (!from_torch_dtype(td, &mt.meta.dtype))
+      return Unsupported("model '" + name_ + "': output " + std::to_string(i) + " has PyTorch dtype code " +
+                         std::to_string(td));
+    mt.meta.shape.assign(sizes, sizes + ndim);
+    mt.meta.strides.assign(strides, strides + ndim);
+    mt.meta.device_type = dt == 1 ? DeviceType::kCuda : DeviceType::kCpu;
+    mt.meta.device_index = dev;
+    outputs->push_back(std::move(mt));
+  }
+  return Status::Ok();
+}
+
+}  // namespace wharf

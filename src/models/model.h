@@ -1,0 +1,98 @@
+// Model: an AOTInductor-compiled model (a `.so` built without libtorch) executed by Wharf
+// over a container's generations and a run's session.
+//
+// Loading reads the model's own constant table: parameters become the container's
+// constants (by original FQN, shapes and dtypes checked against the weights given), mutated
+// buffers (KV caches, recurrent state) become session state declarations (their initial
+// value from the weights given), and folded constants are recomputed by the model itself
+// from the bound parameters (see docs/aoti-compile.md). The weights are loaded and swapped
+// in, so the container is ready to run; every container operation (updates, swaps,
+// rollback, in-place, stores, sessions) then works on it as on any container.
+//
+// Running: each call takes a model instance (an AOTInductor container with one model) from
+// a pool, binds it to the run's generation and session without copying (user-managed
+// constants) when its binding differs, and runs it on the run's stream. Instances are
+// kept affine to what they were bound to, so a conversation's decode steps on one
+// generation rebind nothing. Outputs are allocated on the run's stream and belong to the
+// run: they are freed (stream-ordered) when it ends.
+//
+// Threads: load, run and the queries are safe from many threads; concurrent runs use
+// different instances.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "constants/constant_map.h"
+#include "constants/container.h"
+#include "core/sync.h"
+#include "core/tensor.h"
+#include "runs/run.h"
+
+namespace wharf {
+
+class WeightStore;
+
+struct ModelOptions {
+  std::string name;                      // the container's name (default: the file's stem)
+  std::shared_ptr<WeightStore> store;    // share parameters with other containers of the store
+  uint64_t max_session_bytes = 0;
+  std::string shim_path;                 // libwharf_aoti_shim.so; empty: next to libwharf, or $WHARF_AOTI_SHIM
+};
+
+// A tensor passed to or returned by a model: device (or host) memory, dtype, shape, strides.
+struct ModelTensor {
+  void* data = nullptr;
+  TensorMeta meta;
+};
+
+class Model {
+ public:
+  static Status load(std::shared_ptr<Runtime> runtime, const std::string& so_path, const ConstantMap& weights,
+                     const ModelOptions& opts, std::shared_ptr<Model>* out);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const std::shared_ptr<Container>& container() const { return container_; }
+  size_t num_inputs() const { return input_names_.size(); }
+  size_t num_outputs() const { return num_outputs_; }
+  const std::string& input_name(size_t i) const { return input_names_[i]; }
+
+  // Runs the model for `run` (which must be a run of container()). `inputs` are borrowed
+  // for the call; `outputs` receive tensors owned by the run (valid until it ends).
+  Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) WHARF_EXCLUDES(mu_);
+
+  struct Library;   // the model .so and its entry points
+  struct Instance;  // one AOTInductor container (one model) and its binding
+
+ private:
+  Model() = default;
+  Status take_instance(const Run& run, std::unique_ptr<Instance>* out) WHARF_EXCLUDES(mu_);
+  void give_back(std::unique_ptr<Instance> inst) WHARF_EXCLUDES(mu_);
+  Status create_instance(std::unique_ptr<Instance>* out);
+  Status bind(Instance& inst, const Run& run);
+
+  std::shared_ptr<Runtime> runtime_;
+  std::shared_ptr<Library> lib_;
+  std::shared_ptr<Container> container_;
+  std::string name_;
+  std::vector<std::string> input_names_;
+  size_t num_outputs_ = 0;
+  // Per model constant index: how it is bound.
+  struct Binding {
+    std::string internal_name;  // the model's constant name (pairs are keyed by it)
+    int constant = -1;          // container constant index, or
+    int state = -1;             // container state index
+    int32_t torch_dtype = 0;
+  };
+  std::vector<Binding> bindings_;
+
+  Mutex mu_;
+  std::vector<std::unique_ptr<Instance>> idle_ WHARF_GUARDED_BY(mu_);
+};
+
+}  // namespace wharf

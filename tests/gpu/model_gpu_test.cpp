@@ -1,0 +1,274 @@
+// AOTInductor models executed by Wharf on the GPU: the tiny decoder compiled without libtorch
+// (tests/data/models/tiny_decoder, docs/aoti-compile.md) against PyTorch's own outputs for
+// the same model, then a hot weight update in the middle of a conversation.
+//
+// The model files are found in $WHARF_MODEL_DIR, ./models/tiny_decoder (the GPU bundle), or
+// the source tree. Every test skips with a reason when no GPU is visible or the compiled
+// model cannot be loaded on this machine's C library (it was built on the GPU machine).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "constants/constant_map.h"
+#include "device/runtime.h"
+#include "models/model.h"
+#include "runs/run.h"
+#include "sessions/session.h"
+
+namespace wharf {
+namespace {
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string model_dir() {
+  if (const char* e = std::getenv("WHARF_MODEL_DIR")) return e;
+  if (exists("models/tiny_decoder/tiny_decoder.so")) return "models/tiny_decoder";
+#ifdef WHARF_TEST_DATA_DIR
+  return std::string(WHARF_TEST_DATA_DIR) + "/models/tiny_decoder";
+#else
+  return "tests/data/models/tiny_decoder";
+#endif
+}
+
+constexpr int kVocab = 256, kLayers = 2, kHeads = 4, kMaxSeq = 64, kHeadDim = 16;
+
+// Device memory for the test's inputs.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t bytes) { EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+};
+
+class ModelGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    dir_ = model_dir();
+    if (!exists(dir_ + "/tiny_decoder.so")) GTEST_SKIP() << "no compiled model at " << dir_;
+    RuntimeOptions ro;
+    ro.backend = 1;  // CUDA
+    ASSERT_TRUE(Runtime::create(ro, &rt_).ok());
+    Status st = ConstantMap::load_safetensors(dir_ + "/tiny_decoder.safetensors", &weights_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    // The KV caches start as zeros (the model's buffers; PyTorch's reference starts so too).
+    for (int l = 0; l < kLayers; ++l)
+      for (const char* kv : {"k_cache", "v_cache"}) {
+        zeros_.emplace_back(size_t(kHeads) * kMaxSeq * kHeadDim, 0.0f);
+        TensorMeta m;
+        m.dtype = DType::kF32;
+        m.shape = {1, kHeads, kMaxSeq, kHeadDim};
+        ASSERT_TRUE(weights_->set("layers." + std::to_string(l) + "." + kv, m, zeros_.back().data()).ok());
+      }
+    std::unique_ptr<ConstantMap> ref;
+    st = ConstantMap::load_safetensors(dir_ + "/reference.safetensors", &ref);
+    ASSERT_TRUE(st.ok()) << st.message();
+    auto copy = [&](const char* name, auto* out) {
+      const MapEntry* e = ref->find(name);
+      ASSERT_NE(e, nullptr) << name;
+      using T = typename std::remove_reference_t<decltype(*out)>::value_type;
+      out->resize(e->meta.nbytes() / sizeof(T));
+      std::memcpy(out->data(), e->data, e->meta.nbytes());
+    };
+    copy("prompt", &prompt_);
+    copy("tokens", &tokens_);
+    copy("prefill_logits", &prefill_logits_);
+    copy("decode_logits", &decode_logits_);
+  }
+
+  Status load(std::shared_ptr<Model>* out) {
+    ModelOptions mo;
+    if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+    Status st = Model::load(rt_, dir_ + "/tiny_decoder.so", *weights_, mo, out);
+    return st;
+  }
+
+  // One step: tokens at positions [pos, pos + n) -> logits [1, n, vocab] on the host.
+  Status step(Model& m, wharf::Run& run, const std::vector<int64_t>& toks, int64_t pos, std::vector<float>* logits) {
+    const size_t n = toks.size();
+    DeviceBuffer dt(n * 8), dp(n * 8);
+    std::vector<int64_t> positions(n);
+    for (size_t i = 0; i < n; ++i) positions[i] = pos + int64_t(i);
+    cudaStream_t s = static_cast<cudaStream_t>(run.stream().native_handle());
+    cudaMemcpyAsync(dt.p, toks.data(), n * 8, cudaMemcpyHostToDevice, s);
+    cudaMemcpyAsync(dp.p, positions.data(), n * 8, cudaMemcpyHostToDevice, s);
+    ModelTensor t, p;
+    t.data = dt.p;
+    t.meta.dtype = DType::kI64;
+    t.meta.shape = {1, int64_t(n)};
+    t.meta.device_type = DeviceType::kCuda;
+    p.data = dp.p;
+    p.meta.dtype = DType::kI64;
+    p.meta.shape = {int64_t(n)};
+    p.meta.device_type = DeviceType::kCuda;
+    std::vector<ModelTensor> outs;
+    WHARF_RETURN_IF_ERROR(m.run(run, {t, p}, &outs));
+    if (outs.size() != 1) return Internal("expected one output, got " + std::to_string(outs.size()));
+    if (outs[0].meta.shape != std::vector<int64_t>{1, int64_t(n), kVocab})
+      return Internal("logits shape " + shape_string(outs[0].meta.shape));
+    logits->resize(n * kVocab);
+    cudaMemcpyAsync(logits->data(), outs[0].data, logits->size() * 4, cudaMemcpyDeviceToHost, s);
+    if (cudaStreamSynchronize(s) != cudaSuccess) return DeviceError("step");
+    return Status::Ok();
+  }
+
+  static int argmax(const float* v) {
+    int best = 0;
+    for (int i = 1; i < kVocab; ++i)
+      if (v[i] > v[best]) best = i;
+    return best;
+  }
+
+  std::string dir_;
+  std::shared_ptr<Runtime> rt_;
+  std::unique_ptr<ConstantMap> weights_;
+  std::vector<std::vector<float>> zeros_;
+  std::vector<int64_t> prompt_, tokens_;
+  std::vector<float> prefill_logits_, decode_logits_;
+};
+
+#define SKIP_IF_UNLOADABLE(st)                                                                      \
+  do {                                                                                               \
+    if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                             \
+      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << (st).message(); \
+  } while (0)
+
+TEST_F(ModelGpu, PrefillAndDecodeMatchPyTorch) {
+  std::shared_ptr<Model> m;
+  Status st = load(&m);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(m->num_inputs(), 2u);
+  EXPECT_EQ(m->num_outputs(), 1u);
+  EXPECT_EQ(m->container()->decls().size(), 21u);   // parameters; folded constants are the model's
+  EXPECT_EQ(m->container()->states().size(), 4u);   // the KV caches: session state
+  std::shared_ptr<Session> session;
+  ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &session).ok());
+
+  std::unique_ptr<wharf::Run> run;
+  ASSERT_TRUE(Run::begin(m->container(), session, nullptr, &run).ok());
+  std::vector<float> logits;
+  st = step(*m, *run, prompt_, 0, &logits);
+  ASSERT_TRUE(st.ok()) << st.message();
+  double max_err = 0;
+  for (size_t i = 0; i < logits.size(); ++i) max_err = std::max(max_err, double(std::fabs(logits[i] - prefill_logits_[i])));
+  EXPECT_LT(max_err, 2e-3) << "prefill logits differ from PyTorch's";
+  int next = argmax(&logits[(prompt_.size() - 1) * kVocab]);
+  EXPECT_EQ(next, tokens_[0]);
+  ASSERT_TRUE(run->end().ok());
+
+  // Greedy decoding, one run per step, the session carrying the KV caches.
+  int64_t pos = int64_t(prompt_.size());
+  for (size_t k = 1; k < tokens_.size(); ++k) {
+    ASSERT_TRUE(Run::begin(m->container(), session, nullptr, &run).ok());
+    st = step(*m, *run, {int64_t(next)}, pos++, &logits);
+    ASSERT_TRUE(st.ok()) << st.message();
+    double err = 0;
+    for (int i = 0; i < kVocab; ++i) err = std::max(err, double(std::fabs(logits[i] - decode_logits_[(k - 1) * kVocab + i])));
+    EXPECT_LT(err, 2e-3) << "decode step " << k;
+    next = argmax(logits.data());
+    EXPECT_EQ(next, tokens_[k]) << "decode step " << k;
+    ASSERT_TRUE(run->end().ok());
+  }
+}
+
+// Mid-conversation: fork the conversation, begin a run on one branch, update lm_head from
+// pageable CPU memory (x2) and swap. The run begun before the swap finishes on the old
+// weights (PyTorch's logits); the other branch, run after the swap, carries the same KV
+// state and gets exactly twice those logits (lm_head is linear; doubling is exact in fp32).
+TEST_F(ModelGpu, HotUpdateMidConversationKeepsTheStateAndOldRuns) {
+  std::shared_ptr<Model> m;
+  Status st = load(&m);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::shared_ptr<Session> a;
+  ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &a).ok());
+  std::unique_ptr<wharf::Run> run;
+  ASSERT_TRUE(Run::begin(m->container(), a, nullptr, &run).ok());
+  std::vector<float> logits;
+  ASSERT_TRUE(step(*m, *run, prompt_, 0, &logits).ok());
+  ASSERT_TRUE(run->end().ok());
+  std::shared_ptr<Session> b;
+  ASSERT_TRUE(a->fork(&b).ok());
+  const uint64_t gen_before = m->container()->generation();
+
+  std::unique_ptr<wharf::Run> old_run;
+  ASSERT_TRUE(Run::begin(m->container(), a, nullptr, &old_run).ok());
+  const MapEntry* head = weights_->find("lm_head.weight");
+  ASSERT_NE(head, nullptr);
+  std::vector<float> doubled(head->meta.nbytes() / 4);
+  std::memcpy(doubled.data(), head->data, head->meta.nbytes());
+  for (float& x : doubled) x *= 2;
+  ConstantMap update;
+  ASSERT_TRUE(update.set("lm_head.weight", head->meta, doubled.data()).ok());
+  st = m->container()->update(update, UpdateOptions{});
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(m->container()->swap().ok());
+  EXPECT_GT(m->container()->generation(), gen_before);
+
+  std::vector<float> old_logits, new_logits;
+  st = step(*m, *old_run, {tokens_[0]}, int64_t(prompt_.size()), &old_logits);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(old_run->end().ok());
+  double err = 0;
+  for (int i = 0; i < kVocab; ++i) err = std::max(err, double(std::fabs(old_logits[i] - decode_logits_[i])));
+  EXPECT_LT(err, 2e-3) << "the run begun before the swap did not finish on the old weights";
+
+  std::unique_ptr<wharf::Run> new_run;
+  ASSERT_TRUE(Run::begin(m->container(), b, nullptr, &new_run).ok());
+  st = step(*m, *new_run, {tokens_[0]}, int64_t(prompt_.size()), &new_logits);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(new_run->end().ok());
+  for (int i = 0; i < kVocab; ++i) ASSERT_EQ(new_logits[i], 2 * old_logits[i]) << "logit " << i;
+}
+
+TEST_F(ModelGpu, ErrorsNameWhatIsWrongAndChangeNothing) {
+  // A weight missing: NOT_FOUND naming it.
+  std::unique_ptr<ConstantMap> partial(new ConstantMap());
+  for (size_t i = 0; i < weights_->size(); ++i)
+    if (weights_->entry(i).fqn != "norm.weight")
+      ASSERT_TRUE(partial->set(weights_->entry(i).fqn, weights_->entry(i).meta, weights_->entry(i).data).ok());
+  ModelOptions mo;
+  if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+  std::shared_ptr<Model> m;
+  Status st = Model::load(rt_, dir_ + "/tiny_decoder.so", *partial, mo, &m);
+  SKIP_IF_UNLOADABLE(st);
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.message();
+  EXPECT_NE(st.message().find("norm.weight"), std::string::npos) << st.message();
+  // A wrong shape: INVALID_ARGUMENT with both sizes.
+  std::vector<float> small(8);
+  TensorMeta sm;
+  sm.dtype = DType::kF32;
+  sm.shape = {8};
+  ASSERT_TRUE(partial->set("norm.weight", sm, small.data()).ok());
+  st = Model::load(rt_, dir_ + "/tiny_decoder.so", *partial, mo, &m);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("norm.weight"), std::string::npos) << st.message();
+  // A library that is not a model.
+  st = Model::load(rt_, "libwharf_aoti_shim.so", *weights_, mo, &m);
+  EXPECT_NE(st.code(), Code::kOk);
+  // Wrong input count.
+  ASSERT_TRUE(load(&m).ok());
+  std::shared_ptr<Session> s;
+  ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &s).ok());
+  std::unique_ptr<wharf::Run> run;
+  ASSERT_TRUE(Run::begin(m->container(), s, nullptr, &run).ok());
+  std::vector<ModelTensor> outs;
+  st = m->run(*run, {}, &outs);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  ASSERT_TRUE(run->end().ok());
+}
+
+}  // namespace
+}  // namespace wharf
