@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 #include "constants/constant_map.h"
@@ -268,6 +269,53 @@ TEST_F(ModelGpu, ErrorsNameWhatIsWrongAndChangeNothing) {
   st = m->run(*run, {}, &outs);
   EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
   ASSERT_TRUE(run->end().ok());
+}
+
+}  // namespace
+}  // namespace wharf
+
+namespace wharf {
+namespace {
+
+// Two conversations decode at the same time on two streams from two threads: each run gets
+// its own model instance bound to its own session, and both follow PyTorch's tokens.
+TEST_F(ModelGpu, TwoConversationsOnTwoStreamsAtOnce) {
+  std::shared_ptr<Model> m;
+  Status st = load(&m);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto conversation = [&](std::vector<int>* got) {
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    std::shared_ptr<Session> session;
+    ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &session).ok());
+    std::vector<float> logits;
+    std::unique_ptr<wharf::Run> run;
+    ASSERT_TRUE(wharf::Run::begin(m->container(), session, s, &run).ok());
+    Status r = step(*m, *run, prompt_, 0, &logits);
+    ASSERT_TRUE(r.ok()) << r.message();
+    int next = argmax(&logits[(prompt_.size() - 1) * kVocab]);
+    got->push_back(next);
+    ASSERT_TRUE(run->end().ok());
+    for (size_t k = 1; k < tokens_.size(); ++k) {
+      ASSERT_TRUE(wharf::Run::begin(m->container(), session, s, &run).ok());
+      r = step(*m, *run, {int64_t(next)}, int64_t(prompt_.size() + k - 1), &logits);
+      ASSERT_TRUE(r.ok()) << r.message();
+      next = argmax(logits.data());
+      got->push_back(next);
+      ASSERT_TRUE(run->end().ok());
+    }
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  };
+  std::vector<int> a, b;
+  std::thread ta([&] { conversation(&a); });
+  std::thread tb([&] { conversation(&b); });
+  ta.join();
+  tb.join();
+  std::vector<int> want(tokens_.begin(), tokens_.end());
+  EXPECT_EQ(a, want);
+  EXPECT_EQ(b, want);
 }
 
 }  // namespace
