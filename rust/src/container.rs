@@ -381,9 +381,12 @@ impl Container {
     /// their pointers, or launches work on [`FoldRun::stream`]. It must not call methods
     /// of this container.
     ///
-    /// If `fold` returns an error the update is aborted and changes nothing; the result
-    /// is that error: as is when it is a [`wharf::Error`](Error) (keeping its code),
-    /// otherwise wrapped with [`Code::Callback`] and available from
+    /// If `fold` returns an error the update is aborted and changes nothing. The error
+    /// crosses the C API as a status (`wharf_status_create`): a [`wharf::Error`](Error)
+    /// ([`Error::new`]) with its code and message, anything else as `FAILED_PRECONDITION`
+    /// with its text. The result is the library's error: that code ([`Code::Callback`] for a
+    /// non-Wharf error) and the message after the library's context
+    /// (`"container 'm': fold callback: "`), with the callback's error as its
     /// [`source`](std::error::Error::source). A panic in `fold` aborts the update and is
     /// resumed once the library has returned.
     pub fn update_with_fold<F>(
