@@ -76,6 +76,15 @@ type ConstantInfo struct {
 	NBytes    uint64 // size of the constant's storage
 }
 
+// StateInfo describes one declared state (wharf_state_info): every session over the
+// container holds one buffer of it.
+type StateInfo struct {
+	FQN    string
+	DType  DType
+	Shape  []int64
+	NBytes uint64 // bytes of one session's buffer
+}
+
 // Container is one model's constants, double-buffered in copy-on-write generations
 // (wharf_container): an active generation that new runs read and an inactive one that
 // updates write and Swap publishes. It is safe for concurrent use; two concurrent
@@ -772,6 +781,44 @@ func (c *Container) Constants() ([]ConstantInfo, error) {
 			return nil, err
 		}
 		out = append(out, info)
+	}
+	runtime.KeepAlive(c)
+	return out, nil
+}
+
+// Name returns the container's name (ContainerOptions.Name; "" for a closed container).
+func (c *Container) Name() string {
+	p, err := c.h.rlock("Container.Name")
+	if err != nil {
+		return ""
+	}
+	defer c.h.mu.RUnlock()
+	name := C.GoString(C.wharf_container_name((*C.wharf_container)(p)))
+	runtime.KeepAlive(c)
+	return name
+}
+
+// States describes every declared state, in declaration order.
+func (c *Container) States() ([]StateInfo, error) {
+	p, err := c.h.rlock("Container.States")
+	if err != nil {
+		return nil, err
+	}
+	defer c.h.mu.RUnlock()
+	cc := (*C.wharf_container)(p)
+	n := int(C.wharf_container_num_states(cc))
+	out := make([]StateInfo, 0, n)
+	for i := 0; i < n; i++ {
+		var info C.wharf_state_info
+		info.struct_size = C.uint32_t(unsafe.Sizeof(info))
+		if err := statusError(C.wharf_container_state_info(cc, C.size_t(i), &info)); err != nil {
+			return nil, err
+		}
+		si := StateInfo{FQN: C.GoString(info.fqn), DType: DType(info.dtype), Shape: []int64{}, NBytes: uint64(info.nbytes)}
+		if k := int(info.ndim); k > 0 && info.shape != nil {
+			si.Shape = append(si.Shape, unsafe.Slice((*int64)(unsafe.Pointer(info.shape)), k)...)
+		}
+		out = append(out, si)
 	}
 	runtime.KeepAlive(c)
 	return out, nil

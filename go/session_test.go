@@ -184,6 +184,13 @@ func TestSessionSharesStateAcrossContainers(t *testing.T) {
 	if s.StateBytes() != stateBytes {
 		t.Fatalf("StateBytes = %d, want %d (kv counted once)", s.StateBytes(), stateBytes)
 	}
+	// The container's own declarations (wharf_container_name, _num_states, _state_info).
+	states, err := decode.States()
+	must(t, err)
+	if decode.Name() != "decode" || len(states) != 2 || states[0].FQN != "kv" || states[0].NBytes != 32 ||
+		states[1].FQN != "conv" || len(states[1].Shape) != 1 || states[1].Shape[0] != 3 {
+		t.Fatalf("decode is %q with states %+v", decode.Name(), states)
+	}
 	step(t, prefill, s, "kv", zeros, pattern(1))
 	step(t, decode, s, "kv", pattern(1), pattern(2)) // decode sees what prefill wrote
 	step(t, prefill, s, "kv", pattern(2), nil)

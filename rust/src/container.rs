@@ -71,6 +71,20 @@ pub struct ConstantInfo {
     pub nbytes: u64,
 }
 
+/// The declaration of one state of a container (`wharf_state_info`): every session over the
+/// container holds one buffer of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateInfo {
+    /// The fully qualified name.
+    pub fqn: String,
+    /// The element type.
+    pub dtype: DType,
+    /// The dimensions.
+    pub shape: Vec<i64>,
+    /// The bytes of one session's buffer.
+    pub nbytes: u64,
+}
+
 /// Options for an update. `UpdateOptions::new()` (or `default()`) writes the inactive
 /// generation and accepts a partial map.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -549,6 +563,48 @@ impl Container {
     pub fn constants(&self) -> Result<Vec<ConstantInfo>> {
         (0..self.num_constants())
             .map(|i| self.constant_info(i))
+            .collect()
+    }
+
+    /// The container's name (the one it was created with).
+    pub fn name(&self) -> String {
+        // SAFETY: a live container; the string is owned by it and copied before `&self` ends.
+        unsafe { CStr::from_ptr(sys::wharf_container_name(self.ptr())) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Every declared state, in declaration order.
+    pub fn states(&self) -> Result<Vec<StateInfo>> {
+        // SAFETY: a live container.
+        let n = unsafe { sys::wharf_container_num_states(self.ptr()) };
+        (0..n)
+            .map(|i| {
+                // SAFETY: all-zero is a valid wharf_state_info.
+                let mut info = unsafe { std::mem::zeroed::<sys::wharf_state_info>() };
+                info.struct_size = std::mem::size_of::<sys::wharf_state_info>() as u32;
+                // SAFETY: a live container and a writable struct of the size given; the
+                // strings it points to are owned by the container and copied at once.
+                unsafe {
+                    Error::check(sys::wharf_container_state_info(self.ptr(), i, &mut info))?;
+                    let n = usize::try_from(info.ndim).unwrap_or(0);
+                    Ok(StateInfo {
+                        fqn: CStr::from_ptr(info.fqn).to_string_lossy().into_owned(),
+                        dtype: DType::from_raw(info.dtype).ok_or_else(|| {
+                            Error::new(
+                                Code::Unsupported,
+                                format!("dtype value {} is unknown to this binding", info.dtype),
+                            )
+                        })?,
+                        shape: if n > 0 && !info.shape.is_null() {
+                            std::slice::from_raw_parts(info.shape, n).to_vec()
+                        } else {
+                            Vec::new()
+                        },
+                        nbytes: info.nbytes,
+                    })
+                }
+            })
             .collect()
     }
 

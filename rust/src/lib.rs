@@ -80,7 +80,9 @@ mod types;
 use std::ffi::CStr;
 
 pub use constant_map::{ConstantMap, Entries};
-pub use container::{ConstantDecl, ConstantInfo, Container, FoldRun, Run, UpdateOptions};
+pub use container::{
+    ConstantDecl, ConstantInfo, Container, FoldRun, Run, StateInfo, UpdateOptions,
+};
 pub use container_options::{ContainerOptions, StateDecl};
 pub use error::{Code, Error, Result};
 pub use log::{reset_log_callback, set_log_callback};

@@ -571,6 +571,17 @@ fn sessions_are_isolated() -> wharf::Result<()> {
     );
     let (mut a, mut b) = (session(&rt, &[&c]), session(&rt, &[&c]));
     assert_eq!((a.state_bytes(), b.state_bytes()), (16, 16));
+    // The container's own declarations (wharf_container_name, _num_states, _state_info).
+    assert_eq!(c.name(), "prefill");
+    assert_eq!(
+        c.states()?,
+        vec![wharf::StateInfo {
+            fqn: "kv".into(),
+            dtype: DType::F32,
+            shape: KV.to_vec(),
+            nbytes: 16
+        }]
+    );
 
     let run = c.begin_run_with_session(&mut a)?;
     let t = run.tensor("kv")?;

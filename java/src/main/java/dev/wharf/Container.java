@@ -338,7 +338,8 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   }
 
   /**
-   * The active generation's id: 0 before the first swap, a new id after every swap.
+   * The active generation's id: 0 before the first swap, a new, larger id after every swap
+   * and every in-place update.
    *
    * @return the id
    * @throws IllegalStateException if the container has been closed

@@ -49,6 +49,7 @@ public class FoldTest {
   @Test
   public void foldComputesDerivedConstants() {
     assertTrue(ConstantDecl.of("wt", DType.F32, 3, 2).derived().isDerived());
+    assertEquals("quantised", model.name());
     assertWharfError(WharfException.Code.INVALID_ARGUMENT, () -> model.update(weights), "fold");
     int[] calls = {0};
     model.update(weights, UpdateOptions.builder().fold(run -> {
