@@ -11,11 +11,15 @@
 #
 # Both sanitizer builds compile the WHARF_DCHECK invariants in (CMakeLists.txt does that for
 # every WHARF_SANITIZE build). Usage: scripts/sanitizer-tests.sh [all|tsa|asan|tsan]...
+# The folders can be renamed with TSA_BUILD, ASAN_BUILD and TSAN_BUILD.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 JOBS=${JOBS:-2}
 TSAN_FILTER=${TSAN_FILTER:-'Concurrency*:Store*:Session*:Container*:HostStream*:HostDevice*:Transfer*:Shapes/TransferRing*'}
+TSA_BUILD=${TSA_BUILD:-build-tsa}
+ASAN_BUILD=${ASAN_BUILD:-build-asan}
+TSAN_BUILD=${TSAN_BUILD:-build-tsan}
 COMMON=(-DWHARF_WITH_CUDA=OFF -DWHARF_BUILD_BENCH=OFF)
 
 # Runs "$@" as one named step and prints how long it took; a failure names the step.
@@ -42,28 +46,28 @@ need_clang() {
 tsa() {
   need_clang
   # The compiler is fixed at the first configure: a folder made by another compiler starts over.
-  if [ -f build-tsa/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build-tsa/CMakeCache.txt; then
-    rm -rf build-tsa
+  if [ -f "$TSA_BUILD/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' "$TSA_BUILD/CMakeCache.txt"; then
+    rm -rf "$TSA_BUILD"
   fi
-  step "tsa configure" quiet env CC=clang CXX=clang++ cmake -S . -B build-tsa "${COMMON[@]}" -DWHARF_BUILD_TESTS=OFF \
+  step "tsa configure" quiet env CC=clang CXX=clang++ cmake -S . -B "$TSA_BUILD" "${COMMON[@]}" -DWHARF_BUILD_TESTS=OFF \
     -DWHARF_THREAD_SAFETY_CHECK=ON -DCMAKE_BUILD_TYPE=Debug
-  step "tsa build (clang -Werror=thread-safety, library objects)" cmake --build build-tsa -j"$JOBS" --target wharf_tsa
+  step "tsa build (clang -Werror=thread-safety, library objects)" cmake --build "$TSA_BUILD" -j"$JOBS" --target wharf_tsa
 }
 
 asan() {
-  step "asan configure" quiet cmake -S . -B build-asan "${COMMON[@]}" -DWHARF_SANITIZE=address
-  step "asan build" cmake --build build-asan -j"$JOBS" --target wharf_unit_tests
+  step "asan configure" quiet cmake -S . -B "$ASAN_BUILD" "${COMMON[@]}" -DWHARF_SANITIZE=address
+  step "asan build" cmake --build "$ASAN_BUILD" -j"$JOBS" --target wharf_unit_tests
   # halt_on_error: UBSan reports abort (also -fno-sanitize-recover); leaks fail at exit.
   step "asan+ubsan unit tests" env ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1" \
-    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" build-asan/tests/wharf_unit_tests --gtest_brief=1
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" "$ASAN_BUILD/tests/wharf_unit_tests" --gtest_brief=1
 }
 
 tsan() {
-  step "tsan configure" quiet cmake -S . -B build-tsan "${COMMON[@]}" -DWHARF_SANITIZE=thread
-  step "tsan build" cmake --build build-tsan -j"$JOBS" --target wharf_unit_tests
+  step "tsan configure" quiet cmake -S . -B "$TSAN_BUILD" "${COMMON[@]}" -DWHARF_SANITIZE=thread
+  step "tsan build" cmake --build "$TSAN_BUILD" -j"$JOBS" --target wharf_unit_tests
   # A report makes the binary exit non-zero (exitcode=66) even when every test passed.
   step "tsan tests ($TSAN_FILTER)" env TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1" \
-    build-tsan/tests/wharf_unit_tests --gtest_brief=1 --gtest_filter="$TSAN_FILTER"
+    "$TSAN_BUILD/tests/wharf_unit_tests" --gtest_brief=1 --gtest_filter="$TSAN_FILTER"
 }
 
 [ $# -eq 0 ] && set -- all
