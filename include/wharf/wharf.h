@@ -1027,6 +1027,83 @@ WHARF_API wharf_status* wharf_run_state_at(const wharf_run* run, size_t index, w
  */
 WHARF_API wharf_status* wharf_run_session(const wharf_run* run, wharf_session** out);
 
+/* --- models: AOTInductor-compiled models executed by Wharf ---------------------------- */
+
+/**
+ * A model compiled by PyTorch's AOTInductor without libtorch (docs/aoti-compile.md says
+ * how), executed by Wharf over a container it creates: the model's parameters are the
+ * container's constants (by FQN), its mutated buffers (KV caches, recurrent state) are the
+ * container's session state, and constants the model folds from its parameters are
+ * recomputed by the model for each generation. Every container operation (updates, swaps,
+ * rollback, in-place updates, weight stores, sessions, budgets) applies to it.
+ * Threads: safe to use from many threads; concurrent runs execute on separate instances.
+ * Since 0.3 (experimental).
+ */
+typedef struct wharf_model wharf_model;
+
+typedef struct wharf_model_options {
+  uint32_t struct_size;
+  const char* name;             /* the container's name; NULL: the file's stem */
+  wharf_weight_store* store;    /* share parameters with the store's other containers; NULL: none */
+  uint64_t max_session_bytes;   /* as wharf_container_options; 0 = no budget */
+  const char* shim_path;        /* libwharf_aoti_shim.so; NULL: $WHARF_AOTI_SHIM, else next to libwharf */
+} wharf_model_options;
+
+/** Fills the defaults (all zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
+WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t struct_size);
+#define wharf_model_options_init(opts) wharf_model_options_init_sized((opts), sizeof(*(opts)))
+
+/**
+ * Loads the compiled model at `so_path` on `runtime` (a CUDA runtime) with `weights`
+ * (borrowed for the call): every parameter the model declares must be in `weights` by
+ * original FQN with the model's dtype and byte size (its shape is taken from there); a
+ * mutated buffer found in `weights` gives the state's shape and initial value (absent: a
+ * 1-D zero state of the buffer's size). The weights are copied in and made active: the
+ * model is ready to run. The first load in a process opens libwharf_aoti_shim.so with
+ * global symbol scope (compiled models import its aoti_torch_* functions). The caller owns
+ * `*out`. Errors: WHARF_UNSUPPORTED (host backend; the shim library missing; the process
+ * already provides aoti_torch_* from libtorch; a shim function the model needs that Wharf
+ * lacks, named), WHARF_INVALID_ARGUMENT (not an AOTInductor model; a weight of the wrong
+ * dtype or size, named), WHARF_NOT_FOUND (a parameter missing from `weights`, named),
+ * WHARF_OUT_OF_MEMORY. Nothing is left behind on error. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path,
+                                         const wharf_constant_map* weights,
+                                         const wharf_model_options* opts, wharf_model** out);
+
+/** Releases the caller's reference; open runs keep what they use. NULL is a no-op. Since 0.3 (experimental). */
+WHARF_API void wharf_model_free(wharf_model* model);
+
+/**
+ * The model's container (borrowed: valid while the model lives; do not free it). Update,
+ * swap, create sessions and begin runs through it. Since 0.3 (experimental).
+ */
+WHARF_API wharf_container* wharf_model_container(wharf_model* model);
+
+/** Number of inputs of the model's forward (0 for NULL). Since 0.3 (experimental). */
+WHARF_API size_t wharf_model_num_inputs(const wharf_model* model);
+
+/** Number of outputs of the model's forward (0 for NULL). Since 0.3 (experimental). */
+WHARF_API size_t wharf_model_num_outputs(const wharf_model* model);
+
+/** Name of input `i` (owned by the model), or NULL past the end. Since 0.3 (experimental). */
+WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i);
+
+/**
+ * Runs the model for `run` (a run of wharf_model_container(model), begun with the session
+ * whose state the model reads and writes) on the run's stream, returning when the work is
+ * enqueued. `inputs` (borrowed for the call; device memory of the runtime's device unless
+ * the model takes host tensors) are the forward's inputs in order. `outputs` (an array of
+ * `num_outputs` views the caller provides; set each struct_size or zero them) receive
+ * device tensors the run owns: valid until wharf_run_end, freed stream-ordered after it.
+ * Errors: WHARF_INVALID_ARGUMENT (the run is of another container, wrong input count,
+ * unsupported dtype), WHARF_INTERNAL (the model failed; the message says why).
+ * Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model,
+                                        const wharf_tensor_view* inputs, size_t num_inputs,
+                                        wharf_tensor_view* outputs, size_t num_outputs);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

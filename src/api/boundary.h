@@ -114,6 +114,7 @@ const StructLayout& layout_of(const wharf_memory_stats*);
 const StructLayout& layout_of(const wharf_constant_info*);
 const StructLayout& layout_of(const wharf_state_info*);
 const StructLayout& layout_of(const wharf_weight_store_stats*);
+const StructLayout& layout_of(const struct wharf_model_options*);  // experimental (model_api.cpp)
 
 // The struct_size stored in the caller's struct at `p`.
 uint32_t stated_size(const void* p, const StructLayout& L);

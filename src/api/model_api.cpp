@@ -1,0 +1,101 @@
+// Model functions of wharf.h (experimental tier): argument checks and conversions only.
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "api/boundary.h"
+#include "api/handles.h"
+#include "models/model.h"
+
+using namespace wharf;
+
+struct wharf_model {
+  std::shared_ptr<Model> m;
+  wharf_container container;  // the borrowed handle wharf_model_container returns
+};
+
+namespace wharf {
+namespace api {
+
+const StructLayout& layout_of(const wharf_model_options*) {
+  using T = wharf_model_options;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name), WHARF_FIELD(T, store),
+                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path)};
+  static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t), 0, 0, 0};
+  return l;
+}
+
+}  // namespace api
+}  // namespace wharf
+
+extern "C" {
+
+WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t struct_size) {
+  wharf_model_options o;
+  std::memset(&o, 0, sizeof o);
+  api::init_sized(opts, struct_size, o);
+}
+
+WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path, const wharf_constant_map* weights,
+                                         const wharf_model_options* opts, wharf_model** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(runtime && so_path && weights && out, "wharf_model_load: runtime, so_path, weights and out must not be NULL");
+    *out = nullptr;
+    wharf_model_options o;
+    wharf_model_options_init(&o);
+    WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_model_options"));
+    ModelOptions mo;
+    if (o.name) mo.name = o.name;
+    if (o.store) mo.store = o.store->store;
+    mo.max_session_bytes = o.max_session_bytes;
+    if (o.shim_path) mo.shim_path = o.shim_path;
+    auto h = std::make_unique<wharf_model>();
+    WHARF_RETURN_IF_ERROR(Model::load(runtime->rt, so_path, *weights->map, mo, &h->m));
+    h->container.c = h->m->container();
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+WHARF_API void wharf_model_free(wharf_model* model) { delete model; }
+
+WHARF_API wharf_container* wharf_model_container(wharf_model* model) { return model ? &model->container : nullptr; }
+
+WHARF_API size_t wharf_model_num_inputs(const wharf_model* model) { return model ? model->m->num_inputs() : 0; }
+
+WHARF_API size_t wharf_model_num_outputs(const wharf_model* model) { return model ? model->m->num_outputs() : 0; }
+
+WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i) {
+  return model && i < model->m->num_inputs() ? model->m->input_name(i).c_str() : nullptr;
+}
+
+WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model, const wharf_tensor_view* inputs,
+                                        size_t num_inputs, wharf_tensor_view* outputs, size_t num_outputs) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && run->run && model, "wharf_run_model: run and model must not be NULL");
+    WHARF_API_REQUIRE(num_inputs == 0 || inputs, "wharf_run_model: inputs is NULL");
+    WHARF_API_REQUIRE(num_outputs == 0 || outputs, "wharf_run_model: outputs is NULL");
+    if (num_outputs != model->m->num_outputs())
+      return InvalidArgument("wharf_run_model: the model has " + std::to_string(model->m->num_outputs()) +
+                             " outputs, " + std::to_string(num_outputs) + " views given");
+    std::vector<ModelTensor> in(num_inputs);
+    api::StructArray<wharf_tensor_view> views;
+    WHARF_RETURN_IF_ERROR(views.init(inputs, num_inputs, "wharf_run_model inputs"));
+    for (size_t i = 0; i < num_inputs; ++i) {
+      wharf_tensor_view v;
+      WHARF_RETURN_IF_ERROR(views.get(i, &v, "wharf_run_model input"));
+      WHARF_RETURN_IF_ERROR(api::meta_from_view(v, "input " + std::to_string(i), &in[i].meta, &in[i].data));
+    }
+    auto outs = std::make_shared<std::vector<ModelTensor>>();
+    WHARF_RETURN_IF_ERROR(model->m->run(*run->run, in, outs.get()));
+    // The views' shape and stride arrays live as long as the run.
+    run->run->at_end([outs] {});
+    for (size_t i = 0; i < num_outputs; ++i) api::view_from_meta((*outs)[i].meta, (*outs)[i].data, &outputs[i]);
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"
