@@ -1,6 +1,6 @@
 package dev.wharf;
 
-/** Which device a {@link Runtime} drives, with the values of {@code wharf_backend}. */
+/** Which device a {@link WharfRuntime} drives, with the values of {@code wharf_backend}. */
 public enum Backend {
   /** CUDA when a device is usable, the host backend otherwise (a runtime never reports it). */
   AUTO(0),

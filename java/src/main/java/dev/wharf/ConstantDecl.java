@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * The declaration of one constant of a container: name, dtype, shape, placement, and whether
- * it is derived. An immutable value for {@link Container#create(Runtime, String, java.util.List)}.
+ * it is derived. An immutable value for {@link Container#create(WharfRuntime, String, java.util.List)}.
  */
 public final class ConstantDecl {
   private final String fqn;

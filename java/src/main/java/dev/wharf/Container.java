@@ -41,7 +41,7 @@ import java.util.function.Function;
  *
  * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
  * closed container throws {@link IllegalStateException}. A container keeps its
- * {@link Runtime} (and its {@link WeightStore}, if any) reachable and alive, so they may be
+ * {@link WharfRuntime} (and its {@link WeightStore}, if any) reachable and alive, so they may be
  * closed first. Runs and sessions keep the container alive in turn: closing it while they
  * are open is allowed, and its native object is freed when the last of them is closed.
  *
@@ -52,11 +52,11 @@ import java.util.function.Function;
 public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   private static final String DEFAULT_NAME = "model";
 
-  private final Runtime runtime;
+  private final WharfRuntime runtime;
   private final WeightStore store;
   private final String name;
 
-  private Container(SWIGTYPE_p_wharf_container pointer, Runtime runtime, WeightStore store, String name) {
+  private Container(SWIGTYPE_p_wharf_container pointer, WharfRuntime runtime, WeightStore store, String name) {
     super(pointer, store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
     this.runtime = runtime;
     this.store = store;
@@ -77,13 +77,13 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @throws IllegalArgumentException for a declaration with more than 8 dimensions
    * @throws IllegalStateException if the runtime has been closed
    */
-  public static Container create(Runtime runtime, String name, List<ConstantDecl> constants) {
+  public static Container create(WharfRuntime runtime, String name, List<ConstantDecl> constants) {
     return create(runtime, name, constants, ContainerOptions.defaults());
   }
 
   /**
    * Declares a container with the given constants, a weight store to share them through and
-   * per-session states. As {@link #create(Runtime, String, List)}, it has no weights yet; with
+   * per-session states. As {@link #create(WharfRuntime, String, List)}, it has no weights yet; with
    * a store, its first update takes the store's storage for constants the store already
    * holds instead of copying them. States' initial values are captured now.
    *
@@ -98,7 +98,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @throws IllegalArgumentException for a declaration with more than 8 dimensions
    * @throws IllegalStateException if the runtime or the store has been closed
    */
-  public static Container create(Runtime runtime, String name, List<ConstantDecl> constants,
+  public static Container create(WharfRuntime runtime, String name, List<ConstantDecl> constants,
       ContainerOptions options) {
     Objects.requireNonNull(runtime, "runtime");
     Objects.requireNonNull(options, "options");
@@ -132,7 +132,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   }
 
   /** Runs {@code creator} holding the locks of the runtime and of the options' store. */
-  private static Container withParents(Runtime runtime, ContainerOptions options, Creator creator) {
+  private static Container withParents(WharfRuntime runtime, ContainerOptions options, Creator creator) {
     WeightStore store = options.store();
     List<NativeHandle<?>> parents = store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store);
     return withPointers(parents, () -> creator.create(runtime.pointerWhileLocked(),
@@ -182,7 +182,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @throws WharfException as {@link #update(ConstantMap, UpdateOptions)}
    * @throws IllegalStateException if the runtime or the map has been closed
    */
-  public static Container fromMap(Runtime runtime, ConstantMap map, String name) {
+  public static Container fromMap(WharfRuntime runtime, ConstantMap map, String name) {
     return fromMap(runtime, map, name, ContainerOptions.defaults());
   }
 
@@ -198,11 +198,11 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @param name a name for messages; null means "model"
    * @param options the store, states and session budget
    * @return a new container, owned by the caller
-   * @throws WharfException as {@link #create(Runtime, String, List, ContainerOptions)} and
+   * @throws WharfException as {@link #create(WharfRuntime, String, List, ContainerOptions)} and
    *     {@link #update(ConstantMap, UpdateOptions)}
    * @throws IllegalStateException if the runtime, the store or the map has been closed
    */
-  public static Container fromMap(Runtime runtime, ConstantMap map, String name, ContainerOptions options) {
+  public static Container fromMap(WharfRuntime runtime, ConstantMap map, String name, ContainerOptions options) {
     Objects.requireNonNull(runtime, "runtime");
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
@@ -214,7 +214,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   }
 
   /** Wraps a new native container; call while holding the runtime's and the store's locks. */
-  private static Container adopt(SWIGTYPE_p_wharf_container pointer, Runtime runtime, WeightStore store, String name) {
+  private static Container adopt(SWIGTYPE_p_wharf_container pointer, WharfRuntime runtime, WeightStore store, String name) {
     try {
       return new Container(pointer, runtime, store, name);
     } catch (RuntimeException | Error e) {
@@ -238,7 +238,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    *
    * @return the runtime
    */
-  public Runtime runtime() {
+  public WharfRuntime runtime() {
     return runtime;
   }
 

@@ -13,8 +13,8 @@ import java.util.Objects;
  * {@code wharf_container_options}): a {@link WeightStore} to share constants through,
  * per-session state declarations, and a budget for the state of all sessions that cover the
  * container. Immutable, made with {@link #builder()}; for
- * {@link Container#create(Runtime, String, List, ContainerOptions)} and
- * {@link Container#fromMap(Runtime, ConstantMap, String, ContainerOptions)}.
+ * {@link Container#create(WharfRuntime, String, List, ContainerOptions)} and
+ * {@link Container#fromMap(WharfRuntime, ConstantMap, String, ContainerOptions)}.
  *
  * <pre>{@code
  * ContainerOptions options = ContainerOptions.builder()

@@ -1,6 +1,6 @@
 package dev.wharf;
 
-/** A description of a runtime's device ({@link Runtime#deviceInfo()}); an immutable value. */
+/** A description of a runtime's device ({@link WharfRuntime#deviceInfo()}); an immutable value. */
 public final class DeviceInfo {
   private final Backend backend;
   private final int deviceIndex;

@@ -4,7 +4,7 @@ import java.util.Arrays;
 import java.util.Objects;
 
 /**
- * A snapshot of the bytes a runtime holds ({@link Runtime#memoryStats()}); an immutable value.
+ * A snapshot of the bytes a runtime holds ({@link WharfRuntime#memoryStats()}); an immutable value.
  *
  * <p>{@link #current(MemoryTag)} and {@link #peak(MemoryTag)} count every allocation with
  * that tag, device and pinned host alike; the {@code device*} figures count device memory
@@ -41,7 +41,7 @@ public final class MemoryStats {
 
   /**
    * The most bytes held with the given tag since the runtime was created or
-   * {@link Runtime#resetPeak()} was called.
+   * {@link WharfRuntime#resetPeak()} was called.
    *
    * @param tag the allocation tag
    * @return bytes

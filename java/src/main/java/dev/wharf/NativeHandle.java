@@ -88,7 +88,7 @@ abstract class NativeHandle<P> implements AutoCloseable {
     return parents;
   }
 
-  /** What this handle is, for messages: "Runtime", "Container 'model'", ... */
+  /** What this handle is, for messages: "WharfRuntime", "Container 'model'", ... */
   abstract String describe();
 
   /** Frees the native object. Called exactly once, without any lock held. */

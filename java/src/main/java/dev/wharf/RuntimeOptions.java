@@ -3,7 +3,7 @@ package dev.wharf;
 import java.util.Objects;
 
 /**
- * Options for {@link Runtime#create(RuntimeOptions)}; immutable, made with {@link #builder()}.
+ * Options for {@link WharfRuntime#create(RuntimeOptions)}; immutable, made with {@link #builder()}.
  * Every option left unset keeps the library's default.
  *
  * <pre>{@code

@@ -46,10 +46,10 @@ import java.util.stream.Collectors;
  * {@link WharfException.Code#BUSY} rather than wait.
  */
 public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
-  private final Runtime runtime;
+  private final WharfRuntime runtime;
   private final List<Container> containers;
 
-  private Session(SWIGTYPE_p_wharf_session pointer, Runtime runtime, List<Container> containers,
+  private Session(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
       List<? extends NativeHandle<?>> parents) {
     super(pointer, parents);
     this.runtime = runtime;
@@ -62,11 +62,11 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
    * @param runtime the runtime of the containers
    * @param containers the containers whose runs the session serves (at least one)
    * @return a new session, owned by the caller
-   * @throws WharfException as {@link #create(Runtime, List, SessionOptions)}
+   * @throws WharfException as {@link #create(WharfRuntime, List, SessionOptions)}
    * @throws IllegalArgumentException if no container is given
    * @throws IllegalStateException if the runtime or a container has been closed
    */
-  public static Session create(Runtime runtime, Container... containers) {
+  public static Session create(WharfRuntime runtime, Container... containers) {
     return create(runtime, Arrays.asList(Objects.requireNonNull(containers, "containers")),
         SessionOptions.defaults());
   }
@@ -78,11 +78,11 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
    * @param options the state limit and whether to allocate now
    * @param containers the containers whose runs the session serves (at least one)
    * @return a new session, owned by the caller
-   * @throws WharfException as {@link #create(Runtime, List, SessionOptions)}
+   * @throws WharfException as {@link #create(WharfRuntime, List, SessionOptions)}
    * @throws IllegalArgumentException if no container is given
    * @throws IllegalStateException if the runtime or a container has been closed
    */
-  public static Session create(Runtime runtime, SessionOptions options, Container... containers) {
+  public static Session create(WharfRuntime runtime, SessionOptions options, Container... containers) {
     return create(runtime, Arrays.asList(Objects.requireNonNull(containers, "containers")), options);
   }
 
@@ -103,7 +103,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
    * @throws IllegalArgumentException if no container is given
    * @throws IllegalStateException if the runtime or a container has been closed
    */
-  public static Session create(Runtime runtime, List<Container> containers, SessionOptions options) {
+  public static Session create(WharfRuntime runtime, List<Container> containers, SessionOptions options) {
     Objects.requireNonNull(runtime, "runtime");
     Objects.requireNonNull(options, "options");
     List<Container> list = Collections.unmodifiableList(new ArrayList<>(Objects.requireNonNull(containers, "containers")));
@@ -136,7 +136,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
   }
 
   /** Wraps a new native session; call while the parents are known to be alive. */
-  private static Session adopt(SWIGTYPE_p_wharf_session pointer, Runtime runtime, List<Container> containers,
+  private static Session adopt(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
       List<? extends NativeHandle<?>> parents) {
     try {
       return new Session(pointer, runtime, containers, parents);
@@ -161,7 +161,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
    *
    * @return the runtime
    */
-  public Runtime runtime() {
+  public WharfRuntime runtime() {
     return runtime;
   }
 

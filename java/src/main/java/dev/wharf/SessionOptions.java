@@ -1,7 +1,7 @@
 package dev.wharf;
 
 /**
- * Options for {@link Session#create(Runtime, SessionOptions, Container...)}; immutable, made
+ * Options for {@link Session#create(WharfRuntime, SessionOptions, Container...)}; immutable, made
  * with {@link #builder()}.
  *
  * <pre>{@code

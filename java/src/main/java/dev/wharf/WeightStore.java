@@ -32,14 +32,14 @@ import java.util.Objects;
  *
  * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
  * closed store throws {@link IllegalStateException}. Containers that use the store keep it
- * alive, so it may be closed while they live; it keeps its {@link Runtime} alive in turn.
+ * alive, so it may be closed while they live; it keeps its {@link WharfRuntime} alive in turn.
  *
  * <p><b>Threads.</b> Safe to use from many threads at once.
  */
 public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_store> {
-  private final Runtime runtime;
+  private final WharfRuntime runtime;
 
-  private WeightStore(SWIGTYPE_p_wharf_weight_store pointer, Runtime runtime) {
+  private WeightStore(SWIGTYPE_p_wharf_weight_store pointer, WharfRuntime runtime) {
     super(pointer, runtime);
     this.runtime = runtime;
   }
@@ -51,7 +51,7 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
    * @return a new store, owned by the caller
    * @throws IllegalStateException if the runtime has been closed
    */
-  public static WeightStore create(Runtime runtime) {
+  public static WeightStore create(WharfRuntime runtime) {
     Objects.requireNonNull(runtime, "runtime");
     return runtime.withPointer(rt -> {
       SWIGTYPE_p_wharf_weight_store pointer = WharfNative.wharf_swig_weight_store_create(rt);
@@ -79,7 +79,7 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
    *
    * @return the runtime
    */
-  public Runtime runtime() {
+  public WharfRuntime runtime() {
     return runtime;
   }
 

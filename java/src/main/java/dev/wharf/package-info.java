@@ -2,7 +2,7 @@
  * Java API of Wharf: a runtime that keeps an inference model's weights on a device and lets
  * a serving process change them while it serves.
  *
- * <p>{@link dev.wharf.Runtime} drives one device; {@link dev.wharf.ConstantMap} names
+ * <p>{@link dev.wharf.WharfRuntime} drives one device; {@link dev.wharf.ConstantMap} names
  * tensors in host memory (or maps a safetensors file); {@link dev.wharf.Container} holds one
  * model's constants in copy-on-write generations that {@link dev.wharf.Container#update}
  * writes and {@link dev.wharf.Container#swap()} publishes; a {@link dev.wharf.Run} pins one

@@ -286,7 +286,7 @@ public class ConstantMapTest {
     assertClosed("ConstantMap", view::toByteArray);
     assertClosed("ConstantMap", view::asByteBuffer);
     assertNotEquals(0, view.address()); // the description outlives the map; the data does not
-    try (Runtime runtime = TestSupport.hostRuntime()) {
+    try (WharfRuntime runtime = TestSupport.hostRuntime()) {
       assertClosed("ConstantMap", () -> Container.fromMap(runtime, map, "m"));
     }
   }

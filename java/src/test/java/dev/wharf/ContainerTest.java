@@ -26,7 +26,7 @@ public class ContainerTest {
       ConstantDecl.of("head.bias", DType.F32, Placement.HOST, 2),
       ConstantDecl.of("step", DType.I64));
 
-  private Runtime runtime;
+  private WharfRuntime runtime;
 
   @Before
   public void setUp() {
@@ -251,7 +251,7 @@ public class ContainerTest {
       model = Container.fromMap(runtime, map, "orphan");
     }
     runtime.close();
-    assertClosed("Runtime", runtime::memoryStats);
+    assertClosed("WharfRuntime", runtime::memoryStats);
     try (Container m = model) {
       assertSame(runtime, m.runtime());
       try (ConstantMap patch = ConstantMap.create()) {

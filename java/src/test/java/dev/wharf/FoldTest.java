@@ -17,7 +17,7 @@ import org.junit.Test;
 
 /** Fold callbacks: derived constants computed in Java, and a callback's status reaching the caller. */
 public class FoldTest {
-  private Runtime runtime;
+  private WharfRuntime runtime;
   private Container model;
   private ConstantMap weights;
 

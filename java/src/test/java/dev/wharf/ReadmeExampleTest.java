@@ -26,7 +26,7 @@ public class ReadmeExampleTest {
       weights.save(file);
     }
 
-    try (Runtime runtime = Runtime.create(RuntimeOptions.builder().backend(Backend.HOST).build());
+    try (WharfRuntime runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST).build());
          ConstantMap loaded = ConstantMap.loadSafetensors(file);
          Container model = Container.fromMap(runtime, loaded, "demo")) {
 
@@ -58,7 +58,7 @@ public class ReadmeExampleTest {
 
   @Test
   public void storeAndSessions() {
-    try (Runtime runtime = Runtime.create(RuntimeOptions.builder().backend(Backend.HOST).build());
+    try (WharfRuntime runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST).build());
          WeightStore store = WeightStore.create(runtime);
          ConstantMap weights = ConstantMap.create()) {
       weights.put("embed", new float[] {1f, 2f, 3f, 4f}, 2, 2);

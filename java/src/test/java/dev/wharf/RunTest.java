@@ -22,7 +22,7 @@ import org.junit.Test;
 
 /** {@link Run} and the {@link TensorView}s it hands out. */
 public class RunTest {
-  private Runtime runtime;
+  private WharfRuntime runtime;
   private Container model;
 
   @Before

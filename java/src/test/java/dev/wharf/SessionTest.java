@@ -33,7 +33,7 @@ public class SessionTest {
   private static final float[] KV_INITIAL = {1f, 2f, 3f, 4f};
   private static final float[] ZEROS = new float[4];
 
-  private Runtime runtime;
+  private WharfRuntime runtime;
   private Container model; // constant w; states kv F32[4] (KV_INITIAL) and pos I64 (zeros)
 
   @Before

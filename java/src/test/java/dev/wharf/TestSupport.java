@@ -19,8 +19,8 @@ final class TestSupport {
   }
 
   /** A runtime on the host backend. */
-  static Runtime hostRuntime() {
-    return Runtime.create(host());
+  static WharfRuntime hostRuntime() {
+    return WharfRuntime.create(host());
   }
 
   /** Asserts that {@code body} throws a WharfException with {@code code} whose message contains every fragment. */

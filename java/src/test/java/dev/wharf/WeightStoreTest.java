@@ -28,7 +28,7 @@ public class WeightStoreTest {
   private static final long UNION_BYTES = 32 + 8 + 12 + 16;
   private static final long SHARED_BYTES = 32 + 8;
 
-  private Runtime runtime;
+  private WharfRuntime runtime;
   private WeightStore store;
   private ContainerOptions shared;
 

@@ -13,7 +13,7 @@ import java.util.Objects;
  * accounting ({@code wharf_runtime}).
  *
  * <pre>{@code
- * try (Runtime runtime = Runtime.create(RuntimeOptions.builder().backend(Backend.HOST).build())) {
+ * try (WharfRuntime runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST).build())) {
  *   System.out.println(runtime.deviceInfo().name());
  * }
  * }</pre>
@@ -26,10 +26,10 @@ import java.util.Objects;
  *
  * <p><b>Threads.</b> Safe to use from many threads at once.
  */
-public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
+public final class WharfRuntime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
   private final Backend backend;
 
-  private Runtime(SWIGTYPE_p_wharf_runtime pointer) {
+  private WharfRuntime(SWIGTYPE_p_wharf_runtime pointer) {
     super(pointer);
     this.backend = Backend.fromValue(WharfNative.wharf_runtime_backend(pointer));
   }
@@ -40,7 +40,7 @@ public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
    * @return a new runtime, owned by the caller
    * @throws WharfException as {@link #create(RuntimeOptions)}
    */
-  public static Runtime create() {
+  public static WharfRuntime create() {
     return create(RuntimeOptions.defaults());
   }
 
@@ -54,7 +54,7 @@ public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
    *     device, {@link WharfException.Code#DEVICE_ERROR} when CUDA fails to initialise
    * @throws UnsatisfiedLinkError when the native library cannot be loaded
    */
-  public static Runtime create(RuntimeOptions options) {
+  public static WharfRuntime create(RuntimeOptions options) {
     Objects.requireNonNull(options, "options");
     NativeLibrary.load();
     wharf_runtime_options o = new wharf_runtime_options();
@@ -70,7 +70,7 @@ public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
       o.delete();
     }
     try {
-      return new Runtime(pointer);
+      return new WharfRuntime(pointer);
     } catch (RuntimeException | Error e) {
       WharfNative.wharf_runtime_free(pointer);
       throw e;
@@ -79,7 +79,7 @@ public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
 
   @Override
   String describe() {
-    return "Runtime (" + backend + ")";
+    return "WharfRuntime (" + backend + ")";
   }
 
   @Override
@@ -170,6 +170,6 @@ public final class Runtime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
 
   @Override
   public String toString() {
-    return isClosed() ? "Runtime{closed}" : "Runtime{" + backend + "}";
+    return isClosed() ? "WharfRuntime{closed}" : "WharfRuntime{" + backend + "}";
   }
 }

@@ -18,11 +18,11 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.Test;
 
-/** {@link Runtime} and {@link RuntimeOptions}. */
-public class RuntimeTest {
+/** {@link WharfRuntime} and {@link RuntimeOptions}. */
+public class WharfRuntimeTest {
   @Test
   public void hostRuntimeDescribesItsDevice() {
-    try (Runtime runtime = hostRuntime()) {
+    try (WharfRuntime runtime = hostRuntime()) {
       assertEquals(Backend.HOST, runtime.backend());
       DeviceInfo info = runtime.deviceInfo();
       assertEquals(Backend.HOST, info.backend());
@@ -38,7 +38,7 @@ public class RuntimeTest {
 
   @Test
   public void memoryStatsCountConstantsAndPeaks() {
-    try (Runtime runtime = hostRuntime()) {
+    try (WharfRuntime runtime = hostRuntime()) {
       MemoryStats before = runtime.memoryStats();
       assertEquals(0, before.current(MemoryTag.CONSTANTS));
       try (ConstantMap map = ConstantMap.create()) {
@@ -69,7 +69,7 @@ public class RuntimeTest {
 
   @Test
   public void deviceMemoryLimitMakesAllocationsFail() {
-    try (Runtime runtime = Runtime.create(RuntimeOptions.builder().backend(Backend.HOST)
+    try (WharfRuntime runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST)
              .deviceMemoryLimit(4096).build());
          ConstantMap map = ConstantMap.create()) {
       map.put("big", new float[2048], 2048); // 8 KiB > 4 KiB
@@ -82,16 +82,16 @@ public class RuntimeTest {
   @Test
   public void badOptionValuesAreReportedByTheLibrary() {
     assertWharfError(WharfException.Code.INVALID_ARGUMENT,
-        () -> Runtime.create(RuntimeOptions.builder().backend(Backend.HOST).copyThreads(1_000_000).build()),
+        () -> WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST).copyThreads(1_000_000).build()),
         "copy_threads", "1000000");
     assertWharfError(WharfException.Code.INVALID_ARGUMENT,
-        () -> Runtime.create(RuntimeOptions.builder().backend(Backend.HOST).stagingBytes(1).build()),
+        () -> WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST).stagingBytes(1).build()),
         "staging_bytes");
   }
 
   @Test
   public void cudaWithoutAGpuFailsCleanly() {
-    try (Runtime runtime = Runtime.create(RuntimeOptions.builder().backend(Backend.CUDA).build())) {
+    try (WharfRuntime runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.CUDA).build())) {
       assertEquals(Backend.CUDA, runtime.backend()); // a CUDA build on a GPU machine
     } catch (WharfException e) {
       assertTrue(e.toString(), e.code() == WharfException.Code.UNSUPPORTED
@@ -117,32 +117,32 @@ public class RuntimeTest {
     assertThrows(IllegalArgumentException.class, () -> RuntimeOptions.builder().copyThreads(-1));
     assertThrows(IllegalArgumentException.class, () -> RuntimeOptions.builder().stagingBytes(-1));
     assertThrows(NullPointerException.class, () -> RuntimeOptions.builder().backend(null));
-    assertThrows(NullPointerException.class, () -> Runtime.create(null));
+    assertThrows(NullPointerException.class, () -> WharfRuntime.create(null));
   }
 
   @Test
   public void closeTwiceIsANoOpAndUseAfterCloseThrows() {
-    Runtime runtime = hostRuntime();
+    WharfRuntime runtime = hostRuntime();
     assertFalse(runtime.isClosed());
     runtime.close();
     runtime.close();
     assertTrue(runtime.isClosed());
-    assertClosed("Runtime", runtime::backend);
-    assertClosed("Runtime", runtime::memoryStats);
-    assertClosed("Runtime", runtime::deviceInfo);
-    assertClosed("Runtime", runtime::synchronize);
-    assertClosed("Runtime", runtime::resetPeak);
+    assertClosed("WharfRuntime", runtime::backend);
+    assertClosed("WharfRuntime", runtime::memoryStats);
+    assertClosed("WharfRuntime", runtime::deviceInfo);
+    assertClosed("WharfRuntime", runtime::synchronize);
+    assertClosed("WharfRuntime", runtime::resetPeak);
     try (ConstantMap map = ConstantMap.create()) {
       map.put("w", new float[] {1f});
-      assertClosed("Runtime", () -> Container.fromMap(runtime, map, "m"));
-      assertClosed("Runtime", () -> Container.create(runtime, "m", List.of(ConstantDecl.of("w", DType.F32))));
+      assertClosed("WharfRuntime", () -> Container.fromMap(runtime, map, "m"));
+      assertClosed("WharfRuntime", () -> Container.create(runtime, "m", List.of(ConstantDecl.of("w", DType.F32))));
     }
-    assertEquals("Runtime{closed}", runtime.toString());
+    assertEquals("WharfRuntime{closed}", runtime.toString());
   }
 
   @Test
   public void closeWaitsForCallsInProgressOnOtherThreads() throws Exception {
-    Runtime runtime = hostRuntime();
+    WharfRuntime runtime = hostRuntime();
     ExecutorService pool = Executors.newFixedThreadPool(4);
     try {
       CountDownLatch started = new CountDownLatch(4);
