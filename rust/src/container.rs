@@ -5,6 +5,7 @@ use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
+use std::time::Duration;
 
 use crate::constant_map::ConstantMap;
 use crate::container_options::ContainerOptions;
@@ -86,11 +87,33 @@ pub struct StateInfo {
 }
 
 /// Options for an update. `UpdateOptions::new()` (or `default()`) writes the inactive
-/// generation and accepts a partial map.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// generation, accepts a partial map, orders after no stream, and lets an in-place update
+/// wait up to one second for open runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UpdateOptions {
     target: UpdateTarget,
     require_full: bool,
+    wait_stream: *mut c_void,
+    in_place_max_wait_ms: u32,
+}
+
+// SAFETY: `wait_stream` is an opaque `cudaStream_t` value that the binding never
+// dereferences; it only hands it to the library, under the contract of the `unsafe`
+// `wait_stream` setter (which covers every update the options are used for, from any
+// thread: a CUDA stream has no thread affinity). The other fields are plain values.
+unsafe impl Send for UpdateOptions {}
+// SAFETY: as above; `&UpdateOptions` only reads plain values.
+unsafe impl Sync for UpdateOptions {}
+
+impl Default for UpdateOptions {
+    fn default() -> UpdateOptions {
+        UpdateOptions {
+            target: UpdateTarget::Inactive,
+            require_full: false,
+            wait_stream: std::ptr::null_mut(),
+            in_place_max_wait_ms: 1000,
+        }
+    }
 }
 
 impl UpdateOptions {
@@ -111,6 +134,36 @@ impl UpdateOptions {
         self
     }
 
+    /// A `cudaStream_t` whose work so far the update's reads of device sources wait for,
+    /// on the device (the library records an event on it when the update starts; the host
+    /// does not wait): the stream of a trainer or an NCCL receive that produced the new
+    /// weights. NULL (the default) orders after nothing. Host sources are read as the call
+    /// reads them. The host backend refuses a non-NULL stream (`InvalidArgument`) without
+    /// using it.
+    ///
+    /// # Safety
+    ///
+    /// `stream` is NULL or a valid `cudaStream_t` of the runtime's device (the legacy
+    /// default stream `0` is NULL here) that stays alive during every update these options
+    /// (and their copies) are passed to. The binding cannot check it: the library hands it
+    /// to `cudaEventRecord`.
+    pub unsafe fn wait_stream(mut self, stream: *mut c_void) -> UpdateOptions {
+        self.wait_stream = stream;
+        self
+    }
+
+    /// For [`UpdateTarget::ActiveInPlace`]: how long the update waits (on the host) for
+    /// open runs that pinned a constant it writes, before giving that constant fresh
+    /// storage instead (its bytes of extra memory, returned when those runs have
+    /// finished). Default one second; [`Duration::ZERO`] never waits. Rounded up to whole
+    /// milliseconds (so a non-zero wait never becomes "never wait"), at most `u32::MAX`
+    /// ms. Either way open runs never see their data change.
+    pub fn in_place_max_wait(mut self, wait: Duration) -> UpdateOptions {
+        let ms = wait.as_nanos().div_ceil(1_000_000);
+        self.in_place_max_wait_ms = u32::try_from(ms).unwrap_or(u32::MAX);
+        self
+    }
+
     pub(crate) fn to_c(self) -> sys::wharf_update_options {
         // SAFETY: all-zero is valid input for *_init_sized, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_update_options>() };
@@ -123,6 +176,8 @@ impl UpdateOptions {
         };
         o.target = self.target.to_raw();
         o.require_full = i32::from(self.require_full);
+        o.wait_stream = self.wait_stream;
+        o.in_place_max_wait_ms = self.in_place_max_wait_ms;
         o
     }
 }
@@ -380,9 +435,15 @@ impl Container {
     /// generation untouched. A concurrent update fails with `Busy`. A container that
     /// declares derived constants needs [`update_with_fold`](Self::update_with_fold).
     ///
-    /// With [`UpdateTarget::ActiveInPlace`] the active generation's storage is
-    /// overwritten: the call waits for open runs to end (so don't hold one on this
-    /// thread), and runs begun after it returns see only new data.
+    /// With [`UpdateTarget::ActiveInPlace`] the update writes and publishes a new
+    /// generation at once, reusing storage that nothing else references: it waits for open
+    /// runs that pinned such storage for at most
+    /// [`in_place_max_wait`](UpdateOptions::in_place_max_wait) (so a run held on the
+    /// calling thread costs that wait, never a hang), then gives what is still pinned
+    /// fresh storage. Open runs never see their data change (so slices from
+    /// [`TensorView::as_slice`] stay valid and unchanged); runs begun after the call
+    /// returns see only new data. A device source written on another CUDA stream is
+    /// ordered with [`wait_stream`](UpdateOptions::wait_stream).
     pub fn update(&self, map: &ConstantMap<'_>, options: &UpdateOptions) -> Result<()> {
         let o = options.to_c();
         // SAFETY: a live container and map; options outlive the call.
@@ -866,5 +927,28 @@ impl FoldRun<'_> {
     pub fn stream(&self) -> *mut c_void {
         // SAFETY: alive during the callback.
         unsafe { sys::wharf_run_stream(self.raw.as_ptr()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_options_reach_the_c_struct() {
+        let o = UpdateOptions::new().to_c();
+        assert_eq!(o.in_place_max_wait_ms, 1000);
+        assert!(o.wait_stream.is_null());
+        assert_eq!(o.target, sys::WHARF_TARGET_INACTIVE);
+        let wait = |d: Duration| UpdateOptions::new().in_place_max_wait(d).to_c();
+        assert_eq!(wait(Duration::ZERO).in_place_max_wait_ms, 0);
+        assert_eq!(wait(Duration::from_micros(1)).in_place_max_wait_ms, 1);
+        assert_eq!(wait(Duration::from_millis(50)).in_place_max_wait_ms, 50);
+        assert_eq!(wait(Duration::from_micros(50_001)).in_place_max_wait_ms, 51);
+        assert_eq!(wait(Duration::MAX).in_place_max_wait_ms, u32::MAX);
+        // SAFETY: never passed to the library.
+        let s = unsafe { UpdateOptions::new().wait_stream(8usize as *mut c_void) };
+        assert_eq!(s.to_c().wait_stream as usize, 8);
+        assert_eq!(s.to_c().in_place_max_wait_ms, 1000);
     }
 }

@@ -248,8 +248,13 @@ pub enum UpdateTarget {
     /// publishes it.
     #[default]
     Inactive,
-    /// Overwrite the active generation's storage: no extra memory. The update waits for
-    /// open runs; runs begun after it returns see only new data.
+    /// Write and publish at once: when the update returns, the container has a new
+    /// generation id holding the new data, and runs begun afterwards see only it. A
+    /// written constant whose storage nothing else references is overwritten in place (no
+    /// extra memory); the update waits for open runs that pinned it, up to
+    /// [`UpdateOptions::in_place_max_wait`](crate::UpdateOptions::in_place_max_wait), and
+    /// gives storage still pinned after that (or shared with another generation, container
+    /// or store) fresh storage instead. Open runs never see their data change.
     ActiveInPlace,
 }
 
