@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli.h"
 
 namespace wharf_cli {
@@ -67,11 +69,16 @@ uint64_t constants_peak(wharf_runtime* rt, uint64_t* current) {
 }  // namespace
 
 int cmd_demo(int argc, char** argv) {
-  bool host_backend = false;
+  bool host_backend = false, weights_only = false;
+  std::string model_dir;
   int num_readers = 2;
   for (int i = 0; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--host")) {
       host_backend = true;
+    } else if (!std::strcmp(argv[i], "--weights-only")) {
+      weights_only = true;
+    } else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) {
+      model_dir = argv[++i];
     } else if (!std::strcmp(argv[i], "--readers") && i + 1 < argc) {
       char* end = nullptr;
       long n = std::strtol(argv[++i], &end, 10);
@@ -81,8 +88,30 @@ int cmd_demo(int argc, char** argv) {
       }
       num_readers = int(n);
     } else {
-      std::fprintf(stderr, "wharf demo: unknown argument '%s' (usage: wharf demo [--host] [--readers N])\n", argv[i]);
+      std::fprintf(stderr,
+                   "wharf demo: unknown argument '%s' (usage: wharf demo [--host] [--weights-only] [--model DIR] "
+                   "[--readers N])\n",
+                   argv[i]);
       return 2;
+    }
+  }
+  // On a GPU machine the demo serves the committed AOTInductor model; elsewhere (or if the
+  // model cannot load here) it runs the weights-only demo below.
+  if (!host_backend && !weights_only) {
+    if (model_dir.empty()) {
+      char exe[4096];
+      ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+      std::string dir = ".";
+      if (n > 0) {
+        exe[n] = 0;
+        dir = exe;
+        dir = dir.substr(0, dir.rfind('/'));
+      }
+      model_dir = find_model_dir(dir.c_str());
+    }
+    if (!model_dir.empty()) {
+      int rc = run_model_demo(model_dir);
+      if (rc != 3) return rc;
     }
   }
   std::printf("== wharf %s demo: hot weight updates while serving ==\n\n", wharf_version());
@@ -111,7 +140,7 @@ int cmd_demo(int argc, char** argv) {
       storage.emplace_back(t.numel(), 0.0f);
       model_bytes += t.numel() * 4;
       wharf_tensor_view v{storage.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(t.shape.size()), t.shape.data(), nullptr};
+                          int32_t(t.shape.size()), t.shape.data(), nullptr, sizeof(wharf_tensor_view), 0};
       if (failed(wharf_constant_map_set(src, t.name.c_str(), &v), t.name.c_str())) return 1;
     }
     const char* tmpdir = std::getenv("TMPDIR");
@@ -141,7 +170,7 @@ int cmd_demo(int argc, char** argv) {
   for (size_t i = 0; i < model.size(); ++i) {
     host[i].assign(model[i].numel(), 0.0f);
     wharf_tensor_view v{host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                        int32_t(model[i].shape.size()), model[i].shape.data(), nullptr};
+                        int32_t(model[i].shape.size()), model[i].shape.data(), nullptr, sizeof(wharf_tensor_view), 0};
     if (failed(wharf_constant_map_set(full, model[i].name.c_str(), &v), "building the map")) return 1;
   }
   wharf_container_options copts;
@@ -219,7 +248,7 @@ int cmd_demo(int argc, char** argv) {
       next[i] = float(r);
       bytes += host[i].size() * 4;
       wharf_tensor_view v{host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(model[i].shape.size()), model[i].shape.data(), nullptr};
+                          int32_t(model[i].shape.size()), model[i].shape.data(), nullptr, sizeof(wharf_tensor_view), 0};
       if (failed(wharf_constant_map_set(m, model[i].name.c_str(), &v), "building the update")) return 1;
     }
     wharf_runtime_reset_peak(rt);

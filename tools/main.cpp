@@ -99,7 +99,10 @@ int main(int argc, char** argv) {
         "usage: wharf COMMAND [ARGS]\n"
         "  info                      version, backend found, device name and memory\n"
         "  inspect FILE.safetensors  table of tensors, dtypes, shapes and bytes\n"
-        "  demo [--host] [--readers N]  the demo on an embedded default model (N serving threads, default 2)\n");
+        "  demo [--host] [--weights-only] [--model DIR] [--readers N]\n"
+        "                            the demo: on a GPU, the committed AOTInductor model serving two\n"
+        "                            conversations through a hot update; else weights updated while\n"
+        "                            N threads (default 2) read them\n");
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);

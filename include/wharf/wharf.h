@@ -1092,8 +1092,9 @@ WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i)
 /**
  * Runs the model for `run` (a run of wharf_model_container(model), begun with the session
  * whose state the model reads and writes) on the run's stream, returning when the work is
- * enqueued. `inputs` (borrowed for the call; device memory of the runtime's device unless
- * the model takes host tensors) are the forward's inputs in order. `outputs` (an array of
+ * enqueued. `inputs` (borrowed for the call) are the forward's inputs in order: device
+ * memory of the runtime's device, or host memory, which Wharf copies to device memory on
+ * the run's stream (the caller may reuse it when the call returns). `outputs` (an array of
  * `num_outputs` views the caller provides; set each struct_size or zero them) receive
  * device tensors the run owns: valid until wharf_run_end, freed stream-ordered after it.
  * Errors: WHARF_INVALID_ARGUMENT (the run is of another container, wrong input count,
@@ -1103,6 +1104,16 @@ WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i)
 WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model,
                                         const wharf_tensor_view* inputs, size_t num_inputs,
                                         wharf_tensor_view* outputs, size_t num_outputs);
+
+/**
+ * Copies `bytes` bytes from `src` to `dst` (each host memory or device memory of the run's
+ * runtime), ordered on the run's stream after the work enqueued on it so far, and returns
+ * when the copy is complete. For services without a CUDA runtime of their own (Go, Rust,
+ * Java) to read a model's outputs; model inputs may simply be host memory (see
+ * wharf_run_model). Errors: WHARF_INVALID_ARGUMENT (NULL pointers with bytes > 0),
+ * WHARF_DEVICE_ERROR. Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

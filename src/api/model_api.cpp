@@ -98,4 +98,15 @@ WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model, cons
   });
 }
 
+WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && run->run, "wharf_run_copy: run must not be NULL");
+    if (bytes == 0) return Status::Ok();
+    WHARF_API_REQUIRE(dst && src, "wharf_run_copy: dst and src must not be NULL");
+    Stream& s = run->run->stream();
+    WHARF_RETURN_IF_ERROR(s.copy_async(dst, src, bytes).with_context("wharf_run_copy"));
+    return s.synchronize().with_context("wharf_run_copy: waiting for the copy");
+  });
+}
+
 }  // extern "C"

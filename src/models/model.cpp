@@ -45,6 +45,11 @@ using PtrFn = int32_t (*)(AHandle t, void** ret);
 using ArrFn = int32_t (*)(AHandle t, int64_t** ret);
 using I64Fn = int32_t (*)(AHandle t, int64_t* ret);
 using I32Fn = int32_t (*)(AHandle t, int32_t* ret);
+using EmptyFn = int32_t (*)(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
+                            int32_t device_type, int32_t device_index, AHandle* ret);
+using CopyFn = int32_t (*)(AHandle self, AHandle src, int32_t non_blocking);
+using GuardFn = int32_t (*)(void* stream, int32_t device_index, void** ret);
+using UnguardFn = int32_t (*)(void* guard);
 
 // PyTorch's dtype codes for Wharf's dtypes, and back.
 bool to_torch_dtype(DType d, int32_t* out) {
@@ -111,6 +116,10 @@ struct Shim {
   ArrFn sizes = nullptr, strides = nullptr;
   I64Fn dim = nullptr;
   I32Fn dtype = nullptr, device_type = nullptr;
+  EmptyFn empty = nullptr;
+  CopyFn copy = nullptr;
+  GuardFn guard = nullptr;
+  UnguardFn unguard = nullptr;
   wharf_aoti_capture_fn capture = nullptr;
   wharf_aoti_last_error_fn last_error = nullptr;
   std::string path;
@@ -165,11 +174,15 @@ Status load_shim(const std::string& wanted, const Shim** out) {
   s.dim = reinterpret_cast<I64Fn>(dlsym(h, "aoti_torch_get_dim"));
   s.dtype = reinterpret_cast<I32Fn>(dlsym(h, "aoti_torch_get_dtype"));
   s.device_type = reinterpret_cast<I32Fn>(dlsym(h, "aoti_torch_get_device_type"));
+  s.empty = reinterpret_cast<EmptyFn>(dlsym(h, "aoti_torch_empty_strided"));
+  s.copy = reinterpret_cast<CopyFn>(dlsym(h, "aoti_torch_copy_"));
+  s.guard = reinterpret_cast<GuardFn>(dlsym(h, "aoti_torch_create_cuda_stream_guard"));
+  s.unguard = reinterpret_cast<UnguardFn>(dlsym(h, "aoti_torch_delete_cuda_stream_guard"));
   s.capture = reinterpret_cast<wharf_aoti_capture_fn>(dlsym(h, "wharf_aoti_capture"));
   s.last_error = reinterpret_cast<wharf_aoti_last_error_fn>(dlsym(h, "wharf_aoti_last_error"));
   auto attach = reinterpret_cast<wharf_aoti_attach_fn>(dlsym(h, "wharf_aoti_attach"));
   if (!s.from_blob || !s.del || !s.data_ptr || !s.sizes || !s.strides || !s.dim || !s.dtype || !s.device_type ||
-      !s.capture || !s.last_error || !attach) {
+      !s.empty || !s.copy || !s.guard || !s.unguard || !s.capture || !s.last_error || !attach) {
     dlclose(h);
     return Unsupported(quote_path(path) + " is not Wharf's AOTInductor shim library (entry points missing)");
   }
@@ -496,11 +509,34 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     if (!to_torch_dtype(t.meta.dtype, &td))
       return InvalidArgument("model '" + name_ + "': input " + quote_name(input_names_[i]) + ": unsupported dtype");
     std::vector<int64_t> strides = t.meta.strides.empty() ? t.meta.contiguous_strides() : t.meta.strides;
+    const bool on_host = t.meta.device_type != DeviceType::kCuda;
+    AHandle blob = nullptr;
     if (shim.from_blob(t.data, int64_t(t.meta.shape.size()), t.meta.shape.data(), strides.data(), 0, td,
-                       t.meta.device_type == DeviceType::kCuda ? 1 : 0, dev, &in[i], 0, nullptr, 0) != 0) {
+                       on_host ? 0 : 1, dev, &blob, 0, nullptr, 0) != 0) {
       for (AHandle h : in) shim.del(h);
       return InvalidArgument("model '" + name_ + "': input " + quote_name(input_names_[i]) + shim_error(shim));
     }
+    if (!on_host) {
+      in[i] = blob;
+      continue;
+    }
+    // Host memory (token ids from a Go, Rust or Java service): copied to device memory
+    // allocated on the run's stream and freed there after the model's kernels; the caller's
+    // buffer may be reused when this call returns.
+    void* guard = nullptr;
+    AHandle dev_t = nullptr;
+    bool ok = shim.guard(run.stream().native_handle(), dev, &guard) == 0;
+    ok = ok && shim.empty(int64_t(t.meta.shape.size()), t.meta.shape.data(), strides.data(), td, 1, dev, &dev_t) == 0;
+    ok = ok && shim.copy(dev_t, blob, 1) == 0;
+    if (guard) shim.unguard(guard);
+    shim.del(blob);
+    if (!ok) {
+      shim.del(dev_t);
+      for (AHandle h : in) shim.del(h);
+      return DeviceError("model '" + name_ + "': copying input " + quote_name(input_names_[i]) + " to the device" +
+                         shim_error(shim));
+    }
+    in[i] = dev_t;
   }
   std::unique_ptr<Instance> inst;
   Status st = take_instance(run, &inst);
