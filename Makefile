@@ -7,7 +7,7 @@ WHARF_WITH_CUDA ?= AUTO
 WHARF := $(BUILD)/wharf
 
 .PHONY: all deps configure build demo test test-unit test-c test-gpu bench gpu-bundle \
-        fuzz asan tsan abi-baseline install clean test-go test-rust test-java
+        fuzz asan tsan abi-baseline install clean test-go test-rust test-java jar
 
 all: build
 
@@ -88,6 +88,11 @@ test-rust: build
 
 test-java: build
 	bash java/test.sh $(abspath $(BUILD))
+
+# The Java binding's jar, $(BUILD)/java/wharf-VERSION.jar (plain javac and jar): the classes
+# plus native/linux-x86_64/ libwharfjni.so and libwharf.so.1, extracted at first use.
+jar: build
+	bash java/build.sh $(abspath $(BUILD))
 
 # The C-level checks only: C99 API, dlopen + exports, ABI baseline, the 0.1.0-header program,
 # and the README's C example.

@@ -52,24 +52,19 @@ if [ -z "$JUNIT_JAR" ] || [ -z "$HAMCREST_JAR" ]; then
   exit 2
 fi
 
+# The JNI library, the classes and the jar (java/build.sh).
+bash "$ROOT/java/build.sh" "$BUILD"
 OUT="$BUILD/java"
-GEN="$OUT/gen"
-rm -rf "$GEN" "$OUT/classes" "$OUT/test-classes" "$OUT/javadoc" "$OUT/libwharfjni.so"
-mkdir -p "$GEN" "$OUT/classes" "$OUT/test-classes"
+JAR="$OUT/wharf.jar"
+rm -rf "$OUT/test-classes" && mkdir -p "$OUT/test-classes"
 
-# --- JNI layer: SWIG, then the shared library --------------------------------------------
-echo "== swig"
-swig -java -package dev.wharf.jni -outdir "$GEN" -o "$GEN/wharf_wrap.c" -I"$ROOT/include" \
-  "$ROOT/bindings/swig/wharf.i"
-
-echo "== gcc -> $OUT/libwharfjni.so"
-# -fno-strict-aliasing: SWIG's generated code converts pointers through jlong by punning.
-gcc -std=c99 -O2 -g -fPIC -shared -fno-strict-aliasing \
-  -Wall -Wextra -Wno-unused-parameter -Werror=incompatible-pointer-types \
-  -Werror=implicit-function-declaration -Werror=discarded-qualifiers \
-  -I"$JAVA_HOME/include" -I"$JAVA_HOME/include/linux" -I"$ROOT/include" \
-  "$GEN/wharf_wrap.c" -o "$OUT/libwharfjni.so" \
-  -L"$BUILD" -lwharf -Wl,-rpath,"$BUILD" -Wl,--no-undefined
+# No path of the build tree may reach the JNI library's RUNPATH (it would be wrong everywhere
+# else): only $ORIGIN.
+runpath=$(readelf -d "$OUT/libwharfjni.so" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]/\2/p')
+if [ "$runpath" != '$ORIGIN' ]; then
+  echo "error: libwharfjni.so has RUNPATH/RPATH '$runpath', expected only \$ORIGIN" >&2
+  exit 1
+fi
 
 # A library that exists but cannot be loaded because a library it needs is gone (as when
 # libwharf.so.1 is missing), for the loader's error-message test.
@@ -81,16 +76,8 @@ gcc -shared -fPIC -o "$BROKEN/libgone.so" "$BROKEN/gone.c"
 gcc -shared -fPIC -o "$BROKEN/libbroken.so" "$BROKEN/broken.c" -L"$BROKEN" -lgone
 rm "$BROKEN/libgone.so"
 
-# --- Java ---------------------------------------------------------------------------------
-echo "== javac, javadoc"
-"$JAVAC" -encoding UTF-8 -Xlint:all -d "$OUT/classes" "$GEN"/*.java
-find "$ROOT/java/src/main/java" -name '*.java' > "$OUT/main-sources.txt"
-"$JAVAC" -encoding UTF-8 -Xlint:all -Werror -Xdoclint:all/protected -cp "$OUT/classes" \
-  -d "$OUT/classes" @"$OUT/main-sources.txt"
-# The API's documentation, with every public item required to have a complete comment.
-"$JAVA_HOME/bin/javadoc" -quiet -encoding UTF-8 -Xdoclint:all -Werror -cp "$OUT/classes" \
-  -d "$OUT/javadoc" @"$OUT/main-sources.txt"
-TEST_CP="$OUT/classes:$JUNIT_JAR:$HAMCREST_JAR"
+# --- tests ----------------------------------------------------------------------------
+TEST_CP="$JAR:$JUNIT_JAR:$HAMCREST_JAR"
 find "$ROOT/java/src/test/java" -name '*.java' > "$OUT/test-sources.txt"
 "$JAVAC" -encoding UTF-8 -Xlint:all -Werror -cp "$TEST_CP" -d "$OUT/test-classes" \
   @"$OUT/test-sources.txt"
@@ -101,15 +88,55 @@ TEST_CLASSES=$(cd "$ROOT/java/src/test/java" && find . -name '*Test.java' | sed 
 echo "== tests"
 LOG="$OUT/test-output.txt"
 set +e
-"$JAVA" -ea -Xcheck:jni -Dwharf.jni.path="$OUT/libwharfjni.so" \
+# The binding as a user gets it: the jar on the class path, its native libraries extracted
+# at first use (no wharf.jni.path, no LD_LIBRARY_PATH).
+env -u LD_LIBRARY_PATH "$JAVA" -ea -Xcheck:jni -Dwharf.test.bundled=true \
   -Dwharf.test.unloadable="$BROKEN/libbroken.so" \
   -cp "$OUT/test-classes:$TEST_CP" dev.wharf.TestMain $TEST_CLASSES 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 set -e
+
+# A tiny app built and run outside the source and build trees with nothing but the jar: it
+# writes and loads a safetensors file, updates, swaps and runs (java/consumer/). Then the same
+# app with the override -Dwharf.jni.path (the JNI library of the build folder, libwharf.so.1
+# through LD_LIBRARY_PATH).
+echo "== consumer outside the tree"
+APP=$(mktemp -d "${TMPDIR:-/tmp}/wharf-java-consumer.XXXXXX")
+trap 'rm -rf "$APP"' EXIT
+cp "$ROOT/java/consumer/ConsumerApp.java" "$APP/"
+cp "$(readlink -f "$JAR")" "$APP/wharf.jar"
+consumer_ok=1
+(cd "$APP" && "$JAVAC" -Xlint:all -Werror -cp wharf.jar -d classes ConsumerApp.java) || consumer_ok=0
+if [ "$consumer_ok" = 1 ]; then
+  (cd "$APP" && env -i PATH=/usr/bin:/bin "$JAVA" -cp wharf.jar:classes ConsumerApp "$APP/model.safetensors") \
+    > "$APP/out-jar.txt" 2>&1 || consumer_ok=0
+  cat "$APP/out-jar.txt"
+  grep -q "^loaded from .*wharf.jar!/native/linux-x86_64, extracted to " "$APP/out-jar.txt" || consumer_ok=0
+  grep -q "^consumer: OK$" "$APP/out-jar.txt" || consumer_ok=0
+fi
+if [ "$consumer_ok" = 1 ]; then
+  (cd "$APP" && env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$BUILD" "$JAVA" -Dwharf.jni.path="$OUT/libwharfjni.so" \
+    -cp wharf.jar:classes ConsumerApp "$APP/model2.safetensors") > "$APP/out-path.txt" 2>&1 || consumer_ok=0
+  cat "$APP/out-path.txt"
+  grep -qxF "loaded from $OUT/libwharfjni.so" "$APP/out-path.txt" || consumer_ok=0
+  grep -q "^consumer: OK$" "$APP/out-path.txt" || consumer_ok=0
+fi
+if [ "$consumer_ok" = 1 ]; then
+  echo "consumer: passed (jar only, and with -Dwharf.jni.path)"
+else
+  echo "consumer: FAILED" >&2
+  [ "$status" -ne 0 ] || status=1
+fi
 # -Xcheck:jni reports JNI misuse (calls with an exception pending, leaked local references)
 # as warnings, not errors: treat them as failures.
 if grep -qE "WARNING in native method|WARNING: JNI local refs" "$LOG"; then
   echo "error: -Xcheck:jni reported JNI misuse (see $LOG)" >&2
   [ "$status" -ne 0 ] || status=1
 fi
+# The closing line counts the JUnit tests and the consumer as one more.
+passed=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$LOG" | tail -1)
+failed=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$LOG" | tail -1)
+if [ "$consumer_ok" = 1 ]; then passed=$((${passed:-0} + 1)); else failed=$((${failed:-0} + 1)); fi
+if [ "$status" -ne 0 ] && [ "${failed:-0}" -eq 0 ]; then failed=1; fi
+echo "${passed:-0} passed, ${failed:-0} failed"
 exit "$status"

@@ -2,9 +2,10 @@
  * wharf.i - SWIG interface over include/wharf/wharf.h.
  *
  * This is the low-level layer that language bindings stand on; it is not an API for users.
- * Java: `swig -java -package dev.wharf.jni -I<repo>/include wharf.i` generates the package
- * dev.wharf.jni (classes WharfNative, WharfNativeJNI, WharfNativeConstants and one proxy
- * per struct), which the hand-written API in java/src/main/java/dev/wharf wraps.
+ * Java: `swig -java -package dev.wharf -I<repo>/include wharf.i` generates package-private
+ * classes (WharfNative, WharfNativeJNI, WharfNativeConstants and one proxy per struct) in
+ * the API's own package, dev.wharf, where only the hand-written API of
+ * java/src/main/java/dev/wharf can reach them (java/build.sh).
  *
  * Shape of this file
  *   1. Only an explicit list of wharf.h's functions is wrapped (everything else is ignored
@@ -240,6 +241,15 @@ static void wharf_swig_throw_status(JNIEnv* jenv, wharf_status* status) {
 /* Never finalize: proxies of Wharf's plain structs are freed with delete(), by the
  * hand-written layer, in finally blocks. */
 %typemap(javafinalize) SWIGTYPE ""
+
+/* Nothing generated is reachable from user code: it is generated into the API's own package
+ * (swig -package dev.wharf) with package-private classes, so only the hand-written classes
+ * can call a native method or turn an integer into an address. (SWIG writes the constants
+ * interface as "public interface"; java/build.sh makes it package-private too.) */
+%pragma(java) jniclassclassmodifiers="final class"
+%pragma(java) moduleclassmodifiers="final class"
+%typemap(javaclassmodifiers) SWIGTYPE, SWIGTYPE *, SWIGTYPE &, SWIGTYPE &&, SWIGTYPE [] "final class"
+%typemap(javaclassmodifiers) enum SWIGTYPE "final class"
 
 /* --- wharf_status* results: void in Java, thrown as WharfException --------------------- */
 %typemap(jni) wharf_status* "void"

@@ -1,8 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_constant_map;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.wharf_tensor_view;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;

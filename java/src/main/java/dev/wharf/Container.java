@@ -1,14 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_container;
-import dev.wharf.jni.SWIGTYPE_p_wharf_runtime;
-import dev.wharf.jni.SWIGTYPE_p_wharf_swig_decl_list;
-import dev.wharf.jni.SWIGTYPE_p_wharf_swig_state_list;
-import dev.wharf.jni.SWIGTYPE_p_wharf_weight_store;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.WharfNativeConstants;
-import dev.wharf.jni.wharf_constant_info;
-import dev.wharf.jni.wharf_update_options;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;

@@ -1,6 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.WharfNative;
 import java.nio.charset.StandardCharsets;
 
 /**

@@ -1,8 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_run;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.wharf_tensor_view;
 import java.util.Objects;
 
 /**

@@ -1,10 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_container;
-import dev.wharf.jni.SWIGTYPE_p_wharf_run;
-import dev.wharf.jni.SWIGTYPE_p_wharf_session;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.wharf_tensor_view;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;

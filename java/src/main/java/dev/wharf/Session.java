@@ -1,10 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_runtime;
-import dev.wharf.jni.SWIGTYPE_p_wharf_session;
-import dev.wharf.jni.SWIGTYPE_p_wharf_swig_container_list;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.wharf_session_options;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;

@@ -1,6 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.WharfNativeConstants;
 import java.util.Arrays;
 import java.util.Objects;
 

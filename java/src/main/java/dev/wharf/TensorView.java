@@ -1,7 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.wharf_tensor_view;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;

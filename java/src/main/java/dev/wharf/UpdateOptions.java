@@ -81,8 +81,8 @@ public final class UpdateOptions {
   }
 
   /** The native options (filled by the sized init; the caller deletes them). */
-  dev.wharf.jni.wharf_update_options toNative() {
-    dev.wharf.jni.wharf_update_options o = new dev.wharf.jni.wharf_update_options();
+  wharf_update_options toNative() {
+    wharf_update_options o = new wharf_update_options();
     o.setTarget(target.value());
     o.setRequire_full(requireFull ? 1 : 0);
     o.setIn_place_max_wait_ms(inPlaceMaxWaitMillis);

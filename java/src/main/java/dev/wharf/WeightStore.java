@@ -1,9 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_weight_store;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.wharf_update_options;
-import dev.wharf.jni.wharf_weight_store_stats;
 import java.util.Objects;
 
 /**

@@ -1,6 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.WharfNative;
 
 /** Versions of the Wharf library and of this binding. */
 public final class Wharf {
@@ -52,5 +51,18 @@ public final class Wharf {
   public static int abiVersion() {
     NativeLibrary.load();
     return (int) WharfNative.wharf_abi_version();
+  }
+
+  /**
+   * Where the JNI library was loaded from: the file named by the system property
+   * {@code wharf.jni.path}, the jar's {@code native/linux-x86_64} folder and the temporary
+   * folder it was extracted to, or {@code java.library.path}. Loads it first if needed.
+   *
+   * @return a description of the JNI library's origin
+   * @throws UnsatisfiedLinkError when the native library cannot be loaded
+   */
+  public static String nativeLibrary() {
+    NativeLibrary.load();
+    return NativeLibrary.loadedFrom();
   }
 }

@@ -1,11 +1,5 @@
 package dev.wharf;
 
-import dev.wharf.jni.SWIGTYPE_p_wharf_runtime;
-import dev.wharf.jni.WharfNative;
-import dev.wharf.jni.WharfNativeConstants;
-import dev.wharf.jni.wharf_device_info;
-import dev.wharf.jni.wharf_memory_stats;
-import dev.wharf.jni.wharf_runtime_options;
 import java.util.Objects;
 
 /**

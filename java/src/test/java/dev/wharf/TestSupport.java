@@ -4,7 +4,6 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
-import dev.wharf.jni.WharfNative;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.junit.function.ThrowingRunnable;
