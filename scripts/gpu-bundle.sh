@@ -19,6 +19,9 @@ if [ -f "$BUILD"/libwharf_aoti_shim.so ]; then
 fi
 mkdir -p "$OUT"/models
 cp -r "$ROOT"/tests/data/models/tiny_decoder "$OUT"/models/
+# PyTorch's side of the model benchmark (run on the GPU machine, which has PyTorch).
+mkdir -p "$OUT"/aoti
+cp "$ROOT"/tools/aoti/*.py "$OUT"/aoti/
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
 done

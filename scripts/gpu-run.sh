@@ -65,6 +65,12 @@ if want bench; then
     n=$(basename "$b")
     run "$n" "$b" --csv "$RES/$n.csv" || status=1
   done
+  # PyTorch eager and PyTorch's own AOTInductor runner on the same model, beside Wharf's
+  # model_bench figures from this run.
+  if [ -f "$RES/model_bench.csv" ] && python3 -c "import torch" 2>/dev/null; then
+    run model_vs_torch python3 aoti/bench_torch.py models/tiny_decoder "$RES/model_bench.csv" "$RES/model_vs_torch.csv" \
+      || status=1
+  fi
 fi
 echo; echo "================ summary ================"
 printf '%s\n' "${rows[@]}" | tee "$RES/summary.txt"

@@ -1,0 +1,193 @@
+// model_bench: the committed tiny decoder (AOTInductor, no libtorch) executed by Wharf.
+//
+// Measures, in one run: a decode step (run begin, wharf_run_model, reading the logits' last
+// row, run end), the run overhead alone (begin + end, no model), and decode throughput with
+// N conversations on N streams against one. tools/aoti/bench_torch.py measures PyTorch
+// eager and PyTorch's own AOTInductor runner on the same model and weights and prints them
+// beside these figures (gpu-run runs both).
+//   model_bench [--model DIR] [--csv FILE]
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "bench_common.h"
+
+using namespace bench;
+
+namespace {
+
+constexpr int kVocab = 256;
+
+struct Ctx {
+  wharf_runtime* rt = nullptr;
+  wharf_model* model = nullptr;
+  wharf_container* c = nullptr;
+};
+
+// One decode step of `session` on `stream` (token `tok` at position `pos`); returns the
+// argmax. Inputs are written into `d_in` (2 int64 on the device).
+int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float* h_last, int64_t tok, int64_t pos) {
+  wharf_run* run = nullptr;
+  wharf_ok(wharf_run_begin(x.c, s, stream, &run), "run_begin");
+  int64_t host[2] = {tok, pos};
+  CUDA_OK(cudaMemcpyAsync(d_in, host, sizeof host, cudaMemcpyHostToDevice, stream));
+  const int64_t tshape[2] = {1, 1}, pshape[1] = {1};
+  wharf_tensor_view in[2];
+  std::memset(in, 0, sizeof in);
+  in[0].struct_size = in[1].struct_size = sizeof in[0];
+  in[0].data = d_in;
+  in[0].dtype = in[1].dtype = WHARF_DTYPE_I64;
+  in[0].device_type = in[1].device_type = WHARF_DEVICE_CUDA;
+  in[0].ndim = 2;
+  in[0].shape = tshape;
+  in[1].data = d_in + 1;
+  in[1].ndim = 1;
+  in[1].shape = pshape;
+  wharf_tensor_view out;
+  std::memset(&out, 0, sizeof out);
+  out.struct_size = sizeof out;
+  wharf_ok(wharf_run_model(run, x.model, in, 2, &out, 1), "run_model");
+  CUDA_OK(cudaMemcpyAsync(h_last, out.data, kVocab * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  wharf_ok(wharf_run_end(run), "run_end");
+  int64_t best = 0;
+  for (int i = 1; i < kVocab; ++i)
+    if (h_last[i] > h_last[best]) best = i;
+  return best;
+}
+
+struct Stats {
+  double med, lo, hi;
+};
+Stats stats(const std::vector<double>& v) {
+  Stats s{median(v), v.empty() ? 0 : v[0], v.empty() ? 0 : v[0]};
+  for (double x : v) {
+    s.lo = std::min(s.lo, x);
+    s.hi = std::max(s.hi, x);
+  }
+  return s;
+}
+
+// `steps` decode steps in one conversation; each step's latency in microseconds. The
+// session is reset every 48 steps (the model's cache holds 64 positions).
+std::vector<double> decode(Ctx& x, cudaStream_t stream, int steps) {
+  wharf_session* s = nullptr;
+  wharf_ok(wharf_session_create(x.rt, &x.c, 1, nullptr, &s), "session");
+  int64_t* d_in = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 2 * sizeof(int64_t)));
+  std::vector<float> last(kVocab);
+  std::vector<double> us;
+  int64_t tok = 1;
+  for (int i = 0; i < steps; ++i) {
+    if (i % 48 == 0) {
+      wharf_ok(wharf_session_reset(s), "reset");
+      tok = 1;
+    }
+    auto t0 = Clock::now();
+    tok = step(x, s, stream, d_in, last.data(), tok, i % 48);
+    us.push_back(us_since(t0));
+  }
+  CUDA_OK(cudaFree(d_in));
+  wharf_session_free(s);
+  return us;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir, csv;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+  }
+  if (dir.empty()) {
+    struct stat st;
+    dir = ::stat("models/tiny_decoder/tiny_decoder.so", &st) == 0 ? "models/tiny_decoder" : "tests/data/models/tiny_decoder";
+  }
+  Ctx x;
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_ok(wharf_runtime_create(&ro, &x.rt), "runtime");
+  wharf_constant_map* weights = nullptr;
+  wharf_ok(wharf_constant_map_load_safetensors((dir + "/tiny_decoder.safetensors").c_str(), &weights), "weights");
+  const int64_t cache_shape[4] = {1, 4, 64, 16};
+  std::vector<float> zeros(4 * 64 * 16, 0.0f);
+  for (const char* name : {"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"}) {
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.data = zeros.data();
+    v.dtype = WHARF_DTYPE_F32;
+    v.device_type = WHARF_DEVICE_CPU;
+    v.ndim = 4;
+    v.shape = cache_shape;
+    wharf_ok(wharf_constant_map_set(weights, name, &v), "cache");
+  }
+  wharf_ok(wharf_model_load(x.rt, (dir + "/tiny_decoder.so").c_str(), weights, nullptr, &x.model), "model_load");
+  x.c = wharf_model_container(x.model);
+
+  cudaStream_t s0;
+  CUDA_OK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
+  decode(x, s0, 48);  // warm-up: instances, folding, allocator
+  const int steps = 480;
+  Stats one = stats(decode(x, s0, steps));
+
+  // Run overhead: begin + end with no work (a session, as the model's runs have).
+  wharf_session* s = nullptr;
+  wharf_ok(wharf_session_create(x.rt, &x.c, 1, nullptr, &s), "session");
+  std::vector<double> ov;
+  for (int i = 0; i < 2000; ++i) {
+    auto t0 = Clock::now();
+    wharf_run* run = nullptr;
+    wharf_ok(wharf_run_begin(x.c, s, s0, &run), "run_begin");
+    wharf_ok(wharf_run_end(run), "run_end");
+    ov.push_back(us_since(t0));
+  }
+  CUDA_OK(cudaStreamSynchronize(s0));
+  wharf_session_free(s);
+  Stats overhead = stats(ov);
+
+  // N conversations on N streams from N threads: aggregate steps per second.
+  const int n = 4;
+  std::vector<cudaStream_t> streams(n);
+  for (auto& st : streams) CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int i = 0; i < n; ++i) decode(x, streams[i], 8);  // an instance per conversation
+  auto t0 = Clock::now();
+  std::vector<std::thread> ts;
+  for (int i = 0; i < n; ++i) ts.emplace_back([&, i] { decode(x, streams[i], steps / 4); });
+  for (auto& t : ts) t.join();
+  const double par = n * (steps / 4) / seconds_since(t0);
+  const double seq = 1e6 / one.med;
+
+  std::printf("model_bench: tiny decoder (AOTInductor, no libtorch), %d decode steps, one token each\n", steps);
+  std::printf("%-46s %10s %10s %10s\n", "", "median", "min", "max");
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "wharf decode step (begin+model+read+end)", one.med, one.lo, one.hi);
+  std::printf("%-46s %8.2f us %8.2f us %8.2f us\n", "wharf run overhead (begin+end, no work)", overhead.med, overhead.lo,
+              overhead.hi);
+  std::printf("%-46s %8.0f /s  (1 conversation: %.0f /s, %.2fx)\n", "4 conversations on 4 streams, steps", par, seq,
+              par / seq);
+  if (!csv.empty()) {
+    if (FILE* f = std::fopen(csv.c_str(), "w")) {
+      std::fprintf(f, "metric,median_us,min_us,max_us\n");
+      std::fprintf(f, "wharf_decode_step,%.3f,%.3f,%.3f\n", one.med, one.lo, one.hi);
+      std::fprintf(f, "wharf_run_overhead,%.3f,%.3f,%.3f\n", overhead.med, overhead.lo, overhead.hi);
+      std::fprintf(f, "wharf_4_streams_steps_per_s,%.1f,,\n", par);
+      std::fprintf(f, "wharf_1_stream_steps_per_s,%.1f,,\n", seq);
+      std::fclose(f);
+    }
+  }
+  for (auto& st : streams) cudaStreamDestroy(st);
+  cudaStreamDestroy(s0);
+  wharf_model_free(x.model);
+  wharf_constant_map_free(weights);
+  wharf_runtime_free(x.rt);
+  return 0;
+}
