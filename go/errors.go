@@ -1,7 +1,7 @@
 package wharf
 
 /*
-#include "wharf/wharf.h"
+#include "wharf.h"
 */
 import "C"
 

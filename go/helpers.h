@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wharf/wharf.h"
+#include "wharf.h"
 
 /* wharf_constant_map_set with the view's shape and strides passed separately (they may
  * be Go memory: the map copies them). view->shape and view->strides are ignored. */

@@ -2,7 +2,7 @@ package wharf
 
 /*
 #include <stdlib.h>
-#include "wharf/wharf.h"
+#include "wharf.h"
 */
 import "C"
 

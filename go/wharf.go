@@ -42,15 +42,18 @@
 //
 // # Building
 //
-// The package links against libwharf.so. Point cgo at the build directory, for example:
+// The package carries its own copy of wharf.h and links against libwharf.so found with
+// pkg-config (wharf.pc of an installed prefix), for example:
 //
-//	CGO_LDFLAGS="-L$BUILD -Wl,-rpath,$BUILD" go test ./...
+//	PKG_CONFIG_PATH=/opt/wharf/lib/pkgconfig CGO_LDFLAGS=-Wl,-rpath,/opt/wharf/lib go build
+//
+// With -tags wharf_no_pkg_config it links with -lwharf and takes the directory from
+// CGO_LDFLAGS instead. The experimental tier of wharf.h (models) is compiled only in the
+// files that use it.
 package wharf
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../include
-#cgo LDFLAGS: -lwharf
-#include "wharf/wharf.h"
+#include "wharf.h"
 
 // The binding's structs and constants were written against ABI 1.
 _Static_assert(WHARF_ABI_VERSION == 1, "the Go binding was written for WHARF_ABI_VERSION 1");
@@ -61,6 +64,10 @@ import (
 	"fmt"
 	"sync"
 )
+
+// wharf.h is a copy of the repository's include/wharf/wharf.h, so that the module builds
+// on its own; TestHeaderCopyEqualsPublicHeader keeps the two equal.
+//go:generate cp ../include/wharf/wharf.h wharf.h
 
 // ABIVersion is the ABI major version this binding was written for. The binding refuses
 // (NewRuntime returns an error) a library whose wharf_abi_version() differs.

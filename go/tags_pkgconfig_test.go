@@ -1,0 +1,5 @@
+//go:build !wharf_no_pkg_config
+
+package wharf
+
+func buildTags() []string { return nil }
