@@ -13,7 +13,7 @@ use crate::error::{Code, Error, Result};
 use crate::runtime::Runtime;
 use crate::session::Session;
 use crate::sys;
-use crate::tensor::{num_elements, FoldTensor, RawTensor, TensorView};
+use crate::tensor::{num_elements, FoldTensor, RawTensor, TensorView, TensorViewMut};
 use crate::types::{cstring, Backend, DType, Device, Element, Placement, UpdateTarget};
 
 /// The declaration of one constant of a container.
@@ -453,8 +453,13 @@ impl Container {
     /// Like [`update`](Self::update), computing the derived constants of the generation
     /// being written with `fold`. The callback receives a [`FoldRun`] over that
     /// generation (valid only during the call), writes the derived constants through
-    /// their pointers, or launches work on [`FoldRun::stream`]. It must not call methods
-    /// of this container.
+    /// their pointers, or launches work on [`FoldRun::stream`]. It runs on the calling
+    /// thread. Calls it makes back into the API answer instead of hanging: another update
+    /// of this container gets `Busy`, a weight store's update or swap from inside that
+    /// store's fold `FailedPrecondition`, a swap or `free_inactive` during an in-place
+    /// update `Busy`; a run begun inside it sees the weights before the update (and a swap
+    /// under an update into the inactive generation makes that update fail with `Busy`,
+    /// since its derived constants were computed from the old base).
     ///
     /// If `fold` returns an error the update is aborted and changes nothing. The error
     /// crosses the C API as a status (`wharf_status_create`): a [`wharf::Error`](Error)
@@ -724,7 +729,7 @@ impl Container {
             .ok_or_else(|| Error::new(Code::Internal, "wharf_run_begin returned NULL"))?;
         Ok(Run {
             raw,
-            _container: PhantomData,
+            container: self,
         })
     }
 }
@@ -780,7 +785,7 @@ unsafe fn run_read(
 #[derive(Debug)]
 pub struct Run<'c> {
     raw: NonNull<sys::wharf_run>,
-    _container: PhantomData<&'c Container>,
+    container: &'c Container,
 }
 
 // SAFETY: see the type's documentation; ending (Drop/end) needs `self` by value.
@@ -793,10 +798,12 @@ impl Run<'_> {
     /// storage (device memory on a CUDA runtime; host memory on the host backend or for
     /// [`Placement::Host`], readable with [`TensorView::as_slice`]). Errors: `NotFound`.
     ///
-    /// Session state is the memory a run is meant to modify: your kernels write it through
-    /// [`TensorView::data_ptr`] (on the host backend, plain host memory that host code may
-    /// write). Such writes are outside the borrow checker's view: do not keep a slice from
-    /// [`as_slice`](TensorView::as_slice) of a state across them.
+    /// Session state is the memory a run is meant to modify: write it through
+    /// [`state_mut`](Self::state_mut), which borrows the run mutably (so no view from
+    /// `tensor` is alive meanwhile). A slice from [`TensorView::as_slice`] never changes
+    /// while it lives: constants are never written while a run has them pinned (in-place
+    /// updates included), and state only through `state_mut` (or your own kernels, on
+    /// device memory, which `as_slice` does not hand out).
     pub fn tensor(&self, fqn: &str) -> Result<TensorView<'_>> {
         let cfqn = cstring(fqn, "constant name")?;
         // SAFETY: all-zero is a valid view to be overwritten.
@@ -812,6 +819,109 @@ impl Run<'_> {
                 &mut v,
             ))?;
             TensorView::from_c(&v)
+        }
+    }
+
+    /// A mutable view of session state `fqn` (a state the run's container declares),
+    /// borrowed from the run: the safe way to write a session's state from host code.
+    /// On the host backend the state is host memory, written in place with
+    /// [`TensorViewMut::as_mut_slice`] or [`TensorViewMut::copy_from_slice`]; on CUDA it is
+    /// device memory for your kernels on [`stream`](Self::stream)
+    /// ([`TensorViewMut::data_ptr_mut`]).
+    ///
+    /// The view borrows the run mutably, so no [`TensorView`] of the run is alive while it
+    /// is (a slice from [`TensorView::as_slice`] never sees a state change under it), and
+    /// it cannot outlive the run. Constants are never writable: other runs share them.
+    /// Errors: `InvalidArgument` (`fqn` is a constant), `NotFound` (the container declares
+    /// no state `fqn`, or the run has no session).
+    ///
+    /// ```
+    /// # fn main() -> wharf::Result<()> {
+    /// # use wharf::{Backend, Container, ContainerOptions, DType, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl};
+    /// # let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+    /// # let opts = ContainerOptions::new().state(StateDecl::new("kv", DType::F32, &[4]));
+    /// # let model = Container::with_options(&rt, &opts)?;
+    /// # model.update(&wharf::ConstantMap::new()?, &wharf::UpdateOptions::new())?;
+    /// # model.swap()?;
+    /// let mut session = Session::new(&rt, &[&model], &SessionOptions::new())?;
+    /// let mut run = model.begin_run_with_session(&mut session)?;
+    /// run.state_mut("kv")?.copy_from_slice(&[1.0f32, 2.0, 3.0, 4.0])?;
+    /// run.state_mut("kv")?.as_mut_slice::<f32>()?[0] = 0.5;
+    /// assert_eq!(run.tensor("kv")?.as_slice::<f32>()?, &[0.5, 2.0, 3.0, 4.0]);
+    /// run.end()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// A slice read from the run cannot be alive while the state is written:
+    ///
+    /// ```compile_fail,E0502
+    /// # fn main() -> wharf::Result<()> {
+    /// # use wharf::{Backend, Container, ContainerOptions, DType, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl};
+    /// # let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+    /// # let opts = ContainerOptions::new().state(StateDecl::new("kv", DType::F32, &[4]));
+    /// # let model = Container::with_options(&rt, &opts)?;
+    /// let mut session = Session::new(&rt, &[&model], &SessionOptions::new())?;
+    /// let mut run = model.begin_run_with_session(&mut session)?;
+    /// let seen = run.tensor("kv")?.as_slice::<f32>()?;
+    /// run.state_mut("kv")?.as_mut_slice::<f32>()?[0] = 1.0; // error: `run` is borrowed
+    /// assert_eq!(seen[0], 0.0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// Nor can a mutable view outlive its run:
+    ///
+    /// ```compile_fail,E0505
+    /// # fn main() -> wharf::Result<()> {
+    /// # use wharf::{Backend, Container, ContainerOptions, DType, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl};
+    /// # let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+    /// # let opts = ContainerOptions::new().state(StateDecl::new("kv", DType::F32, &[4]));
+    /// # let model = Container::with_options(&rt, &opts)?;
+    /// let mut session = Session::new(&rt, &[&model], &SessionOptions::new())?;
+    /// let mut run = model.begin_run_with_session(&mut session)?;
+    /// let kv = run.state_mut("kv")?.into_mut_slice::<f32>()?;
+    /// run.end()?; // error: `run` is borrowed by `kv`
+    /// kv[0] = 1.0;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn state_mut(&mut self, fqn: &str) -> Result<TensorViewMut<'_>> {
+        let states = self.container.states()?;
+        if !states.iter().any(|s| s.fqn == fqn) {
+            let constant = (0..self.container.num_constants())
+                .filter_map(|i| self.container.constant_info(i).ok())
+                .any(|c| c.fqn == fqn);
+            let container = self.container.name();
+            return Err(if constant {
+                Error::invalid(format!(
+                    "Run::state_mut: '{fqn}' is a constant of container '{container}': constants are read-only (runs share them); update them instead"
+                ))
+            } else {
+                Error::new(
+                    Code::NotFound,
+                    format!("Run::state_mut: container '{container}' declares no state '{fqn}'"),
+                )
+            });
+        }
+        let cfqn = cstring(fqn, "state name")?;
+        // SAFETY: all-zero is a valid view to be overwritten.
+        let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
+        v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
+        // SAFETY: a live run. `fqn` is a state of this container (a state's name is never
+        // a constant's, so wharf_run_tensor resolves the session's buffer). The run holds
+        // its session exclusively (one run at a time; no reset or fork meanwhile), the
+        // buffer stays allocated while the run is open, and `&mut self` makes the view the
+        // only access to the run while it lives. On the host backend begin waited for the
+        // state's initialisation and nothing else is queued on it; on CUDA it is device
+        // memory, which the view never touches from the host.
+        unsafe {
+            Error::check(sys::wharf_run_tensor(
+                self.raw.as_ptr(),
+                cfqn.as_ptr(),
+                &mut v,
+            ))?;
+            TensorViewMut::from_c(&v)
         }
     }
 

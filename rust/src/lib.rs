@@ -89,7 +89,7 @@ pub use log::{reset_log_callback, set_log_callback};
 pub use runtime::{DeviceInfo, MemoryStats, Runtime, RuntimeOptions};
 pub use session::{Session, SessionOptions};
 pub use store::{WeightStore, WeightStoreStats};
-pub use tensor::{FoldTensor, RawTensor, TensorView};
+pub use tensor::{FoldTensor, RawTensor, TensorView, TensorViewMut};
 pub use types::{Backend, DType, Device, Element, LogLevel, MemoryTag, Placement, UpdateTarget};
 
 /// The ABI major version this binding was written for. [`check_version`] (called by

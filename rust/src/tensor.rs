@@ -1,5 +1,6 @@
-//! Tensor views: [`TensorView`] (read from the library), [`RawTensor`] (handed to it
-//! through `unsafe` functions) and [`FoldTensor`] (inside a fold callback).
+//! Tensor views: [`TensorView`] (read from the library), [`TensorViewMut`] (a run's
+//! session state, to write), [`RawTensor`] (handed to the library through `unsafe`
+//! functions) and [`FoldTensor`] (inside a fold callback).
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -260,6 +261,180 @@ impl<'a> TensorView<'a> {
                 T::DTYPE
             )));
         }
+        Ok(())
+    }
+}
+
+/// A mutable view of one session state of an open run ([`Run::state_mut`]): the memory a
+/// run is meant to modify (a KV cache, a recurrent state). It borrows the run mutably, so
+/// nothing else of the run (no [`TensorView`] of it, no second mutable view, no
+/// [`Run::read`]) is alive while it is, and it cannot outlive the run.
+///
+/// Host memory (the host backend) is read and written in place with
+/// [`as_mut_slice`](Self::as_mut_slice) and [`copy_from_slice`](Self::copy_from_slice). On
+/// a CUDA runtime the state is device memory: hand [`data_ptr_mut`](Self::data_ptr_mut) to
+/// your kernels on the run's stream ([`Run::stream`]); the slice functions refuse it.
+///
+/// [`Run::state_mut`]: crate::Run::state_mut
+/// [`Run::stream`]: crate::Run::stream
+/// [`Run::read`]: crate::Run::read
+#[derive(Debug)]
+pub struct TensorViewMut<'a> {
+    data: *mut c_void,
+    meta: Meta,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+// SAFETY: an exclusive borrow of memory (like `&'a mut [u8]`) plus owned metadata.
+unsafe impl Send for TensorViewMut<'_> {}
+// SAFETY: `&TensorViewMut` only reads (like `&&mut [u8]`).
+unsafe impl Sync for TensorViewMut<'_> {}
+
+impl<'a> TensorViewMut<'a> {
+    /// # Safety
+    ///
+    /// `v` was filled by the library; its data is memory that nothing else reads or writes
+    /// for `'a` (the state of a run borrowed mutably for `'a`, whose stream has no work
+    /// pending on it), readable and writable by the host when it is host memory.
+    pub(crate) unsafe fn from_c(v: &sys::wharf_tensor_view) -> Result<TensorViewMut<'a>> {
+        // SAFETY: forwarded from the caller.
+        let meta = unsafe { Meta::from_c(v)? };
+        Ok(TensorViewMut {
+            data: v.data,
+            meta,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// The address of the first element (a device pointer for [`Device::Cuda`]).
+    pub fn data_ptr(&self) -> *const c_void {
+        self.data
+    }
+
+    /// The address of the first element, for writing (a device pointer for
+    /// [`Device::Cuda`], for kernels on the run's stream).
+    pub fn data_ptr_mut(&mut self) -> *mut c_void {
+        self.data
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.meta.dtype
+    }
+
+    /// Where the memory lives.
+    pub fn device(&self) -> Device {
+        self.meta.device
+    }
+
+    /// The dimensions (empty for a scalar).
+    pub fn shape(&self) -> &[i64] {
+        &self.meta.shape
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn num_elements(&self) -> usize {
+        self.meta.num_elements()
+    }
+
+    /// The size of the elements in bytes.
+    pub fn num_bytes(&self) -> usize {
+        self.num_elements() * self.meta.dtype.size()
+    }
+
+    /// Checks that the view is contiguous host memory of `T` elements, aligned for `T`;
+    /// returns the pointer and the element count.
+    fn host_slice_parts<T: Element>(&self, what: &str) -> Result<(*mut T, usize)> {
+        if self.meta.dtype != T::DTYPE {
+            return Err(Error::invalid(format!(
+                "TensorViewMut::{what}: the state has dtype {}, the Rust type is {}",
+                self.meta.dtype,
+                T::DTYPE
+            )));
+        }
+        if self.meta.device != Device::Cpu || !self.meta.is_contiguous() {
+            return Err(Error::invalid(format!(
+                "TensorViewMut::{what}: the state is not contiguous host memory ({:?}); write it with your kernels through data_ptr_mut()",
+                self.meta.device
+            )));
+        }
+        let n = self.num_elements();
+        if n == 0 {
+            return Ok((std::ptr::NonNull::<T>::dangling().as_ptr(), 0));
+        }
+        if self.data.is_null() || self.data.align_offset(std::mem::align_of::<T>()) != 0 {
+            return Err(Error::invalid(format!(
+                "TensorViewMut::{what}: the data is not aligned for {}",
+                T::DTYPE
+            )));
+        }
+        Ok((self.data.cast::<T>(), n))
+    }
+
+    /// The state as a slice, if it is contiguous host memory of `T`. Errors
+    /// ([`Code::InvalidArgument`](crate::Code)): another dtype, device memory, misaligned.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        let (p, n) = self.host_slice_parts::<T>("as_slice")?;
+        // SAFETY: n elements of host memory that only this view accesses for 'a (from_c's
+        // contract), aligned, every bit pattern a valid T (Element is sealed to plain
+        // numbers); the shared borrow of self keeps the mutable uses out.
+        Ok(unsafe { std::slice::from_raw_parts(p.cast_const(), n) })
+    }
+
+    /// The state as a mutable slice, if it is contiguous host memory of `T`. Errors as
+    /// [`as_slice`](Self::as_slice).
+    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
+        let (p, n) = self.host_slice_parts::<T>("as_mut_slice")?;
+        // SAFETY: as in as_slice, and the exclusive borrow of self makes this the only
+        // access for the slice's lifetime.
+        Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+
+    /// The state as a mutable slice for the whole borrow of the run. Errors as
+    /// [`as_slice`](Self::as_slice).
+    pub fn into_mut_slice<T: Element>(self) -> Result<&'a mut [T]> {
+        let (p, n) = self.host_slice_parts::<T>("into_mut_slice")?;
+        // SAFETY: as in as_mut_slice; the view is consumed, so the slice is the only
+        // access for 'a.
+        Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+
+    /// Copies `src` over the whole state (host memory; any alignment). Errors:
+    /// `InvalidArgument` (another dtype or length, device memory).
+    pub fn copy_from_slice<T: Element>(&mut self, src: &[T]) -> Result<()> {
+        if self.meta.dtype != T::DTYPE {
+            return Err(Error::invalid(format!(
+                "TensorViewMut::copy_from_slice: the state has dtype {}, the Rust type is {}",
+                self.meta.dtype,
+                T::DTYPE
+            )));
+        }
+        if self.meta.device != Device::Cpu || !self.meta.is_contiguous() {
+            return Err(Error::invalid(format!(
+                "TensorViewMut::copy_from_slice: the state is not contiguous host memory ({:?}); write it with your kernels through data_ptr_mut()",
+                self.meta.device
+            )));
+        }
+        if src.len() != self.num_elements() {
+            return Err(Error::invalid(format!(
+                "TensorViewMut::copy_from_slice: the state has {} elements, the slice {}",
+                self.num_elements(),
+                src.len()
+            )));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the state holds exactly size_of_val(src) bytes of host memory that only
+        // this view accesses (from_c's contract); byte copies need no alignment; `src` is
+        // a Rust slice, so it cannot overlap memory this view borrows exclusively.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src.as_ptr().cast::<u8>(),
+                self.data.cast::<u8>(),
+                std::mem::size_of_val(src),
+            )
+        };
         Ok(())
     }
 }

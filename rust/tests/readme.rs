@@ -80,12 +80,12 @@ fn readme_store_and_sessions() -> wharf::Result<()> {
     // 2. A session is one conversation: one "kv" buffer for both containers, allocated at
     //    its first run. A run borrows its session mutably: one run at a time.
     let mut chat = Session::new(&rt, &[&prefill, &decode], &SessionOptions::new())?;
-    let run = prefill.begin_run_with_session(&mut chat)?;
-    let kv = run.tensor("kv")?;
-    assert_eq!(kv.as_slice::<f32>()?, &[0.0; 4]); // starts from zeros (or its initial value)
-                                                  // Your kernels write the state through kv.data_ptr(); on the host backend it is host
-                                                  // memory. SAFETY: 4 floats of this session's state; no slice of it is alive.
-    unsafe { kv.data_ptr().cast_mut().cast::<f32>().write(7.0) };
+    let mut run = prefill.begin_run_with_session(&mut chat)?;
+    // The state starts from zeros (or its initial value).
+    assert_eq!(run.tensor("kv")?.as_slice::<f32>()?, &[0.0; 4]);
+    // Write it through a mutable view borrowed from the run (host memory on the host
+    // backend; on a GPU, hand `data_ptr_mut()` to your kernels on `run.stream()`).
+    run.state_mut("kv")?.as_mut_slice::<f32>()?[0] = 7.0;
     run.end()?;
     let run = decode.begin_run_with_session(&mut chat)?;
     assert_eq!(run.read_to_vec::<f32>("kv")?, [7.0, 0.0, 0.0, 0.0]);

@@ -64,23 +64,13 @@ fn read(run: &Run<'_>, fqn: &str) -> Vec<f32> {
     run.read_to_vec::<f32>(fqn).expect("read_to_vec")
 }
 
-/// Writes `values` into state `fqn` through the pointer the run resolves (host memory on
+/// Writes `values` into state `fqn` through the run's safe mutable view (host memory on
 /// the host backend).
-fn write_state(run: &Run<'_>, fqn: &str, values: &[f32]) {
-    let t = run.tensor(fqn).expect("state tensor");
+fn write_state(run: &mut Run<'_>, fqn: &str, values: &[f32]) {
+    let mut t = run.state_mut(fqn).expect("state_mut");
     assert_eq!(t.device(), Device::Cpu);
     assert_eq!(t.dtype(), DType::F32);
-    assert_eq!(t.num_elements(), values.len());
-    // SAFETY: host memory holding exactly `values.len()` f32s of this session's state; the
-    // run holds the session (no other run, reset or fork can touch it), begin waited for
-    // its initialisation, and no slice of it is alive.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            values.as_ptr(),
-            t.data_ptr().cast_mut().cast::<f32>(),
-            values.len(),
-        )
-    };
+    t.copy_from_slice(values).expect("copy_from_slice");
 }
 
 // ---- weight store ----------------------------------------------------------------------
@@ -583,7 +573,7 @@ fn sessions_are_isolated() -> wharf::Result<()> {
         }]
     );
 
-    let run = c.begin_run_with_session(&mut a)?;
+    let mut run = c.begin_run_with_session(&mut a)?;
     let t = run.tensor("kv")?;
     assert_eq!((t.dtype(), t.shape()), (DType::F32, &KV[..]));
     assert_eq!(
@@ -593,14 +583,14 @@ fn sessions_are_isolated() -> wharf::Result<()> {
     );
     assert_eq!(read(&run, "w"), [1.0, 2.0], "constants resolve first");
     let pa = ptr(&run, "kv");
-    write_state(&run, "kv", &[1.0, 2.0, 3.0, 4.0]);
+    write_state(&mut run, "kv", &[1.0, 2.0, 3.0, 4.0]);
     assert_eq!(read(&run, "kv"), [1.0, 2.0, 3.0, 4.0]);
     run.end()?;
 
-    let run = c.begin_run_with_session(&mut b)?;
+    let mut run = c.begin_run_with_session(&mut b)?;
     assert_ne!(ptr(&run, "kv"), pa);
     assert_eq!(read(&run, "kv"), [0.0; 4], "untouched by the other session");
-    write_state(&run, "kv", &[-1.0; 4]);
+    write_state(&mut run, "kv", &[-1.0; 4]);
     run.end()?;
 
     let run = c.begin_run_with_session(&mut a)?;
@@ -638,14 +628,14 @@ fn sessions_on_many_threads_are_independent() {
             thread::spawn(move || {
                 let mut s = session(&rt, &[&c]);
                 for i in 0..20 {
-                    let run = c.begin_run_with_session(&mut s).expect("run");
+                    let mut run = c.begin_run_with_session(&mut s).expect("run");
                     let want = if i == 0 {
                         0.0
                     } else {
                         (t * 100 + i - 1) as f32
                     };
                     assert_eq!(read(&run, "kv"), [want; 4]);
-                    write_state(&run, "kv", &[(t * 100 + i) as f32; 4]);
+                    write_state(&mut run, "kv", &[(t * 100 + i) as f32; 4]);
                     run.end().expect("end");
                 }
             })
@@ -678,9 +668,9 @@ fn a_state_shared_by_two_containers_is_one_buffer() -> wharf::Result<()> {
     let mut s = session(&rt, &[&prefill, &decode]);
     assert_eq!(s.state_bytes(), 16 + 8, "kv counted once");
 
-    let run = prefill.begin_run_with_session(&mut s)?;
+    let mut run = prefill.begin_run_with_session(&mut s)?;
     let p = ptr(&run, "kv");
-    write_state(&run, "kv", &[1.0, 2.0, 3.0, 4.0]);
+    write_state(&mut run, "kv", &[1.0, 2.0, 3.0, 4.0]);
     run.end()?;
     let run = decode.begin_run_with_session(&mut s)?;
     assert_eq!(ptr(&run, "kv"), p, "one buffer for both containers");
@@ -718,31 +708,31 @@ fn fork_copies_then_diverges() -> wharf::Result<()> {
     );
     initial.fill(-1.0); // captured at creation: later changes do not matter
     let mut s = session(&rt, &[&c]);
-    let run = c.begin_run_with_session(&mut s)?;
+    let mut run = c.begin_run_with_session(&mut s)?;
     assert_eq!(read(&run, "kv"), init, "starts from the initial value");
-    write_state(&run, "kv", &[5.0, 6.0, 7.0, 8.0]);
+    write_state(&mut run, "kv", &[5.0, 6.0, 7.0, 8.0]);
     let ps = ptr(&run, "kv");
     run.end()?;
 
     let mut f = s.fork()?;
     assert_eq!(f.state_bytes(), 16);
-    let run = c.begin_run_with_session(&mut f)?;
+    let mut run = c.begin_run_with_session(&mut f)?;
     assert_ne!(ptr(&run, "kv"), ps, "a fork has its own buffer");
     assert_eq!(
         read(&run, "kv"),
         [5.0, 6.0, 7.0, 8.0],
         "a copy of the source"
     );
-    write_state(&run, "kv", &[9.0, 10.0, 11.0, 12.0]);
+    write_state(&mut run, "kv", &[9.0, 10.0, 11.0, 12.0]);
     run.end()?;
 
-    let run = c.begin_run_with_session(&mut s)?;
+    let mut run = c.begin_run_with_session(&mut s)?;
     assert_eq!(
         read(&run, "kv"),
         [5.0, 6.0, 7.0, 8.0],
         "the source is untouched"
     );
-    write_state(&run, "kv", &[0.0; 4]);
+    write_state(&mut run, "kv", &[0.0; 4]);
     run.end()?;
     let run = c.begin_run_with_session(&mut f)?;
     assert_eq!(read(&run, "kv"), [9.0, 10.0, 11.0, 12.0]);
@@ -771,9 +761,9 @@ fn reset_restores_initial_values_and_state_survives_swaps() -> wharf::Result<()>
     );
     let mut s = session(&rt, &[&c]);
     s.reset()?; // before the first run: nothing to do
-    let run = c.begin_run_with_session(&mut s)?;
-    write_state(&run, "kv", &[7.0; 4]);
-    write_state(&run, "z", &[3.0; 2]);
+    let mut run = c.begin_run_with_session(&mut s)?;
+    write_state(&mut run, "kv", &[7.0; 4]);
+    write_state(&mut run, "z", &[3.0; 2]);
     run.end()?;
 
     // A weight swap leaves the state alone.
@@ -786,10 +776,10 @@ fn reset_restores_initial_values_and_state_survives_swaps() -> wharf::Result<()>
 
     s.reset()?;
     let mut f = s.fork()?; // ordered after the reset on the device
-    let run = c.begin_run_with_session(&mut s)?;
+    let mut run = c.begin_run_with_session(&mut s)?;
     assert_eq!(read(&run, "kv"), init);
     assert_eq!(read(&run, "z"), [0.0; 2]);
-    write_state(&run, "kv", &[6.0; 4]);
+    write_state(&mut run, "kv", &[6.0; 4]);
     run.end()?;
     let run = c.begin_run_with_session(&mut f)?;
     assert_eq!(read(&run, "kv"), init, "the fork copied the reset state");
@@ -1125,8 +1115,8 @@ fn session_dropped_before_its_containers() -> wharf::Result<()> {
     let c = model(&rt, "m", vec![StateDecl::new("kv", DType::F32, &KV)], 0);
     let base = state_memory(&rt);
     let mut s = session(&rt, &[&c]);
-    let run = c.begin_run_with_session(&mut s)?;
-    write_state(&run, "kv", &[1.0; 4]);
+    let mut run = c.begin_run_with_session(&mut s)?;
+    write_state(&mut run, "kv", &[1.0; 4]);
     run.end()?;
     drop(s);
     assert_eq!(state_memory(&rt), base);
@@ -1149,8 +1139,8 @@ fn containers_store_and_runtime_dropped_before_the_session() -> wharf::Result<()
             .state(StateDecl::new("kv", DType::F32, &KV)),
     )?;
     let mut s = session(&rt, &[&c]);
-    let run = c.begin_run_with_session(&mut s)?;
-    write_state(&run, "kv", &[4.0; 4]);
+    let mut run = c.begin_run_with_session(&mut s)?;
+    write_state(&mut run, "kv", &[4.0; 4]);
     run.end()?;
     drop(store);
     drop(c);
