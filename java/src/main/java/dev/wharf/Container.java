@@ -125,6 +125,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   /** Runs {@code creator} holding the locks of the runtime and of the options' store. */
   private static Container withParents(WharfRuntime runtime, ContainerOptions options, Creator creator) {
     WeightStore store = options.store();
+    if (store != null) FoldCall.refuseIfUpdating(store, "creating a container in it");
     List<NativeHandle<?>> parents = store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store);
     return withPointers(parents, () -> creator.create(runtime.pointerWhileLocked(),
         store == null ? null : store.pointerWhileLocked()));
@@ -288,7 +289,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
         if (options.fold() == null) {
           WharfNative.wharf_container_update(c, m, o);
         } else {
-          FoldCall call = new FoldCall(options.fold(), describe());
+          FoldCall call = new FoldCall(options.fold(), this);
           call.around(() -> WharfNative.wharf_swig_container_update_fold(c, m, o, call));
         }
         return null;
@@ -404,6 +405,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * @throws IllegalStateException if the container has been closed
    */
   public Run beginRun() {
+    FoldCall.refuseIfUpdating(this, "beginning a run");
     return withPointer(c -> Run.begin(this, c, null, null));
   }
 
@@ -423,6 +425,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    */
   public Run beginRun(Session session) {
     if (session == null) return beginRun();
+    FoldCall.refuseIfUpdating(this, "beginning a run");
     return withPointers(Arrays.asList(this, session),
         () -> Run.begin(this, pointerWhileLocked(), session, session.pointerWhileLocked()));
   }

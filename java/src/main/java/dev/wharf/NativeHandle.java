@@ -43,8 +43,8 @@ abstract class NativeHandle<P> implements AutoCloseable {
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private final List<NativeHandle<?>> parents; // distinct, unmodifiable
   private final long creationOrder = CREATED.getAndIncrement();
-  private P pointer;      // guarded by lock; null once the native object has been freed
-  private boolean closed; // guarded by lock
+  private P pointer;      // written under synchronized(this) (and the write lock, or once closed); null once freed
+  private boolean closed; // written under the write lock and synchronized(this)
   private int dependents; // guarded by synchronized(this)
 
   /** Takes ownership of {@code pointer}, for a handle that depends on no other. */
@@ -108,8 +108,14 @@ abstract class NativeHandle<P> implements AutoCloseable {
     }
   }
 
-  /** Runs {@code op} with the native pointer under the write lock (no other operation runs). */
+  /**
+   * Runs {@code op} with the native pointer under the write lock (no other operation runs).
+   *
+   * @throws IllegalStateException when the calling thread is itself using this handle (a
+   *     fold callback of an update that reads it): waiting would never end
+   */
   final <R> R withPointerExclusive(Function<P, R> op) {
+    refuseUpgrade("modified");
     ReentrantReadWriteLock.WriteLock write = lock.writeLock();
     write.lock();
     try {
@@ -178,12 +184,13 @@ abstract class NativeHandle<P> implements AutoCloseable {
   @Override
   public void close() {
     P toFree = null;
+    refuseUpgrade("closed");
     ReentrantReadWriteLock.WriteLock write = lock.writeLock();
     write.lock();
     try {
       if (closed) return;
-      closed = true;
       synchronized (this) { // a fork registers with closed parents without their lock
+        closed = true;
         if (dependents == 0) {
           toFree = pointer;
           pointer = null;
@@ -206,21 +213,30 @@ abstract class NativeHandle<P> implements AutoCloseable {
   }
 
   private void dependentFreed() {
+    // No lock: once closed is set (under the write lock), no operation reads the pointer any
+    // more (they throw before), so the last dependent may free it without waiting for
+    // readers. Not taking the write lock matters: the thread freeing a dependent may hold
+    // this handle's read lock (a run closed inside a fold callback of its container's update).
     P toFree = null;
-    ReentrantReadWriteLock.WriteLock write = lock.writeLock();
-    write.lock();
-    try {
-      synchronized (this) {
-        dependents--;
-        if (dependents == 0 && closed && pointer != null) {
-          toFree = pointer;
-          pointer = null;
-        }
+    synchronized (this) {
+      dependents--;
+      if (dependents == 0 && closed && pointer != null) {
+        toFree = pointer;
+        pointer = null;
       }
-    } finally {
-      write.unlock();
     }
     if (toFree != null) freeAndReleaseParent(toFree);
+  }
+
+  /**
+   * Throws when the calling thread holds this handle's read lock, instead of waiting for the
+   * write lock forever (a read lock cannot be upgraded).
+   */
+  private void refuseUpgrade(String what) {
+    if (lock.getReadHoldCount() > 0) {
+      throw new IllegalStateException(describe() + " cannot be " + what + " by a thread that is using it"
+          + " (from a fold callback of an update that reads it, for example)");
+    }
   }
 
   private void freeAndReleaseParent(P toFree) {

@@ -103,7 +103,10 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
     Objects.requireNonNull(options, "options");
     List<Container> list = Collections.unmodifiableList(new ArrayList<>(Objects.requireNonNull(containers, "containers")));
     if (list.isEmpty()) throw new IllegalArgumentException("a session needs at least one container");
-    for (Container c : list) Objects.requireNonNull(c, "containers contains null");
+    for (Container c : list) {
+      Objects.requireNonNull(c, "containers contains null");
+      FoldCall.refuseIfUpdating(c, "creating a session over it");
+    }
     List<NativeHandle<?>> parents = new ArrayList<>();
     parents.add(runtime);
     parents.addAll(list);

@@ -134,7 +134,7 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
         if (options.fold() == null) {
           WharfNative.wharf_weight_store_update(s, m, o);
         } else {
-          FoldCall call = new FoldCall(options.fold(), describe());
+          FoldCall call = new FoldCall(options.fold(), this);
           call.around(() -> WharfNative.wharf_swig_weight_store_update_fold(s, m, o, call));
         }
         return null;

@@ -104,4 +104,94 @@ public class FoldTest {
     }).build());
     assertThrows(IllegalStateException.class, () -> kept[0].tensor("w"));
   }
+
+  /** What a callback that called back into the API got: "ok", or its exception's class and code. */
+  private interface Reentry {
+    void call() throws Exception;
+  }
+
+  /**
+   * Runs {@code update} (which calls {@code fold}-style callbacks running {@code reentry}) on
+   * another thread, and fails if it does not finish within 20 s: a hang is a failure, not a
+   * stuck test run. Returns what the reentrant call did.
+   */
+  private static String outcomeOf(java.util.function.Consumer<Fold> update, Reentry reentry) throws Exception {
+    String[] seen = {"not called"};
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "fold-reentry");
+      t.setDaemon(true); // a hung update must not keep the JVM alive
+      return t;
+    });
+    try {
+      java.util.concurrent.Future<?> done = pool.submit(() -> update.accept(run -> {
+        try {
+          reentry.call();
+          seen[0] = "ok";
+        } catch (WharfException e) {
+          seen[0] = "WharfException " + e.code();
+        } catch (Exception e) {
+          seen[0] = e.getClass().getSimpleName();
+        }
+      }));
+      try {
+        done.get(20, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (java.util.concurrent.TimeoutException hung) {
+        throw new AssertionError("the update hung (its fold callback called back into the API)");
+      }
+      return seen[0];
+    } finally {
+      pool.shutdown();
+    }
+  }
+
+  @Test
+  public void foldCallbacksThatCallBackIntoTheApiGetAnExceptionNeverAHang() throws Exception {
+    model.update(weights, UpdateOptions.builder().fold(FoldTest::transpose).build());
+    model.swap();
+    java.util.function.Consumer<Fold> update = fold -> model.update(weights, UpdateOptions.builder().fold(fold).build());
+    // Calls that would wait for the update they are called from.
+    assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(update, () -> model.beginRun().close()));
+    assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(update, () -> Session.create(runtime, model).close()));
+    assertEquals("IllegalStateException", outcomeOf(update, model::close));
+    assertEquals("IllegalStateException", outcomeOf(update, () -> weights.put("extra", new float[] {1f}, 1)));
+    assertEquals("IllegalStateException", outcomeOf(update, weights::close));
+    // Calls the library refuses itself.
+    assertEquals("WharfException BUSY", outcomeOf(update, () -> model.update(weights,
+        UpdateOptions.builder().fold(FoldTest::transpose).build())));
+    assertEquals("WharfException BUSY", outcomeOf(update, () -> model.update(weights,
+        UpdateOptions.builder().target(UpdateTarget.ACTIVE_IN_PLACE).fold(FoldTest::transpose).build())));
+    // Calls that work: closing a run of the container begun before the update (it frees the
+    // run while the update holds the container), reading it, using the runtime.
+    Run before = model.beginRun();
+    assertEquals("ok", outcomeOf(update, before::close));
+    assertTrue(before.isClosed());
+    assertEquals("ok", outcomeOf(update, model::generation));
+    assertEquals("ok", outcomeOf(update, runtime::synchronize));
+    // The container is still usable, and the last update went through.
+    model.swap();
+    try (Run run = model.beginRun()) {
+      assertEquals(0f, floats(run.tensor("w"))[0], 0f);
+    }
+
+    // A weight store's update: its fold may not create a container in the store, update or
+    // swap the store, or close it.
+    try (WeightStore store = WeightStore.create(runtime)) {
+      ContainerOptions shared = ContainerOptions.builder().store(store).build();
+      try (Container a = Container.create(runtime, "a", Arrays.asList(ConstantDecl.of("w", DType.F32, 2, 3),
+               ConstantDecl.of("wt", DType.F32, 3, 2).derived()), shared)) {
+        java.util.function.Consumer<Fold> storeUpdate = fold -> store.update(weights, UpdateOptions.builder().fold(fold).build());
+        assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(storeUpdate,
+            () -> Container.fromMap(runtime, weights, "b", shared).close()));
+        assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(storeUpdate, () -> store.update(weights,
+            UpdateOptions.builder().fold(FoldTest::transpose).build())));
+        assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(storeUpdate, store::swap));
+        assertEquals("IllegalStateException", outcomeOf(storeUpdate, store::close));
+        store.update(weights, UpdateOptions.builder().fold(FoldTest::transpose).build());
+        store.swap();
+        try (Run run = a.beginRun()) {
+          assertArrayEquals(new float[] {0, 3, 1, 4, 2, 5}, floats(run.tensor("wt")), 0f);
+        }
+      }
+    }
+  }
 }
