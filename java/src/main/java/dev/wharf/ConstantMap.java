@@ -24,7 +24,9 @@ import java.util.Objects;
  *   <li>{@link #put(String, ByteBuffer, DType, long...)} borrows a <em>direct</em> buffer
  *       without copying. The map keeps a strong reference to the buffer until it is closed,
  *       so the buffer's memory cannot be reclaimed while the map may read it. Later writes
- *       to the buffer are seen by the map (by the next update or save).</li>
+ *       to the buffer are seen by the map (by the next update or save). A buffer over
+ *       Wharf's own memory (a run's or another map's tensor) keeps that run or map alive
+ *       until this map is closed.</li>
  *   <li>The array overloads ({@code put(String, float[], long...)} and the others)
  *       <b>copy</b> the array into a new direct buffer that the map keeps: the garbage
  *       collector moves Java arrays, so native code cannot borrow them. Later writes to the
@@ -117,16 +119,24 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
    * strong reference to {@code data} until it is closed, and reads the buffer's current
    * contents whenever it is used.
    *
+   * <p>A buffer over memory Wharf owns ({@link TensorView#asByteBuffer()} of a {@link Run}'s
+   * tensor or of another map's, or a slice of one) is borrowed from that run or map: this
+   * map keeps it alive (a closed run keeps its generation and session, a closed map its data)
+   * until this map is closed, so later updates and saves never read freed memory. A
+   * {@link FoldRun}'s buffer is valid only during its callback and is refused.
+   *
    * @param fqn the tensor's name
    * @param data a direct buffer with at least the tensor's byte size remaining
    * @param dtype the element type
    * @param shape the dimensions (none for a scalar)
    * @throws IllegalArgumentException if {@code data} is not direct, has too few bytes
-   *     remaining, or the shape has a negative dimension or more than 8 dimensions
+   *     remaining, is a fold callback's buffer, or the shape has a negative dimension or more
+   *     than 8 dimensions
    * @throws WharfException {@link WharfException.Code#ALREADY_EXISTS} if the name is in the
    *     map, {@link WharfException.Code#INVALID_ARGUMENT} for an empty name; the map is then
    *     unchanged
-   * @throws IllegalStateException if the map has been closed
+   * @throws IllegalStateException if the map has been closed, or {@code data} is memory of
+   *     a run or map that has been closed
    */
   public void put(String fqn, ByteBuffer data, DType dtype, long... shape) {
     Objects.requireNonNull(fqn, "fqn");
@@ -145,20 +155,45 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
       throw new IllegalArgumentException("constant '" + fqn + "': " + dtype + Arrays.toString(dims)
           + " needs " + bytes + " bytes, but the buffer has " + remaining + " remaining");
     }
+    long base = WharfNative.wharf_swig_direct_buffer_address(data);
+    if (base == 0) {
+      throw new IllegalArgumentException("constant '" + fqn + "': the buffer's address is not available");
+    }
+    long address = base + position;
+    // A buffer over memory Wharf owns (a run's tensor, another map's): keep its owner alive
+    // for as long as this map may read it. Taken before this map's lock (never both at once).
+    NativeHandle<?> owner = ViewRegistry.ownerOf(address, bytes);
+    if (owner == this) owner = null; // this map's own data lives as long as the map
+    if (owner instanceof FoldRun) {
+      throw new IllegalArgumentException("constant '" + fqn + "': the buffer is memory of " + owner.describe()
+          + ", valid only during the callback; copy it (put(String, byte[], DType, long...))");
+    }
+    if (owner != null) {
+      NativeHandle<?> o = owner;
+      try {
+        o.withPointer(p -> {
+          o.retainForKeepAlive();
+          return null;
+        });
+      } catch (IllegalStateException closed) {
+        throw new IllegalStateException("constant '" + fqn + "': the buffer is memory of " + o.describe()
+            + ", which has been closed: its memory may already be freed", closed);
+      }
+    }
+    boolean adopted = false;
     try {
+      NativeHandle<?> o = owner;
       withPointerExclusive(p -> {
-        long base = WharfNative.wharf_swig_direct_buffer_address(data);
-        if (base == 0) {
-          throw new IllegalArgumentException("constant '" + fqn + "': the buffer's address is not available");
-        }
-        WharfNative.wharf_swig_constant_map_set(p, fqn, base + position, dtype.value(),
-            DeviceType.CPU.value(), 0, dims);
+        WharfNative.wharf_swig_constant_map_set(p, fqn, address, dtype.value(), DeviceType.CPU.value(), 0, dims);
         synchronized (borrowed) {
           borrowed.add(data);
         }
+        if (o != null) adoptKeepAlive(o);
         return null;
       });
+      adopted = true;
     } finally {
+      if (owner != null && !adopted) owner.dropKeepAlive();
       Reference.reachabilityFence(data);
     }
   }

@@ -62,8 +62,10 @@ public final class FoldRun extends NativeHandle<SWIGTYPE_p_wharf_run> {
     if (view.deviceType() != DeviceType.CPU) {
       throw new UnsupportedOperationException("constant '" + fqn + "' is in CUDA memory; write it with a kernel");
     }
-    return WharfNative.wharf_swig_byte_view(view.address(), view.byteSize())
-        .order(java.nio.ByteOrder.nativeOrder());
+    return withPointer(p -> {
+      ViewRegistry.handedOut(this, view.address(), view.byteSize());
+      return WharfNative.wharf_swig_byte_view(view.address(), view.byteSize());
+    }).order(java.nio.ByteOrder.nativeOrder());
   }
 
   /**

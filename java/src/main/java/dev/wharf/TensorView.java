@@ -182,6 +182,7 @@ public final class TensorView {
   private ByteBuffer rawBuffer() {
     long size = checkedReadableSize();
     if (size == 0) return ByteBuffer.allocateDirect(0);
+    ViewRegistry.handedOut(owner, address, size);
     return WharfNative.wharf_swig_byte_view(address, size);
   }
 

@@ -290,4 +290,110 @@ public class ConstantMapTest {
       assertClosed("ConstantMap", () -> Container.fromMap(runtime, map, "m"));
     }
   }
+
+  /**
+   * A map that borrows a buffer over another map's memory keeps that map alive: here a
+   * memory-mapped safetensors file, closed (before: unmapped) before the borrowing map is
+   * read. Without the keep-alive the update below read unmapped memory and the JVM died with
+   * SIGSEGV in memcpy.
+   */
+  @Test
+  public void aBufferOverAnotherMapsMemoryKeepsThatMapAlive() {
+    Path file = tmp.getRoot().toPath().resolve("big.safetensors");
+    int n = 1 << 20; // 4 MiB: many pages, unmapped for sure once the mapping goes
+    float[] values = TestSupport.iota(n, 0.5f);
+    try (ConstantMap writer = ConstantMap.create()) {
+      writer.put("w", values, n);
+      writer.save(file);
+    }
+    try (WharfRuntime runtime = TestSupport.hostRuntime();
+         ConstantMap borrower = ConstantMap.create()) {
+      ConstantMap loaded = ConstantMap.loadSafetensors(file);
+      ByteBuffer view = loaded.find("w").asByteBuffer();
+      view.position(4); // a slice of it counts too: elements 1..n-1
+      borrower.put("w", view.slice(), DType.F32, n - 1);
+      loaded.close(); // the mapping stays: the borrower keeps the map alive
+      assertTrue(loaded.isClosed());
+      try (Container c = Container.fromMap(runtime, borrower, "c");
+           Run run = c.beginRun()) {
+        float[] got = TestSupport.readFloats(run, "w");
+        assertEquals(n - 1, got.length);
+        assertEquals(values[1], got[0], 0f);
+        assertEquals(values[n - 1], got[n - 2], 0f);
+      }
+      Path copy = tmp.getRoot().toPath().resolve("copy.safetensors");
+      borrower.save(copy); // reads the borrowed memory again
+      try (ConstantMap reloaded = ConstantMap.loadSafetensors(copy)) {
+        assertEquals(values[n - 1], floats(reloaded.find("w"))[n - 2], 0f);
+      }
+    }
+  }
+
+  /**
+   * A map that borrows a run's tensor keeps the run (and so its generation) alive after the
+   * run is closed, through updates and swaps that would otherwise free that generation.
+   */
+  @Test
+  public void aBufferOverARunsTensorKeepsTheRunsGenerationAlive() {
+    int n = 1 << 18;
+    try (WharfRuntime runtime = TestSupport.hostRuntime();
+         ConstantMap weights = ConstantMap.create();
+         ConstantMap snapshot = ConstantMap.create()) {
+      weights.put("w", TestSupport.iota(n, 1f), n);
+      try (Container c = Container.fromMap(runtime, weights, "c")) {
+        Run run = c.beginRun();
+        snapshot.put("w", run.tensor("w").asByteBuffer(), DType.F32, n);
+        run.close();
+        assertTrue(run.isClosed());
+        for (int i = 0; i < 4; i++) { // the run's generation is no longer active nor inactive
+          try (ConstantMap patch = ConstantMap.create()) {
+            patch.put("w", TestSupport.iota(n, 100f * (i + 2)), n);
+            c.update(patch);
+          }
+          c.swap();
+        }
+        c.freeInactive();
+        runtime.synchronize();
+        try (Container other = Container.fromMap(runtime, snapshot, "other");
+             Run r = other.beginRun()) {
+          float[] got = TestSupport.readFloats(r, "w");
+          assertEquals(1f, got[0], 0f);
+          assertEquals(n, got[n - 1], 0f);
+        }
+      }
+    }
+  }
+
+  @Test
+  public void aFoldRunsBufferIsRefusedAndAClosedOwnersBufferToo() {
+    try (WharfRuntime runtime = TestSupport.hostRuntime();
+         ConstantMap weights = ConstantMap.create();
+         ConstantMap target = ConstantMap.create()) {
+      weights.put("w", new float[] {1f, 2f}, 2);
+      try (Container c = Container.create(runtime, "c", Arrays.asList(ConstantDecl.of("w", DType.F32, 2),
+          ConstantDecl.of("d", DType.F32, 2).derived()))) {
+        String[] seen = {null};
+        c.update(weights, UpdateOptions.builder().fold(run -> {
+          IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+              () -> target.put("d", run.writableBuffer("d"), DType.F32, 2));
+          seen[0] = e.getMessage();
+        }).build());
+        assertTrue(seen[0], seen[0].contains("valid only during the callback"));
+        assertEquals(0, target.size());
+      }
+      // A run closed (and freed) before its buffer is put: its memory is gone, and the map
+      // cannot know it. A run closed while a dependent still holds it is known: refused.
+      try (Container c = Container.fromMap(runtime, weights, "c2")) {
+        Run run = c.beginRun();
+        ByteBuffer buffer = run.tensor("w").asByteBuffer();
+        try (ConstantMap holder = ConstantMap.create()) {
+          holder.put("w", buffer, DType.F32, 2); // holds the run
+          run.close();
+          IllegalStateException e = assertThrows(IllegalStateException.class,
+              () -> target.put("w", buffer, DType.F32, 2));
+          assertTrue(e.getMessage(), e.getMessage().contains("has been closed"));
+        }
+      }
+    }
+  }
 }
