@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -17,9 +18,29 @@ import (
 // and maps whose tensors it borrows alive until it is closed. A map loaded from a
 // safetensors file owns the file's memory mapping. Entries keep insertion order.
 //
-// A ConstantMap is safe for concurrent use (the binding serializes Set against readers).
+// A ConstantMap is safe for concurrent use: calls that read it run at the same time, and
+// Set, which must not change the C map while it is read, fails with ErrBusy while another
+// call (an update from the map, a Find, ...) reads it. Fill a map before sharing it.
 type ConstantMap struct {
-	h handle
+	h  handle
+	rw sync.RWMutex // readers of the C map hold it for reading; Set for writing
+}
+
+// read begins a call that reads the C map: it holds a reference and the content lock for
+// reading until done.
+func (m *ConstantMap) read(op string) (*C.wharf_constant_map, error) {
+	p, err := m.h.acquire(op)
+	if err != nil {
+		return nil, err
+	}
+	m.rw.RLock()
+	return (*C.wharf_constant_map)(p), nil
+}
+
+// done ends a call begun with read.
+func (m *ConstantMap) done() {
+	m.rw.RUnlock()
+	m.h.release()
 }
 
 func newConstantMap(p *C.wharf_constant_map) *ConstantMap {
@@ -87,11 +108,9 @@ func (m *ConstantMap) Set(name string, t Tensor) error {
 		owner = nil // the map's own memory: already alive as long as the map
 	}
 	if owner != nil {
-		if _, err := owner.rlock(what + " (the tensor's owner)"); err != nil {
+		if _, err := owner.acquire(what + " (the tensor's owner)"); err != nil {
 			return err
 		}
-		owner.retain()
-		owner.mu.RUnlock()
 	}
 	err := m.set(what, name, t, owner)
 	if err != nil && owner != nil {
@@ -103,11 +122,18 @@ func (m *ConstantMap) Set(name string, t Tensor) error {
 func (m *ConstantMap) set(what, name string, t Tensor, owner *handle) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	m.h.mu.Lock() // writers exclude readers: the C map must not change while it is read
-	defer m.h.mu.Unlock()
-	if m.h.closed {
-		return &closedError{what, m.h.kind}
+	p, err := m.h.acquire(what)
+	if err != nil {
+		return err
 	}
+	defer m.h.release()
+	// The C map must not change while another call reads it. Set does not wait for
+	// readers: one of them may be the call this goroutine is inside (an update from this
+	// map, whose fold callback calls Set), which would never finish.
+	if !m.rw.TryLock() {
+		return &Error{Code: CodeBusy, Message: what + ": constant '" + name + "': the map is being read by another call"}
+	}
+	defer m.rw.Unlock()
 	view := C.wharf_tensor_view{
 		struct_size:  C.sizeof_wharf_tensor_view,
 		data:         t.Data,
@@ -125,10 +151,12 @@ func (m *ConstantMap) set(what, name string, t Tensor, owner *handle) error {
 	}
 	// view lives in Go memory and holds t.Data: cgo's pointer check rejects (panics) a
 	// Go pointer there, which is exactly the tensor the map must not keep.
-	err := statusError(C.wharf_go_map_set((*C.wharf_constant_map)(m.h.ptr), cname, &view, shape, strides))
+	err = statusError(C.wharf_go_map_set((*C.wharf_constant_map)(p), cname, &view, shape, strides))
 	runtime.KeepAlive(m)
 	if err == nil && owner != nil {
-		m.h.addHeldLocked(owner)
+		m.h.mu.Lock()
+		m.h.addHeldLocked(owner) // not freed yet: this call holds a reference
+		m.h.mu.Unlock()
 	}
 	return err
 }
@@ -160,11 +188,11 @@ func tensorFromView(v *C.wharf_tensor_view, owner *handle) Tensor {
 func (m *ConstantMap) Find(name string) (Tensor, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	p, err := m.h.rlock("ConstantMap.Find")
+	p, err := m.read("ConstantMap.Find")
 	if err != nil {
 		return Tensor{}, err
 	}
-	defer m.h.mu.RUnlock()
+	defer m.done()
 	v := outputView()
 	if err := statusError(C.wharf_constant_map_find((*C.wharf_constant_map)(p), cname, &v)); err != nil {
 		return Tensor{}, err
@@ -176,11 +204,11 @@ func (m *ConstantMap) Find(name string) (Tensor, error) {
 
 // Len returns the number of entries (0 for a closed map).
 func (m *ConstantMap) Len() int {
-	p, err := m.h.rlock("ConstantMap.Len")
+	p, err := m.read("ConstantMap.Len")
 	if err != nil {
 		return 0
 	}
-	defer m.h.mu.RUnlock()
+	defer m.done()
 	n := int(C.wharf_constant_map_size((*C.wharf_constant_map)(p)))
 	runtime.KeepAlive(m)
 	return n
@@ -192,11 +220,11 @@ func (m *ConstantMap) Entry(i int) (string, Tensor, error) {
 	if i < 0 {
 		return "", Tensor{}, invalidArgument("ConstantMap.Entry: negative index %d", i)
 	}
-	p, err := m.h.rlock("ConstantMap.Entry")
+	p, err := m.read("ConstantMap.Entry")
 	if err != nil {
 		return "", Tensor{}, err
 	}
-	defer m.h.mu.RUnlock()
+	defer m.done()
 	v := outputView()
 	var fqn *C.char
 	if err := statusError(C.wharf_constant_map_entry((*C.wharf_constant_map)(p), C.size_t(i), &fqn, &v)); err != nil {
@@ -209,11 +237,11 @@ func (m *ConstantMap) Entry(i int) (string, Tensor, error) {
 
 // Names returns every entry's name in insertion order.
 func (m *ConstantMap) Names() ([]string, error) {
-	p, err := m.h.rlock("ConstantMap.Names")
+	p, err := m.read("ConstantMap.Names")
 	if err != nil {
 		return nil, err
 	}
-	defer m.h.mu.RUnlock()
+	defer m.done()
 	cm := (*C.wharf_constant_map)(p)
 	n := int(C.wharf_constant_map_size(cm))
 	names := make([]string, 0, n)
@@ -232,11 +260,11 @@ func (m *ConstantMap) Names() ([]string, error) {
 // Metadata returns the `__metadata__` entries of a map loaded from safetensors (empty for
 // other maps).
 func (m *ConstantMap) Metadata() (map[string]string, error) {
-	p, err := m.h.rlock("ConstantMap.Metadata")
+	p, err := m.read("ConstantMap.Metadata")
 	if err != nil {
 		return nil, err
 	}
-	defer m.h.mu.RUnlock()
+	defer m.done()
 	cm := (*C.wharf_constant_map)(p)
 	n := int(C.wharf_constant_map_metadata_size(cm))
 	md := make(map[string]string, n)
@@ -257,11 +285,11 @@ func (m *ConstantMap) Metadata() (map[string]string, error) {
 func (m *ConstantMap) Save(path string) error {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
-	p, err := m.h.rlock("ConstantMap.Save")
+	p, err := m.read("ConstantMap.Save")
 	if err != nil {
 		return err
 	}
-	defer m.h.mu.RUnlock()
+	defer m.done()
 	err = statusError(C.wharf_constant_map_save_safetensors((*C.wharf_constant_map)(p), cpath))
 	runtime.KeepAlive(m)
 	return err

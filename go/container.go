@@ -138,7 +138,7 @@ func (a *cArena) free() {
 }
 
 func newContainer(rt *Runtime, store *WeightStore, p *C.wharf_container) *Container {
-	rt.h.retain() // the caller holds rt.h for reading
+	rt.h.retain() // the caller holds a reference to rt.h
 	held := []*handle{&rt.h}
 	if store != nil {
 		held = append(held, &store.h) // retained by the caller (containerOptions)
@@ -271,12 +271,12 @@ func NewContainer(rt *Runtime, opts *ContainerOptions) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := rt.h.rlock(what)
+	p, err := rt.h.acquire(what)
 	if err != nil {
 		co.done(false)
 		return nil, err
 	}
-	defer rt.h.mu.RUnlock()
+	defer rt.h.release()
 	var out *C.wharf_container
 	err = statusError(C.wharf_container_create((*C.wharf_runtime)(p), &co.o, &out))
 	runtime.KeepAlive(rt)
@@ -315,16 +315,16 @@ func newContainerFromMap(what string, rt *Runtime, m *ConstantMap, opts *Contain
 	}
 	created := false
 	defer func() { co.done(created) }()
-	mp, err := m.h.rlock(what)
+	mp, err := m.read(what)
 	if err != nil {
 		return nil, err
 	}
-	defer m.h.mu.RUnlock()
-	rp, err := rt.h.rlock(what)
+	defer m.done()
+	rp, err := rt.h.acquire(what)
 	if err != nil {
 		return nil, err
 	}
-	defer rt.h.mu.RUnlock()
+	defer rt.h.release()
 	var out *C.wharf_container
 	err = statusError(C.wharf_container_create_from_map((*C.wharf_runtime)(rp), (*C.wharf_constant_map)(mp), &co.o, &out))
 	runtime.KeepAlive(m)
@@ -364,9 +364,11 @@ type UpdateOptions struct {
 	// Fold computes the derived constants (ConstantDerived) of the generation being
 	// written; it is required when the container declares any. It runs on the calling
 	// goroutine during the update and receives a FoldRun over that generation, valid only
-	// during the call. It must not call methods of the container being updated. An error
-	// (or a panic, which is re-raised once the library has returned) aborts the update,
-	// which then changes nothing.
+	// during the call. Calls back into the API from it get an error rather than a hang
+	// (another update of the container: ErrBusy; a store call from a store update's fold:
+	// ErrFailedPrecondition; Set on the update's map: ErrBusy; Close of a handle the update
+	// uses closes it once the update returns). An error (or a panic, which is re-raised once
+	// the library has returned) aborts the update, which then changes nothing.
 	Fold func(run *FoldRun) error
 }
 
@@ -440,16 +442,16 @@ func withUpdate(opts *UpdateOptions, call func(target, requireFull C.int32_t, fo
 // call waits for open runs to end, and runs begun after it returns see only new data.
 func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 	const what = "Container.Update"
-	mp, err := m.h.rlock(what)
+	mp, err := m.read(what)
 	if err != nil {
 		return err
 	}
-	defer m.h.mu.RUnlock()
-	cp, err := c.h.rlock(what)
+	defer m.done()
+	cp, err := c.h.acquire(what)
 	if err != nil {
 		return err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
 		return C.wharf_go_update((*C.wharf_container)(cp), (*C.wharf_constant_map)(mp), target, requireFull, fold)
 	})
@@ -560,11 +562,11 @@ func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []Pac
 	if err != nil {
 		return err
 	}
-	cp, err := c.h.rlock(what)
+	cp, err := c.h.acquire(what)
 	if err != nil {
 		return err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
 		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, a.cNames(), a.cDTypes(), a.cNDims(),
 			a.cShapes(), a.cOffsets(), C.size_t(a.n), target, requireFull, fold)
@@ -657,11 +659,9 @@ func (c *Container) BindTensor(fqn string, t Tensor) error {
 		return err
 	}
 	owner := t.owner
-	if _, err := owner.rlock(what + " (the tensor's owner)"); err != nil {
+	if _, err := owner.acquire(what + " (the tensor's owner)"); err != nil {
 		return err
 	}
-	owner.retain()
-	owner.mu.RUnlock()
 	h := cgo.NewHandle(owner.release) // run by wharfGoRelease when Wharf lets go
 	err := c.bind(what, fqn, t, h)
 	if err != nil { // the library does not call release on error
@@ -674,11 +674,11 @@ func (c *Container) BindTensor(fqn string, t Tensor) error {
 func (c *Container) bind(what, fqn string, t Tensor, release cgo.Handle) error {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
-	cp, err := c.h.rlock(what)
+	cp, err := c.h.acquire(what)
 	if err != nil {
 		return err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	view := C.wharf_tensor_view{
 		struct_size:  C.sizeof_wharf_tensor_view,
 		data:         t.Data,
@@ -702,11 +702,11 @@ func (c *Container) bind(what, fqn string, t Tensor, release cgo.Handle) error {
 // ErrFailedPrecondition when nothing is staged, or when a fresh container's constant was
 // never written (naming it).
 func (c *Container) Swap() error {
-	p, err := c.h.rlock("Container.Swap")
+	p, err := c.h.acquire("Container.Swap")
 	if err != nil {
 		return err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	err = statusError(C.wharf_container_swap((*C.wharf_container)(p)))
 	runtime.KeepAlive(c)
 	return err
@@ -714,11 +714,11 @@ func (c *Container) Swap() error {
 
 // FreeInactive releases the inactive generation (after the runs that read it).
 func (c *Container) FreeInactive() error {
-	p, err := c.h.rlock("Container.FreeInactive")
+	p, err := c.h.acquire("Container.FreeInactive")
 	if err != nil {
 		return err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	err = statusError(C.wharf_container_free_inactive((*C.wharf_container)(p)))
 	runtime.KeepAlive(c)
 	return err
@@ -727,11 +727,11 @@ func (c *Container) FreeInactive() error {
 // Generation returns the active generation's id: 0 before the first swap, a new id after
 // every swap. It returns 0 for a closed container.
 func (c *Container) Generation() uint64 {
-	p, err := c.h.rlock("Container.Generation")
+	p, err := c.h.acquire("Container.Generation")
 	if err != nil {
 		return 0
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	g := uint64(C.wharf_container_generation((*C.wharf_container)(p)))
 	runtime.KeepAlive(c)
 	return g
@@ -739,11 +739,11 @@ func (c *Container) Generation() uint64 {
 
 // NumConstants returns the number of declared constants (0 for a closed container).
 func (c *Container) NumConstants() int {
-	p, err := c.h.rlock("Container.NumConstants")
+	p, err := c.h.acquire("Container.NumConstants")
 	if err != nil {
 		return 0
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	n := int(C.wharf_container_num_constants((*C.wharf_container)(p)))
 	runtime.KeepAlive(c)
 	return n
@@ -755,11 +755,11 @@ func (c *Container) ConstantInfo(i int) (ConstantInfo, error) {
 	if i < 0 {
 		return ConstantInfo{}, invalidArgument("Container.ConstantInfo: negative index %d", i)
 	}
-	p, err := c.h.rlock("Container.ConstantInfo")
+	p, err := c.h.acquire("Container.ConstantInfo")
 	if err != nil {
 		return ConstantInfo{}, err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	info, err := constantInfo((*C.wharf_container)(p), i)
 	runtime.KeepAlive(c)
 	return info, err
@@ -767,11 +767,11 @@ func (c *Container) ConstantInfo(i int) (ConstantInfo, error) {
 
 // Constants describes every declared constant, in declaration order.
 func (c *Container) Constants() ([]ConstantInfo, error) {
-	p, err := c.h.rlock("Container.Constants")
+	p, err := c.h.acquire("Container.Constants")
 	if err != nil {
 		return nil, err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	cc := (*C.wharf_container)(p)
 	n := int(C.wharf_container_num_constants(cc))
 	out := make([]ConstantInfo, 0, n)
@@ -788,11 +788,11 @@ func (c *Container) Constants() ([]ConstantInfo, error) {
 
 // Name returns the container's name (ContainerOptions.Name; "" for a closed container).
 func (c *Container) Name() string {
-	p, err := c.h.rlock("Container.Name")
+	p, err := c.h.acquire("Container.Name")
 	if err != nil {
 		return ""
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	name := C.GoString(C.wharf_container_name((*C.wharf_container)(p)))
 	runtime.KeepAlive(c)
 	return name
@@ -800,11 +800,11 @@ func (c *Container) Name() string {
 
 // States describes every declared state, in declaration order.
 func (c *Container) States() ([]StateInfo, error) {
-	p, err := c.h.rlock("Container.States")
+	p, err := c.h.acquire("Container.States")
 	if err != nil {
 		return nil, err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	cc := (*C.wharf_container)(p)
 	n := int(C.wharf_container_num_states(cc))
 	out := make([]StateInfo, 0, n)

@@ -9,16 +9,19 @@ import (
 
 // handle guards one C object.
 //
-// Calls on the object hold mu for reading for the length of the C call; close takes it
-// for writing, so it waits for those calls and no call starts after it. The C object
-// itself is freed once the handle is closed and no dependent holds it any more:
-// dependents (a container of its runtime, a run of its container, a map of the buffers it
-// borrows) retain the handle while they live and release it when they are freed.
+// A call on the object holds a reference for the length of the C call (acquire ... release);
+// close marks the handle closed, so that no call starts after it, and frees the C object
+// once no reference is left: at once when nothing uses it, else when the last call in
+// progress or dependent (a container of its runtime, a run of its container, a map of the
+// buffers it borrows, a tensor being read) releases it. Close therefore never waits for
+// calls in progress: a callback running inside a call (an update's fold) may close the
+// handles that call uses without deadlocking. mu is held only for short bookkeeping and
+// while the free function runs, never across another C call.
 type handle struct {
 	mu     sync.RWMutex
 	ptr    unsafe.Pointer // the C object; nil once freed
 	closed bool           // Close was called: no new calls
-	deps   atomic.Int32   // dependents still holding the object
+	deps   atomic.Int32   // calls in progress and dependents still holding the object
 	held   []*handle      // handles this one retains, released when it is freed
 
 	free func(unsafe.Pointer) error // frees the C object
@@ -32,48 +35,38 @@ func (h *handle) init(kind string, ptr unsafe.Pointer, free func(unsafe.Pointer)
 	h.held = held
 }
 
-// rlock begins a call: it returns the C pointer with mu held for reading, or ErrClosed.
-// The caller must call h.mu.RUnlock() when the C call has returned.
-func (h *handle) rlock(op string) (unsafe.Pointer, error) {
+// acquire begins a call: it returns the C pointer with a reference held, valid until the
+// caller's matching release (or, if the caller hands the reference on, until its new
+// holder releases it), or ErrClosed.
+func (h *handle) acquire(op string) (unsafe.Pointer, error) {
 	h.mu.RLock()
+	defer h.mu.RUnlock()
 	if h.closed {
-		h.mu.RUnlock()
 		return nil, &closedError{op, h.kind}
 	}
+	h.deps.Add(1) // under mu (read): close cannot run between the check and the increment
 	return h.ptr, nil
 }
 
-// acquire retains h for a call that uses it without holding its lock: it returns the C
-// pointer, valid until the caller's matching release (or, if the caller hands the
-// reference on, until its new holder releases it), or ErrClosed.
-func (h *handle) acquire(op string) (unsafe.Pointer, error) {
-	p, err := h.rlock(op)
-	if err != nil {
-		return nil, err
-	}
-	h.retain()
-	h.mu.RUnlock()
-	return p, nil
-}
-
-// retain records one more dependent. It must be called with mu held for reading (from
-// rlock), so that close cannot run between the check and the increment.
+// retain records one more reference. The caller must already hold one (so the object
+// cannot be freed meanwhile): it hands a second one to a dependent.
 func (h *handle) retain() { h.deps.Add(1) }
 
-// release drops one dependent and frees the object if it was closed meanwhile.
+// release drops one reference and frees the object if it was the last and the handle is
+// closed.
 func (h *handle) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.deps.Add(-1) == 0 && h.closed && h.ptr != nil {
 		if err := h.freeLocked(); err != nil {
-			log.Printf("wharf: freeing a %s after its last dependent closed: %v", h.kind, err)
+			log.Printf("wharf: freeing a %s after its last user let go: %v", h.kind, err)
 		}
 	}
 }
 
-// close marks the handle closed and frees the object now if nothing depends on it, else
-// when the last dependent releases it. It reports whether this call closed the handle
-// (false when it was closed already) and the free function's error, if it ran.
+// close marks the handle closed and frees the object now if nothing uses it, else when
+// the last reference is released. It reports whether this call closed the handle (false
+// when it was closed already) and the free function's error, if it ran now.
 func (h *handle) close() (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -105,8 +98,8 @@ func (h *handle) freeLocked() error {
 	return err
 }
 
-// addHeld makes h retain dep (already retained by the caller) until h is freed. It must be
-// called with h.mu held for writing.
+// addHeldLocked makes h retain dep (already retained by the caller) until h is freed. It
+// must be called with h.mu held for writing.
 func (h *handle) addHeldLocked(dep *handle) { h.held = append(h.held, dep) }
 
 // leaked is the finalizers' backstop: it logs that a handle was never closed and closes it.

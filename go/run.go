@@ -58,14 +58,14 @@ func (c *Container) beginRun(what string, session *Session) (*Run, error) {
 		}
 		sp = p
 	}
-	p, err := c.h.rlock(what)
+	p, err := c.h.acquire(what)
 	if err != nil {
 		if session != nil {
 			session.h.release()
 		}
 		return nil, err
 	}
-	defer c.h.mu.RUnlock()
+	defer c.h.release()
 	var out *C.wharf_run
 	err = statusError(C.wharf_run_begin((*C.wharf_container)(p), (*C.wharf_session)(sp), nil, &out))
 	runtime.KeepAlive(c)
@@ -117,11 +117,11 @@ const runTensorNoKeep = "it belongs to a run, which may end before the map is do
 func (r *Run) Tensor(fqn string) (Tensor, error) {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
-	p, err := r.h.rlock("Run.Tensor")
+	p, err := r.h.acquire("Run.Tensor")
 	if err != nil {
 		return Tensor{}, err
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	t, err := runTensor((*C.wharf_run)(p), cfqn, &r.h)
 	runtime.KeepAlive(r)
 	return t, err
@@ -139,11 +139,11 @@ func runTensor(run *C.wharf_run, fqn *C.char, owner *handle) (Tensor, error) {
 
 // Generation returns the id of the generation this run pinned (0 once ended).
 func (r *Run) Generation() uint64 {
-	p, err := r.h.rlock("Run.Generation")
+	p, err := r.h.acquire("Run.Generation")
 	if err != nil {
 		return 0
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	g := uint64(C.wharf_run_generation((*C.wharf_run)(p)))
 	runtime.KeepAlive(r)
 	return g
@@ -152,11 +152,11 @@ func (r *Run) Generation() uint64 {
 // Stream returns the cudaStream_t the run's work goes on (nil on the host backend, or
 // once ended).
 func (r *Run) Stream() unsafe.Pointer {
-	p, err := r.h.rlock("Run.Stream")
+	p, err := r.h.acquire("Run.Stream")
 	if err != nil {
 		return nil
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	s := C.wharf_run_stream((*C.wharf_run)(p))
 	runtime.KeepAlive(r)
 	return s
@@ -171,11 +171,11 @@ func (r *Run) Stream() unsafe.Pointer {
 func (r *Run) Read(fqn string, offset uint64, dst []byte) error {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
-	p, err := r.h.rlock("Run.Read")
+	p, err := r.h.acquire("Run.Read")
 	if err != nil {
 		return err
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	err = runRead((*C.wharf_run)(p), cfqn, offset, dst)
 	runtime.KeepAlive(r)
 	return err
@@ -225,31 +225,31 @@ type FoldRun struct {
 func (f *FoldRun) Tensor(fqn string) (Tensor, error) {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
-	p, err := f.h.rlock("FoldRun.Tensor")
+	p, err := f.h.acquire("FoldRun.Tensor")
 	if err != nil {
 		return Tensor{}, err
 	}
-	defer f.h.mu.RUnlock()
+	defer f.h.release()
 	return runTensor((*C.wharf_run)(p), cfqn, &f.h)
 }
 
 // Generation returns the id of the generation being written.
 func (f *FoldRun) Generation() uint64 {
-	p, err := f.h.rlock("FoldRun.Generation")
+	p, err := f.h.acquire("FoldRun.Generation")
 	if err != nil {
 		return 0
 	}
-	defer f.h.mu.RUnlock()
+	defer f.h.release()
 	return uint64(C.wharf_run_generation((*C.wharf_run)(p)))
 }
 
 // Stream returns the cudaStream_t to launch the fold's work on (nil on the host backend).
 func (f *FoldRun) Stream() unsafe.Pointer {
-	p, err := f.h.rlock("FoldRun.Stream")
+	p, err := f.h.acquire("FoldRun.Stream")
 	if err != nil {
 		return nil
 	}
-	defer f.h.mu.RUnlock()
+	defer f.h.release()
 	return C.wharf_run_stream((*C.wharf_run)(p))
 }
 
@@ -259,11 +259,11 @@ func (f *FoldRun) Stream() unsafe.Pointer {
 func (f *FoldRun) Read(fqn string, offset uint64, dst []byte) error {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
-	p, err := f.h.rlock("FoldRun.Read")
+	p, err := f.h.acquire("FoldRun.Read")
 	if err != nil {
 		return err
 	}
-	defer f.h.mu.RUnlock()
+	defer f.h.release()
 	return runRead((*C.wharf_run)(p), cfqn, offset, dst)
 }
 

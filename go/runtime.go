@@ -71,11 +71,11 @@ func (r *Runtime) Close() error {
 // Backend returns the backend the runtime chose (never BackendAuto), or BackendAuto if
 // the runtime is closed.
 func (r *Runtime) Backend() Backend {
-	p, err := r.h.rlock("Runtime.Backend")
+	p, err := r.h.acquire("Runtime.Backend")
 	if err != nil {
 		return BackendAuto
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	b := Backend(C.wharf_runtime_backend((*C.wharf_runtime)(p)))
 	runtime.KeepAlive(r)
 	return b
@@ -94,11 +94,11 @@ type DeviceInfo struct {
 
 // DeviceInfo describes the runtime's device.
 func (r *Runtime) DeviceInfo() (DeviceInfo, error) {
-	p, err := r.h.rlock("Runtime.DeviceInfo")
+	p, err := r.h.acquire("Runtime.DeviceInfo")
 	if err != nil {
 		return DeviceInfo{}, err
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	var info C.wharf_device_info
 	info.struct_size = C.uint32_t(unsafe.Sizeof(info))
 	err = statusError(C.wharf_runtime_device_info((*C.wharf_runtime)(p), &info))
@@ -133,11 +133,11 @@ type MemoryStats struct {
 
 // MemoryStats reads the runtime's memory figures.
 func (r *Runtime) MemoryStats() (MemoryStats, error) {
-	p, err := r.h.rlock("Runtime.MemoryStats")
+	p, err := r.h.acquire("Runtime.MemoryStats")
 	if err != nil {
 		return MemoryStats{}, err
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	var s C.wharf_memory_stats
 	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
 	err = statusError(C.wharf_runtime_memory_stats((*C.wharf_runtime)(p), &s))
@@ -160,11 +160,11 @@ func (r *Runtime) MemoryStats() (MemoryStats, error) {
 // ResetPeak sets every peak figure to its current value. It does nothing on a closed
 // runtime.
 func (r *Runtime) ResetPeak() {
-	p, err := r.h.rlock("Runtime.ResetPeak")
+	p, err := r.h.acquire("Runtime.ResetPeak")
 	if err != nil {
 		return
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	C.wharf_runtime_reset_peak((*C.wharf_runtime)(p))
 	runtime.KeepAlive(r)
 }
@@ -172,11 +172,11 @@ func (r *Runtime) ResetPeak() {
 // Synchronize waits until all work Wharf enqueued on the runtime's own streams has
 // finished. Errors: ErrDeviceError naming the failed work.
 func (r *Runtime) Synchronize() error {
-	p, err := r.h.rlock("Runtime.Synchronize")
+	p, err := r.h.acquire("Runtime.Synchronize")
 	if err != nil {
 		return err
 	}
-	defer r.h.mu.RUnlock()
+	defer r.h.release()
 	err = statusError(C.wharf_runtime_synchronize((*C.wharf_runtime)(p)))
 	runtime.KeepAlive(r)
 	return err

@@ -83,12 +83,12 @@ func NewSession(rt *Runtime, containers []*Container, opts *SessionOptions) (*Se
 		held = append(held, &c.h)
 		ptrs[i] = (*C.wharf_container)(p)
 	}
-	rp, err := rt.h.rlock(what)
+	rp, err := rt.h.acquire(what)
 	if err != nil {
 		releaseAll()
 		return nil, err
 	}
-	defer rt.h.mu.RUnlock()
+	defer rt.h.release()
 	var out *C.wharf_session
 	err = statusError(C.wharf_session_create((*C.wharf_runtime)(rp), &ptrs[0], C.size_t(len(containers)), &o, &out))
 	runtime.KeepAlive(rt)
@@ -134,11 +134,11 @@ func (s *Session) Close() error {
 // (the next run waits for it; see Container.BeginRunWithSession for host access). It
 // returns without waiting for the device. Errors: ErrBusy (a run is open).
 func (s *Session) Reset() error {
-	p, err := s.h.rlock("Session.Reset")
+	p, err := s.h.acquire("Session.Reset")
 	if err != nil {
 		return err
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	err = statusError(C.wharf_session_reset((*C.wharf_session)(p)))
 	runtime.KeepAlive(s)
 	return err
@@ -150,11 +150,11 @@ func (s *Session) Reset() error {
 // containers' MaxSessionBytes apply to it. Errors: ErrBusy (a run is open on this
 // session), ErrResourceExhausted, ErrOutOfMemory.
 func (s *Session) Fork() (*Session, error) {
-	p, err := s.h.rlock("Session.Fork")
+	p, err := s.h.acquire("Session.Fork")
 	if err != nil {
 		return nil, err
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	var out *C.wharf_session
 	err = statusError(C.wharf_session_fork((*C.wharf_session)(p), &out))
 	runtime.KeepAlive(s)
@@ -177,11 +177,11 @@ func (s *Session) Fork() (*Session, error) {
 // StateBytes returns the bytes of state the session holds (or will hold at its first
 // run); 0 for a closed session.
 func (s *Session) StateBytes() uint64 {
-	p, err := s.h.rlock("Session.StateBytes")
+	p, err := s.h.acquire("Session.StateBytes")
 	if err != nil {
 		return 0
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	n := uint64(C.wharf_session_state_bytes((*C.wharf_session)(p)))
 	runtime.KeepAlive(s)
 	return n

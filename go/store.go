@@ -38,11 +38,11 @@ type WeightStoreStats struct {
 
 // NewWeightStore creates an empty weight store on rt.
 func NewWeightStore(rt *Runtime) (*WeightStore, error) {
-	p, err := rt.h.rlock("NewWeightStore")
+	p, err := rt.h.acquire("NewWeightStore")
 	if err != nil {
 		return nil, err
 	}
-	defer rt.h.mu.RUnlock()
+	defer rt.h.release()
 	var out *C.wharf_weight_store
 	err = statusError(C.wharf_weight_store_create((*C.wharf_runtime)(p), &out))
 	runtime.KeepAlive(rt)
@@ -74,11 +74,11 @@ func (s *WeightStore) Close() error {
 
 // Stats reads the store's sharing figures.
 func (s *WeightStore) Stats() (WeightStoreStats, error) {
-	p, err := s.h.rlock("WeightStore.Stats")
+	p, err := s.h.acquire("WeightStore.Stats")
 	if err != nil {
 		return WeightStoreStats{}, err
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	var st C.wharf_weight_store_stats
 	st.struct_size = C.uint32_t(unsafe.Sizeof(st))
 	err = statusError(C.wharf_weight_store_get_stats((*C.wharf_weight_store)(p), &st))
@@ -103,16 +103,16 @@ func (s *WeightStore) Stats() (WeightStoreStats, error) {
 // stages nothing anywhere. ErrBusy: a member container is being updated.
 func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 	const what = "WeightStore.Update"
-	mp, err := m.h.rlock(what)
+	mp, err := m.read(what)
 	if err != nil {
 		return err
 	}
-	defer m.h.mu.RUnlock()
-	sp, err := s.h.rlock(what)
+	defer m.done()
+	sp, err := s.h.acquire(what)
 	if err != nil {
 		return err
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
 		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), (*C.wharf_constant_map)(mp), target, requireFull, fold)
 	})
@@ -155,11 +155,11 @@ func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []P
 	if err != nil {
 		return err
 	}
-	sp, err := s.h.rlock(what)
+	sp, err := s.h.acquire(what)
 	if err != nil {
 		return err
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
 		return C.wharf_go_store_update_packed((*C.wharf_weight_store)(sp), base, a.cNames(), a.cDTypes(), a.cNDims(),
 			a.cShapes(), a.cOffsets(), C.size_t(a.n), target, requireFull, fold)
@@ -173,11 +173,11 @@ func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []P
 // runs: no run begun after it returns sees old weights in one container and new ones in
 // another. Errors: ErrFailedPrecondition when nothing was staged by a store Update.
 func (s *WeightStore) Swap() error {
-	p, err := s.h.rlock("WeightStore.Swap")
+	p, err := s.h.acquire("WeightStore.Swap")
 	if err != nil {
 		return err
 	}
-	defer s.h.mu.RUnlock()
+	defer s.h.release()
 	err = statusError(C.wharf_weight_store_swap((*C.wharf_weight_store)(p)))
 	runtime.KeepAlive(s)
 	return err

@@ -219,11 +219,11 @@ func (b *HostBuffer) Len() int { return b.size }
 // Bytes returns the buffer's memory as a byte slice (nil after Close). The slice aliases
 // C memory and must not be used after Close.
 func (b *HostBuffer) Bytes() []byte {
-	p, err := b.h.rlock("HostBuffer.Bytes")
+	p, err := b.h.acquire("HostBuffer.Bytes")
 	if err != nil {
 		return nil
 	}
-	defer b.h.mu.RUnlock()
+	defer b.h.release()
 	return unsafe.Slice((*byte)(p), b.size)
 }
 
@@ -231,11 +231,11 @@ func (b *HostBuffer) Bytes() []byte {
 // Close). The slice aliases C memory (malloc'd, so suitably aligned) and must not be used
 // after Close.
 func HostSlice[T Element](b *HostBuffer) []T {
-	p, err := b.h.rlock("HostSlice")
+	p, err := b.h.acquire("HostSlice")
 	if err != nil {
 		return nil
 	}
-	defer b.h.mu.RUnlock()
+	defer b.h.release()
 	return unsafe.Slice((*T)(p), b.size/int(unsafe.Sizeof(*new(T))))
 }
 
@@ -255,11 +255,11 @@ func (b *HostBuffer) Tensor(offset int, dtype DType, shape []int64) (Tensor, err
 	if offset < 0 || int64(offset) > int64(b.size) || nbytes > int64(b.size)-int64(offset) {
 		return Tensor{}, invalidArgument("%s: %d bytes at offset %d do not fit in a %d-byte buffer", what, nbytes, offset, b.size)
 	}
-	p, err := b.h.rlock(what)
+	p, err := b.h.acquire(what)
 	if err != nil {
 		return Tensor{}, err
 	}
-	defer b.h.mu.RUnlock()
+	defer b.h.release()
 	return Tensor{
 		Data:   unsafe.Add(p, offset),
 		DType:  dtype,

@@ -14,8 +14,10 @@
 //     Closing a parent first is allowed: the parent stops accepting calls at once (they
 //     return an error matching ErrClosed), and its C object is freed when its last
 //     dependent is closed. Close on a nil handle is a no-op.
-//   - Every type is safe for concurrent use by multiple goroutines. Close waits for calls
-//     in progress on the same handle to return.
+//   - Every type is safe for concurrent use by multiple goroutines. Close never waits:
+//     the handle refuses new calls at once, and its C object is freed when the last call
+//     in progress returns. Callbacks (an update's fold) that call back into the API get
+//     an error, never a deadlock.
 //   - Errors from the library are *Error values carrying a Code and the library's message;
 //     errors.Is(err, wharf.ErrNotFound) and errors.As(err, &werr) work as usual.
 //
