@@ -138,7 +138,7 @@ WHARF_WRAP(wharf_session_free)
 %ignore wharf_constant_info::shape;
 %ignore wharf_update_options::fold;
 %ignore wharf_update_options::fold_user;
-%ignore wharf_update_options::wait_stream; /* a cudaStream_t: set by helpers, not from Java */
+%ignore wharf_update_options::wait_stream; /* a cudaStream_t: wharf_swig_update_options_set_wait_stream */
 %ignore wharf_state_info;                  /* not wrapped yet */
 %immutable wharf_tensor_view::struct_size;
 %immutable wharf_tensor_view::byte_offset;
@@ -895,6 +895,11 @@ wharf_session* wharf_swig_session_fork(const wharf_session* src, wharf_status** 
 wharf_status* wharf_swig_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
                                   int64_t dst_address, uint64_t bytes) {
   return wharf_run_read(run, fqn, offset, (void*)(intptr_t)dst_address, bytes);
+}
+
+/** Sets wharf_update_options.wait_stream from a cudaStream_t given as an integer (0 = none). */
+void wharf_swig_update_options_set_wait_stream(wharf_update_options* opts, int64_t stream) {
+  if (opts) opts->wait_stream = (void*)(intptr_t)stream;
 }
 
 /** wharf_run_stream as an integer (0 on the host backend). */

@@ -1,5 +1,6 @@
 package dev.wharf;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -17,12 +18,14 @@ public final class UpdateOptions {
   private final boolean requireFull;
   private final Fold fold;
   private final long inPlaceMaxWaitMillis;
+  private final long waitStream;
 
   private UpdateOptions(Builder b) {
     this.target = b.target;
     this.requireFull = b.requireFull;
     this.fold = b.fold;
     this.inPlaceMaxWaitMillis = b.inPlaceMaxWaitMillis;
+    this.waitStream = b.waitStream;
   }
 
   /**
@@ -80,19 +83,40 @@ public final class UpdateOptions {
     return inPlaceMaxWaitMillis;
   }
 
+  /**
+   * For {@link UpdateTarget#ACTIVE_IN_PLACE}: how long to wait for open runs that pinned a
+   * written constant before giving that constant fresh storage instead.
+   *
+   * @return the wait; 1 s by default, {@link Duration#ZERO} = never wait
+   */
+  public Duration inPlaceMaxWait() {
+    return Duration.ofMillis(inPlaceMaxWaitMillis);
+  }
+
+  /**
+   * The CUDA stream whose work so far the update's reads of device sources wait for.
+   *
+   * @return a {@code cudaStream_t} as an address; 0 (none) by default
+   */
+  public long waitStream() {
+    return waitStream;
+  }
+
   /** The native options (filled by the sized init; the caller deletes them). */
   wharf_update_options toNative() {
     wharf_update_options o = new wharf_update_options();
     o.setTarget(target.value());
     o.setRequire_full(requireFull ? 1 : 0);
     o.setIn_place_max_wait_ms(inPlaceMaxWaitMillis);
+    WharfNative.wharf_swig_update_options_set_wait_stream(o, waitStream);
     return o;
   }
 
   @Override
   public String toString() {
     return "UpdateOptions{target=" + target + ", requireFull=" + requireFull + ", fold=" + (fold != null)
-        + ", inPlaceMaxWaitMillis=" + inPlaceMaxWaitMillis + "}";
+        + ", inPlaceMaxWait=" + inPlaceMaxWaitMillis + " ms"
+        + (waitStream != 0 ? ", waitStream=0x" + Long.toHexString(waitStream) : "") + "}";
   }
 
   /** Builds {@link UpdateOptions}. Not thread-safe. */
@@ -101,8 +125,42 @@ public final class UpdateOptions {
     private boolean requireFull;
     private Fold fold;
     private long inPlaceMaxWaitMillis = 1000;
+    private long waitStream;
 
     private Builder() {}
+
+    /**
+     * For {@link UpdateTarget#ACTIVE_IN_PLACE}: how long to wait for open runs that pinned a
+     * written constant before giving it fresh storage instead (its bytes of extra memory).
+     * Open runs never see their data change either way.
+     *
+     * @param wait {@link Duration#ZERO} (never wait) to 2^32 - 1 ms, in whole milliseconds
+     *     (a sub-millisecond rest is dropped)
+     * @return this builder
+     * @throws IllegalArgumentException if negative or longer than 2^32 - 1 ms
+     */
+    public Builder inPlaceMaxWait(Duration wait) {
+      Objects.requireNonNull(wait, "wait");
+      if (wait.isNegative() || wait.compareTo(Duration.ofMillis(0xFFFFFFFFL)) > 0) {
+        throw new IllegalArgumentException("inPlaceMaxWait " + wait + " outside 0..2^32-1 ms");
+      }
+      return inPlaceMaxWaitMillis(wait.toMillis());
+    }
+
+    /**
+     * Makes the update's reads of device (CUDA) sources wait, on the device, for the work
+     * enqueued so far on {@code cudaStream}: the trainer's or NCCL receive's stream that
+     * produced the new weights (an event is recorded on it when the update starts; the host
+     * does not wait). Host sources are read as the call reads them. Must be 0 on the host
+     * backend ({@link WharfException.Code#INVALID_ARGUMENT}).
+     *
+     * @param cudaStream a {@code cudaStream_t} as an address (from a CUDA binding); 0 for none
+     * @return this builder
+     */
+    public Builder waitStream(long cudaStream) {
+      this.waitStream = cudaStream;
+      return this;
+    }
 
     /**
      * Sets the callback that computes the derived constants of the generation being written

@@ -178,6 +178,62 @@ public class ContainerTest {
   }
 
   @Test
+  public void updateOptionsInPlaceMaxWaitAndWaitStream() {
+    UpdateOptions defaults = UpdateOptions.defaults();
+    assertEquals(java.time.Duration.ofSeconds(1), defaults.inPlaceMaxWait());
+    assertEquals(1000, defaults.inPlaceMaxWaitMillis());
+    assertEquals(0, defaults.waitStream());
+    UpdateOptions o = UpdateOptions.builder().inPlaceMaxWait(java.time.Duration.ofNanos(2_500_000)).waitStream(0x1234).build();
+    assertEquals(java.time.Duration.ofMillis(2), o.inPlaceMaxWait()); // whole milliseconds
+    assertEquals(0x1234, o.waitStream());
+    assertTrue(o.toString(), o.toString().contains("waitStream=0x1234"));
+    assertThrows(IllegalArgumentException.class,
+        () -> UpdateOptions.builder().inPlaceMaxWait(java.time.Duration.ofMillis(-1)));
+    assertThrows(IllegalArgumentException.class,
+        () -> UpdateOptions.builder().inPlaceMaxWait(java.time.Duration.ofMillis(1L << 32)));
+    UpdateOptions.builder().inPlaceMaxWait(java.time.Duration.ofMillis(0xFFFFFFFFL)).build();
+
+    try (ConstantMap initial = fullMap(0); Container model = Container.fromMap(runtime, initial, "waits");
+         ConstantMap patch = ConstantMap.create()) {
+      patch.put("head.bias", new float[] {7f, 8f}, 2);
+      // A CUDA stream means nothing to the host backend: refused, nothing changed.
+      long generation = model.generation();
+      assertWharfError(WharfException.Code.INVALID_ARGUMENT,
+          () -> model.update(patch, UpdateOptions.builder().waitStream(0x1234).build()), "wait_stream");
+      assertWharfError(WharfException.Code.INVALID_ARGUMENT, () -> model.update(patch,
+          UpdateOptions.builder().target(UpdateTarget.ACTIVE_IN_PLACE).waitStream(0x1234).build()), "wait_stream");
+      assertEquals(generation, model.generation());
+      model.update(patch, UpdateOptions.builder().waitStream(0).build()); // 0 = none
+
+      // In place with a run open on the constant: with no wait, the constant gets fresh
+      // storage at once; with a wait, the update waits that long for the run first.
+      UpdateOptions inPlace = UpdateOptions.builder().target(UpdateTarget.ACTIVE_IN_PLACE)
+          .inPlaceMaxWait(java.time.Duration.ZERO).build();
+      try (Run open = model.beginRun()) {
+        long start = System.nanoTime();
+        model.update(patch, inPlace);
+        long noWaitMillis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue("an in-place update with inPlaceMaxWait 0 took " + noWaitMillis + " ms", noWaitMillis < 900);
+        start = System.nanoTime();
+        try (ConstantMap again = ConstantMap.create()) {
+          again.put("head.bias", new float[] {9f, 10f}, 2);
+          try (Run second = model.beginRun()) {
+            model.update(again, UpdateOptions.builder().target(UpdateTarget.ACTIVE_IN_PLACE)
+                .inPlaceMaxWait(java.time.Duration.ofMillis(300)).build());
+            long waitedMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue("waited only " + waitedMillis + " ms of 300", waitedMillis >= 290);
+            assertArrayEquals(new float[] {7f, 8f}, floats(second.tensor("head.bias")), 0f);
+          }
+        }
+        assertArrayEquals(new float[] {100f, 101f}, floats(open.tensor("head.bias")), 0f); // never changes
+      }
+      try (Run run = model.beginRun()) {
+        assertArrayEquals(new float[] {9f, 10f}, floats(run.tensor("head.bias")), 0f);
+      }
+    }
+  }
+
+  @Test
   public void badUpdatesNameTheConstantAndChangeNothing() {
     try (ConstantMap initial = fullMap(0); Container model = Container.fromMap(runtime, initial, "strict")) {
       long generation = model.generation();
