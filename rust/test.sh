@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Rust binding's checks against a built libwharf:
 #   rust/test.sh BUILD_DIR      (BUILD_DIR holds libwharf.so; default: ../build)
-# cargo fmt --check and clippy (when installed), then cargo test, all offline.
+# cargo fmt --check and clippy (when installed; default features and `experimental`),
+# then cargo test --features experimental, all offline, then the consumer test.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$HERE/../build}" && pwd)
@@ -19,8 +20,19 @@ if "$CARGO" fmt --version >/dev/null 2>&1; then
 fi
 if "$CARGO" clippy --version >/dev/null 2>&1; then
   "$CARGO" clippy --offline --all-targets -- -D warnings
+  "$CARGO" clippy --offline --all-targets --features experimental -- -D warnings
 else
+  "$CARGO" check --offline --all-targets
   echo "rust/test.sh: clippy is not installed; skipping it"
 fi
 # No LD_LIBRARY_PATH: build.rs embeds an rpath to BUILD_DIR.
-env -u LD_LIBRARY_PATH "$CARGO" test --offline
+# With the experimental tier (models, index access): every test, those of the default
+# features included.
+env -u LD_LIBRARY_PATH "$CARGO" test --offline --features experimental
+# A crate outside the tree against an installed prefix (needs a fully built tree, as
+# `make test` has: cmake --install installs the command-line tool too).
+if [ -f "$BUILD/cmake_install.cmake" ] && [ -x "$BUILD/wharf" ] && command -v cmake >/dev/null; then
+  bash "$HERE/consumer_test.sh" "$BUILD"
+else
+  echo "rust/test.sh: skipping the outside-the-tree consumer test ($BUILD is not fully built: no tools/wharf to install)"
+fi
