@@ -87,7 +87,7 @@ func (m *ConstantMap) Close() error {
 	return err
 }
 
-// Set adds name -> t. The map copies the name, shape and strides and borrows t.Data: a
+// Set adds name -> t. The map copies the name, shape and strides and borrows t's data: a
 // tensor from a HostBuffer or another map keeps its owner alive for as long as this map
 // lives; a hand-built tensor's memory must stay valid that long (and must not be Go
 // memory). Tensors of a Run cannot be borrowed (the run may end first). Errors:
@@ -98,7 +98,7 @@ func (m *ConstantMap) Set(name string, t Tensor) error {
 	if t.noKeep != "" {
 		return invalidArgument("%s: constant '%s': %s", what, name, t.noKeep)
 	}
-	if _, err := checkShape(what+": constant '"+name+"'", t.Shape, t.Strides); err != nil {
+	if _, err := checkShape(what+": constant '"+name+"'", t.shape, t.strides); err != nil {
 		return err
 	}
 	// Retain the tensor's owner before taking this map's lock, so two maps borrowing from
@@ -136,20 +136,20 @@ func (m *ConstantMap) set(what, name string, t Tensor, owner *handle) error {
 	defer m.rw.Unlock()
 	view := C.wharf_tensor_view{
 		struct_size:  C.sizeof_wharf_tensor_view,
-		data:         t.Data,
-		dtype:        C.wharf_dtype(t.DType),
-		device_type:  C.wharf_device_type(t.Device),
-		device_index: C.int32_t(t.DeviceIndex),
-		ndim:         C.int32_t(len(t.Shape)),
+		data:         t.data,
+		dtype:        C.wharf_dtype(t.dtype),
+		device_type:  C.wharf_device_type(t.device),
+		device_index: C.int32_t(t.deviceIndex),
+		ndim:         C.int32_t(len(t.shape)),
 	}
 	var shape, strides *C.int64_t
-	if len(t.Shape) > 0 {
-		shape = (*C.int64_t)(unsafe.Pointer(&t.Shape[0]))
+	if len(t.shape) > 0 {
+		shape = (*C.int64_t)(unsafe.Pointer(&t.shape[0]))
 	}
-	if len(t.Strides) > 0 {
-		strides = (*C.int64_t)(unsafe.Pointer(&t.Strides[0]))
+	if len(t.strides) > 0 {
+		strides = (*C.int64_t)(unsafe.Pointer(&t.strides[0]))
 	}
-	// view lives in Go memory and holds t.Data: cgo's pointer check rejects (panics) a
+	// view lives in Go memory and holds t.data: cgo's pointer check rejects (panics) a
 	// Go pointer there, which is exactly the tensor the map must not keep.
 	err = statusError(C.wharf_go_map_set((*C.wharf_constant_map)(p), cname, &view, shape, strides))
 	runtime.KeepAlive(m)
@@ -165,23 +165,25 @@ func (m *ConstantMap) set(what, name string, t Tensor, owner *handle) error {
 // into a Tensor owned by owner.
 func tensorFromView(v *C.wharf_tensor_view, owner *handle) Tensor {
 	t := Tensor{
-		Data:        v.data,
-		DType:       DType(v.dtype),
-		Device:      DeviceType(v.device_type),
-		DeviceIndex: int32(v.device_index),
-		Shape:       []int64{},
+		data:        v.data,
+		dtype:       DType(v.dtype),
+		device:      DeviceType(v.device_type),
+		deviceIndex: int32(v.device_index),
+		shape:       []int64{},
 		owner:       owner,
 	}
 	if n := int(v.ndim); n > 0 {
 		if v.shape != nil {
-			t.Shape = append(t.Shape, unsafe.Slice((*int64)(unsafe.Pointer(v.shape)), n)...)
+			t.shape = append(t.shape, unsafe.Slice((*int64)(unsafe.Pointer(v.shape)), n)...)
 		}
 		if v.strides != nil {
-			t.Strides = append([]int64(nil), unsafe.Slice((*int64)(unsafe.Pointer(v.strides)), n)...)
+			t.strides = append([]int64{}, unsafe.Slice((*int64)(unsafe.Pointer(v.strides)), n)...)
 		}
 	}
 	return t
 }
+
+const mapTensorReadOnly = "it is an entry of a ConstantMap (write through the HostBuffer it came from)"
 
 // Find looks up name. The returned tensor's data belongs to the map's source (or the
 // map's file mapping) and is valid while the map is open. Errors: ErrNotFound.
@@ -198,6 +200,7 @@ func (m *ConstantMap) Find(name string) (Tensor, error) {
 		return Tensor{}, err
 	}
 	t := tensorFromView(&v, &m.h)
+	t.readOnly = mapTensorReadOnly
 	runtime.KeepAlive(m)
 	return t, nil
 }
@@ -231,6 +234,7 @@ func (m *ConstantMap) Entry(i int) (string, Tensor, error) {
 		return "", Tensor{}, err
 	}
 	name, t := C.GoString(fqn), tensorFromView(&v, &m.h)
+	t.readOnly = mapTensorReadOnly
 	runtime.KeepAlive(m)
 	return name, t, nil
 }

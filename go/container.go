@@ -94,9 +94,10 @@ type StateInfo struct {
 // sessions that use it are open is allowed: it stops accepting calls, and the C container
 // is freed when the last of them ends.
 type Container struct {
-	h     handle
-	rt    *Runtime
-	store *WeightStore // nil without a store
+	h      handle
+	rt     *Runtime
+	store  *WeightStore    // nil without a store
+	states map[string]bool // the FQNs of the declared states (immutable)
 }
 
 // cArena collects C allocations freed together.
@@ -143,7 +144,7 @@ func newContainer(rt *Runtime, store *WeightStore, p *C.wharf_container) *Contai
 	if store != nil {
 		held = append(held, &store.h) // retained by the caller (containerOptions)
 	}
-	c := &Container{rt: rt, store: store}
+	c := &Container{rt: rt, store: store, states: stateNames(p)}
 	c.h.init("container", unsafe.Pointer(p), func(p unsafe.Pointer) error {
 		C.wharf_container_free((*C.wharf_container)(p))
 		return nil
@@ -652,10 +653,10 @@ func (c *Container) BindTensor(fqn string, t Tensor) error {
 	if t.noKeep != "" || t.owner == nil {
 		return invalidArgument("%s: constant '%s': the tensor must belong to a HostBuffer or a ConstantMap", what, fqn)
 	}
-	if t.Strides != nil && !t.IsContiguous() {
+	if !t.IsContiguous() {
 		return invalidArgument("%s: constant '%s': the tensor is not contiguous", what, fqn)
 	}
-	if _, err := checkShape(what+": constant '"+fqn+"'", t.Shape, nil); err != nil {
+	if _, err := checkShape(what+": constant '"+fqn+"'", t.shape, nil); err != nil {
 		return err
 	}
 	owner := t.owner
@@ -681,15 +682,15 @@ func (c *Container) bind(what, fqn string, t Tensor, release cgo.Handle) error {
 	defer c.h.release()
 	view := C.wharf_tensor_view{
 		struct_size:  C.sizeof_wharf_tensor_view,
-		data:         t.Data,
-		dtype:        C.wharf_dtype(t.DType),
-		device_type:  C.wharf_device_type(t.Device),
-		device_index: C.int32_t(t.DeviceIndex),
-		ndim:         C.int32_t(len(t.Shape)),
+		data:         t.data,
+		dtype:        C.wharf_dtype(t.dtype),
+		device_type:  C.wharf_device_type(t.device),
+		device_index: C.int32_t(t.deviceIndex),
+		ndim:         C.int32_t(len(t.shape)),
 	}
 	var shape *C.int64_t
-	if len(t.Shape) > 0 {
-		shape = (*C.int64_t)(unsafe.Pointer(&t.Shape[0]))
+	if len(t.shape) > 0 {
+		shape = (*C.int64_t)(unsafe.Pointer(&t.shape[0]))
 	}
 	err = statusError(C.wharf_go_bind((*C.wharf_container)(cp), cfqn, &view, shape, C.uintptr_t(release)))
 	runtime.KeepAlive(c)
@@ -822,6 +823,20 @@ func (c *Container) States() ([]StateInfo, error) {
 	}
 	runtime.KeepAlive(c)
 	return out, nil
+}
+
+// stateNames returns the FQNs of a container's declared states.
+func stateNames(c *C.wharf_container) map[string]bool {
+	n := int(C.wharf_container_num_states(c))
+	names := make(map[string]bool, n)
+	for i := 0; i < n; i++ {
+		var info C.wharf_state_info
+		info.struct_size = C.uint32_t(unsafe.Sizeof(info))
+		if statusError(C.wharf_container_state_info(c, C.size_t(i), &info)) == nil {
+			names[C.GoString(info.fqn)] = true
+		}
+	}
+	return names
 }
 
 // constantInfo copies the i-th declaration (its strings belong to the container).

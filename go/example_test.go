@@ -69,7 +69,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	old, _ := wharf.Values[float32](t)
-	fmt.Println("generation", before.Generation(), "weight", t.Shape, old)
+	fmt.Println("generation", before.Generation(), "weight", t.Shape(), old)
 
 	// 4. Hot update from Go memory into the inactive generation, then swap.
 	fresh := []float32{10, 20, 30, 40, 50, 60}
@@ -157,9 +157,7 @@ func Example_sessions() {
 	fmt.Println("new conversation:", kv)
 	t, err := run.Tensor("kv")
 	check(err)
-	state, err := wharf.Slice[float32](t) // host memory on the host backend
-	check(err)
-	copy(state, []float32{1, 2, 3, 4})
+	check(wharf.SetValues(t, []float32{1, 2, 3, 4})) // host memory on the host backend
 	check(run.End())
 
 	// 4. Decode sees what prefill wrote in the same session; a fork branches the

@@ -111,9 +111,10 @@ const runTensorNoKeep = "it belongs to a run, which may end before the map is do
 
 // Tensor resolves fqn in the run's generation, then in its session's state: a view of the
 // storage (device memory on a CUDA runtime, host memory on the host backend or for
-// PlacementHost). Its Data is valid until End. A constant's memory must not be written; a
-// session state's is the run's to read and write (that is what it is for). Errors:
-// ErrNotFound.
+// PlacementHost), valid until End: afterwards the tensor's accessors fail with
+// ErrClosed. A constant's tensor is read-only; a session state's is the run's to read and
+// write (that is what it is for: SetValues, WithSlice on the host backend, your kernels on
+// a GPU). Errors: ErrNotFound.
 func (r *Run) Tensor(fqn string) (Tensor, error) {
 	cfqn := C.CString(fqn)
 	defer C.free(unsafe.Pointer(cfqn))
@@ -124,8 +125,13 @@ func (r *Run) Tensor(fqn string) (Tensor, error) {
 	defer r.h.release()
 	t, err := runTensor((*C.wharf_run)(p), cfqn, &r.h)
 	runtime.KeepAlive(r)
+	if err == nil && !r.c.states[fqn] {
+		t.readOnly = runConstantReadOnly
+	}
 	return t, err
 }
+
+const runConstantReadOnly = "it is a constant of a run (runs read the generation they pinned; update the container instead)"
 
 func runTensor(run *C.wharf_run, fqn *C.char, owner *handle) (Tensor, error) {
 	v := outputView()
@@ -199,8 +205,8 @@ func ReadValues[T Element](r *Run, fqn string) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	if want := DTypeOf[T](); t.DType != want {
-		return nil, invalidArgument("ReadValues: constant '%s' has dtype %v, the Go type wants %v", fqn, t.DType, want)
+	if want := DTypeOf[T](); t.dtype != want {
+		return nil, invalidArgument("ReadValues: constant '%s' has dtype %v, the Go type wants %v", fqn, t.dtype, want)
 	}
 	out := make([]T, t.NumElements())
 	if len(out) == 0 {
@@ -215,8 +221,9 @@ func ReadValues[T Element](r *Run, fqn string) ([]T, error) {
 
 // FoldRun is the run an update's Fold callback receives: a view of the generation being
 // written, derived constants included. It is valid only during the callback; afterwards
-// its methods fail with ErrClosed. Write derived constants through the tensors' Data
-// (on the host backend, Bytes gives their host memory), or launch kernels on Stream.
+// its methods, and those of the tensors it gave, fail with ErrClosed. Write derived
+// constants through the tensors (SetValues or WithSlice on the host backend, Pointer for
+// your kernels), launched on Stream; the other constants must only be read.
 type FoldRun struct {
 	h handle
 }

@@ -2,6 +2,7 @@ package wharf
 
 import (
 	"bytes"
+	"errors"
 	"log"
 	"os"
 	"runtime"
@@ -78,10 +79,10 @@ func step(t *testing.T, c *Container, s *Session, fqn string, want, next []float
 	if next != nil {
 		tt, err := r.Tensor(fqn)
 		must(t, err)
-		if tt.Device != DeviceCPU || tt.DType != DTypeF32 || tt.NumElements() != int64(len(next)) {
+		if tt.Device() != DeviceCPU || tt.DType() != DTypeF32 || tt.NumElements() != int64(len(next)) || !tt.Writable() {
 			t.Fatalf("state tensor %+v", tt)
 		}
-		copy(unsafe.Slice((*float32)(tt.Data), len(next)), next)
+		must(t, SetValues(tt, next))
 	}
 }
 
@@ -125,8 +126,8 @@ func TestSessionsAreIsolated(t *testing.T) {
 	}
 	kv, err := r.Tensor("kv")
 	must(t, err)
-	if !equal(kv.Shape, []int64{2, 4}) {
-		t.Fatalf("kv shape %v", kv.Shape)
+	if !equal(kv.Shape(), []int64{2, 4}) {
+		t.Fatalf("kv shape %v", kv.Shape())
 	}
 	_, err = r.Tensor("zz")
 	wantCode(t, err, ErrNotFound, "zz")
@@ -167,7 +168,13 @@ func TestSessionsAreIsolated(t *testing.T) {
 				if got[0] != want {
 					t.Errorf("goroutine %d step %d: kv[0] = %v, want %v", g, i, got[0], want)
 				}
-				unsafe.Slice((*float32)(kv.Data), kvElems)[0] = float32(1000*g + i)
+				err = WithSlice(kv, func(s []float32) error {
+					s[0] = float32(1000*g + i)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
 				if err := r.End(); err != nil {
 					t.Error(err)
 				}
@@ -201,7 +208,7 @@ func TestSessionSharesStateAcrossContainers(t *testing.T) {
 		defer r.End()
 		kv, err := r.Tensor("kv")
 		must(t, err)
-		return kv.Data
+		return pointer(t, kv)
 	}
 	if pointer(prefill) != pointer(decode) {
 		t.Fatal("one session holds two kv buffers")
@@ -467,7 +474,7 @@ func TestSessionClosedWhileRunOpen(t *testing.T) {
 	// The run still reads and writes the state (once its initialisation, queued on the
 	// runtime's stream, is done).
 	must(t, rt.Synchronize())
-	copy(unsafe.Slice((*float32)(kv.Data), kvElems), pattern(5))
+	must(t, SetValues(kv, pattern(5)))
 	if v, err := ReadValues[float32](r, "kv"); err != nil || !equal(v, pattern(5)) {
 		t.Fatalf("kv through a run of a closed session = %v, %v", v, err)
 	}
@@ -557,23 +564,64 @@ func TestSessionFinalizerBackstop(t *testing.T) {
 	}
 }
 
-func TestSlice(t *testing.T) {
+func TestTensorAccess(t *testing.T) {
 	b, tt := bufferTensor(t, []int64{2, 2}, []int32{1, 2, 3, 4})
-	s, err := Slice[int32](tt)
+	err := WithSlice(tt, func(s []int32) error {
+		s[3] = 40
+		return nil
+	})
 	must(t, err)
-	s[3] = 40
 	if v := HostSlice[int32](b); !equal(v, []int32{1, 2, 3, 40}) {
-		t.Fatalf("Slice does not alias the tensor: %v", v)
+		t.Fatalf("WithSlice does not alias the tensor: %v", v)
 	}
-	_, err = Slice[float32](tt)
-	wantCode(t, err, ErrInvalidArgument, "I32")
-	_, err = Slice[int32](Tensor{Data: tt.Data, DType: DTypeI32, Device: DeviceCUDA, Shape: []int64{1}})
-	wantCode(t, err, ErrInvalidArgument, "cuda")
-	_, err = Slice[int32](Tensor{Data: tt.Data, DType: DTypeI32, Shape: []int64{2, 2}, Strides: []int64{1, 2}})
+	mine := errors.New("mine")
+	if err := WithSlice(tt, func([]int32) error { return mine }); err != mine {
+		t.Fatalf("WithSlice returned %v, want fn's error", err)
+	}
+	must(t, SetValues(tt, []int32{5, 6, 7, 8}))
+	if v, err := Values[int32](tt); err != nil || !equal(v, []int32{5, 6, 7, 8}) {
+		t.Fatalf("Values after SetValues: %v, %v", v, err)
+	}
+	must(t, tt.SetBytes([]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0}))
+	if v, err := tt.Bytes(); err != nil || len(v) != 16 || v[12] != 4 {
+		t.Fatalf("Bytes: %v, %v", v, err)
+	}
+	wantCode(t, SetValues(tt, []int32{1}), ErrInvalidArgument, "1 values")
+	wantCode(t, tt.SetBytes(make([]byte, 3)), ErrInvalidArgument, "3 bytes")
+	wantCode(t, WithSlice(tt, func([]float32) error { return nil }), ErrInvalidArgument, "I32")
+	p := pointer(t, tt)
+	cuda, err := NewTensor(p, DTypeI32, DeviceCUDA, 0, []int64{1}, nil)
+	must(t, err)
+	wantCode(t, WithSlice(cuda, func([]int32) error { return nil }), ErrInvalidArgument, "cuda")
+	strided, err := NewTensor(p, DTypeI32, DeviceCPU, 0, []int64{2, 2}, []int64{1, 2})
+	must(t, err)
+	if strided.IsContiguous() || !equal(strided.Strides(), []int64{1, 2}) {
+		t.Fatalf("strided tensor %+v", strided)
+	}
+	_, err = Values[int32](strided)
 	wantCode(t, err, ErrInvalidArgument, "contiguous")
-	_, err = Slice[int32](Tensor{DType: DTypeI32, Shape: []int64{2}})
+	_, err = NewTensor(nil, DTypeI32, DeviceCPU, 0, []int64{2}, nil)
 	wantCode(t, err, ErrInvalidArgument, "nil")
-	if e, err := Slice[int32](Tensor{DType: DTypeI32, Shape: []int64{0}}); err != nil || len(e) != 0 {
-		t.Fatalf("an empty tensor: %v, %v", e, err)
+	_, err = NewTensor(p, DTypeI32, DeviceType(7), 0, []int64{2}, nil)
+	wantCode(t, err, ErrInvalidArgument, "device")
+	_, err = NewTensor(p, DType(99), DeviceCPU, 0, []int64{2}, nil)
+	wantCode(t, err, ErrInvalidArgument, "dtype")
+	_, err = NewTensor(p, DTypeI32, DeviceCPU, 0, []int64{-1}, nil)
+	wantCode(t, err, ErrInvalidArgument, "negative")
+	empty, err := NewTensor(nil, DTypeI32, DeviceCPU, 0, []int64{0}, nil)
+	must(t, err)
+	if err := WithSlice(empty, func(e []int32) error {
+		if len(e) != 0 {
+			return errors.New("not empty")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("an empty tensor: %v", err)
+	}
+	// Shape and Strides are copies: editing them changes nothing.
+	sh := tt.Shape()
+	sh[0] = 1 << 30
+	if tt.NumElements() != 4 || tt.NumBytes() != 16 {
+		t.Fatalf("editing Shape() reached the tensor: %v", tt.Shape())
 	}
 }

@@ -46,7 +46,7 @@ func runPointer(t *testing.T, c *Container, fqn string) unsafe.Pointer {
 	defer func() { must(t, r.End()) }()
 	tt, err := r.Tensor(fqn)
 	must(t, err)
-	return tt.Data
+	return pointer(t, tt)
 }
 
 const embedN = 1024 // 4 KiB of F32: large enough that sharing shows in the memory figures

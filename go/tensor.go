@@ -13,32 +13,92 @@ import (
 )
 
 // Tensor is a view of a tensor in someone else's memory (wharf_tensor_view): nothing in
-// it is owned. Tensors returned by the binding (ConstantMap.Find, Run.Tensor,
-// HostBuffer.Tensor) remember what owns their memory; their Data is valid until that
-// owner is closed (or the run ended).
+// it is owned, and its fields are private, so a view always describes exactly the memory
+// it was made for. Tensors returned by the binding (ConstantMap.Find and Entry,
+// Run.Tensor, Run.RunModel, HostBuffer.Tensor, FoldRun.Tensor) hold a reference to what
+// owns their memory and refuse use once that owner ended: after Run.End, ConstantMap.Close,
+// HostBuffer.Close or the end of a fold callback, Values, Bytes, SetValues, WithSlice,
+// Pointer and ConstantMap.Set fail with an error matching ErrClosed instead of touching
+// freed memory. A tensor keeps its owner reachable, so the garbage collector cannot
+// finalize a run (or a map) while one of its tensors is still in use.
 //
-// A Tensor can also be built by hand around memory the caller manages (C or device
-// memory, say). Data must then not point to Go memory if the tensor is stored in a
-// ConstantMap: the map keeps the pointer after the call returns, which the cgo pointer
-// rules forbid (with cgo's checks enabled, the default, ConstantMap.Set panics on such a
-// tensor). Use a HostBuffer, Container.UpdatePacked or Container.UpdateFromHost for Go
-// data instead.
+// Host memory is read with Values or Bytes (copies) and written with SetValues or
+// SetBytes (copies) or WithSlice (an alias valid during a callback). Only writable memory
+// can be written: a HostBuffer's, a session state's of an open run, a fold's, and memory
+// wrapped with NewTensor; a run's constants, a map's entries (a safetensors mapping is
+// read-only) and a model's outputs can only be read.
+//
+// NewTensor wraps memory the caller manages (C or device memory, say). Its data must not
+// be Go memory if the tensor is stored in a ConstantMap: the map keeps the pointer after
+// the call returns, which the cgo pointer rules forbid (with cgo's checks enabled, the
+// default, ConstantMap.Set panics on such a tensor). Use a HostBuffer,
+// Container.UpdatePacked or Container.UpdateFromHost for Go data instead.
 type Tensor struct {
-	Data        unsafe.Pointer // first element; device memory for DeviceCUDA
-	DType       DType
-	Device      DeviceType
-	DeviceIndex int32   // CUDA device ordinal (0 for host memory)
-	Shape       []int64 // empty for a scalar
-	Strides     []int64 // in elements; nil means contiguous row-major
+	data        unsafe.Pointer // first element; device memory for DeviceCUDA
+	dtype       DType
+	device      DeviceType
+	deviceIndex int32   // CUDA device ordinal (0 for host memory)
+	shape       []int64 // empty for a scalar; never shared with a caller
+	strides     []int64 // in elements; nil means contiguous row-major
 
-	owner  *handle // what owns Data; nil for caller-managed memory
-	noKeep string  // non-empty: why a ConstantMap may not borrow this tensor
+	owner    *handle // what owns data; nil for memory the caller manages (NewTensor)
+	noKeep   string  // non-empty: why a ConstantMap may not borrow this tensor
+	readOnly string  // non-empty: why the memory may not be written
+}
+
+// NewTensor describes memory the caller manages: data (the first element) holding a
+// tensor of dtype and shape with strides in elements (nil: contiguous row-major) on the
+// given device (DeviceCPU, or DeviceCUDA with its ordinal). The caller keeps the memory
+// valid, and large enough for the shape, for as long as the tensor or a map it was stored
+// in is used; the binding cannot check either. Errors: ErrInvalidArgument (a bad shape or
+// stride, an unknown dtype or device, nil data with a non-empty shape).
+func NewTensor(data unsafe.Pointer, dtype DType, device DeviceType, deviceIndex int32, shape, strides []int64) (Tensor, error) {
+	const what = "NewTensor"
+	n, err := checkShape(what, shape, strides)
+	if err != nil {
+		return Tensor{}, err
+	}
+	if _, err := byteSize(what, dtype, n); err != nil {
+		return Tensor{}, err
+	}
+	if device != DeviceCPU && device != DeviceCUDA {
+		return Tensor{}, invalidArgument("%s: unknown device type %d", what, int32(device))
+	}
+	if data == nil && n > 0 {
+		return Tensor{}, invalidArgument("%s: nil data for shape %v", what, shape)
+	}
+	t := Tensor{data: data, dtype: dtype, device: device, deviceIndex: deviceIndex, shape: append([]int64{}, shape...)}
+	if strides != nil {
+		t.strides = append([]int64{}, strides...)
+	}
+	return t, nil
+}
+
+// DType returns the element type.
+func (t Tensor) DType() DType { return t.dtype }
+
+// Device returns where the memory lives (DeviceCPU or DeviceCUDA).
+func (t Tensor) Device() DeviceType { return t.device }
+
+// DeviceIndex returns the CUDA device ordinal (0 for host memory).
+func (t Tensor) DeviceIndex() int32 { return t.deviceIndex }
+
+// Shape returns a copy of the shape (empty for a scalar).
+func (t Tensor) Shape() []int64 { return append([]int64{}, t.shape...) }
+
+// Strides returns a copy of the strides in elements, or nil for a contiguous row-major
+// tensor described without strides.
+func (t Tensor) Strides() []int64 {
+	if t.strides == nil {
+		return nil
+	}
+	return append([]int64{}, t.strides...)
 }
 
 // NumElements returns the product of the shape (1 for a scalar).
 func (t Tensor) NumElements() int64 {
 	n := int64(1)
-	for _, d := range t.Shape {
+	for _, d := range t.shape {
 		n *= d
 	}
 	return n
@@ -46,83 +106,164 @@ func (t Tensor) NumElements() int64 {
 
 // NumBytes returns NumElements times the element size (the size of the data of a
 // contiguous tensor).
-func (t Tensor) NumBytes() int64 { return t.NumElements() * int64(t.DType.Size()) }
+func (t Tensor) NumBytes() int64 { return t.NumElements() * int64(t.dtype.Size()) }
 
-// IsContiguous reports whether the tensor is row-major without gaps (Strides nil or equal
-// to the row-major strides).
+// IsContiguous reports whether the tensor is row-major without gaps (no strides, or
+// strides equal to the row-major ones).
 func (t Tensor) IsContiguous() bool {
-	if t.Strides == nil {
+	if t.strides == nil {
 		return true
 	}
 	want := int64(1)
-	for i := len(t.Shape) - 1; i >= 0; i-- {
-		if t.Shape[i] != 1 && t.Strides[i] != want {
+	for i := len(t.shape) - 1; i >= 0; i-- {
+		if t.shape[i] != 1 && t.strides[i] != want {
 			return false
 		}
-		want *= t.Shape[i]
+		want *= t.shape[i]
 	}
 	return true
 }
 
-// Bytes returns the tensor's data as a byte slice aliasing the underlying memory, or nil
-// unless the tensor is contiguous host memory (DeviceCPU; a run's device memory is read
-// with Run.Read). The slice is valid only until
-// the tensor's owner is closed (a run: ended); it must not be used after that, and it must
-// not be written when the memory belongs to Wharf (a run's constants, a file mapping),
-// except for a session state of an open run, which the run may write.
-func (t Tensor) Bytes() []byte {
-	n := t.NumBytes()
-	if t.Device != DeviceCPU || !t.IsContiguous() || t.Data == nil || n <= 0 || t.DType.Size() == 0 {
-		return nil
+// Writable reports whether the tensor's memory may be written through SetValues, SetBytes
+// or WithSlice (ignoring whether its owner has ended).
+func (t Tensor) Writable() bool { return t.readOnly == "" }
+
+// Pointer returns the address of the first element (device memory for DeviceCUDA), for
+// passing to your own kernels or C code. It stays valid only while the tensor's owner does
+// (a run: until End); after that Pointer fails with an error matching ErrClosed. Memory
+// Wharf owns must not be written through it unless the tensor is Writable.
+func (t Tensor) Pointer() (unsafe.Pointer, error) {
+	if t.owner != nil && t.owner.isClosed() {
+		return nil, &closedError{"Tensor.Pointer", t.owner.kind}
 	}
-	return unsafe.Slice((*byte)(t.Data), n)
+	return t.data, nil
+}
+
+// use begins an access to the tensor's memory: the owner (if any) is kept from being
+// freed until the returned function is called, or an error says it has ended.
+func (t Tensor) use(op string) (func(), error) {
+	if t.owner == nil {
+		return func() {}, nil
+	}
+	if _, err := t.owner.acquire(op); err != nil {
+		return nil, err
+	}
+	owner := t.owner
+	return owner.release, nil
+}
+
+// hostBytes checks that the tensor is contiguous host memory holding elements of want
+// (any dtype if want < 0) and returns its size in bytes.
+func (t Tensor) hostBytes(op string, want DType) (int64, error) {
+	if want >= 0 && t.dtype != want {
+		return 0, invalidArgument("%s: tensor has dtype %v, the Go type wants %v", op, t.dtype, want)
+	}
+	if t.device != DeviceCPU {
+		return 0, invalidArgument("%s: the tensor is in %v memory; only host memory can be accessed (Run.Read copies device memory)", op, t.device)
+	}
+	if !t.IsContiguous() {
+		return 0, invalidArgument("%s: the tensor is not contiguous", op)
+	}
+	n := t.NumBytes()
+	if n > 0 && t.data == nil {
+		return 0, invalidArgument("%s: the tensor's data is nil", op)
+	}
+	return n, nil
+}
+
+// access runs fn over the tensor's bytes (host memory, contiguous, of element type want
+// or any if want < 0) with the owner kept alive; write asks for writable memory.
+func (t Tensor) access(op string, want DType, write bool, fn func(b []byte) error) error {
+	n, err := t.hostBytes(op, want)
+	if err != nil {
+		return err
+	}
+	if write && t.readOnly != "" {
+		return &Error{Code: CodeFailedPrecondition, Message: op + ": the tensor is read-only: " + t.readOnly}
+	}
+	done, err := t.use(op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var b []byte
+	if n > 0 {
+		b = unsafe.Slice((*byte)(t.data), n)
+	} else {
+		b = []byte{}
+	}
+	return fn(b)
+}
+
+// Bytes copies a contiguous host tensor's data into a new byte slice. Errors:
+// ErrInvalidArgument (device memory, not contiguous), ErrClosed (the owner ended).
+func (t Tensor) Bytes() ([]byte, error) {
+	var out []byte
+	err := t.access("Tensor.Bytes", -1, false, func(b []byte) error {
+		out = append([]byte{}, b...)
+		return nil
+	})
+	return out, err
+}
+
+// SetBytes copies src, exactly NumBytes long, into a contiguous, writable host tensor.
+// Errors: ErrInvalidArgument (a length mismatch, device memory), ErrFailedPrecondition
+// (read-only memory), ErrClosed (the owner ended).
+func (t Tensor) SetBytes(src []byte) error {
+	return t.access("Tensor.SetBytes", -1, true, func(b []byte) error {
+		if len(src) != len(b) {
+			return invalidArgument("Tensor.SetBytes: %d bytes for a tensor of %d", len(src), len(b))
+		}
+		copy(b, src)
+		return nil
+	})
+}
+
+// asBytes views a Go slice's elements as bytes.
+func asBytes[T Element](s []T) []byte {
+	if len(s) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
 // Values copies a contiguous host tensor's elements into a new Go slice. The tensor's
-// DType must be the one of T.
+// DType must be the one of T. Errors as Bytes.
 func Values[T Element](t Tensor) ([]T, error) {
-	if want := DTypeOf[T](); t.DType != want {
-		return nil, invalidArgument("Values: tensor has dtype %v, the Go type wants %v", t.DType, want)
-	}
-	if t.Device != DeviceCPU {
-		return nil, invalidArgument("Values: the tensor is in %v memory; only host memory can be read", t.Device)
-	}
-	if !t.IsContiguous() {
-		return nil, invalidArgument("Values: the tensor is not contiguous")
-	}
-	n := t.NumElements()
-	out := make([]T, n)
-	if n > 0 {
-		if t.Data == nil {
-			return nil, invalidArgument("Values: the tensor's data is nil")
-		}
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*int64(t.DType.Size())), unsafe.Slice((*byte)(t.Data), n*int64(t.DType.Size())))
-	}
-	return out, nil
+	var out []T
+	err := t.access("Values", DTypeOf[T](), false, func(b []byte) error {
+		out = make([]T, t.NumElements())
+		copy(asBytes(out), b)
+		return nil
+	})
+	return out, err
 }
 
-// Slice returns a contiguous host tensor's elements as a []T aliasing its memory (no copy),
-// for writing a session state of an open run on the host backend, or filling a
-// HostBuffer's tensor. T must be the tensor's DType. The slice is valid only while the
-// tensor's memory is (a run: until End) and follows the same rules as Bytes.
-func Slice[T Element](t Tensor) ([]T, error) {
-	if want := DTypeOf[T](); t.DType != want {
-		return nil, invalidArgument("Slice: tensor has dtype %v, the Go type wants %v", t.DType, want)
-	}
-	if t.Device != DeviceCPU {
-		return nil, invalidArgument("Slice: the tensor is in %v memory; only host memory can be aliased", t.Device)
-	}
-	if !t.IsContiguous() {
-		return nil, invalidArgument("Slice: the tensor is not contiguous")
-	}
-	n := t.NumElements()
-	if n == 0 {
-		return []T{}, nil
-	}
-	if t.Data == nil {
-		return nil, invalidArgument("Slice: the tensor's data is nil")
-	}
-	return unsafe.Slice((*T)(t.Data), n), nil
+// SetValues copies src, exactly NumElements long, into a contiguous, writable host tensor
+// of T's dtype (a session state of an open run on the host backend, a HostBuffer's
+// tensor). Errors as SetBytes.
+func SetValues[T Element](t Tensor, src []T) error {
+	return t.access("SetValues", DTypeOf[T](), true, func(b []byte) error {
+		if int64(len(src)) != t.NumElements() {
+			return invalidArgument("SetValues: %d values for a tensor of %d elements", len(src), t.NumElements())
+		}
+		copy(b, asBytes(src))
+		return nil
+	})
+}
+
+// WithSlice calls fn with the elements of a contiguous, writable host tensor of T's dtype
+// as a []T aliasing its memory (no copy). The owner is kept alive until fn returns, even
+// if it is closed meanwhile (a run ended inside fn ends when fn returns). The slice must
+// not be used after fn returns. fn's error is returned. Errors also as SetValues.
+func WithSlice[T Element](t Tensor, fn func(s []T) error) error {
+	return t.access("WithSlice", DTypeOf[T](), true, func(b []byte) error {
+		n := t.NumElements()
+		if n == 0 {
+			return fn([]T{})
+		}
+		return fn(unsafe.Slice((*T)(t.data), n))
+	})
 }
 
 // checkShape validates a shape (and optional strides) the way the library does and
@@ -261,10 +402,10 @@ func (b *HostBuffer) Tensor(offset int, dtype DType, shape []int64) (Tensor, err
 	}
 	defer b.h.release()
 	return Tensor{
-		Data:   unsafe.Add(p, offset),
-		DType:  dtype,
-		Device: DeviceCPU,
-		Shape:  append([]int64(nil), shape...),
+		data:   unsafe.Add(p, offset),
+		dtype:  dtype,
+		device: DeviceCPU,
+		shape:  append([]int64{}, shape...),
 		owner:  &b.h,
 	}, nil
 }

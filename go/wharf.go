@@ -29,7 +29,7 @@
 //
 //   - HostBuffer: memory allocated with C.malloc that Go code can fill through an ordinary
 //     slice. Tensors in it can be stored in a ConstantMap (no copy), saved to safetensors,
-//     and bound to a container without a copy (Container.BindHostBuffer).
+//     and bound to a container without a copy (Container.BindTensor).
 //   - Container.UpdatePacked: an update straight from one Go []byte (no copy). It is legal
 //     because the buffer is passed as a direct argument of a single C call that builds a
 //     temporary map, updates the container and frees the map before returning; C keeps
@@ -40,7 +40,9 @@
 //     Go pointers, which the rules forbid).
 //
 // Memory Wharf itself owns (a safetensors file mapping, a run's tensors) is exposed as a
-// Tensor whose Data points into it; it is valid until its owner is closed.
+// Tensor that holds a reference to its owner: once the owner ends (Run.End,
+// ConstantMap.Close), the tensor's accessors fail with ErrClosed instead of reading freed
+// memory, and no slice of it outlives the callback of WithSlice.
 //
 // # Building
 //

@@ -93,6 +93,14 @@ func values[T Element](t *testing.T, tensor Tensor, err error) []T {
 	return v
 }
 
+// pointer returns a tensor's Pointer, failing the test on error.
+func pointer(t *testing.T, tensor Tensor) unsafe.Pointer {
+	t.Helper()
+	p, err := tensor.Pointer()
+	must(t, err)
+	return p
+}
+
 func equal[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false
@@ -339,12 +347,12 @@ func TestConstantMap(t *testing.T) {
 	if got := values[int32](t, f, err); !equal(got, []int32{7, 8, 9, 10}) {
 		t.Fatalf("Find(b) = %v", got)
 	}
-	if !equal(f.Shape, []int64{4}) || f.DType != DTypeI32 || f.Device != DeviceCPU || f.Data != tb.Data {
+	if !equal(f.Shape(), []int64{4}) || f.DType() != DTypeI32 || f.Device() != DeviceCPU || pointer(t, f) != pointer(t, tb) || f.Writable() {
 		t.Fatalf("Find(b) tensor %+v", f)
 	}
 	name, e, err := m.Entry(0)
 	must(t, err)
-	if name != "a" || !equal(e.Shape, []int64{2, 3}) || e.NumBytes() != 24 || len(e.Bytes()) != 24 {
+	if eb, err := e.Bytes(); name != "a" || !equal(e.Shape(), []int64{2, 3}) || e.NumBytes() != 24 || err != nil || len(eb) != 24 {
 		t.Fatalf("Entry(0) = %q %+v", name, e)
 	}
 	md, err := m.Metadata()
@@ -357,12 +365,14 @@ func TestConstantMap(t *testing.T) {
 
 	wantCode(t, m.Set("a", ta), ErrAlreadyExists, "a")
 	wantCode(t, m.Set("", ta), ErrInvalidArgument)
-	wantCode(t, m.Set("nil", Tensor{DType: DTypeF32, Shape: []int64{3}}), ErrInvalidArgument, "nil")
-	wantCode(t, m.Set("bad", Tensor{Data: ta.Data, DType: DType(50), Shape: []int64{1}}), ErrInvalidArgument, "dtype")
-	wantCode(t, m.Set("neg", Tensor{Data: ta.Data, DType: DTypeF32, Shape: []int64{-1}}), ErrInvalidArgument, "negative")
-	wantCode(t, m.Set("strides", Tensor{Data: ta.Data, DType: DTypeF32, Shape: []int64{2, 3}, Strides: []int64{1}}),
+	// Tensors NewTensor refuses, built field by field (the library checks them too).
+	pa := pointer(t, ta)
+	wantCode(t, m.Set("nil", Tensor{dtype: DTypeF32, shape: []int64{3}}), ErrInvalidArgument, "nil")
+	wantCode(t, m.Set("bad", Tensor{data: pa, dtype: DType(50), shape: []int64{1}}), ErrInvalidArgument, "dtype")
+	wantCode(t, m.Set("neg", Tensor{data: pa, dtype: DTypeF32, shape: []int64{-1}}), ErrInvalidArgument, "negative")
+	wantCode(t, m.Set("strides", Tensor{data: pa, dtype: DTypeF32, shape: []int64{2, 3}, strides: []int64{1}}),
 		ErrInvalidArgument, "strides")
-	wantCode(t, m.Set("dims", Tensor{Data: ta.Data, DType: DTypeF32, Shape: make([]int64, MaxDims+1)}),
+	wantCode(t, m.Set("dims", Tensor{data: pa, dtype: DTypeF32, shape: make([]int64, MaxDims+1)}),
 		ErrInvalidArgument, "dimensions")
 	_, err = m.Find("zzz")
 	wantCode(t, err, ErrNotFound, "zzz")
@@ -395,9 +405,9 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	buf, err := NewHostBufferFrom([]float32{0, 3, 1, 4, 2, 5})
 	must(t, err)
 	defer buf.Close()
-	transposed := Tensor{Data: bufferData(buf), DType: DTypeF32, Device: DeviceCPU,
-		Shape: []int64{2, 3}, Strides: []int64{1, 2}}
-	if transposed.IsContiguous() || transposed.Bytes() != nil {
+	transposed, err := NewTensor(bufferData(buf), DTypeF32, DeviceCPU, 0, []int64{2, 3}, []int64{1, 2})
+	must(t, err)
+	if b, err := transposed.Bytes(); transposed.IsContiguous() || b != nil || err == nil {
 		t.Fatal("a strided tensor claims to be contiguous")
 	}
 	_, ids := bufferTensor(t, []int64{3}, []int64{-1, 1 << 40, 3})
@@ -470,7 +480,9 @@ func TestSafetensorsMetadataAndErrors(t *testing.T) {
 	defer cm.Close()
 	hb, _ := bufferTensor(t, []int64{1}, []float32{1})
 	// Labelled CUDA memory (never dereferenced: Save validates before it reads).
-	must(t, cm.Set("gpu", Tensor{Data: bufferData(hb), DType: DTypeF32, Device: DeviceCUDA, Shape: []int64{1}}))
+	gpu, err := NewTensor(bufferData(hb), DTypeF32, DeviceCUDA, 0, []int64{1}, nil)
+	must(t, err)
+	must(t, cm.Set("gpu", gpu))
 	wantCode(t, cm.Save(filepath.Join(dir, "gpu.safetensors")), ErrInvalidArgument, "gpu")
 }
 
@@ -503,7 +515,9 @@ func TestSetRejectsGoMemory(t *testing.T) {
 			t.Fatal("the map kept the Go pointer")
 		}
 	}()
-	_ = m.Set("go", Tensor{Data: unsafe.Pointer(&goData[0]), DType: DTypeF32, Shape: []int64{4}})
+	goTensor, err := NewTensor(unsafe.Pointer(&goData[0]), DTypeF32, DeviceCPU, 0, []int64{4}, nil)
+	must(t, err)
+	_ = m.Set("go", goTensor)
 }
 
 func toString(v any) string {
@@ -825,7 +839,7 @@ func TestRun(t *testing.T) {
 	}
 	a, err := r.Tensor("a")
 	must(t, err)
-	if a.Device != DeviceCPU || a.DType != DTypeF32 || !equal(a.Shape, []int64{2, 3}) || len(a.Bytes()) != 24 {
+	if ab, err := a.Bytes(); a.Device() != DeviceCPU || a.DType() != DTypeF32 || !equal(a.Shape(), []int64{2, 3}) || err != nil || len(ab) != 24 || a.Writable() {
 		t.Fatalf("run tensor %+v", a)
 	}
 	_, err = r.Tensor("zz")
@@ -989,14 +1003,18 @@ func transpose(run *FoldRun) error {
 	if err != nil {
 		return err
 	}
-	src := unsafe.Slice((*float32)(w.Data), 6)
-	dst := unsafe.Slice((*float32)(wt.Data), 6)
-	for i := 0; i < 2; i++ {
-		for j := 0; j < 3; j++ {
-			dst[j*2+i] = src[i*3+j]
-		}
+	src, err := Values[float32](w)
+	if err != nil {
+		return err
 	}
-	return nil
+	return WithSlice(wt, func(dst []float32) error {
+		for i := 0; i < 2; i++ {
+			for j := 0; j < 3; j++ {
+				dst[j*2+i] = src[i*3+j]
+			}
+		}
+		return nil
+	})
 }
 
 func TestFold(t *testing.T) {
@@ -1134,7 +1152,7 @@ func TestBindTensor(t *testing.T) {
 	must(t, err)
 	rb, err := r.Tensor("b")
 	must(t, err)
-	if rb.Data != tb.Data {
+	if pointer(t, rb) != pointer(t, tb) {
 		t.Fatal("the bound constant was copied")
 	}
 	must(t, r.End())
@@ -1156,7 +1174,9 @@ func TestBindTensor(t *testing.T) {
 	if wrong.h.deps.Load() != 0 {
 		t.Fatal("a failed bind kept a reference to the buffer")
 	}
-	wantCode(t, c.BindTensor("b", Tensor{Data: tw.Data, DType: DTypeI32, Shape: []int64{4}}), ErrInvalidArgument, "HostBuffer")
+	external, err := NewTensor(pointer(t, tw), DTypeI32, DeviceCPU, 0, []int64{4}, nil)
+	must(t, err)
+	wantCode(t, c.BindTensor("b", external), ErrInvalidArgument, "HostBuffer")
 
 	must(t, c.Close())
 	if !freed(&b.h) {
