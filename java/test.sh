@@ -90,7 +90,7 @@ LOG="$OUT/test-output.txt"
 set +e
 # The binding as a user gets it: the jar on the class path, its native libraries extracted
 # at first use (no wharf.jni.path, no LD_LIBRARY_PATH).
-env -u LD_LIBRARY_PATH "$JAVA" -ea -Xcheck:jni -Dwharf.test.bundled=true \
+env -u LD_LIBRARY_PATH "$JAVA" -ea -Xcheck:jni -Dwharf.test.bundled=true -Dwharf.test.root="$ROOT" \
   -Dwharf.test.unloadable="$BROKEN/libbroken.so" \
   -cp "$OUT/test-classes:$TEST_CP" dev.wharf.TestMain $TEST_CLASSES 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}

@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The experimental tier too (models); only the functions listed below are wrapped. */
+#define WHARF_EXPERIMENTAL
 #include "wharf/wharf.h"
 
 /* One dimension of a shape. SWIG sees only the name (not that it is int64_t), so the casts
@@ -124,6 +126,14 @@ WHARF_WRAP(wharf_weight_store_swap)
 WHARF_WRAP(wharf_session_reset)
 WHARF_WRAP(wharf_session_state_bytes)
 WHARF_WRAP(wharf_session_free)
+/* 0.3.0 */
+WHARF_WRAP(wharf_container_name)
+/* models (0.3.0, experimental tier) */
+WHARF_WRAP(wharf_model_free)
+WHARF_WRAP(wharf_model_container)
+WHARF_WRAP(wharf_model_num_inputs)
+WHARF_WRAP(wharf_model_num_outputs)
+WHARF_WRAP(wharf_model_input_name)
 /* the helpers of this file */
 %rename("%s", regextarget=1) "^wharf_swig_";
 
@@ -143,6 +153,7 @@ WHARF_WRAP(wharf_session_free)
 %immutable wharf_tensor_view::struct_size;
 %immutable wharf_tensor_view::byte_offset;
 /* Structs only the helpers use. */
+%ignore wharf_model_options;
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
@@ -389,8 +400,9 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 }
 
 /* ======================================================================================
- * The header
+ * The header, with its experimental tier (the functions above say which are wrapped)
  * ====================================================================================== */
+#define WHARF_EXPERIMENTAL
 %include "wharf/wharf.h"
 
 /* ======================================================================================
@@ -533,6 +545,14 @@ struct wharf_swig_decl_list {
 struct wharf_swig_state_list {
   wharf_state_decl* decls;
   wharf_tensor_view* initials;
+  size_t size;
+  size_t capacity;
+};
+
+/* A fixed-capacity list of tensor views, with room for WHARF_MAX_DIMS dimensions each. */
+struct wharf_swig_view_list {
+  wharf_tensor_view* views;
+  int64_t* shapes;
   size_t size;
   size_t capacity;
 };
@@ -895,6 +915,106 @@ wharf_session* wharf_swig_session_fork(const wharf_session* src, wharf_status** 
 wharf_status* wharf_swig_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
                                   int64_t dst_address, uint64_t bytes) {
   return wharf_run_read(run, fqn, offset, (void*)(intptr_t)dst_address, bytes);
+}
+
+/**
+ * wharf_model_load with the fields of wharf_model_options as arguments (each may be NULL/0
+ * for its default), filled through the sized init.
+ */
+wharf_model* wharf_swig_model_load(wharf_runtime* runtime, const char* so_path, const wharf_constant_map* weights,
+                                   const char* name, wharf_weight_store* store, uint64_t max_session_bytes,
+                                   const char* shim_path, wharf_status** status_out) {
+  wharf_model* model = NULL;
+  wharf_model_options opts;
+  wharf_model_options_init_sized(&opts, sizeof opts);
+  opts.name = name;
+  opts.store = store;
+  opts.max_session_bytes = max_session_bytes;
+  opts.shim_path = shim_path;
+  *status_out = wharf_model_load(runtime, so_path, weights, &opts, &model);
+  return *status_out ? NULL : model;
+}
+
+/** Tensor views for wharf_swig_run_model, built one at a time; owns copies of the shapes. */
+typedef struct wharf_swig_view_list wharf_swig_view_list;
+
+/** A new list of `capacity` zeroed views (at most 4096; free with wharf_swig_view_list_free); NULL when out of memory. */
+wharf_swig_view_list* wharf_swig_view_list_new(int32_t capacity) {
+  wharf_swig_view_list* list;
+  if (capacity < 0 || capacity > 4096) return NULL;
+  list = (wharf_swig_view_list*)calloc(1, sizeof(wharf_swig_view_list));
+  if (!list) return NULL;
+  list->views = (wharf_tensor_view*)calloc(capacity ? (size_t)capacity : 1, sizeof(wharf_tensor_view));
+  list->shapes = (int64_t*)calloc(capacity ? (size_t)capacity * WHARF_MAX_DIMS : 1, sizeof(int64_t));
+  if (!list->views || !list->shapes) {
+    free(list->views);
+    free(list->shapes);
+    free(list);
+    return NULL;
+  }
+  list->capacity = (size_t)capacity;
+  return list;
+}
+
+/** Frees the list. NULL is a no-op. */
+void wharf_swig_view_list_free(wharf_swig_view_list* list) {
+  if (!list) return;
+  free(list->views);
+  free(list->shapes);
+  free(list);
+}
+
+/**
+ * Appends a contiguous view of `data_address` (borrowed: it must stay valid for the call that
+ * reads the list). Returns 1, or 0 when the list is full or NULL.
+ */
+int32_t wharf_swig_view_list_add(wharf_swig_view_list* list, int64_t data_address, wharf_dtype dtype,
+                                 wharf_device_type device_type, int32_t device_index,
+                                 const wharf_swig_dim* shape, int32_t ndim) {
+  wharf_tensor_view* v;
+  int64_t* dims;
+  if (!list || list->size == list->capacity || ndim < 0 || ndim > WHARF_MAX_DIMS) return 0;
+  v = &list->views[list->size];
+  dims = &list->shapes[list->size * WHARF_MAX_DIMS];
+  if (ndim > 0) memcpy(dims, shape, (size_t)ndim * sizeof(int64_t));
+  memset(v, 0, sizeof *v);
+  v->struct_size = (uint32_t)sizeof *v;
+  v->data = (void*)(intptr_t)data_address;
+  v->dtype = dtype;
+  v->device_type = device_type;
+  v->device_index = device_index;
+  v->ndim = ndim;
+  v->shape = ndim > 0 ? dims : NULL;
+  v->strides = NULL;
+  list->size++;
+  return 1;
+}
+
+/** View i of the list (borrowed from it), or NULL past its capacity. */
+wharf_tensor_view* wharf_swig_view_list_at(wharf_swig_view_list* list, int32_t i) {
+  if (!list || i < 0 || (size_t)i >= list->capacity) return NULL;
+  return &list->views[i];
+}
+
+/**
+ * wharf_run_model with the views of `inputs` (every view added) and `outputs` (all its
+ * capacity, which must be the model's output count; filled by the library, their shapes
+ * pointing into the run: read them before the run ends).
+ */
+void wharf_swig_run_model(wharf_run* run, wharf_model* model, const wharf_swig_view_list* inputs,
+                          wharf_swig_view_list* outputs, wharf_status** status_out) {
+  size_t i;
+  if (!inputs || !outputs) {
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, "wharf_swig_run_model: NULL view list");
+    return;
+  }
+  for (i = 0; i < outputs->capacity; ++i) {
+    memset(&outputs->views[i], 0, sizeof outputs->views[i]);
+    outputs->views[i].struct_size = (uint32_t)sizeof outputs->views[i];
+  }
+  outputs->size = 0;
+  *status_out = wharf_run_model(run, model, inputs->views, inputs->size, outputs->views, outputs->capacity);
+  if (!*status_out) outputs->size = outputs->capacity;
 }
 
 /** Sets wharf_update_options.wait_stream from a cudaStream_t given as an integer (0 = none). */

@@ -92,7 +92,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
     }
   }
 
-  private static String nativePath(Path path) {
+  static String nativePath(Path path) {
     Objects.requireNonNull(path, "path");
     if (path.getFileSystem() != FileSystems.getDefault()) {
       throw new IllegalArgumentException("path " + path + " is not on the default file system");

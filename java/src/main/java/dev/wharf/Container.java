@@ -46,12 +46,58 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   private final WharfRuntime runtime;
   private final WeightStore store;
   private final String name;
+  private final Model model; // the model this container belongs to (borrowed from it), or null
 
   private Container(SWIGTYPE_p_wharf_container pointer, WharfRuntime runtime, WeightStore store, String name) {
     super(pointer, store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
     this.runtime = runtime;
     this.store = store;
     this.name = name;
+    this.model = null;
+  }
+
+  private Container(SWIGTYPE_p_wharf_container pointer, Model model) {
+    super(pointer, model);
+    this.runtime = model.runtime();
+    this.store = model.store();
+    this.name = WharfNative.wharf_container_name(pointer);
+    this.model = model;
+  }
+
+  /**
+   * Wraps the container of a native model ({@code wharf_model_container}: borrowed, valid
+   * while the model lives); call holding the model's lock. The wrapper is a dependent of the
+   * model, so the native model outlives the runs and sessions over its container.
+   */
+  static Container ofModel(SWIGTYPE_p_wharf_container pointer, Model model) {
+    if (pointer == null) throw new IllegalStateException(model.describe() + " has no container");
+    return new Container(pointer, model);
+  }
+
+  /**
+   * Closes the container. A {@link Model}'s container belongs to the model: closing it does
+   * nothing (close the model). Otherwise as for every handle: the native object is freed now,
+   * or when the last run or session over it is closed.
+   */
+  @Override
+  public void close() {
+    if (model != null) return;
+    super.close();
+  }
+
+  /** Closes a model's container, for {@link Model#close()}. */
+  void closeForModel() {
+    super.close();
+  }
+
+  /**
+   * The model this container belongs to.
+   *
+   * @return the model (possibly closed), or null for a container created from declarations
+   *     or a map
+   */
+  public Model model() {
+    return model;
   }
 
   /**
@@ -222,7 +268,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
 
   @Override
   void free(SWIGTYPE_p_wharf_container pointer) {
-    WharfNative.wharf_container_free(pointer);
+    if (model == null) WharfNative.wharf_container_free(pointer); // a model's is the model's to free
   }
 
   /**

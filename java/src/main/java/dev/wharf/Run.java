@@ -3,8 +3,10 @@ package dev.wharf;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -178,6 +180,74 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
       Reference.reachabilityFence(dst);
     }
     dst.position(position + bytes);
+  }
+
+  /**
+   * Runs a compiled model over this run's generation and session, on the run's stream, and
+   * returns when the work is enqueued. This run must be of {@code model}'s container, begun
+   * with the session whose state (KV caches) the model reads and writes.
+   *
+   * <p>{@code inputs} are the forward's inputs in order ({@link Model#inputNames()}),
+   * contiguous: device memory of the runtime's device, from {@link TensorView#ofDevice} or a
+   * run's tensor (a session state), or host memory ({@link TensorView#ofHost}) where the
+   * model takes host tensors. They are read on the run's stream: write them on that stream
+   * ({@link #stream()}), or finish writing them before the call.
+   *
+   * <p>The outputs are device tensors owned by this run: valid until it is closed, then
+   * freed (ordered on its stream). Read them on the run's stream with CUDA code through
+   * {@link TensorView#address()} before closing the run; once the run is closed, their
+   * views throw {@link IllegalStateException} instead of reading freed memory.
+   *
+   * @param model the model whose container this run is of
+   * @param inputs the inputs, as many as {@link Model#numInputs()}
+   * @return the outputs, {@link Model#numOutputs()} of them, in order (names "output 0", ...)
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} for a run of another
+   *     container, a wrong input count or an unsupported dtype;
+   *     {@link WharfException.Code#INTERNAL} when the model fails (the message says why)
+   * @throws IllegalArgumentException for a non-contiguous input
+   * @throws IllegalStateException if the run, the model, or the run or map an input belongs
+   *     to has been closed
+   */
+  public List<TensorView> runModel(Model model, TensorView... inputs) {
+    Objects.requireNonNull(model, "model");
+    List<TensorView> in = Arrays.asList(Objects.requireNonNull(inputs, "inputs").clone());
+    List<NativeHandle<?>> locked = new ArrayList<>();
+    locked.add(this);
+    locked.add(model);
+    for (int i = 0; i < in.size(); i++) {
+      TensorView v = Objects.requireNonNull(in.get(i), "inputs contains null");
+      if (!v.isContiguous()) {
+        throw new IllegalArgumentException("input " + i + " (" + v + ") is not contiguous");
+      }
+      if (v.owner() != null) locked.add(v.owner());
+    }
+    int numOutputs = model.numOutputs();
+    try {
+      return withPointers(locked, () -> {
+        SWIGTYPE_p_wharf_swig_view_list natives = WharfNative.wharf_swig_view_list_new(in.size());
+        SWIGTYPE_p_wharf_swig_view_list outs = WharfNative.wharf_swig_view_list_new(numOutputs);
+        try {
+          if (natives == null || outs == null) throw new OutOfMemoryError("allocating the views of a model run");
+          for (TensorView v : in) {
+            if (WharfNative.wharf_swig_view_list_add(natives, v.address(), v.dtype().value(), v.deviceType().value(),
+                v.deviceIndex(), v.shape()) == 0) {
+              throw new IllegalStateException("the input list of a model run is full"); // sized above: never
+            }
+          }
+          WharfNative.wharf_swig_run_model(pointerWhileLocked(), model.pointerWhileLocked(), natives, outs);
+          List<TensorView> result = new ArrayList<>(numOutputs);
+          for (int i = 0; i < numOutputs; i++) {
+            result.add(TensorView.outputOf(this, i, WharfNative.wharf_swig_view_list_at(outs, i)));
+          }
+          return Collections.unmodifiableList(result);
+        } finally {
+          WharfNative.wharf_swig_view_list_free(natives);
+          WharfNative.wharf_swig_view_list_free(outs);
+        }
+      });
+    } finally {
+      for (TensorView v : in) Reference.reachabilityFence(v.hostBuffer());
+    }
   }
 
   @Override

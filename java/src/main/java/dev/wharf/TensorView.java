@@ -3,19 +3,26 @@ package dev.wharf;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * A tensor as a {@link Run} or a {@link ConstantMap} sees it: name, dtype, shape, device and
  * the address of its data. The description is an immutable value; the data belongs to the
  * run or map it came from (its <em>owner</em>), and this view keeps the owner reachable.
+ * A model's outputs ({@link Run#runModel(Model, TensorView...)}) are owned by the run too.
+ * {@link #ofHost} and {@link #ofDevice} describe the caller's own memory (model inputs).
  *
  * <p>{@link #asByteBuffer()} reads the data in place and needs host memory
  * ({@link DeviceType#CPU}: every tensor on the host backend, and constants placed in host
- * memory). {@link #toByteArray()} copies, and for a run's tensors works on CUDA too; CUDA
- * kernels use {@link #address()}.
+ * memory). {@link #toByteArray()} copies, and for a run's constants and states works on CUDA
+ * too; CUDA kernels use {@link #address()}. Once the owner is closed, both throw
+ * {@link IllegalStateException}, and so does passing the view to
+ * {@link Run#runModel(Model, TensorView...)}.
  */
 public final class TensorView {
-  private final NativeHandle<?> owner;
+  private final NativeHandle<?> owner; // null for the caller's own memory (ofHost, ofDevice)
+  private final ByteBuffer host;       // ofHost: the caller's buffer (a slice from its position)
+  private final boolean output;        // an output of Run#runModel: not named in the run
   private final String name;
   private final DType dtype;
   private final long[] shape;
@@ -27,7 +34,14 @@ public final class TensorView {
 
   private TensorView(NativeHandle<?> owner, String name, DType dtype, long[] shape,
       DeviceType deviceType, int deviceIndex, long address, boolean contiguous) {
+    this(owner, null, false, name, dtype, shape, deviceType, deviceIndex, address, contiguous);
+  }
+
+  private TensorView(NativeHandle<?> owner, ByteBuffer host, boolean output, String name, DType dtype,
+      long[] shape, DeviceType deviceType, int deviceIndex, long address, boolean contiguous) {
     this.owner = owner;
+    this.host = host;
+    this.output = output;
     this.name = name;
     this.dtype = dtype;
     this.shape = shape;
@@ -45,6 +59,86 @@ public final class TensorView {
     return new TensorView(owner, name, DType.fromValue(view.getDtype()), shape,
         DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
         view.contiguous() != 0);
+  }
+
+  /** Copies an output view filled by {@code wharf_run_model}; call while the run's lock is held. */
+  static TensorView outputOf(Run run, int index, wharf_tensor_view view) {
+    long[] shape = new long[view.getNdim()];
+    for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
+    return new TensorView(run, null, true, "output " + index, DType.fromValue(view.getDtype()), shape,
+        DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
+        view.contiguous() != 0);
+  }
+
+  /**
+   * A view of the caller's own host memory, for inputs of
+   * {@link Run#runModel(Model, TensorView...)}: the bytes of a direct buffer from its
+   * position on, contiguous row-major, in native byte order. The view keeps the buffer
+   * reachable; nothing is copied. (A compiled CUDA model reads device memory: give it host
+   * tensors only where the model takes them.)
+   *
+   * @param data a direct buffer with at least the tensor's byte size remaining
+   * @param dtype the element type
+   * @param shape the dimensions (none for a scalar)
+   * @return a view without an owner
+   * @throws IllegalArgumentException if {@code data} is not direct or too small, or the shape
+   *     has a negative dimension or more than 8 dimensions
+   */
+  public static TensorView ofHost(ByteBuffer data, DType dtype, long... shape) {
+    Objects.requireNonNull(data, "data");
+    Objects.requireNonNull(dtype, "dtype");
+    long[] dims = Objects.requireNonNull(shape, "shape").clone();
+    if (!data.isDirect()) {
+      throw new IllegalArgumentException("the buffer is not direct; use ByteBuffer.allocateDirect");
+    }
+    Shapes.checkRank("host tensor", dims);
+    long bytes = Shapes.byteSize(dtype, dims);
+    if (data.remaining() < bytes) {
+      throw new IllegalArgumentException(dtype + Arrays.toString(dims) + " needs " + bytes
+          + " bytes, but the buffer has " + data.remaining() + " remaining");
+    }
+    ByteBuffer slice = data.slice().order(ByteOrder.nativeOrder());
+    NativeLibrary.load();
+    long address = WharfNative.wharf_swig_direct_buffer_address(slice);
+    return new TensorView(null, slice, false, "host tensor", dtype, dims, DeviceType.CPU, 0, address, true);
+  }
+
+  /**
+   * A view of CUDA device memory the caller manages (allocated with a CUDA binding, for
+   * example), for inputs of {@link Run#runModel(Model, TensorView...)}: contiguous row-major.
+   * The memory must stay valid, and hold its values on the run's stream, while the model
+   * reads it.
+   *
+   * @param address the device pointer
+   * @param dtype the element type
+   * @param deviceIndex the CUDA device ordinal (the runtime's device)
+   * @param shape the dimensions (none for a scalar)
+   * @return a view without an owner
+   * @throws IllegalArgumentException if the address is 0, or the shape has a negative
+   *     dimension or more than 8 dimensions
+   */
+  public static TensorView ofDevice(long address, DType dtype, int deviceIndex, long... shape) {
+    Objects.requireNonNull(dtype, "dtype");
+    long[] dims = Objects.requireNonNull(shape, "shape").clone();
+    if (address == 0) throw new IllegalArgumentException("device tensor at address 0");
+    Shapes.checkRank("device tensor", dims);
+    Shapes.byteSize(dtype, dims);
+    return new TensorView(null, null, false, "device tensor", dtype, dims, DeviceType.CUDA, deviceIndex, address, true);
+  }
+
+  /** The run or map whose memory this is, or null for the caller's own (ofHost, ofDevice). */
+  NativeHandle<?> owner() {
+    return owner;
+  }
+
+  /** The caller's buffer of an {@link #ofHost} view (null otherwise), to keep reachable while it is read. */
+  ByteBuffer hostBuffer() {
+    return host;
+  }
+
+  /** Whether the view is contiguous row-major. */
+  boolean isContiguous() {
+    return contiguous;
   }
 
   /**
@@ -144,6 +238,10 @@ public final class TensorView {
    *     larger than a ByteBuffer can address (2 GiB)
    */
   public ByteBuffer asByteBuffer() {
+    if (owner == null) {
+      checkedReadableSize();
+      return host.asReadOnlyBuffer().order(ByteOrder.nativeOrder());
+    }
     return owner.withPointer(p -> rawBuffer().asReadOnlyBuffer().order(ByteOrder.nativeOrder()));
   }
 
@@ -163,7 +261,12 @@ public final class TensorView {
       throw new UnsupportedOperationException("tensor '" + name + "' has " + byteSize
           + " bytes, more than a Java array can hold");
     }
-    if (owner instanceof Run) {
+    if (owner == null) {
+      byte[] bytes = new byte[(int) checkedReadableSize()];
+      host.duplicate().get(bytes);
+      return bytes;
+    }
+    if (owner instanceof Run && !output) {
       ByteBuffer copy = ByteBuffer.allocateDirect((int) byteSize);
       ((Run) owner).read(name, 0, copy);
       byte[] bytes = new byte[(int) byteSize];
@@ -187,6 +290,10 @@ public final class TensorView {
   }
 
   private long checkedReadableSize() {
+    if (deviceType != DeviceType.CPU && output) {
+      throw new UnsupportedOperationException(name + " of the model is in " + deviceType + " device memory (device "
+          + deviceIndex + "), owned by the run; copy it with CUDA code through address() before the run is closed");
+    }
     if (deviceType != DeviceType.CPU) {
       throw new UnsupportedOperationException("tensor '" + name + "' is in " + deviceType
           + " device memory (device " + deviceIndex + "); only host tensors can be read from Java,"

@@ -1,0 +1,213 @@
+package dev.wharf;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A model compiled by PyTorch's AOTInductor without libtorch, executed by Wharf
+ * ({@code wharf_model}): its parameters are the constants of a {@link Container} Wharf
+ * creates for it (by FQN), its mutated buffers (KV caches, recurrent state) are that
+ * container's per-session states, and constants it folds from its parameters are recomputed
+ * for every generation. Everything a container does applies: {@link Container#update},
+ * {@link Container#swap()}, in-place updates, weight stores, {@link Session}s, budgets.
+ *
+ * <pre>{@code
+ * try (Model model = Model.load(runtime, Path.of("decoder.so"), weights, ModelOptions.defaults());
+ *      Session chat = Session.create(runtime, model.container());
+ *      Run run = model.container().beginRun(chat)) {
+ *   List<TensorView> outputs = run.runModel(model, tokens, positions);  // device tensors of the run
+ * }
+ * }</pre>
+ *
+ * <p>Models run on the CUDA backend only: on the host backend {@link #load} fails with
+ * {@link WharfException.Code#UNSUPPORTED}. Their inputs and outputs are device memory (see
+ * {@link Run#runModel(Model, TensorView...)}).
+ *
+ * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
+ * closed model throws {@link IllegalStateException}. {@link #container()} belongs to the
+ * model: closing it does nothing, and it is closed with the model. Sessions and runs over the
+ * container keep the model alive, so the model may be closed first. A model keeps its
+ * {@link WharfRuntime} (and {@link WeightStore}) alive.
+ *
+ * <p><b>Threads.</b> Safe to use from many threads at once; concurrent runs execute on
+ * separate instances of the compiled model.
+ *
+ * <p><b>Experimental</b>: models are in the experimental tier of the C API and may change
+ * in any minor release.
+ */
+public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
+  private final WharfRuntime runtime;
+  private final WeightStore store;
+  private final String path;
+  private final List<String> inputNames;
+  private final int numOutputs;
+  private Container container; // set once, right after construction
+
+  private Model(SWIGTYPE_p_wharf_model pointer, WharfRuntime runtime, WeightStore store, String path) {
+    super(pointer, store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
+    this.runtime = runtime;
+    this.store = store;
+    this.path = path;
+    List<String> names = new ArrayList<>();
+    int n = Math.toIntExact(WharfNative.wharf_model_num_inputs(pointer));
+    for (int i = 0; i < n; i++) names.add(WharfNative.wharf_model_input_name(pointer, i));
+    this.inputNames = Collections.unmodifiableList(names);
+    this.numOutputs = Math.toIntExact(WharfNative.wharf_model_num_outputs(pointer));
+  }
+
+  /**
+   * Loads a compiled model with the default options.
+   *
+   * @param runtime a CUDA runtime
+   * @param soPath the compiled model ({@code .so})
+   * @param weights its parameters by original FQN (and mutated buffers' shapes and initial
+   *     values); read during the call only
+   * @return a new model, ready to run, owned by the caller
+   * @throws WharfException as {@link #load(WharfRuntime, Path, ConstantMap, ModelOptions)}
+   * @throws IllegalStateException if the runtime or the map has been closed
+   */
+  public static Model load(WharfRuntime runtime, Path soPath, ConstantMap weights) {
+    return load(runtime, soPath, weights, ModelOptions.defaults());
+  }
+
+  /**
+   * Loads the compiled model at {@code soPath} with {@code weights}: every parameter the
+   * model declares must be in {@code weights} by original FQN with the model's dtype and
+   * byte size (its shape is taken from there); a mutated buffer found in {@code weights}
+   * gives the state's shape and initial value (absent: a 1-D zero state of the buffer's
+   * size). The weights are copied in and made active: the model is ready to run.
+   *
+   * @param runtime a CUDA runtime
+   * @param soPath the compiled model ({@code .so}), on the default file system
+   * @param weights the parameters; read during the call only
+   * @param options name, store, session budget, shim library
+   * @return a new model, owned by the caller
+   * @throws WharfException {@link WharfException.Code#UNSUPPORTED} on the host backend (the
+   *     message names CUDA), when the shim library is missing, when the process already has
+   *     libtorch's {@code aoti_torch_*}, or for a shim function Wharf lacks (named);
+   *     {@link WharfException.Code#INVALID_ARGUMENT} for a file that is not an AOTInductor
+   *     model or a weight of the wrong dtype or size (named);
+   *     {@link WharfException.Code#NOT_FOUND} for a parameter missing from {@code weights}
+   *     (named); {@link WharfException.Code#OUT_OF_MEMORY}. Nothing is left behind.
+   * @throws IllegalArgumentException if a path is not on the default file system
+   * @throws IllegalStateException if the runtime, the store or the map has been closed
+   */
+  public static Model load(WharfRuntime runtime, Path soPath, ConstantMap weights, ModelOptions options) {
+    Objects.requireNonNull(runtime, "runtime");
+    Objects.requireNonNull(weights, "weights");
+    Objects.requireNonNull(options, "options");
+    String file = ConstantMap.nativePath(soPath);
+    String shim = options.shimPath() == null ? null : ConstantMap.nativePath(options.shimPath());
+    WeightStore store = options.store();
+    if (store != null) FoldCall.refuseIfUpdating(store, "loading a model into it");
+    List<NativeHandle<?>> parents = new ArrayList<>();
+    parents.add(runtime);
+    if (store != null) parents.add(store);
+    parents.add(weights);
+    return withPointers(parents, () -> {
+      SWIGTYPE_p_wharf_model pointer = WharfNative.wharf_swig_model_load(runtime.pointerWhileLocked(), file,
+          weights.pointerWhileLocked(), options.name(), store == null ? null : store.pointerWhileLocked(),
+          options.maxSessionBytes(), shim);
+      Model model;
+      try {
+        model = new Model(pointer, runtime, store, file);
+      } catch (RuntimeException | Error e) {
+        WharfNative.wharf_model_free(pointer);
+        throw e;
+      }
+      // The model's container: borrowed from the native model, a dependent of this handle.
+      model.container = model.withPointer(p -> Container.ofModel(WharfNative.wharf_model_container(p), model));
+      return model;
+    });
+  }
+
+  @Override
+  String describe() {
+    return "Model " + path;
+  }
+
+  @Override
+  void free(SWIGTYPE_p_wharf_model pointer) {
+    WharfNative.wharf_model_free(pointer);
+  }
+
+  /**
+   * Closes the model and its {@link #container()}. The native model is freed once the
+   * sessions and runs over its container are closed too.
+   */
+  @Override
+  public void close() {
+    if (isClosed()) return;
+    try {
+      container.closeForModel();
+    } finally {
+      super.close();
+    }
+  }
+
+  /**
+   * The model's container: its parameters as constants (update and swap them through it),
+   * its state declarations (create {@link Session}s over it), and its runs
+   * ({@link Container#beginRun(Session)}, then {@link Run#runModel(Model, TensorView...)}).
+   * It belongs to the model: closing it does nothing.
+   *
+   * @return the container (the same object every time)
+   */
+  public Container container() {
+    return container;
+  }
+
+  /**
+   * The runtime the model was loaded on (possibly closed).
+   *
+   * @return the runtime
+   */
+  public WharfRuntime runtime() {
+    return runtime;
+  }
+
+  /**
+   * The weight store the model's parameters are shared through (possibly closed).
+   *
+   * @return the store, or null for none
+   */
+  public WeightStore store() {
+    return store;
+  }
+
+  /**
+   * The number of inputs of the model's forward.
+   *
+   * @return the count
+   */
+  public int numInputs() {
+    return inputNames.size();
+  }
+
+  /**
+   * The names of the forward's inputs, in order.
+   *
+   * @return an unmodifiable list
+   */
+  public List<String> inputNames() {
+    return inputNames;
+  }
+
+  /**
+   * The number of outputs of the model's forward.
+   *
+   * @return the count
+   */
+  public int numOutputs() {
+    return numOutputs;
+  }
+
+  @Override
+  public String toString() {
+    return describe() + "{" + inputNames + " -> " + numOutputs + " outputs" + (isClosed() ? ", closed" : "") + "}";
+  }
+}

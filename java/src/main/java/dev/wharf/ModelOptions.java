@@ -1,0 +1,164 @@
+package dev.wharf;
+
+import java.nio.file.Path;
+
+/**
+ * Options for {@link Model#load(WharfRuntime, Path, ConstantMap, ModelOptions)} (the fields
+ * of {@code wharf_model_options}); immutable, made with {@link #builder()}.
+ *
+ * <pre>{@code
+ * ModelOptions options = ModelOptions.builder()
+ *     .name("decode")            // the container's name; default: the file's stem
+ *     .store(store)              // share parameters with the store's other containers
+ *     .maxSessionBytes(1L << 30) // budget for the KV caches of all its sessions
+ *     .build();
+ * }</pre>
+ *
+ * <p><b>Experimental</b>: models are in the experimental tier of the C API and may change
+ * in any minor release.
+ */
+public final class ModelOptions {
+  private static final ModelOptions DEFAULTS = new Builder().build();
+
+  private final String name;
+  private final WeightStore store;
+  private final long maxSessionBytes;
+  private final Path shimPath;
+
+  private ModelOptions(Builder b) {
+    this.name = b.name;
+    this.store = b.store;
+    this.maxSessionBytes = b.maxSessionBytes;
+    this.shimPath = b.shimPath;
+  }
+
+  /**
+   * A builder holding the defaults.
+   *
+   * @return a new builder
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * The defaults: the file's stem as name, no store, no session budget, the shim library
+   * found by the library.
+   *
+   * @return the default options
+   */
+  public static ModelOptions defaults() {
+    return DEFAULTS;
+  }
+
+  /**
+   * The name of the model's container.
+   *
+   * @return the name, or null for the compiled file's stem (the default)
+   */
+  public String name() {
+    return name;
+  }
+
+  /**
+   * The store the model's parameters are shared through.
+   *
+   * @return the store, or null for none (the default)
+   */
+  public WeightStore store() {
+    return store;
+  }
+
+  /**
+   * The budget for the state (KV caches) of all live sessions over the model.
+   *
+   * @return bytes; 0 (the default) means no budget
+   */
+  public long maxSessionBytes() {
+    return maxSessionBytes;
+  }
+
+  /**
+   * The AOTInductor shim library the compiled model's {@code aoti_torch_*} calls resolve to.
+   *
+   * @return its path, or null (the default) for {@code $WHARF_AOTI_SHIM}, else
+   *     {@code libwharf_aoti_shim.so} beside {@code libwharf.so.1} (the jar carries it beside
+   *     the library in a CUDA build)
+   */
+  public Path shimPath() {
+    return shimPath;
+  }
+
+  @Override
+  public String toString() {
+    return "ModelOptions{name=" + name + ", store=" + (store != null) + ", maxSessionBytes=" + maxSessionBytes
+        + ", shimPath=" + shimPath + "}";
+  }
+
+  /** Builds {@link ModelOptions}. Not thread-safe. */
+  public static final class Builder {
+    private String name;
+    private WeightStore store;
+    private long maxSessionBytes;
+    private Path shimPath;
+
+    private Builder() {}
+
+    /**
+     * Sets the name of the model's container (for messages, and {@link Container#name()}).
+     *
+     * @param name the name; null for the compiled file's stem
+     * @return this builder
+     */
+    public Builder name(String name) {
+      this.name = name;
+      return this;
+    }
+
+    /**
+     * Shares the model's parameters with the other containers of a store (prefill and decode
+     * compiled separately hold one copy of their common weights).
+     *
+     * @param store the store; null for none
+     * @return this builder
+     */
+    public Builder store(WeightStore store) {
+      this.store = store;
+      return this;
+    }
+
+    /**
+     * Sets the budget for the state of all live sessions over the model: a session whose
+     * creation would pass it fails with {@link WharfException.Code#RESOURCE_EXHAUSTED}.
+     *
+     * @param bytes 0 for no budget
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder maxSessionBytes(long bytes) {
+      if (bytes < 0) throw new IllegalArgumentException("maxSessionBytes " + bytes + " is negative");
+      this.maxSessionBytes = bytes;
+      return this;
+    }
+
+    /**
+     * Names the AOTInductor shim library ({@code libwharf_aoti_shim.so}) to use.
+     *
+     * @param path the library file; null for the default
+     * @return this builder
+     */
+    public Builder shimPath(Path path) {
+      this.shimPath = path;
+      return this;
+    }
+
+    /**
+     * Builds the options.
+     *
+     * @return immutable options with this builder's values
+     */
+    public ModelOptions build() {
+      return new ModelOptions(this);
+    }
+  }
+}
