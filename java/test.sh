@@ -121,6 +121,17 @@ if [ "$consumer_ok" = 1 ]; then
   grep -qxF "loaded from $OUT/libwharfjni.so" "$APP/out-path.txt" || consumer_ok=0
   grep -q "^consumer: OK$" "$APP/out-path.txt" || consumer_ok=0
 fi
+# The README's model example (it needs a GPU to run): it must compile against the jar.
+if [ "$consumer_ok" = 1 ]; then
+  awk '/^```java$/{block=""; inside=1; next} /^```$/{if (inside && block ~ /public class Decode/) printf "%s", block; inside=0; next}
+       inside{block = block $0 "\n"}' "$ROOT/java/README.md" > "$APP/Decode.java"
+  if [ -s "$APP/Decode.java" ] && (cd "$APP" && "$JAVAC" -Xlint:all -Werror -cp wharf.jar -d classes Decode.java); then
+    echo "README model example: compiles"
+  else
+    echo "README model example: does not compile (or was not found in java/README.md)" >&2
+    consumer_ok=0
+  fi
+fi
 if [ "$consumer_ok" = 1 ]; then
   echo "consumer: passed (jar only, and with -Dwharf.jni.path)"
 else

@@ -12,7 +12,11 @@
  * Every handle is {@link java.lang.AutoCloseable}: use try-with-resources. Errors from the
  * library are {@link dev.wharf.WharfException}s.
  *
- * <p>The native library is found through the system property {@code wharf.jni.path} (the
- * path of {@code libwharfjni.so}) or {@code java.library.path}.
+ * {@link dev.wharf.Model} runs an AOTInductor-compiled model (experimental; CUDA only).
+ *
+ * <p>The native libraries travel in the jar ({@code native/linux-x86_64/}) and are extracted
+ * at first use; the system property {@code wharf.jni.path} (the path of
+ * {@code libwharfjni.so}) overrides them, and {@code java.library.path} is searched when
+ * neither is there. The JNI layer under this API is package-private.
  */
 package dev.wharf;
