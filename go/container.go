@@ -7,8 +7,10 @@ package wharf
 import "C"
 
 import (
+	"math"
 	"runtime"
 	"runtime/cgo"
+	"time"
 	"unsafe"
 )
 
@@ -371,6 +373,43 @@ type UpdateOptions struct {
 	// uses closes it once the update returns). An error (or a panic, which is re-raised once
 	// the library has returned) aborts the update, which then changes nothing.
 	Fold func(run *FoldRun) error
+	// WaitStream is a cudaStream_t (as an unsafe.Pointer, like Run.Stream returns) whose
+	// work so far the update's reads of device sources wait for, on the device: a
+	// trainer's or an NCCL receive's stream that produced the new weights. The host does
+	// not wait. nil means none; it must be nil on the host backend (ErrInvalidArgument).
+	// Host sources are read as the call reads them.
+	WaitStream unsafe.Pointer
+	// InPlaceMaxWait bounds, for TargetActiveInPlace, how long the update waits for open
+	// runs that pinned a written constant before giving that constant fresh storage
+	// instead (its bytes of extra memory). 0 means the library's default (1 s); a negative
+	// value means never wait. It is rounded up to whole milliseconds.
+	InPlaceMaxWait time.Duration
+}
+
+// updateArgs translates opts (not nil) for the C helpers, without the fold.
+func updateArgs(opts *UpdateOptions) C.wharf_go_update_args {
+	args := C.wharf_go_update_args{
+		target:               C.int32_t(opts.Target),
+		wait_stream:          C.uintptr_t(uintptr(opts.WaitStream)),
+		in_place_max_wait_ms: -1, // the library's default
+	}
+	if opts.RequireFull {
+		args.require_full = 1
+	}
+	switch d := opts.InPlaceMaxWait; {
+	case d < 0:
+		args.in_place_max_wait_ms = 0
+	case d > 0:
+		ms := d / time.Millisecond
+		if d%time.Millisecond != 0 {
+			ms++
+		}
+		if ms > math.MaxUint32 {
+			ms = math.MaxUint32
+		}
+		args.in_place_max_wait_ms = C.int64_t(ms)
+	}
+	return args
 }
 
 // FoldError is the error of an update whose Fold callback failed. Err is the callback's own
@@ -403,23 +442,19 @@ type foldCall struct {
 
 // withUpdate runs call (which performs the C update) with opts translated, and turns a
 // fold callback's failure into the update's result.
-func withUpdate(opts *UpdateOptions, call func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status) error {
+func withUpdate(opts *UpdateOptions, call func(args *C.wharf_go_update_args) *C.wharf_status) error {
 	if opts == nil {
 		opts = &UpdateOptions{}
 	}
-	var requireFull C.int32_t
-	if opts.RequireFull {
-		requireFull = 1
-	}
+	args := updateArgs(opts)
 	var fc *foldCall
-	var foldHandle C.uintptr_t
 	if opts.Fold != nil {
 		fc = &foldCall{fn: opts.Fold}
 		h := cgo.NewHandle(fc)
 		defer h.Delete()
-		foldHandle = C.uintptr_t(h)
+		args.fold_handle = C.uintptr_t(h)
 	}
-	err := statusError(call(C.int32_t(opts.Target), requireFull, foldHandle))
+	err := statusError(call(&args))
 	if fc != nil {
 		if fc.panicked {
 			panic(fc.panicVal)
@@ -439,8 +474,11 @@ func withUpdate(opts *UpdateOptions, call func(target, requireFull C.int32_t, fo
 // (ErrInvalidArgument) change nothing. ErrOutOfMemory midway leaves the active
 // generation untouched. A concurrent update of the same container fails with ErrBusy.
 //
-// With Target TargetActiveInPlace the active generation's storage is overwritten: the
-// call waits for open runs to end, and runs begun after it returns see only new data.
+// With Target TargetActiveInPlace the update writes and publishes at once: a written
+// constant nothing else references is overwritten in place (no extra memory) once the
+// open runs that pinned it end, waited for up to InPlaceMaxWait (default 1 s); one still
+// pinned after that, or shared, gets fresh storage. Open runs never see their data change,
+// and runs begun after the call returns see only new data (a new generation id).
 func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 	const what = "Container.Update"
 	mp, err := m.read(what)
@@ -453,8 +491,8 @@ func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
-		return C.wharf_go_update((*C.wharf_container)(cp), (*C.wharf_constant_map)(mp), target, requireFull, fold)
+	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+		return C.wharf_go_update((*C.wharf_container)(cp), mp, args)
 	})
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(c)
@@ -568,9 +606,9 @@ func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []Pac
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
+	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, a.cNames(), a.cDTypes(), a.cNDims(),
-			a.cShapes(), a.cOffsets(), C.size_t(a.n), target, requireFull, fold)
+			a.cShapes(), a.cOffsets(), C.size_t(a.n), args)
 	})
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(c)

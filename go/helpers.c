@@ -19,27 +19,30 @@ static wharf_status* fold_trampoline(wharf_run* target, void* user) {
   return wharfGoFold(target, (uintptr_t)user);
 }
 
-static void update_options(wharf_update_options* o, int32_t target, int32_t require_full, uintptr_t fold_handle) {
+static void update_options(wharf_update_options* o, const wharf_go_update_args* a) {
   wharf_update_options_init_sized(o, sizeof(*o));
-  o->target = (wharf_update_target)target;
-  o->require_full = require_full;
-  if (fold_handle) {
+  o->target = (wharf_update_target)a->target;
+  o->require_full = a->require_full;
+  if (a->fold_handle) {
     o->fold = fold_trampoline;
-    o->fold_user = (void*)fold_handle;
+    o->fold_user = (void*)a->fold_handle;
   }
+  o->wait_stream = (void*)a->wait_stream;
+  if (a->in_place_max_wait_ms >= 0)
+    o->in_place_max_wait_ms = a->in_place_max_wait_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)a->in_place_max_wait_ms;
 }
 
-wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map, int32_t target,
-                              int32_t require_full, uintptr_t fold_handle) {
+wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map,
+                              const wharf_go_update_args* args) {
   wharf_update_options o;
-  update_options(&o, target, require_full, fold_handle);
+  update_options(&o, args);
   return wharf_container_update(container, map, &o);
 }
 
-wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map, int32_t target,
-                                    int32_t require_full, uintptr_t fold_handle) {
+wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map,
+                                    const wharf_go_update_args* args) {
   wharf_update_options o;
-  update_options(&o, target, require_full, fold_handle);
+  update_options(&o, args);
   return wharf_weight_store_update(store, map, &o);
 }
 
@@ -77,13 +80,12 @@ static wharf_status* packed_map(void* buf, const char* names, const int32_t* dty
 
 wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, const char* names,
                                      const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
-                                     const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
-                                     uintptr_t fold_handle) {
+                                     const uint64_t* offsets, size_t n, const wharf_go_update_args* args) {
   wharf_constant_map* map = NULL;
   wharf_status* st = packed_map(buf, names, dtypes, ndims, shapes, offsets, n, &map);
   if (st) return st;
   wharf_update_options o;
-  update_options(&o, target, require_full, fold_handle);
+  update_options(&o, args);
   st = wharf_container_update(container, map, &o);
   // The update returned, so the library no longer reads buf; the map (holding the only
   // copies of the pointers into buf) is freed before control returns to Go.
@@ -93,13 +95,12 @@ wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, cons
 
 wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf, const char* names,
                                            const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
-                                           const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
-                                           uintptr_t fold_handle) {
+                                           const uint64_t* offsets, size_t n, const wharf_go_update_args* args) {
   wharf_constant_map* map = NULL;
   wharf_status* st = packed_map(buf, names, dtypes, ndims, shapes, offsets, n, &map);
   if (st) return st;
   wharf_update_options o;
-  update_options(&o, target, require_full, fold_handle);
+  update_options(&o, args);
   st = wharf_weight_store_update(store, map, &o);
   wharf_constant_map_free(map);  // as in wharf_go_update_packed: no pointer into buf survives
   return st;

@@ -14,10 +14,20 @@
 wharf_status* wharf_go_map_set(wharf_constant_map* map, const char* fqn, const wharf_tensor_view* view,
                                const int64_t* shape, const int64_t* strides);
 
-/* wharf_container_update with the Go fold trampoline installed when fold_handle != 0
- * (a runtime/cgo.Handle passed back to wharfGoFold). */
-wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map, int32_t target,
-                              int32_t require_full, uintptr_t fold_handle);
+/* The update options the Go binding passes (a struct without pointers, so it may be Go
+ * memory): fold_handle != 0 installs the Go fold trampoline (a runtime/cgo.Handle passed
+ * back to wharfGoFold); in_place_max_wait_ms < 0 keeps the library's default. */
+typedef struct wharf_go_update_args {
+  int32_t target;
+  int32_t require_full;
+  uintptr_t fold_handle;
+  uintptr_t wait_stream; /* a cudaStream_t, 0 = none */
+  int64_t in_place_max_wait_ms;
+} wharf_go_update_args;
+
+/* wharf_container_update with the options of args. */
+wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map,
+                              const wharf_go_update_args* args);
 
 /* Builds a temporary map of n host tensors stored in buf (tensor i: name names[i] taken
  * from the NUL-separated `names`, dtype dtypes[i], ndims[i] dimensions taken in order from
@@ -25,19 +35,17 @@ wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_m
  * all before returning. buf may be Go memory. Bounds were checked by the caller. */
 wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, const char* names,
                                      const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
-                                     const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
-                                     uintptr_t fold_handle);
+                                     const uint64_t* offsets, size_t n, const wharf_go_update_args* args);
 
-/* wharf_weight_store_update with the Go fold trampoline installed when fold_handle != 0. */
-wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map, int32_t target,
-                                    int32_t require_full, uintptr_t fold_handle);
+/* wharf_weight_store_update with the options of args. */
+wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map,
+                                    const wharf_go_update_args* args);
 
 /* wharf_go_update_packed for a weight store: the same temporary map, passed to
  * wharf_weight_store_update. */
 wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf, const char* names,
                                            const int32_t* dtypes, const int32_t* ndims, const int64_t* shapes,
-                                           const uint64_t* offsets, size_t n, int32_t target, int32_t require_full,
-                                           uintptr_t fold_handle);
+                                           const uint64_t* offsets, size_t n, const wharf_go_update_args* args);
 
 /* wharf_container_bind_user_constant with the Go release trampoline (wharfGoRelease
  * receives release_handle). */

@@ -113,8 +113,8 @@ func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
-		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), (*C.wharf_constant_map)(mp), target, requireFull, fold)
+	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), mp, args)
 	})
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(s)
@@ -160,9 +160,9 @@ func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []P
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(opts, func(target, requireFull C.int32_t, fold C.uintptr_t) *C.wharf_status {
+	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update_packed((*C.wharf_weight_store)(sp), base, a.cNames(), a.cDTypes(), a.cNDims(),
-			a.cShapes(), a.cOffsets(), C.size_t(a.n), target, requireFull, fold)
+			a.cShapes(), a.cOffsets(), C.size_t(a.n), args)
 	})
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(s)

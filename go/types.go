@@ -156,8 +156,10 @@ type UpdateTarget int32
 const (
 	// TargetInactive writes the inactive generation; Swap publishes it.
 	TargetInactive UpdateTarget = C.WHARF_TARGET_INACTIVE
-	// TargetActiveInPlace overwrites the active generation's storage (no extra memory).
-	// The update waits for open runs; runs begun after it returns see the new data.
+	// TargetActiveInPlace writes and publishes at once, overwriting storage nothing else
+	// uses (no extra memory). It waits for open runs that pinned a written constant up to
+	// UpdateOptions.InPlaceMaxWait, then gives that constant fresh storage; runs begun
+	// after it returns see the new data.
 	TargetActiveInPlace UpdateTarget = C.WHARF_TARGET_ACTIVE_IN_PLACE
 )
 
