@@ -64,7 +64,7 @@ impl Drop for ConstantMap<'_> {
     }
 }
 
-fn path_cstring(path: &Path) -> Result<CString> {
+pub(crate) fn path_cstring(path: &Path) -> Result<CString> {
     #[cfg(unix)]
     let bytes = {
         use std::os::unix::ffi::OsStrExt;

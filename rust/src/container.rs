@@ -194,6 +194,9 @@ impl UpdateOptions {
 pub struct Container {
     raw: NonNull<sys::wharf_container>,
     runtime: Runtime,
+    /// False for a model's container, which the model owns
+    /// ([`Model::container`](crate::Model::container)): never freed here.
+    owned: bool,
 }
 
 // SAFETY: wharf.h: "every container function is safe to call from many threads at once";
@@ -205,9 +208,11 @@ unsafe impl Sync for Container {}
 
 impl Drop for Container {
     fn drop(&mut self) {
-        // SAFETY: created by the library, freed once, no run borrows it any more. The
-        // runtime (held by `self.runtime`) is dropped only after this.
-        unsafe { sys::wharf_container_free(self.raw.as_ptr()) }
+        if self.owned {
+            // SAFETY: created by the library, freed once, no run borrows it any more. The
+            // runtime (held by `self.runtime`) is dropped only after this.
+            unsafe { sys::wharf_container_free(self.raw.as_ptr()) }
+        }
     }
 }
 
@@ -407,7 +412,26 @@ impl Container {
         Ok(Container {
             raw,
             runtime: runtime.clone(),
+            owned: true,
         })
+    }
+
+    /// A container handle another object owns (a model's): usable while that object
+    /// lives, never freed by this value.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live container of `runtime` that outlives the returned value.
+    #[cfg(feature = "experimental")]
+    pub(crate) unsafe fn borrowed(
+        runtime: &Runtime,
+        raw: NonNull<sys::wharf_container>,
+    ) -> Container {
+        Container {
+            raw,
+            runtime: runtime.clone(),
+            owned: false,
+        }
     }
 
     fn ptr(&self) -> *mut sys::wharf_container {
@@ -793,7 +817,7 @@ unsafe impl Send for Run<'_> {}
 // SAFETY: the `&self` methods (tensor, generation, stream) are safe concurrently.
 unsafe impl Sync for Run<'_> {}
 
-impl Run<'_> {
+impl<'c> Run<'c> {
     /// Resolves `fqn` in the run's generation, then in its session's state: a view of the
     /// storage (device memory on a CUDA runtime; host memory on the host backend or for
     /// [`Placement::Host`], readable with [`TensorView::as_slice`]). Errors: `NotFound`.
@@ -966,6 +990,17 @@ impl Run<'_> {
     pub fn generation(&self) -> u64 {
         // SAFETY: a live run.
         unsafe { sys::wharf_run_generation(self.raw.as_ptr()) }
+    }
+
+    /// The C handle, for calling [`sys`](crate::sys) functions this crate does not wrap.
+    /// It stays owned by `self`: do not end it, and do not use it after `self` ends.
+    pub fn as_raw(&self) -> *mut sys::wharf_run {
+        self.raw.as_ptr()
+    }
+
+    /// The container this run is a run of.
+    pub fn container(&self) -> &'c Container {
+        self.container
     }
 
     /// The `cudaStream_t` the run's work goes on (NULL on the host backend).

@@ -18,6 +18,12 @@
 //!   it borrows its container, so the container cannot be dropped while a run is open, and
 //!   mutably its session, so a session has one run at a time.
 //!
+//! * With the cargo feature `experimental` (off by default, like `WHARF_EXPERIMENTAL` in
+//!   C): `Model`, a PyTorch AOTInductor-compiled model that Wharf executes over a
+//!   container it creates (`Run::run_model`, outputs that borrow the run), and index
+//!   access (`Container::find_constant`, `Run::tensor_at`, ...). These bind functions of
+//!   `wharf.h`'s experimental tier, which may change in any minor release.
+//!
 //! Every fallible call returns [`Result<T, wharf::Error>`](Error), carrying the library's
 //! [`Code`] and message.
 //!
@@ -71,6 +77,8 @@ mod container;
 mod container_options;
 mod error;
 mod log;
+#[cfg(feature = "experimental")]
+mod model;
 mod runtime;
 mod session;
 mod store;
@@ -86,6 +94,8 @@ pub use container::{
 pub use container_options::{ContainerOptions, StateDecl};
 pub use error::{Code, Error, Result};
 pub use log::{reset_log_callback, set_log_callback};
+#[cfg(feature = "experimental")]
+pub use model::{Model, ModelOptions, OutputView};
 pub use runtime::{DeviceInfo, MemoryStats, Runtime, RuntimeOptions};
 pub use session::{Session, SessionOptions};
 pub use store::{WeightStore, WeightStoreStats};

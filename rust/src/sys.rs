@@ -458,6 +458,80 @@ extern "C" {
     pub fn wharf_session_free(session: *mut wharf_session);
 }
 
+// --- experimental tier (WHARF_EXPERIMENTAL; cargo feature "experimental") ---------------
+//
+// Symbol version WHARF_EXPERIMENTAL: not in the ABI baseline, may change or go in any minor
+// release (a changed signature gets a new name).
+
+#[cfg(feature = "experimental")]
+opaque!(wharf_model);
+
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_model_options {
+    pub struct_size: u32,
+    pub name: *const c_char,
+    pub store: *mut wharf_weight_store,
+    pub max_session_bytes: u64,
+    pub shim_path: *const c_char,
+}
+
+#[cfg(feature = "experimental")]
+extern "C" {
+    // index access and queries
+    pub fn wharf_container_find_constant(
+        container: *const wharf_container,
+        fqn: *const c_char,
+    ) -> i64;
+    pub fn wharf_container_find_state(container: *const wharf_container, fqn: *const c_char)
+        -> i64;
+    pub fn wharf_container_has_staged(container: *const wharf_container) -> i32;
+    pub fn wharf_run_tensor_at(
+        run: *const wharf_run,
+        index: usize,
+        out: *mut wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_state_at(
+        run: *const wharf_run,
+        index: usize,
+        out: *mut wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_session(
+        run: *const wharf_run,
+        out: *mut *mut wharf_session,
+    ) -> *mut wharf_status;
+
+    // models
+    pub fn wharf_model_options_init_sized(opts: *mut wharf_model_options, struct_size: usize);
+    pub fn wharf_model_load(
+        runtime: *mut wharf_runtime,
+        so_path: *const c_char,
+        weights: *const wharf_constant_map,
+        opts: *const wharf_model_options,
+        out: *mut *mut wharf_model,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_free(model: *mut wharf_model);
+    pub fn wharf_model_container(model: *mut wharf_model) -> *mut wharf_container;
+    pub fn wharf_model_num_inputs(model: *const wharf_model) -> usize;
+    pub fn wharf_model_num_outputs(model: *const wharf_model) -> usize;
+    pub fn wharf_model_input_name(model: *const wharf_model, i: usize) -> *const c_char;
+    pub fn wharf_run_model(
+        run: *mut wharf_run,
+        model: *mut wharf_model,
+        inputs: *const wharf_tensor_view,
+        num_inputs: usize,
+        outputs: *mut wharf_tensor_view,
+        num_outputs: usize,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_copy(
+        run: *const wharf_run,
+        dst: *mut c_void,
+        src: *const c_void,
+        bytes: u64,
+    ) -> *mut wharf_status;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,6 +628,18 @@ mod tests {
         assert_eq!(offset_of!(wharf_state_info, shape), 24);
         assert_eq!(offset_of!(wharf_state_info, nbytes), 32);
 
+        // wharf_model_options (experimental): 4, padded to 8, + name 8 + store 8 +
+        // max_session_bytes 8 + shim_path 8 = 40.
+        #[cfg(feature = "experimental")]
+        {
+            assert_eq!(size_of::<wharf_model_options>(), 40);
+            assert_eq!(offset_of!(wharf_model_options, name), 8);
+            assert_eq!(offset_of!(wharf_model_options, store), 16);
+            assert_eq!(offset_of!(wharf_model_options, max_session_bytes), 24);
+            assert_eq!(offset_of!(wharf_model_options, shim_path), 32);
+            assert_eq!(align_of::<wharf_model_options>(), 8);
+        }
+
         for align in [
             align_of::<wharf_tensor_view>(),
             align_of::<wharf_runtime_options>(),
@@ -609,6 +695,21 @@ mod tests {
             wharf_session_options_init_sized(&mut s, size_of::<wharf_session_options>());
             assert_eq!(s.struct_size as usize, size_of::<wharf_session_options>());
             assert_eq!((s.max_state_bytes, s.allocate_eagerly), (0, 0));
+            #[cfg(feature = "experimental")]
+            {
+                // Poisoned, to see that the init writes every field it covers (and only
+                // those: the library writes no byte past the size it is given).
+                let mut m = [0xA5u8; size_of::<wharf_model_options>() + 8];
+                let p = m.as_mut_ptr().cast::<wharf_model_options>();
+                wharf_model_options_init_sized(p, size_of::<wharf_model_options>());
+                let o = p.read_unaligned();
+                assert_eq!(o.struct_size as usize, size_of::<wharf_model_options>());
+                assert!(o.name.is_null() && o.store.is_null() && o.shim_path.is_null());
+                assert_eq!(o.max_session_bytes, 0);
+                assert!(m[size_of::<wharf_model_options>()..]
+                    .iter()
+                    .all(|&b| b == 0xA5));
+            }
             assert_eq!(
                 wharf_version_number(),
                 WHARF_VERSION_MAJOR * 10000 + WHARF_VERSION_MINOR * 100 + WHARF_VERSION_PATCH

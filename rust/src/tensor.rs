@@ -112,9 +112,11 @@ impl Meta {
     }
 }
 
-/// A tensor the library handed out: a map entry ([`ConstantMap::find`]) or a constant of
-/// a run ([`Run::tensor`]). Its data belongs to the map or the run and stays valid, and
-/// unchanged, for the lifetime `'a` of that borrow. Host memory can be read in place
+/// A borrowed, read-only tensor: one the library handed out (a map entry
+/// ([`ConstantMap::find`]), a constant or state of a run ([`Run::tensor`]), a model's
+/// output), or an input made from a host slice ([`from_slice`](Self::from_slice)) or raw
+/// memory ([`from_raw`](Self::from_raw)). Its data stays valid, and unchanged, for the
+/// lifetime `'a` of the borrow. Host memory can be read in place
 /// ([`as_slice`](Self::as_slice)); a run's device memory is read with
 /// [`Run::read`](crate::Run::read).
 ///
@@ -146,6 +148,65 @@ impl<'a> TensorView<'a> {
             meta,
             _borrow: PhantomData,
         })
+    }
+
+    /// A view of a host slice, as an input for the library (a model's input, say): `data`
+    /// holds `shape`'s elements, row-major. Errors: `InvalidArgument` (the shape's
+    /// element count is not `data.len()`, a negative dimension, more than
+    /// [`MAX_DIMS`](crate::MAX_DIMS) dimensions).
+    pub fn from_slice<T: Element>(data: &'a [T], shape: &[i64]) -> Result<TensorView<'a>> {
+        let n = num_elements("TensorView::from_slice", shape)?;
+        if n != data.len() {
+            return Err(Error::invalid(format!(
+                "TensorView::from_slice: shape {shape:?} has {n} elements, the slice {}",
+                data.len()
+            )));
+        }
+        Ok(TensorView {
+            data: data.as_ptr().cast::<c_void>(),
+            meta: Meta {
+                dtype: T::DTYPE,
+                device: Device::Cpu,
+                shape: shape.to_vec(),
+                strides: None,
+            },
+            _borrow: PhantomData,
+        })
+    }
+
+    /// A view of memory the caller manages (device memory, typically), as an input for
+    /// the library. Errors: `InvalidArgument` (a bad shape, strides of another rank).
+    ///
+    /// # Safety
+    ///
+    /// `raw.data` holds the whole tensor (every element its shape and strides reach), in
+    /// the memory `raw.device` names, and stays valid and unchanged for `'a`: the library
+    /// and [`as_slice`](Self::as_slice) (for host memory) read it while the view lives.
+    pub unsafe fn from_raw(raw: &RawTensor<'_>) -> Result<TensorView<'a>> {
+        raw.check("TensorView::from_raw")?;
+        Ok(TensorView {
+            data: raw.data,
+            meta: Meta {
+                dtype: raw.dtype,
+                device: raw.device,
+                shape: raw.shape.to_vec(),
+                strides: raw.strides.map(<[i64]>::to_vec),
+            },
+            _borrow: PhantomData,
+        })
+    }
+
+    /// The C view of this tensor; its arrays point into `self`, which must outlive its
+    /// use.
+    #[cfg_attr(not(feature = "experimental"), allow(dead_code))]
+    pub(crate) fn to_c(&self) -> sys::wharf_tensor_view {
+        c_view(
+            self.data,
+            self.meta.dtype,
+            self.meta.device,
+            &self.meta.shape,
+            self.meta.strides.as_deref(),
+        )
     }
 
     /// The address of the first element (a device pointer for [`Device::Cuda`]).
