@@ -32,11 +32,13 @@ struct Ctx {
 };
 
 // One decode step of `session` on `stream` (token `tok` at position `pos`); returns the
-// argmax. Inputs are written into `d_in` (2 int64 on the device).
+// argmax. Inputs are written into `d_in` (3 int64 on the device).
 int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float* h_last, int64_t tok, int64_t pos) {
   wharf_run* run = nullptr;
   wharf_ok(wharf_run_begin(x.c, s, stream, &run), "run_begin");
-  int64_t host[2] = {tok, pos};
+  // Token at d_in[0], position at d_in[2]: each input 16-byte aligned, as the model was
+  // compiled to expect (a misaligned input makes it copy).
+  int64_t host[3] = {tok, 0, pos};
   CUDA_OK(cudaMemcpyAsync(d_in, host, sizeof host, cudaMemcpyHostToDevice, stream));
   const int64_t tshape[2] = {1, 1}, pshape[1] = {1};
   wharf_tensor_view in[2];
@@ -47,7 +49,7 @@ int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float
   in[0].device_type = in[1].device_type = WHARF_DEVICE_CUDA;
   in[0].ndim = 2;
   in[0].shape = tshape;
-  in[1].data = d_in + 1;
+  in[1].data = d_in + 2;
   in[1].ndim = 1;
   in[1].shape = pshape;
   wharf_tensor_view out;
@@ -81,7 +83,7 @@ std::vector<double> decode(Ctx& x, cudaStream_t stream, int steps) {
   wharf_session* s = nullptr;
   wharf_ok(wharf_session_create(x.rt, &x.c, 1, nullptr, &s), "session");
   int64_t* d_in = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 2 * sizeof(int64_t)));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 3 * sizeof(int64_t)));
   std::vector<float> last(kVocab);
   std::vector<double> us;
   int64_t tok = 1;

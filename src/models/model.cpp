@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -101,9 +102,19 @@ void account(int64_t delta, void*) {
     t_accounting->release(MemKind::kDevice, MemTag::kWorkspace, uint64_t(-delta));
   }
 }
+// Model warnings repeat on every run (e.g. an input copied for alignment): each distinct
+// warning is logged once per process; errors always.
 void shim_log(int32_t is_error, const char* message, void*) {
+  const std::string m = message ? message : "";
+  if (!is_error) {
+    static std::mutex mu;
+    static std::vector<std::string> seen;
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::find(seen.begin(), seen.end(), m) != seen.end()) return;
+    if (seen.size() < 256) seen.push_back(m);
+  }
   const LogLevel level = is_error ? LogLevel::kError : LogLevel::kWarn;
-  if (log_enabled(level)) log_message(level, message ? message : "");
+  if (log_enabled(level)) log_message(level, m);
 }
 
 // The process-wide shim library: loaded once with global scope so models resolve their

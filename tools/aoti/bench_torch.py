@@ -43,38 +43,63 @@ def row(name, us):
     return name, statistics.median(us), min(us), max(us)
 
 
-def main():
-    model_dir, wharf_csv = sys.argv[1], sys.argv[2]
-    out_csv = sys.argv[3] if len(sys.argv) > 3 else None
+def load_model(model_dir):
     from safetensors.torch import load_file
 
     m = td.TinyDecoder().cuda().eval()
     m.load_state_dict({k: v.cuda() for k, v in load_file(os.path.join(model_dir, "tiny_decoder.safetensors")).items()},
                       strict=False)
-    rows = []
+    return m
+
+
+def measure(kind, model_dir):
+    """One baseline in this process; prints 'RESULT name median min max'."""
+    import logging
+
+    logging.disable(logging.WARNING)
+    m = load_model(model_dir)
     with torch.no_grad():
-        timed_decode(m, lambda: td.reset_caches(m))  # warm-up
-        rows.append(row("pytorch eager decode step", timed_decode(m, lambda: td.reset_caches(m))))
-        # PyTorch's own AOTInductor runner on the same model (libtorch-linked package).
-        td.reset_caches(m)
-        T = torch.export.Dim("T", min=1, max=td.MAX_SEQ)
-        prompt = torch.tensor([[1, 7, 42, 99]], device="cuda")
-        ep = torch.export.export(m, (prompt, torch.arange(4, device="cuda")), dynamic_shapes=({1: T}, {0: T}),
-                                 strict=False)
-        with tempfile.TemporaryDirectory() as tmp:
+        if kind == "eager":
+            name, fn = "pytorch eager decode step", m
+        elif kind == "compile":
+            name, fn = "pytorch torch.compile decode step", torch.compile(m, dynamic=True)
+        else:  # PyTorch's own AOTInductor runner on the same model (libtorch-linked package)
+            T = torch.export.Dim("T", min=1, max=td.MAX_SEQ)
+            prompt = torch.tensor([[1, 7, 42, 99]], device="cuda")
+            ep = torch.export.export(m, (prompt, torch.arange(4, device="cuda")), dynamic_shapes=({1: T}, {0: T}),
+                                     strict=False)
+            tmp = tempfile.mkdtemp()
             pkg = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "m.pt2"),
                                                            inductor_configs={"max_autotune": True,
                                                                              "max_autotune_gemm_backends": "TRITON"})
             runner = torch._inductor.aoti_load_package(pkg)
+            name, fn = "pytorch AOTInductor runner decode step", lambda t, p: runner(t, p)
+        timed_decode(fn, lambda: td.reset_caches(m))  # warm-up (and compilation)
+        _, med, lo, hi = row(name, timed_decode(fn, lambda: td.reset_caches(m)))
+    print(f"RESULT|{name}|{med}|{lo}|{hi}", flush=True)
 
-            def aoti(tokens, pos):
-                return runner(tokens, pos)
 
-            def aoti_reset():
-                pass  # its buffers live inside the package; positions restart, as for the others
+def main():
+    if sys.argv[1] == "--measure":
+        measure(sys.argv[2], sys.argv[3])
+        return
+    import subprocess
 
-            timed_decode(aoti, aoti_reset)
-            rows.append(row("pytorch AOTInductor runner decode step", timed_decode(aoti, aoti_reset)))
+    model_dir, wharf_csv = sys.argv[1], sys.argv[2]
+    out_csv = sys.argv[3] if len(sys.argv) > 3 else None
+    rows, failures = [], []
+    # Each baseline in its own process: a crash in one (PyTorch's runner) cannot take the
+    # others down, and compilation state does not carry over.
+    for kind in ("eager", "compile", "aoti"):
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure", kind, model_dir],
+                           capture_output=True, text=True)
+        got = [l for l in p.stdout.splitlines() if l.startswith("RESULT|")]
+        if p.returncode == 0 and got:
+            _, name, med, lo, hi = got[-1].split("|")
+            rows.append((name, float(med), float(lo), float(hi)))
+        else:
+            tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+            failures.append(f"{kind}: exit {p.returncode}: {tail[:300]}")
     wharf = {}
     with open(wharf_csv) as f:
         for r in csv.DictReader(f):
@@ -87,6 +112,8 @@ def main():
     for name, med, lo, hi in [wrow] + rows:
         print(f"{name:46s} {med:8.1f} us {lo:8.1f} us {hi:8.1f} us {med / wrow[1]:8.2f}x")
     print(f"{'wharf run overhead (begin+end)':46s} {float(wharf['wharf_run_overhead']['median_us']):8.2f} us")
+    for f in failures:
+        print("baseline not measured:", f)
     if out_csv:
         with open(out_csv, "w") as f:
             f.write("metric,median_us,min_us,max_us\n")
