@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "constants/constant_map.h"
+#include "constants/weight_store.h"
 #include "device/runtime.h"
 #include "models/model.h"
 #include "runs/run.h"
@@ -316,6 +317,66 @@ TEST_F(ModelGpu, TwoConversationsOnTwoStreamsAtOnce) {
   std::vector<int> want(tokens_.begin(), tokens_.end());
   EXPECT_EQ(a, want);
   EXPECT_EQ(b, want);
+}
+
+}  // namespace
+}  // namespace wharf
+
+namespace wharf {
+namespace {
+
+// Two methods of one model (prefill and decode; here the same compiled forward loaded twice,
+// as a service loads two compiled methods) over one weight store: one copy of the weights,
+// one session serving both methods' state, and a store update reaching both at once.
+TEST_F(ModelGpu, TwoMethodsOverOneWeightStoreShareWeightsAndState) {
+  auto store = std::make_shared<WeightStore>(rt_);
+  ModelOptions mo;
+  if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+  mo.store = store;
+  mo.name = "prefill";
+  std::shared_ptr<Model> prefill, decode;
+  Status st = Model::load(rt_, dir_ + "/tiny_decoder.so", *weights_, mo, &prefill);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const uint64_t one = rt_->device().accounting().snapshot().current[int(MemTag::kConstants)];
+  mo.name = "decode";
+  ASSERT_TRUE(Model::load(rt_, dir_ + "/tiny_decoder.so", *weights_, mo, &decode).ok());
+  EXPECT_EQ(rt_->device().accounting().snapshot().current[int(MemTag::kConstants)], one)
+      << "the second method should take the store's weights, not a copy";
+  // One conversation: prefill with one method, decode with the other, on one session.
+  std::shared_ptr<Session> s;
+  ASSERT_TRUE(Session::create(rt_, {prefill->container(), decode->container()}, SessionOptions{}, &s).ok());
+  std::unique_ptr<wharf::Run> run;
+  ASSERT_TRUE(wharf::Run::begin(prefill->container(), s, nullptr, &run).ok());
+  std::vector<float> logits;
+  ASSERT_TRUE(step(*prefill, *run, prompt_, 0, &logits).ok());
+  int next = argmax(&logits[(prompt_.size() - 1) * kVocab]);
+  ASSERT_TRUE(run->end().ok());
+  std::vector<int> got{next};
+  for (size_t k = 1; k < tokens_.size(); ++k) {
+    ASSERT_TRUE(wharf::Run::begin(decode->container(), s, nullptr, &run).ok());
+    st = step(*decode, *run, {int64_t(next)}, int64_t(prompt_.size() + k - 1), &logits);
+    ASSERT_TRUE(st.ok()) << st.message();
+    next = argmax(logits.data());
+    got.push_back(next);
+    ASSERT_TRUE(run->end().ok());
+  }
+  EXPECT_EQ(got, std::vector<int>(tokens_.begin(), tokens_.end()));
+  // A store update of lm_head reaches both methods with one swap.
+  const MapEntry* head = weights_->find("lm_head.weight");
+  std::vector<float> zero(head->meta.nbytes() / 4, 0.0f);
+  ConstantMap update;
+  ASSERT_TRUE(update.set("lm_head.weight", head->meta, zero.data()).ok());
+  ASSERT_TRUE(store->update(update, UpdateOptions{}).ok());
+  ASSERT_TRUE(store->swap().ok());
+  for (auto* m : {prefill.get(), decode.get()}) {
+    std::shared_ptr<Session> fresh;
+    ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &fresh).ok());
+    ASSERT_TRUE(wharf::Run::begin(m->container(), fresh, nullptr, &run).ok());
+    ASSERT_TRUE(step(*m, *run, prompt_, 0, &logits).ok());
+    ASSERT_TRUE(run->end().ok());
+    for (float x : logits) ASSERT_EQ(x, 0.0f) << "a zero lm_head gives zero logits";
+  }
 }
 
 }  // namespace
