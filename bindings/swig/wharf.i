@@ -1017,6 +1017,15 @@ void wharf_swig_run_model(wharf_run* run, wharf_model* model, const wharf_swig_v
   if (!*status_out) outputs->size = outputs->capacity;
 }
 
+/**
+ * wharf_run_copy with addresses as integers: `bytes` bytes from `src_address` (memory the run
+ * owns or pins: an output of wharf_run_model, a constant, a state) to `dst_address` (host
+ * memory of at least `bytes` bytes), ordered on the run's stream; returns when done.
+ */
+wharf_status* wharf_swig_run_copy(const wharf_run* run, int64_t dst_address, int64_t src_address, uint64_t bytes) {
+  return wharf_run_copy(run, (void*)(intptr_t)dst_address, (const void*)(intptr_t)src_address, bytes);
+}
+
 /** Sets wharf_update_options.wait_stream from a cudaStream_t given as an integer (0 = none). */
 void wharf_swig_update_options_set_wait_stream(wharf_update_options* opts, int64_t stream) {
   if (opts) opts->wait_stream = (void*)(intptr_t)stream;

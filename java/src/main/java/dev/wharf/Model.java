@@ -19,12 +19,15 @@ import java.util.Objects;
  * try (Model model = Model.load(runtime, Path.of("decoder.so"), weights, ModelOptions.defaults());
  *      Session chat = Session.create(runtime, model.container());
  *      Run run = model.container().beginRun(chat)) {
- *   List<TensorView> outputs = run.runModel(model, tokens, positions);  // device tensors of the run
+ *   List<TensorView> outputs = run.runModel(model, tokens, positions);  // owned by the run
+ *   outputs.get(0).read(0, hostBuffer);                                  // a copy, on the run's stream
  * }
  * }</pre>
  *
  * <p>Models run on the CUDA backend only: on the host backend {@link #load} fails with
- * {@link WharfException.Code#UNSUPPORTED}. Their inputs and outputs are device memory (see
+ * {@link WharfException.Code#UNSUPPORTED}. Inputs may be host memory (copied to the device
+ * by Wharf); outputs are device memory owned by the run, read with
+ * {@link TensorView#read(long, java.nio.ByteBuffer)} (see
  * {@link Run#runModel(Model, TensorView...)}).
  *
  * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a

@@ -188,14 +188,16 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
    * with the session whose state (KV caches) the model reads and writes.
    *
    * <p>{@code inputs} are the forward's inputs in order ({@link Model#inputNames()}),
-   * contiguous: device memory of the runtime's device, from {@link TensorView#ofDevice} or a
-   * run's tensor (a session state), or host memory ({@link TensorView#ofHost}) where the
-   * model takes host tensors. They are read on the run's stream: write them on that stream
-   * ({@link #stream()}), or finish writing them before the call.
+   * contiguous: host memory ({@link TensorView#ofHost}), which Wharf copies to the device on
+   * the run's stream (the buffer may be reused once this returns), or device memory of the
+   * runtime's device ({@link TensorView#ofDevice}, or a run's tensor), read on the run's
+   * stream (write it on that stream, {@link #stream()}, or finish writing it before the call).
    *
    * <p>The outputs are device tensors owned by this run: valid until it is closed, then
-   * freed (ordered on its stream). Read them on the run's stream with CUDA code through
-   * {@link TensorView#address()} before closing the run; once the run is closed, their
+   * freed (ordered on its stream). Copy them to the host with
+   * {@link TensorView#read(long, ByteBuffer)} or {@link TensorView#toByteArray()} (ordered
+   * after the model on the run's stream), or use them from CUDA code through
+   * {@link TensorView#address()}, before closing the run; once the run is closed, their
    * views throw {@link IllegalStateException} instead of reading freed memory.
    *
    * @param model the model whose container this run is of

@@ -14,8 +14,9 @@ import java.util.Objects;
  *
  * <p>{@link #asByteBuffer()} reads the data in place and needs host memory
  * ({@link DeviceType#CPU}: every tensor on the host backend, and constants placed in host
- * memory). {@link #toByteArray()} copies, and for a run's constants and states works on CUDA
- * too; CUDA kernels use {@link #address()}. Once the owner is closed, both throw
+ * memory). {@link #toByteArray()} and {@link #read(long, ByteBuffer)} copy, and for a run's
+ * tensors (a model's outputs included) work on CUDA too; CUDA kernels use
+ * {@link #address()}. Once the owner is closed, all three throw
  * {@link IllegalStateException}, and so does passing the view to
  * {@link Run#runModel(Model, TensorView...)}.
  */
@@ -74,8 +75,8 @@ public final class TensorView {
    * A view of the caller's own host memory, for inputs of
    * {@link Run#runModel(Model, TensorView...)}: the bytes of a direct buffer from its
    * position on, contiguous row-major, in native byte order. The view keeps the buffer
-   * reachable; nothing is copied. (A compiled CUDA model reads device memory: give it host
-   * tensors only where the model takes them.)
+   * reachable; nothing is copied here ({@code runModel} copies it to the device on the run's
+   * stream, and the buffer may be reused once that call returns).
    *
    * @param data a direct buffer with at least the tensor's byte size remaining
    * @param dtype the element type
@@ -247,9 +248,10 @@ public final class TensorView {
 
   /**
    * Copies the data into a new array (bytes in native byte order), safe to keep however
-   * long. A run's tensors are copied with {@link Run#read(String, long, ByteBuffer)}, so this
-   * works for CUDA tensors too (and waits for the run's stream); a map's are copied from host
-   * memory while the map is held open.
+   * long. A run's tensors are copied with {@link Run#read(String, long, ByteBuffer)} (a
+   * model's outputs with {@link #read(long, ByteBuffer)}), so this works for CUDA tensors too
+   * (and waits for the run's stream); a map's are copied from host memory while the map is
+   * held open.
    *
    * @return the tensor's bytes
    * @throws IllegalStateException if the owner has been closed
@@ -266,9 +268,13 @@ public final class TensorView {
       host.duplicate().get(bytes);
       return bytes;
     }
-    if (owner instanceof Run && !output) {
+    if (owner instanceof Run) {
       ByteBuffer copy = ByteBuffer.allocateDirect((int) byteSize);
-      ((Run) owner).read(name, 0, copy);
+      if (output) {
+        read(0, copy);
+      } else {
+        ((Run) owner).read(name, 0, copy);
+      }
       byte[] bytes = new byte[(int) byteSize];
       copy.flip();
       copy.get(bytes);
@@ -279,6 +285,54 @@ public final class TensorView {
       rawBuffer().get(bytes);
       return bytes;
     });
+  }
+
+  /**
+   * Copies bytes of a run's tensor (a model's output, a constant or a session state) into a
+   * direct buffer: {@code dst.remaining()} bytes, starting at byte {@code offset} of the
+   * tensor, written from {@code dst}'s position on, which then advances past them. Works for
+   * CUDA tensors: the copy is ordered on the run's stream after the work enqueued so far (the
+   * model that wrote an output), and this waits for it ({@code wharf_run_copy}). Reading the
+   * last row of a model's logits is {@code logits.read((rows - 1) * rowBytes, row)}.
+   *
+   * @param offset the first byte of the tensor to copy
+   * @param dst a direct, writable buffer
+   * @throws IllegalArgumentException if {@code dst} is not direct, {@code offset} is
+   *     negative or the range passes the tensor's bytes
+   * @throws java.nio.ReadOnlyBufferException if {@code dst} is read-only
+   * @throws UnsupportedOperationException if the view is not a run's, or is strided
+   * @throws IllegalStateException if the run has been closed
+   * @throws WharfException {@link WharfException.Code#DEVICE_ERROR}
+   */
+  public void read(long offset, ByteBuffer dst) {
+    Objects.requireNonNull(dst, "dst");
+    if (!(owner instanceof Run)) {
+      throw new UnsupportedOperationException("tensor '" + name + "' is not a run's; read it with asByteBuffer()"
+          + " or toByteArray()");
+    }
+    if (!dst.isDirect()) {
+      throw new IllegalArgumentException("reading '" + name + "': the buffer is not direct; use ByteBuffer.allocateDirect");
+    }
+    if (dst.isReadOnly()) throw new java.nio.ReadOnlyBufferException();
+    int position = dst.position();
+    int bytes = dst.remaining();
+    if (offset < 0 || offset > byteSize || bytes > byteSize - offset) {
+      throw new IllegalArgumentException("reading '" + name + "': bytes [" + offset + ", " + (offset + bytes)
+          + ") are outside its " + byteSize + " bytes");
+    }
+    if (!contiguous) throw new UnsupportedOperationException("tensor '" + name + "' is strided, not contiguous");
+    try {
+      ((Run) owner).withPointer(p -> {
+        if (bytes > 0) {
+          WharfNative.wharf_swig_run_copy(p, WharfNative.wharf_swig_direct_buffer_address(dst) + position,
+              address + offset, bytes);
+        }
+        return null;
+      });
+    } finally {
+      java.lang.ref.Reference.reachabilityFence(dst);
+    }
+    dst.position(position + bytes);
   }
 
   /** The host data as a writable direct buffer; only for use inside owner.withPointer. */
@@ -292,7 +346,8 @@ public final class TensorView {
   private long checkedReadableSize() {
     if (deviceType != DeviceType.CPU && output) {
       throw new UnsupportedOperationException(name + " of the model is in " + deviceType + " device memory (device "
-          + deviceIndex + "), owned by the run; copy it with CUDA code through address() before the run is closed");
+          + deviceIndex + "), owned by the run; copy it with read(offset, buffer) or toByteArray() before the run"
+          + " is closed");
     }
     if (deviceType != DeviceType.CPU) {
       throw new UnsupportedOperationException("tensor '" + name + "' is in " + deviceType

@@ -178,4 +178,40 @@ public class RunTest {
       if (e != null) throw new AssertionError(e);
     }
   }
+
+  /** TensorView.read copies a range of a run's tensor through wharf_run_copy (how model outputs are read). */
+  @Test
+  public void aRunsTensorIsReadThroughTheRunsStream() {
+    try (ConstantMap weights = ConstantMap.create()) {
+      weights.put("w", iota(8, 10f), 2, 4);
+      try (Container c = Container.fromMap(runtime, weights, "copy")) {
+        TensorView kept;
+        try (Run run = c.beginRun()) {
+          TensorView w = run.tensor("w");
+          kept = w;
+          ByteBuffer row = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
+          w.read(16, row); // the second row
+          assertEquals(16, row.position());
+          row.flip();
+          float[] got = new float[4];
+          row.asFloatBuffer().get(got);
+          assertArrayEquals(new float[] {14f, 15f, 16f, 17f}, got, 0f);
+          ByteBuffer some = ByteBuffer.allocateDirect(12).order(ByteOrder.nativeOrder());
+          some.position(4); // written from the position on
+          w.read(24, some); // the last two elements
+          assertEquals(16f, some.getFloat(4), 0f);
+          assertEquals(17f, some.getFloat(8), 0f);
+          w.read(32, ByteBuffer.allocateDirect(0)); // an empty range at the end
+          assertThrows(IllegalArgumentException.class, () -> w.read(20, ByteBuffer.allocateDirect(16)));
+          assertThrows(IllegalArgumentException.class, () -> w.read(-4, ByteBuffer.allocateDirect(4)));
+          assertThrows(IllegalArgumentException.class, () -> w.read(0, ByteBuffer.allocate(4)));
+          assertThrows(ReadOnlyBufferException.class, () -> w.read(0, ByteBuffer.allocateDirect(4).asReadOnlyBuffer()));
+          assertThrows(UnsupportedOperationException.class, () -> weights.find("w").read(0, ByteBuffer.allocateDirect(4)));
+        }
+        assertClosed("Run of Container 'copy'", () -> kept.read(0, ByteBuffer.allocateDirect(4)));
+        assertClosed("Run of Container 'copy'", kept::toByteArray);
+        assertClosed("Run of Container 'copy'", kept::asByteBuffer);
+      }
+    }
+  }
 }
