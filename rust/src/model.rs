@@ -403,8 +403,9 @@ impl<'r> OutputView<'r> {
             return Ok(());
         }
         // SAFETY: the run is live (the view borrows it); the source range lies inside the
-        // output, which the run owns until it ends; `dst` is writable for its length and
-        // the call returns when the copy is complete.
+        // output, which the run owns until it ends (a device address, not a Rust
+        // allocation: hence wrapping_add); `dst` is writable for its length and the call
+        // returns when the copy is complete.
         unsafe {
             Error::check(sys::wharf_run_copy(
                 self.run.as_ptr(),
@@ -412,7 +413,7 @@ impl<'r> OutputView<'r> {
                 self.view
                     .data_ptr()
                     .cast::<u8>()
-                    .add(offset as usize)
+                    .wrapping_add(offset as usize)
                     .cast::<c_void>(),
                 dst.len() as u64,
             ))

@@ -266,7 +266,13 @@ fn tiny_decoder_follows_pytorch_on_the_gpu() -> wharf::Result<()> {
         let mut row = vec![0u8; 256 * 4];
         logits.read((all.len() as u64 - 256) * 4, &mut row)?;
         assert_eq!(row[..4], last[0].to_ne_bytes());
-        expect_code(logits.read(1, &mut row), Code::InvalidArgument, &["past"]);
+        let total = logits.num_bytes() as u64;
+        expect_code(
+            logits.read(total - 4, &mut row),
+            Code::InvalidArgument,
+            &["past"],
+        );
+        logits.read(total, &mut [])?;
         next = (0..256)
             .max_by(|&a, &b| last[a].total_cmp(&last[b]).then(b.cmp(&a)))
             .unwrap() as i64;
