@@ -2,7 +2,7 @@
 # Installs the Debian packages Wharf's build and tests need. Idempotent: it asks apt only
 # for what is missing, so a second run costs nothing. Run as root (or with sudo available).
 set -euo pipefail
-pkgs=(cmake g++ make pkg-config googletest libgtest-dev libgmock-dev libbenchmark-dev
+pkgs=(cmake g++ make pkg-config libcli11-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
       abigail-tools clang libclang-rt-14-dev golang-go swig junit4 default-jdk-headless)
 # Rust: a rustup toolchain (~/.cargo) when present, Debian's cargo otherwise.
 if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then pkgs+=(cargo); fi

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "wharf/wharf.h"
 
@@ -14,9 +15,20 @@ bool failed(wharf_status* st, const char* what);
 std::string human_bytes(uint64_t bytes);
 std::string shape_str(const wharf_tensor_view& v);
 const char* backend_str(wharf_backend b);
-int cmd_info(int argc, char** argv);
-int cmd_inspect(int argc, char** argv);
-int cmd_demo(int argc, char** argv);
+// Names and strings read from files, made safe for a terminal and for JSON: quoted, with
+// control characters, quotes and backslashes escaped (invalid UTF-8 bytes as \xNN).
+std::string json_string(const std::string& s);
+
+int cmd_info(bool json);
+int cmd_inspect(const std::vector<std::string>& files, bool json);
+
+struct DemoOptions {
+  bool host = false;          // force the host backend (weights-only demo)
+  bool weights_only = false;  // skip the model demo even on a GPU
+  std::string model_dir;      // the compiled model's directory (default: found automatically)
+  int readers = 2;            // serving threads of the weights-only demo
+};
+int cmd_demo(const DemoOptions& o);
 // The tiny decoder's directory ($WHARF_MODEL_DIR, <exe dir>/models/tiny_decoder, the source
 // tree), or "" if none is found.
 std::string find_model_dir(const char* exe_dir);

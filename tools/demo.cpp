@@ -68,33 +68,10 @@ uint64_t constants_peak(wharf_runtime* rt, uint64_t* current) {
 
 }  // namespace
 
-int cmd_demo(int argc, char** argv) {
-  bool host_backend = false, weights_only = false;
-  std::string model_dir;
-  int num_readers = 2;
-  for (int i = 0; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--host")) {
-      host_backend = true;
-    } else if (!std::strcmp(argv[i], "--weights-only")) {
-      weights_only = true;
-    } else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) {
-      model_dir = argv[++i];
-    } else if (!std::strcmp(argv[i], "--readers") && i + 1 < argc) {
-      char* end = nullptr;
-      long n = std::strtol(argv[++i], &end, 10);
-      if (*end || n < 0 || n > 64) {
-        std::fprintf(stderr, "wharf demo: --readers takes 0 to 64 serving threads, not '%s'\n", argv[i]);
-        return 2;
-      }
-      num_readers = int(n);
-    } else {
-      std::fprintf(stderr,
-                   "wharf demo: unknown argument '%s' (usage: wharf demo [--host] [--weights-only] [--model DIR] "
-                   "[--readers N])\n",
-                   argv[i]);
-      return 2;
-    }
-  }
+int cmd_demo(const DemoOptions& o) {
+  const bool host_backend = o.host, weights_only = o.weights_only;
+  std::string model_dir = o.model_dir;
+  const int num_readers = o.readers;
   // On a GPU machine the demo serves the committed AOTInductor model; elsewhere (or if the
   // model cannot load here) it runs the weights-only demo below.
   if (!host_backend && !weights_only) {

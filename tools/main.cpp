@@ -1,6 +1,8 @@
 // wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf demo`.
 #include <cstring>
 
+#include <CLI/CLI.hpp>
+
 #include "cli.h"
 
 namespace wharf_cli {
@@ -40,8 +42,46 @@ const char* backend_str(wharf_backend b) {
   }
 }
 
-int cmd_info(int, char**) {
-  std::printf("wharf %s (ABI %u)\n", wharf_version(), wharf_abi_version());
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    char buf[8];
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      default: break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    if (c < 0x80) {
+      out += char(c);
+      continue;
+    }
+    // A well-formed UTF-8 sequence passes through; anything else is shown byte by byte.
+    size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    // C1 controls (U+0080..U+009F) can drive terminals too: escape them.
+    if (ok && len == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false;
+    if (ok) {
+      out.append(s, i, len);
+      i += len - 1;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+int cmd_info(bool json) {
   wharf_runtime* rt = nullptr;
   if (failed(wharf_runtime_create(nullptr, &rt), "creating the runtime")) return 1;
   wharf_device_info info;
@@ -51,63 +91,106 @@ int cmd_info(int, char**) {
     wharf_runtime_free(rt);
     return 1;
   }
-  std::printf("backend:       %s\n", backend_str(info.backend));
-  std::printf("device:        %s (index %d)\n", info.name, info.device_index);
-  if (info.compute_major) std::printf("compute:       sm_%d%d\n", info.compute_major, info.compute_minor);
-  std::printf("memory:        %s total, %s free\n", human_bytes(info.total_memory).c_str(),
-              human_bytes(info.free_memory).c_str());
+  if (json) {
+    std::printf("{\"version\": %s, \"abi\": %u, \"backend\": \"%s\", \"device\": %s, \"device_index\": %d, "
+                "\"compute\": \"%d.%d\", \"total_memory\": %llu, \"free_memory\": %llu}\n",
+                json_string(wharf_version()).c_str(), wharf_abi_version(), backend_str(info.backend),
+                json_string(info.name).c_str(), info.device_index, info.compute_major, info.compute_minor,
+                static_cast<unsigned long long>(info.total_memory), static_cast<unsigned long long>(info.free_memory));
+  } else {
+    std::printf("wharf %s (ABI %u)\n", wharf_version(), wharf_abi_version());
+    std::printf("backend:       %s\n", backend_str(info.backend));
+    std::printf("device:        %s (index %d)\n", info.name, info.device_index);
+    if (info.compute_major) std::printf("compute:       sm_%d%d\n", info.compute_major, info.compute_minor);
+    std::printf("memory:        %s total, %s free\n", human_bytes(info.total_memory).c_str(),
+                human_bytes(info.free_memory).c_str());
+  }
   wharf_runtime_free(rt);
   return 0;
 }
 
-int cmd_inspect(int argc, char** argv) {
-  if (argc < 1) {
-    std::fprintf(stderr, "usage: wharf inspect FILE.safetensors\n");
-    return 2;
+int cmd_inspect(const std::vector<std::string>& files, bool json) {
+  int rc = 0;
+  if (json) std::printf("[");
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& file = files[f];
+    wharf_constant_map* map = nullptr;
+    if (failed(wharf_constant_map_load_safetensors(file.c_str(), &map), json_string(file).c_str())) {
+      rc = 1;
+      continue;
+    }
+    const size_t n = wharf_constant_map_size(map);
+    uint64_t total = 0;
+    if (json) {
+      std::printf("%s{\"file\": %s, \"tensors\": [", f ? ", " : "", json_string(file).c_str());
+    } else {
+      if (files.size() > 1) std::printf("%s== %s\n", f ? "\n" : "", json_string(file).c_str());
+      std::printf("%-48s %-8s %-20s %12s\n", "tensor", "dtype", "shape", "bytes");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      wharf_tensor_view v;
+      std::memset(&v, 0, sizeof v);
+      v.struct_size = sizeof v;
+      if (failed(wharf_constant_map_entry(map, i, &name, &v), "reading an entry")) {
+        rc = 1;
+        break;
+      }
+      uint64_t bytes = wharf_dtype_size(v.dtype);
+      for (int d = 0; d < v.ndim; ++d) bytes *= uint64_t(v.shape[d]);
+      total += bytes;
+      const char* dt = wharf_dtype_name(v.dtype);
+      if (json)
+        std::printf("%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": %s, \"bytes\": %llu}", i ? ", " : "",
+                    json_string(name).c_str(), dt ? dt : "?", shape_str(v).c_str(), static_cast<unsigned long long>(bytes));
+      else
+        std::printf("%-48s %-8s %-20s %12llu\n", json_string(name).c_str(), dt ? dt : "?", shape_str(v).c_str(),
+                    static_cast<unsigned long long>(bytes));
+    }
+    if (json) std::printf("], \"metadata\": {");
+    for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
+      const char *k, *val;
+      if (failed(wharf_constant_map_metadata_entry(map, i, &k, &val), "reading metadata")) continue;
+      if (json)
+        std::printf("%s%s: %s", i ? ", " : "", json_string(k).c_str(), json_string(val).c_str());
+      else
+        std::printf("metadata: %s = %s\n", json_string(k).c_str(), json_string(val).c_str());
+    }
+    if (json)
+      std::printf("}, \"total_bytes\": %llu}", static_cast<unsigned long long>(total));
+    else
+      std::printf("%zu tensors, %s\n", n, human_bytes(total).c_str());
+    wharf_constant_map_free(map);
   }
-  wharf_constant_map* map = nullptr;
-  if (failed(wharf_constant_map_load_safetensors(argv[0], &map), argv[0])) return 1;
-  size_t n = wharf_constant_map_size(map);
-  uint64_t total = 0;
-  std::printf("%-48s %-8s %-20s %12s\n", "tensor", "dtype", "shape", "bytes");
-  for (size_t i = 0; i < n; ++i) {
-    const char* name = nullptr;
-    wharf_tensor_view v;
-    if (failed(wharf_constant_map_entry(map, i, &name, &v), "reading an entry")) break;
-    uint64_t bytes = wharf_dtype_size(v.dtype);
-    for (int d = 0; d < v.ndim; ++d) bytes *= uint64_t(v.shape[d]);
-    total += bytes;
-    std::printf("%-48s %-8s %-20s %12llu\n", name, wharf_dtype_name(v.dtype), shape_str(v).c_str(),
-                static_cast<unsigned long long>(bytes));
-  }
-  std::printf("%zu tensors, %s\n", n, human_bytes(total).c_str());
-  for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
-    const char *k, *val;
-    if (!failed(wharf_constant_map_metadata_entry(map, i, &k, &val), "reading metadata"))
-      std::printf("metadata: %s = %s\n", k, val);
-  }
-  wharf_constant_map_free(map);
-  return 0;
+  if (json) std::printf("]\n");
+  return rc;
 }
 
 }  // namespace wharf_cli
 
 int main(int argc, char** argv) {
   using namespace wharf_cli;
-  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    std::printf(
-        "usage: wharf COMMAND [ARGS]\n"
-        "  info                      version, backend found, device name and memory\n"
-        "  inspect FILE.safetensors  table of tensors, dtypes, shapes and bytes\n"
-        "  demo [--host] [--weights-only] [--model DIR] [--readers N]\n"
-        "                            the demo: on a GPU, the committed AOTInductor model serving two\n"
-        "                            conversations through a hot update; else weights updated while\n"
-        "                            N threads (default 2) read them\n");
-    return argc < 2 ? 2 : 0;
-  }
-  if (!std::strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
-  if (!std::strcmp(argv[1], "inspect")) return cmd_inspect(argc - 2, argv + 2);
-  if (!std::strcmp(argv[1], "demo")) return cmd_demo(argc - 2, argv + 2);
-  std::fprintf(stderr, "wharf: unknown command '%s' (try --help)\n", argv[1]);
-  return 2;
+  CLI::App app{"wharf: GPU-resident weights and per-session state for inference services"};
+  app.set_version_flag("--version", std::string("wharf ") + wharf_version() + " (ABI " +
+                                        std::to_string(wharf_abi_version()) + ")");
+  app.require_subcommand(1);
+  bool json = false;
+  auto* info = app.add_subcommand("info", "version, backend found, device name and memory");
+  info->add_flag("--json", json, "one JSON object");
+  std::vector<std::string> files;
+  auto* inspect = app.add_subcommand("inspect", "table of tensors, dtypes, shapes and bytes of safetensors files");
+  inspect->add_option("files", files, "safetensors files")->required()->check(CLI::ExistingFile);
+  inspect->add_flag("--json", json, "a JSON array, one object per file");
+  DemoOptions demo;
+  auto* d = app.add_subcommand("demo",
+                               "on a GPU, the committed AOTInductor model serving two conversations through a hot "
+                               "update; elsewhere weights updated while serving threads read them");
+  d->add_flag("--host", demo.host, "force the host backend (the weights-only demo)");
+  d->add_flag("--weights-only", demo.weights_only, "the weights-only demo even on a GPU");
+  d->add_option("--model", demo.model_dir, "the compiled model's directory (default: found automatically)");
+  d->add_option("--readers", demo.readers, "serving threads of the weights-only demo")->check(CLI::Range(0, 64));
+  CLI11_PARSE(app, argc, argv);
+  if (info->parsed()) return cmd_info(json);
+  if (inspect->parsed()) return cmd_inspect(files, json);
+  return cmd_demo(demo);
 }
