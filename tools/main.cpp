@@ -91,12 +91,26 @@ int cmd_info(bool json) {
     wharf_runtime_free(rt);
     return 1;
   }
+  // On the host backend, say why not CUDA (no driver, no device, a CPU-only build).
+  std::string why_not_cuda;
+  if (info.backend == WHARF_BACKEND_HOST) {
+    wharf_runtime_options ro;
+    wharf_runtime_options_init(&ro);
+    ro.backend = WHARF_BACKEND_CUDA;
+    wharf_runtime* cuda = nullptr;
+    if (wharf_status* st = wharf_runtime_create(&ro, &cuda)) {
+      why_not_cuda = wharf_status_message(st);
+      wharf_status_free(st);
+    }
+    wharf_runtime_free(cuda);
+  }
   if (json) {
     std::printf("{\"version\": %s, \"abi\": %u, \"backend\": \"%s\", \"device\": %s, \"device_index\": %d, "
-                "\"compute\": \"%d.%d\", \"total_memory\": %llu, \"free_memory\": %llu}\n",
+                "\"compute\": \"%d.%d\", \"total_memory\": %llu, \"free_memory\": %llu, \"cuda_unavailable\": %s}\n",
                 json_string(wharf_version()).c_str(), wharf_abi_version(), backend_str(info.backend),
                 json_string(info.name).c_str(), info.device_index, info.compute_major, info.compute_minor,
-                static_cast<unsigned long long>(info.total_memory), static_cast<unsigned long long>(info.free_memory));
+                static_cast<unsigned long long>(info.total_memory), static_cast<unsigned long long>(info.free_memory),
+                why_not_cuda.empty() ? "null" : json_string(why_not_cuda).c_str());
   } else {
     std::printf("wharf %s (ABI %u)\n", wharf_version(), wharf_abi_version());
     std::printf("backend:       %s\n", backend_str(info.backend));
@@ -104,6 +118,7 @@ int cmd_info(bool json) {
     if (info.compute_major) std::printf("compute:       sm_%d%d\n", info.compute_major, info.compute_minor);
     std::printf("memory:        %s total, %s free\n", human_bytes(info.total_memory).c_str(),
                 human_bytes(info.free_memory).c_str());
+    if (!why_not_cuda.empty()) std::printf("cuda:          not used: %s\n", why_not_cuda.c_str());
   }
   wharf_runtime_free(rt);
   return 0;

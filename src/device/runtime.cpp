@@ -42,7 +42,13 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
       WHARF_LOG(kInfo, "runtime: backend AUTO chose CUDA device " + std::to_string(o.device_index));
     } else {
       WHARF_RETURN_IF_ERROR(create_host_device(dopts, &dev));
-      WHARF_LOG(kInfo, "runtime: backend AUTO chose the host backend (" + reason + ")");
+      // A CUDA build that cannot use its GPU is worth a warning (a missing driver would
+      // otherwise silently serve from host memory); a CPU-only build expects the host backend.
+      if (cuda_backend_built()) {
+        WHARF_LOG(kWarn, "runtime: backend AUTO fell back to the host backend: " + reason);
+      } else {
+        WHARF_LOG(kInfo, "runtime: backend AUTO chose the host backend (" + reason + ")");
+      }
     }
   } else if (o.backend == 1) {
     WHARF_RETURN_IF_ERROR(create_cuda_device(dopts, &dev));
