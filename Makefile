@@ -72,11 +72,18 @@ sanitizer-tests: deps
 abi-baseline: build
 	bash tests/abi/make_baseline.sh $(BUILD)
 
-install: build
-	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+# For packagers and users: only the build dependencies, no tests or benchmarks, a release
+# build in its own folder, installed stripped (PREFIX defaults to /usr/local).
+INSTALL_BUILD ?= build-install
+install:
+	@bash scripts/install-deps.sh build
+	cmake -S . -B $(INSTALL_BUILD) -DWHARF_WITH_CUDA=$(WHARF_WITH_CUDA) -DWHARF_BUILD_TESTS=OFF \
+	  -DWHARF_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(INSTALL_BUILD) -j$(JOBS)
+	cmake --install $(INSTALL_BUILD) --strip $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan gpu-bundle
+	rm -rf $(BUILD) build-asan build-tsan build-tsa build-install gpu-bundle
 
 # One language binding's tests against the built library (what `make test` runs for all three
 # through scripts/run-binding-tests.sh): go/test.sh, rust/test.sh, java/test.sh BUILD_DIR.
