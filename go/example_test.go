@@ -1,6 +1,7 @@
 package wharf_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -179,4 +180,116 @@ func Example_sessions() {
 	// new conversation: [0 0 0 0]
 	// decode reads: [1 2 3 4]
 	// decode reads: [0 0 0 0]
+}
+
+// The README's model example (experimental tier): the committed tiny decoder
+// (tests/data/models/tiny_decoder, compiled by PyTorch's AOTInductor without libtorch)
+// served by Wharf: the weights file, the model, a session, prefill and greedy decoding
+// with RunModel, then a hot weight update. It needs a GPU, a CUDA build of libwharf and
+// its libwharf_aoti_shim.so; without a GPU it says so and returns. go test compiles it;
+// TestExampleModel runs it and checks its tokens against PyTorch's.
+func Example_model() {
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	dir := "../tests/data/models/tiny_decoder"
+	if d := os.Getenv("WHARF_MODEL_DIR"); d != "" {
+		dir = d
+	}
+	rt, err := wharf.NewRuntime(&wharf.RuntimeOptions{Backend: wharf.BackendCUDA})
+	if err != nil {
+		fmt.Println("skipped: this example needs a GPU:", err)
+		return
+	}
+	defer rt.Close()
+
+	// 1. The weights file, plus the KV caches' shapes and zero initial values (the
+	// model's mutated buffers become per-session state).
+	weights, err := wharf.LoadSafetensors(filepath.Join(dir, "tiny_decoder.safetensors"))
+	check(err)
+	defer weights.Close()
+	zeros, err := wharf.NewHostBuffer(4 * 64 * 16 * 4)
+	check(err)
+	defer zeros.Close()
+	cache, err := zeros.Tensor(0, wharf.DTypeF32, []int64{1, 4, 64, 16})
+	check(err)
+	for _, name := range []string{"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"} {
+		check(weights.Set(name, cache))
+	}
+
+	// 2. The model: its parameters become the constants of its container, loaded and active.
+	model, err := wharf.LoadModel(rt, filepath.Join(dir, "tiny_decoder.so"), weights, &wharf.ModelOptions{Name: "tiny"})
+	check(err)
+	defer model.Close()
+	fmt.Println("inputs:", model.NumInputs(), "outputs:", model.NumOutputs())
+
+	// 3. The prompt, and the tokens PyTorch decoded from it.
+	ref, err := wharf.LoadSafetensors(filepath.Join(dir, "reference.safetensors"))
+	check(err)
+	defer ref.Close()
+	p, err := ref.Find("prompt")
+	check(err)
+	prompt, err := wharf.Values[int64](p)
+	check(err)
+	w, err := ref.Find("tokens")
+	check(err)
+	want, err := wharf.Values[int64](w)
+	check(err)
+
+	// 4. A session holds the conversation's KV caches. One run per step: prefill with the
+	// prompt, then greedy decoding one token at a time. Inputs in Go memory are copied to
+	// the device on the run's stream; the outputs are device tensors the run owns.
+	chat, err := wharf.NewSession(rt, []*wharf.Container{model.Container()}, nil)
+	check(err)
+	defer chat.Close()
+	var got []int64
+	var logits wharf.Tensor
+	tokens, pos := prompt, int64(0)
+	for len(got) < len(want) {
+		positions := make([]int64, len(tokens))
+		for i := range positions {
+			positions[i] = pos + int64(i)
+		}
+		run, err := model.Container().BeginRunWithSession(chat)
+		check(err)
+		outs, err := run.RunModel(model,
+			wharf.HostTensorOf("tokens", []int64{1, int64(len(tokens))}, tokens),
+			wharf.HostTensorOf("positions", []int64{int64(len(positions))}, positions))
+		check(err)
+		logits = outs[0] // [1, len(tokens), vocab] F32 on the device
+		all, err := wharf.ReadTensorValues[float32](run, logits)
+		check(err)
+		check(run.End()) // the outputs are freed after the run's work
+		vocab := int(logits.Shape()[2])
+		last, next := all[len(all)-vocab:], 0
+		for i := range last {
+			if last[i] > last[next] {
+				next = i
+			}
+		}
+		got = append(got, int64(next))
+		pos += int64(len(tokens))
+		tokens = []int64{int64(next)}
+	}
+	fmt.Println("tokens:", got)
+	fmt.Println("same as PyTorch:", fmt.Sprint(got) == fmt.Sprint(want))
+	_, err = logits.Pointer()
+	fmt.Println("an output after its run ended:", errors.Is(err, wharf.ErrClosed))
+
+	// 5. A hot update from Go memory and a swap: the conversation goes on with new weights.
+	c := model.Container()
+	norm := make([]float32, 64)
+	for i := range norm {
+		norm[i] = 1.5
+	}
+	check(c.UpdateFromHost([]wharf.HostTensor{wharf.HostTensorOf("norm.weight", []int64{64}, norm)}, nil))
+	check(c.Swap())
+	run, err := c.BeginRunWithSession(chat)
+	check(err)
+	seen, err := wharf.ReadValues[float32](run, "norm.weight")
+	check(err)
+	check(run.End())
+	fmt.Println("norm.weight after the update:", seen[0])
 }

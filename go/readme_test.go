@@ -6,35 +6,50 @@ import (
 	"testing"
 )
 
-// The README's sessions snippet is the body of Example_sessions (example_test.go), which
-// go test runs and checks: keep the two equal.
-func TestReadmeSessionsSnippet(t *testing.T) {
+// exampleBody returns the body of func name in example_test.go, dedented one tab.
+func exampleBody(t *testing.T, name string) string {
+	t.Helper()
 	src, err := os.ReadFile("example_test.go")
 	must(t, err)
-	readme, err := os.ReadFile("README.md")
-	must(t, err)
-	const start = "func Example_sessions() {\n"
+	start := "func " + name + "() {\n"
 	i := strings.Index(string(src), start)
 	if i < 0 {
-		t.Fatal("example_test.go has no Example_sessions")
+		t.Fatalf("example_test.go has no %s", name)
 	}
 	rest := string(src)[i+len(start):]
 	end := strings.Index(rest, "\n}\n")
 	if end < 0 {
-		t.Fatal("Example_sessions does not end")
+		t.Fatalf("%s does not end", name)
 	}
 	var body []string
 	for _, line := range strings.Split(rest[:end], "\n") {
 		body = append(body, strings.TrimPrefix(line, "\t"))
 	}
-	want := strings.Join(body, "\n")
+	return strings.Join(body, "\n")
+}
+
+// The README's sessions and model snippets are the bodies of Example_sessions and
+// Example_model (example_test.go), which go test compiles (and runs: Example_sessions
+// always, Example_model through TestExampleModel on a GPU): keep them equal.
+func TestReadmeSnippets(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	must(t, err)
+	var blocks []string
 	for _, part := range strings.Split(string(readme), "```go\n")[1:] {
 		if j := strings.Index(part, "```"); j >= 0 {
-			block := strings.TrimSuffix(part[:j], "\n")
-			if block == want {
-				return
-			}
+			blocks = append(blocks, strings.TrimSuffix(part[:j], "\n"))
 		}
 	}
-	t.Fatalf("no ```go block of README.md is the body of Example_sessions (dedented one tab):\n%s", want)
+	for _, name := range []string{"Example_sessions", "Example_model"} {
+		want := exampleBody(t, name)
+		found := false
+		for _, b := range blocks {
+			if b == want {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no ```go block of README.md is the body of %s (dedented one tab):\n%s", name, want)
+		}
+	}
 }
