@@ -162,7 +162,7 @@ func (s *Session) Fork() (*Session, error) {
 		return nil, err
 	}
 	// The fork holds what this session holds. Those handles may have been closed, but this
-	// session retains them and cannot be freed while we hold its lock, so they are alive
+	// session retains them and cannot be freed while this call holds a reference, so they are alive
 	// and retaining them directly is safe.
 	held := make([]*handle, 0, len(s.containers)+1)
 	for _, c := range s.containers {
