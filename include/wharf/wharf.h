@@ -1115,6 +1115,133 @@ WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model,
  */
 WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
 
+/* --- offloaders: layer weights in pinned host memory, prefetched into device slots ----- */
+
+/**
+ * Keeps chosen layers' constants of a container in pinned host memory and a small pool of
+ * static device slots, and, within a run, copies layer i + prefetch_step into a slot on a
+ * copy stream of its own while layer i computes: events order everything, the host never
+ * waits, and the same calls work while the run's stream is captured into a CUDA graph (the
+ * copy stream forks from the capture and joins back into it).
+ *
+ * Layers. `layer_pattern` ("layers.{layer}." by default) gives each constant whose FQN
+ * contains it, with {layer} a decimal number, that layer number. The offloader spans layers
+ * 0 .. wharf_offloader_num_layers()-1. Offloaded constants must be declared with
+ * WHARF_PLACEMENT_HOST: every generation's storage for them is pinned host memory (an update
+ * writes them with host copies only). The k-th offloaded layer (in layer order) uses slot
+ * k % slot_capacity; the pool (slot_capacity slots of the largest offloaded layer's bytes) is
+ * allocated once, under WHARF_MEM_OFFLOAD, and its addresses never change.
+ *
+ * Per run, in this order: wharf_run_offload_begin (copies the first prefetch_step offloaded
+ * layers); for each layer L in increasing order, wharf_run_offload_wait(L) (the run's stream
+ * waits for L's copy; the views are L's slots), launch L's kernels on the run's stream,
+ * wharf_run_offload_issued(L) (the slot may be refilled once the stream passes this point);
+ * then wharf_run_offload_end, before wharf_run_end. Layers that are not offloaded may be
+ * skipped or passed (their calls do nothing; read their constants from the run's table).
+ * One run at a time holds an offloader (its slots hold that run's layers): others get
+ * WHARF_BUSY until it ends. Runs of other streams are ordered after the previous run on the
+ * device; a run being captured cannot wait for work outside its capture, so launch the graph
+ * on a stream ordered after the previous run (the same stream, or wait for it).
+ *
+ * Generations. A run copies from the host storage of the generation it pinned: an update and
+ * a swap make later runs prefetch the new weights, and a run in flight never reads a mix. A
+ * graph captured over a run replays copies from that run's generation; the offloader keeps
+ * every generation it captured alive until it is freed (recapture to follow a swap).
+ *
+ * Threads: all functions are safe to call from many threads; the run's calls are ordered as
+ * the run's own work is. The offloader keeps its container alive.
+ * Since 0.3 (experimental).
+ */
+typedef struct wharf_offloader wharf_offloader;
+
+typedef struct wharf_offloader_options {
+  uint32_t struct_size;
+  const char* const* fqns;     /* explicit list of offloaded constants (borrowed for the call); NULL: select by layer */
+  size_t num_fqns;
+  const char* layer_pattern;   /* NULL: "layers.{layer}." */
+  uint32_t group_size;         /* vLLM's selection: layer L is offloaded when L % group_size >= */
+  uint32_t num_in_group;       /*   group_size - num_in_group; group_size 0 (default): every layer */
+  uint32_t prefetch_step;      /* layers copied ahead; default 1; 0: each copy is issued at its wait */
+  uint32_t slot_capacity;      /* device slots; 0 (default): max(prefetch_step, 1); at most the offloaded layers */
+} wharf_offloader_options;
+
+/** Fills the defaults (prefetch_step 1, num_in_group 1, the rest zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
+WHARF_API void wharf_offloader_options_init_sized(wharf_offloader_options* opts, size_t struct_size);
+#define wharf_offloader_options_init(opts) wharf_offloader_options_init_sized((opts), sizeof(*(opts)))
+
+/**
+ * Creates an offloader over `container` (which it keeps alive); `opts` is borrowed for the
+ * call, NULL means defaults. Allocates the slot pool, a copy stream and its events. The
+ * caller owns `*out` (free with wharf_offloader_free). Errors: WHARF_INVALID_ARGUMENT (a
+ * pattern without exactly one {layer}, no constant matching it, a listed constant without a
+ * layer number, num_in_group outside 1..group_size, prefetch_step above slot_capacity: the
+ * message says which), WHARF_NOT_FOUND (a listed FQN the container does not declare),
+ * WHARF_ALREADY_EXISTS (an FQN listed twice), WHARF_FAILED_PRECONDITION (an offloaded
+ * constant not declared WHARF_PLACEMENT_HOST, named), WHARF_OUT_OF_MEMORY (the pool).
+ * Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const wharf_offloader_options* opts, wharf_offloader** out);
+
+/**
+ * Releases the caller's reference. A run that began offloading keeps the offloader until it
+ * ends; the last reference waits for the copy stream, then frees the pool. NULL is a no-op.
+ * Since 0.3 (experimental).
+ */
+WHARF_API void wharf_offloader_free(wharf_offloader* offloader);
+
+/** Number of layers the offloader spans (the largest layer number + 1); 0 for NULL. Since 0.3 (experimental). */
+WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader);
+
+/** Number of offloaded constants of `layer` (0: not offloaded, out of range, or NULL). Since 0.3 (experimental). */
+WHARF_API size_t wharf_offloader_layer_size(const wharf_offloader* offloader, uint32_t layer);
+
+/**
+ * The FQN of offloaded constant `i` of `layer` (declaration order; owned by the container),
+ * the i-th view wharf_run_offload_wait fills; NULL past the end. Since 0.3 (experimental).
+ */
+WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offloader, uint32_t layer, size_t i);
+
+/**
+ * Begins offloading in `run` (a run of the offloader's container): the copy stream forks
+ * from the run's stream and the first prefetch_step offloaded layers are copied from the
+ * run's generation. Returns without waiting for the device. Errors: WHARF_INVALID_ARGUMENT
+ * (a run of another container), WHARF_BUSY (another open run holds the offloader),
+ * WHARF_FAILED_PRECONDITION (this run already began; a fold callback's run),
+ * WHARF_DEVICE_ERROR. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_begin(wharf_run* run, wharf_offloader* offloader);
+
+/**
+ * Makes the run's stream wait (on the device) for `layer`'s copy and fills `views[i]` for
+ * each of its wharf_offloader_layer_size() constants (device memory of the slot, valid until
+ * wharf_run_offload_issued for this layer; set each struct_size or zero the views). `views`
+ * may be NULL with `num_views` 0 to wait only. A layer that is not offloaded fills nothing.
+ * Calling it again for the same layer before issued returns the same views. Errors:
+ * WHARF_INVALID_ARGUMENT (layer out of range, `num_views` below the layer's size),
+ * WHARF_FAILED_PRECONDITION (offloading not begun in this run; a layer out of order, or
+ * the previous offloaded layer not marked issued, named), WHARF_DEVICE_ERROR.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* offloader, uint32_t layer, wharf_tensor_view* views, size_t num_views);
+
+/**
+ * Records that the run's stream has been given all of `layer`'s work: the copy that reuses
+ * its slot may start once the device gets there (no host wait), and the next layer's
+ * prefetch is issued. Errors: WHARF_INVALID_ARGUMENT (layer out of range),
+ * WHARF_FAILED_PRECONDITION (not waited for first, or already issued), WHARF_DEVICE_ERROR.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer);
+
+/**
+ * Ends offloading in `run`: the run's stream joins the copy stream (so the run's completion
+ * covers every copy, and a capture is joined back) and the offloader is free for the next
+ * run. Call it before wharf_run_end; wharf_run_end does it otherwise. Errors:
+ * WHARF_FAILED_PRECONDITION (offloading not begun in this run), WHARF_DEVICE_ERROR.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_end(wharf_run* run, wharf_offloader* offloader);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

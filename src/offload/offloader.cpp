@@ -1,0 +1,357 @@
+#include "offload/offloader.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/logging.h"
+#include "core/text.h"
+
+namespace wharf {
+namespace {
+
+constexpr uint64_t kSlotAlign = 256;  // as cudaMalloc: every constant in a slot starts aligned
+
+uint64_t align_up(uint64_t v) { return (v + kSlotAlign - 1) / kSlotAlign * kSlotAlign; }
+
+// The layer number `fqn` carries per pattern prefix{layer}suffix (first match), or -1.
+int64_t layer_of(const std::string& fqn, const std::string& prefix, const std::string& suffix) {
+  for (size_t at = fqn.find(prefix); at != std::string::npos; at = fqn.find(prefix, at + 1)) {
+    size_t p = at + prefix.size();
+    size_t q = p;
+    while (q < fqn.size() && fqn[q] >= '0' && fqn[q] <= '9' && q - p < 9) ++q;
+    if (q == p || (q < fqn.size() && fqn[q] >= '0' && fqn[q] <= '9')) continue;
+    if (fqn.compare(q, suffix.size(), suffix) != 0) continue;
+    return std::stoll(fqn.substr(p, q - p));
+  }
+  return -1;
+}
+
+const std::vector<OffloadedConstant> kNone;
+
+}  // namespace
+
+Status Offloader::create(std::shared_ptr<Container> container, const OffloaderConfig& config,
+                         std::shared_ptr<Offloader>* out) {
+  if (!container) return InvalidArgument("offloader: container is null");
+  const std::string where = "offloader over container " + quote_name(container->name());
+  const std::string marker = "{layer}";
+  size_t m = config.layer_pattern.find(marker);
+  if (m == std::string::npos || config.layer_pattern.find(marker, m + 1) != std::string::npos)
+    return InvalidArgument(where + ": layer_pattern " + quote_name(config.layer_pattern) +
+                           " must contain '{layer}' exactly once (e.g. 'layers.{layer}.')");
+  const std::string prefix = config.layer_pattern.substr(0, m);
+  const std::string suffix = config.layer_pattern.substr(m + marker.size());
+  if (config.group_size > 0 && (config.num_in_group == 0 || config.num_in_group > config.group_size))
+    return InvalidArgument(where + ": num_in_group " + std::to_string(config.num_in_group) +
+                           " must be in 1.." + std::to_string(config.group_size) + " (group_size)");
+  const uint32_t k = config.prefetch_step;
+  uint32_t cap = config.slot_capacity == 0 ? std::max<uint32_t>(k, 1) : config.slot_capacity;
+  if (k > cap)
+    return InvalidArgument(where + ": prefetch_step " + std::to_string(k) + " needs slot_capacity >= " +
+                           std::to_string(k) + " (got " + std::to_string(cap) + "): the copy of layer i+" +
+                           std::to_string(k) + " would overwrite a slot that a layer before it still reads");
+
+  const auto& decls = container->decls();
+  std::vector<int64_t> layer(decls.size(), -1);
+  int64_t max_layer = -1;
+  for (size_t i = 0; i < decls.size(); ++i) {
+    layer[i] = layer_of(decls[i].fqn, prefix, suffix);
+    max_layer = std::max(max_layer, layer[i]);
+  }
+  if (max_layer < 0)
+    return InvalidArgument(where + ": no constant's name matches layer_pattern " + quote_name(config.layer_pattern));
+
+  std::vector<int> chosen;
+  if (!config.fqns.empty()) {
+    std::vector<bool> seen(decls.size(), false);
+    for (const std::string& f : config.fqns) {
+      int idx = container->find(f);
+      if (idx < 0) return NotFound(where + ": constant " + quote_name(f) + " is not declared by the container");
+      if (layer[idx] < 0)
+        return InvalidArgument(where + ": constant " + quote_name(f) + " carries no layer number per layer_pattern " +
+                               quote_name(config.layer_pattern));
+      if (seen[idx]) return AlreadyExists(where + ": constant " + quote_name(f) + " is listed twice");
+      seen[idx] = true;
+      chosen.push_back(idx);
+    }
+  } else {
+    for (size_t i = 0; i < decls.size(); ++i) {
+      if (layer[i] < 0) continue;
+      uint64_t L = uint64_t(layer[i]);
+      if (config.group_size > 0 && L % config.group_size < config.group_size - config.num_in_group) continue;
+      chosen.push_back(int(i));
+    }
+    if (chosen.empty())
+      return InvalidArgument(where + ": the group selection (group_size " + std::to_string(config.group_size) +
+                             ", num_in_group " + std::to_string(config.num_in_group) + ") selects no layer");
+  }
+  for (int idx : chosen) {
+    const ConstantDecl& d = decls[size_t(idx)];
+    if (d.placement != Placement::kHost)
+      return FailedPrecondition(where + ": constant " + quote_name(d.fqn) +
+                                " is placed on the device; an offloaded constant must be declared with "
+                                "WHARF_PLACEMENT_HOST (its generations then live in pinned host memory)");
+  }
+
+  std::shared_ptr<Offloader> o(new Offloader());
+  o->container_ = container;
+  o->pattern_ = config.layer_pattern;
+  o->num_layers_ = uint32_t(max_layer + 1);
+  o->pos_.assign(o->num_layers_, -1);
+  o->layers_.resize(o->num_layers_);
+  // Declaration order within a layer.
+  std::sort(chosen.begin(), chosen.end());
+  std::map<uint32_t, uint64_t> bytes;
+  for (int idx : chosen) {
+    uint32_t L = uint32_t(layer[size_t(idx)]);
+    OffloadedConstant c;
+    c.index = idx;
+    c.offset = bytes[L];
+    o->layers_[L].push_back(c);
+    bytes[L] = align_up(c.offset + decls[size_t(idx)].nbytes);
+  }
+  for (const auto& [L, b] : bytes) {
+    o->pos_[L] = int(o->offloaded_.size());
+    o->offloaded_.push_back(L);
+    o->slot_bytes_ = std::max(o->slot_bytes_, b);
+  }
+  const uint32_t n = uint32_t(o->offloaded_.size());
+  o->k_ = std::min(k, n);
+  o->capacity_ = std::min(cap, n);
+  if (o->slot_bytes_ == 0) o->slot_bytes_ = kSlotAlign;  // zero-byte constants still get distinct addresses
+
+  Device& dev = container->runtime().device();
+  WHARF_RETURN_IF_ERROR(dev.allocate(MemKind::kDevice, MemTag::kOffload, o->slot_bytes_ * o->capacity_,
+                                     where + ": slot pool (" + std::to_string(o->capacity_) + " slots of " +
+                                         std::to_string(o->slot_bytes_) + " bytes)",
+                                     &o->pool_));
+  WHARF_RETURN_IF_ERROR(dev.create_stream(&o->copy_stream_));
+  o->copy_done_.resize(n);
+  o->released_.resize(n);
+  for (uint32_t j = 0; j < n; ++j) {
+    WHARF_RETURN_IF_ERROR(dev.create_event(&o->copy_done_[j]));
+    WHARF_RETURN_IF_ERROR(dev.create_event(&o->released_[j]));
+  }
+  WHARF_RETURN_IF_ERROR(dev.create_event(&o->fork_));
+  WHARF_RETURN_IF_ERROR(dev.create_event(&o->join_));
+  WHARF_RETURN_IF_ERROR(dev.create_event(&o->prev_end_));
+  *out = std::move(o);
+  return Status::Ok();
+}
+
+Offloader::~Offloader() {
+  // Copies in flight read host storage of generations kept here and write the pool; the last
+  // run's kernels may still read the pool (its end is recorded in prev_end_).
+  if (copy_stream_) {
+    Status st = copy_stream_->synchronize();
+    if (!st.ok()) WHARF_LOG(kError, "offloader: draining the copy stream: " + st.message());
+  }
+  bool wait_last = false;
+  {
+    MutexLock lock(mu_);
+    wait_last = prev_end_valid_;
+  }
+  if (wait_last) {
+    Status st = prev_end_->synchronize();
+    if (!st.ok()) WHARF_LOG(kError, "offloader: waiting for the last run: " + st.message());
+  }
+}
+
+const std::vector<OffloadedConstant>& Offloader::layer_constants(uint32_t layer) const {
+  return layer < num_layers_ ? layers_[layer] : kNone;
+}
+
+bool Offloader::held() const {
+  MutexLock lock(mu_);
+  return holder_ != nullptr;
+}
+
+std::string Offloader::layer_name(uint32_t layer) const {
+  return "layer " + std::to_string(layer) + " of offloader over container " + quote_name(container_->name());
+}
+
+Status Offloader::check_holder_locked(const Run& run, const char* what) const {
+  if (holder_ == &run) return Status::Ok();
+  if (!holder_)
+    return FailedPrecondition(std::string(what) + ": the run has not begun offloading (call "
+                              "wharf_run_offload_begin first) on the offloader over container " +
+                              quote_name(container_->name()));
+  return FailedPrecondition(std::string(what) + ": another run holds the offloader over container " +
+                            quote_name(container_->name()));
+}
+
+void Offloader::reap_locked() {
+  if (capturing_) return;  // querying events is not allowed while a capture is in progress
+  auto it = retired_.begin();
+  while (it != retired_.end()) {
+    bool done = false;
+    Status st = it->event->query(&done);
+    if (!st.ok() || !done) {
+      ++it;
+      continue;
+    }
+    it = retired_.erase(it);
+  }
+}
+
+Status Offloader::begin(Run& run) {
+  if (run.container().get() != container_.get())
+    return InvalidArgument("wharf_run_offload_begin: the run is of container " + quote_name(run.container()->name()) +
+                           ", the offloader is over container " + quote_name(container_->name()));
+  if (!run.pinned_generation())
+    return FailedPrecondition("wharf_run_offload_begin: the run has ended");
+  bool capturing = false;
+  WHARF_RETURN_IF_ERROR(stream_is_capturing(run.stream(), &capturing));
+  MutexLock lock(mu_);
+  if (holder_ == &run)
+    return FailedPrecondition("wharf_run_offload_begin: this run already began offloading over container " +
+                              quote_name(container_->name()) + " (end it with wharf_run_offload_end first)");
+  if (holder_)
+    return Busy("wharf_run_offload_begin: another run holds the offloader over container " +
+                quote_name(container_->name()) + " (one run at a time: its slots hold that run's layers)");
+  capturing_ = capturing;
+  reap_locked();
+  Stream& s = run.stream();
+  // Fork: the copy stream follows the run's stream (under capture this joins it to the capture).
+  WHARF_RETURN_IF_ERROR(s.record(*fork_));
+  WHARF_RETURN_IF_ERROR(copy_stream_->wait(*fork_));
+  // The previous run may still read the slots on another stream. An event recorded outside
+  // this capture cannot be waited for inside it: a graph's launch stream orders it instead.
+  if (prev_end_valid_ && !capturing) WHARF_RETURN_IF_ERROR(copy_stream_->wait(*prev_end_));
+  holder_ = &run;
+  stream_ = &s;
+  gen_ = run.pinned_generation();
+  copied_ = waited_ = issued_ = 0;
+  if (capturing && std::find(captured_gens_.begin(), captured_gens_.end(), gen_) == captured_gens_.end())
+    captured_gens_.push_back(gen_);
+  Status st;
+  for (uint32_t j = 0; j < k_ && st.ok(); ++j) st = issue_copy_locked(j);
+  if (!st.ok()) {
+    Status s2 = finish_locked(false);
+    if (!s2.ok()) WHARF_LOG(kError, "offloader: releasing after a failed begin: " + s2.message());
+    return st;
+  }
+  // The run's end releases the offloader if the caller did not (hook kept by the run).
+  // The run keeps the offloader (its pool) alive until it ends.
+  std::shared_ptr<Offloader> self = shared_from_this();
+  const Run* key = &run;
+  run.at_end([self, key] {
+    MutexLock lock(self->mu_);
+    if (self->holder_ != key) return;
+    Status st = self->finish_locked(true);
+    if (!st.ok()) WHARF_LOG(kError, "offloader: ending with the run: " + st.message());
+  });
+  return Status::Ok();
+}
+
+Status Offloader::issue_copy_locked(uint32_t j) {
+  WHARF_DCHECK(j == copied_, "offloader: copies are issued in order");
+  const uint32_t slot = j % capacity_;
+  // The slot's previous reader in this run: offloaded index j - capacity (earlier runs are
+  // covered by the fork at begin).
+  if (j >= capacity_) WHARF_RETURN_IF_ERROR(copy_stream_->wait(*released_[j - capacity_]));
+  char* base = static_cast<char*>(pool_.data()) + uint64_t(slot) * slot_bytes_;
+  const uint32_t L = offloaded_[j];
+  const auto& decls = container_->decls();
+  for (const OffloadedConstant& c : layers_[L]) {
+    const std::shared_ptr<Slot>& src = gen_->slots[size_t(c.index)];
+    if (!src)
+      return FailedPrecondition("offloaded constant " + quote_name(decls[size_t(c.index)].fqn) +
+                                " has no storage in the run's generation");
+    WHARF_RETURN_IF_ERROR(copy_stream_->copy_async(base + c.offset, src->data(), decls[size_t(c.index)].nbytes)
+                              .with_context("prefetching " + layer_name(L)));
+  }
+  WHARF_RETURN_IF_ERROR(copy_stream_->record(*copy_done_[j]));
+  ++copied_;
+  return Status::Ok();
+}
+
+Status Offloader::wait(Run& run, uint32_t layer, std::vector<OffloadView>* views) {
+  views->clear();
+  MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_wait"));
+  if (layer >= num_layers_)
+    return InvalidArgument("wharf_run_offload_wait: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
+                           quote_name(container_->name()) + " spans " + std::to_string(num_layers_) + " layers)");
+  const int pj = pos_[layer];
+  if (pj < 0) return Status::Ok();  // not offloaded: its constants are where the run's table says
+  const uint32_t j = uint32_t(pj);
+  if (j + 1 == waited_ && issued_ == j) {
+    // Asked again before issuing: the same slot, nothing more to wait for.
+  } else if (j == waited_) {
+    if (issued_ != j)
+      return FailedPrecondition("wharf_run_offload_wait: " + layer_name(layer) + ": the previous offloaded layer " +
+                                std::to_string(offloaded_[j - 1]) + " was not marked issued (wharf_run_offload_issued)");
+    if (copied_ == j) WHARF_RETURN_IF_ERROR(issue_copy_locked(j));  // prefetch_step 0
+    WHARF_RETURN_IF_ERROR(stream_->wait(*copy_done_[j]));
+    ++waited_;
+  } else if (j < waited_) {
+    return FailedPrecondition("wharf_run_offload_wait: " + layer_name(layer) +
+                              " was already issued in this run; its slot may now hold another layer");
+  } else {
+    return FailedPrecondition("wharf_run_offload_wait: " + layer_name(layer) +
+                              ": offloaded layers are waited in order; the next is layer " +
+                              std::to_string(offloaded_[waited_]));
+  }
+  char* base = static_cast<char*>(pool_.data()) + uint64_t(j % capacity_) * slot_bytes_;
+  for (const OffloadedConstant& c : layers_[layer]) views->push_back(OffloadView{c.index, base + c.offset});
+  return Status::Ok();
+}
+
+Status Offloader::issued(Run& run, uint32_t layer) {
+  MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_issued"));
+  if (layer >= num_layers_)
+    return InvalidArgument("wharf_run_offload_issued: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
+                           quote_name(container_->name()) + " spans " + std::to_string(num_layers_) + " layers)");
+  const int pj = pos_[layer];
+  if (pj < 0) return Status::Ok();
+  const uint32_t j = uint32_t(pj);
+  if (j < issued_)
+    return FailedPrecondition("wharf_run_offload_issued: " + layer_name(layer) + " was already marked issued in this run");
+  if (j != issued_ || waited_ != j + 1)
+    return FailedPrecondition("wharf_run_offload_issued: " + layer_name(layer) +
+                              " was not waited for (wharf_run_offload_wait) before being marked issued");
+  WHARF_RETURN_IF_ERROR(stream_->record(*released_[j]));
+  ++issued_;
+  const uint32_t next = j + k_;
+  if (k_ > 0 && next < offloaded_.size()) WHARF_RETURN_IF_ERROR(issue_copy_locked(next));
+  return Status::Ok();
+}
+
+Status Offloader::end(Run& run) {
+  MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_end"));
+  return finish_locked(false);
+}
+
+Status Offloader::finish_locked(bool from_run_end) {
+  Status st;
+  // Join: the run's stream waits for every copy issued (under capture: the copy stream's
+  // work joins back into the capture, which cudaStreamEndCapture requires).
+  st = copy_stream_->record(*join_);
+  if (st.ok()) st = stream_->wait(*join_);
+  if (st.ok()) st = stream_->record(*prev_end_);
+  prev_end_valid_ = st.ok() && !capturing_;
+  if (from_run_end && copied_ > waited_ && !capturing_) {
+    // The run's completion was recorded before this join: keep the generation whose host
+    // storage the unwaited copies read until they are done.
+    Retired r;
+    Status s2 = container_->runtime().device().create_event(&r.event);
+    if (s2.ok()) s2 = copy_stream_->record(*r.event);
+    if (s2.ok()) {
+      r.gen = gen_;
+      retired_.push_back(std::move(r));
+    } else {
+      WHARF_LOG(kError, "offloader: tracking copies after the run's end: " + s2.message());
+      captured_gens_.push_back(gen_);  // keep it for the offloader's life rather than risk a read of freed memory
+    }
+  }
+  holder_ = nullptr;
+  stream_ = nullptr;
+  gen_.reset();
+  capturing_ = false;
+  return st;
+}
+
+}  // namespace wharf

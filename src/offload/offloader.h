@@ -1,0 +1,144 @@
+// Offloader: chosen layers' constants live in pinned host memory (the container declares them
+// host-placed, so every generation's storage for them is pinned host memory) and a small ring
+// of static device slots holds the layers about to be computed. Within a run, layer i + k is
+// copied on a dedicated copy stream while layer i computes; events order everything, never a
+// host synchronisation, so the schedule also works while the run's stream is being captured
+// into a CUDA graph (the copy stream forks from and joins back into the capture).
+//
+// Layers. A layer pattern such as "layers.{layer}." names the layer of a constant: the
+// constant's FQN contains the pattern with {layer} replaced by a decimal number. The model's
+// layers are 0 .. num_layers-1 (the largest number any constant of the container carries,
+// plus one). Offloaded layers are those holding at least one offloaded constant; they are
+// numbered j = 0 .. n-1 in layer order ("offloaded index"), and offloaded index j uses slot
+// j % slot_capacity.
+//
+// Per run (one run of the container at a time holds an offloader; another gets BUSY):
+//   begin(run)      fork: the copy stream waits for the run's stream (and, outside a capture,
+//                   for the previous run's end); copies offloaded indices 0 .. k-1.
+//   wait(run, L)    the run's stream waits for layer L's copy; returns its slot pointers.
+//   issued(run, L)  records an event on the run's stream after layer L's work; the copy of
+//                   offloaded index j + k (into slot (j + k) % capacity, last read by index
+//                   j + k - capacity <= j) waits for that slot's last reader's event.
+//   end(run)        join: the run's stream waits for the copy stream's last copy; records the
+//                   run's end for the next run. Called by the run's end if the caller did not.
+// Layers are waited and issued in increasing order (each offloaded layer: wait, then
+// issued); non-offloaded layers may be skipped or passed to wait/issued (no-ops).
+//
+// Generations. Copies read the host storage of the generation the run pinned, so a run never
+// mixes generations and a swap changes what later runs prefetch. A run captured into a CUDA
+// graph bakes its generation's host addresses into the graph: the offloader keeps every
+// generation it captured alive until it is freed.
+//
+// Threads: an Offloader is safe to use from many threads; its per-run calls are those of
+// the one run that holds it (serialised by `mu_`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "constants/container.h"
+#include "core/sync.h"
+#include "runs/run.h"
+
+namespace wharf {
+
+struct OffloaderConfig {
+  // Explicit list of offloaded constants (each must carry a layer per `layer_pattern`).
+  // Empty: every constant matching the pattern in a layer the group rule selects.
+  std::vector<std::string> fqns;
+  std::string layer_pattern = "layers.{layer}.";
+  // vLLM's selection: layer L is offloaded when L % group_size >= group_size - num_in_group.
+  // group_size 0: every matching layer. Ignored with an explicit list.
+  uint32_t group_size = 0;
+  uint32_t num_in_group = 1;
+  uint32_t prefetch_step = 1;  // k: layers copied ahead; 0 = each copy is issued at its wait
+  uint32_t slot_capacity = 0;  // device slots; 0 = max(prefetch_step, 1); clamped to the offloaded layers
+};
+
+// One offloaded constant of a layer: where it sits in the slot.
+struct OffloadedConstant {
+  int index = -1;       // in the container's declarations
+  uint64_t offset = 0;  // bytes from the slot's base
+};
+
+// What wait() hands out for one constant.
+struct OffloadView {
+  int index = -1;       // constant index in the container
+  void* data = nullptr; // device slot memory
+};
+
+class Offloader : public std::enable_shared_from_this<Offloader> {
+ public:
+  static Status create(std::shared_ptr<Container> container, const OffloaderConfig& config,
+                       std::shared_ptr<Offloader>* out);
+  ~Offloader();
+
+  Status begin(Run& run) WHARF_EXCLUDES(mu_);
+  // Fills *views (cleared first) with layer `layer`'s offloaded constants, in layer_constants order.
+  Status wait(Run& run, uint32_t layer, std::vector<OffloadView>* views) WHARF_EXCLUDES(mu_);
+  Status issued(Run& run, uint32_t layer) WHARF_EXCLUDES(mu_);
+  Status end(Run& run) WHARF_EXCLUDES(mu_);
+
+  uint32_t num_layers() const { return num_layers_; }
+  uint32_t num_offloaded_layers() const { return uint32_t(offloaded_.size()); }
+  uint32_t prefetch_step() const { return k_; }
+  uint32_t slot_capacity() const { return capacity_; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  // The offloaded constants of `layer` (empty for a layer that is not offloaded or out of range).
+  const std::vector<OffloadedConstant>& layer_constants(uint32_t layer) const;
+  bool is_offloaded_layer(uint32_t layer) const { return layer < num_layers_ && pos_[layer] >= 0; }
+  const std::shared_ptr<Container>& container() const { return container_; }
+  // The slot pool's base (device memory, tag kOffload; fixed for the offloader's life).
+  void* pool_base() const { return pool_.data(); }
+  // Whether a run holds the offloader now.
+  bool held() const WHARF_EXCLUDES(mu_);
+
+ private:
+  struct Retired {
+    std::unique_ptr<Event> event;  // recorded on the copy stream after the run's last copy
+    std::shared_ptr<Generation> gen;
+  };
+
+  Offloader() = default;
+  Status check_holder_locked(const Run& run, const char* what) const WHARF_REQUIRES(mu_);
+  // Issues the copies of offloaded index j into its slot on the copy stream.
+  Status issue_copy_locked(uint32_t j) WHARF_REQUIRES(mu_);
+  // Join and release (end and the run's end hook).
+  Status finish_locked(bool from_run_end) WHARF_REQUIRES(mu_);
+  void reap_locked() WHARF_REQUIRES(mu_);
+  std::string layer_name(uint32_t layer) const;
+
+  std::shared_ptr<Container> container_;
+  std::string pattern_;
+  uint32_t num_layers_ = 0;
+  uint32_t k_ = 1;
+  uint32_t capacity_ = 1;
+  uint64_t slot_bytes_ = 0;
+  std::vector<int> pos_;                                  // layer -> offloaded index, or -1
+  std::vector<uint32_t> offloaded_;                       // offloaded index -> layer
+  std::vector<std::vector<OffloadedConstant>> layers_;    // by layer
+  Buffer pool_;                                           // capacity_ * slot_bytes_, tag kOffload
+  std::unique_ptr<Stream> copy_stream_;
+  std::vector<std::unique_ptr<Event>> copy_done_;  // by offloaded index (copy stream)
+  std::vector<std::unique_ptr<Event>> released_;   // by offloaded index (run stream, at issued)
+  std::unique_ptr<Event> fork_, join_, prev_end_;
+
+  mutable Mutex mu_;
+  const Run* holder_ WHARF_GUARDED_BY(mu_) = nullptr;
+  Stream* stream_ WHARF_GUARDED_BY(mu_) = nullptr;  // the holder's stream
+  std::shared_ptr<Generation> gen_ WHARF_GUARDED_BY(mu_);  // the holder's generation
+  bool capturing_ WHARF_GUARDED_BY(mu_) = false;
+  uint32_t copied_ WHARF_GUARDED_BY(mu_) = 0;  // offloaded indices whose copies are issued
+  uint32_t waited_ WHARF_GUARDED_BY(mu_) = 0;  // ... whose copies the run's stream waited for
+  uint32_t issued_ WHARF_GUARDED_BY(mu_) = 0;  // ... marked issued
+  bool prev_end_valid_ WHARF_GUARDED_BY(mu_) = false;  // prev_end_ recorded outside a capture
+  std::vector<Retired> retired_ WHARF_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Generation>> captured_gens_ WHARF_GUARDED_BY(mu_);
+};
+
+// Whether `stream` is being captured into a CUDA graph (false on the host backend).
+Status stream_is_capturing(Stream& stream, bool* capturing);
+
+}  // namespace wharf

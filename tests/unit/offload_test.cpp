@@ -1,0 +1,593 @@
+// Offloaders on the host backend: the ordering logic of the slot ring (a copy never
+// overwrites a slot a layer still reads, forced by parking the run's stream), prefetch_step
+// and slot_capacity edge cases, layer selection, errors with clear messages, and generations
+// (a swap changes what later runs prefetch; a run in flight keeps its generation's data).
+#define WHARF_EXPERIMENTAL 1
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/handles.h"
+#include "offload/offloader.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+struct St {
+  wharf_status* s;
+  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose, for EXPECT_* brevity
+  ~St() { wharf_status_free(s); }
+  wharf_code code() const { return wharf_status_code(s); }
+  std::string msg() const { return wharf_status_message(s); }
+};
+#define ASSERT_OK(expr)                           \
+  do {                                            \
+    St _st(expr);                                 \
+    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
+  } while (0)
+#define EXPECT_CODE(expr, want, substr)                                          \
+  do {                                                                           \
+    St _st(expr);                                                                \
+    EXPECT_EQ(_st.code(), want) << _st.msg();                                    \
+    EXPECT_NE(_st.msg().find(substr), std::string::npos) << _st.msg();           \
+  } while (0)
+
+constexpr int64_t kElems = 64;
+
+std::string layer_name(int i) { return "layers." + std::to_string(i) + ".w"; }
+std::string bias_name(int i) { return "layers." + std::to_string(i) + ".b"; }
+
+// A container of `layers` layers (w: [64] F32, b: [8] F32, host-placed unless
+// `device_placed`) plus a device-placed "embed", on the host backend.
+class Offload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    wharf_runtime_options o;
+    wharf_runtime_options_init(&o);
+    o.backend = WHARF_BACKEND_HOST;
+    ASSERT_OK(wharf_runtime_create(&o, &rt));
+  }
+  void TearDown() override {
+    wharf_offloader_free(off);
+    wharf_container_free(c);
+    wharf_runtime_free(rt);
+  }
+
+  void make(int layers, bool device_placed = false) {
+    n = layers;
+    std::vector<wharf_constant_decl> decls;
+    static const int64_t wshape = kElems, bshape = 8, eshape = 4;
+    names.clear();
+    names.push_back("embed");
+    for (int i = 0; i < layers; ++i) {
+      names.push_back(layer_name(i));
+      names.push_back(bias_name(i));
+    }
+    for (const std::string& nm : names) {
+      wharf_constant_decl d;
+      std::memset(&d, 0, sizeof d);
+      d.struct_size = sizeof d;
+      d.fqn = nm.c_str();
+      d.dtype = WHARF_DTYPE_F32;
+      d.ndim = 1;
+      bool is_b = nm.size() > 2 && nm.compare(nm.size() - 2, 2, ".b") == 0;
+      d.shape = nm == "embed" ? &eshape : is_b ? &bshape : &wshape;
+      d.placement = nm == "embed" || device_placed ? WHARF_PLACEMENT_DEVICE : WHARF_PLACEMENT_HOST;
+      decls.push_back(d);
+    }
+    wharf_container_options co;
+    wharf_container_options_init(&co);
+    co.name = "toy";
+    co.constants = decls.data();
+    co.num_constants = decls.size();
+    ASSERT_OK(wharf_container_create(rt, &co, &c));
+    ASSERT_NO_FATAL_FAILURE(publish(1));
+  }
+
+  // Writes every constant with values stamp * 1000 + layer (w) and -(...) (b), and swaps.
+  void publish(int stamp) {
+    std::vector<std::vector<float>> data;
+    std::vector<int64_t> shapes;
+    data.reserve(names.size());
+    shapes.reserve(names.size());
+    wharf_constant_map* m = nullptr;
+    ASSERT_OK(wharf_constant_map_create(&m));
+    for (const std::string& nm : names) {
+      int layer = nm == "embed" ? -1 : std::stoi(nm.substr(7));
+      bool is_b = nm.size() > 2 && nm.compare(nm.size() - 2, 2, ".b") == 0;
+      int64_t elems = nm == "embed" ? 4 : is_b ? 8 : kElems;
+      float v = value(stamp, layer) * (is_b ? -1.0f : 1.0f);
+      data.emplace_back(size_t(elems), v);
+      shapes.push_back(elems);
+      wharf_tensor_view tv{data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shapes.back(), nullptr, sizeof(wharf_tensor_view), 0};
+      ASSERT_OK(wharf_constant_map_set(m, nm.c_str(), &tv));
+    }
+    St st(wharf_container_update(c, m, nullptr));
+    wharf_constant_map_free(m);
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+    ASSERT_OK(wharf_container_swap(c));
+  }
+  static float value(int stamp, int layer) { return float(stamp * 1000 + layer); }
+
+  void create(uint32_t k, uint32_t cap, uint32_t group_size = 0, uint32_t num_in_group = 1) {
+    wharf_offloader_options oo;
+    wharf_offloader_options_init(&oo);
+    oo.prefetch_step = k;
+    oo.slot_capacity = cap;
+    oo.group_size = group_size;
+    oo.num_in_group = num_in_group;
+    ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  }
+
+  wharf_run* begin_run() {
+    wharf_run* r = nullptr;
+    St st(wharf_run_begin(c, nullptr, nullptr, &r));
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    return r;
+  }
+  static wharf::Stream& stream(wharf_run* r) { return r->run->stream(); }
+
+  // "Kernel" of layer `layer`: reads its slots on the run's stream and records what it saw.
+  void read_layer(wharf_run* r, uint32_t layer) {
+    size_t sz = wharf_offloader_layer_size(off, layer);
+    std::vector<wharf_tensor_view> views(sz);
+    for (auto& v : views) {
+      std::memset(&v, 0, sizeof v);
+      v.struct_size = sizeof v;
+    }
+    St st(wharf_run_offload_wait(r, off, layer, views.data(), views.size()));
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+    if (sz == 0) return;
+    ASSERT_EQ(sz, 2u);
+    const float* w = static_cast<const float*>(views[0].data);
+    const float* b = static_cast<const float*>(views[1].data);
+    ASSERT_EQ(views[0].shape[0], kElems);
+    ASSERT_EQ(views[1].shape[0], 8);
+    ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([this, w, b, layer] {
+      // Every element, so a partially overwritten slot shows.
+      float first = w[0];
+      bool uniform = true;
+      for (int64_t i = 0; i < kElems; ++i) uniform &= w[i] == first;
+      for (int i = 0; i < 8; ++i) uniform &= b[i] == -first;
+      std::lock_guard<std::mutex> lock(seen_mu);
+      seen.push_back(uniform ? first : -1.0f);
+      seen_layers.push_back(layer);
+    })));
+  }
+  // One whole pass over every layer; returns what the layers read.
+  std::vector<float> pass(wharf_run* r, bool end = true) {
+    {
+      std::lock_guard<std::mutex> lock(seen_mu);
+      seen.clear();
+    }
+    St st(wharf_run_offload_begin(r, off));
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    for (uint32_t L = 0; L < wharf_offloader_num_layers(off); ++L) {
+      read_layer(r, L);
+      St s2(wharf_run_offload_issued(r, off, L));
+      EXPECT_EQ(s2.code(), WHARF_OK) << s2.msg();
+    }
+    if (end) {
+      St s3(wharf_run_offload_end(r, off));
+      EXPECT_EQ(s3.code(), WHARF_OK) << s3.msg();
+    }
+    EXPECT_EQ(wharf_runtime_synchronize(rt), nullptr);
+    std::lock_guard<std::mutex> lock(seen_mu);
+    return seen;
+  }
+  std::vector<float> expected(int stamp, const std::vector<int>& layers) {
+    std::vector<float> e;
+    for (int L : layers) e.push_back(value(stamp, L));
+    return e;
+  }
+  std::vector<int> all_layers() {
+    std::vector<int> v;
+    for (int i = 0; i < n; ++i) v.push_back(i);
+    return v;
+  }
+  uint64_t offload_bytes() {
+    wharf_memory_stats ms;
+    std::memset(&ms, 0, sizeof ms);
+    ms.struct_size = sizeof ms;
+    St st(wharf_runtime_memory_stats(rt, &ms));
+    return ms.current[WHARF_MEM_OFFLOAD];
+  }
+
+  wharf_runtime* rt = nullptr;
+  wharf_container* c = nullptr;
+  wharf_offloader* off = nullptr;
+  int n = 0;
+  std::vector<std::string> names;
+  std::mutex seen_mu;
+  std::vector<float> seen;
+  std::vector<uint32_t> seen_layers;
+};
+
+TEST_F(Offload, EveryLayerReadsItsOwnWeightsForEachStepAndCapacity) {
+  ASSERT_NO_FATAL_FAILURE(make(6));
+  const uint32_t cases[][2] = {{1, 1}, {1, 2}, {2, 2}, {2, 3}, {3, 3}, {0, 1}, {0, 2}, {5, 6}, {6, 6}};
+  for (const auto& kc : cases) {
+    SCOPED_TRACE("prefetch_step " + std::to_string(kc[0]) + ", slot_capacity " + std::to_string(kc[1]));
+    wharf_offloader_free(off);
+    off = nullptr;
+    ASSERT_NO_FATAL_FAILURE(create(kc[0], kc[1]));
+    EXPECT_EQ(wharf_offloader_num_layers(off), 6u);
+    wharf_run* r = begin_run();
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(pass(r), expected(1, all_layers()));
+    ASSERT_OK(wharf_run_end(r));
+  }
+}
+
+TEST_F(Offload, CapacityAndStepAreClampedToTheOffloadedLayers) {
+  ASSERT_NO_FATAL_FAILURE(make(3));
+  ASSERT_NO_FATAL_FAILURE(create(8, 16));
+  // Three slots of one layer's bytes (w: 256 bytes, b: 32 bytes at offset 256 -> 512 aligned).
+  EXPECT_EQ(offload_bytes(), 3u * 512u);
+  wharf_run* r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+  wharf_offloader_free(off);
+  off = nullptr;
+  EXPECT_EQ(offload_bytes(), 0u);
+}
+
+TEST_F(Offload, PoolIsAllocatedOnceWithStableAddresses) {
+  ASSERT_NO_FATAL_FAILURE(make(4));
+  ASSERT_NO_FATAL_FAILURE(create(1, 2));
+  EXPECT_EQ(offload_bytes(), 2u * 512u);
+  std::vector<void*> first;
+  for (int rep = 0; rep < 3; ++rep) {
+    wharf_run* r = begin_run();
+    ASSERT_OK(wharf_run_offload_begin(r, off));
+    for (uint32_t L = 0; L < 4; ++L) {
+      wharf_tensor_view v[2];
+      std::memset(v, 0, sizeof v);
+      v[0].struct_size = v[1].struct_size = sizeof v[0];
+      ASSERT_OK(wharf_run_offload_wait(r, off, L, v, 2));
+      if (rep == 0) first.push_back(v[0].data);
+      else EXPECT_EQ(first[L], v[0].data) << "layer " << L;
+      ASSERT_OK(wharf_run_offload_issued(r, off, L));
+    }
+    ASSERT_OK(wharf_run_offload_end(r, off));
+    ASSERT_OK(wharf_run_end(r));
+    EXPECT_EQ(offload_bytes(), 2u * 512u);
+  }
+  EXPECT_EQ(first[0], first[2]);  // layer 2 reuses layer 0's slot
+  EXPECT_NE(first[0], first[1]);
+}
+
+// The forced order: the run's stream is parked before layer 0's reader while the copy of
+// layer 1 into the same slot (prefetch_step = slot_capacity = 1) is already issued. The
+// copy must wait for the reader, so the reader sees layer 0 however long it is parked.
+TEST_F(Offload, ACopyNeverOverwritesASlotALayerStillReads) {
+  ASSERT_NO_FATAL_FAILURE(make(4));
+  ASSERT_NO_FATAL_FAILURE(create(1, 1));
+  wharf_run* r = begin_run();
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  wharf_tensor_view v[2];
+  std::memset(v, 0, sizeof v);
+  v[0].struct_size = v[1].struct_size = sizeof v[0];
+  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));
+  ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([opened] { opened.wait(); })));
+  const float* w = static_cast<const float*>(v[0].data);
+  std::vector<float> got;
+  ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([w, &got] { got.assign(w, w + kElems); })));
+  ASSERT_OK(wharf_run_offload_issued(r, off, 0));  // issues layer 1's copy into the same slot
+  // Give a wrongly ordered copy every chance to land while the reader is parked (what the
+  // reader saw is checked after the run; the test thread does not touch the slot).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.set_value();
+  for (uint32_t L = 1; L < 4; ++L) {
+    read_layer(r, L);
+    ASSERT_OK(wharf_run_offload_issued(r, off, L));
+  }
+  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  EXPECT_EQ(got, std::vector<float>(kElems, value(1, 0)));
+  {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    EXPECT_EQ(seen, expected(1, {1, 2, 3}));
+  }
+  ASSERT_OK(wharf_run_end(r));
+}
+
+// With two slots and prefetch_step 1, the copy of layer 2 goes into layer 0's slot: it must
+// wait for layer 0's reader (parked here) even though layer 1 was issued after it.
+TEST_F(Offload, ACopyWaitsForTheSlotsPreviousReader) {
+  ASSERT_NO_FATAL_FAILURE(make(4));
+  ASSERT_NO_FATAL_FAILURE(create(1, 2));
+  wharf_run* r = begin_run();
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  wharf_tensor_view v[2];
+  std::memset(v, 0, sizeof v);
+  v[0].struct_size = v[1].struct_size = sizeof v[0];
+  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));
+  const float* w0 = static_cast<const float*>(v[0].data);
+  ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([opened] { opened.wait(); })));
+  std::vector<float> got;
+  ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([w0, &got] { got.assign(w0, w0 + kElems); })));
+  ASSERT_OK(wharf_run_offload_issued(r, off, 0));  // layer 1 -> slot 1
+  {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    seen.clear();
+  }
+  read_layer(r, 1);
+  ASSERT_OK(wharf_run_offload_issued(r, off, 1));  // layer 2 -> slot 0: waits for layer 0's reader
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.set_value();
+  read_layer(r, 2);
+  ASSERT_OK(wharf_run_offload_issued(r, off, 2));
+  read_layer(r, 3);
+  ASSERT_OK(wharf_run_offload_issued(r, off, 3));
+  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  EXPECT_EQ(got, std::vector<float>(kElems, value(1, 0)));
+  {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    EXPECT_EQ(seen, expected(1, {1, 2, 3}));
+  }
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, GroupSelectionOffloadsTheLastLayersOfEachGroup) {
+  ASSERT_NO_FATAL_FAILURE(make(8));
+  ASSERT_NO_FATAL_FAILURE(create(1, 1, /*group_size=*/4, /*num_in_group=*/2));
+  const uint32_t want[8] = {0, 0, 2, 2, 0, 0, 2, 2};
+  for (uint32_t L = 0; L < 8; ++L) EXPECT_EQ(wharf_offloader_layer_size(off, L), want[L]) << "layer " << L;
+  EXPECT_STREQ(wharf_offloader_layer_constant(off, 2, 0), "layers.2.w");
+  EXPECT_STREQ(wharf_offloader_layer_constant(off, 2, 1), "layers.2.b");
+  EXPECT_EQ(wharf_offloader_layer_constant(off, 2, 2), nullptr);
+  EXPECT_EQ(wharf_offloader_layer_constant(off, 0, 0), nullptr);
+  EXPECT_EQ(wharf_offloader_layer_size(off, 99), 0u);
+  wharf_run* r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, {2, 3, 6, 7}));
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, ExplicitListAndPattern) {
+  ASSERT_NO_FATAL_FAILURE(make(3));
+  const char* fqns[] = {"layers.2.w", "layers.0.w"};
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.fqns = fqns;
+  oo.num_fqns = 2;
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  EXPECT_EQ(wharf_offloader_num_layers(off), 3u);
+  EXPECT_EQ(wharf_offloader_layer_size(off, 0), 1u);
+  EXPECT_EQ(wharf_offloader_layer_size(off, 1), 0u);
+  EXPECT_EQ(wharf_offloader_layer_size(off, 2), 1u);
+  wharf_run* r = begin_run();
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  for (uint32_t L = 0; L < 3; ++L) {
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    ASSERT_OK(wharf_run_offload_wait(r, off, L, &v, 1));
+    if (L != 1) {
+      const float* w = static_cast<const float*>(v.data);
+      ASSERT_OK(wharf_runtime_synchronize(rt));
+      EXPECT_EQ(w[kElems - 1], value(1, int(L)));
+      EXPECT_EQ(v.device_type, WHARF_DEVICE_CPU);  // the host backend's "device" memory
+    }
+    ASSERT_OK(wharf_run_offload_issued(r, off, L));
+  }
+  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, CreationErrorsNameWhatIsWrong) {
+  ASSERT_NO_FATAL_FAILURE(make(3));
+  wharf_offloader* o = nullptr;
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.prefetch_step = 3;
+  oo.slot_capacity = 2;
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "prefetch_step 3 needs slot_capacity >= 3");
+  wharf_offloader_options_init(&oo);
+  oo.layer_pattern = "layers.";
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "{layer}");
+  oo.layer_pattern = "blocks.{layer}.";
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "no constant's name matches");
+  wharf_offloader_options_init(&oo);
+  oo.group_size = 4;
+  oo.num_in_group = 5;
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "num_in_group 5");
+  wharf_offloader_options_init(&oo);
+  const char* unknown[] = {"layers.9.w"};
+  oo.fqns = unknown;
+  oo.num_fqns = 1;
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_NOT_FOUND, "'layers.9.w'");
+  const char* nolayer[] = {"embed"};
+  oo.fqns = nolayer;
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "'embed' carries no layer number");
+  const char* twice[] = {"layers.1.w", "layers.1.w"};
+  oo.fqns = twice;
+  oo.num_fqns = 2;
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_ALREADY_EXISTS, "listed twice");
+  oo.num_fqns = 1;
+  oo.fqns = nullptr;
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "fqns is NULL");
+  EXPECT_CODE(wharf_offloader_create(nullptr, nullptr, &o), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  // A newer header's field this library does not know.
+  struct Bigger {
+    wharf_offloader_options o;
+    uint64_t future;
+  } big;
+  std::memset(&big, 0, sizeof big);
+  wharf_offloader_options_init(&big.o);
+  big.o.struct_size = sizeof big;
+  big.future = 1;
+  EXPECT_CODE(wharf_offloader_create(c, &big.o, &o), WHARF_UNSUPPORTED, "wharf_offloader_options");
+  EXPECT_EQ(o, nullptr);
+  EXPECT_EQ(offload_bytes(), 0u);
+}
+
+TEST_F(Offload, DevicePlacedConstantsAreRefused) {
+  ASSERT_NO_FATAL_FAILURE(make(2, /*device_placed=*/true));
+  wharf_offloader* o = nullptr;
+  EXPECT_CODE(wharf_offloader_create(c, nullptr, &o), WHARF_FAILED_PRECONDITION, "WHARF_PLACEMENT_HOST");
+  EXPECT_EQ(o, nullptr);
+}
+
+TEST_F(Offload, RunErrorsNameTheLayerAndTheRule) {
+  ASSERT_NO_FATAL_FAILURE(make(3));
+  ASSERT_NO_FATAL_FAILURE(create(1, 1));
+  wharf_run* r = begin_run();
+  wharf_tensor_view v[2];
+  std::memset(v, 0, sizeof v);
+  v[0].struct_size = v[1].struct_size = sizeof v[0];
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "wharf_run_offload_begin first");
+  EXPECT_CODE(wharf_run_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "wharf_run_offload_begin first");
+  EXPECT_CODE(wharf_run_offload_end(r, off), WHARF_FAILED_PRECONDITION, "wharf_run_offload_begin first");
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  EXPECT_CODE(wharf_run_offload_begin(r, off), WHARF_FAILED_PRECONDITION, "already began");
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 7, v, 2), WHARF_INVALID_ARGUMENT, "layer 7 is out of range");
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 0, v, 1), WHARF_INVALID_ARGUMENT, "views holds 1");
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "the next is layer 0");
+  EXPECT_CODE(wharf_run_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "was not waited for");
+  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));
+  void* first = v[0].data;
+  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));  // again before issued: the same slot
+  EXPECT_EQ(v[0].data, first);
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "layer 0 was not marked issued");
+  ASSERT_OK(wharf_run_offload_issued(r, off, 0));
+  EXPECT_CODE(wharf_run_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "already marked issued");
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "already issued");
+  ASSERT_OK(wharf_run_offload_wait(r, off, 1, nullptr, 0));  // wait only
+  EXPECT_CODE(wharf_run_offload_wait(r, off, 1, nullptr, 3), WHARF_INVALID_ARGUMENT, "views is NULL");
+  // Another run of the container meanwhile: BUSY, naming the container.
+  wharf_run* r2 = begin_run();
+  EXPECT_CODE(wharf_run_offload_begin(r2, off), WHARF_BUSY, "'toy'");
+  EXPECT_CODE(wharf_run_offload_wait(r2, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "another run holds");
+  EXPECT_CODE(wharf_run_offload_begin(nullptr, off), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_run_end(r));
+  // Now free for r2.
+  EXPECT_EQ(pass(r2), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r2));
+}
+
+TEST_F(Offload, ARunOfAnotherContainerIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(make(2));
+  ASSERT_NO_FATAL_FAILURE(create(1, 1));
+  wharf_container* other = nullptr;
+  wharf_constant_map* m = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&m));
+  float x[4] = {0, 0, 0, 0};
+  int64_t shape = 4;
+  wharf_tensor_view tv{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr, sizeof(wharf_tensor_view), 0};
+  ASSERT_OK(wharf_constant_map_set(m, "x", &tv));
+  ASSERT_OK(wharf_container_create_from_map(rt, m, nullptr, &other));
+  wharf_constant_map_free(m);
+  wharf_run* r = nullptr;
+  ASSERT_OK(wharf_run_begin(other, nullptr, nullptr, &r));
+  EXPECT_CODE(wharf_run_offload_begin(r, off), WHARF_INVALID_ARGUMENT, "the offloader is over container 'toy'");
+  ASSERT_OK(wharf_run_end(r));
+  wharf_container_free(other);
+}
+
+TEST_F(Offload, RunEndReleasesTheOffloaderAfterAnEarlyExit) {
+  ASSERT_NO_FATAL_FAILURE(make(4));
+  ASSERT_NO_FATAL_FAILURE(create(2, 2));
+  wharf_run* r = begin_run();
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  read_layer(r, 0);
+  ASSERT_OK(wharf_run_offload_issued(r, off, 0));  // layer 2's copy in flight, never waited
+  ASSERT_OK(wharf_run_end(r));                      // no wharf_run_offload_end
+  ASSERT_OK(wharf_runtime_synchronize(rt));         // layer 0's reader has recorded what it saw
+  wharf_run* r2 = begin_run();
+  EXPECT_EQ(pass(r2), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r2));
+}
+
+TEST_F(Offload, TheOffloaderOutlivesItsHandleWhileARunHoldsIt) {
+  ASSERT_NO_FATAL_FAILURE(make(3));
+  ASSERT_NO_FATAL_FAILURE(create(1, 1));
+  wharf_run* r = begin_run();
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  wharf_offloader_free(off);  // the run's end hook keeps it (and its pool)
+  off = nullptr;
+  EXPECT_EQ(offload_bytes(), 512u);
+  ASSERT_OK(wharf_run_end(r));  // ends offloading, drops the last reference
+  EXPECT_EQ(offload_bytes(), 0u);
+}
+
+TEST_F(Offload, ASwapBetweenRunsChangesWhatLaterRunsPrefetch) {
+  ASSERT_NO_FATAL_FAILURE(make(5));
+  ASSERT_NO_FATAL_FAILURE(create(2, 3));
+  wharf_run* r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+  ASSERT_NO_FATAL_FAILURE(publish(2));
+  r = begin_run();
+  EXPECT_EQ(pass(r), expected(2, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+  // Rollback (swap with nothing staged) goes back to the first weights.
+  ASSERT_OK(wharf_container_swap(c));
+  r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, ARunInFlightKeepsItsGenerationsData) {
+  ASSERT_NO_FATAL_FAILURE(make(5));
+  ASSERT_NO_FATAL_FAILURE(create(1, 2));
+  wharf_run* r = begin_run();
+  {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    seen.clear();
+  }
+  ASSERT_OK(wharf_run_offload_begin(r, off));
+  read_layer(r, 0);
+  ASSERT_OK(wharf_run_offload_issued(r, off, 0));
+  read_layer(r, 1);
+  // A hot update and swap in the middle of the run: later copies of this run must still come
+  // from the generation it pinned.
+  ASSERT_NO_FATAL_FAILURE(publish(2));
+  ASSERT_OK(wharf_run_offload_issued(r, off, 1));
+  for (uint32_t L = 2; L < 5; ++L) {
+    read_layer(r, L);
+    ASSERT_OK(wharf_run_offload_issued(r, off, L));
+  }
+  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    EXPECT_EQ(seen, expected(1, all_layers()));
+  }
+  ASSERT_OK(wharf_run_end(r));
+  r = begin_run();
+  EXPECT_EQ(pass(r), expected(2, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, OptionsInitIsSized) {
+  wharf_offloader_options oo;
+  std::memset(&oo, 0xAB, sizeof oo);
+  wharf_offloader_options_init_sized(&oo, offsetof(wharf_offloader_options, fqns));
+  EXPECT_EQ(oo.struct_size, offsetof(wharf_offloader_options, fqns));
+  unsigned char tail;
+  std::memcpy(&tail, reinterpret_cast<unsigned char*>(&oo) + offsetof(wharf_offloader_options, fqns), 1);
+  EXPECT_EQ(tail, 0xAB);  // nothing written past struct_size
+  wharf_offloader_options_init(&oo);
+  EXPECT_EQ(oo.struct_size, sizeof oo);
+  EXPECT_EQ(oo.prefetch_step, 1u);
+  EXPECT_EQ(oo.num_in_group, 1u);
+  EXPECT_EQ(oo.slot_capacity, 0u);
+  EXPECT_EQ(oo.layer_pattern, nullptr);
+  wharf_offloader_free(nullptr);
+  EXPECT_EQ(wharf_offloader_num_layers(nullptr), 0u);
+}
+
+}  // namespace
