@@ -74,7 +74,9 @@ class GpuOffload : public ::testing::Test {
     if (s) cudaStreamDestroy(s);
   }
 
-  void make(wharf_container** out, wharf_placement layer_placement) {
+  // Layers with host_layer(L) are host-placed (the offloaded ones), the rest device-placed.
+  template <class F>
+  void make(wharf_container** out, bool offloaded_model, F host_layer) {
     static const int64_t wshape = kD, bshape = kB;
     names.clear();
     for (int L = 0; L < kLayers; ++L) {
@@ -90,12 +92,13 @@ class GpuOffload : public ::testing::Test {
       d.dtype = WHARF_DTYPE_F32;
       d.ndim = 1;
       d.shape = nm.back() == 'w' ? &wshape : &bshape;
-      d.placement = layer_placement;
+      int L = std::stoi(nm.substr(7));
+      d.placement = offloaded_model && host_layer(L) ? WHARF_PLACEMENT_HOST : WHARF_PLACEMENT_DEVICE;
       decls.push_back(d);
     }
     wharf_container_options co;
     wharf_container_options_init(&co);
-    co.name = layer_placement == WHARF_PLACEMENT_HOST ? "offloaded" : "resident";
+    co.name = offloaded_model ? "offloaded" : "resident";
     co.constants = decls.data();
     co.num_constants = decls.size();
     ASSERT_OK(wharf_container_create(rt, &co, out));
@@ -123,9 +126,10 @@ class GpuOffload : public ::testing::Test {
     ASSERT_OK(wharf_container_swap(c));
   }
   void setup(uint32_t k, uint32_t cap, uint32_t group_size, uint32_t num_in_group) {
-    ASSERT_NO_FATAL_FAILURE(make(&resident, WHARF_PLACEMENT_DEVICE));
+    auto selected = [&](int L) { return group_size == 0 || uint32_t(L) % group_size >= group_size - num_in_group; };
+    ASSERT_NO_FATAL_FAILURE(make(&resident, false, selected));
     ASSERT_NO_FATAL_FAILURE(publish(resident, 1));
-    ASSERT_NO_FATAL_FAILURE(make(&offloaded, WHARF_PLACEMENT_HOST));
+    ASSERT_NO_FATAL_FAILURE(make(&offloaded, true, selected));
     ASSERT_NO_FATAL_FAILURE(publish(offloaded, 1));
     wharf_offloader_options oo;
     wharf_offloader_options_init(&oo);
