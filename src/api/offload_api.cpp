@@ -130,14 +130,15 @@ WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* 
     if (views && num_views < need)
       return InvalidArgument("wharf_run_offload_wait: layer " + std::to_string(layer) + " has " + std::to_string(need) +
                              " offloaded constants; views holds " + std::to_string(num_views));
-    std::vector<OffloadView> got;
-    WHARF_RETURN_IF_ERROR(offloader->o->wait(*r, layer, &got));
-    if (!views) return Status::Ok();
+    char* slot = nullptr;
+    WHARF_RETURN_IF_ERROR(offloader->o->wait(*r, layer, &slot));
+    if (!views || !slot) return Status::Ok();
     const Container& c = *offloader->o->container();
-    for (size_t i = 0; i < got.size(); ++i) {
-      const ConstantDecl& d = c.decls()[size_t(got[i].index)];
+    const std::vector<OffloadedConstant>& cs = offloader->o->layer_constants(layer);
+    for (size_t i = 0; i < cs.size(); ++i) {
+      const ConstantDecl& d = c.decls()[size_t(cs[i].index)];
       BoundTensor b;
-      b.data = got[i].data;
+      b.data = slot + cs[i].offset;
       b.dtype = d.dtype;
       b.shape = &d.shape;
       b.nbytes = d.nbytes;

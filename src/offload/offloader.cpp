@@ -9,6 +9,7 @@
 namespace wharf {
 namespace {
 
+constexpr int64_t kMaxLayers = int64_t(1) << 20;  // per-layer tables are dense
 constexpr uint64_t kSlotAlign = 256;  // as cudaMalloc: every constant in a slot starts aligned
 
 uint64_t align_up(uint64_t v) { return (v + kSlotAlign - 1) / kSlotAlign * kSlotAlign; }
@@ -60,6 +61,10 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
   }
   if (max_layer < 0)
     return InvalidArgument(where + ": no constant's name matches layer_pattern " + quote_name(config.layer_pattern));
+  if (max_layer >= kMaxLayers)
+    return InvalidArgument(where + ": layer number " + std::to_string(max_layer) + " (per layer_pattern " +
+                           quote_name(config.layer_pattern) + ") is above the limit of " +
+                           std::to_string(kMaxLayers - 1));
 
   std::vector<int> chosen;
   if (!config.fqns.empty()) {
@@ -266,8 +271,8 @@ Status Offloader::issue_copy_locked(uint32_t j) {
   return Status::Ok();
 }
 
-Status Offloader::wait(Run& run, uint32_t layer, std::vector<OffloadView>* views) {
-  views->clear();
+Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
+  *slot = nullptr;
   MutexLock lock(mu_);
   WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_wait"));
   if (layer >= num_layers_)
@@ -293,8 +298,7 @@ Status Offloader::wait(Run& run, uint32_t layer, std::vector<OffloadView>* views
                               ": offloaded layers are waited in order; the next is layer " +
                               std::to_string(offloaded_[waited_]));
   }
-  char* base = static_cast<char*>(pool_.data()) + uint64_t(j % capacity_) * slot_bytes_;
-  for (const OffloadedConstant& c : layers_[layer]) views->push_back(OffloadView{c.index, base + c.offset});
+  *slot = static_cast<char*>(pool_.data()) + uint64_t(j % capacity_) * slot_bytes_;
   return Status::Ok();
 }
 

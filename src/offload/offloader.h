@@ -63,12 +63,6 @@ struct OffloadedConstant {
   uint64_t offset = 0;  // bytes from the slot's base
 };
 
-// What wait() hands out for one constant.
-struct OffloadView {
-  int index = -1;       // constant index in the container
-  void* data = nullptr; // device slot memory
-};
-
 class Offloader : public std::enable_shared_from_this<Offloader> {
  public:
   static Status create(std::shared_ptr<Container> container, const OffloaderConfig& config,
@@ -76,8 +70,9 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   ~Offloader();
 
   Status begin(Run& run) WHARF_EXCLUDES(mu_);
-  // Fills *views (cleared first) with layer `layer`'s offloaded constants, in layer_constants order.
-  Status wait(Run& run, uint32_t layer, std::vector<OffloadView>* views) WHARF_EXCLUDES(mu_);
+  // Sets *slot to the base of the slot holding layer `layer` (its constants sit at their
+  // layer_constants() offsets), or nullptr for a layer that is not offloaded. No allocation.
+  Status wait(Run& run, uint32_t layer, char** slot) WHARF_EXCLUDES(mu_);
   Status issued(Run& run, uint32_t layer) WHARF_EXCLUDES(mu_);
   Status end(Run& run) WHARF_EXCLUDES(mu_);
 
