@@ -45,7 +45,7 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
       // A CUDA build that cannot use its GPU is worth a warning (a missing driver would
       // otherwise silently serve from host memory); a CPU-only build expects the host backend.
       if (cuda_backend_built()) {
-        WHARF_LOG(kWarn, "runtime: backend AUTO fell back to the host backend: " + reason);
+        WHARF_LOG(kWarn, "runtime: backend AUTO chose the host backend although this build has CUDA: " + reason);
       } else {
         WHARF_LOG(kInfo, "runtime: backend AUTO chose the host backend (" + reason + ")");
       }
