@@ -201,7 +201,12 @@ WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level
  * Data types and tensor views
  * ====================================================================================== */
 
-/** Since 0.1. */
+/**
+ * Element types: the safetensors format's dtypes, named as there (wharf_dtype_name). Values
+ * are stable; new ones are only appended. F4, F6_E2M3 and F6_E3M2 are narrower than a byte
+ * and packed (a tensor of n elements is n * bits / 8 bytes, and its bit size must be a
+ * multiple of 8); views of them must be contiguous. Since 0.1 (values 12-21: since 0.3).
+ */
 typedef enum wharf_dtype {
   WHARF_DTYPE_F32 = 0,
   WHARF_DTYPE_F16 = 1,
@@ -214,11 +219,31 @@ typedef enum wharf_dtype {
   WHARF_DTYPE_I16 = 8,
   WHARF_DTYPE_I32 = 9,
   WHARF_DTYPE_I64 = 10,
-  WHARF_DTYPE_BOOL = 11
+  WHARF_DTYPE_BOOL = 11,
+  /* Since 0.3 -------------------------------------------------------------------------- */
+  WHARF_DTYPE_U16 = 12,
+  WHARF_DTYPE_U32 = 13,
+  WHARF_DTYPE_U64 = 14,
+  WHARF_DTYPE_C64 = 15,          /* complex of two F32 (real, imaginary) */
+  WHARF_DTYPE_F8_E8M0 = 16,      /* OCP MX scale: 8-bit exponent, no sign, no mantissa */
+  WHARF_DTYPE_F8_E4M3FNUZ = 17,  /* FP8 E4M3, finite, unsigned zero (AMD) */
+  WHARF_DTYPE_F8_E5M2FNUZ = 18,  /* FP8 E5M2, finite, unsigned zero (AMD) */
+  WHARF_DTYPE_F4 = 19,           /* OCP MXFP4 E2M1: 4 bits, two per byte */
+  WHARF_DTYPE_F6_E2M3 = 20,      /* OCP MXFP6: 6 bits, four per three bytes */
+  WHARF_DTYPE_F6_E3M2 = 21       /* OCP MXFP6: 6 bits, four per three bytes */
 } wharf_dtype;
 
-/** Bytes per element; 0 for a value outside wharf_dtype. Since 0.1. */
+/**
+ * Bytes per element of a dtype of whole bytes; 0 for a sub-byte dtype (F4, F6_*: use
+ * wharf_dtype_bits) and for a value outside wharf_dtype. Since 0.1.
+ */
 WHARF_API size_t wharf_dtype_size(wharf_dtype dtype);
+
+/**
+ * Bits per element (4, 6, 8, 16, 32 or 64); 0 for a value outside wharf_dtype. A tensor of n
+ * elements holds n * bits / 8 bytes. Thread-safe. Since 0.3.
+ */
+WHARF_API size_t wharf_dtype_bits(wharf_dtype dtype);
 
 /** The safetensors spelling ("F32", "BF16", "F8_E4M3", "BOOL", ...); NULL for an unknown value. Since 0.1. */
 WHARF_API const char* wharf_dtype_name(wharf_dtype dtype);

@@ -15,6 +15,14 @@ static_assert(int(WHARF_DATA_CORRUPT) == int(Code::kDataCorrupt), "wharf_code an
 static_assert(int(WHARF_BUSY) == int(Code::kBusy), "wharf_code and Code must match");
 static_assert(int(WHARF_DTYPE_BOOL) == int(DType::kBool), "wharf_dtype and DType must match");
 static_assert(int(WHARF_DTYPE_F8_E5M2) == int(DType::kF8E5M2), "wharf_dtype and DType must match");
+static_assert(int(WHARF_DTYPE_U16) == int(DType::kU16) && int(WHARF_DTYPE_U32) == int(DType::kU32) &&
+                  int(WHARF_DTYPE_U64) == int(DType::kU64) && int(WHARF_DTYPE_C64) == int(DType::kC64) &&
+                  int(WHARF_DTYPE_F8_E8M0) == int(DType::kF8E8M0) &&
+                  int(WHARF_DTYPE_F8_E4M3FNUZ) == int(DType::kF8E4M3Fnuz) &&
+                  int(WHARF_DTYPE_F8_E5M2FNUZ) == int(DType::kF8E5M2Fnuz) && int(WHARF_DTYPE_F4) == int(DType::kF4) &&
+                  int(WHARF_DTYPE_F6_E2M3) == int(DType::kF6E2M3) && int(WHARF_DTYPE_F6_E3M2) == int(DType::kF6E3M2),
+              "wharf_dtype and DType must match");
+static_assert(int(WHARF_DTYPE_F6_E3M2) + 1 == kNumDTypes, "every DType has a wharf_dtype");
 
 namespace {
 // Returned when a status cannot be allocated; never freed.
@@ -129,6 +137,8 @@ WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level
 }
 
 WHARF_API size_t wharf_dtype_size(wharf_dtype dtype) { return dtype_size(static_cast<DType>(api::enum_int(dtype))); }
+
+WHARF_API size_t wharf_dtype_bits(wharf_dtype dtype) { return dtype_bits(static_cast<DType>(api::enum_int(dtype))); }
 
 WHARF_API const char* wharf_dtype_name(wharf_dtype dtype) { return dtype_name(static_cast<DType>(api::enum_int(dtype))); }
 

@@ -35,11 +35,27 @@ Status TensorMeta::validate(const std::string& what) const {
     if (!checked_mul(n, static_cast<uint64_t>(shape[i]), &n))
       return InvalidArgument(what + ": element count of shape " + shape_string(shape) + " overflows");
   uint64_t bytes;
-  if (!checked_mul(n, dtype_size(dtype), &bytes) || bytes > (uint64_t(1) << 62))
+  if (dtype_sub_byte(dtype)) {
+    // Packed: the reference's rule is that a tensor's bit size is a multiple of 8.
+    uint64_t bits;
+    if (!checked_mul(n, dtype_bits(dtype), &bits) || bits / 8 > (uint64_t(1) << 62))
+      return InvalidArgument(what + ": byte size of shape " + shape_string(shape) + " overflows");
+    if (bits % 8 != 0)
+      return InvalidArgument(what + ": shape " + shape_string(shape) + " of " + dtype_name(dtype) + " is " +
+                             std::to_string(bits) + " bits, not a whole number of bytes (a " +
+                             std::to_string(dtype_bits(dtype)) + "-bit dtype needs an element count that makes "
+                             "a multiple of 8 bits)");
+  } else if (!checked_mul(n, dtype_size(dtype), &bytes) || bytes > (uint64_t(1) << 62)) {
     return InvalidArgument(what + ": byte size of shape " + shape_string(shape) + " overflows");
+  }
   for (int64_t s : strides)
     if (s < 0) return InvalidArgument(what + ": negative stride in " + shape_string(strides));
-  if (!strides.empty() && n > 0) {
+  if (dtype_sub_byte(dtype) && !contiguous())
+    return Unsupported(what + ": strides " + shape_string(strides) + " for a " + dtype_name(dtype) +
+                       " tensor: elements of a sub-byte dtype are packed and not byte-addressable, so "
+                       "only contiguous views are supported");
+  // (A contiguous sub-byte view's extent is its packed size, checked above.)
+  if (!strides.empty() && n > 0 && !dtype_sub_byte(dtype)) {
     uint64_t last = 0, term;
     for (size_t i = 0; i < shape.size(); ++i) {
       if (!checked_mul(static_cast<uint64_t>(shape[i] - 1), static_cast<uint64_t>(strides[i]), &term) ||
@@ -62,7 +78,10 @@ uint64_t TensorMeta::numel() const {
   return n;
 }
 
-uint64_t TensorMeta::nbytes() const { return numel() * dtype_size(dtype); }
+uint64_t TensorMeta::nbytes() const {
+  if (dtype_sub_byte(dtype)) return numel() * dtype_bits(dtype) / 8;  // validate(): fits, whole bytes
+  return numel() * dtype_size(dtype);
+}
 
 // stride[i] is the product of the later dimensions. For a valid non-empty tensor that product
 // always fits (validate() bounds the byte size by 2^62). Only a zero-element view can have later
@@ -91,7 +110,8 @@ bool TensorMeta::contiguous() const {
 }
 
 uint64_t TensorMeta::extent_bytes() const {
-  if (strides.empty()) return nbytes();
+  // Sub-byte views are contiguous (validate()), so their extent is their packed size.
+  if (strides.empty() || dtype_sub_byte(dtype)) return nbytes();
   uint64_t n = numel();
   if (n == 0) return 0;
   uint64_t last = 0;

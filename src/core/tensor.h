@@ -22,11 +22,13 @@ struct TensorMeta {
   int32_t device_index = 0;
 
   // Checks dtype, rank, non-negative dims/strides and that the byte extent fits in 63 bits.
-  // `what` names the tensor in messages ("constant 'w'").
+  // A sub-byte dtype (F4, F6_*): the tensor's bit size must be a multiple of 8
+  // (kInvalidArgument otherwise) and the view contiguous (kUnsupported for other strides: its
+  // elements are not byte-addressable). `what` names the tensor in messages ("constant 'w'").
   Status validate(const std::string& what) const;
 
   uint64_t numel() const;      // product of shape (1 for a scalar); call validate() first
-  uint64_t nbytes() const;     // numel * dtype size
+  uint64_t nbytes() const;     // numel * dtype_bits / 8 (packed for sub-byte dtypes)
   // No strides, strides equal to the row-major ones (size-1 dimensions may carry any stride),
   // or no element at all (a zero-element view is contiguous whatever its strides).
   bool contiguous() const;

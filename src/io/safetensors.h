@@ -5,6 +5,14 @@
 // {"dtype", "shape", "data_offsets": [begin, end]} with offsets relative to the data section;
 // the optional "__metadata__" entry maps strings to strings.
 //
+// The reader follows the reference implementation (the `safetensors` crate's read_metadata and
+// Metadata::validate) to the letter: header length at most 100,000,000 bytes; sorted by
+// (begin, end), each tensor begins exactly where the previous one ends, the first at 0 and the
+// last at the end of the file (no overlap, no hole, no trailing byte, a zero-size tensor only
+// at a boundary); element count and bit size computed left to right without overflowing 64
+// bits; a tensor's bit size a multiple of 8; its byte range exactly that size. Where Wharf is
+// stricter or different, docs/decisions.md says so and why ("Safetensors to the letter").
+//
 // The reader trusts nothing in the file: every size is computed with checked arithmetic and
 // every range is checked against the data section before a pointer is formed, so a tensor's
 // [data, data + (end - begin)) is always inside the bytes given to parse()/open().
@@ -26,8 +34,9 @@ namespace wharf::io {
 
 class MappedFile;
 
-// Largest header the reader accepts (the limit of the reference implementation).
-constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t(100) << 20;
+// Largest header the reader accepts and the writer writes: the reference implementation's
+// MAX_HEADER_SIZE (100,000,000 bytes, a decimal limit: a header of exactly that size is valid).
+constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 struct SafetensorsTensor {
   std::string name;
@@ -47,11 +56,15 @@ class SafetensorsFile {
   // mmaps `path` read-only (PROT_READ, MAP_PRIVATE), validates everything, and keeps the mapping
   // alive for the object's life. Missing file: kNotFound naming the path; not a regular file
   // (a FIFO, a device: refused without blocking) and other open/mmap failures: kIoError with
-  // strerror; anything wrong with the contents: kDataCorrupt whose message names the path and,
-  // where there is one, the tensor at fault. Names and paths in messages go through quote_name
+  // strerror; contents that break the format's rules: kDataCorrupt whose message names the path
+  // and, where there is one, the tensor at fault. A file that is valid safetensors but holds
+  // something Wharf cannot (a dtype name it does not know, more than kMaxDims dimensions, a
+  // dimension past INT64_MAX, an empty tensor name, NUL in a name or in metadata) is
+  // kUnsupported naming it, and only once every rule of the format has passed: a corrupt file
+  // is always reported as corrupt. Names and paths in messages go through quote_name
   // (core/text.h), so a hostile name cannot put a newline or a terminal escape in a log.
-  // Tensor names must pass check_fqn (non-empty, no NUL, valid UTF-8); metadata keys and values
-  // may be empty but must be valid UTF-8 without NUL.
+  // Tensor names thus pass check_fqn (non-empty, no NUL, valid UTF-8); metadata keys and
+  // values may be empty but are valid UTF-8 without NUL.
   static Status open(const std::string& path, std::unique_ptr<SafetensorsFile>* out);
 
   // The same validation over `size` bytes at `bytes`, which the caller keeps alive and unchanged
@@ -93,8 +106,11 @@ struct TensorToWrite {
   const void* data = nullptr;
 };
 
-// Writes a safetensors file: tensors and data in the given order, "__metadata__" first if
-// `metadata` is non-empty, header padded with spaces so the data section starts 8-byte aligned.
+// Writes a safetensors file as the reference writer lays it out: tensors (header entries and
+// data alike) sorted by dtype alignment, largest first, then by name, so every tensor is
+// naturally aligned; "__metadata__" first if `metadata` is non-empty (in the given order);
+// header padded with spaces so the data section starts 8-byte aligned. A header (padding
+// included) over kMaxSafetensorsHeaderBytes is refused (kInvalidArgument), as the reference's.
 // Writes `path + ".tmp.<pid>.<n>"`, fsyncs it and rename()s it over `path`, so readers see the
 // old file or the new one, never a partial one; the temporary is removed on failure.
 // kInvalidArgument naming the tensor for: an empty name, "__metadata__", a name or metadata that

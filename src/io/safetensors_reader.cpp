@@ -1,6 +1,7 @@
 // safetensors reader: every check is here, in init(); open() only adds the mapping.
 
 #include <algorithm>
+#include <optional>
 #include <exception>
 #include <new>
 
@@ -78,22 +79,49 @@ Status read_count(json::Cursor* c, const Field& f, uint64_t max, uint64_t* out) 
   return DataCorrupt(f.str() + " is " + text + ", larger than " + std::to_string(max));
 }
 
-// Reads one header entry (the cursor is at its value) and validates it against the data
-// section's size. Keys other than the three below are checked as JSON and otherwise ignored,
-// as the reference implementation does, so files from newer writers still load.
-Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size, SafetensorsTensor* t) {
-  if (name.empty()) return DataCorrupt("tensor with an empty name");
-  // Names cross the C ABI as NUL-terminated strings, where "a\0b" would read as "a"; and the
-  // header promises UTF-8 (which the JSON layer already enforces: this is the same rule every
-  // entry point applies, kept here so the reader never depends on the parser for it).
-  if (Status st = check_fqn("tensor", name); !st.ok()) return DataCorrupt(st.message());
+// What one header entry says, as read; checked against the reference's rules by check_entry.
+struct Entry {
+  std::optional<DType> dtype;   // empty: a dtype name this library does not know
+  uint64_t dims[kMaxDims] = {};  // the first kMaxDims dimensions
+  size_t rank = 0;               // the number of dimensions (may exceed kMaxDims)
+  bool numel_overflows = false;  // the running product of the dimensions left 64 bits
+  uint64_t numel = 1;            // valid unless numel_overflows
+  uint64_t offs[2] = {0, 0};
+};
+
+std::string entry_shape(const Entry& e) {
+  std::string s = "[";
+  for (size_t i = 0; i < e.rank && i < static_cast<size_t>(kMaxDims); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(e.dims[i]);
+  }
+  if (e.rank > static_cast<size_t>(kMaxDims)) s += ", ... (" + std::to_string(e.rank) + " dimensions)";
+  return s + "]";
+}
+
+// Reads one header entry (the cursor is at its value). Keys other than the three below are
+// checked as JSON and otherwise ignored, as the reference implementation does, so files from
+// newer writers still load. What the reference would accept but Wharf cannot hold (an unknown
+// dtype name, more than kMaxDims dimensions, a dimension past INT64_MAX, a name that is empty or
+// holds NUL) is not an error here: the first such reason goes to *unsupported, reported only
+// if the file passes every rule of the format (a corrupt file is reported as corrupt).
+Status read_entry(json::Cursor* c, const std::string& name, Entry* e, Status* unsupported) {
+  const auto defer = [&](const std::string& why) {
+    if (unsupported->ok()) *unsupported = Unsupported(why);
+  };
+  // Names cross the C ABI as NUL-terminated strings, where "a\0b" would read as "a", and an
+  // empty name is no FQN. (UTF-8 is the JSON layer's rule already; check_fqn repeats it so the
+  // reader never depends on the parser for it.)
+  if (name.empty()) {
+    defer("tensor with an empty name: a valid safetensors name, but not one Wharf can hold (an FQN is non-empty)");
+  } else if (Status st = check_fqn("tensor", name); !st.ok()) {
+    if (!valid_utf8(name)) return DataCorrupt(st.message());
+    defer(st.message() + ": valid in safetensors, but names cross Wharf's C API as NUL-terminated strings");
+  }
   WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kObject, {name, "entry"}));
   WHARF_RETURN_IF_ERROR(syntax(c->begin_object()));
 
   bool have_dtype = false, have_shape = false, have_offsets = false;
-  DType dt = DType::kF32;
-  std::vector<int64_t> shp;
-  uint64_t offs[2] = {0, 0};
   std::string key, s;
   for (;;) {
     bool more;
@@ -103,23 +131,32 @@ Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size,
       WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kString, {name, "\"dtype\""}));
       s.clear();
       WHARF_RETURN_IF_ERROR(syntax(c->read_string(&s)));
-      const std::optional<DType> d = dtype_from_name(s);
-      if (!d) return corrupt(name, "unknown dtype " + quote_name(s));
-      dt = *d;
+      e->dtype = dtype_from_name(s);
+      if (!e->dtype)
+        defer("tensor " + quote_name(name) + ": unknown dtype " + quote_name(s) + " (not one of the " +
+              std::to_string(kNumDTypes) + " safetensors dtypes this version of Wharf knows)");
       have_dtype = true;
     } else if (key == "shape") {
       WHARF_RETURN_IF_ERROR(expect(c, json::Kind::kArray, {name, "\"shape\""}));
       WHARF_RETURN_IF_ERROR(syntax(c->begin_array()));
-      // Elements are read one at a time, so a hostile million-element shape costs nothing.
+      // Elements are read one at a time and only the first kMaxDims kept, so a hostile
+      // million-element shape costs no memory.
       for (int i = 0;; ++i) {
         WHARF_RETURN_IF_ERROR(syntax(c->next_element(&more)));
         if (!more) break;
-        if (i == kMaxDims)
-          return corrupt(name, "shape has more than " + std::to_string(kMaxDims) + " dimensions, at most " +
-                                   std::to_string(kMaxDims) + " supported");
         uint64_t d;
-        WHARF_RETURN_IF_ERROR(read_count(c, {name, "shape", i}, kMaxInt64, &d));
-        shp.push_back(static_cast<int64_t>(d));
+        WHARF_RETURN_IF_ERROR(read_count(c, {name, "shape", i}, UINT64_MAX, &d));
+        // The reference folds the product left to right and fails at the first overflow, even
+        // if a later dimension is 0 ([2^32, 2^32, 0] is refused, [0, 2^32, 2^32] is not).
+        if (!e->numel_overflows && !checked_mul(e->numel, d, &e->numel)) e->numel_overflows = true;
+        if (e->rank < static_cast<size_t>(kMaxDims)) e->dims[e->rank] = d;
+        ++e->rank;
+        if (e->rank == static_cast<size_t>(kMaxDims) + 1)
+          defer("tensor " + quote_name(name) + ": shape has more than " + std::to_string(kMaxDims) +
+                " dimensions, at most " + std::to_string(kMaxDims) + " supported");
+        if (d > kMaxInt64)
+          defer("tensor " + quote_name(name) + ": shape[" + std::to_string(i) + "] is " + std::to_string(d) +
+                ", larger than " + std::to_string(kMaxInt64) + ", the largest dimension Wharf supports");
       }
       have_shape = true;
     } else if (key == "data_offsets") {
@@ -130,7 +167,7 @@ Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size,
         WHARF_RETURN_IF_ERROR(syntax(c->next_element(&more)));
         if (!more) break;
         if (i == 2) return corrupt(name, "data_offsets has more than 2 elements, expected [begin, end]");
-        WHARF_RETURN_IF_ERROR(read_count(c, {name, "data_offsets", i}, UINT64_MAX, &offs[i]));
+        WHARF_RETURN_IF_ERROR(read_count(c, {name, "data_offsets", i}, UINT64_MAX, &e->offs[i]));
       }
       if (i != 2) return corrupt(name, "data_offsets has " + std::to_string(i) + " elements, expected [begin, end]");
       have_offsets = true;
@@ -141,37 +178,44 @@ Status read_tensor(json::Cursor* c, const std::string& name, uint64_t data_size,
   if (!have_dtype) return corrupt(name, "missing \"dtype\"");
   if (!have_shape) return corrupt(name, "missing \"shape\"");
   if (!have_offsets) return corrupt(name, "missing \"data_offsets\"");
+  return Status::Ok();
+}
 
-  const uint64_t begin = offs[0], end = offs[1];
+// The reference's per-tensor rules: ordered offsets inside the data section, a shape whose
+// element count and bit size fit in 64 bits, a bit size that is a multiple of 8 (sub-byte
+// dtypes), and exactly that many bytes between the offsets. A tensor of an unknown dtype is
+// checked as far as its dtype is not needed.
+Status check_entry(const std::string& name, const Entry& e, uint64_t data_size) {
+  const uint64_t begin = e.offs[0], end = e.offs[1];
   const auto range = [&] { return "data_offsets " + offsets_string(begin, end); };
   if (begin > end) return corrupt(name, range() + " are reversed (begin > end)");
   if (end > data_size)
     return corrupt(name, range() + " run past the end of the data section (" + std::to_string(data_size) + " bytes)");
-
-  const auto shape_desc = [&] { return "shape " + shape_string(shp) + " of " + dtype_name(dt); };
-  // A zero dimension makes the count exactly 0 wherever it stands (no spurious overflow for
-  // [2^62, 2^62, 0]); otherwise the product must fit.
-  uint64_t numel = std::find(shp.begin(), shp.end(), 0) != shp.end() ? 0 : 1, nbytes;
-  for (size_t i = 0; numel != 0 && i < shp.size(); ++i)
-    if (!checked_mul(numel, static_cast<uint64_t>(shp[i]), &numel))
-      return corrupt(name, "element count of " + shape_desc() + " overflows 64 bits");
-  if (!checked_mul(numel, dtype_size(dt), &nbytes))
-    return corrupt(name, "byte size of " + shape_desc() + " overflows 64 bits");
-  if (end - begin != nbytes)
+  const auto shape_desc = [&] {
+    return "shape " + entry_shape(e) + (e.dtype ? std::string(" of ") + dtype_name(*e.dtype) : std::string());
+  };
+  if (e.numel_overflows) return corrupt(name, "element count of " + shape_desc() + " overflows 64 bits");
+  if (!e.dtype) return Status::Ok();
+  uint64_t nbits;
+  if (!checked_mul(e.numel, dtype_bits(*e.dtype), &nbits))
+    return corrupt(name, "bit size of " + shape_desc() + " overflows 64 bits");
+  if (nbits % 8 != 0)
+    return corrupt(name, shape_desc() + " is " + std::to_string(nbits) + " bits, not a whole number of bytes (a " +
+                             std::to_string(dtype_bits(*e.dtype)) + "-bit dtype needs an element count that makes "
+                             "a multiple of 8 bits)");
+  if (end - begin != nbits / 8)
     return corrupt(name, range() + " cover " + std::to_string(end - begin) + " bytes but " + shape_desc() +
-                             " needs " + std::to_string(nbytes));
-
-  t->name = name;
-  t->dtype = dt;
-  t->shape = std::move(shp);
-  t->begin = begin;
-  t->end = end;
+                             " needs " + std::to_string(nbits / 8));
   return Status::Ok();
 }
 
-Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::string>>* out) {
+// "__metadata__": an object of strings, or null (the reference reads it as an optional map, so
+// null means no metadata). NUL in a key or value is valid there but cannot cross the C API:
+// deferred to *unsupported like the names.
+Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::string>>* out, Status* unsupported) {
   json::Kind k;
   WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
+  if (k == json::Kind::kNull) return syntax(c->read_null());
   if (k != json::Kind::kObject)
     return DataCorrupt("__metadata__ is a JSON " + std::string(json::kind_name(k)) +
                        ", expected an object of strings");
@@ -188,36 +232,65 @@ Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::st
     WHARF_RETURN_IF_ERROR(syntax(c->read_string(&value)));
     // Metadata crosses the C ABI as NUL-terminated strings too: "a\0b" would read as "a".
     // Empty keys and values are allowed (the format does not forbid them).
-    if (key.find('\0') != std::string::npos)
-      return DataCorrupt("__metadata__ key " + quote_name(key) + " contains a NUL byte");
-    if (value.find('\0') != std::string::npos)
-      return DataCorrupt("__metadata__ key " + quote_name(key) + ": value contains a NUL byte");
     if (!valid_utf8(key)) return DataCorrupt("__metadata__ key " + quote_name(key) + " is not valid UTF-8");
     if (!valid_utf8(value))
       return DataCorrupt("__metadata__ key " + quote_name(key) + ": value is not valid UTF-8");
+    const bool nul_key = key.find('\0') != std::string::npos, nul_value = value.find('\0') != std::string::npos;
+    if ((nul_key || nul_value) && unsupported->ok())
+      *unsupported = Unsupported("__metadata__ key " + quote_name(key) + (nul_key ? " contains" : ": value contains") +
+                                 " a NUL byte: valid in safetensors, but metadata crosses Wharf's C API as "
+                                 "NUL-terminated strings");
     out->emplace_back(std::move(key), std::move(value));
   }
 }
 
-// Non-empty ranges must be disjoint. Sorting by begin makes adjacent checks sufficient: if every
-// range ends at or before the next one begins, ends are sorted too and no later range can reach
-// back. Zero-byte tensors own no bytes, so they may sit anywhere (even inside another tensor).
-Status check_overlaps(const std::vector<SafetensorsTensor>& tensors) {
-  std::vector<size_t> order;
-  order.reserve(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].end > tensors[i].begin) order.push_back(i);
+// The reference's rule for the data section: sorted by (begin, end), each tensor begins exactly
+// where the previous one ended, the first at 0, and the last ends at the end of the data
+// section. So no two tensors overlap, no byte belongs to no tensor (no hole, no trailing bytes:
+// nothing can hide in a file, no polyglot), and a zero-size tensor sits only at a boundary
+// between tensors, never strictly inside one.
+Status check_coverage(const std::vector<SafetensorsTensor>& tensors, uint64_t data_size) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return tensors[a].begin != tensors[b].begin ? tensors[a].begin < tensors[b].begin : a < b;
+    const SafetensorsTensor &x = tensors[a], &y = tensors[b];
+    if (x.begin != y.begin) return x.begin < y.begin;
+    if (x.end != y.end) return x.end < y.end;
+    return a < b;
   });
-  for (size_t k = 1; k < order.size(); ++k) {
-    const SafetensorsTensor& prev = tensors[order[k - 1]];
-    const SafetensorsTensor& cur = tensors[order[k]];
-    if (prev.end > cur.begin)
-      return DataCorrupt("tensor " + quote_name(prev.name) + ": data_offsets " +
-                         offsets_string(prev.begin, prev.end) + " overlap tensor " +
-                         quote_name(cur.name) + " data_offsets " +
-                         offsets_string(cur.begin, cur.end));
+  uint64_t expected = 0;  // where the next tensor must begin
+  const SafetensorsTensor* last = nullptr;  // the tensor that ends at `expected`
+  for (size_t i : order) {
+    const SafetensorsTensor& t = tensors[i];
+    const std::string range = "data_offsets " + offsets_string(t.begin, t.end);
+    if (t.begin > expected) {
+      if (!last)
+        return corrupt(t.name, range + ": the first tensor must begin at offset 0 of the data section; bytes [0, " +
+                                   std::to_string(t.begin) + ") belong to no tensor");
+      return corrupt(t.name, range + " leave a hole after tensor " + quote_name(last->name) + " data_offsets " +
+                                 offsets_string(last->begin, last->end) + ": bytes [" + std::to_string(expected) + ", " +
+                                 std::to_string(t.begin) + ") belong to no tensor");
+    }
+    if (t.begin < expected) {
+      if (t.begin == t.end)
+        return corrupt(last->name, "data_offsets " + offsets_string(last->begin, last->end) +
+                                       " contain zero-size tensor " + quote_name(t.name) + " data_offsets " +
+                                       offsets_string(t.begin, t.end) +
+                                       " (a tensor may begin only where the previous one ends)");
+      return DataCorrupt("tensor " + quote_name(last->name) + ": data_offsets " + offsets_string(last->begin, last->end) +
+                         " overlap tensor " + quote_name(t.name) + " " + range);
+    }
+    expected = t.end;
+    last = &t;
+  }
+  if (expected != data_size) {
+    if (!last)
+      return DataCorrupt("the header declares no tensor but the data section has " + std::to_string(data_size) +
+                         " bytes: bytes [0, " + std::to_string(data_size) + ") belong to no tensor");
+    return corrupt(last->name, "data_offsets " + offsets_string(last->begin, last->end) +
+                                   " end the last tensor at " + std::to_string(expected) + " but the data section has " +
+                                   std::to_string(data_size) + " bytes: bytes [" + std::to_string(expected) + ", " +
+                                   std::to_string(data_size) + ") belong to no tensor");
   }
   return Status::Ok();
 }
@@ -255,6 +328,9 @@ Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
   const uint8_t* data_section = bytes + 8 + n;
   std::string key;
   bool have_metadata = false;
+  // The first thing that is valid safetensors but that Wharf cannot hold; reported only once
+  // the whole file has passed the format's rules.
+  Status unsupported = Status::Ok();
   for (;;) {
     bool more;
     WHARF_RETURN_IF_ERROR(syntax(c.next_member(&more, &key)));
@@ -262,11 +338,20 @@ Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
     if (key == "__metadata__") {
       if (have_metadata) return DataCorrupt("header has two \"__metadata__\" entries");
       have_metadata = true;
-      WHARF_RETURN_IF_ERROR(read_metadata(&c, &metadata_));
+      WHARF_RETURN_IF_ERROR(read_metadata(&c, &metadata_, &unsupported));
       continue;
     }
+    Entry e;
+    WHARF_RETURN_IF_ERROR(read_entry(&c, key, &e, &unsupported));
+    WHARF_RETURN_IF_ERROR(check_entry(key, e, data_size_));
     SafetensorsTensor t;
-    WHARF_RETURN_IF_ERROR(read_tensor(&c, key, data_size_, &t));
+    t.name = key;
+    t.dtype = e.dtype.value_or(DType::kU8);  // only kept when every dtype is known
+    t.shape.reserve(std::min(e.rank, static_cast<size_t>(kMaxDims)));
+    for (size_t i = 0; i < e.rank && i < static_cast<size_t>(kMaxDims); ++i)
+      t.shape.push_back(static_cast<int64_t>(std::min(e.dims[i], kMaxInt64)));  // kept only if all fit
+    t.begin = e.offs[0];
+    t.end = e.offs[1];
     t.data = data_section + t.begin;  // begin <= end <= data_size_: inside, or one past the end
     tensors_.push_back(std::move(t));
   }
@@ -280,7 +365,13 @@ Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
     if (tensors_[by_name_[i]].name == tensors_[by_name_[i - 1]].name)
       return corrupt(tensors_[by_name_[i]].name, "appears twice in the header");
 
-  return check_overlaps(tensors_);
+  WHARF_RETURN_IF_ERROR(check_coverage(tensors_, data_size_));
+  if (!unsupported.ok()) {
+    tensors_.clear();
+    metadata_.clear();
+    by_name_.clear();
+  }
+  return unsupported;
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {

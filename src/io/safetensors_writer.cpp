@@ -146,9 +146,24 @@ Status validate_inputs(const std::vector<TensorToWrite>& tensors,
   return Status::Ok();
 }
 
+// The reference writer's order: by dtype alignment rank, descending (the 8-byte dtypes first,
+// BOOL last), then by name (bytewise). Every tensor's size is a multiple of its dtype's
+// alignment, so each tensor lands naturally aligned relative to the data section, which the
+// header padding aligns to 8 bytes in the file.
+std::vector<size_t> reference_order(const std::vector<TensorToWrite>& tensors) {
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int ra = dtype_safetensors_rank(tensors[a].meta.dtype), rb = dtype_safetensors_rank(tensors[b].meta.dtype);
+    if (ra != rb) return ra > rb;
+    return tensors[a].name < tensors[b].name;  // unique (validated); char_traits compares bytes unsigned
+  });
+  return order;
+}
+
 std::string build_header(const std::vector<TensorToWrite>& tensors,
                          const std::vector<std::pair<std::string, std::string>>& metadata,
-                         const std::vector<uint64_t>& sizes) {
+                         const std::vector<uint64_t>& sizes, const std::vector<size_t>& order) {
   std::string h = "{";
   if (!metadata.empty()) {
     h += "\"__metadata__\":{";
@@ -161,13 +176,18 @@ std::string build_header(const std::vector<TensorToWrite>& tensors,
     h += '}';
   }
   uint64_t offset = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (i || !metadata.empty()) h += ',';
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    if (k || !metadata.empty()) h += ',';
     json::append_quoted(&h, tensors[i].name);
     h += ":{\"dtype\":\"";
     h += dtype_name(tensors[i].meta.dtype);
-    h += "\",\"shape\":";
-    h += shape_string(tensors[i].meta.shape);
+    h += "\",\"shape\":[";  // compact, as serde_json writes it: the header is byte for byte the reference's
+    for (size_t d = 0; d < tensors[i].meta.shape.size(); ++d) {
+      if (d) h += ',';
+      h += std::to_string(tensors[i].meta.shape[d]);
+    }
+    h += ']';
     h += ",\"data_offsets\":[" + std::to_string(offset) + ",";
     offset += sizes[i];
     h += std::to_string(offset) + "]}";
@@ -209,7 +229,8 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
                   const std::vector<std::pair<std::string, std::string>>& metadata) {
   std::vector<uint64_t> sizes;
   WHARF_RETURN_IF_ERROR(validate_inputs(tensors, metadata, &sizes));
-  const std::string header = build_header(tensors, metadata, sizes);
+  const std::vector<size_t> order = reference_order(tensors);
+  const std::string header = build_header(tensors, metadata, sizes, order);
   if (header.size() > kMaxSafetensorsHeaderBytes)
     return InvalidArgument("writing " + quote_path(path) + ": the header would be " + std::to_string(header.size()) +
                            " bytes, more than the " + std::to_string(kMaxSafetensorsHeaderBytes) +
@@ -249,7 +270,8 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
   bool ok = w.append(len, sizeof len) && w.append(header.data(), header.size());
-  for (size_t i = 0; ok && i < tensors.size(); ++i) {
+  for (size_t k = 0; ok && k < order.size(); ++k) {
+    const size_t i = order[k];
     const TensorMeta& m = tensors[i].meta;
     const auto* src = static_cast<const uint8_t*>(tensors[i].data);
     ok = m.contiguous() ? (sizes[i] == 0 || w.append(src, sizes[i])) : write_gathered(&w, m, src);
