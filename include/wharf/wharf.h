@@ -466,10 +466,26 @@ WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, 
 /**
  * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
  * into the mapping, in file order). The mapping lives as long as the map. The whole file is
- * validated first: header length and JSON, dtype names, shape x dtype = byte range, ranges
- * inside the data section and not overlapping, `__metadata__` a string->string object.
- * Errors: WHARF_NOT_FOUND/WHARF_IO_ERROR (the file), WHARF_DATA_CORRUPT (naming the tensor
- * and what is wrong). Thread-safe. Since 0.1.
+ * validated first, by the rules of the reference implementation (the `safetensors` crate):
+ * header length (at most 100,000,000 bytes) and JSON, dtype names, shape x dtype bits = byte
+ * range, and tensors that tile the data section exactly (sorted by offset, the first at 0,
+ * each where the previous ends, the last at the end of the file: no overlap, no hole, no
+ * trailing byte), `__metadata__` a string->string object (or null). docs/decisions.md lists
+ * where Wharf is stricter.
+ *
+ * A path ending in ".json" is a sharded checkpoint's index (Hugging Face's
+ * "model.safetensors.index.json": {"metadata": {...}, "weight_map": {tensor: shard file}}):
+ * every shard (a file name relative to the index's directory: no absolute path, no ".."
+ * component) is mapped and validated whole, every tensor the index lists must be in the shard
+ * it names and every tensor of a shard must be listed for it; the map holds them all in the
+ * index's order (its metadata: the index's "metadata" members that are strings, numbers or
+ * booleans, as text) and keeps every shard's mapping.
+ *
+ * `*out` is owned by the caller. Errors: WHARF_NOT_FOUND/WHARF_IO_ERROR (a file, named),
+ * WHARF_DATA_CORRUPT (naming the file, the tensor and what is wrong), WHARF_UNSUPPORTED (a
+ * valid file holding what Wharf cannot: a dtype name it does not know, more than
+ * WHARF_MAX_DIMS dimensions, a dimension above INT64_MAX, an empty name, NUL in a name or in
+ * metadata; named), WHARF_INVALID_ARGUMENT (NULL arguments). Thread-safe. Since 0.1.
  */
 WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
                                                             wharf_constant_map** out);
@@ -483,6 +499,19 @@ WHARF_API size_t wharf_constant_map_metadata_size(const wharf_constant_map* map)
 WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_map* map,
                                                           size_t i, const char** key,
                                                           const char** value);
+
+/**
+ * Sets `__metadata__` entry `key` to `value` (both copied), on any map: a new key is
+ * appended, an existing one keeps its place and takes the new value;
+ * wharf_constant_map_save_safetensors writes them. Key and value may be empty; they must be
+ * valid UTF-8 (and, being C strings, hold no NUL). Pointers from
+ * wharf_constant_map_metadata_entry are invalidated. Modifies the map: no other thread may
+ * use it during the call. Errors:
+ * WHARF_INVALID_ARGUMENT (NULL arguments, invalid UTF-8; naming the key), and then the map is
+ * unchanged. Since 0.3.
+ */
+WHARF_API wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map, const char* key,
+                                                        const char* value);
 
 /**
  * Writes every entry of `map` to a safetensors file at `path` (created or replaced
@@ -713,6 +742,29 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container,
                                                const wharf_update_options* opts);
 
 /**
+ * wharf_container_update from a file: memory-maps the safetensors file at `path` (or, for a
+ * path ending in ".json", every shard of a sharded checkpoint's index; see
+ * wharf_constant_map_load_safetensors), validates all of it, then writes its tensors into the
+ * container as wharf_container_update writes a map's, as one update. The file may be partial:
+ * it names a subset of the container's constants (opts->require_full demands all of them).
+ * Its pages are read straight from the mapping (the page cache) into the pinned staging
+ * ring, so no host copy of the file is made: extra host memory is the staging ring. The
+ * mapping is released before the call returns. `path` and `opts` (NULL: defaults) are
+ * borrowed for the call.
+ *
+ * Validated first, changing nothing on failure: the file (WHARF_NOT_FOUND, WHARF_IO_ERROR,
+ * WHARF_DATA_CORRUPT, WHARF_UNSUPPORTED as wharf_constant_map_load_safetensors; a corrupt
+ * shard of an index fails the whole set), then every tensor against the container
+ * (WHARF_NOT_FOUND for a tensor the container does not declare, WHARF_INVALID_ARGUMENT for a
+ * dtype or shape that differs, each naming it). The other errors and the rules of targets,
+ * fold callbacks and concurrency (WHARF_BUSY) are wharf_container_update's. The file must not
+ * be truncated while the call reads it (the mapping would fault); replace model files by
+ * rename, as wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
+ */
+WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* container, const char* path,
+                                                         const wharf_update_options* opts);
+
+/**
  * Makes the inactive generation active, in O(1) without synchronizing the device: runs
  * already begun keep the generation they pinned, and its slots are reclaimed only after
  * their completion events fire. The previous active generation becomes the inactive one, so
@@ -908,6 +960,18 @@ WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* s
 WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
                                                   const wharf_constant_map* map,
                                                   const wharf_update_options* opts);
+
+/**
+ * wharf_weight_store_update from a safetensors file or a sharded checkpoint's index (a path
+ * ending in ".json"), memory-mapped, validated whole, and written as one store update (see
+ * wharf_container_update_from_file for the file rules, what is read and when the mapping is
+ * released). All or nothing across the store's members, and a corrupt file or shard stages
+ * nothing anywhere. `path` and `opts` are borrowed for the call. Errors: those of
+ * wharf_constant_map_load_safetensors, then wharf_weight_store_update's. Thread-safe.
+ * Since 0.3.
+ */
+WHARF_API wharf_status* wharf_weight_store_update_from_file(wharf_weight_store* store, const char* path,
+                                                            const wharf_update_options* opts);
 
 /**
  * Swaps every member container staged by wharf_weight_store_update, atomically with respect

@@ -88,6 +88,13 @@ WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_m
   });
 }
 
+WHARF_API wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map, const char* key, const char* value) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(map && key && value, "wharf_constant_map_set_metadata: map, key and value must not be NULL");
+    return map->map->set_metadata(key, value);
+  });
+}
+
 WHARF_API wharf_status* wharf_constant_map_save_safetensors(const wharf_constant_map* map, const char* path) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(map && path, "wharf_constant_map_save_safetensors: map and path must not be NULL");

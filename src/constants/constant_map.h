@@ -1,6 +1,7 @@
 // ConstantMap: FQN -> borrowed tensor view, in insertion order. The caller's memory may be
 // pageable host, pinned host or device memory; the map never copies or owns data, except a
-// map loaded from safetensors, which keeps the file's mapping alive.
+// map loaded from safetensors, which keeps the file's mapping (every shard's, for a sharded
+// checkpoint) alive.
 #pragma once
 
 #include <memory>
@@ -32,17 +33,29 @@ class ConstantMap {
   size_t size() const { return entries_.size(); }
   const MapEntry& entry(size_t i) const { return entries_[i]; }
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+  // Sets metadata `key` to `value` ("__metadata__" when saved): a new key is appended, an
+  // existing one keeps its place and takes the new value. Key and value may be empty but must
+  // be valid UTF-8 without NUL (kInvalidArgument naming the key); on error nothing changes.
+  Status set_metadata(std::string key, std::string value);
 
-  // Opens `path` without blocking (a FIFO or device is refused as kIoError, see MappedFile) and
-  // keeps its mapping for the views' life.
+  // Opens a safetensors file without blocking (a FIFO or device is refused as kIoError, see
+  // MappedFile) and keeps its mapping for the views' life; entries in file (header) order, the
+  // file's "__metadata__" as the map's metadata. A path ending in ".json" is a sharded
+  // checkpoint's index instead (load_safetensors_index).
   static Status load_safetensors(const std::string& path, std::unique_ptr<ConstantMap>* out);
+  // One map of every tensor of a sharded checkpoint (io/safetensors_index.h): each shard
+  // opened and validated whole, the index checked against them: every tensor it lists is in
+  // the shard it names, and every tensor of a shard is listed, for that shard (kDataCorrupt
+  // naming the tensor and the shards otherwise). Entries in the index's order; the index's
+  // "metadata" as the map's. All or nothing: on error no mapping is kept.
+  static Status load_safetensors_index(const std::string& path, std::unique_ptr<ConstantMap>* out);
   Status save_safetensors(const std::string& path) const;
 
  private:
   std::vector<MapEntry> entries_;
   std::unordered_map<std::string, size_t> index_;
   std::vector<std::pair<std::string, std::string>> metadata_;
-  std::shared_ptr<const io::SafetensorsFile> file_;  // keeps mapped views valid
+  std::vector<std::shared_ptr<const io::SafetensorsFile>> files_;  // keep mapped views valid
 };
 
 }  // namespace wharf
