@@ -251,7 +251,7 @@ TEST_F(GpuOffload, CaptureAndReplayEqualTheResidentModel) {
   // Thread-local capture mode: any call the offloader makes that is unsafe during a capture
   // (a host sync, an event query, an allocation) fails the capture.
   ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  forward(r, true);
+  forward(r, true, /*spin_ns=*/200000);  // late readers: a copy node ordered wrongly lands first
   cudaGraph_t graph = nullptr;
   ASSERT_CUDA(cudaStreamEndCapture(s, &graph));  // fails if the copy stream was not joined back
   ASSERT_OK(wharf_run_end(r));
