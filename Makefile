@@ -27,7 +27,7 @@ demo: build
 
 # Every suite that runs without a GPU: unit (host backend; CUDA tests skip with a reason),
 # C99/ABI checks, the language bindings, then clang's thread-safety analysis (build-tsa), the
-# unit tests under ASan+UBSan (build-asan) and the concurrency suites under TSan (build-tsan).
+# unit tests under ASan+UBSan (build-asan), concurrency suites under TSan (build-tsan), a 60 s fuzz run.
 test: build
 	cd $(BUILD) && ctest --output-on-failure
 	@bash scripts/run-binding-tests.sh $(BUILD)

@@ -8,10 +8,14 @@
 #         (build-asan); any report, leaks included, fails.
 #   tsan  the concurrency, store, session, container and device-layer suites under
 #         ThreadSanitizer (build-tsan); any report fails. TSAN_FILTER='*' runs everything.
+#   fuzz  the safetensors reader and index parser under libFuzzer + ASan + UBSan for
+#         FUZZ_SECONDS (default 60) seconds (tests/fuzz/run.sh, into FUZZ_BUILD, default
+#         build/fuzz, where `make fuzz` keeps its corpus too); a crash, a sanitizer report or a
+#         violated property fails. About 10 s of build on top of the run.
 #
 # Both sanitizer builds compile the WHARF_DCHECK invariants in (CMakeLists.txt does that for
-# every WHARF_SANITIZE build). Usage: scripts/sanitizer-tests.sh [all|tsa|asan|tsan]...
-# The folders can be renamed with TSA_BUILD, ASAN_BUILD and TSAN_BUILD.
+# every WHARF_SANITIZE build). Usage: scripts/sanitizer-tests.sh [all|tsa|asan|tsan|fuzz]...
+# The folders can be renamed with TSA_BUILD, ASAN_BUILD, TSAN_BUILD and FUZZ_BUILD.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -21,6 +25,8 @@ TSAN_FILTER=${TSAN_FILTER:-'*Concurrency*:*Store*:*Session*:*Container*:HostStre
 TSA_BUILD=${TSA_BUILD:-build-tsa}
 ASAN_BUILD=${ASAN_BUILD:-build-asan}
 TSAN_BUILD=${TSAN_BUILD:-build-tsan}
+FUZZ_BUILD=${FUZZ_BUILD:-build/fuzz}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 COMMON=(-DWHARF_WITH_CUDA=OFF -DWHARF_BUILD_BENCH=OFF)
 
 # Runs "$@" as one named step and prints how long it took; a failure names the step.
@@ -71,13 +77,19 @@ tsan() {
     "$TSAN_BUILD/tests/wharf_unit_tests" --gtest_brief=1 --gtest_filter="$TSAN_FILTER"
 }
 
+fuzz() {
+  need_clang
+  step "fuzz (safetensors reader and index, ${FUZZ_SECONDS} s)" env FUZZ_OUT="$FUZZ_BUILD" JOBS="$JOBS" \
+    bash tests/fuzz/run.sh "$FUZZ_SECONDS"
+}
+
 [ $# -eq 0 ] && set -- all
 t_all=$SECONDS
 for what in "$@"; do
   case $what in
-    all) tsa; asan; tsan ;;
-    tsa|asan|tsan) $what ;;
-    *) echo "usage: $0 [all|tsa|asan|tsan]..." >&2; exit 2 ;;
+    all) tsa; asan; tsan; fuzz ;;
+    tsa|asan|tsan|fuzz) $what ;;
+    *) echo "usage: $0 [all|tsa|asan|tsan|fuzz]..." >&2; exit 2 ;;
   esac
 done
 echo "== sanitizer-tests: all passed, $((SECONDS - t_all)) s"

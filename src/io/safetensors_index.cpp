@@ -120,13 +120,11 @@ Status read_weight_map(json::Cursor* c, SafetensorsIndex* out, Status* unsupport
   return Status::Ok();
 }
 
-Status read_index(const std::string& path, SafetensorsIndex* out) {
-  std::unique_ptr<MappedFile> file;
-  WHARF_RETURN_IF_ERROR(MappedFile::open(path, &file));
-  if (file->size() > kMaxSafetensorsIndexBytes)
-    return DataCorrupt("the index is " + std::to_string(file->size()) + " bytes, more than the limit of " +
+Status parse_index(std::string_view text, SafetensorsIndex* out) {
+  if (text.size() > kMaxSafetensorsIndexBytes)
+    return DataCorrupt("the index is " + std::to_string(text.size()) + " bytes, more than the limit of " +
                        std::to_string(kMaxSafetensorsIndexBytes));
-  json::Cursor c(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()));
+  json::Cursor c(text);
   json::Kind k;
   WHARF_RETURN_IF_ERROR(syntax(c.peek(&k)));
   if (k != json::Kind::kObject)
@@ -167,16 +165,28 @@ std::string shard_path(const std::string& index_path, const std::string& name) {
   return index_path.substr(0, slash + 1) + name;
 }
 
-Status read_safetensors_index(const std::string& path, SafetensorsIndex* out) {
+Status parse_safetensors_index(std::string_view text, SafetensorsIndex* out) {
   *out = SafetensorsIndex();
   try {
     SafetensorsIndex idx;
-    Status st = read_index(path, &idx);
-    if (!st.ok()) {
-      // MappedFile's own messages (not found, I/O) already name the path.
-      if (st.code() == Code::kNotFound || st.code() == Code::kIoError) return st;
-      return st.with_context("safetensors index " + quote_path(path));
-    }
+    WHARF_RETURN_IF_ERROR(parse_index(text, &idx));
+    *out = std::move(idx);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("parsing a safetensors index of " + std::to_string(text.size()) + " bytes: out of host memory");
+  } catch (const std::exception& e) {
+    return Internal(std::string("parsing a safetensors index: ") + e.what());
+  }
+}
+
+Status read_safetensors_index(const std::string& path, SafetensorsIndex* out) {
+  *out = SafetensorsIndex();
+  try {
+    std::unique_ptr<MappedFile> file;
+    WHARF_RETURN_IF_ERROR(MappedFile::open(path, &file));  // its messages name the path
+    SafetensorsIndex idx;
+    Status st = parse_index(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), &idx);
+    if (!st.ok()) return st.with_context("safetensors index " + quote_path(path));
     *out = std::move(idx);
     return Status::Ok();
   } catch (const std::bad_alloc&) {

@@ -45,6 +45,9 @@ bool is_safetensors_index_path(std::string_view path);
 // NUL) and NUL in metadata: kUnsupported. Messages name the index path and the member at fault.
 Status read_safetensors_index(const std::string& path, SafetensorsIndex* out);
 
+// The same checks over the index's text (no file): used by the fuzzer and tests.
+Status parse_safetensors_index(std::string_view text, SafetensorsIndex* out);
+
 // The path of shard `name` of the index at `index_path`: its directory + "/" + name.
 std::string shard_path(const std::string& index_path, const std::string& name);
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds the safetensors libFuzzer target (ASan + UBSan) into build/fuzz/ and runs it.
+# Builds the safetensors libFuzzer target (ASan + UBSan) into $FUZZ_OUT (default build/fuzz)
+# and runs it.
 #
 #   tests/fuzz/run.sh [seconds]     default 60; exits non-zero if the fuzzer finds a crash,
 #                                   leak, sanitizer report or property violation.
 #
-# New inputs accumulate in build/fuzz/corpus (kept between runs); crashing inputs land in
-# build/fuzz/artifacts/. Reproduce one with: build/fuzz/safetensors_fuzz <file>.
+# The target feeds every input to the safetensors reader and to the sharded-checkpoint index
+# parser. New inputs accumulate in $FUZZ_OUT/corpus (kept between runs); crashing inputs land
+# in $FUZZ_OUT/artifacts/. Reproduce one with: $FUZZ_OUT/safetensors_fuzz <file>.
+# JOBS (default 2) objects are compiled at once; an unchanged source is not recompiled.
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -15,17 +18,32 @@ esac
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-out=build/fuzz
-mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts"
+out="${FUZZ_OUT:-build/fuzz}"
+mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts" "$out/obj"
 
 cxx="${FUZZ_CXX:-clang++}"
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Isrc -Iinclude)
 echo "building $out/safetensors_fuzz with $cxx" >&2
-"$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -Isrc -Iinclude tests/fuzz/safetensors_fuzz.cpp src/io/*.cpp src/core/*.cpp \
-  -o "$out/safetensors_fuzz"
+sources=(tests/fuzz/safetensors_fuzz.cpp src/io/*.cpp src/core/*.cpp)
+objects=()
+stale=()
+for src in "${sources[@]}"; do
+  obj="$out/obj/$(echo "$src" | tr / _).o"
+  objects+=("$obj")
+  # Rebuilt when the source, or any header under src/ or include/, is newer than the object.
+  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find src include -name '*.h' -newer "$obj" -print -quit)" ]; then
+    stale+=("$src")
+  fi
+done
+if [ ${#stale[@]} -gt 0 ]; then
+  printf '%s\n' "${stale[@]}" | xargs -P "${JOBS:-2}" -I{} sh -c \
+    'o="$1/obj/$(echo "$2" | tr / _).o"; shift 2; exec "$@" -c "$0" -o "$o"' {} "$out" {} "$cxx" "${flags[@]}"
+fi
+"$cxx" -fsanitize=fuzzer,address,undefined "${objects[@]}" -o "$out/safetensors_fuzz"
 
-# Seeds: a few valid files (regenerated each run) so the fuzzer starts past the length prefix
-# and the JSON grammar instead of having to discover them.
+# Seeds: valid files and the edges of every rule (regenerated each run), so the fuzzer starts
+# past the length prefix and the JSON grammar instead of having to discover them.
+rm -f "$out/seeds"/*
 python3 - "$out/seeds" <<'PY'
 import json, os, struct, sys
 
@@ -34,6 +52,21 @@ def image(header, data=b"", pad=True):
     if pad:
         h += b" " * ((8 - len(h) % 8) % 8)
     return struct.pack("<Q", len(h)) + h + data
+
+# The reference's 22 dtypes and their bit sizes, in its enum (alignment) order.
+DTYPES = [("BOOL", 8), ("F4", 4), ("F6_E2M3", 6), ("F6_E3M2", 6), ("U8", 8), ("I8", 8), ("F8_E5M2", 8),
+          ("F8_E4M3", 8), ("F8_E8M0", 8), ("F8_E4M3FNUZ", 8), ("F8_E5M2FNUZ", 8), ("I16", 16), ("U16", 16),
+          ("F16", 16), ("BF16", 16), ("I32", 32), ("U32", 32), ("F32", 32), ("C64", 64), ("F64", 64),
+          ("I64", 64), ("U64", 64)]
+
+def every_dtype():
+    # 8 elements each (whole bytes for 4- and 6-bit dtypes), laid out as the reference writes.
+    header, off = {}, 0
+    for name, bits in reversed(DTYPES):
+        n = bits  # 8 elements * bits / 8
+        header["t." + name] = {"dtype": name, "shape": [2, 4], "data_offsets": [off, off + n]}
+        off += n
+    return image(header, bytes(range(256)) * (off // 256) + bytes(range(off % 256)))
 
 seeds = {
     "two_tensors_meta": image({
@@ -45,25 +78,54 @@ seeds = {
         "s": {"dtype": "I64", "shape": [], "data_offsets": [0, 8]},
         "e": {"dtype": "F16", "shape": [0, 3], "data_offsets": [8, 8]},
     }, b"\x01" * 8),
-    "every_dtype": image({
-        name: {"dtype": name, "shape": [1], "data_offsets": [i * 8, i * 8 + size]}
-        for i, (name, size) in enumerate([("F32", 4), ("F16", 2), ("BF16", 2), ("F64", 8),
-            ("F8_E4M3", 1), ("F8_E5M2", 1), ("I8", 1), ("U8", 1), ("I16", 2), ("I32", 4),
-            ("I64", 8), ("BOOL", 1)])
-    }, bytes(96)),
-    "gaps_unpadded": image({
+    "every_dtype": every_dtype(),
+    "sub_byte": image({
+        "f4": {"dtype": "F4", "shape": [3, 2], "data_offsets": [0, 3]},
+        "f6": {"dtype": "F6_E2M3", "shape": [4], "data_offsets": [3, 6]},
+        "f6b": {"dtype": "F6_E3M2", "shape": [2, 2, 2], "data_offsets": [6, 12]},
+    }, bytes(12)),
+    "sub_byte_odd_bits": image({"f4": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}, bytes(2)),
+    "zero_size_at_boundaries": image({
+        "z0": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},
+        "a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+        "z1": {"dtype": "U8", "shape": [0, 5], "data_offsets": [2, 2]},
+        "b": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]},
+        "z2": {"dtype": "BOOL", "shape": [5, 0], "data_offsets": [4, 4]},
+    }, b"abcd"),
+    "zero_size_inside": image({
+        "a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+        "z": {"dtype": "U8", "shape": [0], "data_offsets": [2, 2]},
+    }, b"abcd"),
+    "hole": image({
         "b": {"dtype": "U8", "shape": [1, 1, 2], "data_offsets": [6, 8], "extra": [None, True]},
         "a": {"dtype": "I16", "shape": [2], "data_offsets": [0, 4]},
-    }, b"abcdefghij", pad=False),
+    }, b"abcdefgh", pad=False),
+    "first_not_at_zero": image({"a": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}}, b"abcd"),
+    "trailing_bytes": image({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}}, b"ab<html>"),
+    "overlap": image({
+        "a": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]},
+        "b": {"dtype": "U8", "shape": [3], "data_offsets": [1, 4]},
+    }, b"abcd"),
     "empty": image({}),
+    "empty_with_data": image({}, b"x"),
+    "metadata_null": image({"__metadata__": None, "w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}, b"w"),
     "zero_huge_dims": image({
-        "z": {"dtype": "F32", "shape": [4294967296, 4294967296, 0], "data_offsets": [0, 0]},
-        "y": {"dtype": "U8", "shape": [0, 9223372036854775807, 4], "data_offsets": [0, 0]},
+        "z": {"dtype": "F32", "shape": [0, 4294967296, 4294967296], "data_offsets": [0, 0]},
+        "y": {"dtype": "U8", "shape": [4294967296, 0, 9223372036854775807], "data_offsets": [0, 0]},
     }),
+    "overflow_before_zero": image({"z": {"dtype": "F32", "shape": [4294967296, 4294967296, 0], "data_offsets": [0, 0]}}),
+    "unsupported_dtype": image({"w": {"dtype": "Q4_K", "shape": [4], "data_offsets": [0, 4]}}, b"abcd"),
+    "unsupported_rank": image({"w": {"dtype": "U8", "shape": [1] * 9, "data_offsets": [0, 1]}}, b"a"),
+    "unsupported_dim": image({"w": {"dtype": "U8", "shape": [18446744073709551615, 0], "data_offsets": [0, 0]}}),
     "escapes_in_names": image({
         "__metadata__": {"k\u001b[31m": "v\n"},
         "layers.0\n\u001b[31m\u009b\u202e": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
     }, b"x"),
+    "index": json.dumps({
+        "metadata": {"total_size": 12, "format": "pt", "nested": {"a": [1]}},
+        "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "sub/model-00002-of-00002.safetensors"},
+    }).encode(),
+    "index_escape": json.dumps({"weight_map": {"a": "../x.safetensors", "b": "/etc/x", "c": "a/../../b"}}).encode(),
 }
 for name, data in seeds.items():
     with open(os.path.join(sys.argv[1], name), "wb") as f:
@@ -75,6 +137,12 @@ cat > "$out/safetensors.dict" <<'DICT'
 "shape"
 "data_offsets"
 "__metadata__"
+"weight_map"
+"metadata"
+"total_size"
+".safetensors"
+"../"
+"/.."
 "F32"
 "F16"
 "BF16"
@@ -87,6 +155,16 @@ cat > "$out/safetensors.dict" <<'DICT'
 "I32"
 "I64"
 "BOOL"
+"U16"
+"U32"
+"U64"
+"C64"
+"F8_E8M0"
+"F8_E4M3FNUZ"
+"F8_E5M2FNUZ"
+"F4"
+"F6_E2M3"
+"F6_E3M2"
 "\\u"
 "\\uD83D\\uDE00"
 "\\u0000"
@@ -99,6 +177,7 @@ cat > "$out/safetensors.dict" <<'DICT'
 "18446744073709551615"
 "9223372036854775808"
 "4294967296"
+"100000000"
 "-0"
 "1e3"
 "true"

@@ -1,10 +1,15 @@
-// libFuzzer target for the safetensors reader (built and run by tests/fuzz/run.sh).
+// libFuzzer target for the safetensors reader and the sharded-checkpoint index parser (built
+// and run by tests/fuzz/run.sh). Every input goes to both.
 //
 // Properties checked beyond "no crash, no sanitizer report":
-//  - a rejected input is always kDataCorrupt (parse never reports I/O or internal errors);
-//  - an accepted input's tensors lie inside the input, fit their dtype and shape exactly, do
-//    not overlap, and every byte of them can be read (ASan flags a read past the buffer, which
-//    the harness allocates to the input's exact size);
+//  - a rejected input is always kDataCorrupt or kUnsupported (parse never reports I/O or
+//    internal errors; which of the two is the unit tests' business);
+//  - an accepted input's tensors lie inside the input, fit their dtype and shape exactly (the
+//    bit size a multiple of 8), tile the data section exactly as the reference requires
+//    (sorted by offset: the first at 0, each where the previous ended, the last at the end:
+//    no overlap, no hole, no trailing byte), and every byte of them can be read (ASan flags a
+//    read past the buffer, which the harness allocates to the input's exact size);
+//  - the element count of an accepted shape, folded left to right, never overflows;
 //  - accepted names pass check_fqn, metadata is UTF-8 without NUL, every accepted shape is a
 //    valid TensorMeta whose contiguous strides are defined (UBSan checks the arithmetic);
 //  - every message (rejections, quoted names) is valid UTF-8 without a control character.
@@ -13,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,6 +30,7 @@
 #include "core/text.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "io/safetensors_index.h"
 
 namespace {
 
@@ -32,6 +39,45 @@ volatile uint64_t g_sink;
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "safetensors_fuzz: property violated: %s\n", what);
   std::abort();
+}
+
+void check_message(const std::string& m) {
+  if (!wharf::valid_utf8(m)) fail("message is not valid UTF-8");
+  for (char ch : m)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) fail("control character in a message");
+}
+
+// The index parser: rejections are kDataCorrupt or kUnsupported with clean messages; an
+// accepted index names only shards inside its directory, and every tensor once.
+void fuzz_index(const uint8_t* data, size_t size) {
+  wharf::io::SafetensorsIndex idx;
+  const wharf::Status st =
+      wharf::io::parse_safetensors_index(std::string_view(reinterpret_cast<const char*>(data), size), &idx);
+  if (!st.ok()) {
+    if (st.code() != wharf::Code::kDataCorrupt && st.code() != wharf::Code::kUnsupported)
+      fail("index rejection that is not kDataCorrupt or kUnsupported");
+    check_message(st.message());
+    if (!idx.shards.empty() || !idx.weight_map.empty()) fail("index output set on failure");
+    return;
+  }
+  for (const std::string& shard : idx.shards) {
+    if (shard.empty() || shard[0] == '/' || shard.back() == '/') fail("shard name outside the directory accepted");
+    if (shard == ".." || shard.rfind("../", 0) == 0 || shard.find("/../") != std::string::npos ||
+        (shard.size() >= 3 && shard.compare(shard.size() - 3, 3, "/..") == 0))
+      fail("shard name with '..' accepted");
+    if (shard.find('\0') != std::string::npos) fail("shard name with NUL accepted");
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, s] : idx.weight_map) {
+    if (s >= idx.shards.size()) fail("weight_map points past the shards");
+    if (!wharf::check_fqn("tensor", name).ok()) fail("index tensor name that check_fqn refuses accepted");
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) fail("index lists a tensor twice");
+  for (const auto& kv : idx.metadata)
+    if (kv.first.find('\0') != std::string::npos || kv.second.find('\0') != std::string::npos)
+      fail("NUL in index metadata accepted");
 }
 
 }  // namespace
@@ -43,14 +89,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<uint8_t[]> buf(new uint8_t[size == 0 ? 1 : size]);
   if (size) std::memcpy(buf.get(), data, size);
 
+  fuzz_index(buf.get(), size);
+
   std::unique_ptr<SafetensorsFile> file;
   wharf::Status st = SafetensorsFile::parse(buf.get(), size, &file);
   if (!st.ok()) {
-    if (st.code() != wharf::Code::kDataCorrupt) fail("rejection that is not kDataCorrupt");
+    if (st.code() != wharf::Code::kDataCorrupt && st.code() != wharf::Code::kUnsupported)
+      fail("rejection that is not kDataCorrupt or kUnsupported");
     // Whatever the file holds, the message is valid UTF-8 without control characters.
-    if (!wharf::valid_utf8(st.message())) fail("message is not valid UTF-8");
-    for (char ch : st.message())
-      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) fail("control character in a message");
+    check_message(st.message());
     if (file != nullptr) fail("output set on failure");
     return 0;
   }
@@ -62,15 +109,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const wharf::io::SafetensorsTensor& t : file->tensors()) {
     if (t.name.empty()) fail("empty name accepted");
     if (t.shape.size() > static_cast<size_t>(wharf::kMaxDims)) fail("too many dims accepted");
-    // A zero dimension makes the count 0 wherever it stands; otherwise the product must fit.
-    bool empty = false;
+    // The reference folds the count left to right and refuses the first overflow, even when a
+    // later dimension is 0.
+    uint64_t n = 1;
     for (int64_t d : t.shape) {
       if (d < 0) fail("negative dim accepted");
-      empty = empty || d == 0;
+      if (!wharf::checked_mul(n, static_cast<uint64_t>(d), &n)) fail("overflowing shape accepted");
     }
-    uint64_t n = empty ? 0 : 1;
-    for (int64_t d : t.shape)
-      if (!empty && !wharf::checked_mul(n, static_cast<uint64_t>(d), &n)) fail("overflowing shape accepted");
     if (!wharf::check_fqn("tensor", t.name).ok()) fail("name that check_fqn refuses accepted");
     // Every shape the reader accepts is a valid tensor meta with defined contiguous strides
     // (UBSan checks the stride arithmetic).
@@ -83,21 +128,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Messages quoting the name never carry a control character.
     for (char ch : wharf::quote_name(t.name))
       if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) fail("control character in a quoted name");
-    uint64_t bytes;
-    if (!wharf::checked_mul(n, wharf::dtype_size(t.dtype), &bytes) || bytes != t.end - t.begin)
+    uint64_t bits;
+    if (!wharf::checked_mul(n, wharf::dtype_bits(t.dtype), &bits) || bits % 8 != 0 || bits / 8 != t.end - t.begin)
       fail("size does not match shape");
+    if (m.nbytes() != bits / 8) fail("TensorMeta sizes the tensor differently");
     const auto* p = static_cast<const uint8_t*>(t.data);
     if (t.begin > t.end || p != lo + t.begin || p + (t.end - t.begin) > hi) fail("range outside data");
     if (file->find(t.name) != &t) fail("find() disagrees with tensors()");
     for (uint64_t i = 0; i < t.end - t.begin; ++i) checksum += p[i];  // touch every byte
   }
-  // Non-empty ranges are pairwise disjoint (quadratic, but fuzz inputs hold few tensors).
+  // Non-empty ranges are pairwise disjoint (quadratic, but fuzz inputs hold few tensors), a
+  // zero-size tensor is never strictly inside another, and the ranges cover every byte.
   const auto& ts = file->tensors();
-  for (size_t i = 0; i < ts.size(); ++i)
-    for (size_t j = i + 1; j < ts.size(); ++j)
-      if (ts[i].begin < ts[i].end && ts[j].begin < ts[j].end && ts[i].begin < ts[j].end &&
-          ts[j].begin < ts[i].end)
+  uint64_t covered = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    covered += ts[i].end - ts[i].begin;
+    for (size_t j = 0; j < ts.size(); ++j) {
+      if (i == j) continue;
+      if (ts[i].begin < ts[i].end && ts[j].begin < ts[j].end && ts[i].begin < ts[j].end && ts[j].begin < ts[i].end)
         fail("overlapping ranges accepted");
+      if (ts[j].begin == ts[j].end && ts[i].begin < ts[j].begin && ts[j].begin < ts[i].end)
+        fail("zero-size tensor inside another accepted");
+    }
+  }
+  if (covered != file->data_size()) fail("data section not covered exactly (hole or trailing bytes accepted)");
   for (const auto& kv : file->metadata()) {
     if (kv.first.find('\0') != std::string::npos || kv.second.find('\0') != std::string::npos)
       fail("NUL in metadata accepted");
