@@ -201,7 +201,12 @@ WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level
  * Data types and tensor views
  * ====================================================================================== */
 
-/** Since 0.1. */
+/**
+ * Element types: the safetensors format's dtypes, named as there (wharf_dtype_name). Values
+ * are stable; new ones are only appended. F4, F6_E2M3 and F6_E3M2 are narrower than a byte
+ * and packed (a tensor of n elements is n * bits / 8 bytes, and its bit size must be a
+ * multiple of 8); views of them must be contiguous. Since 0.1 (values 12-21: since 0.3).
+ */
 typedef enum wharf_dtype {
   WHARF_DTYPE_F32 = 0,
   WHARF_DTYPE_F16 = 1,
@@ -214,11 +219,31 @@ typedef enum wharf_dtype {
   WHARF_DTYPE_I16 = 8,
   WHARF_DTYPE_I32 = 9,
   WHARF_DTYPE_I64 = 10,
-  WHARF_DTYPE_BOOL = 11
+  WHARF_DTYPE_BOOL = 11,
+  /* Since 0.3 -------------------------------------------------------------------------- */
+  WHARF_DTYPE_U16 = 12,
+  WHARF_DTYPE_U32 = 13,
+  WHARF_DTYPE_U64 = 14,
+  WHARF_DTYPE_C64 = 15,          /* complex of two F32 (real, imaginary) */
+  WHARF_DTYPE_F8_E8M0 = 16,      /* OCP MX scale: 8-bit exponent, no sign, no mantissa */
+  WHARF_DTYPE_F8_E4M3FNUZ = 17,  /* FP8 E4M3, finite, unsigned zero (AMD) */
+  WHARF_DTYPE_F8_E5M2FNUZ = 18,  /* FP8 E5M2, finite, unsigned zero (AMD) */
+  WHARF_DTYPE_F4 = 19,           /* OCP MXFP4 E2M1: 4 bits, two per byte */
+  WHARF_DTYPE_F6_E2M3 = 20,      /* OCP MXFP6: 6 bits, four per three bytes */
+  WHARF_DTYPE_F6_E3M2 = 21       /* OCP MXFP6: 6 bits, four per three bytes */
 } wharf_dtype;
 
-/** Bytes per element; 0 for a value outside wharf_dtype. Since 0.1. */
+/**
+ * Bytes per element of a dtype of whole bytes; 0 for a sub-byte dtype (F4, F6_*: use
+ * wharf_dtype_bits) and for a value outside wharf_dtype. Since 0.1.
+ */
 WHARF_API size_t wharf_dtype_size(wharf_dtype dtype);
+
+/**
+ * Bits per element (4, 6, 8, 16, 32 or 64); 0 for a value outside wharf_dtype. A tensor of n
+ * elements holds n * bits / 8 bytes. Thread-safe. Since 0.3.
+ */
+WHARF_API size_t wharf_dtype_bits(wharf_dtype dtype);
 
 /** The safetensors spelling ("F32", "BF16", "F8_E4M3", "BOOL", ...); NULL for an unknown value. Since 0.1. */
 WHARF_API const char* wharf_dtype_name(wharf_dtype dtype);
@@ -441,10 +466,26 @@ WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, 
 /**
  * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
  * into the mapping, in file order). The mapping lives as long as the map. The whole file is
- * validated first: header length and JSON, dtype names, shape x dtype = byte range, ranges
- * inside the data section and not overlapping, `__metadata__` a string->string object.
- * Errors: WHARF_NOT_FOUND/WHARF_IO_ERROR (the file), WHARF_DATA_CORRUPT (naming the tensor
- * and what is wrong). Thread-safe. Since 0.1.
+ * validated first, by the rules of the reference implementation (the `safetensors` crate):
+ * header length (at most 100,000,000 bytes) and JSON, dtype names, shape x dtype bits = byte
+ * range, and tensors that tile the data section exactly (sorted by offset, the first at 0,
+ * each where the previous ends, the last at the end of the file: no overlap, no hole, no
+ * trailing byte), `__metadata__` a string->string object (or null). docs/decisions.md lists
+ * where Wharf is stricter.
+ *
+ * A path ending in ".json" is a sharded checkpoint's index (Hugging Face's
+ * "model.safetensors.index.json": {"metadata": {...}, "weight_map": {tensor: shard file}}):
+ * every shard (a file name relative to the index's directory: no absolute path, no ".."
+ * component) is mapped and validated whole, every tensor the index lists must be in the shard
+ * it names and every tensor of a shard must be listed for it; the map holds them all in the
+ * index's order (its metadata: the index's "metadata" members that are strings, numbers or
+ * booleans, as text) and keeps every shard's mapping.
+ *
+ * `*out` is owned by the caller. Errors: WHARF_NOT_FOUND/WHARF_IO_ERROR (a file, named),
+ * WHARF_DATA_CORRUPT (naming the file, the tensor and what is wrong), WHARF_UNSUPPORTED (a
+ * valid file holding what Wharf cannot: a dtype name it does not know, more than
+ * WHARF_MAX_DIMS dimensions, a dimension above INT64_MAX, an empty name, NUL in a name or in
+ * metadata; named), WHARF_INVALID_ARGUMENT (NULL arguments). Thread-safe. Since 0.1.
  */
 WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
                                                             wharf_constant_map** out);
@@ -458,6 +499,19 @@ WHARF_API size_t wharf_constant_map_metadata_size(const wharf_constant_map* map)
 WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_map* map,
                                                           size_t i, const char** key,
                                                           const char** value);
+
+/**
+ * Sets `__metadata__` entry `key` to `value` (both copied), on any map: a new key is
+ * appended, an existing one keeps its place and takes the new value;
+ * wharf_constant_map_save_safetensors writes them. Key and value may be empty; they must be
+ * valid UTF-8 (and, being C strings, hold no NUL). Pointers from
+ * wharf_constant_map_metadata_entry are invalidated. Modifies the map: no other thread may
+ * use it during the call. Errors:
+ * WHARF_INVALID_ARGUMENT (NULL arguments, invalid UTF-8; naming the key), and then the map is
+ * unchanged. Since 0.3.
+ */
+WHARF_API wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map, const char* key,
+                                                        const char* value);
 
 /**
  * Writes every entry of `map` to a safetensors file at `path` (created or replaced
@@ -688,6 +742,29 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container,
                                                const wharf_update_options* opts);
 
 /**
+ * wharf_container_update from a file: memory-maps the safetensors file at `path` (or, for a
+ * path ending in ".json", every shard of a sharded checkpoint's index; see
+ * wharf_constant_map_load_safetensors), validates all of it, then writes its tensors into the
+ * container as wharf_container_update writes a map's, as one update. The file may be partial:
+ * it names a subset of the container's constants (opts->require_full demands all of them).
+ * Its pages are read straight from the mapping (the page cache) into the pinned staging
+ * ring, so no host copy of the file is made: extra host memory is the staging ring. The
+ * mapping is released before the call returns. `path` and `opts` (NULL: defaults) are
+ * borrowed for the call.
+ *
+ * Validated first, changing nothing on failure: the file (WHARF_NOT_FOUND, WHARF_IO_ERROR,
+ * WHARF_DATA_CORRUPT, WHARF_UNSUPPORTED as wharf_constant_map_load_safetensors; a corrupt
+ * shard of an index fails the whole set), then every tensor against the container
+ * (WHARF_NOT_FOUND for a tensor the container does not declare, WHARF_INVALID_ARGUMENT for a
+ * dtype or shape that differs, each naming it). The other errors and the rules of targets,
+ * fold callbacks and concurrency (WHARF_BUSY) are wharf_container_update's. The file must not
+ * be truncated while the call reads it (the mapping would fault); replace model files by
+ * rename, as wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
+ */
+WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* container, const char* path,
+                                                         const wharf_update_options* opts);
+
+/**
  * Makes the inactive generation active, in O(1) without synchronizing the device: runs
  * already begun keep the generation they pinned, and its slots are reclaimed only after
  * their completion events fire. The previous active generation becomes the inactive one, so
@@ -883,6 +960,18 @@ WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* s
 WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
                                                   const wharf_constant_map* map,
                                                   const wharf_update_options* opts);
+
+/**
+ * wharf_weight_store_update from a safetensors file or a sharded checkpoint's index (a path
+ * ending in ".json"), memory-mapped, validated whole, and written as one store update (see
+ * wharf_container_update_from_file for the file rules, what is read and when the mapping is
+ * released). All or nothing across the store's members, and a corrupt file or shard stages
+ * nothing anywhere. `path` and `opts` are borrowed for the call. Errors: those of
+ * wharf_constant_map_load_safetensors, then wharf_weight_store_update's. Thread-safe.
+ * Since 0.3.
+ */
+WHARF_API wharf_status* wharf_weight_store_update_from_file(wharf_weight_store* store, const char* path,
+                                                            const wharf_update_options* opts);
 
 /**
  * Swaps every member container staged by wharf_weight_store_update, atomically with respect
@@ -1114,6 +1203,133 @@ WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model,
  * WHARF_DEVICE_ERROR. Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
+
+/* --- offloaders: layer weights in pinned host memory, prefetched into device slots ----- */
+
+/**
+ * Keeps chosen layers' constants of a container in pinned host memory and a small pool of
+ * static device slots, and, within a run, copies layer i + prefetch_step into a slot on a
+ * copy stream of its own while layer i computes: events order everything, the host never
+ * waits, and the same calls work while the run's stream is captured into a CUDA graph (the
+ * copy stream forks from the capture and joins back into it).
+ *
+ * Layers. `layer_pattern` ("layers.{layer}." by default) gives each constant whose FQN
+ * contains it, with {layer} a decimal number, that layer number. The offloader spans layers
+ * 0 .. wharf_offloader_num_layers()-1. Offloaded constants must be declared with
+ * WHARF_PLACEMENT_HOST: every generation's storage for them is pinned host memory (an update
+ * writes them with host copies only). The k-th offloaded layer (in layer order) uses slot
+ * k % slot_capacity; the pool (slot_capacity slots of the largest offloaded layer's bytes) is
+ * allocated once, under WHARF_MEM_OFFLOAD, and its addresses never change.
+ *
+ * Per run, in this order: wharf_run_offload_begin (copies the first prefetch_step offloaded
+ * layers); for each layer L in increasing order, wharf_run_offload_wait(L) (the run's stream
+ * waits for L's copy; the views are L's slots), launch L's kernels on the run's stream,
+ * wharf_run_offload_issued(L) (the slot may be refilled once the stream passes this point);
+ * then wharf_run_offload_end, before wharf_run_end. Layers that are not offloaded may be
+ * skipped or passed (their calls do nothing; read their constants from the run's table).
+ * One run at a time holds an offloader (its slots hold that run's layers): others get
+ * WHARF_BUSY until it ends. Runs of other streams are ordered after the previous run on the
+ * device; a run being captured cannot wait for work outside its capture, so launch the graph
+ * on a stream ordered after the previous run (the same stream, or wait for it).
+ *
+ * Generations. A run copies from the host storage of the generation it pinned: an update and
+ * a swap make later runs prefetch the new weights, and a run in flight never reads a mix. A
+ * graph captured over a run replays copies from that run's generation; the offloader keeps
+ * every generation it captured alive until it is freed (recapture to follow a swap).
+ *
+ * Threads: all functions are safe to call from many threads; the run's calls are ordered as
+ * the run's own work is. The offloader keeps its container alive.
+ * Since 0.3 (experimental).
+ */
+typedef struct wharf_offloader wharf_offloader;
+
+typedef struct wharf_offloader_options {
+  uint32_t struct_size;
+  const char* const* fqns;     /* explicit list of offloaded constants (borrowed for the call); NULL: select by layer */
+  size_t num_fqns;
+  const char* layer_pattern;   /* NULL: "layers.{layer}." */
+  uint32_t group_size;         /* vLLM's selection: layer L is offloaded when L % group_size >= */
+  uint32_t num_in_group;       /*   group_size - num_in_group; group_size 0 (default): every layer */
+  uint32_t prefetch_step;      /* layers copied ahead; default 1; 0: each copy is issued at its wait */
+  uint32_t slot_capacity;      /* device slots; 0 (default): max(prefetch_step, 1); at most the offloaded layers */
+} wharf_offloader_options;
+
+/** Fills the defaults (prefetch_step 1, num_in_group 1, the rest zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
+WHARF_API void wharf_offloader_options_init_sized(wharf_offloader_options* opts, size_t struct_size);
+#define wharf_offloader_options_init(opts) wharf_offloader_options_init_sized((opts), sizeof(*(opts)))
+
+/**
+ * Creates an offloader over `container` (which it keeps alive); `opts` is borrowed for the
+ * call, NULL means defaults. Allocates the slot pool, a copy stream and its events. The
+ * caller owns `*out` (free with wharf_offloader_free). Errors: WHARF_INVALID_ARGUMENT (a
+ * pattern without exactly one {layer}, no constant matching it, a listed constant without a
+ * layer number, num_in_group outside 1..group_size, prefetch_step above slot_capacity: the
+ * message says which), WHARF_NOT_FOUND (a listed FQN the container does not declare),
+ * WHARF_ALREADY_EXISTS (an FQN listed twice), WHARF_FAILED_PRECONDITION (an offloaded
+ * constant not declared WHARF_PLACEMENT_HOST, named), WHARF_OUT_OF_MEMORY (the pool).
+ * Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const wharf_offloader_options* opts, wharf_offloader** out);
+
+/**
+ * Releases the caller's reference. A run that began offloading keeps the offloader until it
+ * ends; the last reference waits for the copy stream, then frees the pool. NULL is a no-op.
+ * Since 0.3 (experimental).
+ */
+WHARF_API void wharf_offloader_free(wharf_offloader* offloader);
+
+/** Number of layers the offloader spans (the largest layer number + 1); 0 for NULL. Since 0.3 (experimental). */
+WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader);
+
+/** Number of offloaded constants of `layer` (0: not offloaded, out of range, or NULL). Since 0.3 (experimental). */
+WHARF_API size_t wharf_offloader_layer_size(const wharf_offloader* offloader, uint32_t layer);
+
+/**
+ * The FQN of offloaded constant `i` of `layer` (declaration order; owned by the container),
+ * the i-th view wharf_run_offload_wait fills; NULL past the end. Since 0.3 (experimental).
+ */
+WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offloader, uint32_t layer, size_t i);
+
+/**
+ * Begins offloading in `run` (a run of the offloader's container): the copy stream forks
+ * from the run's stream and the first prefetch_step offloaded layers are copied from the
+ * run's generation. Returns without waiting for the device. Errors: WHARF_INVALID_ARGUMENT
+ * (a run of another container), WHARF_BUSY (another open run holds the offloader),
+ * WHARF_FAILED_PRECONDITION (this run already began; a fold callback's run),
+ * WHARF_DEVICE_ERROR. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_begin(wharf_run* run, wharf_offloader* offloader);
+
+/**
+ * Makes the run's stream wait (on the device) for `layer`'s copy and fills `views[i]` for
+ * each of its wharf_offloader_layer_size() constants (device memory of the slot, valid until
+ * wharf_run_offload_issued for this layer; set each struct_size or zero the views). `views`
+ * may be NULL with `num_views` 0 to wait only. A layer that is not offloaded fills nothing.
+ * Calling it again for the same layer before issued returns the same views. Errors:
+ * WHARF_INVALID_ARGUMENT (layer out of range, `num_views` below the layer's size),
+ * WHARF_FAILED_PRECONDITION (offloading not begun in this run; a layer out of order, or
+ * the previous offloaded layer not marked issued, named), WHARF_DEVICE_ERROR.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* offloader, uint32_t layer, wharf_tensor_view* views, size_t num_views);
+
+/**
+ * Records that the run's stream has been given all of `layer`'s work: the copy that reuses
+ * its slot may start once the device gets there (no host wait), and the next layer's
+ * prefetch is issued. Errors: WHARF_INVALID_ARGUMENT (layer out of range),
+ * WHARF_FAILED_PRECONDITION (not waited for first, or already issued), WHARF_DEVICE_ERROR.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer);
+
+/**
+ * Ends offloading in `run`: the run's stream joins the copy stream (so the run's completion
+ * covers every copy, and a capture is joined back) and the offloader is free for the next
+ * run. Call it before wharf_run_end; wharf_run_end does it otherwise. Errors:
+ * WHARF_FAILED_PRECONDITION (offloading not begun in this run), WHARF_DEVICE_ERROR.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_run_offload_end(wharf_run* run, wharf_offloader* offloader);
 
 #ifdef __cplusplus
 } /* extern "C" */

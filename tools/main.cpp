@@ -151,8 +151,10 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
         rc = 1;
         break;
       }
-      uint64_t bytes = wharf_dtype_size(v.dtype);
-      for (int d = 0; d < v.ndim; ++d) bytes *= uint64_t(v.shape[d]);
+      // Sized in bits: sub-byte dtypes (F4, F6) pack several elements per byte.
+      uint64_t bits = wharf_dtype_bits(v.dtype);
+      for (int d = 0; d < v.ndim; ++d) bits *= uint64_t(v.shape[d]);
+      const uint64_t bytes = bits / 8;
       total += bytes;
       const char* dt = wharf_dtype_name(v.dtype);
       if (json)

@@ -67,8 +67,8 @@ bool to_torch_dtype(DType d, int32_t* out) {
     case DType::kI32: *out = 3; return true;
     case DType::kI64: *out = 4; return true;
     case DType::kBool: *out = 11; return true;
+    default: return false;  // dtypes without a PyTorch code AOTInductor models use
   }
-  return false;
 }
 bool from_torch_dtype(int32_t t, DType* out) {
   static const std::pair<int32_t, DType> table[] = {
