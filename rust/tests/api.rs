@@ -1057,7 +1057,8 @@ fn log_callback() {
     drop(Runtime::new(&RuntimeOptions::new()).unwrap());
     let got = lines.lock().unwrap().join("\n");
     assert!(
-        got.contains("Info: runtime: backend AUTO chose") || got.contains("Warn: runtime: backend AUTO chose"),
+        got.contains("Info: runtime: backend AUTO chose")
+            || got.contains("Warn: runtime: backend AUTO chose"),
         "{got:?}"
     );
     wharf::reset_log_callback();
