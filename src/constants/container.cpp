@@ -256,14 +256,13 @@ Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Gene
   return stream.synchronize().with_context("container " + quote_name(name_) + ": waiting for the fold's work");
 }
 
-Status Container::source_ready_event(const UpdateOptions& opts, std::unique_ptr<Event>* out) {
-  if (!opts.wait_stream) return Status::Ok();
-  if (runtime_->backend() != Backend::kCuda)
-    return InvalidArgument("container " + quote_name(name_) + ": wait_stream must be NULL on the host backend");
+Status record_wait_stream(Runtime& runtime, void* wait_stream, const std::string& what, std::unique_ptr<Event>* out) {
+  if (!wait_stream) return Status::Ok();
+  if (runtime.backend() != Backend::kCuda) return InvalidArgument(what + ": wait_stream must be NULL on the host backend");
   std::unique_ptr<Stream> s;
-  WHARF_RETURN_IF_ERROR(runtime_->device().wrap_stream(opts.wait_stream, &s));
-  WHARF_RETURN_IF_ERROR(runtime_->device().create_event(out));
-  return s->record(**out).with_context("container " + quote_name(name_) + ": ordering after wait_stream");
+  WHARF_RETURN_IF_ERROR(runtime.device().wrap_stream(wait_stream, &s));
+  WHARF_RETURN_IF_ERROR(runtime.device().create_event(out));
+  return s->record(**out).with_context(what + ": ordering after wait_stream");
 }
 
 Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
@@ -274,7 +273,7 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
     return Busy("container " + quote_name(name_) + ": another update is in progress (updates, binds and weight store "
                 "updates of one container run one at a time)");
   std::unique_ptr<Event> ready;
-  WHARF_RETURN_IF_ERROR(source_ready_event(opts, &ready));
+  WHARF_RETURN_IF_ERROR(record_wait_stream(*runtime_, opts.wait_stream, "container " + quote_name(name_), &ready));
   return opts.in_place ? update_in_place(plan, opts, ready.get()) : update_inactive(plan, opts, ready.get());
 }
 

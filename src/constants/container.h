@@ -99,6 +99,9 @@ struct ContainerConfig {
 
 // Checks a source tensor against a declaration (dtype, shape, contiguity, device).
 Status validate_constant_source(Runtime& runtime, const ConstantDecl& d, const TensorMeta& src, const void* data);
+// An event recorded on `wait_stream` (a native stream; null: none, *out stays null) that an
+// update's copies wait for; `what` names the caller in messages ("container 'm'").
+Status record_wait_stream(Runtime& runtime, void* wait_stream, const std::string& what, std::unique_ptr<Event>* out);
 // Fresh storage for one constant: pinned host memory for host placement, device memory
 // otherwise, accounted under the constants tag.
 Status allocate_constant_slot(Runtime& runtime, const ConstantDecl& d, std::shared_ptr<Slot>* out);
@@ -170,8 +173,6 @@ class Container : public std::enable_shared_from_this<Container> {
       WHARF_EXCLUDES(mu_);
   Status update_in_place(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready)
       WHARF_EXCLUDES(mu_);
-  // An event recorded on opts.wait_stream (null when none).
-  Status source_ready_event(const UpdateOptions& opts, std::unique_ptr<Event>* out);
   // The generation an update builds on: the staged one, else a copy of the active one.
   std::shared_ptr<Generation> next_generation_locked() const WHARF_REQUIRES(mu_);
   // Allocates derived slots of `gen` and runs the fold (no-op without a fold).

@@ -188,14 +188,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     WHARF_RETURN_IF_ERROR(validate_constant_source(*runtime_, decls[i], map.entry(i).meta, map.entry(i).data)
                               .with_context("weight store update"));
   std::unique_ptr<Event> source_ready;
-  if (opts.wait_stream) {
-    if (runtime_->backend() != Backend::kCuda)
-      return InvalidArgument("weight store update: wait_stream must be NULL on the host backend");
-    std::unique_ptr<Stream> s;
-    WHARF_RETURN_IF_ERROR(runtime_->device().wrap_stream(opts.wait_stream, &s));
-    WHARF_RETURN_IF_ERROR(runtime_->device().create_event(&source_ready));
-    WHARF_RETURN_IF_ERROR(s->record(*source_ready).with_context("weight store update: ordering after wait_stream"));
-  }
+  WHARF_RETURN_IF_ERROR(record_wait_stream(*runtime_, opts.wait_stream, "weight store update", &source_ready));
 
   // 2. The containers affected, each with its update lock held for the whole call, and each
   //    checked to be able to take the update before anything is copied or staged.

@@ -238,6 +238,11 @@ struct Model::Instance {
   std::weak_ptr<Session> session;
   const Session* session_raw = nullptr;
   std::vector<void*> kept;  // handles the AOTInductor container keeps for user-managed constants
+  // Whether this instance is bound to `run`'s generation and session (no rebind needed).
+  bool bound_to(const Run& run) const {
+    return bound && gen.lock() == run.pinned_generation() && session_raw == run.session().get() &&
+           session.lock() == run.session();
+  }
   ~Instance() {
     AccountingScope scope(accounting);
     if (handle) {
@@ -429,8 +434,7 @@ Status Model::take_instance(const Run& run, std::unique_ptr<Instance>* out) {
     // no refold), else the most recently used one.
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
       Instance& i = **it;
-      if (i.bound && i.gen.lock() == run.pinned_generation() && i.session_raw == run.session().get() &&
-          i.session.lock() == run.session()) {
+      if (i.bound_to(run)) {
         *out = std::move(*it);
         idle_.erase(it);
         return Status::Ok();
@@ -469,6 +473,7 @@ Status Model::bind(Instance& inst, const Run& run) {
     } else {
       WHARF_RETURN_IF_ERROR(run.state_at(b.state, &t));
     }
+    // PyTorch's contiguous strides (a size-0 dimension counts as 1, unlike TensorMeta's).
     std::vector<int64_t> strides(t.shape->size());
     int64_t acc = 1;
     for (size_t i = strides.size(); i-- > 0;) {
@@ -551,8 +556,7 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
   }
   std::unique_ptr<Instance> inst;
   Status st = take_instance(run, &inst);
-  if (st.ok() && !(inst->bound && inst->gen.lock() == run.pinned_generation() &&
-                   inst->session_raw == run.session().get() && inst->session.lock() == run.session()))
+  if (st.ok() && !inst->bound_to(run))
     st = bind(*inst, run);
   if (!st.ok()) {
     for (AHandle h : in) shim.del(h);

@@ -248,8 +248,6 @@ TEST_P(Concurrency, InPlaceUpdateOfOneStoreMemberLeavesTheOthersAlone) {
 TEST_P(Concurrency, ThreadHoldingARunMayBeginAnotherWhileAnInPlaceUpdateWaits) {
   Map g1({{"A", 1}});
   wharf_container* c = from_map(rt, g1);
-  wharf_session* s1 = nullptr;  // not needed by a stateless container: runs pass NULL
-  (void)s1;
   const uint64_t before = constants_bytes(rt);
   wharf_run* r1 = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &r1));
@@ -471,7 +469,8 @@ wharf_status* failing(wharf_run*, void*) {
   return wharf_dtype_from_name("fold-failed", &d);  // any real status
 }
 
-wharf_container* derived_container(wharf_runtime* rt) {
+// A container of "s" and "d" (derived), optionally in a weight store.
+wharf_container* derived_container(wharf_runtime* rt, wharf_weight_store* store = nullptr) {
   wharf_constant_decl decls[2];
   std::memset(decls, 0, sizeof decls);
   const char* names[2] = {"s", "d"};
@@ -487,6 +486,7 @@ wharf_container* derived_container(wharf_runtime* rt) {
   wharf_container_options_init(&o);
   o.constants = decls;
   o.num_constants = 2;
+  o.store = store;
   wharf_container* c = nullptr;
   St st(wharf_container_create(rt, &o, &c));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
@@ -589,24 +589,8 @@ wharf_status* in_place_fold_begins_a_run(wharf_run* run, void* user) {
 TEST_P(Concurrency, ReentrantCallsFromFoldsFailInsteadOfHanging) {
   wharf_weight_store* store = nullptr;
   ASSERT_OK(wharf_weight_store_create(rt, &store));
-  wharf_constant_decl decls[2];
-  std::memset(decls, 0, sizeof decls);
-  const char* names[2] = {"s", "d"};
-  for (int i = 0; i < 2; ++i) {
-    decls[i].fqn = names[i];
-    decls[i].dtype = WHARF_DTYPE_F32;
-    decls[i].ndim = 1;
-    decls[i].shape = kShape;
-    decls[i].placement = WHARF_PLACEMENT_DEVICE;
-  }
-  decls[1].flags = WHARF_CONSTANT_DERIVED;
-  wharf_container_options co;
-  wharf_container_options_init(&co);
-  co.constants = decls;
-  co.num_constants = 2;
-  co.store = store;
-  wharf_container* c = nullptr;
-  ASSERT_OK(wharf_container_create(rt, &co, &c));
+  wharf_container* c = derived_container(rt, store);
+  ASSERT_NE(c, nullptr);
   Map s1({{"s", 1}});
   wharf_update_options o;
   wharf_update_options_init(&o);
