@@ -2,7 +2,7 @@
 # Runs the Rust binding's checks against a built libwharf:
 #   rust/test.sh BUILD_DIR      (BUILD_DIR holds libwharf.so; default: ../build)
 # cargo fmt --check and clippy (when installed; default features and `experimental`),
-# then cargo test --features experimental, all offline, then the consumer test.
+# then cargo test --features experimental, all offline.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-$HERE/../build}" && pwd)
@@ -29,10 +29,5 @@ fi
 # With the experimental tier (models, index access): every test, those of the default
 # features included.
 env -u LD_LIBRARY_PATH "$CARGO" test --offline --features experimental
-# A crate outside the tree against an installed prefix (needs a fully built tree, as
-# `make test` has: cmake --install installs the command-line tool too).
-if [ -f "$BUILD/cmake_install.cmake" ] && [ -x "$BUILD/wharf" ] && command -v cmake >/dev/null; then
-  bash "$HERE/consumer_test.sh" "$BUILD"
-else
-  echo "rust/test.sh: skipping the outside-the-tree consumer test ($BUILD is not fully built: no tools/wharf to install)"
-fi
+# The crate used from another crate outside the tree against an installed prefix:
+# tests/consumers/rust_consumer.sh (scripts/run-binding-tests.sh runs it after this script).
