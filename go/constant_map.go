@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -281,6 +282,36 @@ func (m *ConstantMap) Metadata() (map[string]string, error) {
 	}
 	runtime.KeepAlive(m)
 	return md, nil
+}
+
+// SetMetadata sets the `__metadata__` entry key to value (both copied): a new key is
+// appended, an existing one keeps its place and takes the new value; Save writes them.
+// Key and value may be empty and must be valid UTF-8 without NUL bytes
+// (ErrInvalidArgument, and the map is unchanged); ErrBusy while another call reads the map.
+// Since 0.3.
+func (m *ConstantMap) SetMetadata(key, value string) error {
+	const what = "ConstantMap.SetMetadata"
+	// A C string ends at the first NUL: refuse it rather than cut the text short.
+	if strings.IndexByte(key, 0) >= 0 || strings.IndexByte(value, 0) >= 0 {
+		return invalidArgument("%s: metadata key %q: the key and value must not contain NUL bytes", what, key)
+	}
+	ckey, cvalue := C.CString(key), C.CString(value)
+	defer C.free(unsafe.Pointer(ckey))
+	defer C.free(unsafe.Pointer(cvalue))
+	p, err := m.h.acquire(what)
+	if err != nil {
+		return err
+	}
+	defer m.h.release()
+	// As Set: the C map must not change while another call reads it (Metadata hands out
+	// its strings), and waiting could deadlock a fold callback inside an update from it.
+	if !m.rw.TryLock() {
+		return &Error{Code: CodeBusy, Message: what + ": metadata key '" + key + "': the map is being read by another call"}
+	}
+	defer m.rw.Unlock()
+	err = statusError(C.wharf_constant_map_set_metadata((*C.wharf_constant_map)(p), ckey, cvalue))
+	runtime.KeepAlive(m)
+	return err
 }
 
 // Save writes every entry to a safetensors file at path (created or replaced atomically).

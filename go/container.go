@@ -499,6 +499,32 @@ func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 	return err
 }
 
+// UpdateFromFile is Update from a safetensors file, or from every shard of a sharded
+// checkpoint's index (a path ending in ".json"). The file is memory-mapped and validated
+// whole before anything is written, and its pages are read straight into the staging ring
+// (no host copy); the mapping is released before the call returns. It may name a subset of
+// the container's constants (opts.RequireFull demands all). Errors: those of
+// LoadSafetensors for the file (ErrNotFound, ErrIOError, ErrDataCorrupt, ErrUnsupported),
+// then ErrNotFound for a tensor the container does not declare and ErrInvalidArgument for
+// a dtype or shape that differs, each changing nothing; the rest as Update. The file must
+// not be truncated during the call (replace model files by rename, as Save does).
+// Since 0.3.
+func (c *Container) UpdateFromFile(path string, opts *UpdateOptions) error {
+	const what = "Container.UpdateFromFile"
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	cp, err := c.h.acquire(what)
+	if err != nil {
+		return err
+	}
+	defer c.h.release()
+	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+		return C.wharf_go_update_from_file((*C.wharf_container)(cp), cpath, args)
+	})
+	runtime.KeepAlive(c)
+	return err
+}
+
 // PackedTensor locates one contiguous host tensor inside the buffer given to
 // Container.UpdatePacked.
 type PackedTensor struct {

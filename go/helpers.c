@@ -46,6 +46,20 @@ wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_const
   return wharf_weight_store_update(store, map, &o);
 }
 
+wharf_status* wharf_go_update_from_file(wharf_container* container, const char* path,
+                                        const wharf_go_update_args* args) {
+  wharf_update_options o;
+  update_options(&o, args);
+  return wharf_container_update_from_file(container, path, &o);
+}
+
+wharf_status* wharf_go_store_update_from_file(wharf_weight_store* store, const char* path,
+                                              const wharf_go_update_args* args) {
+  wharf_update_options o;
+  update_options(&o, args);
+  return wharf_weight_store_update_from_file(store, path, &o);
+}
+
 /* Builds the temporary map of wharf_go_update_packed (see helpers.h). */
 static wharf_status* packed_map(void* buf, const char* names, const int32_t* dtypes, const int32_t* ndims,
                                 const int64_t* shapes, const uint64_t* offsets, size_t n, wharf_constant_map** out) {

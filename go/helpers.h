@@ -41,6 +41,13 @@ wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, cons
 wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map,
                                     const wharf_go_update_args* args);
 
+/* wharf_container_update_from_file and wharf_weight_store_update_from_file with the
+ * options of args. */
+wharf_status* wharf_go_update_from_file(wharf_container* container, const char* path,
+                                        const wharf_go_update_args* args);
+wharf_status* wharf_go_store_update_from_file(wharf_weight_store* store, const char* path,
+                                              const wharf_go_update_args* args);
+
 /* wharf_go_update_packed for a weight store: the same temporary map, passed to
  * wharf_weight_store_update. */
 wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf, const char* names,

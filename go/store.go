@@ -1,6 +1,7 @@
 package wharf
 
 /*
+#include <stdlib.h>
 #include "helpers.h"
 */
 import "C"
@@ -117,6 +118,27 @@ func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), mp, args)
 	})
 	runtime.KeepAlive(m)
+	runtime.KeepAlive(s)
+	return err
+}
+
+// UpdateFromFile is Update from a safetensors file or a sharded checkpoint's index (a
+// path ending in ".json"), memory-mapped, validated whole and written as one store update
+// (see Container.UpdateFromFile for the file rules). All or nothing across the members: a
+// corrupt file or shard stages nothing anywhere. Errors: those of LoadSafetensors, then
+// Update's. Since 0.3.
+func (s *WeightStore) UpdateFromFile(path string, opts *UpdateOptions) error {
+	const what = "WeightStore.UpdateFromFile"
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	sp, err := s.h.acquire(what)
+	if err != nil {
+		return err
+	}
+	defer s.h.release()
+	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+		return C.wharf_go_store_update_from_file((*C.wharf_weight_store)(sp), cpath, args)
+	})
 	runtime.KeepAlive(s)
 	return err
 }

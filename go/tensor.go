@@ -104,9 +104,9 @@ func (t Tensor) NumElements() int64 {
 	return n
 }
 
-// NumBytes returns NumElements times the element size (the size of the data of a
-// contiguous tensor).
-func (t Tensor) NumBytes() int64 { return t.NumElements() * int64(t.dtype.Size()) }
+// NumBytes returns the size of the data of a contiguous tensor: NumElements times the
+// element size (NumElements * Bits / 8 for the sub-byte dtypes, rounded down).
+func (t Tensor) NumBytes() int64 { return t.NumElements() * int64(t.dtype.Bits()) / 8 }
 
 // IsContiguous reports whether the tensor is row-major without gaps (no strides, or
 // strides equal to the row-major ones).
@@ -293,16 +293,20 @@ func checkShape(what string, shape, strides []int64) (int64, error) {
 	return n, nil
 }
 
-// byteSize returns n elements of dtype in bytes, checking the dtype and overflow.
+// byteSize returns n elements of dtype in bytes, checking the dtype, overflow and, for the
+// sub-byte dtypes, that the elements fill whole bytes.
 func byteSize(what string, dtype DType, n int64) (int64, error) {
-	size := int64(dtype.Size())
-	if size == 0 {
+	bits := int64(dtype.Bits())
+	if bits == 0 {
 		return 0, invalidArgument("%s: unknown dtype value %d", what, int32(dtype))
 	}
-	if n > math.MaxInt64/size {
+	if n > math.MaxInt64/bits {
 		return 0, invalidArgument("%s: byte size overflows", what)
 	}
-	return n * size, nil
+	if n*bits%8 != 0 {
+		return 0, invalidArgument("%s: %d elements of %v are %d bits, not a whole number of bytes", what, n, dtype, n*bits)
+	}
+	return n * bits / 8, nil
 }
 
 // HostBuffer is host memory allocated with C.malloc, for tensor data that Wharf borrows

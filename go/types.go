@@ -28,10 +28,27 @@ const (
 	DTypeI32    DType = C.WHARF_DTYPE_I32
 	DTypeI64    DType = C.WHARF_DTYPE_I64
 	DTypeBool   DType = C.WHARF_DTYPE_BOOL
+	// Since 0.3: the rest of the safetensors format's dtypes.
+	DTypeU16        DType = C.WHARF_DTYPE_U16
+	DTypeU32        DType = C.WHARF_DTYPE_U32
+	DTypeU64        DType = C.WHARF_DTYPE_U64
+	DTypeC64        DType = C.WHARF_DTYPE_C64         // complex of two F32 (real, imaginary)
+	DTypeF8E8M0     DType = C.WHARF_DTYPE_F8_E8M0     // OCP MX scale: 8-bit exponent only
+	DTypeF8E4M3FNUZ DType = C.WHARF_DTYPE_F8_E4M3FNUZ // FP8 E4M3, finite, unsigned zero
+	DTypeF8E5M2FNUZ DType = C.WHARF_DTYPE_F8_E5M2FNUZ // FP8 E5M2, finite, unsigned zero
+	DTypeF4         DType = C.WHARF_DTYPE_F4          // OCP MXFP4 E2M1: 4 bits, two per byte
+	DTypeF6E2M3     DType = C.WHARF_DTYPE_F6_E2M3     // OCP MXFP6: 6 bits, four per three bytes
+	DTypeF6E3M2     DType = C.WHARF_DTYPE_F6_E3M2     // OCP MXFP6: 6 bits, four per three bytes
 )
 
-// Size returns the bytes per element, or 0 for a value outside the known types.
+// Size returns the bytes per element; 0 for a dtype narrower than a byte (F4, F6_*: see
+// Bits) and for a value outside the known types.
 func (d DType) Size() int { return int(C.wharf_dtype_size(C.wharf_dtype(d))) }
+
+// Bits returns the bits per element (4, 6, 8, 16, 32 or 64), or 0 for a value outside the
+// known types. A tensor of n elements holds n * Bits / 8 bytes; tensors of the sub-byte
+// dtypes must be contiguous and a whole number of bytes.
+func (d DType) Bits() int { return int(C.wharf_dtype_bits(C.wharf_dtype(d))) }
 
 // String returns the safetensors spelling ("F32", "BF16", ...), or "DType(n)" for an
 // unknown value.
@@ -55,7 +72,7 @@ func ParseDType(name string) (DType, error) {
 
 // Element is the set of Go types whose slices map directly onto a DType.
 type Element interface {
-	float32 | float64 | int8 | uint8 | int16 | int32 | int64
+	float32 | float64 | int8 | uint8 | int16 | int32 | int64 | uint16 | uint32 | uint64 | complex64
 }
 
 // DTypeOf returns the DType of the Go element type T.
@@ -74,6 +91,14 @@ func DTypeOf[T Element]() DType {
 		return DTypeI16
 	case int32:
 		return DTypeI32
+	case uint16:
+		return DTypeU16
+	case uint32:
+		return DTypeU32
+	case uint64:
+		return DTypeU64
+	case complex64:
+		return DTypeC64
 	default: // int64, the only type left in Element
 		return DTypeI64
 	}
