@@ -73,13 +73,20 @@ abi-baseline: build
 	bash tests/abi/make_baseline.sh $(BUILD)
 
 # For packagers and users: only the build dependencies, no tests or benchmarks, a release
-# build in its own folder, installed stripped (PREFIX defaults to /usr/local).
+# build in its own folder, installed stripped (PREFIX defaults to /usr/local). The Java
+# binding's jar goes to PREFIX/share/java/wharf-VERSION.jar (and the link wharf.jar) when
+# javac and swig are found; neither is required (INSTALL_JAR=0: never build the jar).
 INSTALL_BUILD ?= build-install
+INSTALL_JAR ?= auto
 install:
 	@bash scripts/install-deps.sh build
 	cmake -S . -B $(INSTALL_BUILD) -DWHARF_WITH_CUDA=$(WHARF_WITH_CUDA) -DWHARF_BUILD_TESTS=OFF \
 	  -DWHARF_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(INSTALL_BUILD) -j$(JOBS)
+	@rm -f $(INSTALL_BUILD)/java/wharf-*.jar $(INSTALL_BUILD)/java/wharf.jar
+	@if [ "$(INSTALL_JAR)" = 0 ]; then echo "make install: INSTALL_JAR=0: the Java jar is not built"; \
+	elif command -v javac >/dev/null && command -v swig >/dev/null; then bash java/build.sh $(abspath $(INSTALL_BUILD)); \
+	else echo "make install: javac or swig not found: the Java jar is not built (install a JDK and SWIG for it)"; fi
 	cmake --install $(INSTALL_BUILD) --strip $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
