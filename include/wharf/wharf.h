@@ -1252,6 +1252,10 @@ typedef struct wharf_offloader_options {
   uint32_t num_in_group;       /*   group_size - num_in_group; group_size 0 (default): every layer */
   uint32_t prefetch_step;      /* layers copied ahead; default 1; 0: each copy is issued at its wait */
   uint32_t slot_capacity;      /* device slots; 0 (default): max(prefetch_step, 1); at most the offloaded layers */
+  /* Budget check (appended; see wharf_offloader_get_budget). */
+  uint64_t step_compute_us;      /* the step's measured compute time, microseconds; 0 (default): unknown, no check */
+  uint64_t h2d_bytes_per_second; /* 0 (default): measured at creation (CUDA), 12 GB/s assumed (host backend) */
+  int32_t refuse_if_exposed;     /* non-zero: creation fails when prefetch cannot hide the copies; 0: logs a warning */
 } wharf_offloader_options;
 
 /** Fills the defaults (prefetch_step 1, num_in_group 1, the rest zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
@@ -1266,8 +1270,10 @@ WHARF_API void wharf_offloader_options_init_sized(wharf_offloader_options* opts,
  * layer number, num_in_group outside 1..group_size, prefetch_step above slot_capacity: the
  * message says which), WHARF_NOT_FOUND (a listed FQN the container does not declare),
  * WHARF_ALREADY_EXISTS (an FQN listed twice), WHARF_FAILED_PRECONDITION (an offloaded
- * constant not declared WHARF_PLACEMENT_HOST, named), WHARF_OUT_OF_MEMORY (the pool).
- * Thread-safe. Since 0.3 (experimental).
+ * constant not declared WHARF_PLACEMENT_HOST, named), WHARF_OUT_OF_MEMORY (the pool),
+ * WHARF_RESOURCE_EXHAUSTED (refuse_if_exposed set and the copies a step needs take longer
+ * than step_compute_us at the H2D bandwidth: the message gives bytes, times and the excess),
+ * WHARF_DEVICE_ERROR (measuring the bandwidth). Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const wharf_offloader_options* opts, wharf_offloader** out);
 
@@ -1277,6 +1283,37 @@ WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const
  * Since 0.3 (experimental).
  */
 WHARF_API void wharf_offloader_free(wharf_offloader* offloader);
+
+/** Where an offloader budget's H2D bandwidth comes from. */
+typedef enum wharf_h2d_source {
+  WHARF_H2D_GIVEN = 0,    /* the h2d_bytes_per_second option */
+  WHARF_H2D_MEASURED = 1, /* a timed pinned->device copy on the copy stream at creation (best of 3) */
+  WHARF_H2D_ASSUMED = 2   /* host backend: 12 GB/s, what PCIe 3.0 x16 gives pinned copies */
+} wharf_h2d_source;
+
+/** An offloader's budget: what a step (a run through every layer) copies against its compute. */
+typedef struct wharf_offloader_budget {
+  uint32_t struct_size;           /* set by the caller to sizeof; written up to it */
+  uint32_t offloaded_layers;
+  uint64_t bytes_per_step;        /* the offloaded constants' bytes, every offloaded layer once */
+  uint64_t h2d_bytes_per_second;
+  int32_t h2d_source;             /* a wharf_h2d_source */
+  double copy_us;                 /* bytes_per_step at h2d_bytes_per_second */
+  double compute_us;              /* step_compute_us as given; 0: unknown (no check) */
+  double exposed_us;              /* copy_us - compute_us when positive: what prefetch cannot hide; else 0 */
+} wharf_offloader_budget;
+
+/**
+ * The budget estimated when the offloader was created (fixed for its life). Prefetch
+ * overlaps copies with compute, so a step takes at least max(compute_us, copy_us);
+ * exposed_us is that bound's excess over the compute time (the first prefetch_step copies
+ * of a run start with it, so the real excess may be larger). At creation an exposed budget
+ * is logged at WHARF_LOG_WARN with these figures, or refused with refuse_if_exposed
+ * (WHARF_RESOURCE_EXHAUSTED); with step_compute_us 0 nothing is checked. `out->struct_size`
+ * must be set. Errors: WHARF_INVALID_ARGUMENT (NULL, a struct_size below 4 or cutting a
+ * field). Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_offloader_get_budget(const wharf_offloader* offloader, wharf_offloader_budget* out);
 
 /** Number of layers the offloader spans (the largest layer number + 1); 0 for NULL. Since 0.3 (experimental). */
 WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader);

@@ -23,8 +23,21 @@ const api::StructLayout& offloader_options_layout() {
   static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),   WHARF_FIELD(T, fqns),
                                      WHARF_FIELD(T, num_fqns),      WHARF_FIELD(T, layer_pattern),
                                      WHARF_FIELD(T, group_size),    WHARF_FIELD(T, num_in_group),
-                                     WHARF_FIELD(T, prefetch_step), WHARF_FIELD(T, slot_capacity)};
+                                     WHARF_FIELD(T, prefetch_step), WHARF_FIELD(T, slot_capacity),
+                                     WHARF_FIELD(T, step_compute_us), WHARF_FIELD(T, h2d_bytes_per_second),
+                                     WHARF_FIELD(T, refuse_if_exposed)};
   static const api::StructLayout l{"wharf_offloader_options", f, sizeof(f) / sizeof(f[0]), sizeof(T),
+                                   sizeof(uint32_t), 0, 0, 0};
+  return l;
+}
+
+const api::StructLayout& budget_layout() {
+  using T = wharf_offloader_budget;
+  static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),    WHARF_FIELD(T, offloaded_layers),
+                                     WHARF_FIELD(T, bytes_per_step), WHARF_FIELD(T, h2d_bytes_per_second),
+                                     WHARF_FIELD(T, h2d_source),     WHARF_FIELD(T, copy_us),
+                                     WHARF_FIELD(T, compute_us),     WHARF_FIELD(T, exposed_us)};
+  static const api::StructLayout l{"wharf_offloader_budget", f, sizeof(f) / sizeof(f[0]), sizeof(T),
                                    sizeof(uint32_t), 0, 0, 0};
   return l;
 }
@@ -88,6 +101,9 @@ WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const
     cfg.num_in_group = o.num_in_group;
     cfg.prefetch_step = o.prefetch_step;
     cfg.slot_capacity = o.slot_capacity;
+    cfg.step_compute_us = o.step_compute_us;
+    cfg.h2d_bytes_per_second = o.h2d_bytes_per_second;
+    cfg.refuse_if_exposed = o.refuse_if_exposed != 0;
     auto h = std::make_unique<wharf_offloader>();
     WHARF_RETURN_IF_ERROR(Offloader::create(container->c, cfg, &h->o));
     *out = h.release();
@@ -96,6 +112,31 @@ WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const
 }
 
 WHARF_API void wharf_offloader_free(wharf_offloader* offloader) { delete offloader; }
+
+WHARF_API wharf_status* wharf_offloader_get_budget(const wharf_offloader* offloader, wharf_offloader_budget* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(offloader && out, "wharf_offloader_get_budget: offloader and out must not be NULL");
+    const uint32_t size = out->struct_size;
+    if (size < sizeof(uint32_t))
+      return InvalidArgument("wharf_offloader_budget: output struct_size " + std::to_string(size) +
+                             " is too small; set it to sizeof the struct");
+    size_t n = 0;
+    WHARF_RETURN_IF_ERROR(api::check_output_size(size, budget_layout(), "wharf_offloader_budget", &n));
+    const OffloadBudget& b = offloader->o->budget();
+    wharf_offloader_budget full;
+    std::memset(&full, 0, sizeof full);
+    full.offloaded_layers = b.offloaded_layers;
+    full.bytes_per_step = b.bytes_per_step;
+    full.h2d_bytes_per_second = b.h2d_bytes_per_second;
+    full.h2d_source = int32_t(b.h2d_source);
+    full.copy_us = b.copy_us;
+    full.compute_us = b.compute_us;
+    full.exposed_us = b.exposed_us;
+    std::memcpy(static_cast<void*>(out), &full, n);
+    out->struct_size = size;
+    return Status::Ok();
+  });
+}
 
 WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader) {
   return offloader ? offloader->o->num_layers() : 0;

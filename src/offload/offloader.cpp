@@ -1,7 +1,10 @@
 #include "offload/offloader.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <map>
+#include <unordered_map>
 
 #include "core/logging.h"
 #include "core/text.h"
@@ -31,10 +34,8 @@ const std::vector<OffloadedConstant> kNone;
 
 }  // namespace
 
-Status Offloader::create(std::shared_ptr<Container> container, const OffloaderConfig& config,
-                         std::shared_ptr<Offloader>* out) {
-  if (!container) return InvalidArgument("offloader: container is null");
-  const std::string where = "offloader over container " + quote_name(container->name());
+Status Offloader::select(const std::vector<ConstantDecl>& decls, const OffloaderConfig& config,
+                         const std::string& where, std::vector<int>* chosen_out, std::vector<int64_t>* layers) {
   const std::string marker = "{layer}";
   size_t m = config.layer_pattern.find(marker);
   if (m == std::string::npos || config.layer_pattern.find(marker, m + 1) != std::string::npos)
@@ -52,7 +53,6 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
                            std::to_string(k) + " (got " + std::to_string(cap) + "): the copy of layer i+" +
                            std::to_string(k) + " would overwrite a slot that a layer before it still reads");
 
-  const auto& decls = container->decls();
   std::vector<int64_t> layer(decls.size(), -1);
   int64_t max_layer = -1;
   for (size_t i = 0; i < decls.size(); ++i) {
@@ -68,15 +68,19 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
 
   std::vector<int> chosen;
   if (!config.fqns.empty()) {
+    std::unordered_map<std::string, int> index;
+    for (size_t i = 0; i < decls.size(); ++i) index.emplace(decls[i].fqn, int(i));
     std::vector<bool> seen(decls.size(), false);
     for (const std::string& f : config.fqns) {
-      int idx = container->find(f);
-      if (idx < 0) return NotFound(where + ": constant " + quote_name(f) + " is not declared by the container");
-      if (layer[idx] < 0)
+      auto it = index.find(f);
+      if (it == index.end())
+        return NotFound(where + ": constant " + quote_name(f) + " is not declared by the container");
+      const int idx = it->second;
+      if (layer[size_t(idx)] < 0)
         return InvalidArgument(where + ": constant " + quote_name(f) + " carries no layer number per layer_pattern " +
                                quote_name(config.layer_pattern));
-      if (seen[idx]) return AlreadyExists(where + ": constant " + quote_name(f) + " is listed twice");
-      seen[idx] = true;
+      if (seen[size_t(idx)]) return AlreadyExists(where + ": constant " + quote_name(f) + " is listed twice");
+      seen[size_t(idx)] = true;
       chosen.push_back(idx);
     }
   } else {
@@ -90,6 +94,20 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
       return InvalidArgument(where + ": the group selection (group_size " + std::to_string(config.group_size) +
                              ", num_in_group " + std::to_string(config.num_in_group) + ") selects no layer");
   }
+  std::sort(chosen.begin(), chosen.end());  // declaration order within a layer
+  *chosen_out = std::move(chosen);
+  if (layers) *layers = std::move(layer);
+  return Status::Ok();
+}
+
+Status Offloader::create(std::shared_ptr<Container> container, const OffloaderConfig& config,
+                         std::shared_ptr<Offloader>* out) {
+  if (!container) return InvalidArgument("offloader: container is null");
+  const std::string where = "offloader over container " + quote_name(container->name());
+  const auto& decls = container->decls();
+  std::vector<int> chosen;
+  std::vector<int64_t> layer;
+  WHARF_RETURN_IF_ERROR(select(decls, config, where, &chosen, &layer));
   for (int idx : chosen) {
     const ConstantDecl& d = decls[size_t(idx)];
     if (d.placement != Placement::kHost)
@@ -97,6 +115,9 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
                                 " is placed on the device; an offloaded constant must be declared with "
                                 "WHARF_PLACEMENT_HOST (its generations then live in pinned host memory)");
   }
+  const int64_t max_layer = *std::max_element(layer.begin(), layer.end());
+  const uint32_t k = config.prefetch_step;
+  const uint32_t cap = config.slot_capacity == 0 ? std::max<uint32_t>(k, 1) : config.slot_capacity;
 
   std::shared_ptr<Offloader> o(new Offloader());
   o->container_ = container;
@@ -104,8 +125,6 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
   o->num_layers_ = uint32_t(max_layer + 1);
   o->pos_.assign(o->num_layers_, -1);
   o->layers_.resize(o->num_layers_);
-  // Declaration order within a layer.
-  std::sort(chosen.begin(), chosen.end());
   std::map<uint32_t, uint64_t> bytes;
   for (int idx : chosen) {
     uint32_t L = uint32_t(layer[size_t(idx)]);
@@ -140,7 +159,106 @@ Status Offloader::create(std::shared_ptr<Container> container, const OffloaderCo
   WHARF_RETURN_IF_ERROR(dev.create_event(&o->fork_));
   WHARF_RETURN_IF_ERROR(dev.create_event(&o->join_));
   WHARF_RETURN_IF_ERROR(dev.create_event(&o->prev_end_));
+  WHARF_RETURN_IF_ERROR(o->check_budget(config, where));
   *out = std::move(o);
+  return Status::Ok();
+}
+
+namespace {
+
+std::string fixed1(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b >= (uint64_t(1) << 30)) return fixed1(double(b) / double(uint64_t(1) << 30)) + " GiB";
+  if (b >= (uint64_t(1) << 20)) return fixed1(double(b) / double(uint64_t(1) << 20)) + " MiB";
+  if (b >= (uint64_t(1) << 10)) return fixed1(double(b) / double(uint64_t(1) << 10)) + " KiB";
+  return std::to_string(b) + " bytes";
+}
+
+std::string rate_text(uint64_t bytes_per_second) {
+  const double v = double(bytes_per_second);
+  return v >= 1e9 ? fixed1(v / 1e9) + " GB/s" : fixed1(v / 1e6) + " MB/s";
+}
+
+std::string us_text(double us) { return us >= 1000 ? fixed1(us / 1000) + " ms" : fixed1(us) + " us"; }
+
+}  // namespace
+
+OffloadBudget OffloadBudget::estimate(uint32_t layers, uint64_t bytes, uint64_t h2d_bytes_per_second, H2DSource source,
+                                      uint64_t step_compute_us) {
+  OffloadBudget b;
+  b.offloaded_layers = layers;
+  b.bytes_per_step = bytes;
+  b.h2d_bytes_per_second = h2d_bytes_per_second;
+  b.h2d_source = source;
+  b.copy_us = h2d_bytes_per_second ? double(bytes) * 1e6 / double(h2d_bytes_per_second) : 0;
+  b.compute_us = double(step_compute_us);
+  b.exposed_us = b.checked() && b.copy_us > b.compute_us ? b.copy_us - b.compute_us : 0;
+  return b;
+}
+
+std::string OffloadBudget::describe() const {
+  static const char* const kSource[] = {"given", "measured", "assumed for the host backend"};
+  std::string m = "offloading " + std::to_string(offloaded_layers) + (offloaded_layers == 1 ? " layer" : " layers") +
+                  " moves " + bytes_text(bytes_per_step) + " per step: " + us_text(copy_us) + " at " +
+                  rate_text(h2d_bytes_per_second) + " H2D (" + kSource[int(h2d_source)] + ")";
+  if (!checked()) return m + "; no step compute time given (step_compute_us 0), so no budget check";
+  const std::string ratio = fixed1(copy_us / compute_us) + "x the " + us_text(compute_us) + " step compute time given";
+  if (!exposed()) return m + ", " + ratio + ": prefetch can hide the copies";
+  return m + ", " + ratio + "; prefetch cannot hide " + us_text(exposed_us);
+}
+
+char* Offloader::slot_base(uint32_t layer) const {
+  if (!is_offloaded_layer(layer)) return nullptr;
+  return static_cast<char*>(pool_.data()) + uint64_t(uint32_t(pos_[layer]) % capacity_) * slot_bytes_;
+}
+
+Status Offloader::measure_h2d(uint64_t* bytes_per_second) {
+  // A copy long enough that launch latency (~10 us) is noise, short enough for creation:
+  // up to 32 MiB (about 1 ms at PCIe 5.0 speed) of the pool, best of three after a warm-up.
+  const uint64_t bytes = std::min<uint64_t>(pool_.size(), uint64_t(32) << 20);
+  Device& dev = container_->runtime().device();
+  Buffer src;
+  WHARF_RETURN_IF_ERROR(dev.allocate(MemKind::kPinnedHost, MemTag::kStaging, bytes,
+                                     "offloader: pinned buffer measuring the H2D bandwidth", &src));
+  double best = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    WHARF_RETURN_IF_ERROR(copy_stream_->copy_async(pool_.data(), src.data(), bytes));
+    WHARF_RETURN_IF_ERROR(copy_stream_->synchronize());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i > 0 && s > 0) best = std::max(best, double(bytes) / s);
+  }
+  *bytes_per_second = best > 0 ? uint64_t(best) : kHostAssumedH2D;
+  return Status::Ok();
+}
+
+Status Offloader::check_budget(const OffloaderConfig& config, const std::string& where) {
+  uint64_t bytes = 0;
+  for (const auto& layer : layers_)
+    for (const OffloadedConstant& c : layer) bytes += container_->decls()[size_t(c.index)].nbytes;
+  uint64_t bw = config.h2d_bytes_per_second;
+  H2DSource source = H2DSource::kGiven;
+  if (bw == 0 && container_->runtime().device().backend() == Backend::kHost) {
+    bw = kHostAssumedH2D;
+    source = H2DSource::kAssumed;
+  } else if (bw == 0) {
+    WHARF_RETURN_IF_ERROR(measure_h2d(&bw).with_context(where + ": measuring the H2D bandwidth"));
+    source = H2DSource::kMeasured;
+  }
+  budget_ = OffloadBudget::estimate(num_offloaded_layers(), bytes, bw, source, config.step_compute_us);
+  const std::string m = where + ": " + budget_.describe();
+  if (budget_.exposed() && config.refuse_if_exposed)
+    return ResourceExhausted(m + " (refused: refuse_if_exposed is set)");
+  if (budget_.exposed()) {
+    WHARF_LOG(kWarn, m);
+  } else {
+    WHARF_LOG(kInfo, m);
+  }
   return Status::Ok();
 }
 

@@ -55,6 +55,42 @@ struct OffloaderConfig {
   uint32_t num_in_group = 1;
   uint32_t prefetch_step = 1;  // k: layers copied ahead; 0 = each copy is issued at its wait
   uint32_t slot_capacity = 0;  // device slots; 0 = max(prefetch_step, 1); clamped to the offloaded layers
+  // Budget check (see OffloadBudget): the caller's measured step compute time (0: unknown, no
+  // check), the H2D bandwidth (0: measured at creation on CUDA, kHostAssumedH2D on the host
+  // backend), and whether an exposed copy time refuses creation (else it is logged at WARN).
+  uint64_t step_compute_us = 0;
+  uint64_t h2d_bytes_per_second = 0;
+  bool refuse_if_exposed = false;
+};
+
+// Where the H2D bandwidth of a budget comes from (values of the C API's h2d_source).
+enum class H2DSource : int { kGiven = 0, kMeasured = 1, kAssumed = 2 };
+
+// The host backend has no PCIe link to measure: its budgets assume what a PCIe 3.0 x16 link
+// gives pinned copies (~12 GB/s), the low end of what an offloading GPU server has, so that a
+// budget planned on a laptop errs towards warning (docs/decisions.md, "Offloader budget").
+constexpr uint64_t kHostAssumedH2D = 12'000'000'000ull;
+
+// The copy time a step of the offloader adds against its compute time. Every offloaded layer
+// is copied once per step (a run that waits for every layer); prefetch overlaps the copies
+// with compute, so at best a step takes max(compute, copy): `exposed_us` = copy - compute
+// (0 when the copies fit) is the time prefetch cannot hide, a lower bound of the slowdown.
+struct OffloadBudget {
+  uint32_t offloaded_layers = 0;
+  uint64_t bytes_per_step = 0;
+  uint64_t h2d_bytes_per_second = 0;
+  H2DSource h2d_source = H2DSource::kGiven;
+  double copy_us = 0;
+  double compute_us = 0;  // 0: unknown (no check)
+  double exposed_us = 0;
+
+  static OffloadBudget estimate(uint32_t layers, uint64_t bytes, uint64_t h2d_bytes_per_second, H2DSource source,
+                                uint64_t step_compute_us);
+  bool checked() const { return compute_us > 0; }
+  bool exposed() const { return exposed_us > 0; }
+  // One line: what a step moves, at what bandwidth, against which compute time, and by how
+  // much prefetch cannot hide it ("offloading 6 layers moves 1.5 GiB per step: ...").
+  std::string describe() const;
 };
 
 // One offloaded constant of a layer: where it sits in the slot.
@@ -67,6 +103,12 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
  public:
   static Status create(std::shared_ptr<Container> container, const OffloaderConfig& config,
                        std::shared_ptr<Offloader>* out);
+  // The constants `config` offloads among `decls` (indices, in declaration order), checked as
+  // create checks them except for their placement; `where` prefixes messages. A model loader
+  // uses it to place the chosen constants in host memory before creating its container.
+  // `layers` (optional) receives each declaration's layer number (-1: none).
+  static Status select(const std::vector<ConstantDecl>& decls, const OffloaderConfig& config, const std::string& where,
+                       std::vector<int>* chosen, std::vector<int64_t>* layers = nullptr);
   ~Offloader();
 
   Status begin(Run& run) WHARF_EXCLUDES(mu_);
@@ -89,6 +131,10 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   void* pool_base() const { return pool_.data(); }
   // Whether a run holds the offloader now.
   bool held() const WHARF_EXCLUDES(mu_);
+  // The budget estimated at creation (fixed for the offloader's life).
+  const OffloadBudget& budget() const { return budget_; }
+  // The slot of the offloaded layer `layer` (its constants sit at slot_base + offset).
+  char* slot_base(uint32_t layer) const;
 
  private:
   struct Retired {
@@ -104,6 +150,10 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   Status finish_locked(bool from_run_end) WHARF_REQUIRES(mu_);
   void reap_locked() WHARF_REQUIRES(mu_);
   std::string layer_name(uint32_t layer) const;
+  // The pinned H2D bandwidth: a short timed copy into the (not yet used) pool on the copy stream.
+  Status measure_h2d(uint64_t* bytes_per_second);
+  // Fills budget_, logs it, and refuses an exposed budget when the config asks to.
+  Status check_budget(const OffloaderConfig& config, const std::string& where);
 
   std::shared_ptr<Container> container_;
   std::string pattern_;
@@ -119,6 +169,7 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   std::vector<std::unique_ptr<Event>> copy_done_;  // by offloaded index (copy stream)
   std::vector<std::unique_ptr<Event>> released_;   // by offloaded index (run stream, at issued)
   std::unique_ptr<Event> fork_, join_, prev_end_;
+  OffloadBudget budget_;
 
   mutable Mutex mu_;
   const Run* holder_ WHARF_GUARDED_BY(mu_) = nullptr;

@@ -590,4 +590,213 @@ TEST_F(Offload, OptionsInitIsSized) {
   EXPECT_EQ(wharf_offloader_num_layers(nullptr), 0u);
 }
 
+// --- budget check --------------------------------------------------------------------------
+
+TEST(OffloadBudget, ArithmeticAndText) {
+  using wharf::H2DSource;
+  using wharf::OffloadBudget;
+  // 1.5 GiB at 48.1 GB/s = 33.48 ms against 13.5 ms of compute: 19.98 ms exposed.
+  OffloadBudget b = OffloadBudget::estimate(6, uint64_t(3) << 29, 48'100'000'000ull, H2DSource::kMeasured, 13'500);
+  EXPECT_NEAR(b.copy_us, 33484.67, 0.01);
+  EXPECT_EQ(b.compute_us, 13500.0);
+  EXPECT_NEAR(b.exposed_us, 33484.67 - 13500.0, 0.01);
+  EXPECT_TRUE(b.checked());
+  EXPECT_TRUE(b.exposed());
+  EXPECT_EQ(b.describe(),
+            "offloading 6 layers moves 1.5 GiB per step: 33.5 ms at 48.1 GB/s H2D (measured), 2.5x the 13.5 ms "
+            "step compute time given; prefetch cannot hide 20.0 ms");
+  // Copies that fit: nothing exposed.
+  b = OffloadBudget::estimate(1, uint64_t(64) << 20, 25'000'000'000ull, H2DSource::kGiven, 5'000);
+  EXPECT_NEAR(b.copy_us, 2684.4, 0.1);
+  EXPECT_EQ(b.exposed_us, 0.0);
+  EXPECT_FALSE(b.exposed());
+  EXPECT_EQ(b.describe(),
+            "offloading 1 layer moves 64.0 MiB per step: 2.7 ms at 25.0 GB/s H2D (given), 0.5x the 5.0 ms step "
+            "compute time given: prefetch can hide the copies");
+  // Exactly equal: hidden (the bound is max(compute, copy)).
+  b = OffloadBudget::estimate(2, 1'000'000, 1'000'000'000ull, H2DSource::kGiven, 1'000);
+  EXPECT_EQ(b.copy_us, 1000.0);
+  EXPECT_EQ(b.exposed_us, 0.0);
+  // Unknown compute time: no check, said so.
+  b = OffloadBudget::estimate(3, 3000, wharf::kHostAssumedH2D, H2DSource::kAssumed, 0);
+  EXPECT_FALSE(b.checked());
+  EXPECT_FALSE(b.exposed());
+  EXPECT_EQ(b.describe(),
+            "offloading 3 layers moves 2.9 KiB per step: 0.2 us at 12.0 GB/s H2D (assumed for the host backend); "
+            "no step compute time given (step_compute_us 0), so no budget check");
+}
+
+struct LogCapture {
+  std::mutex mu;
+  std::vector<std::pair<wharf_log_level, std::string>> lines;
+  static void sink(wharf_log_level level, const char* message, void* user) {
+    auto* self = static_cast<LogCapture*>(user);
+    std::lock_guard<std::mutex> lock(self->mu);
+    self->lines.emplace_back(level, message);
+  }
+  LogCapture() { wharf_set_log_callback(&sink, WHARF_LOG_DEBUG, this); }
+  ~LogCapture() { wharf_set_log_callback(nullptr, WHARF_LOG_WARN, nullptr); }
+  std::vector<std::string> at(wharf_log_level level) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<std::string> v;
+    for (const auto& l : lines)
+      if (l.first == level && l.second.find("offloader over container") != std::string::npos) v.push_back(l.second);
+    return v;
+  }
+};
+
+// 4 layers of 64 + 8 floats: 1152 bytes per step.
+constexpr uint64_t kStepBytes = 4 * (kElems + 8) * sizeof(float);
+
+wharf_offloader_budget query_budget(wharf_offloader* off) {
+  wharf_offloader_budget b;
+  std::memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  St st(wharf_offloader_get_budget(off, &b));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return b;
+}
+
+TEST_F(Offload, BudgetExposedIsLoggedAtWarnWithTheFigures) {
+  make(4);
+  LogCapture logs;
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.h2d_bytes_per_second = 1'152'000;  // 1152 bytes: 1 ms
+  oo.step_compute_us = 400;
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  const std::vector<std::string> warns = logs.at(WHARF_LOG_WARN);
+  ASSERT_EQ(warns.size(), 1u);
+  EXPECT_EQ(warns[0],
+            "offloader over container 'toy': offloading 4 layers moves 1.1 KiB per step: 1.0 ms at 1.2 MB/s H2D "
+            "(given), 2.5x the 400.0 us step compute time given; prefetch cannot hide 600.0 us");
+  wharf_offloader_budget b = query_budget(off);
+  EXPECT_EQ(b.offloaded_layers, 4u);
+  EXPECT_EQ(b.bytes_per_step, kStepBytes);
+  EXPECT_EQ(b.h2d_bytes_per_second, 1'152'000u);
+  EXPECT_EQ(b.h2d_source, WHARF_H2D_GIVEN);
+  EXPECT_DOUBLE_EQ(b.copy_us, 1000.0);
+  EXPECT_DOUBLE_EQ(b.compute_us, 400.0);
+  EXPECT_DOUBLE_EQ(b.exposed_us, 600.0);
+  // The offloader works as any other.
+  wharf_run* r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, BudgetThatFitsLogsNoWarning) {
+  make(4);
+  LogCapture logs;
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.h2d_bytes_per_second = 1'152'000;
+  oo.step_compute_us = 1000;  // exactly the copy time: hidden
+  oo.refuse_if_exposed = 1;
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  EXPECT_TRUE(logs.at(WHARF_LOG_WARN).empty());
+  ASSERT_EQ(logs.at(WHARF_LOG_INFO).size(), 1u);
+  EXPECT_NE(logs.at(WHARF_LOG_INFO)[0].find("prefetch can hide the copies"), std::string::npos);
+  EXPECT_EQ(query_budget(off).exposed_us, 0.0);
+}
+
+TEST_F(Offload, BudgetRefusalChangesNothing) {
+  make(4);
+  const uint64_t before = offload_bytes();
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.h2d_bytes_per_second = 1'152'000;
+  oo.step_compute_us = 400;
+  oo.refuse_if_exposed = 1;
+  off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));  // overwritten with NULL on failure
+  EXPECT_CODE(wharf_offloader_create(c, &oo, &off), WHARF_RESOURCE_EXHAUSTED,
+              "offloader over container 'toy': offloading 4 layers moves 1.1 KiB per step: 1.0 ms at 1.2 MB/s H2D "
+              "(given), 2.5x the 400.0 us step compute time given; prefetch cannot hide 600.0 us (refused: "
+              "refuse_if_exposed is set)");
+  EXPECT_EQ(off, nullptr);
+  EXPECT_EQ(offload_bytes(), before);  // the slot pool went with it
+  // The container is untouched: an offloader without the refusal works.
+  oo.refuse_if_exposed = 0;
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  wharf_run* r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+}
+
+TEST_F(Offload, BudgetWithoutComputeTimeChecksNothingAndAssumesTheHostRate) {
+  make(4);
+  LogCapture logs;
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.refuse_if_exposed = 1;  // nothing to refuse without a compute time
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  EXPECT_TRUE(logs.at(WHARF_LOG_WARN).empty());
+  wharf_offloader_budget b = query_budget(off);
+  EXPECT_EQ(b.bytes_per_step, kStepBytes);
+  EXPECT_EQ(b.h2d_source, WHARF_H2D_ASSUMED);
+  EXPECT_EQ(b.h2d_bytes_per_second, 12'000'000'000u);
+  EXPECT_DOUBLE_EQ(b.copy_us, double(kStepBytes) / 12'000.0);
+  EXPECT_EQ(b.compute_us, 0.0);
+  EXPECT_EQ(b.exposed_us, 0.0);
+  ASSERT_EQ(logs.at(WHARF_LOG_INFO).size(), 1u);
+  EXPECT_NE(logs.at(WHARF_LOG_INFO)[0].find("no budget check"), std::string::npos);
+}
+
+TEST_F(Offload, BudgetOnlyCountsTheSelectedLayers) {
+  make(4);
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.group_size = 2;  // layers 1 and 3
+  oo.h2d_bytes_per_second = 1'000'000;
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  wharf_offloader_budget b = query_budget(off);
+  EXPECT_EQ(b.offloaded_layers, 2u);
+  EXPECT_EQ(b.bytes_per_step, kStepBytes / 2);
+}
+
+TEST_F(Offload, OptionsOfTheFirstLayoutTakeBudgetDefaults) {
+  make(4);
+  // A caller compiled before the budget fields: its struct ends at slot_capacity, and what
+  // follows in its memory is not the library's to read.
+  const size_t old_size = offsetof(wharf_offloader_options, step_compute_us);
+  unsigned char raw[sizeof(wharf_offloader_options) + 16];
+  std::memset(raw, 0x7F, sizeof raw);
+  auto* oo = reinterpret_cast<wharf_offloader_options*>(raw);
+  wharf_offloader_options_init_sized(oo, old_size);
+  EXPECT_EQ(oo->struct_size, old_size);
+  EXPECT_EQ(raw[old_size], 0x7F);  // init wrote nothing past it
+  oo->h2d_bytes_per_second = 5;    // not the caller's field: must not be read
+  LogCapture logs;
+  ASSERT_OK(wharf_offloader_create(c, oo, &off));
+  EXPECT_TRUE(logs.at(WHARF_LOG_WARN).empty());
+  wharf_offloader_budget b = query_budget(off);
+  EXPECT_EQ(b.compute_us, 0.0);
+  EXPECT_EQ(b.h2d_source, WHARF_H2D_ASSUMED);
+  EXPECT_EQ(b.h2d_bytes_per_second, 12'000'000'000u);
+}
+
+TEST_F(Offload, BudgetQueryWritesOnlyTheCallersSize) {
+  make(4);
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.h2d_bytes_per_second = 1'152'000;
+  oo.step_compute_us = 400;
+  ASSERT_OK(wharf_offloader_create(c, &oo, &off));
+  // An older caller whose struct ends before copy_us.
+  wharf_offloader_budget b;
+  std::memset(&b, 0x5A, sizeof b);
+  b.struct_size = offsetof(wharf_offloader_budget, copy_us);
+  ASSERT_OK(wharf_offloader_get_budget(off, &b));
+  EXPECT_EQ(b.struct_size, offsetof(wharf_offloader_budget, copy_us));
+  EXPECT_EQ(b.bytes_per_step, kStepBytes);
+  unsigned char tail;
+  std::memcpy(&tail, reinterpret_cast<unsigned char*>(&b) + offsetof(wharf_offloader_budget, copy_us), 1);
+  EXPECT_EQ(tail, 0x5A);
+  // Sizes that cut a field or are missing are refused, naming the struct.
+  b.struct_size = offsetof(wharf_offloader_budget, bytes_per_step) + 4;
+  EXPECT_CODE(wharf_offloader_get_budget(off, &b), WHARF_INVALID_ARGUMENT, "wharf_offloader_budget");
+  b.struct_size = 0;
+  EXPECT_CODE(wharf_offloader_get_budget(off, &b), WHARF_INVALID_ARGUMENT, "struct_size 0");
+  EXPECT_CODE(wharf_offloader_get_budget(nullptr, &b), WHARF_INVALID_ARGUMENT, "must not be NULL");
+}
+
 }  // namespace
