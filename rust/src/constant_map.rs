@@ -195,7 +195,8 @@ impl<'a> ConstantMap<'a> {
     }
 
     /// Adds `name` → raw bytes of any `dtype` (F16, BF16, F8, BOOL, ...) as a contiguous
-    /// host tensor. `data.len()` must be the shape's element count times `dtype.size()`.
+    /// host tensor. `data.len()` must be the shape's element count times `dtype.size()`
+    /// (times `dtype.bits() / 8` for the sub-byte dtypes, a whole number of bytes).
     pub fn set_bytes(
         &mut self,
         name: &str,
@@ -205,9 +206,7 @@ impl<'a> ConstantMap<'a> {
     ) -> Result<()> {
         let what = format!("constant '{name}'");
         let n = num_elements(&what, shape)?;
-        let want = n.checked_mul(dtype.size()).ok_or_else(|| {
-            Error::invalid(format!("{what}: byte size of shape {shape:?} overflows"))
-        })?;
+        let want = dtype.byte_size(n, &format!("{what}: shape {shape:?}"))?;
         if want != data.len() {
             return Err(Error::invalid(format!(
                 "{what}: shape {shape:?} of {dtype} is {want} bytes, the slice {}",
@@ -371,6 +370,24 @@ impl<'a> ConstantMap<'a> {
                 }
             })
             .collect()
+    }
+
+    /// Sets `__metadata__` entry `key` to `value` (both copied), on any map: a new key is
+    /// appended, an existing one keeps its place and takes the new value;
+    /// [`save_safetensors`](Self::save_safetensors) writes them. Key and value may be empty
+    /// and hold no NUL byte (`InvalidArgument`, and the map is unchanged). Since 0.3.
+    pub fn set_metadata(&mut self, key: &str, value: &str) -> Result<()> {
+        let ckey = cstring(key, "metadata key")?;
+        let cvalue = cstring(value, &format!("metadata key '{key}': value"))?;
+        // SAFETY: a live map, exclusively borrowed (no string from `metadata` outlives this
+        // call's `&mut self`), and two valid C strings copied by the call.
+        unsafe {
+            Error::check(sys::wharf_constant_map_set_metadata(
+                self.raw.as_ptr(),
+                ckey.as_ptr(),
+                cvalue.as_ptr(),
+            ))
+        }
     }
 
     /// Writes every entry to a safetensors file at `path` (created or replaced

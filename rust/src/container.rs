@@ -4,10 +4,11 @@ use std::any::Any;
 use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::path::Path;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use crate::constant_map::ConstantMap;
+use crate::constant_map::{path_cstring, ConstantMap};
 use crate::container_options::ContainerOptions;
 use crate::error::{Code, Error, Result};
 use crate::runtime::Runtime;
@@ -509,6 +510,61 @@ impl Container {
         call_with_fold(options, fold, |o| {
             // SAFETY: a live container and map; the options outlive the call.
             unsafe { Error::check(sys::wharf_container_update(self.ptr(), map.as_ptr(), o)) }
+        })
+    }
+
+    /// [`update`](Self::update) from a safetensors file, or from every shard of a sharded
+    /// checkpoint's index (a path ending in `.json`). The file is memory-mapped and
+    /// validated whole before anything is written, and its pages go straight from the
+    /// mapping into the staging ring (no host copy); the mapping is released before the
+    /// call returns. The file may name a subset of the container's constants
+    /// ([`require_full`](UpdateOptions::require_full) demands all of them).
+    ///
+    /// Errors, each changing nothing: those of
+    /// [`ConstantMap::load_safetensors`] for the file (`NotFound`, `IoError`, `DataCorrupt`,
+    /// `Unsupported`), then `NotFound` for a tensor the container does not declare and
+    /// `InvalidArgument` for a dtype or shape that differs; the rest as
+    /// [`update`](Self::update). The file must not be truncated during the call (replace
+    /// model files by rename, as [`ConstantMap::save_safetensors`] does): the mapping would
+    /// fault. Since 0.3.
+    pub fn update_from_file(&self, path: impl AsRef<Path>, options: &UpdateOptions) -> Result<()> {
+        let cpath = path_cstring(path.as_ref())?;
+        let o = options.to_c();
+        // SAFETY: a live container, a valid C string and options that outlive the call.
+        unsafe {
+            Error::check(sys::wharf_container_update_from_file(
+                self.ptr(),
+                cpath.as_ptr(),
+                &o,
+            ))
+        }
+    }
+
+    /// [`update_from_file`](Self::update_from_file) with `fold` computing the derived
+    /// constants, as [`update_with_fold`](Self::update_with_fold). Since 0.3.
+    pub fn update_from_file_with_fold<F>(
+        &self,
+        path: impl AsRef<Path>,
+        options: &UpdateOptions,
+        fold: F,
+    ) -> Result<()>
+    where
+        F: FnMut(
+                &FoldRun<'_>,
+            )
+                -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>
+            + Send,
+    {
+        let cpath = path_cstring(path.as_ref())?;
+        call_with_fold(options, fold, |o| {
+            // SAFETY: a live container, a valid C string; the options outlive the call.
+            unsafe {
+                Error::check(sys::wharf_container_update_from_file(
+                    self.ptr(),
+                    cpath.as_ptr(),
+                    o,
+                ))
+            }
         })
     }
 

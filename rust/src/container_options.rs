@@ -213,12 +213,7 @@ impl<'a> ContainerOptions<'a> {
             let what = format!("state '{}'", s.fqn);
             let n = num_elements(&what, &s.shape)?;
             if let Some((dtype, bytes)) = s.initial {
-                let want = n.checked_mul(dtype.size()).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "{what}: byte size of shape {:?} overflows",
-                        s.shape
-                    ))
-                })?;
+                let want = dtype.byte_size(n, &format!("{what}: shape {:?}", s.shape))?;
                 if bytes.len() != want {
                     return Err(Error::invalid(format!(
                         "initial value of {what}: shape {:?} of {dtype} is {want} bytes, the slice {}",

@@ -1,8 +1,9 @@
 //! [`WeightStore`]: one copy of each weight shared by every container that uses it.
 
+use std::path::Path;
 use std::ptr::NonNull;
 
-use crate::constant_map::ConstantMap;
+use crate::constant_map::{path_cstring, ConstantMap};
 use crate::container::{call_with_fold, FoldRun, UpdateOptions};
 use crate::error::{Code, Error, Result};
 use crate::runtime::Runtime;
@@ -123,6 +124,26 @@ impl WeightStore {
             Error::check(sys::wharf_weight_store_update(
                 self.as_raw(),
                 map.as_ptr(),
+                &o,
+            ))
+        }
+    }
+
+    /// [`update`](Self::update) from a safetensors file or a sharded checkpoint's index (a
+    /// path ending in `.json`), memory-mapped, validated whole and written as one store
+    /// update (see [`Container::update_from_file`](crate::Container::update_from_file) for
+    /// the file rules). All or nothing across the members: a corrupt file or shard stages
+    /// nothing anywhere. Errors: those of
+    /// [`ConstantMap::load_safetensors`], then [`update`](Self::update)'s. Since 0.3.
+    pub fn update_from_file(&self, path: impl AsRef<Path>, options: &UpdateOptions) -> Result<()> {
+        let cpath = path_cstring(path.as_ref())?;
+        let o = options.to_c();
+        // SAFETY: a live store, a valid C string and options that outlive the call;
+        // thread-safe.
+        unsafe {
+            Error::check(sys::wharf_weight_store_update_from_file(
+                self.as_raw(),
+                cpath.as_ptr(),
                 &o,
             ))
         }

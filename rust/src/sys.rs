@@ -80,6 +80,16 @@ pub const WHARF_DTYPE_I16: wharf_dtype = 8;
 pub const WHARF_DTYPE_I32: wharf_dtype = 9;
 pub const WHARF_DTYPE_I64: wharf_dtype = 10;
 pub const WHARF_DTYPE_BOOL: wharf_dtype = 11;
+pub const WHARF_DTYPE_U16: wharf_dtype = 12;
+pub const WHARF_DTYPE_U32: wharf_dtype = 13;
+pub const WHARF_DTYPE_U64: wharf_dtype = 14;
+pub const WHARF_DTYPE_C64: wharf_dtype = 15;
+pub const WHARF_DTYPE_F8_E8M0: wharf_dtype = 16;
+pub const WHARF_DTYPE_F8_E4M3FNUZ: wharf_dtype = 17;
+pub const WHARF_DTYPE_F8_E5M2FNUZ: wharf_dtype = 18;
+pub const WHARF_DTYPE_F4: wharf_dtype = 19;
+pub const WHARF_DTYPE_F6_E2M3: wharf_dtype = 20;
+pub const WHARF_DTYPE_F6_E3M2: wharf_dtype = 21;
 
 pub type wharf_device_type = u32;
 pub const WHARF_DEVICE_CPU: wharf_device_type = 0;
@@ -287,6 +297,7 @@ extern "C" {
 
     // dtypes
     pub fn wharf_dtype_size(dtype: wharf_dtype) -> usize;
+    pub fn wharf_dtype_bits(dtype: wharf_dtype) -> usize;
     pub fn wharf_dtype_name(dtype: wharf_dtype) -> *const c_char;
     pub fn wharf_dtype_from_name(name: *const c_char, out: *mut wharf_dtype) -> *mut wharf_status;
 
@@ -341,6 +352,11 @@ extern "C" {
         key: *mut *const c_char,
         value: *mut *const c_char,
     ) -> *mut wharf_status;
+    pub fn wharf_constant_map_set_metadata(
+        map: *mut wharf_constant_map,
+        key: *const c_char,
+        value: *const c_char,
+    ) -> *mut wharf_status;
     pub fn wharf_constant_map_save_safetensors(
         map: *const wharf_constant_map,
         path: *const c_char,
@@ -372,6 +388,11 @@ extern "C" {
     pub fn wharf_container_update(
         container: *mut wharf_container,
         map: *const wharf_constant_map,
+        opts: *const wharf_update_options,
+    ) -> *mut wharf_status;
+    pub fn wharf_container_update_from_file(
+        container: *mut wharf_container,
+        path: *const c_char,
         opts: *const wharf_update_options,
     ) -> *mut wharf_status;
     pub fn wharf_container_swap(container: *mut wharf_container) -> *mut wharf_status;
@@ -434,6 +455,11 @@ extern "C" {
     pub fn wharf_weight_store_update(
         store: *mut wharf_weight_store,
         map: *const wharf_constant_map,
+        opts: *const wharf_update_options,
+    ) -> *mut wharf_status;
+    pub fn wharf_weight_store_update_from_file(
+        store: *mut wharf_weight_store,
+        path: *const c_char,
         opts: *const wharf_update_options,
     ) -> *mut wharf_status;
     pub fn wharf_weight_store_swap(store: *mut wharf_weight_store) -> *mut wharf_status;

@@ -239,9 +239,9 @@ impl<'a> TensorView<'a> {
         self.meta.num_elements()
     }
 
-    /// The size of the elements in bytes (`num_elements() * dtype().size()`).
+    /// The size of the elements in bytes (`num_elements() * dtype().bits() / 8`).
     pub fn num_bytes(&self) -> usize {
-        self.num_elements() * self.meta.dtype.size()
+        self.num_elements() * self.meta.dtype.bits() / 8
     }
 
     /// Whether the tensor is row-major without gaps.
@@ -398,9 +398,9 @@ impl<'a> TensorViewMut<'a> {
         self.meta.num_elements()
     }
 
-    /// The size of the elements in bytes.
+    /// The size of the elements in bytes (`num_elements() * dtype().bits() / 8`).
     pub fn num_bytes(&self) -> usize {
-        self.num_elements() * self.meta.dtype.size()
+        self.num_elements() * self.meta.dtype.bits() / 8
     }
 
     /// Checks that the view is contiguous host memory of `T` elements, aligned for `T`;

@@ -34,10 +34,30 @@ pub enum DType {
     I64,
     /// Boolean, one byte.
     Bool,
+    /// Unsigned 16-bit integer. Since 0.3, as the rest below.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Complex number of two 32-bit floats (real, imaginary).
+    C64,
+    /// OCP MX scale: an 8-bit exponent, no sign, no mantissa.
+    F8E8M0,
+    /// 8-bit float E4M3, finite, unsigned zero (AMD).
+    F8E4M3Fnuz,
+    /// 8-bit float E5M2, finite, unsigned zero (AMD).
+    F8E5M2Fnuz,
+    /// OCP MXFP4 E2M1: 4 bits, two per byte.
+    F4,
+    /// OCP MXFP6 E2M3: 6 bits, four per three bytes.
+    F6E2M3,
+    /// OCP MXFP6 E3M2: 6 bits, four per three bytes.
+    F6E3M2,
 }
 
 impl DType {
-    const ALL: [DType; 12] = [
+    const ALL: [DType; 22] = [
         DType::F32,
         DType::F16,
         DType::BF16,
@@ -50,6 +70,16 @@ impl DType {
         DType::I32,
         DType::I64,
         DType::Bool,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::C64,
+        DType::F8E8M0,
+        DType::F8E4M3Fnuz,
+        DType::F8E5M2Fnuz,
+        DType::F4,
+        DType::F6E2M3,
+        DType::F6E3M2,
     ];
 
     /// Every element type, in `wharf_dtype` order.
@@ -72,6 +102,16 @@ impl DType {
             DType::I32 => sys::WHARF_DTYPE_I32,
             DType::I64 => sys::WHARF_DTYPE_I64,
             DType::Bool => sys::WHARF_DTYPE_BOOL,
+            DType::U16 => sys::WHARF_DTYPE_U16,
+            DType::U32 => sys::WHARF_DTYPE_U32,
+            DType::U64 => sys::WHARF_DTYPE_U64,
+            DType::C64 => sys::WHARF_DTYPE_C64,
+            DType::F8E8M0 => sys::WHARF_DTYPE_F8_E8M0,
+            DType::F8E4M3Fnuz => sys::WHARF_DTYPE_F8_E4M3FNUZ,
+            DType::F8E5M2Fnuz => sys::WHARF_DTYPE_F8_E5M2FNUZ,
+            DType::F4 => sys::WHARF_DTYPE_F4,
+            DType::F6E2M3 => sys::WHARF_DTYPE_F6_E2M3,
+            DType::F6E3M2 => sys::WHARF_DTYPE_F6_E3M2,
         }
     }
 
@@ -80,10 +120,33 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.to_raw() == raw)
     }
 
-    /// Bytes per element.
+    /// Bytes per element; 0 for the dtypes narrower than a byte ([`F4`](DType::F4),
+    /// [`F6E2M3`](DType::F6E2M3), [`F6E3M2`](DType::F6E3M2): see [`bits`](Self::bits)).
     pub fn size(self) -> usize {
         // SAFETY: a plain function of a valid enum value.
         unsafe { sys::wharf_dtype_size(self.to_raw()) }
+    }
+
+    /// Bits per element (4, 6, 8, 16, 32 or 64). A tensor of `n` elements holds
+    /// `n * bits / 8` bytes; tensors of the sub-byte dtypes must be contiguous and a whole
+    /// number of bytes. Since 0.3.
+    pub fn bits(self) -> usize {
+        // SAFETY: a plain function of a valid enum value.
+        unsafe { sys::wharf_dtype_bits(self.to_raw()) }
+    }
+
+    /// The bytes of `n` elements: `InvalidArgument` (naming `what`) when that overflows or,
+    /// for a sub-byte dtype, is not a whole number of bytes.
+    pub(crate) fn byte_size(self, n: usize, what: &str) -> Result<usize> {
+        let bits = n
+            .checked_mul(self.bits())
+            .ok_or_else(|| Error::invalid(format!("{what}: byte size overflows")))?;
+        if bits % 8 != 0 {
+            return Err(Error::invalid(format!(
+                "{what}: {n} elements of {self} are {bits} bits, not a whole number of bytes"
+            )));
+        }
+        Ok(bits / 8)
     }
 
     /// The safetensors spelling (`"F32"`, `"BF16"`, `"F8_E4M3"`, `"BOOL"`, ...).
@@ -146,7 +209,8 @@ macro_rules! element {
         }
     )*};
 }
-element!(f32 => F32, f64 => F64, i8 => I8, u8 => U8, i16 => I16, i32 => I32, i64 => I64);
+element!(f32 => F32, f64 => F64, i8 => I8, u8 => U8, i16 => I16, i32 => I32, i64 => I64,
+         u16 => U16, u32 => U32, u64 => U64);
 
 /// Where a tensor's memory lives (`wharf_device_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
