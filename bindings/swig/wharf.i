@@ -128,6 +128,10 @@ WHARF_WRAP(wharf_session_state_bytes)
 WHARF_WRAP(wharf_session_free)
 /* 0.3.0 */
 WHARF_WRAP(wharf_container_name)
+WHARF_WRAP(wharf_dtype_bits)
+WHARF_WRAP(wharf_constant_map_set_metadata)
+WHARF_WRAP(wharf_container_update_from_file)
+WHARF_WRAP(wharf_weight_store_update_from_file)
 /* models (0.3.0, experimental tier) */
 WHARF_WRAP(wharf_model_free)
 WHARF_WRAP(wharf_model_container)
@@ -1161,6 +1165,32 @@ void wharf_swig_container_update_fold(JNIEnv* jenv, wharf_container* container, 
   o = *opts;
   if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
   *status_out = wharf_container_update(container, map, &o);
+  (*jenv)->DeleteGlobalRef(jenv, f.call);
+}
+
+/** wharf_container_update_from_file with a Java fold callback, as wharf_swig_container_update_fold. */
+void wharf_swig_container_update_from_file_fold(JNIEnv* jenv, wharf_container* container, const char* path,
+                                                const wharf_update_options* opts, jobject fold_call,
+                                                wharf_status** status_out) {
+  wharf_update_options o;
+  wharf_swig_fold f;
+  if (!opts) return;
+  o = *opts;
+  if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
+  *status_out = wharf_container_update_from_file(container, path, &o);
+  (*jenv)->DeleteGlobalRef(jenv, f.call);
+}
+
+/** wharf_weight_store_update_from_file with a Java fold callback, as wharf_swig_container_update_fold. */
+void wharf_swig_weight_store_update_from_file_fold(JNIEnv* jenv, wharf_weight_store* store, const char* path,
+                                                   const wharf_update_options* opts, jobject fold_call,
+                                                   wharf_status** status_out) {
+  wharf_update_options o;
+  wharf_swig_fold f;
+  if (!opts) return;
+  o = *opts;
+  if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
+  *status_out = wharf_weight_store_update_from_file(store, path, &o);
   (*jenv)->DeleteGlobalRef(jenv, f.call);
 }
 

@@ -426,7 +426,8 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
   }
 
   /**
-   * The {@code __metadata__} of a map loaded from safetensors (empty for other maps).
+   * The {@code __metadata__} of the map: read from its safetensors file, and set with
+   * {@link #setMetadata(String, String)}.
    *
    * @return an unmodifiable snapshot, in file order
    * @throws IllegalStateException if the map has been closed
@@ -440,6 +441,27 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
             WharfNative.wharf_swig_constant_map_metadata_value(p, i));
       }
       return Collections.unmodifiableMap(metadata);
+    });
+  }
+
+  /**
+   * Sets the {@code __metadata__} entry {@code key} to {@code value} (both copied), on any map:
+   * a new key is appended, an existing one keeps its place and takes the new value;
+   * {@link #save(Path)} writes them. Key and value may be empty. Waits, as {@code put}, until
+   * no other call uses the map. Since 0.3.
+   *
+   * @param key the metadata key
+   * @param value its value
+   * @throws IllegalArgumentException if the key or value contains a NUL character (the map is
+   *     unchanged)
+   * @throws IllegalStateException if the map has been closed
+   */
+  public void setMetadata(String key, String value) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
+    withPointerExclusive(p -> {
+      WharfNative.wharf_constant_map_set_metadata(p, key, value);
+      return null;
     });
   }
 

@@ -2,6 +2,7 @@ package dev.wharf;
 
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -343,6 +344,58 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
         o.delete();
       }
     }));
+  }
+
+  /**
+   * {@link #update(ConstantMap)} from a safetensors file: the same as
+   * {@code updateFromFile(path, UpdateOptions.defaults())}. Since 0.3.
+   *
+   * @param path the file (or a sharded checkpoint's index, ending in ".json")
+   * @throws WharfException as {@link #updateFromFile(Path, UpdateOptions)}
+   * @throws IllegalStateException if the container has been closed
+   */
+  public void updateFromFile(Path path) {
+    updateFromFile(path, UpdateOptions.defaults());
+  }
+
+  /**
+   * {@link #update(ConstantMap, UpdateOptions)} from a safetensors file, or from every shard
+   * of a sharded checkpoint's index (a path ending in ".json"). The file is memory-mapped and
+   * validated whole before anything is written, its pages go straight from the mapping into
+   * the staging ring (no copy on the Java heap or in native memory), and the mapping is
+   * released before the call returns. The file may name a subset of the constants
+   * ({@link UpdateOptions#requireFull()} demands all). The file must not be truncated during
+   * the call; replace model files by rename, as {@link ConstantMap#save(Path)} does. Since 0.3.
+   *
+   * @param path the file, on the default file system
+   * @param options as for {@link #update(ConstantMap, UpdateOptions)} (fold included)
+   * @throws WharfException (each changing nothing) {@link WharfException.Code#NOT_FOUND},
+   *     {@link WharfException.Code#IO_ERROR}, {@link WharfException.Code#DATA_CORRUPT} or
+   *     {@link WharfException.Code#UNSUPPORTED} for the file, as
+   *     {@link ConstantMap#loadSafetensors(Path)}; then {@link WharfException.Code#NOT_FOUND}
+   *     for a tensor the container does not declare and
+   *     {@link WharfException.Code#INVALID_ARGUMENT} for a dtype or shape that differs, each
+   *     naming it; the rest as {@link #update(ConstantMap, UpdateOptions)}
+   * @throws IllegalArgumentException if the path is not on the default file system
+   * @throws IllegalStateException if the container has been closed
+   */
+  public void updateFromFile(Path path, UpdateOptions options) {
+    String file = ConstantMap.nativePath(path);
+    Objects.requireNonNull(options, "options");
+    withPointer(c -> {
+      wharf_update_options o = options.toNative();
+      try {
+        if (options.fold() == null) {
+          WharfNative.wharf_container_update_from_file(c, file, o);
+        } else {
+          FoldCall call = new FoldCall(options.fold(), this);
+          call.around(() -> WharfNative.wharf_swig_container_update_from_file_fold(c, file, o, call));
+        }
+        return null;
+      } finally {
+        o.delete();
+      }
+    });
   }
 
   /**

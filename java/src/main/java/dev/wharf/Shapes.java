@@ -39,13 +39,22 @@ final class Shapes {
     }
   }
 
-  /** Bytes of a contiguous tensor; throws as {@link #elementCount}. */
+  /**
+   * Bytes of a contiguous tensor; throws as {@link #elementCount}, and for a sub-byte dtype
+   * whose elements do not fill whole bytes.
+   */
   static long byteSize(DType dtype, long[] shape) {
+    long bits;
     try {
-      return Math.multiplyExact(elementCount(shape), (long) dtype.byteSize());
+      bits = Math.multiplyExact(elementCount(shape), (long) dtype.bits());
     } catch (ArithmeticException e) {
       throw new IllegalArgumentException("shape " + Arrays.toString(shape) + " of " + dtype
           + " has too many bytes", e);
     }
+    if (bits % 8 != 0) {
+      throw new IllegalArgumentException("shape " + Arrays.toString(shape) + " of " + dtype + " is "
+          + bits + " bits, not a whole number of bytes");
+    }
+    return bits / 8;
   }
 }

@@ -1,5 +1,6 @@
 package dev.wharf;
 
+import java.nio.file.Path;
 import java.util.Objects;
 
 /**
@@ -142,6 +143,51 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
         o.delete();
       }
     }));
+  }
+
+  /**
+   * {@link #update(ConstantMap)} from a safetensors file: the same as
+   * {@code updateFromFile(path, UpdateOptions.defaults())}. Since 0.3.
+   *
+   * @param path the file (or a sharded checkpoint's index, ending in ".json")
+   * @throws WharfException as {@link #updateFromFile(Path, UpdateOptions)}
+   * @throws IllegalStateException if the store has been closed
+   */
+  public void updateFromFile(Path path) {
+    updateFromFile(path, UpdateOptions.defaults());
+  }
+
+  /**
+   * {@link #update(ConstantMap, UpdateOptions)} from a safetensors file or a sharded
+   * checkpoint's index (a path ending in ".json"), memory-mapped, validated whole and written
+   * as one store update (see {@link Container#updateFromFile(Path, UpdateOptions)} for the
+   * file rules). All or nothing across the members: a corrupt file or shard stages nothing
+   * anywhere. Since 0.3.
+   *
+   * @param path the file, on the default file system
+   * @param options as for {@link #update(ConstantMap, UpdateOptions)}
+   * @throws WharfException those of {@link ConstantMap#loadSafetensors(Path)} for the file,
+   *     then those of {@link #update(ConstantMap, UpdateOptions)}
+   * @throws IllegalArgumentException if the path is not on the default file system
+   * @throws IllegalStateException if the store has been closed
+   */
+  public void updateFromFile(Path path, UpdateOptions options) {
+    String file = ConstantMap.nativePath(path);
+    Objects.requireNonNull(options, "options");
+    withPointer(s -> {
+      wharf_update_options o = options.toNative();
+      try {
+        if (options.fold() == null) {
+          WharfNative.wharf_weight_store_update_from_file(s, file, o);
+        } else {
+          FoldCall call = new FoldCall(options.fold(), this);
+          call.around(() -> WharfNative.wharf_swig_weight_store_update_from_file_fold(s, file, o, call));
+        }
+        return null;
+      } finally {
+        o.delete();
+      }
+    });
   }
 
   /**

@@ -139,12 +139,17 @@ public class LibraryTest {
     int[] values = {wharf_dtype.WHARF_DTYPE_F32, wharf_dtype.WHARF_DTYPE_F16, wharf_dtype.WHARF_DTYPE_BF16,
         wharf_dtype.WHARF_DTYPE_F64, wharf_dtype.WHARF_DTYPE_F8_E4M3, wharf_dtype.WHARF_DTYPE_F8_E5M2,
         wharf_dtype.WHARF_DTYPE_I8, wharf_dtype.WHARF_DTYPE_U8, wharf_dtype.WHARF_DTYPE_I16,
-        wharf_dtype.WHARF_DTYPE_I32, wharf_dtype.WHARF_DTYPE_I64, wharf_dtype.WHARF_DTYPE_BOOL};
+        wharf_dtype.WHARF_DTYPE_I32, wharf_dtype.WHARF_DTYPE_I64, wharf_dtype.WHARF_DTYPE_BOOL,
+        wharf_dtype.WHARF_DTYPE_U16, wharf_dtype.WHARF_DTYPE_U32, wharf_dtype.WHARF_DTYPE_U64,
+        wharf_dtype.WHARF_DTYPE_C64, wharf_dtype.WHARF_DTYPE_F8_E8M0, wharf_dtype.WHARF_DTYPE_F8_E4M3FNUZ,
+        wharf_dtype.WHARF_DTYPE_F8_E5M2FNUZ, wharf_dtype.WHARF_DTYPE_F4, wharf_dtype.WHARF_DTYPE_F6_E2M3,
+        wharf_dtype.WHARF_DTYPE_F6_E3M2};
     assertEquals(values.length, DType.values().length);
     for (int i = 0; i < values.length; i++) {
       DType d = DType.values()[i];
       assertEquals(d.name(), values[i], d.value());
       assertEquals(d.name(), WharfNative.wharf_dtype_size(d.value()), d.byteSize());
+      assertEquals(d.name(), WharfNative.wharf_dtype_bits(d.value()), d.bits());
       assertEquals(d.name(), WharfNative.wharf_dtype_name(d.value()), d.safetensorsName());
       assertEquals(d, DType.fromValue(d.value()));
       assertEquals(d, DType.fromSafetensorsName(d.safetensorsName()));
