@@ -22,6 +22,15 @@ std::string json_string(const std::string& s);
 int cmd_info(bool json);
 int cmd_inspect(const std::vector<std::string>& files, bool json);
 
+struct LoadOptions {
+  std::string file;                  // the checkpoint: a safetensors file or a *.safetensors.index.json
+  std::vector<std::string> updates;  // files applied after it, in order, each published by a swap
+  std::string backend = "auto";      // auto, cuda or host
+};
+// `wharf load`: the checkpoint loaded into a container, then the updates; a summary line on
+// stdout for each, and a progress line on stderr while it runs when stderr is a terminal.
+int cmd_load(const LoadOptions& o);
+
 struct DemoOptions {
   bool host = false;          // force the host backend (weights-only demo)
   bool weights_only = false;  // skip the model demo even on a GPU

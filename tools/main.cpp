@@ -1,4 +1,5 @@
-// wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf demo`.
+// wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf load FILE`,
+// `wharf demo`.
 #include <cstring>
 
 #include <CLI/CLI.hpp>
@@ -198,6 +199,18 @@ int main(int argc, char** argv) {
   auto* inspect = app.add_subcommand("inspect", "table of tensors, dtypes, shapes and bytes of safetensors files");
   inspect->add_option("files", files, "safetensors files")->required()->check(CLI::ExistingFile);
   inspect->add_flag("--json", json, "a JSON array, one object per file");
+  LoadOptions load;
+  auto* l = app.add_subcommand("load",
+                               "load a checkpoint into a container on the device, then apply updates from "
+                               "files (progress on a terminal)");
+  l->add_option("file", load.file, "a safetensors file or a sharded checkpoint's *.safetensors.index.json")
+      ->required()
+      ->check(CLI::ExistingFile);
+  l->add_option("--update", load.updates, "a safetensors file of some of its tensors, applied and swapped in "
+                                           "after the load (repeatable, in order)")
+      ->check(CLI::ExistingFile);
+  l->add_option("--backend", load.backend, "auto (default), cuda or host")
+      ->check(CLI::IsMember({"auto", "cuda", "host"}));
   DemoOptions demo;
   auto* d = app.add_subcommand("demo",
                                "on a GPU, the committed AOTInductor model serving two conversations through a hot "
@@ -209,5 +222,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (info->parsed()) return cmd_info(json);
   if (inspect->parsed()) return cmd_inspect(files, json);
+  if (l->parsed()) return cmd_load(load);
   return cmd_demo(demo);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The `wharf` command line: --version, per-command help, inspect of several files, --json,
-# and names from a file with escape sequences never reaching the terminal raw.
+# names from a file with escape sequences never reaching the terminal raw, and load with
+# updates: summary lines only when piped, a progress line updated in place on a terminal.
 # usage: cli_test.sh WHARF_BINARY
 set -euo pipefail
 W=$1
@@ -27,4 +28,43 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d[0]["tensors"][0
   || fail "--json is not valid JSON with the exact name"
 "$W" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "version" in d and "backend" in d' \
   || fail "info --json"
+# load: a checkpoint into a container, then an update, each with a summary line on stdout.
+# Piped, nothing else: no progress line on stderr.
+python3 - "$T" <<'PY'
+import json, struct, sys
+def write(path, tensors):
+    hdr, data = {}, b""
+    for name, values in tensors:
+        b = struct.pack("<%df" % len(values), *values)
+        hdr[name] = {"dtype": "F32", "shape": [len(values)], "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+big = [float(i % 251) for i in range(3 << 20)]  # 12 MiB
+write(sys.argv[1] + "/model.safetensors", [("a", big), ("b", big), ("c", [1, 2, 3, 4])])
+write(sys.argv[1] + "/update.safetensors", [("b", big), ("c", [5, 6, 7, 8])])
+write(sys.argv[1] + "/bad.safetensors", [("c", [5, 6, 7])])
+PY
+"$W" load --backend host "$T/model.safetensors" --update "$T/update.safetensors" >"$T/out" 2>"$T/err" || fail "load"
+[ ! -s "$T/err" ] || fail "load wrote to a piped stderr: $(cat -A "$T/err")"
+grep -q '^loaded ".*model.safetensors": 3 tensors, 24.00 MiB in .* generation 1$' "$T/out" || fail "load summary: $(cat "$T/out")"
+grep -q '^updated ".*update.safetensors": 2 tensors, 12.00 MiB in .* generation 2$' "$T/out" || fail "update summary: $(cat "$T/out")"
+[ "$(wc -l <"$T/out")" = 2 ] || fail "load printed more than its two lines: $(cat "$T/out")"
+if "$W" load --backend host "$T/model.safetensors" --update "$T/bad.safetensors" >"$T/out" 2>"$T/err"; then
+  fail "an update of the wrong shape was accepted"
+fi
+grep -q "INVALID_ARGUMENT: constant 'c': shape \[4\] expected, got \[3\]" "$T/err" || fail "bad update: $(cat "$T/err")"
+# On a terminal (script(1) gives the program a pseudo-terminal): a progress line on stderr,
+# rewritten in place (carriage return, erase to the end of the line), reaching 100%.
+if command -v script >/dev/null; then
+  script -qc "'$W' load --backend host '$T/model.safetensors' --update '$T/update.safetensors'" /dev/null >"$T/tty"
+  grep -q $'\r\033\[Kloaded ".*model.safetensors": 100% (24.00 MiB of 24.00 MiB)' "$T/tty" || fail "no load progress on a terminal: $(cat -A "$T/tty")"
+  grep -q $'\r\033\[Kupdated ".*update.safetensors": 100% (12.00 MiB of 12.00 MiB)' "$T/tty" || fail "no update progress on a terminal: $(cat -A "$T/tty")"
+  # The summary starts on a clean line: the progress line was erased before it.
+  tr '\r' '\n' <"$T/tty" | sed 's/\x1b\[K//g' | grep -q '^loaded ".*model.safetensors": 3 tensors, .* generation 1$' \
+    || fail "summary after the progress line: $(cat -A "$T/tty")"
+else
+  echo "cli_test: skipping the terminal case of load's progress: script(1) (util-linux) is not installed"
+fi
 echo "cli_test: ok"

@@ -1,0 +1,185 @@
+// `wharf load`: a checkpoint (a safetensors file or a sharded checkpoint's index) loaded into a
+// container on the device, then hot updates from further files, each published by a swap;
+// with a progress line on a terminal for both.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "cli.h"
+
+namespace wharf_cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Tensors are written in batches of about this many bytes, one update each, so progress
+// moves during a long load; every batch lands in the inactive generation and the swap after
+// the last one publishes them together.
+constexpr uint64_t kBatchBytes = 64ull << 20;
+
+// One line on stderr, rewritten in place, only when stderr is a terminal: piped or redirected
+// output gets nothing extra. It is erased when the work is done, so the summary line that
+// follows on stdout starts clean.
+class Progress {
+ public:
+  Progress(std::string label, uint64_t total)
+      : label_(std::move(label)), total_(total), tty_(isatty(STDERR_FILENO) == 1) {}
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress() { finish(); }
+
+  void advance(uint64_t bytes) {
+    done_ += bytes;
+    if (!tty_) return;
+    const Clock::time_point now = Clock::now();
+    // At most ten redraws a second, but always the first and the last.
+    if (shown_ && done_ < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    shown_ = true;
+    const unsigned pct = total_ ? unsigned(done_ * 100 / total_) : 100u;
+    std::fprintf(stderr, "\r\033[K%s: %3u%% (%s of %s)", label_.c_str(), pct, human_bytes(done_).c_str(),
+                 human_bytes(total_).c_str());
+    std::fflush(stderr);
+  }
+
+  void finish() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+ private:
+  std::string label_;
+  uint64_t total_;
+  uint64_t done_ = 0;
+  bool tty_;
+  bool shown_ = false;
+  Clock::time_point last_{};
+};
+
+struct MapDeleter {
+  void operator()(wharf_constant_map* m) const { wharf_constant_map_free(m); }
+};
+using MapPtr = std::unique_ptr<wharf_constant_map, MapDeleter>;
+struct ContainerDeleter {
+  void operator()(wharf_container* c) const { wharf_container_free(c); }
+};
+using ContainerPtr = std::unique_ptr<wharf_container, ContainerDeleter>;
+struct RuntimeDeleter {
+  void operator()(wharf_runtime* r) const { wharf_runtime_free(r); }
+};
+using RuntimePtr = std::unique_ptr<wharf_runtime, RuntimeDeleter>;
+
+struct Entry {
+  const char* name;  // owned by the map
+  wharf_tensor_view view;
+  uint64_t bytes;
+};
+
+// The entries of a loaded map (views into its memory mapping), or false after an error.
+bool entries_of(const wharf_constant_map* map, std::vector<Entry>* out, uint64_t* total) {
+  *total = 0;
+  for (size_t i = 0, n = wharf_constant_map_size(map); i < n; ++i) {
+    Entry e;
+    std::memset(&e.view, 0, sizeof e.view);
+    e.view.struct_size = sizeof e.view;
+    if (failed(wharf_constant_map_entry(map, i, &e.name, &e.view), "reading an entry")) return false;
+    uint64_t bits = wharf_dtype_bits(e.view.dtype);
+    for (int d = 0; d < e.view.ndim; ++d) bits *= uint64_t(e.view.shape[d]);
+    e.bytes = bits / 8;
+    *total += e.bytes;
+    out->push_back(e);
+  }
+  return true;
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Writes `file`'s tensors into the inactive generation of `c` in batches, then swaps.
+// Prints one summary line on success; false (after printing the error) otherwise.
+bool write_file(wharf_container* c, const std::string& file, const char* verb) {
+  wharf_constant_map* raw = nullptr;
+  if (failed(wharf_constant_map_load_safetensors(file.c_str(), &raw), json_string(file).c_str())) return false;
+  MapPtr map(raw);
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  if (!entries_of(map.get(), &entries, &total)) return false;
+  const Clock::time_point t0 = Clock::now();
+  {
+    Progress progress(std::string(verb) + " " + json_string(file), total);
+    progress.advance(0);
+    for (size_t i = 0; i < entries.size();) {
+      wharf_constant_map* batch_raw = nullptr;
+      if (failed(wharf_constant_map_create(&batch_raw), "building a batch")) return false;
+      MapPtr batch(batch_raw);
+      uint64_t bytes = 0;
+      for (; i < entries.size() && (bytes == 0 || bytes + entries[i].bytes <= kBatchBytes); ++i) {
+        if (failed(wharf_constant_map_set(batch.get(), entries[i].name, &entries[i].view), "building a batch"))
+          return false;
+        bytes += entries[i].bytes;
+      }
+      if (wharf_status* st = wharf_container_update(c, batch.get(), nullptr)) {
+        progress.finish();
+        return !failed(st, json_string(file).c_str());
+      }
+      progress.advance(bytes);
+    }
+  }
+  if (failed(wharf_container_swap(c), json_string(file).c_str())) return false;
+  const double ms = ms_since(t0);
+  std::printf("%s %s: %zu tensors, %s in %.1f ms (%.2f GB/s), generation %llu\n", verb, json_string(file).c_str(),
+              entries.size(), human_bytes(total).c_str(), ms, ms > 0 ? double(total) / ms / 1e6 : 0.0,
+              static_cast<unsigned long long>(wharf_container_generation(c)));
+  return true;
+}
+
+}  // namespace
+
+int cmd_load(const LoadOptions& o) {
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = o.backend == "cuda" ? WHARF_BACKEND_CUDA : o.backend == "host" ? WHARF_BACKEND_HOST : WHARF_BACKEND_AUTO;
+  wharf_runtime* rt_raw = nullptr;
+  if (failed(wharf_runtime_create(&ro, &rt_raw), "creating the runtime")) return 1;
+  RuntimePtr rt(rt_raw);
+
+  // Declare the container from the checkpoint's tensors (no data yet), then fill it.
+  wharf_constant_map* raw = nullptr;
+  if (failed(wharf_constant_map_load_safetensors(o.file.c_str(), &raw), json_string(o.file).c_str())) return 1;
+  MapPtr map(raw);
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  if (!entries_of(map.get(), &entries, &total)) return 1;
+  std::vector<wharf_constant_decl> decls(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::memset(&decls[i], 0, sizeof decls[i]);
+    decls[i].struct_size = sizeof decls[i];
+    decls[i].fqn = entries[i].name;
+    decls[i].dtype = entries[i].view.dtype;
+    decls[i].ndim = entries[i].view.ndim;
+    decls[i].shape = entries[i].view.shape;
+    decls[i].placement = WHARF_PLACEMENT_DEVICE;
+  }
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.name = "checkpoint";
+  co.constants = decls.data();
+  co.num_constants = decls.size();
+  wharf_container* c_raw = nullptr;
+  if (failed(wharf_container_create(rt.get(), &co, &c_raw), "declaring the container")) return 1;
+  ContainerPtr c(c_raw);
+  map.reset();  // the declarations were copied; write_file maps the file again
+
+  if (!write_file(c.get(), o.file, "loaded")) return 1;
+  for (const std::string& update : o.updates)
+    if (!write_file(c.get(), update, "updated")) return 1;
+  return 0;
+}
+
+}  // namespace wharf_cli
