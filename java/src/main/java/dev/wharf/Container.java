@@ -331,18 +331,9 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
     withPointer(c -> map.withPointer(m -> {
-      wharf_update_options o = options.toNative();
-      try {
-        if (options.fold() == null) {
-          WharfNative.wharf_container_update(c, m, o);
-        } else {
-          FoldCall call = new FoldCall(options.fold(), this);
-          call.around(() -> WharfNative.wharf_swig_container_update_fold(c, m, o, call));
-        }
-        return null;
-      } finally {
-        o.delete();
-      }
+      options.run(this, o -> WharfNative.wharf_container_update(c, m, o),
+          (o, call) -> WharfNative.wharf_swig_container_update_fold(c, m, o, call));
+      return null;
     }));
   }
 
@@ -383,18 +374,9 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     String file = ConstantMap.nativePath(path);
     Objects.requireNonNull(options, "options");
     withPointer(c -> {
-      wharf_update_options o = options.toNative();
-      try {
-        if (options.fold() == null) {
-          WharfNative.wharf_container_update_from_file(c, file, o);
-        } else {
-          FoldCall call = new FoldCall(options.fold(), this);
-          call.around(() -> WharfNative.wharf_swig_container_update_from_file_fold(c, file, o, call));
-        }
-        return null;
-      } finally {
-        o.delete();
-      }
+      options.run(this, o -> WharfNative.wharf_container_update_from_file(c, file, o),
+          (o, call) -> WharfNative.wharf_swig_container_update_from_file_fold(c, file, o, call));
+      return null;
     });
   }
 

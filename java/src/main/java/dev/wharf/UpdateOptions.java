@@ -2,6 +2,8 @@ package dev.wharf;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /**
  * Options for {@link Container#update(ConstantMap, UpdateOptions)}; immutable, made with
@@ -110,6 +112,26 @@ public final class UpdateOptions {
     o.setIn_place_max_wait_ms(inPlaceMaxWaitMillis);
     WharfNative.wharf_swig_update_options_set_wait_stream(o, waitStream);
     return o;
+  }
+
+  /**
+   * Runs one update of {@code updating} (a container or a weight store) with these options as
+   * native options, freed afterwards: {@code plain} without a fold, {@code folded} with this
+   * fold's {@link FoldCall}, whose failure becomes the cause of the update's exception.
+   */
+  void run(NativeHandle<?> updating, Consumer<wharf_update_options> plain,
+      BiConsumer<wharf_update_options, FoldCall> folded) {
+    wharf_update_options o = toNative();
+    try {
+      if (fold == null) {
+        plain.accept(o);
+      } else {
+        FoldCall call = new FoldCall(fold, updating);
+        call.around(() -> folded.accept(o, call));
+      }
+    } finally {
+      o.delete();
+    }
   }
 
   @Override

@@ -130,18 +130,9 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
     withPointer(s -> map.withPointer(m -> {
-      wharf_update_options o = options.toNative();
-      try {
-        if (options.fold() == null) {
-          WharfNative.wharf_weight_store_update(s, m, o);
-        } else {
-          FoldCall call = new FoldCall(options.fold(), this);
-          call.around(() -> WharfNative.wharf_swig_weight_store_update_fold(s, m, o, call));
-        }
-        return null;
-      } finally {
-        o.delete();
-      }
+      options.run(this, o -> WharfNative.wharf_weight_store_update(s, m, o),
+          (o, call) -> WharfNative.wharf_swig_weight_store_update_fold(s, m, o, call));
+      return null;
     }));
   }
 
@@ -175,18 +166,9 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
     String file = ConstantMap.nativePath(path);
     Objects.requireNonNull(options, "options");
     withPointer(s -> {
-      wharf_update_options o = options.toNative();
-      try {
-        if (options.fold() == null) {
-          WharfNative.wharf_weight_store_update_from_file(s, file, o);
-        } else {
-          FoldCall call = new FoldCall(options.fold(), this);
-          call.around(() -> WharfNative.wharf_swig_weight_store_update_from_file_fold(s, file, o, call));
-        }
-        return null;
-      } finally {
-        o.delete();
-      }
+      options.run(this, o -> WharfNative.wharf_weight_store_update_from_file(s, file, o),
+          (o, call) -> WharfNative.wharf_swig_weight_store_update_from_file_fold(s, file, o, call));
+      return null;
     });
   }
 
