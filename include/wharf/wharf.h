@@ -1368,6 +1368,111 @@ WHARF_API wharf_status* wharf_run_offload_issued(wharf_run* run, wharf_offloader
  */
 WHARF_API wharf_status* wharf_run_offload_end(wharf_run* run, wharf_offloader* offloader);
 
+/* --- replica groups: one container per GPU of a host, updated once, swapped together --- */
+
+/**
+ * A replica group: the same model on several GPUs of one host (data-parallel replicas), one
+ * container per GPU, each on its own runtime. A group update reads its CPU sources once:
+ * they are copied into replica 0 through its staging ring, and NCCL broadcasts them from
+ * there (grouped ncclBroadcast calls, one communicator per GPU) into the other replicas, so
+ * host memory bandwidth is spent once whatever the number of GPUs. A group swap then
+ * publishes every replica's new generation together.
+ *
+ * Guarantees: a run begun on any replica after wharf_replica_group_swap returns sees the new
+ * weights, a run begun before keeps the generation it pinned until it ends, and no run sees
+ * old weights on one replica beside new ones on another. A failure anywhere (out of memory
+ * on one replica, an NCCL error) stages nothing on any replica. Extra device memory per
+ * replica during an update is the updated bytes (copy-on-write, as a container update).
+ *
+ * Members are written only through the group: while a container is in a group, its own
+ * wharf_container_update, _update_from_file, _bind_user_constant, _swap and _free_inactive
+ * return WHARF_FAILED_PRECONDITION. Runs and sessions of each replica are used as usual
+ * (wharf_run_begin on the replica's container, with sessions of that container).
+ *
+ * NCCL is not linked: libnccl.so.2 is opened at run time (dlopen) the first time a CUDA
+ * group is created; the environment variable WHARF_NCCL_LIBRARY names another file. NVLink
+ * multicast stays off: Wharf sets NCCL_NVLS_ENABLE=0 unless the environment sets it. Groups
+ * on the host backend copy between the replicas' memory instead.
+ * Threads: all functions are safe to call from many threads; group calls on one group run
+ * one at a time (a second waits). Since 0.3 (experimental).
+ */
+typedef struct wharf_replica_group wharf_replica_group;
+
+/**
+ * Groups `containers` (a borrowed array of `num_containers` >= 1 containers; the group
+ * keeps them alive). Each replica is on a runtime of its own: on the CUDA backend each on a
+ * different GPU. They must be declared alike: the same constants in the same order with the
+ * same FQN, dtype, shape and placement, and the same states. Containers should hold the
+ * same weights when grouped, or none; a group update with require_full makes them equal
+ * whatever they held. The caller owns `*out`.
+ * Errors: WHARF_INVALID_ARGUMENT (NULL, no containers, a container given twice, two on one
+ * runtime or GPU, mixed backends, declarations that differ: the first difference is named),
+ * WHARF_UNSUPPORTED (NCCL cannot be loaded for a group of 2 or more CUDA replicas, with the
+ * loader's reason; derived constants; a weight store member), WHARF_FAILED_PRECONDITION (a
+ * container already in a group, or with an update staged and not swapped), WHARF_BUSY (a
+ * container is being updated), WHARF_DEVICE_ERROR (NCCL communicator creation). Nothing
+ * changes on error. A group of one CUDA replica uses NCCL when it loads and does without
+ * otherwise (nothing to broadcast). Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_replica_group_create(wharf_container* const* containers, size_t num_containers,
+                                                   wharf_replica_group** out);
+
+/**
+ * Frees the group (its NCCL communicators included): the containers leave it and may be
+ * updated and swapped on their own again. The caller's container handles stay valid.
+ * Must not race other calls on the same group. NULL is a no-op. Since 0.3 (experimental).
+ */
+WHARF_API void wharf_replica_group_free(wharf_replica_group* group);
+
+/** Number of replicas (0 for NULL). Since 0.3 (experimental). */
+WHARF_API size_t wharf_replica_group_size(const wharf_replica_group* group);
+
+/**
+ * Stages `map` (borrowed for the call) in the inactive generation of every replica, as
+ * wharf_container_update would on each (validation first: a bad map changes nothing), with
+ * the sources read once (see above). `opts` may be NULL; only WHARF_TARGET_INACTIVE is
+ * supported; `require_full` demands every constant; `wait_stream` orders the reads of the
+ * sources (on replica 0's device). Updates accumulate until wharf_replica_group_swap.
+ * Returns when every replica holds the staged weights. Errors: those of
+ * wharf_container_update, the replica named; WHARF_UNSUPPORTED (in-place target);
+ * WHARF_DEVICE_ERROR (NCCL; the message says which call and replica). On any error no
+ * replica changes. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_replica_group_update(wharf_replica_group* group, const wharf_constant_map* map,
+                                                   const wharf_update_options* opts);
+
+/**
+ * Swaps every replica at once: publishes what group updates staged, or, when nothing is
+ * staged, rolls every replica back to its previous generation (as wharf_container_swap).
+ * Atomic with respect to wharf_run_begin on every replica; O(number of replicas), no device
+ * wait. Errors: WHARF_FAILED_PRECONDITION (nothing to swap in, replica named; nothing is
+ * swapped anywhere). Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_replica_group_swap(wharf_replica_group* group);
+
+/**
+ * Frees every replica's inactive generation (a staged group update, or the rollback
+ * generation), as wharf_container_free_inactive on each; runs in flight keep what they
+ * pinned. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_replica_group_free_inactive(wharf_replica_group* group);
+
+/** Counters of a group (the caller sets struct_size). Since 0.3 (experimental). */
+typedef struct wharf_replica_group_stats {
+  uint32_t struct_size;
+  uint32_t num_replicas;
+  int32_t nccl_version;      /* ncclGetVersion (e.g. 22703) when the group broadcasts with NCCL; 0 otherwise */
+  uint64_t updates;          /* group updates that staged */
+  uint64_t swaps;            /* group swaps, rollbacks included */
+  uint64_t source_bytes;     /* bytes read from update sources (once per update) */
+  uint64_t broadcast_bytes;  /* bytes written into replicas 1..N-1 from replica 0 */
+  uint64_t broadcasts;       /* broadcast rounds issued (NCCL group calls, or host copies) */
+} wharf_replica_group_stats;
+
+/** Fills `out` up to its struct_size. Thread-safe. Since 0.3 (experimental). */
+WHARF_API wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group,
+                                                      wharf_replica_group_stats* out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -272,6 +272,10 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   if (!ulock.owns_lock())
     return Busy("container " + quote_name(name_) + ": another update is in progress (updates, binds and weight store "
                 "updates of one container run one at a time)");
+  {
+    MutexLock lock(mu_);
+    WHARF_RETURN_IF_ERROR(check_not_replica_locked("an update"));
+  }
   std::unique_ptr<Event> ready;
   WHARF_RETURN_IF_ERROR(record_wait_stream(*runtime_, opts.wait_stream, "container " + quote_name(name_), &ready));
   return opts.in_place ? update_in_place(plan, opts, ready.get()) : update_inactive(plan, opts, ready.get());
@@ -528,6 +532,10 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
                               " declares derived constants; bind user memory through an update with a fold");
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
   if (!ulock.owns_lock()) return Busy("container " + quote_name(name_) + ": an update is in progress");
+  {
+    MutexLock lock(mu_);
+    WHARF_RETURN_IF_ERROR(check_not_replica_locked("binding user memory"));
+  }
   auto slot = std::make_shared<Slot>(uc.data, std::move(uc.release));
   DeadList dead;
   MutexLock lock(mu_);
@@ -541,6 +549,7 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
 Status Container::swap() {
   DeadList dead;
   MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_not_replica_locked("a swap"));
   WHARF_RETURN_IF_ERROR(check_swap_locked(false));
   swap_locked(&dead);
   return Status::Ok();
@@ -583,19 +592,32 @@ void Container::swap_locked(DeadList* dead) {
 Status Container::free_inactive() {
   DeadList dead;
   MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_not_replica_locked("freeing the inactive generation"));
   if (in_place_) return Busy("container " + quote_name(name_) + ": an in-place update is running; free the inactive generation after it returns");
   if (store_pending_)
     return FailedPrecondition("container " + quote_name(name_) +
                               ": the inactive generation holds a weight store update not published yet; "
                               "publish it with wharf_weight_store_swap first");
+  drop_inactive_locked(&dead);
+  return Status::Ok();
+}
+
+void Container::drop_inactive_locked(DeadList* dead) {
   if (inactive_) {
-    dead.push_back(std::move(inactive_));  // runs still on the device hold it through the retire list
+    dead->push_back(std::move(inactive_));  // runs still on the device hold it through the retire list
     ++version_;
   }
   if (last_id_ > 0) no_inactive_ = NoInactive::kFreed;
   staged_ = false;
-  reap_locked(true, &dead);
-  return Status::Ok();
+  reap_locked(true, dead);
+}
+
+Status Container::check_not_replica_locked(const char* what) const {
+  if (!replica_group_) return Status::Ok();
+  return FailedPrecondition("container " + quote_name(name_) + " is replica " + std::to_string(replica_index_) +
+                            " of a replica group: " + what +
+                            " of one replica would make the replicas differ; update, swap and free the inactive "
+                            "generation through the group (wharf_replica_group_*), or free the group first");
 }
 
 Status Container::acquire(std::shared_ptr<Generation>* out, uint64_t* id) {

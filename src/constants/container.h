@@ -151,6 +151,7 @@ class Container : public std::enable_shared_from_this<Container> {
 
  private:
   friend class WeightStore;
+  friend class ReplicaGroup;  // stages and publishes its members together (src/replicas/)
   struct Retired {
     std::unique_ptr<Event> event;
     std::shared_ptr<Generation> gen;
@@ -195,6 +196,11 @@ class Container : public std::enable_shared_from_this<Container> {
   // Whether an open run pinned a generation holding `slot` at `index`.
   bool pinned_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
   void check_invariants_locked() const WHARF_REQUIRES(mu_);
+  // FAILED_PRECONDITION when this container is a replica of a replica group, whose members
+  // are written and swapped only through the group (`what` names the refused call).
+  Status check_not_replica_locked(const char* what) const WHARF_REQUIRES(mu_);
+  // Drops the inactive generation (free_inactive's effect, checks left to the caller).
+  void drop_inactive_locked(std::vector<std::shared_ptr<Generation>>* dead) WHARF_REQUIRES(mu_);
 
   std::shared_ptr<Runtime> runtime_;
   std::string name_;
@@ -223,6 +229,9 @@ class Container : public std::enable_shared_from_this<Container> {
   std::vector<std::shared_ptr<Generation>> open_gens_ WHARF_GUARDED_BY(mu_);
   std::deque<Retired> retired_ WHARF_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Event>> event_pool_ WHARF_GUARDED_BY(mu_);
+  // The replica group this container belongs to (null: none) and its index there.
+  const void* replica_group_ WHARF_GUARDED_BY(mu_) = nullptr;
+  size_t replica_index_ WHARF_GUARDED_BY(mu_) = 0;
 
   std::mutex update_mu_;  // one writer at a time (try-lock: BUSY)
 };

@@ -1,0 +1,93 @@
+// ReplicaGroup: the same container on several devices of a host (data-parallel replicas),
+// updated from one set of sources and swapped together.
+//
+// An update reads its sources once: they go through replica 0's transfer engine (the
+// staging ring for pageable memory) into fresh slots of replica 0's next generation; a
+// broadcaster (NCCL on CUDA) then fills the same constants' fresh slots on every other
+// replica. Only when every replica's generation is complete are they staged, all under all
+// replicas' `mu_`s; a swap publishes them the same way. So a run begun (on any replica)
+// after a group swap returns sees the new weights, a run begun before keeps the generation
+// it pinned, no run sees a mix, and a failure anywhere (out of memory on one replica, a
+// broadcast error) stages nothing on any replica: the fresh slots are dropped.
+//
+// Members are written only through the group: a member's own update, bind, swap and
+// free_inactive answer FAILED_PRECONDITION while it is in a group (Container checks
+// `replica_group_`), so the replicas move in lockstep and the group needs no admission lock
+// on them beyond its own serialisation.
+//
+// Locking: `op_mu_` serialises group calls (they wait for each other, as store calls do);
+// under it, member `mu_`s are taken in address order (`lock_order_`), only for pointer
+// operations, as a set the analysis cannot follow (the functions say so).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "constants/constant_map.h"
+#include "constants/container.h"
+#include "core/sync.h"
+#include "replicas/broadcaster.h"
+
+namespace wharf {
+
+struct ReplicaGroupStats {
+  uint32_t num_replicas = 0;
+  int nccl_version = 0;          // NCCL's version when the group broadcasts with it, else 0
+  uint64_t updates = 0;          // group updates that staged
+  uint64_t swaps = 0;            // group swaps (rollbacks included)
+  uint64_t source_bytes = 0;     // bytes read from update sources (once per update)
+  uint64_t broadcast_bytes = 0;  // bytes written into replicas 1..N-1 from replica 0
+  uint64_t broadcasts = 0;       // broadcaster calls (NCCL groups, or host copies)
+};
+
+class ReplicaGroup {
+ public:
+  // Groups `replicas` (>= 1 containers, each on its own runtime and device, declared alike:
+  // the same constants in the same order with the same dtype, shape and placement, and the
+  // same states). `broadcaster`: null chooses by backend (host copies; NCCL for CUDA, which
+  // a group of one CUDA replica uses when it can be loaded and does without otherwise).
+  // Errors: INVALID_ARGUMENT (no replicas, a container twice, two on one device or runtime,
+  // mixed backends, declarations that differ: the first difference named), UNSUPPORTED
+  // (derived constants, a weight store member, NCCL missing for N >= 2 CUDA replicas),
+  // FAILED_PRECONDITION (a container already in a group, or with an update staged),
+  // BUSY (a container is being updated). Nothing changes on error.
+  static Status create(std::vector<std::shared_ptr<Container>> replicas, std::unique_ptr<Broadcaster> broadcaster,
+                       std::shared_ptr<ReplicaGroup>* out);
+  ~ReplicaGroup();
+  ReplicaGroup(const ReplicaGroup&) = delete;
+  ReplicaGroup& operator=(const ReplicaGroup&) = delete;
+
+  // Stages `map` in every replica (see above). Validated against the declarations first;
+  // only the inactive target (in place: UNSUPPORTED); `wait_stream` orders the reads of
+  // replica 0's copy. Updates accumulate until the group swap.
+  Status update(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(op_mu_);
+  // Swaps every replica at once (publishes what a group update staged, or rolls back to the
+  // previous generation when nothing is staged); refused everywhere if any replica cannot.
+  Status swap() WHARF_EXCLUDES(op_mu_);
+  // Drops every replica's inactive generation (a staged update, or the rollback one).
+  Status free_inactive() WHARF_EXCLUDES(op_mu_);
+
+  ReplicaGroupStats stats() const;
+  size_t size() const { return replicas_.size(); }
+  const std::shared_ptr<Container>& replica(size_t i) const { return replicas_[i]; }
+
+ private:
+  ReplicaGroup() = default;
+  // Holds every replica's mu_ (address order) for a scope.
+  class AllLocks;
+  std::vector<Mutex*> member_mutexes() const;
+  Status check_declarations() const;
+  Status join_locked() WHARF_NO_THREAD_SAFETY_ANALYSIS;
+  std::string replica_name(size_t r) const;
+
+  std::vector<std::shared_ptr<Container>> replicas_;
+  std::vector<Container*> lock_order_;          // replicas_ sorted by address
+  std::unique_ptr<Broadcaster> broadcaster_;    // null: one replica, nothing to broadcast
+  Mutex op_mu_;                                 // one group call at a time
+  std::atomic<uint64_t> updates_{0}, swaps_{0}, source_bytes_{0}, broadcast_bytes_{0}, broadcasts_{0};
+};
+
+}  // namespace wharf

@@ -1,0 +1,818 @@
+// Replica groups on the host backend: the group's all-or-nothing logic with N = 1..4
+// replicas (each on its own host runtime), forced failures (out of memory on one replica,
+// a broadcast that fails for replica k), runs begun before a group swap, concurrent runs
+// during updates and swaps, argument errors, and the NCCL loader. The CUDA/NCCL path runs
+// in tests/gpu/replica_gpu_test.cpp.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "api/handles.h"
+#include "api/replica_api.h"
+#include "core/test_hooks.h"
+#include "replicas/broadcaster.h"
+#include "replicas/replica_group.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct St {
+  wharf_status* s;
+  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose, for EXPECT_* brevity
+  ~St() { wharf_status_free(s); }
+  St(const St&) = delete;
+  wharf_code code() const { return wharf_status_code(s); }
+  std::string msg() const { return s ? wharf_status_message(s) : ""; }
+};
+#define ASSERT_OK(expr)                           \
+  do {                                            \
+    St _st(expr);                                 \
+    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
+  } while (0)
+
+// The model every replica declares: three device constants, one host-placed (and, for the
+// session tests, one state).
+const char* const kNames[] = {"embed", "layers.0.w", "layers.1.w", "offloaded.w"};
+const std::vector<int64_t> kShapes[] = {{64, 32}, {32, 32}, {32, 32}, {16, 8}};
+constexpr size_t kNumConstants = 4;
+const int64_t kStateShape[] = {8};
+
+uint64_t elements(size_t i) {
+  uint64_t n = 1;
+  for (int64_t d : kShapes[i]) n *= uint64_t(d);
+  return n;
+}
+
+uint64_t model_bytes() {
+  uint64_t b = 0;
+  for (size_t i = 0; i < kNumConstants; ++i) b += elements(i) * 4;
+  return b;
+}
+
+wharf_runtime* host_runtime(uint64_t limit = 0) {
+  wharf_runtime_options o;
+  wharf_runtime_options_init(&o);
+  o.backend = WHARF_BACKEND_HOST;
+  o.device_memory_limit = limit;
+  o.copy_threads = 2;
+  o.staging_bytes = 1 << 20;
+  wharf_runtime* rt = nullptr;
+  St st(wharf_runtime_create(&o, &rt));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return rt;
+}
+
+// Declares the model; `change` alters constant 1 (for mismatch tests): 1 shape, 2 dtype,
+// 3 name, 4 placement, 5 one constant fewer, 6 a derived constant, 7 another state shape.
+wharf_container* declare(wharf_runtime* rt, const char* name, int change = 0, wharf_weight_store* store = nullptr,
+                         bool state = false) {
+  static const int64_t other_shape[] = {32, 16};
+  static const int64_t other_state[] = {9};
+  std::vector<wharf_constant_decl> decls;
+  for (size_t i = 0; i < kNumConstants; ++i) {
+    wharf_constant_decl d;
+    std::memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.fqn = kNames[i];
+    d.dtype = WHARF_DTYPE_F32;
+    d.ndim = int32_t(kShapes[i].size());
+    d.shape = kShapes[i].data();
+    d.placement = i == 3 ? WHARF_PLACEMENT_HOST : WHARF_PLACEMENT_DEVICE;
+    if (i == 1 && change == 1) d.shape = other_shape;
+    if (i == 1 && change == 2) d.dtype = WHARF_DTYPE_F16;
+    if (i == 1 && change == 3) d.fqn = "layers.0.v";
+    if (i == 1 && change == 4) d.placement = WHARF_PLACEMENT_HOST;
+    if (i == 1 && change == 6) d.flags = WHARF_CONSTANT_DERIVED;
+    decls.push_back(d);
+  }
+  if (change == 5) decls.pop_back();
+  wharf_state_decl s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  s.fqn = "cache";
+  s.dtype = WHARF_DTYPE_F32;
+  s.ndim = 1;
+  s.shape = change == 7 ? other_state : kStateShape;
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = name;
+  o.constants = decls.data();
+  o.num_constants = decls.size();
+  o.states = &s;
+  o.num_states = state ? 1 : 0;
+  o.store = store;
+  wharf_container* c = nullptr;
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return c;
+}
+
+// Constant i of version v holds v * 100 + i in every element (pageable host memory).
+struct Weights {
+  std::vector<std::vector<float>> data;
+  std::vector<size_t> which;
+  wharf_constant_map* map = nullptr;
+  Weights(float v, std::vector<size_t> constants = {0, 1, 2, 3}) : which(std::move(constants)) {
+    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+    for (size_t i : which) {
+      data.emplace_back(elements(i), v * 100 + float(i));
+      wharf_tensor_view t{data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(kShapes[i].size()),
+                          kShapes[i].data(), nullptr};
+      St st(wharf_constant_map_set(map, kNames[i], &t));
+      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    }
+  }
+  ~Weights() { wharf_constant_map_free(map); }
+  Weights(const Weights&) = delete;
+};
+
+// Every element of constant i in `run`; -1 when they disagree (a torn constant).
+float read_whole(wharf_run* run, size_t i) {
+  wharf_tensor_view v;
+  St st(wharf_run_tensor(run, kNames[i], &v));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  if (st.code() != WHARF_OK) return -2;
+  const float* p = static_cast<const float*>(v.data);
+  for (uint64_t k = 1; k < elements(i); ++k)
+    if (p[k] != p[0]) return -1;
+  return p[0];
+}
+
+// The version every constant of `run` holds (v * 100 + i), or -1 for a mix.
+float version_of(wharf_run* run) {
+  float v = (read_whole(run, 0) - 0) / 100;
+  for (size_t i = 1; i < kNumConstants; ++i)
+    if ((read_whole(run, i) - float(i)) / 100 != v) return -1;
+  return v;
+}
+
+float version_now(wharf_container* c) {
+  wharf_run* run = nullptr;
+  St st(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  if (!run) return -3;
+  float v = version_of(run);
+  EXPECT_EQ(wharf_run_end(run), nullptr);
+  return v;
+}
+
+uint64_t constants_bytes(wharf_runtime* rt) {
+  wharf_memory_stats m;
+  std::memset(&m, 0, sizeof m);
+  m.struct_size = sizeof m;
+  EXPECT_EQ(wharf_runtime_memory_stats(rt, &m), nullptr);
+  return m.current[WHARF_MEM_CONSTANTS];
+}
+
+wharf_replica_group_stats stats_of(const wharf_replica_group* g) {
+  wharf_replica_group_stats s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  St st(wharf_replica_group_get_stats(g, &s));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return s;
+}
+
+// N replicas on N host runtimes; `limits[r]` caps replica r's memory (0: none).
+struct Replicas {
+  std::vector<wharf_runtime*> rts;
+  std::vector<wharf_container*> cs;
+  wharf_replica_group* group = nullptr;
+
+  explicit Replicas(size_t n, std::vector<uint64_t> limits = {}, bool state = false) {
+    limits.resize(n, 0);
+    for (size_t r = 0; r < n; ++r) {
+      rts.push_back(host_runtime(limits[r]));
+      cs.push_back(declare(rts.back(), ("replica" + std::to_string(r)).c_str(), 0, nullptr, state));
+    }
+  }
+  ~Replicas() {
+    wharf_replica_group_free(group);
+    for (auto* c : cs) wharf_container_free(c);
+    for (auto* rt : rts) wharf_runtime_free(rt);
+  }
+  Replicas(const Replicas&) = delete;
+  wharf_status* create() { return wharf_replica_group_create(cs.data(), cs.size(), &group); }
+  // A group over an internal broadcaster (failure injection).
+  wharf::Status create_with(std::unique_ptr<wharf::Broadcaster> b) {
+    std::vector<std::shared_ptr<wharf::Container>> v;
+    for (auto* c : cs) v.push_back(c->c);
+    auto h = std::make_unique<wharf_replica_group>();
+    WHARF_RETURN_IF_ERROR(wharf::ReplicaGroup::create(std::move(v), std::move(b), &h->g));
+    group = h.release();
+    return wharf::Status::Ok();
+  }
+  std::vector<float> versions() const {
+    std::vector<float> out;
+    for (auto* c : cs) out.push_back(version_now(c));
+    return out;
+  }
+  std::vector<uint64_t> generations() const {
+    std::vector<uint64_t> out;
+    for (auto* c : cs) out.push_back(wharf_container_generation(c));
+    return out;
+  }
+  std::vector<int32_t> staged() const {
+    std::vector<int32_t> out;
+    for (auto* c : cs) out.push_back(wharf_container_has_staged(c));
+    return out;
+  }
+  std::vector<uint64_t> bytes() const {
+    std::vector<uint64_t> out;
+    for (auto* rt : rts) out.push_back(constants_bytes(rt));
+    return out;
+  }
+  // Loads version v everywhere through the group and swaps.
+  void load(float v) {
+    Weights w(v);
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    o.require_full = 1;
+    St st(wharf_replica_group_update(group, w.map, &o));
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+    ASSERT_OK(wharf_replica_group_swap(group));
+  }
+};
+
+std::vector<float> all(size_t n, float v) { return std::vector<float>(n, v); }
+
+class ReplicaGroupN : public ::testing::TestWithParam<size_t> {};
+INSTANTIATE_TEST_SUITE_P(Replicas, ReplicaGroupN, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return "N" + std::to_string(info.param); });
+
+TEST_P(ReplicaGroupN, UpdateAndSwapReachEveryReplicaReadingTheSourcesOnce) {
+  const size_t n = GetParam();
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  EXPECT_EQ(wharf_replica_group_size(R.group), n);
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  EXPECT_EQ(R.versions(), all(n, 1));
+  EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
+
+  // A partial update: only layers.1.w changes, on every replica, staged until the swap.
+  Weights w2(2, {2});
+  ASSERT_OK(wharf_replica_group_update(R.group, w2.map, nullptr));
+  EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 1));
+  EXPECT_EQ(R.versions(), all(n, 1)) << "staged, not published";
+  const std::vector<uint64_t> gens = R.generations();
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+  for (size_t r = 0; r < n; ++r) {
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(R.cs[r], nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 100.0f) << "replica " << r;
+    EXPECT_EQ(read_whole(run, 1), 101.0f) << "replica " << r;
+    EXPECT_EQ(read_whole(run, 2), 202.0f) << "replica " << r;
+    EXPECT_EQ(read_whole(run, 3), 103.0f) << "replica " << r;
+    ASSERT_OK(wharf_run_end(run));
+    EXPECT_GT(wharf_container_generation(R.cs[r]), gens[r]);
+  }
+  const wharf_replica_group_stats s = stats_of(R.group);
+  EXPECT_EQ(s.num_replicas, n);
+  EXPECT_EQ(s.nccl_version, 0) << "host groups do not use NCCL";
+  EXPECT_EQ(s.updates, 2u);
+  EXPECT_EQ(s.swaps, 2u);
+  const uint64_t partial = elements(2) * 4;
+  EXPECT_EQ(s.source_bytes, model_bytes() + partial) << "the sources are read once, whatever N";
+  EXPECT_EQ(s.broadcast_bytes, (model_bytes() + partial) * (n - 1));
+  EXPECT_EQ(s.broadcasts, 2u);
+}
+
+TEST_P(ReplicaGroupN, ExtraMemoryPerReplicaIsTheUpdatedBytes) {
+  const size_t n = GetParam();
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  ASSERT_OK(wharf_replica_group_free_inactive(R.group));
+  const std::vector<uint64_t> before = R.bytes();
+  Weights w2(2, {0});
+  ASSERT_OK(wharf_replica_group_update(R.group, w2.map, nullptr));
+  const std::vector<uint64_t> after = R.bytes();
+  for (size_t r = 0; r < n; ++r) EXPECT_EQ(after[r] - before[r], elements(0) * 4) << "replica " << r;
+}
+
+TEST_P(ReplicaGroupN, RunBegunBeforeTheGroupSwapFinishesOnTheOldWeights) {
+  const size_t n = GetParam();
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  std::vector<wharf_run*> old(n, nullptr);
+  for (size_t r = 0; r < n; ++r) ASSERT_OK(wharf_run_begin(R.cs[r], nullptr, nullptr, &old[r]));
+  ASSERT_NO_FATAL_FAILURE(R.load(2));
+  EXPECT_EQ(R.versions(), all(n, 2)) << "runs begun after the group swap see the new weights";
+  for (size_t r = 0; r < n; ++r) {
+    EXPECT_EQ(version_of(old[r]), 1.0f) << "replica " << r << ": the open run keeps its generation intact";
+    ASSERT_OK(wharf_run_end(old[r]));
+  }
+}
+
+TEST_P(ReplicaGroupN, SwapAgainRollsEveryReplicaBackAndFreeInactiveDropsIt) {
+  const size_t n = GetParam();
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  ASSERT_NO_FATAL_FAILURE(R.load(2));
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(R.versions(), all(n, 1)) << "rollback";
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(R.versions(), all(n, 2));
+  ASSERT_OK(wharf_replica_group_free_inactive(R.group));
+  const std::vector<uint64_t> gens = R.generations();
+  St st(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_NE(st.msg().find("replica 0"), std::string::npos) << st.msg();
+  EXPECT_NE(st.msg().find("nothing was swapped"), std::string::npos) << st.msg();
+  EXPECT_EQ(R.generations(), gens);
+  EXPECT_EQ(R.versions(), all(n, 2));
+}
+
+TEST_P(ReplicaGroupN, SessionsOfEachReplicaServeRunsAfterTheGroupSwap) {
+  const size_t n = GetParam();
+  Replicas R(n, {}, true);
+  ASSERT_OK(R.create());
+  Weights w(1);
+  ASSERT_OK(wharf_replica_group_update(R.group, w.map, nullptr));
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+  for (size_t r = 0; r < n; ++r) {
+    wharf_session* s = nullptr;
+    ASSERT_OK(wharf_session_create(R.rts[r], &R.cs[r], 1, nullptr, &s));
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(R.cs[r], s, nullptr, &run));
+    wharf_tensor_view v;
+    ASSERT_OK(wharf_run_tensor(run, "cache", &v));
+    EXPECT_EQ(v.ndim, 1);
+    EXPECT_EQ(version_of(run), 1.0f);
+    ASSERT_OK(wharf_run_end(run));
+    wharf_session_free(s);
+  }
+}
+
+// A failure on one replica (memory) stages nothing on any replica.
+TEST_P(ReplicaGroupN, OutOfMemoryOnTheLastReplicaChangesNoReplica) {
+  const size_t n = GetParam();
+  // The last replica holds one generation of its device constants (host-placed ones are
+  // pinned memory, outside the limit) and room for one more 32x32 constant, not a full update.
+  const uint64_t device_bytes = model_bytes() - elements(3) * 4;
+  std::vector<uint64_t> limits(n, 0);
+  limits[n - 1] = device_bytes + elements(1) * 4;
+  Replicas R(n, limits);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  ASSERT_OK(wharf_replica_group_free_inactive(R.group));
+  const std::vector<uint64_t> gens = R.generations();
+  const std::vector<uint64_t> bytes = R.bytes();
+  Weights w2(2);
+  St st(wharf_replica_group_update(R.group, w2.map, nullptr));
+  EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
+  EXPECT_NE(st.msg().find("replica " + std::to_string(n - 1)), std::string::npos) << st.msg();
+  EXPECT_EQ(R.generations(), gens);
+  EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
+  EXPECT_EQ(R.bytes(), bytes) << "every fresh slot was returned";
+  EXPECT_EQ(R.versions(), all(n, 1));
+  EXPECT_EQ(stats_of(R.group).updates, 1u);
+  St sw(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << "nothing staged (the rollback generation was freed)";
+  // Partial updates fit; the group is not wedged.
+  Weights w3(3, {1});
+  ASSERT_OK(wharf_replica_group_update(R.group, w3.map, nullptr));
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+}
+
+// A broadcaster that copies into replicas below `fail_at` and then fails, as an NCCL error
+// on replica `fail_at` would (its partial writes land in staged storage, which is dropped).
+class FailingBroadcaster : public wharf::Broadcaster {
+ public:
+  FailingBroadcaster(std::vector<std::shared_ptr<wharf::Runtime>> rts, size_t fail_at, std::atomic<int>* fail)
+      : rts_(std::move(rts)), fail_at_(fail_at), fail_(fail) {}
+  const char* kind() const override { return "test"; }
+  wharf::Status broadcast(const std::vector<wharf::BroadcastBuffer>& buffers) override {
+    for (size_t r = 1; r < rts_.size(); ++r) {
+      if (r == fail_at_ && fail_->load() > 0) {
+        fail_->fetch_sub(1);
+        return wharf::DeviceError("injected broadcast failure on replica " + std::to_string(r));
+      }
+      for (const auto& b : buffers) std::memcpy(b.ptrs[r], b.ptrs[0], b.bytes);
+    }
+    return wharf::Status::Ok();
+  }
+
+ private:
+  std::vector<std::shared_ptr<wharf::Runtime>> rts_;
+  size_t fail_at_;
+  std::atomic<int>* fail_;
+};
+
+TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
+  const size_t n = GetParam();
+  if (n < 2) GTEST_SKIP() << "one replica broadcasts to nobody";
+  for (size_t k = 1; k < n; ++k) {
+    SCOPED_TRACE("failing replica " + std::to_string(k));
+    Replicas R(n);
+    std::vector<std::shared_ptr<wharf::Runtime>> rts;
+    for (auto* rt : R.rts) rts.push_back(rt->rt);
+    std::atomic<int> fail{0};
+    wharf::Status cs = R.create_with(std::make_unique<FailingBroadcaster>(rts, k, &fail));
+    ASSERT_TRUE(cs.ok()) << cs.message();
+    ASSERT_NO_FATAL_FAILURE(R.load(1));
+    ASSERT_NO_FATAL_FAILURE(R.load(2));  // replicas hold 2, rollback generation 1
+    const std::vector<uint64_t> gens = R.generations();
+    const std::vector<uint64_t> bytes = R.bytes();
+    std::vector<wharf_run*> open(n, nullptr);
+    for (size_t r = 0; r < n; ++r) ASSERT_OK(wharf_run_begin(R.cs[r], nullptr, nullptr, &open[r]));
+    fail = 1;
+    Weights w3(3);
+    St st(wharf_replica_group_update(R.group, w3.map, nullptr));
+    EXPECT_EQ(st.code(), WHARF_DEVICE_ERROR);
+    EXPECT_NE(st.msg().find("injected broadcast failure on replica " + std::to_string(k)), std::string::npos) << st.msg();
+    EXPECT_NE(st.msg().find("nothing was staged"), std::string::npos) << st.msg();
+    EXPECT_EQ(R.generations(), gens);
+    EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
+    EXPECT_EQ(R.bytes(), bytes);
+    for (size_t r = 0; r < n; ++r) {
+      EXPECT_EQ(version_of(open[r]), 2.0f);
+      ASSERT_OK(wharf_run_end(open[r]));
+    }
+    // The rollback generation survived the failure everywhere.
+    ASSERT_OK(wharf_replica_group_swap(R.group));
+    EXPECT_EQ(R.versions(), all(n, 1));
+    // And the next update goes through.
+    ASSERT_NO_FATAL_FAILURE(R.load(4));
+    EXPECT_EQ(R.versions(), all(n, 4));
+  }
+}
+
+// While a group update is parked just before it stages, runs on every replica see the old
+// weights; after the swap, the new ones everywhere.
+TEST_P(ReplicaGroupN, RunsDuringAParkedGroupUpdateSeeTheOldWeights) {
+  const size_t n = GetParam();
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  std::promise<void> parked, release;
+  std::shared_future<void> released = release.get_future().share();
+  wharf::ScopedTestHook hook([&](const char* point) {
+    if (std::strcmp(point, "replica.update.before_stage") == 0) {
+      parked.set_value();
+      released.wait();
+    }
+  });
+  Weights w2(2);
+  auto updater = std::async(std::launch::async, [&] { return St(wharf_replica_group_update(R.group, w2.map, nullptr)).code(); });
+  ASSERT_EQ(parked.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(R.versions(), all(n, 1));
+  EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0)) << "nothing is staged before every replica is complete";
+  // A second group call waits for the first (group calls are serialised).
+  auto swapper = std::async(std::launch::async, [&] { return St(wharf_replica_group_swap(R.group)).code(); });
+  EXPECT_EQ(swapper.wait_for(50ms), std::future_status::timeout);
+  release.set_value();
+  EXPECT_EQ(updater.get(), WHARF_OK);
+  EXPECT_EQ(swapper.get(), WHARF_OK);
+  EXPECT_EQ(R.versions(), all(n, 2));
+}
+
+// Runs begin on every replica in a loop while a writer updates and swaps the group: every
+// run sees one version in all its constants, and a run begun after a group swap returned
+// never sees an older version than that swap published.
+TEST_P(ReplicaGroupN, ConcurrentRunsDuringGroupUpdatesAndSwapsNeverSeeAMix) {
+  const size_t n = GetParam();
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  std::atomic<int> published{1};
+  std::atomic<bool> done{false};
+  std::atomic<int> runs{0}, mixes{0}, stale{0};
+  std::vector<std::thread> readers;
+  for (size_t t = 0; t < 3; ++t)
+    readers.emplace_back([&, t] {
+      size_t r = t % n;
+      while (!done) {
+        const int floor = published.load();
+        wharf_run* run = nullptr;
+        if (wharf_status* st = wharf_run_begin(R.cs[r], nullptr, nullptr, &run)) {
+          wharf_status_free(st);
+          mixes++;
+          continue;
+        }
+        const float v = version_of(run);
+        if (v < 0) mixes++;
+        else if (v < float(floor)) stale++;
+        wharf_run_end(run);
+        runs++;
+        r = (r + 1) % n;
+      }
+    });
+  for (int v = 2; v <= 30; ++v) {
+    // Each round overlaps runs: wait until a reader has finished one since the last swap.
+    const int seen = runs.load();
+    while (runs.load() == seen) std::this_thread::yield();
+    Weights w(static_cast<float>(v));
+    St st(wharf_replica_group_update(R.group, w.map, nullptr));
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+    ASSERT_OK(wharf_replica_group_swap(R.group));
+    published = v;
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(runs.load(), 0);
+  EXPECT_EQ(mixes.load(), 0);
+  EXPECT_EQ(stale.load(), 0);
+  EXPECT_EQ(R.versions(), all(n, 30));
+}
+
+TEST(ReplicaGroup, MembersAreWrittenOnlyThroughTheGroupUntilItIsFreed) {
+  Replicas R(2);
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  Weights w2(2);
+  for (wharf_container* c : R.cs) {
+    St up(wharf_container_update(c, w2.map, nullptr));
+    EXPECT_EQ(up.code(), WHARF_FAILED_PRECONDITION);
+    EXPECT_NE(up.msg().find("replica group"), std::string::npos) << up.msg();
+    St sw(wharf_container_swap(c));
+    EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << sw.msg();
+    St fi(wharf_container_free_inactive(c));
+    EXPECT_EQ(fi.code(), WHARF_FAILED_PRECONDITION) << fi.msg();
+    static float user[16 * 8];
+    int64_t shape[] = {16, 8};
+    wharf_tensor_view v{user, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
+    St bind(wharf_container_bind_user_constant(c, "offloaded.w", &v, nullptr, nullptr));
+    EXPECT_EQ(bind.code(), WHARF_FAILED_PRECONDITION) << bind.msg();
+  }
+  EXPECT_EQ(R.versions(), all(2, 1));
+  // A container is in one group at a time.
+  wharf_replica_group* second = nullptr;
+  St again(wharf_replica_group_create(R.cs.data(), 2, &second));
+  EXPECT_EQ(again.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_NE(again.msg().find("already replica 0 of another replica group"), std::string::npos) << again.msg();
+  EXPECT_EQ(second, nullptr);
+  // Freed: the containers are their own again.
+  wharf_replica_group_free(R.group);
+  R.group = nullptr;
+  ASSERT_OK(wharf_container_update(R.cs[1], w2.map, nullptr));
+  ASSERT_OK(wharf_container_swap(R.cs[1]));
+  EXPECT_EQ(version_now(R.cs[1]), 2.0f);
+  EXPECT_EQ(version_now(R.cs[0]), 1.0f);
+}
+
+TEST(ReplicaGroup, ArgumentErrorsChangeNothing) {
+  Replicas R(3);
+  wharf_replica_group* g = nullptr;
+  {
+    St st(wharf_replica_group_create(R.cs.data(), 2, nullptr));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  }
+  {
+    St st(wharf_replica_group_create(R.cs.data(), 0, &g));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_NE(st.msg().find("no containers"), std::string::npos) << st.msg();
+  }
+  {
+    St st(wharf_replica_group_create(nullptr, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  }
+  {
+    wharf_container* with_null[] = {R.cs[0], nullptr};
+    St st(wharf_replica_group_create(with_null, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_NE(st.msg().find("containers[1] is NULL"), std::string::npos) << st.msg();
+  }
+  {
+    wharf_container* twice[] = {R.cs[0], R.cs[1], R.cs[0]};
+    St st(wharf_replica_group_create(twice, 3, &g));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_NE(st.msg().find("containers 0 and 2 are the same container 'replica0'"), std::string::npos) << st.msg();
+  }
+  {
+    // Two replicas on one runtime (on CUDA: on one GPU) are refused.
+    wharf_container* same_rt = declare(R.rts[0], "other");
+    wharf_container* pair[] = {R.cs[0], same_rt};
+    St st(wharf_replica_group_create(pair, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_NE(st.msg().find("share one runtime"), std::string::npos) << st.msg();
+    wharf_container_free(same_rt);
+  }
+  EXPECT_EQ(g, nullptr);
+  // Nothing above left a trace: the three form a group.
+  ASSERT_OK(R.create());
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  // Bad group updates change nothing.
+  {
+    Weights w(2);
+    wharf_constant_map* bad = nullptr;
+    ASSERT_OK(wharf_constant_map_create(&bad));
+    float x[4] = {0, 0, 0, 0};
+    int64_t shape[] = {4};
+    wharf_tensor_view v{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape, nullptr};
+    ASSERT_OK(wharf_constant_map_set(bad, "unknown", &v));
+    St nf(wharf_replica_group_update(R.group, bad, nullptr));
+    EXPECT_EQ(nf.code(), WHARF_NOT_FOUND) << nf.msg();
+    ASSERT_OK(wharf_constant_map_set(bad, "norm", &v));
+    wharf_constant_map_free(bad);
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+    St ip(wharf_replica_group_update(R.group, w.map, &o));
+    EXPECT_EQ(ip.code(), WHARF_UNSUPPORTED) << ip.msg();
+    Weights partial(2, {0});
+    wharf_update_options_init(&o);
+    o.require_full = 1;
+    St full(wharf_replica_group_update(R.group, partial.map, &o));
+    EXPECT_EQ(full.code(), WHARF_INVALID_ARGUMENT) << full.msg();
+    St nul(wharf_replica_group_update(nullptr, w.map, nullptr));
+    EXPECT_EQ(nul.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_EQ(R.staged(), std::vector<int32_t>(3, 0));
+    EXPECT_EQ(R.versions(), all(3, 1));
+  }
+  {
+    St st(wharf_replica_group_swap(nullptr));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+    St fi(wharf_replica_group_free_inactive(nullptr));
+    EXPECT_EQ(fi.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_EQ(wharf_replica_group_size(nullptr), 0u);
+    wharf_replica_group_stats s;
+    std::memset(&s, 0, sizeof s);
+    St small(wharf_replica_group_get_stats(R.group, &s));
+    EXPECT_EQ(small.code(), WHARF_INVALID_ARGUMENT) << "struct_size 0";
+    s.struct_size = offsetof(wharf_replica_group_stats, updates);  // an older, shorter struct
+    ASSERT_OK(wharf_replica_group_get_stats(R.group, &s));
+    EXPECT_EQ(s.num_replicas, 3u);
+    EXPECT_EQ(s.updates, 0u) << "not written past the caller's struct_size";
+  }
+  wharf_replica_group_free(nullptr);
+}
+
+TEST(ReplicaGroup, MismatchedDeclarationsAreNamed) {
+  struct Case {
+    int change;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {1, "constant 1 as 'layers.0.w' F32 [32, 16] device"},
+      {2, "constant 1 as 'layers.0.w' F16"},
+      {3, "constant 1 as 'layers.0.v'"},
+      {4, "constant 1 as 'layers.0.w' F32 [32, 32] host"},
+      {5, "its constants as 3 constants, replica 0 (container 'a') as 4"},
+      {7, "state 0 as 'cache' F32 [9]"},
+      {8, "its states as 0 states, replica 0 (container 'a') as 1"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE("change " + std::to_string(k.change));
+    wharf_runtime* a = host_runtime();
+    wharf_runtime* b = host_runtime();
+    wharf_container* ca = declare(a, "a", 0, nullptr, k.change >= 7);
+    wharf_container* cb = declare(b, "b", k.change, nullptr, k.change == 7);
+    wharf_container* pair[] = {ca, cb};
+    wharf_replica_group* g = nullptr;
+    St st(wharf_replica_group_create(pair, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+    EXPECT_NE(st.msg().find("replica 1 (container 'b') declares"), std::string::npos) << st.msg();
+    EXPECT_NE(st.msg().find(k.expect), std::string::npos) << st.msg();
+    EXPECT_EQ(g, nullptr);
+    // Nothing stuck to the containers: each is still its own.
+    Weights w(1);
+    St own(wharf_container_update(ca, w.map, nullptr));
+    EXPECT_EQ(own.code(), WHARF_OK) << own.msg();
+    wharf_container_free(ca);
+    wharf_container_free(cb);
+    wharf_runtime_free(a);
+    wharf_runtime_free(b);
+  }
+}
+
+TEST(ReplicaGroup, DerivedConstantsStoreMembersAndStagedContainersAreRefused) {
+  wharf_runtime* a = host_runtime();
+  wharf_runtime* b = host_runtime();
+  {
+    wharf_container* ca = declare(a, "a", 6);
+    wharf_container* cb = declare(b, "b", 6);
+    wharf_container* pair[] = {ca, cb};
+    wharf_replica_group* g = nullptr;
+    St st(wharf_replica_group_create(pair, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_UNSUPPORTED);
+    EXPECT_NE(st.msg().find("derived constants"), std::string::npos) << st.msg();
+    wharf_container_free(ca);
+    wharf_container_free(cb);
+  }
+  {
+    wharf_weight_store* store = nullptr;
+    ASSERT_OK(wharf_weight_store_create(b, &store));
+    wharf_container* ca = declare(a, "a");
+    wharf_container* cb = declare(b, "b", 0, store);
+    wharf_container* pair[] = {ca, cb};
+    wharf_replica_group* g = nullptr;
+    St st(wharf_replica_group_create(pair, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_UNSUPPORTED);
+    EXPECT_NE(st.msg().find("weight store"), std::string::npos) << st.msg();
+    wharf_container_free(ca);
+    wharf_container_free(cb);
+    wharf_weight_store_free(store);
+  }
+  {
+    wharf_container* ca = declare(a, "a");
+    wharf_container* cb = declare(b, "b");
+    Weights w(1);
+    ASSERT_OK(wharf_container_update(cb, w.map, nullptr));  // staged, not swapped
+    wharf_container* pair[] = {ca, cb};
+    wharf_replica_group* g = nullptr;
+    St st(wharf_replica_group_create(pair, 2, &g));
+    EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION);
+    EXPECT_NE(st.msg().find("replica 1 (container 'b') has an update staged"), std::string::npos) << st.msg();
+    ASSERT_OK(wharf_container_swap(cb));
+    ASSERT_OK(wharf_replica_group_create(pair, 2, &g));
+    // A group update with require_full brings both to the same weights.
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    o.require_full = 1;
+    Weights w2(2);
+    ASSERT_OK(wharf_replica_group_update(g, w2.map, &o));
+    ASSERT_OK(wharf_replica_group_swap(g));
+    EXPECT_EQ(version_now(ca), 2.0f);
+    EXPECT_EQ(version_now(cb), 2.0f);
+    wharf_replica_group_free(g);
+    wharf_container_free(ca);
+    wharf_container_free(cb);
+  }
+  wharf_runtime_free(a);
+  wharf_runtime_free(b);
+}
+
+// The first swap needs every constant on every replica: a partial first update is refused
+// by the swap, naming the replica, and swaps none.
+TEST(ReplicaGroup, IncompleteFirstUpdateSwapsNoReplica) {
+  Replicas R(2);
+  ASSERT_OK(R.create());
+  Weights part(1, {0, 1});
+  ASSERT_OK(wharf_replica_group_update(R.group, part.map, nullptr));
+  St st(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_NE(st.msg().find("replica group swap: replica 0"), std::string::npos) << st.msg();
+  EXPECT_EQ(R.generations(), std::vector<uint64_t>(2, 0));
+  Weights rest(1, {2, 3});
+  ASSERT_OK(wharf_replica_group_update(R.group, rest.map, nullptr));
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(R.versions(), all(2, 1));
+}
+
+// --- NCCL loading (no GPU needed) ------------------------------------------------------
+
+struct EnvVar {
+  std::string name;
+  bool had = false;
+  std::string old;
+  EnvVar(const char* n, const char* value) : name(n) {
+    if (const char* o = std::getenv(n)) {
+      had = true;
+      old = o;
+    }
+    setenv(n, value, 1);
+  }
+  ~EnvVar() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+TEST(Nccl, AMissingLibraryIsUnsupportedWithTheLoadersReason) {
+  EnvVar env("WHARF_NCCL_LIBRARY", "/nonexistent/libnccl.so.2");
+  EXPECT_EQ(wharf::nccl_library_path(), "/nonexistent/libnccl.so.2");
+  std::shared_ptr<const wharf::NcclApi> api;
+  int version = -1;
+  wharf::Status st = wharf::open_nccl(wharf::nccl_library_path(), &api, &version);
+  EXPECT_EQ(st.code(), wharf::Code::kUnsupported);
+  EXPECT_NE(st.message().find("'/nonexistent/libnccl.so.2'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("No such file"), std::string::npos) << "dlerror's text: " << st.message();
+  EXPECT_NE(st.message().find("WHARF_NCCL_LIBRARY"), std::string::npos) << st.message();
+  EXPECT_EQ(api, nullptr);
+  EXPECT_EQ(version, -1);
+}
+
+TEST(Nccl, ALibraryWithoutNcclIsUnsupported) {
+  // A real shared library that is not NCCL: libc.
+  std::shared_ptr<const wharf::NcclApi> api;
+  wharf::Status st = wharf::open_nccl("libc.so.6", &api, nullptr);
+  EXPECT_EQ(st.code(), wharf::Code::kUnsupported);
+  EXPECT_NE(st.message().find("has no ncclGetVersion"), std::string::npos) << st.message();
+}
+
+TEST(Nccl, TheDefaultLibraryLoadsWhereInstalled) {
+  unsetenv("WHARF_NCCL_LIBRARY");
+  EXPECT_EQ(wharf::nccl_library_path(), "libnccl.so.2");
+  std::shared_ptr<const wharf::NcclApi> api;
+  int version = 0;
+  wharf::Status st = wharf::open_nccl("libnccl.so.2", &api, &version);
+  if (!st.ok()) GTEST_SKIP() << "NCCL is not installed here: " << st.message();
+  EXPECT_NE(api, nullptr);
+  EXPECT_GE(version, 20000) << "NCCL 2 reports major * 10000 + minor * 100 + patch";
+}
+
+}  // namespace
