@@ -1,26 +1,42 @@
-// update_bench: hot weight updates of a large model, Wharf beside two baselines measured in
-// the same run on the same GPU.
+// SPDX-License-Identifier: Apache-2.0
+// update_bench: hot weight updates and file loads, Wharf beside its baselines and the
+// hardware's limit, measured in the same run on the same GPU.
 //
-//   ceiling    pinned cudaMemcpyAsync of the whole update (the H2D limit of this machine)
-//   baseline a "caller copies first": pageable cudaMemcpy into a temporary device tensor,
-//              then a device copy into a full-size inactive buffer (AOTInductor's path when
-//              CPU sources are rejected)
-//   baseline b "full-size inactive buffer, direct copy": one pageable cudaMemcpy per
-//              constant into a second copy of every weight
-//   wharf      wharf_container_update from pinned, pageable and device sources, 25% and 100%
+// Groups (each measured with its rows interleaved: repetition r runs every row of the group
+// once before repetition r + 1, so all rows share the machine's noise):
+//   large-25, large-100   a model of --tensors x (--gib / --tensors) BF16 tensors, updating
+//                         25% / 100% of it:
+//     ceiling     one pinned cudaMemcpyAsync of the update's bytes (the H2D limit)
+//     baseline a  "caller copies first": pageable cudaMemcpy into a temporary device tensor,
+//                 then a device copy into a full-size inactive buffer (AOTInductor's path
+//                 when CPU sources are rejected)
+//     baseline b  "full-size inactive buffer, direct": one pageable cudaMemcpy per constant
+//     wharf       wharf_container_update from pinned, pageable and device sources
+//   small-100             a model of --small-gib of 0.5-4 MiB tensors (norms, biases, small
+//                         projections): ceiling, wharf from pinned and pageable sources
+//   file                  a --file-gib safetensors file (tensors of 0.5-128 MiB), page cache warm:
+//     ceiling     one pinned copy of the file's tensor bytes
+//     wharf load  wharf_constant_map_load_safetensors + wharf_container_create_from_map
+//     wharf update_from_file  streaming update of a loaded container from the file
+//     safetensors load_file(path, device="cuda") (tools/bench/safetensors_peer.py, PyTorch)
 //
-// Figures: median seconds of --reps repetitions, GB/s, % of the ceiling, and the peak extra
-// device bytes during the update (Wharf: from its accounting, cross-checked with
-// cudaMemGetInfo; baselines: what they allocate). Also the host time of swap.
+// Each row: median, min and max seconds of --reps repetitions (after one warm-up), GB/s of
+// the median, the ceiling's median over the row's median ("x ceil"), and the peak extra
+// device bytes (Wharf: its accounting, cross-checked with cudaMemGetInfo; baselines: what
+// they allocate). A last table checks the targets of docs/performance.md.
 //
-// usage: update_bench [--gib N] [--tensors N] [--reps N] [--csv PATH]
+// usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR]
+//                     [--reps N] [--peer PATH] [--csv PATH]
 #include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,27 +49,207 @@ namespace {
 using namespace bench;
 
 struct Row {
-  std::string name, source;
-  int percent;
-  double seconds, gbps, pct_ceiling;
-  uint64_t extra_bytes, extra_memgetinfo;
+  std::string group, name, source;
+  uint64_t bytes = 0;
+  std::function<double()> once;  // one repetition; returns seconds
+  std::vector<double> samples;
+  uint64_t extra = 0, extra_mgi = 0;  // peak extra device bytes: accounting, cudaMemGetInfo
+  std::string note;                   // why a row has no samples
 };
+
+double min_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+double max_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+// Runs one warm-up and `reps` repetitions of every row, interleaved.
+void measure(std::vector<Row>& rows, int reps) {
+  for (int r = 0; r <= reps; ++r)
+    for (Row& row : rows) {
+      if (!row.once) continue;
+      double s = row.once();
+      if (r) row.samples.push_back(s);
+    }
+}
+
+// Tensor sizes of the small model (MiB), cycled: what a transformer's norms, biases and
+// small projections look like.
+const double kSmallMiB[] = {0.5, 1, 2, 4, 0.75, 3, 1.5, 2.5};
+// The file's mix: a few large projections among many small tensors.
+const double kFileMiB[] = {128, 0.5, 64, 1, 16, 2, 4, 0.75};
+
+std::vector<uint64_t> sizes_for(const double* mib, size_t n, uint64_t total) {
+  std::vector<uint64_t> out;
+  uint64_t sum = 0;
+  for (size_t i = 0;; ++i) {
+    uint64_t b = uint64_t(mib[i % n] * double(1 << 20)) & ~uint64_t(4095);
+    if (sum + b > total) break;
+    out.push_back(b);
+    sum += b;
+  }
+  return out;
+}
+
+// The safetensors library, driven over pipes so its loads interleave with ours.
+class Peer {
+ public:
+  bool start(const std::string& script, const std::string& path, std::string* why) {
+    if (access(script.c_str(), R_OK) != 0) {
+      *why = "peer script " + script + " not found (--peer PATH)";
+      return false;
+    }
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) {
+      *why = "pipe failed";
+      return false;
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      execlp("python3", "python3", script.c_str(), path.c_str(), static_cast<char*>(nullptr));
+      std::printf("unavailable: cannot run python3\n");
+      std::fflush(stdout);
+      _exit(0);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_ = fdopen(in[1], "w");
+    from_ = fdopen(out[0], "r");
+    std::string line = read_line();
+    if (line.rfind("ready", 0) != 0) {
+      *why = line.empty() ? "the peer exited without a word" : line;
+      stop();
+      return false;
+    }
+    version_ = line.substr(6);
+    return true;
+  }
+  double once() {
+    std::fprintf(to_, "go\n");
+    std::fflush(to_);
+    std::string line = read_line();
+    if (line.empty()) {
+      std::fprintf(stderr, "safetensors peer: no answer\n");
+      std::exit(2);
+    }
+    return std::atof(line.c_str());
+  }
+  void stop() {
+    if (to_) std::fclose(to_);
+    if (from_) std::fclose(from_);
+    to_ = from_ = nullptr;
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  const std::string& version() const { return version_; }
+  ~Peer() { stop(); }
+
+ private:
+  std::string read_line() {
+    char buf[512];
+    if (!from_ || !std::fgets(buf, sizeof buf, from_)) return "";
+    std::string s(buf);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+  std::string version_;
+};
+
+wharf_constant_map* make_map(const std::vector<std::string>& names, const std::vector<uint64_t>& sizes, char* base,
+                             wharf_device_type dt, size_t count) {
+  wharf_constant_map* m = nullptr;
+  wharf_ok(wharf_constant_map_create(&m), "map");
+  uint64_t off = 0;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t elems = int64_t(sizes[i] / 2);  // BF16
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.data = base + off;
+    v.dtype = WHARF_DTYPE_BF16;
+    v.device_type = dt;
+    v.ndim = 1;
+    v.shape = &elems;
+    v.struct_size = sizeof v;
+    wharf_ok(wharf_constant_map_set(m, names[i].c_str(), &v), "map set");  // copies the shape
+    off += sizes[i];
+  }
+  return m;
+}
+
+uint64_t constants_bytes(wharf_runtime* rt, bool peak) {
+  wharf_memory_stats ms;
+  std::memset(&ms, 0, sizeof ms);
+  ms.struct_size = sizeof ms;
+  wharf_ok(wharf_runtime_memory_stats(rt, &ms), "stats");
+  return peak ? ms.peak[WHARF_MEM_CONSTANTS] : ms.current[WHARF_MEM_CONSTANTS];
+}
+
+// One timed wharf update of `c` from `m` (then a swap, untimed), tracking the peak extra
+// device memory on `row`.
+double timed_update(wharf_runtime* rt, wharf_container* c, wharf_constant_map* m, Row* row) {
+  wharf_ok(wharf_container_free_inactive(c), "free inactive");
+  wharf_ok(wharf_runtime_synchronize(rt), "sync");
+  const uint64_t before = constants_bytes(rt, false);
+  wharf_runtime_reset_peak(rt);
+  const uint64_t free0 = free_device_bytes();
+  auto t0 = Clock::now();
+  wharf_ok(wharf_container_update(c, m, nullptr), "update");
+  double s = seconds_since(t0);
+  const uint64_t free1 = free_device_bytes();
+  row->extra = std::max(row->extra, constants_bytes(rt, true) - before);
+  row->extra_mgi = std::max(row->extra_mgi, free0 > free1 ? free0 - free1 : 0);
+  wharf_ok(wharf_container_swap(c), "swap");
+  return s;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  double gib = 8;
-  int tensors = 64, reps = 3;
+  double gib = 8, small_gib = 1, file_gib = 4;
+  int tensors = 64, reps = 7;
   const char* csv = nullptr;
+  std::string file_dir = "/tmp";
+  std::string peer_script;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--gib") && i + 1 < argc) gib = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--tensors") && i + 1 < argc) tensors = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--small-gib") && i + 1 < argc) small_gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--file-gib") && i + 1 < argc) file_gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--file-dir") && i + 1 < argc) file_dir = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) peer_script = argv[++i];
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR] "
+                   "[--reps N] [--peer PATH] [--csv PATH]\n");
+      return 2;
+    }
   }
-  const uint64_t per_tensor = (uint64_t(gib * double(1ull << 30)) / tensors) & ~uint64_t(4095);
-  const uint64_t total = per_tensor * tensors;
-  const int64_t elems = int64_t(per_tensor / 2);  // BF16
+  if (reps < 1 || tensors < 1) {
+    std::fprintf(stderr, "update_bench: --reps and --tensors must be >= 1\n");
+    return 2;
+  }
+  if (peer_script.empty()) {
+    // The bundle keeps it in peers/ beside the binary; a build tree, in tools/bench.
+    std::string self(argv[0]);
+    std::string dir = self.find('/') == std::string::npos ? "." : self.substr(0, self.rfind('/'));
+    peer_script = dir + "/peers/safetensors_peer.py";
+    if (access(peer_script.c_str(), R_OK) != 0) peer_script = "tools/bench/safetensors_peer.py";
+  }
+
+  const uint64_t per_tensor = (uint64_t(gib * double(1ull << 30)) / uint64_t(tensors)) & ~uint64_t(4095);
+  const uint64_t total = per_tensor * uint64_t(tensors);
+  const std::vector<uint64_t> small_sizes = sizes_for(kSmallMiB, std::size(kSmallMiB), uint64_t(small_gib * double(1ull << 30)));
+  const std::vector<uint64_t> file_sizes = sizes_for(kFileMiB, std::size(kFileMiB), uint64_t(file_gib * double(1ull << 30)));
+  uint64_t small_total = 0, file_total = 0;
+  for (uint64_t b : small_sizes) small_total += b;
+  for (uint64_t b : file_sizes) file_total += b;
+  const uint64_t host_bytes = std::max({total, small_total, file_total});
 
   wharf_runtime_options ro;
   wharf_runtime_options_init(&ro);
@@ -64,164 +260,262 @@ int main(int argc, char** argv) {
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   wharf_ok(wharf_runtime_device_info(rt, &info), "device info");
-  std::printf("update_bench: %s, model %d x %.0f MiB BF16 = %.2f GiB, %d reps (median)\n", info.name, tensors,
-              double(per_tensor) / (1 << 20), double(total) / (1ull << 30), reps);
+  std::printf("update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved\n", info.name, wharf_version(),
+              reps);
+  std::printf("  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
+              "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",
+              tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), small_sizes.size(),
+              double(small_total) / (1ull << 30), file_sizes.size(), double(file_total) / (1ull << 30));
 
-  // Sources: pageable, pinned and device copies of one full model's bytes.
-  std::vector<char> pageable(total);
-  touch(pageable.data(), total, 1);
+  // Sources: pageable, pinned and device bytes, large enough for every group.
+  std::vector<char> pageable(host_bytes);
+  touch(pageable.data(), host_bytes, 1);
   void* pinned = nullptr;
-  CUDA_OK(cudaHostAlloc(&pinned, total, cudaHostAllocPortable));
-  touch(pinned, total, 2);
+  CUDA_OK(cudaHostAlloc(&pinned, host_bytes, cudaHostAllocPortable));
+  touch(pinned, host_bytes, 2);
   void* dsrc = nullptr;
   CUDA_OK(cudaMalloc(&dsrc, total));
   CUDA_OK(cudaMemset(dsrc, 3, total));
   CUDA_OK(cudaDeviceSynchronize());
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  std::vector<std::string> names;
-  std::vector<int64_t> shape{elems};
-  for (int i = 0; i < tensors; ++i) names.push_back("layers." + std::to_string(i) + ".weight");
-  auto make_map = [&](char* base, wharf_device_type dt, int count) {
-    wharf_constant_map* m = nullptr;
-    wharf_ok(wharf_constant_map_create(&m), "map");
-    for (int i = 0; i < count; ++i) {
-      wharf_tensor_view v{base + uint64_t(i) * per_tensor, WHARF_DTYPE_BF16, dt, 0, 1, shape.data(), nullptr};
-      wharf_ok(wharf_constant_map_set(m, names[i].c_str(), &v), "map set");
-    }
-    return m;
-  };
-
-  // The model, loaded from pinned memory.
-  wharf_constant_map* init = make_map(static_cast<char*>(pinned), WHARF_DEVICE_CPU, tensors);
-  wharf_container* c = nullptr;
-  wharf_ok(wharf_container_create_from_map(rt, init, nullptr, &c), "load");
-  wharf_constant_map_free(init);
-
-  std::vector<Row> rows;
-  // Ceiling: one pinned H2D copy of the whole update size into a scratch device buffer.
-  auto ceiling = [&](uint64_t bytes) {
-    void* d = nullptr;
-    CUDA_OK(cudaMalloc(&d, bytes));
-    cudaStream_t s;
-    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    std::vector<double> t;
-    for (int r = 0; r <= reps; ++r) {
+  // The ceiling: one pinned H2D copy of `bytes` into a scratch device buffer.
+  void* scratch = nullptr;
+  CUDA_OK(cudaMalloc(&scratch, host_bytes));
+  auto ceiling_row = [&](const std::string& group, uint64_t bytes) {
+    Row row{group, "ceiling: pinned cudaMemcpyAsync", "pinned", bytes};
+    row.once = [&, bytes] {
       auto t0 = Clock::now();
-      CUDA_OK(cudaMemcpyAsync(d, pinned, bytes, cudaMemcpyHostToDevice, s));
-      CUDA_OK(cudaStreamSynchronize(s));
-      if (r) t.push_back(seconds_since(t0));
-    }
-    CUDA_OK(cudaStreamDestroy(s));
-    CUDA_OK(cudaFree(d));
-    return median(t);
+      CUDA_OK(cudaMemcpyAsync(scratch, pinned, bytes, cudaMemcpyHostToDevice, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      return seconds_since(t0);
+    };
+    return row;
   };
 
-  for (int percent : {25, 100}) {
-    int count = tensors * percent / 100;
-    uint64_t bytes = per_tensor * count;
-    double ceil_s = ceiling(bytes);
-    double ceil_gbps = double(bytes) / ceil_s / 1e9;
-    rows.push_back({"ceiling: pinned cudaMemcpyAsync", "pinned", percent, ceil_s, ceil_gbps, 100.0, 0, 0});
+  std::vector<Row> all;
+  std::vector<wharf_constant_map*> maps;  // freed at the end
+  auto keep = [&](std::vector<Row>& rows) {
+    for (Row& r : rows) {
+      r.once = nullptr;
+      all.push_back(std::move(r));
+    }
+  };
 
-    // Baseline (b): full-size inactive buffer, one pageable cudaMemcpy per constant.
-    {
-      void* full = nullptr;
-      CUDA_OK(cudaMalloc(&full, total));
-      std::vector<double> t;
-      for (int r = 0; r <= reps; ++r) {
+  // --- large model: 25% and 100% updates ---------------------------------------------------
+  {
+    std::vector<std::string> names;
+    std::vector<uint64_t> sizes(size_t(tensors), per_tensor);
+    for (int i = 0; i < tensors; ++i) names.push_back("layers." + std::to_string(i) + ".weight");
+    wharf_constant_map* init = make_map(names, sizes, static_cast<char*>(pinned), WHARF_DEVICE_CPU, sizes.size());
+    wharf_container* c = nullptr;
+    wharf_ok(wharf_container_create_from_map(rt, init, nullptr, &c), "load");
+    wharf_constant_map_free(init);
+    void* full = nullptr;
+    void* tmp = nullptr;
+    CUDA_OK(cudaMalloc(&full, total));
+    CUDA_OK(cudaMalloc(&tmp, total));
+    for (int percent : {25, 100}) {
+      const std::string group = "large-" + std::to_string(percent);
+      const int count = tensors * percent / 100;
+      const uint64_t bytes = per_tensor * uint64_t(count);
+      std::vector<Row> rows;
+      rows.reserve(8);  // rows hand out pointers to themselves below
+      rows.push_back(ceiling_row(group, bytes));
+      Row b{group, "baseline b: full buffer, direct", "pageable", bytes};
+      b.extra = b.extra_mgi = total;
+      b.once = [&, count] {
         auto t0 = Clock::now();
         for (int i = 0; i < count; ++i)
           CUDA_OK(cudaMemcpy(static_cast<char*>(full) + uint64_t(i) * per_tensor, pageable.data() + uint64_t(i) * per_tensor,
                              per_tensor, cudaMemcpyHostToDevice));
-        if (r) t.push_back(seconds_since(t0));
-      }
-      CUDA_OK(cudaFree(full));
-      double s = median(t);
-      rows.push_back({"baseline b: full buffer, direct", "pageable", percent, s, double(bytes) / s / 1e9,
-                      100.0 * ceil_s / s, total, total});
-    }
-    // Baseline (a): the caller copies to a temporary device tensor, then a device copy into
-    // a full-size inactive buffer.
-    {
-      void* full = nullptr;
-      void* tmp = nullptr;
-      CUDA_OK(cudaMalloc(&full, total));
-      CUDA_OK(cudaMalloc(&tmp, bytes));
-      std::vector<double> t;
-      for (int r = 0; r <= reps; ++r) {
+        return seconds_since(t0);
+      };
+      rows.push_back(std::move(b));
+      Row a{group, "baseline a: caller copies first", "pageable", bytes};
+      a.extra = a.extra_mgi = total + bytes;
+      a.once = [&, count, bytes] {
         auto t0 = Clock::now();
         for (int i = 0; i < count; ++i)
           CUDA_OK(cudaMemcpy(static_cast<char*>(tmp) + uint64_t(i) * per_tensor, pageable.data() + uint64_t(i) * per_tensor,
                              per_tensor, cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemcpy(full, tmp, bytes, cudaMemcpyDeviceToDevice));
         CUDA_OK(cudaDeviceSynchronize());
-        if (r) t.push_back(seconds_since(t0));
+        return seconds_since(t0);
+      };
+      rows.push_back(std::move(a));
+      struct Src { const char* name; char* base; wharf_device_type dt; };
+      const Src srcs[] = {{"pinned", static_cast<char*>(pinned), WHARF_DEVICE_CPU},
+                          {"pageable", pageable.data(), WHARF_DEVICE_CPU},
+                          {"device", static_cast<char*>(dsrc), WHARF_DEVICE_CUDA}};
+      for (const Src& s : srcs) {
+        wharf_constant_map* m = make_map(names, sizes, s.base, s.dt, size_t(count));
+        maps.push_back(m);
+        rows.push_back(Row{group, "wharf update", s.name, bytes});
+        Row* row = &rows.back();
+        row->once = [rt, c, m, row] { return timed_update(rt, c, m, row); };
       }
-      CUDA_OK(cudaFree(tmp));
-      CUDA_OK(cudaFree(full));
-      double s = median(t);
-      rows.push_back({"baseline a: caller copies first", "pageable", percent, s, double(bytes) / s / 1e9,
-                      100.0 * ceil_s / s, total + bytes, total + bytes});
+      measure(rows, reps);
+      keep(rows);
     }
-    // Wharf, from each source kind.
-    struct Src { const char* name; char* base; wharf_device_type dt; };
-    Src srcs[] = {{"pinned", static_cast<char*>(pinned), WHARF_DEVICE_CPU},
-                  {"pageable", pageable.data(), WHARF_DEVICE_CPU},
-                  {"device", static_cast<char*>(dsrc), WHARF_DEVICE_CUDA}};
-    for (const Src& src : srcs) {
-      wharf_constant_map* m = make_map(src.base, src.dt, count);
-      std::vector<double> t, swaps;
-      uint64_t extra = 0, extra_mgi = 0;
-      for (int r = 0; r <= reps; ++r) {
-        wharf_ok(wharf_container_free_inactive(c), "free inactive");
-        wharf_ok(wharf_runtime_synchronize(rt), "sync");
-        wharf_memory_stats ms;
-        std::memset(&ms, 0, sizeof ms);
-        ms.struct_size = sizeof ms;
-        wharf_ok(wharf_runtime_memory_stats(rt, &ms), "stats");
-        uint64_t before = ms.current[WHARF_MEM_CONSTANTS];
-        wharf_runtime_reset_peak(rt);
-        uint64_t free0 = free_device_bytes();
-        auto t0 = Clock::now();
-        wharf_ok(wharf_container_update(c, m, nullptr), "update");
-        double s = seconds_since(t0);
-        uint64_t free1 = free_device_bytes();
-        wharf_ok(wharf_runtime_memory_stats(rt, &ms), "stats");
-        auto s0 = Clock::now();
-        wharf_ok(wharf_container_swap(c), "swap");
-        double sw = seconds_since(s0);
-        if (r) {
-          t.push_back(s);
-          swaps.push_back(sw);
-          extra = std::max(extra, ms.peak[WHARF_MEM_CONSTANTS] - before);
-          extra_mgi = std::max(extra_mgi, free0 > free1 ? free0 - free1 : 0);
-        }
-      }
-      wharf_constant_map_free(m);
-      double s = median(t);
-      rows.push_back({std::string("wharf update (swap ") + std::to_string(int(median(swaps) * 1e6 + 0.5)) + " us)",
-                      src.name, percent, s, double(bytes) / s / 1e9, 100.0 * ceil_s / s, extra, extra_mgi});
-    }
+    CUDA_OK(cudaFree(tmp));
+    CUDA_OK(cudaFree(full));
+    wharf_container_free(c);
   }
 
-  std::printf("\n%-36s %-9s %5s %9s %8s %8s %13s %13s\n", "path", "source", "upd%", "seconds", "GB/s",
-              "%ceil", "extra_dev_MiB", "memgetinfo_MiB");
-  for (const Row& r : rows)
-    std::printf("%-36s %-9s %5d %9.4f %8.2f %7.1f%% %13.0f %13.0f\n", r.name.c_str(), r.source.c_str(), r.percent,
-                r.seconds, r.gbps, r.pct_ceiling, double(r.extra_bytes) / (1 << 20),
-                double(r.extra_memgetinfo) / (1 << 20));
+  // --- small tensors ----------------------------------------------------------------------
+  {
+    const std::string group = "small-100";
+    std::vector<std::string> names;
+    for (size_t i = 0; i < small_sizes.size(); ++i) names.push_back("blocks." + std::to_string(i) + ".norm");
+    wharf_constant_map* init = make_map(names, small_sizes, static_cast<char*>(pinned), WHARF_DEVICE_CPU, small_sizes.size());
+    wharf_container* c = nullptr;
+    wharf_ok(wharf_container_create_from_map(rt, init, nullptr, &c), "load small");
+    wharf_constant_map_free(init);
+    std::vector<Row> rows;
+    rows.reserve(4);  // rows hand out pointers to themselves below
+    rows.push_back(ceiling_row(group, small_total));
+    for (auto [name, base] : {std::pair<const char*, char*>{"pinned", static_cast<char*>(pinned)},
+                              std::pair<const char*, char*>{"pageable", pageable.data()}}) {
+      wharf_constant_map* m = make_map(names, small_sizes, base, WHARF_DEVICE_CPU, small_sizes.size());
+      maps.push_back(m);
+      rows.push_back(Row{group, "wharf update", name, small_total});
+      Row* row = &rows.back();
+      row->once = [rt, c, m, row] { return timed_update(rt, c, m, row); };
+    }
+    measure(rows, reps);
+    keep(rows);
+    wharf_container_free(c);
+  }
+
+  // --- a safetensors file -------------------------------------------------------------------
+  std::string peer_version;
+  {
+    const std::string group = "file";
+    const std::string path = file_dir + "/wharf_update_bench_" + std::to_string(getpid()) + ".safetensors";
+    std::vector<std::string> names;
+    for (size_t i = 0; i < file_sizes.size(); ++i) names.push_back("model.layers." + std::to_string(i) + ".weight");
+    wharf_constant_map* src = make_map(names, file_sizes, pageable.data(), WHARF_DEVICE_CPU, file_sizes.size());
+    wharf_ok(wharf_constant_map_save_safetensors(src, path.c_str()), "save the file");
+    wharf_constant_map_free(src);
+    wharf_constant_map* loaded = nullptr;  // the page cache warms on the warm-up repetition
+    wharf_ok(wharf_constant_map_load_safetensors(path.c_str(), &loaded), "load the file");
+    wharf_container* c = nullptr;
+    wharf_ok(wharf_container_create_from_map(rt, loaded, nullptr, &c), "container from the file");
+    wharf_constant_map_free(loaded);
+
+    std::vector<Row> rows;
+    rows.reserve(4);  // rows hand out pointers to themselves below
+    rows.push_back(ceiling_row(group, file_total));
+    Row load{group, "wharf load (map + container)", "file", file_total};
+    load.once = [&] {
+      auto t0 = Clock::now();
+      wharf_constant_map* m = nullptr;
+      wharf_ok(wharf_constant_map_load_safetensors(path.c_str(), &m), "load");
+      wharf_container* fresh = nullptr;
+      wharf_ok(wharf_container_create_from_map(rt, m, nullptr, &fresh), "create from map");
+      wharf_constant_map_free(m);
+      double s = seconds_since(t0);
+      wharf_container_free(fresh);
+      wharf_ok(wharf_runtime_synchronize(rt), "sync");
+      return s;
+    };
+    rows.push_back(std::move(load));
+    rows.push_back(Row{group, "wharf update_from_file (streaming)", "file", file_total});
+    {
+      Row* row = &rows.back();
+      row->once = [&, row] {
+        wharf_ok(wharf_container_free_inactive(c), "free inactive");
+        wharf_ok(wharf_runtime_synchronize(rt), "sync");
+        const uint64_t before = constants_bytes(rt, false);
+        wharf_runtime_reset_peak(rt);
+        auto t0 = Clock::now();
+        wharf_ok(wharf_container_update_from_file(c, path.c_str(), nullptr), "update from file");
+        double s = seconds_since(t0);
+        row->extra = std::max(row->extra, constants_bytes(rt, true) - before);
+        wharf_ok(wharf_container_swap(c), "swap");
+        return s;
+      };
+    }
+    Peer peer;
+    std::string why;
+    Row lib{group, "safetensors load_file(device=cuda)", "file", file_total};
+    if (peer.start(peer_script, path, &why)) {
+      peer_version = peer.version();
+      lib.once = [&] { return peer.once(); };
+    } else {
+      lib.note = "not measured: " + why;
+    }
+    rows.push_back(std::move(lib));
+    measure(rows, reps);
+    peer.stop();
+    keep(rows);
+    wharf_container_free(c);
+    std::remove(path.c_str());
+  }
+
+  // --- report -------------------------------------------------------------------------------
+  auto ceiling_of = [&](const std::string& group) {
+    for (const Row& r : all)
+      if (r.group == group && r.name.rfind("ceiling", 0) == 0) return median(r.samples);
+    return 0.0;
+  };
+  std::printf("\n%-10s %-36s %-9s %9s %9s %9s %8s %7s %10s %10s\n", "group", "path", "source", "median_s", "min_s",
+              "max_s", "GB/s", "x_ceil", "extra_MiB", "mgi_MiB");
+  for (const Row& r : all) {
+    if (r.samples.empty()) {
+      std::printf("%-10s %-36s %-9s %s\n", r.group.c_str(), r.name.c_str(), r.source.c_str(), r.note.c_str());
+      continue;
+    }
+    const double med = median(r.samples);
+    std::printf("%-10s %-36s %-9s %9.4f %9.4f %9.4f %8.2f %7.3f %10.0f %10.0f\n", r.group.c_str(), r.name.c_str(),
+                r.source.c_str(), med, min_of(r.samples), max_of(r.samples), double(r.bytes) / med / 1e9,
+                ceiling_of(r.group) / med, double(r.extra) / (1 << 20), double(r.extra_mgi) / (1 << 20));
+  }
+  if (!peer_version.empty()) std::printf("peer: %s\n", peer_version.c_str());
+
+  // Targets (issue 13; docs/performance.md).
+  auto med_of = [&](const std::string& group, const std::string& name, const std::string& source) {
+    for (const Row& r : all)
+      if (r.group == group && r.name == name && r.source == source && !r.samples.empty()) return median(r.samples);
+    return 0.0;
+  };
+  struct Target { std::string what; double got, want; };
+  std::vector<Target> targets;
+  for (const char* g : {"large-25", "large-100"}) {
+    targets.push_back({std::string(g) + " pinned vs ceiling", ceiling_of(g) / med_of(g, "wharf update", "pinned"), 0.95});
+    targets.push_back({std::string(g) + " pageable vs ceiling", ceiling_of(g) / med_of(g, "wharf update", "pageable"), 0.90});
+  }
+  targets.push_back({"small-100 pageable vs ceiling", ceiling_of("small-100") / med_of("small-100", "wharf update", "pageable"), 0.80});
+  targets.push_back({"small-100 pinned vs ceiling", ceiling_of("small-100") / med_of("small-100", "wharf update", "pinned"), 0.80});
+  const double load_s = med_of("file", "wharf load (map + container)", "file");
+  targets.push_back({"file load vs ceiling", ceiling_of("file") / load_s, 0.80});
+  const double lib_s = med_of("file", "safetensors load_file(device=cuda)", "file");
+  if (lib_s > 0) targets.push_back({"file load vs safetensors library (speed ratio)", lib_s / load_s, 1.0});
+  std::printf("\n%-48s %8s %8s %s\n", "target", "measured", "target", "");
+  for (const Target& t : targets)
+    std::printf("%-48s %8.3f %8.2f %s\n", t.what.c_str(), t.got, t.want, t.got >= t.want ? "met" : "MISSED");
+
   if (csv) {
     FILE* f = std::fopen(csv, "w");
     if (f) {
-      std::fprintf(f, "path,source,update_percent,seconds,gbps,percent_of_ceiling,extra_device_bytes,extra_memgetinfo_bytes\n");
-      for (const Row& r : rows)
-        std::fprintf(f, "\"%s\",%s,%d,%.6f,%.3f,%.2f,%llu,%llu\n", r.name.c_str(), r.source.c_str(), r.percent, r.seconds,
-                     r.gbps, r.pct_ceiling, (unsigned long long)r.extra_bytes, (unsigned long long)r.extra_memgetinfo);
+      std::fprintf(f, "group,path,source,bytes,median_s,min_s,max_s,gbps,x_ceiling,extra_device_bytes,extra_memgetinfo_bytes,samples\n");
+      for (const Row& r : all) {
+        if (r.samples.empty()) continue;
+        const double med = median(r.samples);
+        std::fprintf(f, "%s,\"%s\",%s,%llu,%.6f,%.6f,%.6f,%.3f,%.4f,%llu,%llu,%zu\n", r.group.c_str(), r.name.c_str(),
+                     r.source.c_str(), (unsigned long long)r.bytes, med, min_of(r.samples), max_of(r.samples),
+                     double(r.bytes) / med / 1e9, ceiling_of(r.group) / med, (unsigned long long)r.extra,
+                     (unsigned long long)r.extra_mgi, r.samples.size());
+      }
       std::fclose(f);
     }
   }
-  wharf_container_free(c);
+  for (wharf_constant_map* m : maps) wharf_constant_map_free(m);
   wharf_runtime_free(rt);
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaFree(scratch));
   CUDA_OK(cudaFree(dsrc));
   CUDA_OK(cudaFreeHost(pinned));
   return 0;

@@ -22,6 +22,9 @@ cp -r "$ROOT"/tests/data/models/tiny_decoder "$OUT"/models/
 # PyTorch's side of the model benchmark (run on the GPU machine, which has PyTorch).
 mkdir -p "$OUT"/aoti
 cp "$ROOT"/tools/aoti/*.py "$OUT"/aoti/
+# The safetensors library's side of update_bench's file rows.
+mkdir -p "$OUT"/peers
+cp "$ROOT"/tools/bench/*.py "$OUT"/peers/
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
 done

@@ -248,6 +248,37 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
                                                    std::to_string(plan.size()) + " constants");
 }
 
+Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
+                                    const std::vector<Event*>& wait_for) {
+  std::vector<CopyRequest> reqs;
+  reqs.reserve(plan.size());
+  for (const Planned& p : plan) {
+    const ConstantDecl& d = decls_[p.index];
+    if (d.nbytes == 0) {  // nothing to copy, so the engine would not ask for it
+      WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
+      continue;
+    }
+    CopyRequest r;
+    r.src = p.entry->data;
+    r.bytes = d.nbytes;
+    r.dst_kind = d.placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
+    reqs.push_back(r);
+  }
+  std::vector<int> index;  // request -> constant
+  for (const Planned& p : plan)
+    if (decls_[p.index].nbytes) index.push_back(p.index);
+  AllocateFn allocate = [&](size_t i, void** dst) -> Status {
+    std::shared_ptr<Slot>& slot = gen->slots[size_t(index[i])];
+    WHARF_RETURN_IF_ERROR(allocate_slot(index[i], &slot));
+    *dst = slot->data();
+    return Status::Ok();
+  };
+  TransferEngine* engine = nullptr;
+  WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
+  return engine->copy(reqs, wait_for, nullptr, allocate)
+      .with_context("container " + quote_name(name_) + ": copying " + std::to_string(plan.size()) + " constants");
+}
+
 Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen) {
   if (!opts.fold || !has_derived_) return Status::Ok();
   Stream& stream = runtime_->stream();
@@ -334,14 +365,13 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
         continue;
       }
     }
-    WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
     to_copy.push_back(p);
     if (first) fresh.push_back(p.index);
   }
   const Clock::time_point t1 = Clock::now();
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready);
-  WHARF_RETURN_IF_ERROR(copy_into(gen, to_copy, wait_for));
+  WHARF_RETURN_IF_ERROR(allocate_and_copy(gen, to_copy, wait_for));
   const Clock::time_point t2 = Clock::now();
   const bool folded = opts.fold && has_derived_;
   WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
@@ -374,7 +404,7 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
       return std::to_string(std::chrono::duration<double, std::milli>(b - a).count()) + " ms";
     };
     WHARF_LOG(kDebug, "container " + quote_name(name_) + ": update of " + std::to_string(plan.size()) + " constants (" +
-                          std::to_string(to_copy.size()) + " copied): allocate " + ms(t0, t1) + ", copy " +
+                          std::to_string(to_copy.size()) + " copied): plan " + ms(t0, t1) + ", allocate and copy " +
                           ms(t1, t2) + ", fold " + ms(t2, t3) + ", stage and release " + ms(t3, Clock::now()));
   }
   return Status::Ok();

@@ -169,6 +169,10 @@ class Container : public std::enable_shared_from_this<Container> {
   Status allocate_slot(int index, std::shared_ptr<Slot>* out);
   Status copy_into(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
                    const std::vector<Event*>& wait_for);
+  // Gives each planned constant a fresh slot in `gen` and copies into it, allocating while
+  // earlier constants' copies run (TransferEngine's AllocateFn).
+  Status allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
+                           const std::vector<Event*>& wait_for);
   Status run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen);
   Status update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready)
       WHARF_EXCLUDES(mu_);

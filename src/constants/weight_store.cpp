@@ -230,19 +230,34 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     targets.push_back(std::move(t));
   }
 
-  // 3. One slot and one copy per FQN.
+  // 3. One slot and one copy per FQN; slots are allocated while earlier copies run.
   std::vector<std::shared_ptr<Slot>> slots(map.size());
   std::vector<CopyRequest> reqs;
+  std::vector<size_t> entry_of;  // request -> map entry
   for (size_t i = 0; i < map.size(); ++i) {
-    WHARF_RETURN_IF_ERROR(allocate_constant_slot(*runtime_, decls[i], &slots[i]));
-    reqs.push_back({slots[i]->data(), map.entry(i).data, decls[i].nbytes});
+    if (decls[i].nbytes == 0) {  // nothing to copy, so the engine would not ask for it
+      WHARF_RETURN_IF_ERROR(allocate_constant_slot(*runtime_, decls[i], &slots[i]));
+      continue;
+    }
+    CopyRequest r;
+    r.src = map.entry(i).data;
+    r.bytes = decls[i].nbytes;
+    r.dst_kind = decls[i].placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
+    reqs.push_back(r);
+    entry_of.push_back(i);
   }
+  AllocateFn allocate = [&](size_t k, void** dst) -> Status {
+    const size_t i = entry_of[k];
+    WHARF_RETURN_IF_ERROR(allocate_constant_slot(*runtime_, decls[i], &slots[i]));
+    *dst = slots[i]->data();
+    return Status::Ok();
+  };
   TransferEngine* engine = nullptr;
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
-  WHARF_RETURN_IF_ERROR(engine->copy(reqs, wait_for).with_context("weight store update: copying " +
-                                                                  std::to_string(map.size()) + " constants"));
+  WHARF_RETURN_IF_ERROR(engine->copy(reqs, wait_for, nullptr, allocate)
+                            .with_context("weight store update: copying " + std::to_string(map.size()) + " constants"));
 
   // 4. Build every container's next generation; publish only when all are built.
   for (Target& t : targets) {

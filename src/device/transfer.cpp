@@ -6,11 +6,14 @@
 //     together occupy at most one staging chunk (a large request spans many fills; many
 //     small requests share one). Pageable sources into pinned host memory need no DMA and
 //     are split into chunk-sized host memcpy pieces.
-//  3. The copy stream waits for `wait_for`, then pinned/device sources are enqueued
-//     directly, then the worker pool runs: each worker that owns staging chunks takes fills
-//     from a shared atomic index and cycles through its own chunks (wait for the chunk's
-//     event so its previous DMA has read it, memcpy the sources in, enqueue the DMA(s),
-//     record the chunk's event), then every worker takes host memcpy pieces.
+//  3. The copy stream waits for `wait_for`, then the worker pool starts: each worker that
+//     owns staging chunks takes fills from a shared atomic index and cycles through its own
+//     chunks (wait for the chunk's event so its previous DMA has read it, memcpy the sources
+//     in, wait until the segments' destinations are known, enqueue the DMA(s), record the
+//     chunk's event), then every worker takes host memcpy pieces. Meanwhile the calling
+//     thread walks the requests in order: allocates a destination the caller left null
+//     (AllocateFn), publishes it to the workers, and enqueues the pinned/device sources'
+//     copies directly, so allocation overlaps the copies already in flight.
 //  4. The stream is always drained before returning, so nothing in flight still reads
 //     caller memory or the ring.
 //
@@ -82,16 +85,21 @@ class WorkerPool {
 
   uint32_t size() const { return static_cast<uint32_t>(threads_.size()); }
 
-  // fn must not throw. Not reentrant: the engine calls it under its copy mutex.
-  void run(uint32_t n, const std::function<void(uint32_t)>& fn) WHARF_EXCLUDES(mu_) {
+  // Starts fn(i) on workers i < n and returns at once; wait() returns when all of those calls
+  // have returned. fn must not throw and must outlive wait(). One job at a time: the engine
+  // calls begin/wait under its copy mutex.
+  void begin(uint32_t n, const std::function<void(uint32_t)>& fn) WHARF_EXCLUDES(mu_) {
     if (n == 0) return;
-    UniqueLock lock(mu_);
-    WHARF_DCHECK(job_ == nullptr && running_ == 0, "worker pool: run() entered twice (it is not reentrant)");
+    MutexLock lock(mu_);
+    WHARF_DCHECK(job_ == nullptr && running_ == 0, "worker pool: begin() while a job runs (one job at a time)");
     job_ = &fn;
     job_threads_ = std::min(n, size());
     running_ = job_threads_;
     ++generation_;
     work_cv_.notify_all();
+  }
+  void wait() WHARF_EXCLUDES(mu_) {
+    UniqueLock lock(mu_);
     lock.wait(done_cv_, [&]() WHARF_REQUIRES(mu_) { return running_ == 0; });
     job_ = nullptr;
   }
@@ -130,10 +138,11 @@ class WorkerPool {
   std::vector<std::thread> threads_;  // filled by start() before any run(), then fixed
 };
 
-// A contiguous source -> destination range, with the request it came from (for messages).
+// A contiguous source -> destination range: `dst_offset` bytes into the destination of
+// request `request` (known only once that destination is ready; see Job::dst).
 struct Segment {
   const char* src;
-  char* dst;
+  uint64_t dst_offset;
   uint64_t bytes;
   size_t request;
 };
@@ -150,6 +159,13 @@ struct Job {
   std::vector<Segment> host;    // pageable -> pinned host: plain memcpy, no DMA
   const std::vector<Event*>* wait_for = nullptr;
 
+  // Destinations by request. Requests [0, ready) have theirs: given by the caller or
+  // allocated by the calling thread, which writes dst[i] before publishing ready > i.
+  std::vector<char*> dst;
+  std::atomic<size_t> ready{0};
+  Mutex ready_mu;  // with ready_cv, for workers that must wait for a destination
+  std::condition_variable ready_cv;
+
   std::atomic<size_t> next_fill{0};
   std::atomic<size_t> next_host{0};
   // Set on the first error so no thread starts another piece; pieces already running finish.
@@ -163,11 +179,35 @@ struct Job {
   bool host_waited WHARF_GUARDED_BY(host_mu) = false;  // wait_for synchronized on the host
   Status host_wait_status WHARF_GUARDED_BY(host_mu);
 
-  void fail(Status st) WHARF_EXCLUDES(mu) {
+  void fail(Status st) WHARF_EXCLUDES(mu, ready_mu) {
     WHARF_DCHECK(!st.ok(), "transfer: failing a job with an OK status");
-    MutexLock lock(mu);
-    if (error.ok()) error = std::move(st);
-    failed.store(true, std::memory_order_relaxed);
+    {
+      MutexLock lock(mu);
+      if (error.ok()) error = std::move(st);
+      failed.store(true, std::memory_order_relaxed);
+    }
+    // Workers waiting for a destination that will never come must see the failure.
+    MutexLock lock(ready_mu);
+    ready_cv.notify_all();
+  }
+
+  // Publishes request i's destination (requests are published in order).
+  void publish(size_t i, char* d) WHARF_EXCLUDES(ready_mu) {
+    dst[i] = d;
+    MutexLock lock(ready_mu);
+    ready.store(i + 1, std::memory_order_release);
+    ready_cv.notify_all();
+  }
+  // The destination of request i, once ready; null if the job failed first.
+  char* wait_dst(size_t i) WHARF_EXCLUDES(ready_mu) {
+    if (ready.load(std::memory_order_acquire) <= i) {
+      UniqueLock lock(ready_mu);
+      lock.wait(ready_cv, [&] {
+        return ready.load(std::memory_order_acquire) > i || failed.load(std::memory_order_relaxed);
+      });
+      if (ready.load(std::memory_order_acquire) <= i) return nullptr;
+    }
+    return dst[i];
   }
   Status first_error() WHARF_EXCLUDES(mu) {
     MutexLock lock(mu);
@@ -231,7 +271,7 @@ struct TransferEngine::Impl {
   void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
   void run_host(Job& job);
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-              TransferStats* stats) WHARF_EXCLUDES(mu);
+              TransferStats* stats, const AllocateFn& allocate) WHARF_EXCLUDES(mu);
 };
 
 Status TransferEngine::Impl::ensure_ring() {
@@ -292,7 +332,9 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
     off = 0;
     for (size_t i = fill.begin; i < fill.end; ++i) {
       const Segment& s = job.staged[i];
-      Status cs = stream->copy_async(s.dst, chunk + off, s.bytes);
+      char* const dst = job.wait_dst(s.request);
+      if (!dst) return;  // the job failed (its error is recorded); this chunk was not enqueued
+      Status cs = stream->copy_async(dst + s.dst_offset, chunk + off, s.bytes);
       if (!cs.ok()) {
         // Stop using this chunk: DMAs from it that were enqueued are not covered by its
         // event, but no one refills it in this call and copy() drains the stream first.
@@ -321,12 +363,14 @@ void TransferEngine::Impl::run_host(Job& job) {
       return;
     }
     const Segment& s = job.host[h];
-    std::memcpy(s.dst, s.src, s.bytes);
+    char* const dst = job.wait_dst(s.request);
+    if (!dst) return;
+    std::memcpy(dst + s.dst_offset, s.src, s.bytes);
   }
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-                                  TransferStats* stats) {
+                                  TransferStats* stats, const AllocateFn& allocate) {
   MutexLock lock(mu);
   if (stats) *stats = TransferStats{};
 
@@ -339,10 +383,16 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   for (size_t i = 0; i < requests.size(); ++i) {
     const CopyRequest& r = requests[i];
     if (r.bytes == 0) continue;
-    if (!r.src || !r.dst)
+    if (!r.src || (!r.dst && !allocate))
       return InvalidArgument("copy request " + std::to_string(i) + of_n + ": " + std::to_string(r.bytes) +
-                             " bytes with a null " + (r.src ? "destination" : "source"));
-    const PointerInfo d = device->query_pointer(r.dst);
+                             " bytes with a null " + (r.src ? "destination (and no allocate callback)" : "source"));
+    PointerInfo d;
+    if (r.dst) {
+      d = device->query_pointer(r.dst);
+    } else {  // allocated below, by this device
+      d.kind = r.dst_kind == MemKind::kPinnedHost ? PointerKind::kPinnedHost : PointerKind::kDevice;
+      d.device_index = device->index();
+    }
     if (d.kind == PointerKind::kPageableHost)
       return InvalidArgument("copy request " + std::to_string(i) + of_n +
                              ": the destination is pageable host memory; it must be device or pinned "
@@ -377,27 +427,29 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   for (size_t i : staged) {
     const CopyRequest& r = requests[i];
     const char* src = static_cast<const char*>(r.src);
-    char* dst = static_cast<char*>(r.dst);
+    uint64_t off = 0;
     for (uint64_t left = r.bytes; left > 0;) {
       if (used == chunk_bytes) {
         job.fills.push_back({job.staged.size(), job.staged.size()});
         used = 0;
       }
       const uint64_t n = std::min(left, chunk_bytes - used);
-      job.staged.push_back({src, dst, n, i});
+      job.staged.push_back({src, off, n, i});
       job.fills.back().end = job.staged.size();
       used += n;
       src += n;
-      dst += n;
+      off += n;
       left -= n;
     }
   }
   for (size_t i : host) {
     const CopyRequest& r = requests[i];
     for (uint64_t off = 0; off < r.bytes; off += chunk_bytes)
-      job.host.push_back({static_cast<const char*>(r.src) + off, static_cast<char*>(r.dst) + off,
-                          std::min(chunk_bytes, r.bytes - off), i});
+      job.host.push_back({static_cast<const char*>(r.src) + off, off, std::min(chunk_bytes, r.bytes - off), i});
   }
+  std::vector<bool> is_direct(requests.size(), false);
+  for (size_t i : direct) is_direct[i] = true;
+  job.dst.assign(requests.size(), nullptr);
 
   // Before anything is enqueued, so a failed allocation leaves nothing in flight.
   if (!job.fills.empty()) {
@@ -413,35 +465,52 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     Status st = stream->wait(*wait_for[k]);
     if (!st.ok()) first = st.with_context("copy: making the copy stream wait for wait_for event " + std::to_string(k));
   }
-  for (size_t j = 0; j < direct.size() && first.ok(); ++j) {
-    const size_t i = direct[j];
+  // The pool's workers start staging (their host memcpys need no destination) while this
+  // thread, in request order, allocates missing destinations, publishes each one, and
+  // enqueues the direct copies: allocation overlaps the DMA of the requests before it.
+  const uint32_t stage_n =
+      job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(staging_threads, job.fills.size()));
+  const uint32_t host_n = static_cast<uint32_t>(std::min<uint64_t>(pool.size(), job.host.size()));
+  // Runs on the pool's threads while this thread holds mu (see Impl::mu).
+  std::function<void(uint32_t)> work = [&](uint32_t t) WHARF_REQUIRES(mu) {
+    // A worker thread must not die with an exception (std::terminate); the only throws
+    // possible here are allocation failures while building an error message.
+    try {
+      if (t < stage_n) run_staged(job, t);
+      run_host(job);
+    } catch (const std::exception& e) {
+      job.fail(Internal(std::string("transfer copy thread: ") + e.what()));
+    } catch (...) {
+      job.fail(Internal("transfer copy thread: unknown exception"));
+    }
+  };
+  const bool pooled = first.ok() && (stage_n > 0 || host_n > 0);
+  if (pooled) pool.begin(std::max(stage_n, host_n), work);
+  if (!first.ok()) job.fail(first);
+  for (size_t i = 0; i < requests.size() && !job.failed.load(std::memory_order_relaxed); ++i) {
     const CopyRequest& r = requests[i];
-    Status st = stream->copy_async(r.dst, r.src, r.bytes);
-    if (!st.ok())
-      first = st.with_context("copy request " + std::to_string(i) + of_n + ": enqueueing the direct copy of " +
-                              std::to_string(r.bytes) + " bytes from " + kind_name(device->query_pointer(r.src).kind) +
-                              " memory");
-  }
-  if (first.ok() && (!job.fills.empty() || !job.host.empty())) {
-    const uint32_t stage_n =
-        job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(staging_threads, job.fills.size()));
-    const uint32_t host_n = static_cast<uint32_t>(std::min<uint64_t>(pool.size(), job.host.size()));
-    // Runs on the pool's threads while this thread holds mu (see Impl::mu).
-    std::function<void(uint32_t)> work = [&](uint32_t t) WHARF_REQUIRES(mu) {
-      // A worker thread must not die with an exception (std::terminate); the only throws
-      // possible here are allocation failures while building an error message.
-      try {
-        if (t < stage_n) run_staged(job, t);
-        run_host(job);
-      } catch (const std::exception& e) {
-        job.fail(Internal(std::string("transfer copy thread: ") + e.what()));
-      } catch (...) {
-        job.fail(Internal("transfer copy thread: unknown exception"));
+    void* d = r.dst;
+    if (!d && r.bytes > 0) {
+      Status st = allocate(i, &d);
+      if (st.ok() && !d) st = Internal("the allocate callback returned no memory");
+      if (!st.ok()) {
+        job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": allocating its destination of " +
+                                 std::to_string(r.bytes) + " bytes"));
+        break;
       }
-    };
-    pool.run(std::max(stage_n, host_n), work);
-    first = job.first_error();
+    }
+    job.publish(i, static_cast<char*>(d));
+    if (!is_direct[i]) continue;
+    Status st = stream->copy_async(d, r.src, r.bytes);
+    if (!st.ok()) {
+      job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": enqueueing the direct copy of " +
+                               std::to_string(r.bytes) + " bytes from " + kind_name(device->query_pointer(r.src).kind) +
+                               " memory"));
+      break;
+    }
   }
+  if (pooled) pool.wait();
+  first = job.first_error();
 
   // 4. Drain: returning while DMAs still read caller memory would be a use-after-return.
   Status sync = stream->synchronize();
@@ -477,8 +546,8 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
 }
 
 Status TransferEngine::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-                            TransferStats* stats) {
-  return impl_->copy(requests, wait_for, stats);
+                            TransferStats* stats, const AllocateFn& allocate) {
+  return impl_->copy(requests, wait_for, stats, allocate);
 }
 
 }  // namespace wharf

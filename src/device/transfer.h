@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,10 +21,16 @@
 namespace wharf {
 
 struct CopyRequest {
-  void* dst = nullptr;        // device or pinned host memory of the engine's device
+  void* dst = nullptr;        // device or pinned host memory of the engine's device; null:
+                              // allocated during the copy (see TransferEngine::copy)
   const void* src = nullptr;  // any host memory, or device memory of the engine's device
   uint64_t bytes = 0;
+  MemKind dst_kind = MemKind::kDevice;  // what `allocate` returns for a null dst; else unused
 };
+
+// Allocates the destination of request `i` (one with a null dst), of its dst_kind, and sets
+// *dst. The caller of copy() owns what it allocates (the engine only writes into it).
+using AllocateFn = std::function<Status(size_t i, void** dst)>;
 
 struct TransferOptions {
   uint32_t threads = 4;                  // host threads that fill staging chunks
@@ -45,8 +52,14 @@ class TransferEngine {
   // any copy starts, the copy stream waits (on the device) for each event in `wait_for`.
   // On error, copies already issued are drained before returning (no work is left in flight
   // that reads caller memory).
+  //
+  // Requests with a null dst get theirs from `allocate`, called on the calling thread in
+  // request order while the copies of earlier requests already run: allocating a
+  // generation's slots (driver work on the host, mapping memory) overlaps the DMA instead of
+  // preceding it. A request waits for its own destination only. If `allocate` fails, the
+  // copy fails with its status after draining; what it allocated stays the caller's.
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-              TransferStats* stats = nullptr);
+              TransferStats* stats = nullptr, const AllocateFn& allocate = nullptr);
 
  private:
   struct Impl;

@@ -463,5 +463,149 @@ TEST(Transfer, StagingAllocationFailureLeavesNothingBehind) {
   EXPECT_EQ(first_diff(dst.data(), src.data(), n), -1);
 }
 
+// Destinations left null are allocated by the callback, on the calling thread, in request
+// order, one call per request that has bytes; every path (staged, direct, host) gets them.
+TEST(Transfer, AllocatesNullDestinationsInRequestOrder) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB);
+  Buffer pinned_src = alloc(dev, MemKind::kPinnedHost, 300 * KiB);
+  std::vector<std::vector<unsigned char>> srcs;
+  std::vector<CopyRequest> reqs;
+  for (int i = 0; i < 40; ++i) {
+    const uint64_t n = (i % 5 == 4) ? 0 : 1 * KiB + uint64_t(i) * 7 * KiB;  // some empty
+    srcs.push_back(pattern(n, 300 + uint32_t(i)));
+    CopyRequest r;
+    r.src = srcs.back().data();
+    r.bytes = n;
+    r.dst_kind = (i % 7 == 3) ? MemKind::kPinnedHost : MemKind::kDevice;
+    if (i % 6 == 1 && n <= 300 * KiB) {  // a pinned source: the direct path
+      std::memcpy(static_cast<char*>(pinned_src.data()), srcs.back().data(), n);
+      r.src = pinned_src.data();
+      reqs.push_back(r);
+      // Only one request may use the shared pinned source's bytes; give later ones their own.
+      srcs.back().assign(static_cast<unsigned char*>(pinned_src.data()), static_cast<unsigned char*>(pinned_src.data()) + n);
+      break;
+    }
+    reqs.push_back(r);
+  }
+  // One more pageable request after the direct one.
+  srcs.push_back(pattern(70 * KiB, 999));
+  CopyRequest tail;
+  tail.src = srcs.back().data();
+  tail.bytes = 70 * KiB;
+  reqs.push_back(tail);
+
+  std::vector<Buffer> dsts(reqs.size());
+  std::vector<size_t> order;
+  const std::thread::id caller = std::this_thread::get_id();
+  AllocateFn allocate = [&](size_t i, void** out) -> Status {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    order.push_back(i);
+    dsts[i] = alloc(dev, reqs[i].dst_kind, reqs[i].bytes, 0xaa);
+    *out = dsts[i].data();
+    return Status::Ok();
+  };
+  Status st = eng->copy(reqs, {}, nullptr, allocate);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<size_t> want;
+  for (size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].bytes) want.push_back(i);
+  EXPECT_EQ(order, want);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (!reqs[i].bytes) continue;
+    ASSERT_EQ(first_diff(dsts[i].data(), srcs[i].data(), reqs[i].bytes), -1) << "request " << i;
+    EXPECT_EQ(dev->query_pointer(dsts[i].data()).kind,
+              reqs[i].dst_kind == MemKind::kPinnedHost ? PointerKind::kPinnedHost : PointerKind::kDevice);
+  }
+}
+
+// The point of allocating during the copy: while a later destination is being allocated,
+// earlier requests' copies complete. The callback for the last request waits until the
+// first request's bytes have landed; were allocation done before copying, this would time out.
+TEST(Transfer, EarlierCopiesCompleteWhileLaterDestinationsAreAllocated) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 2, 64 * KiB, 4 * 64 * KiB);
+  for (bool pinned_source : {false, true}) {
+    SCOPED_TRACE(pinned_source ? "direct path" : "staged path");
+    const uint64_t n = 256 * KiB;
+    auto a = pattern(n, 1), b = pattern(n, 2);
+    Buffer pa = alloc(dev, MemKind::kPinnedHost, n), pb = alloc(dev, MemKind::kPinnedHost, n);
+    std::memcpy(pa.data(), a.data(), n);
+    std::memcpy(pb.data(), b.data(), n);
+    CopyRequest r0, r1;
+    r0.src = pinned_source ? pa.data() : static_cast<const void*>(a.data());
+    r1.src = pinned_source ? pb.data() : static_cast<const void*>(b.data());
+    r0.bytes = r1.bytes = n;
+    Buffer d0, d1;
+    bool first_landed = false;
+    AllocateFn allocate = [&](size_t i, void** out) -> Status {
+      if (i == 0) {
+        d0 = alloc(dev, MemKind::kDevice, n, 0);
+        *out = d0.data();
+        return Status::Ok();
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!first_landed && std::chrono::steady_clock::now() < deadline) {
+        // The host backend's "DMA" writes from the stream's worker thread; poll its result.
+        std::atomic_thread_fence(std::memory_order_acquire);
+        first_landed = first_diff(d0.data(), a.data(), n) == -1;
+        if (!first_landed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      d1 = alloc(dev, MemKind::kDevice, n, 0);
+      *out = d1.data();
+      return Status::Ok();
+    };
+    Status st = eng->copy({r0, r1}, {}, nullptr, allocate);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(first_landed) << "request 0 was not copied while request 1's destination was being allocated";
+    EXPECT_EQ(first_diff(d1.data(), b.data(), n), -1);
+  }
+}
+
+// A failing allocation fails the copy with its status (named), stops further allocations,
+// and returns with nothing in flight; what was allocated stays the caller's.
+TEST(Transfer, AllocationFailureStopsTheCopy) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB);
+  std::vector<std::vector<unsigned char>> srcs;
+  std::vector<CopyRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    srcs.push_back(pattern(100 * KiB, 500 + uint32_t(i)));
+    CopyRequest r;
+    r.src = srcs.back().data();
+    r.bytes = 100 * KiB;
+    reqs.push_back(r);
+  }
+  std::vector<Buffer> dsts(reqs.size());
+  size_t calls = 0;
+  AllocateFn allocate = [&](size_t i, void** out) -> Status {
+    ++calls;
+    if (i == 5) return OutOfMemory("test: no memory for request 5");
+    dsts[i] = alloc(dev, MemKind::kDevice, reqs[i].bytes, 0);
+    *out = dsts[i].data();
+    return Status::Ok();
+  };
+  Status st = eng->copy(reqs, {}, nullptr, allocate);
+  EXPECT_EQ(st.code(), Code::kOutOfMemory) << st.message();
+  EXPECT_NE(st.message().find("copy request 5 of 12: allocating its destination"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("test: no memory for request 5"), std::string::npos) << st.message();
+  EXPECT_EQ(calls, 6u);
+  for (size_t i = 6; i < dsts.size(); ++i) EXPECT_EQ(dsts[i].data(), nullptr);
+  // Nothing is in flight: the destinations already allocated can be freed at once, and
+  // the engine serves the next call.
+  dsts.clear();
+  Buffer d = alloc(dev, MemKind::kDevice, 100 * KiB);
+  ASSERT_TRUE(eng->copy({{d.data(), srcs[0].data(), 100 * KiB}}, {}).ok());
+  EXPECT_EQ(first_diff(d.data(), srcs[0].data(), 100 * KiB), -1);
+
+  // A null destination with no callback is the caller's mistake.
+  CopyRequest r;
+  r.src = srcs[0].data();
+  r.bytes = 1;
+  st = eng->copy({r}, {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("null destination (and no allocate callback)"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace wharf
