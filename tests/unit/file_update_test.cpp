@@ -1,5 +1,7 @@
 // Updates from safetensors files and sharded checkpoints, through the C API on the host
-// backend: wharf_container_update_from_file, wharf_weight_store_update_from_file, and
+// backend and, where a GPU is visible (the GPU machine runs this suite too), on the CUDA
+// backend: the file's pages stream through the pinned staging ring into device slots.
+// wharf_container_update_from_file, wharf_weight_store_update_from_file, and
 // wharf_constant_map_load_safetensors of an index. Files are built byte by byte here (the
 // reference's layout), so the tests do not depend on Wharf's writer.
 //
@@ -80,7 +82,7 @@ std::string bytes_of(const std::vector<V>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(V));
 }
 
-class FileUpdate : public ::testing::Test {
+class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
  protected:
   void SetUp() override {
     static std::atomic<int> counter{0};
@@ -88,8 +90,12 @@ class FileUpdate : public ::testing::Test {
     ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0);
     wharf_runtime_options o;
     wharf_runtime_options_init(&o);
-    o.backend = WHARF_BACKEND_HOST;
-    ASSERT_OK(wharf_runtime_create(&o, &rt_));
+    o.backend = GetParam();
+    CStatus st(wharf_runtime_create(&o, &rt_));
+    if (st.code() != WHARF_OK) {
+      ASSERT_NE(GetParam(), WHARF_BACKEND_HOST) << st.msg();
+      GTEST_SKIP() << "no CUDA runtime here: " << st.msg();
+    }
   }
   void TearDown() override {
     for (wharf_container* c : containers_) wharf_container_free(c);
@@ -198,7 +204,7 @@ class FileUpdate : public ::testing::Test {
   std::vector<wharf_container*> containers_;
 };
 
-TEST_F(FileUpdate, FullFileUpdatesTheInactiveGenerationAndReleasesTheMapping) {
+TEST_P(FileUpdate, FullFileUpdatesTheInactiveGenerationAndReleasesTheMapping) {
   wharf_container* c = make_container();
   const std::string p1 = write("v1.safetensors", st_file(model(1)));
   ASSERT_OK(wharf_container_update_from_file(c, p1.c_str(), nullptr));
@@ -219,7 +225,7 @@ TEST_F(FileUpdate, FullFileUpdatesTheInactiveGenerationAndReleasesTheMapping) {
   expect_model(c, model(1));
 }
 
-TEST_F(FileUpdate, PartialFileUpdatesOnlyItsTensors) {
+TEST_P(FileUpdate, PartialFileUpdatesOnlyItsTensors) {
   wharf_container* c = make_container();
   ASSERT_OK(wharf_container_update_from_file(c, write("v1.safetensors", st_file(model(1))).c_str(), nullptr));
   ASSERT_OK(wharf_container_swap(c));
@@ -248,7 +254,7 @@ TEST_F(FileUpdate, PartialFileUpdatesOnlyItsTensors) {
   EXPECT_EQ(constant_bytes(), bytes);
 }
 
-TEST_F(FileUpdate, CorruptOrMismatchingFilesChangeNothing) {
+TEST_P(FileUpdate, CorruptOrMismatchingFilesChangeNothing) {
   wharf_container* c = make_container();
   ASSERT_OK(wharf_container_update_from_file(c, write("v1.safetensors", st_file(model(1))).c_str(), nullptr));
   ASSERT_OK(wharf_container_swap(c));
@@ -297,7 +303,7 @@ TEST_F(FileUpdate, CorruptOrMismatchingFilesChangeNothing) {
   expect_unchanged(c, model(1), gen, bytes);
 }
 
-TEST_F(FileUpdate, InPlaceTargetFromAFile) {
+TEST_P(FileUpdate, InPlaceTargetFromAFile) {
   wharf_container* c = make_container();
   ASSERT_OK(wharf_container_update_from_file(c, write("v1.safetensors", st_file(model(1))).c_str(), nullptr));
   ASSERT_OK(wharf_container_swap(c));
@@ -320,7 +326,7 @@ std::string index_json(const std::vector<std::pair<std::string, std::string>>& w
   return s + "}}";
 }
 
-TEST_F(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
+TEST_P(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
   const std::vector<T> v = model(4);
   write("model-00001-of-00002.safetensors", st_file({v[0], v[3]}));
   subdir("sub");
@@ -368,7 +374,7 @@ TEST_F(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
   expect_model(c, v);
 }
 
-TEST_F(FileUpdate, ACorruptShardChangesNothing) {
+TEST_P(FileUpdate, ACorruptShardChangesNothing) {
   wharf_container* c = make_container();
   ASSERT_OK(wharf_container_update_from_file(c, write("v1.safetensors", st_file(model(1))).c_str(), nullptr));
   ASSERT_OK(wharf_container_swap(c));
@@ -392,7 +398,7 @@ TEST_F(FileUpdate, ACorruptShardChangesNothing) {
   expect_model(c, v);
 }
 
-TEST_F(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
+TEST_P(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
   const std::vector<T> v = model(6);
   write("s1.safetensors", st_file({v[0], v[1]}));
   write("s2.safetensors", st_file({v[2], v[3]}));
@@ -460,7 +466,7 @@ TEST_F(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
 
 // --- weight stores ---------------------------------------------------------------------------
 
-TEST_F(FileUpdate, StoreUpdateFromFileIsAllOrNothingAcrossMembers) {
+TEST_P(FileUpdate, StoreUpdateFromFileIsAllOrNothingAcrossMembers) {
   ASSERT_OK(wharf_weight_store_create(rt_, &store_));
   wharf_container* prefill = make_container("prefill", store_);
   wharf_container* decode = make_container("decode", store_);
@@ -497,7 +503,7 @@ TEST_F(FileUpdate, StoreUpdateFromFileIsAllOrNothingAcrossMembers) {
 }
 
 // Sub-byte constants: the container refuses a declaration that is not whole bytes, naming it.
-TEST_F(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
+TEST_P(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   static const int64_t s3[] = {3};
   const wharf_constant_decl d = {"odd", WHARF_DTYPE_F6_E2M3, 1, s3, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)};
   wharf_container_options o;
@@ -519,5 +525,10 @@ TEST_F(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   ASSERT_OK(wharf_constant_map_set(map, "t", &v));
   wharf_constant_map_free(map);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, FileUpdate, ::testing::Values(WHARF_BACKEND_HOST, WHARF_BACKEND_CUDA),
+                         [](const ::testing::TestParamInfo<wharf_backend>& i) {
+                           return std::string(i.param == WHARF_BACKEND_HOST ? "Host" : "Cuda");
+                         });
 
 }  // namespace
