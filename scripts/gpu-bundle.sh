@@ -19,12 +19,16 @@ if [ -f "$BUILD"/libwharf_aoti_shim.so ]; then
 fi
 mkdir -p "$OUT"/models
 cp -r "$ROOT"/tests/data/models/tiny_decoder "$OUT"/models/
+# The offloaded model of tests/gpu/offload_model_gpu_test.cpp (tools/aoti/compile_offload_model.py).
+[ -d "$ROOT"/tests/data/models/offload_tiny ] && cp -r "$ROOT"/tests/data/models/offload_tiny "$OUT"/models/
 # PyTorch's side of the model benchmark (run on the GPU machine, which has PyTorch).
 mkdir -p "$OUT"/aoti
 cp "$ROOT"/tools/aoti/*.py "$OUT"/aoti/
 # The safetensors library's side of update_bench's file rows.
 mkdir -p "$OUT"/peers
 cp "$ROOT"/tools/bench/*.py "$OUT"/peers/
+# Libraries that look like broken models (the model loader's error tests).
+[ -d "$BUILD"/tests/fakes ] && cp -r "$BUILD"/tests/fakes "$OUT"/fakes
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
 done
