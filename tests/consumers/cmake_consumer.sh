@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A CMake project built outside the source tree against an installed prefix with
-# find_package(wharf) (tests/consumers/cmake/): it loads model.safetensors, updates, swaps and
-# reads the update back through a run. No LD_LIBRARY_PATH: CMake gives the program an rpath
+# find_package(wharf) (tests/consumers/cmake/ and consumer.c): it loads model.safetensors,
+# updates, swaps and reads the update back through a run. No LD_LIBRARY_PATH: CMake gives the program an rpath
 # to the imported library.
 # usage: cmake_consumer.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -9,6 +9,7 @@ BUILD=$(cd "$1" && pwd); SRC=$(cd "$2" && pwd)
 WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
 cmake --install "$BUILD" --prefix "$WORK/prefix" >/dev/null
 cp -r "$SRC/tests/consumers/cmake" "$WORK/app"
+cp "$SRC/tests/consumers/consumer.c" "$WORK/app/"
 cp "$SRC/tests/consumers/model.safetensors" "$WORK/"
 cmake -S "$WORK/app" -B "$WORK/app/build" -DCMAKE_PREFIX_PATH="$WORK/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$WORK/app/build" >/dev/null
