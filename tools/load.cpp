@@ -133,8 +133,9 @@ bool write_file(wharf_container* c, const std::string& file, const char* verb) {
   }
   if (failed(wharf_container_swap(c), json_string(file).c_str())) return false;
   const double ms = ms_since(t0);
-  std::printf("%s %s: %zu tensors, %s in %.1f ms (%.2f GB/s), generation %llu\n", verb, json_string(file).c_str(),
-              entries.size(), human_bytes(total).c_str(), ms, ms > 0 ? double(total) / ms / 1e6 : 0.0,
+  std::printf("%s %s: %zu %s, %s in %.1f ms (%.2f GB/s), generation %llu\n", verb, json_string(file).c_str(),
+              entries.size(), entries.size() == 1 ? "tensor" : "tensors", human_bytes(total).c_str(), ms,
+              ms > 0 ? double(total) / ms / 1e6 : 0.0,
               static_cast<unsigned long long>(wharf_container_generation(c)));
   return true;
 }
