@@ -45,6 +45,11 @@ big = [float(i % 251) for i in range(3 << 20)]  # 12 MiB
 write(sys.argv[1] + "/model.safetensors", [("a", big), ("b", big), ("c", [1, 2, 3, 4])])
 write(sys.argv[1] + "/update.safetensors", [("b", big), ("c", [5, 6, 7, 8])])
 write(sys.argv[1] + "/bad.safetensors", [("c", [5, 6, 7])])
+# A sharded checkpoint: two shards and their index.
+write(sys.argv[1] + "/s-1.safetensors", [("x", [1, 2])])
+write(sys.argv[1] + "/s-2.safetensors", [("y", [3])])
+json.dump({"metadata": {}, "weight_map": {"x": "s-1.safetensors", "y": "s-2.safetensors"}},
+          open(sys.argv[1] + "/s.safetensors.index.json", "w"))
 PY
 "$W" load --backend host "$T/model.safetensors" --update "$T/update.safetensors" >"$T/out" 2>"$T/err" || fail "load"
 [ ! -s "$T/err" ] || fail "load wrote to a piped stderr: $(cat -A "$T/err")"
@@ -55,6 +60,9 @@ if "$W" load --backend host "$T/model.safetensors" --update "$T/bad.safetensors"
   fail "an update of the wrong shape was accepted"
 fi
 grep -q "INVALID_ARGUMENT: constant 'c': shape \[4\] expected, got \[3\]" "$T/err" || fail "bad update: $(cat "$T/err")"
+"$W" load --backend host "$T/s.safetensors.index.json" --update "$T/s-2.safetensors" >"$T/out" 2>"$T/err" || fail "load of an index"
+grep -q '^loaded ".*s.safetensors.index.json": 2 tensors, 12 B in .* generation 1$' "$T/out" || fail "index summary: $(cat "$T/out")"
+grep -q '^updated ".*s-2.safetensors": 1 tensor, 4 B in .* generation 2$' "$T/out" || fail "shard update summary: $(cat "$T/out")"
 # On a terminal (script(1) gives the program a pseudo-terminal): a progress line on stderr,
 # rewritten in place (carriage return, erase to the end of the line), reaching 100%.
 if command -v script >/dev/null; then
