@@ -18,6 +18,8 @@ if [ -z "${WHARF_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libn
     if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then export WHARF_NCCL_LIBRARY="$d/libnccl.so.2"; break; fi
   done
 fi
+# NVLink multicast stays off on these shared machines (libwharf also sets it when unset).
+export NCCL_NVLS_ENABLE=0
 echo "NCCL for replica groups: ${WHARF_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
 RES=${OUT:-/tmp/wharf-gpu}; mkdir -p "$RES"
 declare -a rows

@@ -132,9 +132,9 @@ class NcclBroadcaster final : public Broadcaster {
 
   Status init() {
     nccl_->GetVersion(&version_);
-    // NVLink SHARP / multicast (NVLS) stays off: it reserves a large multicast buffer per
-    // communicator and needs fabric-manager support that the lent machines do not promise;
-    // a broadcast from one root gains nothing from it. overwrite = 0: an operator's setting wins.
+    // NVLink SHARP multicast (NVLS) stays off: on shared multi-GPU hosts a program using
+    // multicast can put the GPUs out of service for others, and a broadcast from one root
+    // gains little from it (docs/decisions.md). overwrite = 0: an operator's setting wins.
     setenv("NCCL_NVLS_ENABLE", "0", 0);
     std::vector<int> devs;
     for (const auto& rt : replicas_) devs.push_back(rt->device().index());
