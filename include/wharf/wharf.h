@@ -1136,6 +1136,9 @@ typedef struct wharf_model_options {
   wharf_weight_store* store;    /* share parameters with the store's other containers; NULL: none */
   uint64_t max_session_bytes;   /* as wharf_container_options; 0 = no budget */
   const char* shim_path;        /* libwharf_aoti_shim.so; NULL: $WHARF_AOTI_SHIM, else next to libwharf */
+  /* Appended: offload the layers these options select (borrowed for the call; NULL: none).
+   * See wharf_model_offloader. */
+  const struct wharf_offloader_options* offload;
 } wharf_model_options;
 
 /** Fills the defaults (all zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
@@ -1326,6 +1329,24 @@ WHARF_API size_t wharf_offloader_layer_size(const wharf_offloader* offloader, ui
  * the i-th view wharf_run_offload_wait fills; NULL past the end. Since 0.3 (experimental).
  */
 WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offloader, uint32_t layer, size_t i);
+
+/**
+ * The offloader of a model loaded with wharf_model_options.offload: a new reference in
+ * `*out` (free it with wharf_offloader_free; the model keeps its own), or NULL for a model
+ * loaded without. Loading with offload places the selected layers' parameters in pinned
+ * host memory and binds the compiled model's constants of those layers to the offloader's
+ * slots (fixed addresses); the model itself passes its offload points (the custom ops
+ * wharf::offload_wait / wharf::offload_issued at its layer boundaries, mapped to Wharf's C
+ * shims when it is compiled: tools/aoti/compile_offload_model.py), and each
+ * wharf_run_model begins and ends offloading in the run around the model, so do not call
+ * wharf_run_offload_* for it. A model that reaches fewer offload points than it has
+ * offloaded layers fails its run with WHARF_FAILED_PRECONDITION; a model with run-time
+ * constant folding cannot be offloaded (wharf_model_load: WHARF_UNSUPPORTED). Updates and
+ * swaps of the model's container change what later runs copy into the slots, as for any
+ * offloader. Use it for wharf_offloader_get_budget and the layer queries. Errors:
+ * WHARF_INVALID_ARGUMENT (NULL). Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API wharf_status* wharf_model_offloader(wharf_model* model, wharf_offloader** out);
 
 /**
  * Begins offloading in `run` (a run of the offloader's container): the copy stream forks

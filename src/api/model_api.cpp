@@ -8,6 +8,7 @@
 #define WHARF_EXPERIMENTAL
 #include "api/boundary.h"
 #include "api/handles.h"
+#include "api/offload_api.h"
 #include "models/model.h"
 
 using namespace wharf;
@@ -23,7 +24,8 @@ namespace api {
 const StructLayout& layout_of(const wharf_model_options*) {
   using T = wharf_model_options;
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name), WHARF_FIELD(T, store),
-                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path)};
+                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path),
+                                WHARF_FIELD(T, offload)};
   static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t), 0, 0, 0};
   return l;
 }
@@ -52,6 +54,11 @@ WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_
     if (o.store) mo.store = o.store->store;
     mo.max_session_bytes = o.max_session_bytes;
     if (o.shim_path) mo.shim_path = o.shim_path;
+    if (o.offload) {
+      auto oc = std::make_shared<OffloaderConfig>();
+      WHARF_RETURN_IF_ERROR(api::offloader_config_from_c(o.offload, "wharf_model_load: offload", oc.get()));
+      mo.offload = std::move(oc);
+    }
     auto h = std::make_unique<wharf_model>();
     WHARF_RETURN_IF_ERROR(Model::load(runtime->rt, so_path, *weights->map, mo, &h->m));
     h->container.c = h->m->container();
@@ -63,6 +70,15 @@ WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_
 WHARF_API void wharf_model_free(wharf_model* model) { delete model; }
 
 WHARF_API wharf_container* wharf_model_container(wharf_model* model) { return model ? &model->container : nullptr; }
+
+WHARF_API wharf_status* wharf_model_offloader(wharf_model* model, wharf_offloader** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(model && out, "wharf_model_offloader: model and out must not be NULL");
+    *out = nullptr;
+    if (model->m->offloader()) *out = new wharf_offloader{model->m->offloader()};
+    return Status::Ok();
+  });
+}
 
 WHARF_API size_t wharf_model_num_inputs(const wharf_model* model) { return model ? model->m->num_inputs() : 0; }
 

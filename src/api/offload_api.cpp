@@ -6,15 +6,13 @@
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
+#include "api/offload_api.h"
+
 #include "api/boundary.h"
 #include "api/handles.h"
 #include "offload/offloader.h"
 
 using namespace wharf;
-
-struct wharf_offloader {
-  std::shared_ptr<Offloader> o;
-};
 
 namespace {
 
@@ -76,6 +74,27 @@ Status offloader_run(wharf_run* run, wharf_offloader* offloader, const char* fn,
 
 }  // namespace
 
+Status wharf::api::offloader_config_from_c(const wharf_offloader_options* opts, const char* fn, OffloaderConfig* out) {
+  wharf_offloader_options o;
+  WHARF_RETURN_IF_ERROR(read_offloader_options(opts, &o));
+  if (o.num_fqns > 0 && !o.fqns) return InvalidArgument(std::string(fn) + ": fqns is NULL with num_fqns > 0");
+  OffloaderConfig cfg;
+  for (size_t i = 0; i < o.num_fqns; ++i) {
+    if (!o.fqns[i]) return InvalidArgument(std::string(fn) + ": fqns[" + std::to_string(i) + "] is NULL");
+    cfg.fqns.emplace_back(o.fqns[i]);
+  }
+  if (o.layer_pattern) cfg.layer_pattern = o.layer_pattern;
+  cfg.group_size = o.group_size;
+  cfg.num_in_group = o.num_in_group;
+  cfg.prefetch_step = o.prefetch_step;
+  cfg.slot_capacity = o.slot_capacity;
+  cfg.step_compute_us = o.step_compute_us;
+  cfg.h2d_bytes_per_second = o.h2d_bytes_per_second;
+  cfg.refuse_if_exposed = o.refuse_if_exposed != 0;
+  *out = std::move(cfg);
+  return Status::Ok();
+}
+
 extern "C" {
 
 WHARF_API void wharf_offloader_options_init_sized(wharf_offloader_options* opts, size_t struct_size) {
@@ -87,23 +106,8 @@ WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(container && out, "wharf_offloader_create: container and out must not be NULL");
     *out = nullptr;
-    wharf_offloader_options o;
-    WHARF_RETURN_IF_ERROR(read_offloader_options(opts, &o));
-    WHARF_API_REQUIRE(o.num_fqns == 0 || o.fqns, "wharf_offloader_create: fqns is NULL with num_fqns > 0");
     OffloaderConfig cfg;
-    for (size_t i = 0; i < o.num_fqns; ++i) {
-      if (!o.fqns[i])
-        return InvalidArgument("wharf_offloader_create: fqns[" + std::to_string(i) + "] is NULL");
-      cfg.fqns.emplace_back(o.fqns[i]);
-    }
-    if (o.layer_pattern) cfg.layer_pattern = o.layer_pattern;
-    cfg.group_size = o.group_size;
-    cfg.num_in_group = o.num_in_group;
-    cfg.prefetch_step = o.prefetch_step;
-    cfg.slot_capacity = o.slot_capacity;
-    cfg.step_compute_us = o.step_compute_us;
-    cfg.h2d_bytes_per_second = o.h2d_bytes_per_second;
-    cfg.refuse_if_exposed = o.refuse_if_exposed != 0;
+    WHARF_RETURN_IF_ERROR(api::offloader_config_from_c(opts, "wharf_offloader_create", &cfg));
     auto h = std::make_unique<wharf_offloader>();
     WHARF_RETURN_IF_ERROR(Offloader::create(container->c, cfg, &h->o));
     *out = h.release();

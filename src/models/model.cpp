@@ -102,6 +102,41 @@ void account(int64_t delta, void*) {
     t_accounting->release(MemKind::kDevice, MemTag::kWorkspace, uint64_t(-delta));
   }
 }
+// The offloader of the run the calling thread executes a model for (set around the model's
+// run): the compiled model's offload ops reach it through the shim's host table.
+struct OffloadContext {
+  Offloader* offloader = nullptr;
+  Run* run = nullptr;
+  std::string error;
+};
+thread_local OffloadContext* t_offload = nullptr;
+class OffloadScope {
+ public:
+  explicit OffloadScope(OffloadContext* c) : prev_(t_offload) { t_offload = c; }
+  ~OffloadScope() { t_offload = prev_; }
+
+ private:
+  OffloadContext* prev_;
+};
+const char* offload_point(int32_t point, int64_t layer, void*) {
+  OffloadContext* c = t_offload;
+  if (!c || !c->offloader) return nullptr;  // no offloader: the weights are where they were bound
+  Status st;
+  if (layer < 0 || layer > int64_t(UINT32_MAX)) {
+    st = InvalidArgument("layer " + std::to_string(layer) + " is out of range");
+  } else if (point == 0) {
+    char* slot = nullptr;
+    st = c->offloader->wait(*c->run, uint32_t(layer), &slot);
+    WHARF_DCHECK(!st.ok() || slot == c->offloader->slot_base(uint32_t(layer)),
+                 "offloader: a layer's slot is the one its constants were bound to");
+  } else {
+    st = c->offloader->issued(*c->run, uint32_t(layer));
+  }
+  if (st.ok()) return nullptr;
+  c->error = st.message();
+  return c->error.c_str();
+}
+
 // Model warnings repeat on every run (e.g. an input copied for alignment): each distinct
 // warning is logged once per process; errors always.
 void shim_log(int32_t is_error, const char* message, void*) {
@@ -197,7 +232,7 @@ Status load_shim(const std::string& wanted, const Shim** out) {
     dlclose(h);
     return Unsupported(quote_path(path) + " is not Wharf's AOTInductor shim library (entry points missing)");
   }
-  static const wharf_aoti_host host{sizeof(wharf_aoti_host), &account, &shim_log, nullptr};
+  static const wharf_aoti_host host{sizeof(wharf_aoti_host), &account, &shim_log, nullptr, &offload_point};
   attach(&host);
   shim = s;
   *out = &shim;
@@ -331,6 +366,7 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
   cfg.store = opts.store;
   cfg.max_session_bytes = opts.max_session_bytes;
   auto params = std::make_unique<ConstantMap>();
+  size_t num_folded = 0;
   for (size_t i = 0; i < n; ++i) {
     const char* name = nullptr;
     const char* fqn = nullptr;
@@ -341,7 +377,10 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
         lib->constant_type(h, i, &type) != 0 || lib->constant_dtype(h, i, &tdtype) != 0 ||
         lib->constant_size(h, i, &bytes) != 0 || !name || !fqn)
       return InvalidArgument(what + ": reading constant " + std::to_string(i) + " of its table failed");
-    if (folded || type == kFoldedConstant) continue;  // recomputed by the model from the parameters
+    if (folded || type == kFoldedConstant) {  // recomputed by the model from the parameters
+      ++num_folded;
+      continue;
+    }
     Binding b;
     b.internal_name = name;
     b.torch_dtype = tdtype;
@@ -390,11 +429,34 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     }
     m->bindings_.push_back(std::move(b));
   }
+  if (opts.offload) {
+    // A folded constant is computed from the bound parameters when the model binds, before
+    // any offload point: from an offloaded parameter it would read a slot that holds another
+    // layer, or nothing yet.
+    if (num_folded > 0)
+      return Unsupported(what + " folds " + std::to_string(num_folded) +
+                         " constants from its parameters at run time; an offloaded model must be compiled without "
+                         "aot_inductor.use_runtime_constant_folding (tools/aoti/compile_offload_model.py)");
+    std::vector<int> chosen;
+    WHARF_RETURN_IF_ERROR(Offloader::select(cfg.constants, *opts.offload, what + ": offload", &chosen));
+    for (int idx : chosen) cfg.constants[size_t(idx)].placement = Placement::kHost;
+  }
   WHARF_RETURN_IF_ERROR(Container::create(runtime, std::move(cfg), &m->container_).with_context(what));
   UpdateOptions uo;
   uo.require_full = true;
   WHARF_RETURN_IF_ERROR(m->container_->update(*params, uo).with_context(what + ": loading its weights"));
   WHARF_RETURN_IF_ERROR(m->container_->swap().with_context(what));
+  if (opts.offload) {
+    WHARF_RETURN_IF_ERROR(Offloader::create(m->container_, *opts.offload, &m->offloader_).with_context(what));
+    const Offloader& o = *m->offloader_;
+    for (uint32_t L = 0; L < o.num_layers(); ++L)
+      for (const OffloadedConstant& c : o.layer_constants(L))
+        for (Binding& b : m->bindings_)
+          if (b.constant == c.index) {
+            b.offload_layer = L;
+            b.offload_offset = c.offset;
+          }
+  }
   {
     MutexLock lock(m->mu_);
     m->idle_.push_back(std::move(meta));
@@ -468,7 +530,12 @@ Status Model::bind(Instance& inst, const Run& run) {
   } cleanup{shim, mine};
   for (const Binding& b : bindings_) {
     BoundTensor t;
-    if (b.constant >= 0) {
+    if (b.offload_layer >= 0) {
+      // The slot its layer is copied into (fixed addresses: the binding never changes).
+      t.data = offloader_->slot_base(uint32_t(b.offload_layer)) + b.offload_offset;
+      t.shape = &container_->decls()[size_t(b.constant)].shape;
+      t.device_type = DeviceType::kCuda;
+    } else if (b.constant >= 0) {
       WHARF_RETURN_IF_ERROR(run.tensor_at(b.constant, &t));
     } else {
       WHARF_RETURN_IF_ERROR(run.state_at(b.state, &t));
@@ -563,10 +630,38 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     if (inst) give_back(std::move(inst));
     return st;
   }
+  // The offloaded layers' copies: the first ones now, the rest at the model's offload points.
+  OffloadContext octx;
+  if (offloader_) {
+    st = offloader_->begin(run);
+    if (!st.ok()) {
+      for (AHandle h : in) shim.del(h);
+      give_back(std::move(inst));
+      return st.with_context("model '" + name_ + "'");
+    }
+    octx.offloader = offloader_.get();
+    octx.run = &run;
+  }
   std::vector<AHandle> out(num_outputs_, nullptr);
-  // The model steals the input handles whatever happens.
-  AOTIErr e = lib_->run(inst->handle, in.data(), in.size(), out.data(), out.size(), run.stream().native_handle(), nullptr);
+  AOTIErr e = 0;
+  {
+    OffloadScope offload_scope(&octx);
+    // The model steals the input handles whatever happens.
+    e = lib_->run(inst->handle, in.data(), in.size(), out.data(), out.size(), run.stream().native_handle(), nullptr);
+  }
   give_back(std::move(inst));
+  Status offload_status;
+  if (offloader_) {
+    // A model that skipped offload points read slots nobody filled: its outputs are wrong.
+    const uint32_t passed = offloader_->issued_count(run);
+    offload_status = offloader_->end(run);
+    if (offload_status.ok() && e == 0 && passed != offloader_->num_offloaded_layers())
+      offload_status = FailedPrecondition(
+          "model '" + name_ + "' passed the offload points of " + std::to_string(passed) + " of its " +
+          std::to_string(offloader_->num_offloaded_layers()) +
+          " offloaded layers: it was not compiled with Wharf's offload ops at every layer boundary "
+          "(tools/aoti/compile_offload_model.py); its outputs are not valid");
+  }
   // Outputs belong to the run: freed (stream-ordered, on the run's stream) when it ends.
   std::vector<AHandle> owned;
   for (AHandle h : out)
@@ -577,6 +672,7 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     for (AHandle h : owned) shim_ptr->del(h);
   });
   if (e != 0) return Internal("model '" + name_ + "': running it failed" + shim_error(shim));
+  WHARF_RETURN_IF_ERROR(offload_status);
   outputs->clear();
   for (size_t i = 0; i < out.size(); ++i) {
     AHandle h = out[i];

@@ -30,6 +30,7 @@
 #include "constants/container.h"
 #include "core/sync.h"
 #include "core/tensor.h"
+#include "offload/offloader.h"
 #include "runs/run.h"
 
 namespace wharf {
@@ -41,6 +42,10 @@ struct ModelOptions {
   std::shared_ptr<WeightStore> store;    // share parameters with other containers of the store
   uint64_t max_session_bytes = 0;
   std::string shim_path;                 // libwharf_aoti_shim.so; empty: next to libwharf, or $WHARF_AOTI_SHIM
+  // Offload the layers this selects (null: none). Their constants are placed in host memory
+  // and bound to the offloader's slots; the model must call Wharf's offload ops at its layer
+  // boundaries (tools/aoti/compile_offload_model.py), and must not fold constants.
+  std::shared_ptr<const OffloaderConfig> offload;
 };
 
 // A tensor passed to or returned by a model: device (or host) memory, dtype, shape, strides.
@@ -61,6 +66,8 @@ class Model {
   size_t num_inputs() const { return input_names_.size(); }
   size_t num_outputs() const { return num_outputs_; }
   const std::string& input_name(size_t i) const { return input_names_[i]; }
+  // The offloader of the model's offloaded layers (null when loaded without ModelOptions.offload).
+  const std::shared_ptr<Offloader>& offloader() const { return offloader_; }
 
   // Runs the model for `run` (which must be a run of container()). `inputs` are borrowed
   // for the call; `outputs` receive tensors owned by the run (valid until it ends).
@@ -88,8 +95,11 @@ class Model {
     int constant = -1;          // container constant index, or
     int state = -1;             // container state index
     int32_t torch_dtype = 0;
+    int64_t offload_layer = -1;  // offloaded constant: bound to this layer's slot + offload_offset
+    uint64_t offload_offset = 0;
   };
   std::vector<Binding> bindings_;
+  std::shared_ptr<Offloader> offloader_;
 
   Mutex mu_;
   std::vector<std::unique_ptr<Instance>> idle_ WHARF_GUARDED_BY(mu_);

@@ -289,6 +289,11 @@ bool Offloader::held() const {
   return holder_ != nullptr;
 }
 
+uint32_t Offloader::issued_count(const Run& run) const {
+  MutexLock lock(mu_);
+  return holder_ == &run ? issued_ : 0;
+}
+
 std::string Offloader::layer_name(uint32_t layer) const {
   return "layer " + std::to_string(layer) + " of offloader over container " + quote_name(container_->name());
 }

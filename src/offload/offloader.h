@@ -131,6 +131,8 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   void* pool_base() const { return pool_.data(); }
   // Whether a run holds the offloader now.
   bool held() const WHARF_EXCLUDES(mu_);
+  // How many offloaded layers `run` (the holder) has marked issued so far; 0 for another run.
+  uint32_t issued_count(const Run& run) const WHARF_EXCLUDES(mu_);
   // The budget estimated at creation (fixed for the offloader's life).
   const OffloadBudget& budget() const { return budget_; }
   // The slot of the offloaded layer `layer` (its constants sit at slot_base + offset).

@@ -540,6 +540,35 @@ SHIM_API AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, Aten
   });
 }
 
+// ---- Wharf's custom ops: offload points -------------------------------------------------------
+// wharf::offload_wait / wharf::offload_issued (tools/aoti/compile_offload_model.py), which the
+// generated wrapper calls by AOTInductor's custom_ops_to_c_shims naming, aoti_torch_<device>_<op>.
+// Each passes the point to the offloader of the run the model executes for (through the host
+// table), then returns a copy of x on the model's stream: the op's output must be a fresh
+// tensor (Inductor may write in place into a buffer it believes it owns).
+
+namespace {
+AOTITorchError offload_point(const char* fn, int32_t point, AtenTensorHandle x, int64_t layer,
+                             AtenTensorHandle* ret) {
+  return guarded(fn, [&] {
+    if (!x || !ret) return fail(std::string(fn) + ": NULL argument");
+    // No host hook (an older libwharf): no offloader, the weights are where they were bound.
+    const char* (*hook)(int32_t, int64_t, void*) = g_attached.load() ? g_host.offload : nullptr;
+    if (hook)
+      if (const char* err = hook(point, layer, g_host.user)) return fail(std::string(fn) + ": " + err);
+    return aoti_torch_clone(x, ret);
+  });
+}
+}  // namespace
+
+SHIM_API AOTITorchError aoti_torch_cuda_offload_wait(AtenTensorHandle x, int64_t layer, AtenTensorHandle* ret) {
+  return offload_point("wharf::offload_wait", 0, x, layer, ret);
+}
+
+SHIM_API AOTITorchError aoti_torch_cuda_offload_issued(AtenTensorHandle x, int64_t layer, AtenTensorHandle* ret) {
+  return offload_point("wharf::offload_issued", 1, x, layer, ret);
+}
+
 // ---- streams and devices ----------------------------------------------------------------------
 
 SHIM_API AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,

@@ -26,6 +26,11 @@ typedef struct wharf_aoti_host {
   // A one-line message from the shim or the model (aoti_torch_warn, failures).
   void (*log)(int32_t is_error, const char* message, void* user);
   void* user;
+  // Appended (offloaders): a compiled model reached an offload point of `layer` in the run
+  // the calling thread executes it for: point 0 = before the layer reads its weights (the
+  // custom op wharf::offload_wait), 1 = its kernels are issued (wharf::offload_issued).
+  // Returns NULL on success, else the reason (valid until the thread's next call).
+  const char* (*offload)(int32_t point, int64_t layer, void* user);
 } wharf_aoti_host;
 
 // Exported by libwharf_aoti_shim.so. Installs the host table (process-wide; the last call

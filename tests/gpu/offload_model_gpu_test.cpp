@@ -1,0 +1,337 @@
+// Offloaded layers of an AOTInductor-compiled model, with the offload points inside the
+// compiled code: tests/data/models/offload_tiny (tools/aoti/compile_offload_model.py) calls
+// the custom ops wharf::offload_wait / wharf::offload_issued at its 6 layer boundaries, which
+// libwharf_aoti_shim.so maps to the run's offloader. Outputs with k of N layers offloaded
+// equal the resident model's exactly and PyTorch's within rounding; a hot update of an
+// offloaded layer mid-conversation changes later outputs only.
+//
+// The model files are found in $WHARF_OFFLOAD_MODEL_DIR, ./models/offload_tiny (the GPU
+// bundle), or the source tree. Every test skips with a reason when no GPU is visible or the
+// compiled model cannot be loaded on this machine's C library (it was built on the GPU machine).
+#define WHARF_EXPERIMENTAL 1
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "constants/constant_map.h"
+#include "device/runtime.h"
+#include "models/model.h"
+#include "offload/offloader.h"
+#include "runs/run.h"
+#include "sessions/session.h"
+#include "wharf/wharf.h"
+
+namespace wharf {
+namespace {
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string data_dir(const char* env, const std::string& name) {
+  if (const char* e = std::getenv(env)) return e;
+  if (exists("models/" + name)) return "models/" + name;
+#ifdef WHARF_TEST_DATA_DIR
+  return std::string(WHARF_TEST_DATA_DIR) + "/models/" + name;
+#else
+  return "tests/data/models/" + name;
+#endif
+}
+
+constexpr int kLayers = 6, kBatch = 4, kDim = 64, kSteps = 6, kUpdateAfter = 3, kUpdatedLayer = 3;
+constexpr size_t kStepElems = size_t(kBatch) * kDim;
+
+#define SKIP_IF_UNLOADABLE(st)                                                                                     \
+  do {                                                                                                             \
+    if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                                          \
+      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << (st).message();       \
+  } while (0)
+
+class OffloadModelGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    dir_ = data_dir("WHARF_OFFLOAD_MODEL_DIR", "offload_tiny");
+    if (!exists(dir_ + "/offload_tiny.so")) GTEST_SKIP() << "no compiled model at " << dir_;
+    RuntimeOptions ro;
+    ro.backend = 1;  // CUDA
+    ASSERT_TRUE(Runtime::create(ro, &rt_).ok());
+    Status st = ConstantMap::load_safetensors(dir_ + "/offload_tiny.safetensors", &weights_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    st = ConstantMap::load_safetensors(dir_ + "/reference.safetensors", &ref_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (const char* name : {"x", "out", "out_updated"}) {
+      const MapEntry* e = ref_->find(name);
+      ASSERT_NE(e, nullptr) << name;
+      ASSERT_EQ(e->meta.nbytes(), kSteps * kStepElems * sizeof(float)) << name;
+    }
+  }
+
+  const float* ref(const char* name, int step) const {
+    return static_cast<const float*>(ref_->find(name)->data) + size_t(step) * kStepElems;
+  }
+
+  // Loads the model; `offload` null: resident.
+  Status load(std::shared_ptr<const OffloaderConfig> offload, std::shared_ptr<Model>* out) {
+    ModelOptions mo;
+    if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+    mo.offload = std::move(offload);
+    return Model::load(rt_, dir_ + "/offload_tiny.so", *weights_, mo, out);
+  }
+
+  // One conversation step in its own run: input x of reference step `t` (host memory, copied
+  // by the model loader), output on the host.
+  Status step(Model& m, const std::shared_ptr<Session>& s, int t, std::vector<float>* out) {
+    std::unique_ptr<wharf::Run> run;
+    WHARF_RETURN_IF_ERROR(wharf::Run::begin(m.container(), s, nullptr, &run));
+    WHARF_RETURN_IF_ERROR(step_in(m, *run, t, out));
+    return run->end();
+  }
+  Status step_in(Model& m, wharf::Run& run, int t, std::vector<float>* out) {
+    ModelTensor x;
+    x.data = const_cast<float*>(ref("x", t));
+    x.meta.dtype = DType::kF32;
+    x.meta.shape = {kBatch, kDim};
+    x.meta.device_type = DeviceType::kCpu;
+    std::vector<ModelTensor> outs;
+    WHARF_RETURN_IF_ERROR(m.run(run, {x}, &outs));
+    if (outs.size() != 1 || outs[0].meta.shape != std::vector<int64_t>{kBatch, kDim})
+      return Internal("unexpected outputs");
+    out->assign(kStepElems, 0.0f);
+    cudaStream_t cs = static_cast<cudaStream_t>(run.stream().native_handle());
+    if (cudaMemcpyAsync(out->data(), outs[0].data, kStepElems * 4, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
+        cudaStreamSynchronize(cs) != cudaSuccess)
+      return DeviceError("reading the output");
+    return Status::Ok();
+  }
+
+  // The whole conversation on a fresh session; outputs per step.
+  Status conversation(Model& m, std::vector<std::vector<float>>* outs) {
+    std::shared_ptr<Session> s;
+    WHARF_RETURN_IF_ERROR(Session::create(rt_, {m.container()}, SessionOptions{}, &s));
+    outs->assign(kSteps, {});
+    for (int t = 0; t < kSteps; ++t) WHARF_RETURN_IF_ERROR(step(m, s, t, &(*outs)[size_t(t)]));
+    return Status::Ok();
+  }
+
+  double max_err(const std::vector<float>& got, const float* want) const {
+    double e = 0;
+    for (size_t i = 0; i < kStepElems; ++i) e = std::max(e, double(std::fabs(got[i] - want[i])));
+    return e;
+  }
+
+  uint64_t tag_bytes(MemTag t) { return rt_->device().accounting().snapshot().current[size_t(t)]; }
+
+  // The update of the reference: layer 3's w1 and w2 replaced.
+  Status updated_layer(ConstantMap* map) {
+    for (const char* w : {"w1", "w2"}) {
+      const std::string fqn = "layers." + std::to_string(kUpdatedLayer) + "." + w + ".weight";
+      const MapEntry* e = ref_->find("update." + fqn);
+      if (!e) return NotFound("update." + fqn + " is not in the reference");
+      WHARF_RETURN_IF_ERROR(map->set(fqn, e->meta, e->data));
+    }
+    return Status::Ok();
+  }
+
+  std::string dir_;
+  std::shared_ptr<Runtime> rt_;
+  std::unique_ptr<ConstantMap> weights_, ref_;
+};
+
+std::shared_ptr<OffloaderConfig> offload_config(uint32_t group_size, uint32_t k, uint32_t cap) {
+  auto c = std::make_shared<OffloaderConfig>();
+  c->group_size = group_size;
+  c->prefetch_step = k;
+  c->slot_capacity = cap;
+  return c;
+}
+
+TEST_F(OffloadModelGpu, KOfNOffloadedEqualsResidentAndPyTorch) {
+  std::shared_ptr<Model> resident;
+  Status st = load(nullptr, &resident);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(resident->offloader(), nullptr);
+  std::vector<std::vector<float>> want;
+  // Without an offloader the model's offload ops are identities: PyTorch's outputs.
+  st = conversation(*resident, &want);
+  ASSERT_TRUE(st.ok()) << st.message();
+  for (int t = 0; t < kSteps; ++t) EXPECT_LT(max_err(want[size_t(t)], ref("out", t)), 1e-4) << "resident, step " << t;
+
+  struct Case {
+    uint32_t group_size, k, cap, offloaded;
+  };
+  // Layers 1, 3, 5 (3 of 6) through 2 slots; every layer through 3 slots, 2 ahead; every layer, 1 slot.
+  for (const Case c : {Case{2, 1, 2, 3}, Case{0, 2, 3, 6}, Case{0, 1, 1, 6}}) {
+    SCOPED_TRACE("group_size " + std::to_string(c.group_size) + ", prefetch_step " + std::to_string(c.k) +
+                 ", slot_capacity " + std::to_string(c.cap));
+    const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+    std::shared_ptr<Model> m;
+    st = load(offload_config(c.group_size, c.k, c.cap), &m);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_NE(m->offloader(), nullptr);
+    EXPECT_EQ(m->offloader()->num_offloaded_layers(), c.offloaded);
+    EXPECT_EQ(m->offloader()->slot_capacity(), c.cap);
+    EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, uint64_t(c.cap) * m->offloader()->slot_bytes());
+    // The offloaded parameters live in pinned host memory, the others on the device.
+    size_t host_placed = 0;
+    for (const ConstantDecl& d : m->container()->decls()) host_placed += d.placement == Placement::kHost;
+    EXPECT_EQ(host_placed, size_t(c.offloaded) * 3);  // norm, w1, w2
+    std::vector<std::vector<float>> got;
+    st = conversation(*m, &got);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (int t = 0; t < kSteps; ++t) {
+      EXPECT_EQ(got[size_t(t)], want[size_t(t)]) << "step " << t << ": offloaded differs from resident";
+      EXPECT_LT(max_err(got[size_t(t)], ref("out", t)), 1e-4) << "step " << t;
+    }
+  }
+}
+
+// Mid-conversation: after 3 steps, layer 3 (offloaded) is updated from host memory and
+// swapped. The conversation forked before the update and run on a run begun before the swap
+// finishes on the old weights (PyTorch's step 3 without the update); the conversation
+// continued after the swap follows PyTorch's updated conversation; earlier outputs are those
+// of the original weights.
+TEST_F(OffloadModelGpu, HotUpdateOfAnOffloadedLayerMidConversation) {
+  std::shared_ptr<Model> m;
+  Status st = load(offload_config(2, 1, 2), &m);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(m->offloader()->is_offloaded_layer(kUpdatedLayer));
+  std::shared_ptr<Session> s;
+  ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &s).ok());
+  std::vector<float> out;
+  for (int t = 0; t < kUpdateAfter; ++t) {
+    st = step(*m, s, t, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_LT(max_err(out, ref("out", t)), 1e-4) << "step " << t;
+    EXPECT_LT(max_err(out, ref("out_updated", t)), 1e-4) << "step " << t;
+  }
+  std::shared_ptr<Session> branch;
+  ASSERT_TRUE(s->fork(&branch).ok());
+  std::unique_ptr<wharf::Run> old_run;
+  ASSERT_TRUE(wharf::Run::begin(m->container(), branch, nullptr, &old_run).ok());
+
+  const uint64_t device_before = rt_->device().accounting().snapshot().device_current;
+  ConstantMap update;
+  ASSERT_TRUE(updated_layer(&update).ok());
+  st = m->container()->update(update, UpdateOptions{});
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(m->container()->swap().ok());
+  // Offloaded weights are written with host copies only: no device memory for them.
+  EXPECT_EQ(rt_->device().accounting().snapshot().device_current, device_before);
+
+  st = step_in(*m, *old_run, kUpdateAfter, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(old_run->end().ok());
+  EXPECT_LT(max_err(out, ref("out", kUpdateAfter)), 1e-4) << "the run begun before the swap saw new weights";
+  EXPECT_GT(max_err(out, ref("out_updated", kUpdateAfter)), 1e-3) << "the update changes nothing: a vacuous test";
+
+  for (int t = kUpdateAfter; t < kSteps; ++t) {
+    st = step(*m, s, t, &out);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_LT(max_err(out, ref("out_updated", t)), 1e-4) << "step " << t << " after the swap";
+  }
+}
+
+// The model level through the C API: load with offload options, the model's offloader and
+// its budget, one step equal to PyTorch's.
+TEST_F(OffloadModelGpu, CApiLoadsAnOffloadedModel) {
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_runtime* rt = nullptr;
+  ASSERT_EQ(wharf_runtime_create(&ro, &rt), nullptr);
+  wharf_constant_map* w = nullptr;
+  ASSERT_EQ(wharf_constant_map_load_safetensors((dir_ + "/offload_tiny.safetensors").c_str(), &w), nullptr);
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.group_size = 2;
+  oo.slot_capacity = 2;
+  oo.step_compute_us = 1'000'000;  // a second: the copies fit
+  oo.refuse_if_exposed = 1;
+  wharf_model_options mo;
+  wharf_model_options_init(&mo);
+  mo.shim_path = std::getenv("WHARF_AOTI_SHIM");
+  mo.offload = &oo;
+  wharf_model* model = nullptr;
+  wharf_status* st = wharf_model_load(rt, (dir_ + "/offload_tiny.so").c_str(), w, &mo, &model);
+  if (st && std::string(wharf_status_message(st)).find("GLIBC") != std::string::npos) {
+    wharf_status_free(st);
+    wharf_constant_map_free(w);
+    wharf_runtime_free(rt);
+    GTEST_SKIP() << "the compiled model needs a newer C library";
+  }
+  ASSERT_EQ(st, nullptr) << wharf_status_message(st);
+  wharf_offloader* off = nullptr;
+  ASSERT_EQ(wharf_model_offloader(model, &off), nullptr);
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(wharf_offloader_num_layers(off), uint32_t(kLayers));
+  EXPECT_EQ(wharf_offloader_layer_size(off, 1), 3u);
+  EXPECT_EQ(wharf_offloader_layer_size(off, 2), 0u);
+  wharf_offloader_budget b;
+  std::memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  ASSERT_EQ(wharf_offloader_get_budget(off, &b), nullptr);
+  EXPECT_EQ(b.offloaded_layers, 3u);
+  EXPECT_EQ(b.bytes_per_step, 3u * (kDim + 2u * kDim * 128u) * 4u);
+  EXPECT_EQ(b.h2d_source, WHARF_H2D_MEASURED);
+  EXPECT_GT(b.h2d_bytes_per_second, 1'000'000'000u);
+  EXPECT_EQ(b.exposed_us, 0.0);
+
+  wharf_session* s = nullptr;
+  wharf_container* c = wharf_model_container(model);
+  ASSERT_EQ(wharf_session_create(rt, &c, 1, nullptr, &s), nullptr);
+  wharf_run* run = nullptr;
+  ASSERT_EQ(wharf_run_begin(c, s, nullptr, &run), nullptr);
+  int64_t shape[2] = {kBatch, kDim};
+  wharf_tensor_view in{const_cast<float*>(ref("x", 0)), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr,
+                       sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view outv;
+  std::memset(&outv, 0, sizeof outv);
+  outv.struct_size = sizeof outv;
+  st = wharf_run_model(run, model, &in, 1, &outv, 1);
+  ASSERT_EQ(st, nullptr) << wharf_status_message(st);
+  std::vector<float> out(kStepElems);
+  ASSERT_EQ(wharf_run_copy(run, out.data(), outv.data, kStepElems * 4), nullptr);
+  EXPECT_LT(max_err(out, ref("out", 0)), 1e-4);
+  EXPECT_EQ(wharf_run_end(run), nullptr);
+  wharf_session_free(s);
+  wharf_offloader_free(off);
+  wharf_model_free(model);
+  wharf_constant_map_free(w);
+  wharf_runtime_free(rt);
+}
+
+// A model that folds constants at run time (the tiny decoder) cannot be offloaded: the fold
+// would read offloaded weights from slots at bind time.
+TEST_F(OffloadModelGpu, AModelThatFoldsConstantsIsRefused) {
+  const std::string tiny = data_dir("WHARF_MODEL_DIR", "tiny_decoder");
+  if (!exists(tiny + "/tiny_decoder.so")) GTEST_SKIP() << "no tiny decoder at " << tiny;
+  std::unique_ptr<ConstantMap> w;
+  ASSERT_TRUE(ConstantMap::load_safetensors(tiny + "/tiny_decoder.safetensors", &w).ok());
+  ModelOptions mo;
+  if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+  mo.offload = offload_config(0, 1, 1);
+  std::shared_ptr<Model> m;
+  const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+  Status st = Model::load(rt_, tiny + "/tiny_decoder.so", *w, mo, &m);
+  SKIP_IF_UNLOADABLE(st);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("use_runtime_constant_folding"), std::string::npos) << st.message();
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(tag_bytes(MemTag::kOffload), offload_before);
+}
+
+}  // namespace
+}  // namespace wharf
