@@ -37,9 +37,15 @@ class Broadcaster {
   virtual const char* kind() const = 0;
   // NCCL's version number (ncclGetVersion, e.g. 22703), 0 for others.
   virtual int nccl_version() const { return 0; }
-  // Fills every destination from its source and returns when the copies are complete on the
-  // device. On failure the destinations hold unspecified bytes (the group drops them).
-  virtual Status broadcast(const std::vector<BroadcastBuffer>& buffers) = 0;
+  // Issues the copies of every destination from its source without waiting for them (the
+  // sources must be complete). Calls may follow each other; the buffers of one call must stay
+  // valid until finish() returns.
+  virtual Status enqueue(const std::vector<BroadcastBuffer>& buffers) = 0;
+  // Waits until everything enqueued is complete on the device and reports any error (of the
+  // copies, or of the transport). Always waits, also after an enqueue failed: nothing may
+  // still write into the destinations once it returns. On failure the destinations hold
+  // unspecified bytes (the group drops them).
+  virtual Status finish() = 0;
 };
 
 // Copies with Stream::copy_async on each receiving replica's runtime stream.

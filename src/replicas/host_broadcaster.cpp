@@ -12,19 +12,19 @@ class HostBroadcaster final : public Broadcaster {
   explicit HostBroadcaster(std::vector<std::shared_ptr<Runtime>> replicas) : replicas_(std::move(replicas)) {}
   const char* kind() const override { return "host"; }
 
-  Status broadcast(const std::vector<BroadcastBuffer>& buffers) override {
-    // Enqueue everything first so the replicas' streams copy in parallel, then wait for all
-    // of them (also after a failure: nothing may still write once this returns).
-    Status first;
-    for (size_t r = 1; r < replicas_.size() && first.ok(); ++r)
+  Status enqueue(const std::vector<BroadcastBuffer>& buffers) override {
+    // Every receiving replica's stream copies in parallel with the others.
+    for (size_t r = 1; r < replicas_.size(); ++r)
       for (const BroadcastBuffer& b : buffers) {
         if (b.bytes == 0) continue;
-        Status st = replicas_[r]->stream().copy_async(b.ptrs[r], b.ptrs[0], b.bytes);
-        if (!st.ok()) {
-          first = st.with_context("replica " + std::to_string(r) + ": broadcast copy");
-          break;
-        }
+        WHARF_RETURN_IF_ERROR(replicas_[r]->stream().copy_async(b.ptrs[r], b.ptrs[0], b.bytes).with_context(
+            "replica " + std::to_string(r) + ": broadcast copy"));
       }
+    return Status::Ok();
+  }
+
+  Status finish() override {
+    Status first;
     for (size_t r = 1; r < replicas_.size(); ++r) {
       Status st = replicas_[r]->stream().synchronize();
       if (!st.ok() && first.ok()) first = st.with_context("replica " + std::to_string(r) + ": waiting for the broadcast");

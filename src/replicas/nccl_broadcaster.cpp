@@ -147,19 +147,15 @@ class NcclBroadcaster final : public Broadcaster {
     return Status::Ok();
   }
 
-  Status broadcast(const std::vector<BroadcastBuffer>& buffers) override {
+  Status enqueue(const std::vector<BroadcastBuffer>& buffers) override {
     if (comms_.empty()) WHARF_RETURN_IF_ERROR(init().with_context("recreating the NCCL communicators after an error"));
     const size_t n = replicas_.size();
     std::vector<void*> streams(n);
     for (size_t r = 0; r < n; ++r) streams[r] = replicas_[r]->stream().native_handle();
-    Status st;
-    for (size_t first = 0; first < buffers.size() && st.ok(); first += kMaxGroupedBuffers) {
+    for (size_t first = 0; first < buffers.size(); first += kMaxGroupedBuffers) {
       const size_t last = std::min(buffers.size(), first + kMaxGroupedBuffers);
       nccl::Result r = nccl_->GroupStart();
-      if (r != nccl::kSuccess) {
-        st = DeviceError("ncclGroupStart failed: " + nccl_->error(r));
-        break;
-      }
+      if (r != nccl::kSuccess) return failed(DeviceError("ncclGroupStart failed: " + nccl_->error(r)));
       nccl::Result issue = nccl::kSuccess;
       std::string at;
       for (size_t i = first; i < last && issue == nccl::kSuccess; ++i) {
@@ -168,29 +164,38 @@ class NcclBroadcaster final : public Broadcaster {
         for (size_t k = 0; k < n && issue == nccl::kSuccess; ++k) {
           // In place on every rank: the root (0) sends its buffer, the others receive into theirs
           // (sendbuff is read on the root only).
-          issue = nccl_->Broadcast(b.ptrs[k], b.ptrs[k], size_t(b.bytes), nccl::kInt8, 0, comms_[k],
-                                   streams[k]);
+          issue = nccl_->Broadcast(b.ptrs[k], b.ptrs[k], size_t(b.bytes), nccl::kInt8, 0, comms_[k], streams[k]);
           if (issue != nccl::kSuccess)
             at = "ncclBroadcast of " + std::to_string(b.bytes) + " bytes to replica " + std::to_string(k);
         }
       }
       // The group is always closed, also after a failed call inside it.
       r = nccl_->GroupEnd();
-      if (issue != nccl::kSuccess) st = DeviceError(at + " failed: " + nccl_->error(issue));
-      else if (r != nccl::kSuccess && r != nccl::kInProgress) st = DeviceError("ncclGroupEnd failed: " + nccl_->error(r));
+      if (issue != nccl::kSuccess) return failed(DeviceError(at + " failed: " + nccl_->error(issue)));
+      if (r != nccl::kSuccess && r != nccl::kInProgress) return failed(DeviceError("ncclGroupEnd failed: " + nccl_->error(r)));
     }
+    return Status::Ok();
+  }
+
+  Status finish() override {
+    // After a failed enqueue, abort first: a collective issued on some ranks only would never
+    // complete, and the abort ends NCCL's work in flight so the waits below return.
+    if (!failure_.ok()) destroy_comms(true);
     // Wait for every rank (after a failure too: nothing may still write once this returns).
-    for (size_t k = 0; k < n; ++k) {
+    Status st;
+    for (size_t k = 0; k < replicas_.size(); ++k) {
       Status s = replicas_[k]->stream().synchronize();
       if (!s.ok() && st.ok()) st = s.with_context("replica " + std::to_string(k) + ": waiting for the NCCL broadcast");
     }
-    for (size_t k = 0; k < n && st.ok(); ++k) {
+    for (size_t k = 0; k < comms_.size() && st.ok(); ++k) {
       nccl::Result async = nccl::kSuccess;
       nccl::Result r = nccl_->CommGetAsyncError(comms_[k], &async);
       if (r != nccl::kSuccess) st = DeviceError("ncclCommGetAsyncError of replica " + std::to_string(k) + ": " + nccl_->error(r));
       else if (async != nccl::kSuccess)
         st = DeviceError("NCCL communicator of replica " + std::to_string(k) + ": " + nccl_->error(async));
     }
+    if (st.ok() && !failure_.ok()) st = failure_;
+    failure_ = Status::Ok();
     // A communicator that saw an error is not trusted again: the next broadcast makes new ones.
     if (!st.ok()) destroy_comms(true);
     return st;
@@ -209,7 +214,14 @@ class NcclBroadcaster final : public Broadcaster {
 
   std::shared_ptr<const NcclApi> nccl_;
   std::vector<std::shared_ptr<Runtime>> replicas_;
+  // Remembers an enqueue failure for finish(), which still waits for what was issued.
+  Status failed(Status st) {
+    if (failure_.ok()) failure_ = st;
+    return st;
+  }
+
   std::vector<nccl::Comm> comms_;  // by replica; empty after an error
+  Status failure_;                 // the first enqueue error since the last finish()
   int version_ = 0;
 };
 

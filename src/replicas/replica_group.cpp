@@ -214,46 +214,13 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) W
     for (const Container::Planned& p : plan)
       WHARF_RETURN_IF_ERROR(replicas_[r]->allocate_slot(p.index, &gens[r]->slots[size_t(p.index)])
                                 .with_context("replica group update: " + replica_name(r)));
-  // 3. The sources are read once, into replica 0 (pageable ones through its staging ring).
+  // 3-4. The sources are read once, into replica 0, and sent on from there.
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
-  WHARF_RETURN_IF_ERROR(first.copy_into(gens[0], plan, wait_for).with_context("replica group update: " + replica_name(0)));
+  uint64_t broadcast_bytes = 0;
+  WHARF_RETURN_IF_ERROR(fill(plan, gens, wait_for, &broadcast_bytes));
   uint64_t source_bytes = 0;
   for (const Container::Planned& p : plan) source_bytes += first.decls()[size_t(p.index)].nbytes;
-
-  // 4. Replica 0 -> the others: device constants through the broadcaster (NCCL), host-placed
-  //    ones (pinned host memory) by each replica's own copy engine from replica 0's copy.
-  std::vector<BroadcastBuffer> buffers;
-  std::vector<std::vector<CopyRequest>> host_copies(n);
-  uint64_t broadcast_bytes = 0;
-  for (const Container::Planned& p : plan) {
-    const ConstantDecl& d = first.decls()[size_t(p.index)];
-    if (d.nbytes == 0) continue;
-    broadcast_bytes += d.nbytes * (n - 1);
-    if (d.placement == Placement::kHost) {
-      for (size_t r = 1; r < n; ++r)
-        host_copies[r].push_back({gens[r]->slots[size_t(p.index)]->data(), gens[0]->slots[size_t(p.index)]->data(), d.nbytes});
-      continue;
-    }
-    BroadcastBuffer b;
-    b.bytes = d.nbytes;
-    for (size_t r = 0; r < n; ++r) b.ptrs.push_back(gens[r]->slots[size_t(p.index)]->data());
-    buffers.push_back(std::move(b));
-  }
-  test_hook("replica.broadcast.before");
-  if (broadcaster_ && !buffers.empty()) {
-    broadcasts_.fetch_add(1);
-    WHARF_RETURN_IF_ERROR(broadcaster_->broadcast(buffers).with_context(
-        std::string("replica group update: ") + broadcaster_->kind() + " broadcast of " +
-        std::to_string(buffers.size()) + " constants from " + replica_name(0) + " (nothing was staged)"));
-  }
-  for (size_t r = 1; r < n; ++r) {
-    if (host_copies[r].empty()) continue;
-    TransferEngine* engine = nullptr;
-    WHARF_RETURN_IF_ERROR(replicas_[r]->runtime().transfers(&engine));
-    WHARF_RETURN_IF_ERROR(engine->copy(host_copies[r], {}).with_context("replica group update: " + replica_name(r) +
-                                                                        ": copying host-placed constants"));
-  }
   test_hook("replica.update.before_stage");
 
   // 5. Stage everywhere at once.
@@ -270,6 +237,71 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) W
   updates_.fetch_add(1);
   source_bytes_.fetch_add(source_bytes);
   broadcast_bytes_.fetch_add(broadcast_bytes);
+  return Status::Ok();
+}
+
+Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
+                          const std::vector<std::shared_ptr<Generation>>& gens, const std::vector<Event*>& wait_for,
+                          uint64_t* broadcast_bytes) {
+  const size_t n = replicas_.size();
+  Container& first = *replicas_[0];
+  // In batches of about batch_bytes_, so that the broadcast of one batch (NCCL over NVLink,
+  // on the replicas' streams) overlaps the host-to-device copy of the next (the copy engine
+  // and the staging ring): the update takes about one GPU's copy time plus one batch's
+  // broadcast. Every batch's buffers stay alive until finish() has waited for them.
+  std::vector<std::vector<BroadcastBuffer>> issued;
+  std::vector<std::vector<CopyRequest>> host_copies(n);
+  Status st;    // the copies into replica 0
+  Status sent;  // the broadcaster's
+  for (size_t begin = 0; begin < plan.size() && st.ok() && sent.ok();) {
+    std::vector<Container::Planned> batch;
+    uint64_t bytes = 0;
+    for (; begin < plan.size() && (batch.empty() || bytes < batch_bytes_); ++begin) {
+      batch.push_back(plan[begin]);
+      bytes += first.decls()[size_t(plan[begin].index)].nbytes;
+    }
+    // Pageable sources go through replica 0's staging ring; returns when the batch is in place.
+    st = first.copy_into(gens[0], batch, wait_for).with_context("replica group update: " + replica_name(0));
+    if (!st.ok()) break;
+    // Replica 0 -> the others: device constants through the broadcaster, host-placed ones
+    // (pinned host memory) by each replica's own copy engine from replica 0's copy.
+    std::vector<BroadcastBuffer> buffers;
+    for (const Container::Planned& p : batch) {
+      const ConstantDecl& d = first.decls()[size_t(p.index)];
+      if (d.nbytes == 0) continue;
+      *broadcast_bytes += d.nbytes * (n - 1);
+      if (d.placement == Placement::kHost) {
+        for (size_t r = 1; r < n; ++r)
+          host_copies[r].push_back(
+              {gens[r]->slots[size_t(p.index)]->data(), gens[0]->slots[size_t(p.index)]->data(), d.nbytes});
+        continue;
+      }
+      BroadcastBuffer b;
+      b.bytes = d.nbytes;
+      for (size_t r = 0; r < n; ++r) b.ptrs.push_back(gens[r]->slots[size_t(p.index)]->data());
+      buffers.push_back(std::move(b));
+    }
+    if (!broadcaster_ || buffers.empty()) continue;
+    test_hook("replica.broadcast.before");
+    issued.push_back(std::move(buffers));
+    broadcasts_.fetch_add(1);
+    sent = broadcaster_->enqueue(issued.back());
+  }
+  // Always wait for what was issued (also after a failure: the slots are dropped on return).
+  if (!issued.empty()) {
+    Status done = broadcaster_->finish();
+    if (sent.ok()) sent = done;
+  }
+  WHARF_RETURN_IF_ERROR(st);
+  WHARF_RETURN_IF_ERROR(sent.with_context(std::string("replica group update: ") + broadcaster_->kind() +
+                                          " broadcast from " + replica_name(0) + " (nothing was staged)"));
+  for (size_t r = 1; r < n; ++r) {
+    if (host_copies[r].empty()) continue;
+    TransferEngine* engine = nullptr;
+    WHARF_RETURN_IF_ERROR(replicas_[r]->runtime().transfers(&engine));
+    WHARF_RETURN_IF_ERROR(engine->copy(host_copies[r], {}).with_context("replica group update: " + replica_name(r) +
+                                                                        ": copying host-placed constants"));
+  }
   return Status::Ok();
 }
 

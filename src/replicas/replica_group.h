@@ -71,6 +71,8 @@ class ReplicaGroup {
   Status free_inactive() WHARF_EXCLUDES(op_mu_);
 
   ReplicaGroupStats stats() const;
+  // For tests: the bytes per broadcast batch (several batches exercise the pipeline).
+  void set_broadcast_batch_bytes_for_test(uint64_t bytes) { batch_bytes_ = bytes; }
   size_t size() const { return replicas_.size(); }
   const std::shared_ptr<Container>& replica(size_t i) const { return replicas_[i]; }
 
@@ -82,11 +84,16 @@ class ReplicaGroup {
   Status check_declarations() const;
   Status join_locked() WHARF_NO_THREAD_SAFETY_ANALYSIS;
   std::string replica_name(size_t r) const;
+  // Copies the planned sources into replica 0's `gens[0]` and from there into every other
+  // replica's generation (batches of batch_bytes_, broadcast overlapping the next copy).
+  Status fill(const std::vector<Container::Planned>& plan, const std::vector<std::shared_ptr<Generation>>& gens,
+              const std::vector<Event*>& wait_for, uint64_t* broadcast_bytes) WHARF_REQUIRES(op_mu_);
 
   std::vector<std::shared_ptr<Container>> replicas_;
   std::vector<Container*> lock_order_;          // replicas_ sorted by address
   std::unique_ptr<Broadcaster> broadcaster_;    // null: one replica, nothing to broadcast
   Mutex op_mu_;                                 // one group call at a time
+  uint64_t batch_bytes_ = 256ull << 20;         // broadcast batch (see fill)
   std::atomic<uint64_t> updates_{0}, swaps_{0}, source_bytes_{0}, broadcast_bytes_{0}, broadcasts_{0};
 };
 

@@ -390,26 +390,41 @@ TEST_P(ReplicaGroupN, OutOfMemoryOnTheLastReplicaChangesNoReplica) {
 
 // A broadcaster that copies into replicas below `fail_at` and then fails, as an NCCL error
 // on replica `fail_at` would (its partial writes land in staged storage, which is dropped).
+// `fail` counts down the enqueues that still succeed before the failing one (0: the first
+// fails; -1: none fails); `fail_in_finish` reports the failure from finish() instead.
 class FailingBroadcaster : public wharf::Broadcaster {
  public:
-  FailingBroadcaster(std::vector<std::shared_ptr<wharf::Runtime>> rts, size_t fail_at, std::atomic<int>* fail)
-      : rts_(std::move(rts)), fail_at_(fail_at), fail_(fail) {}
+  FailingBroadcaster(size_t n, size_t fail_at, std::atomic<int>* fail, bool fail_in_finish = false)
+      : n_(n), fail_at_(fail_at), fail_(fail), fail_in_finish_(fail_in_finish) {}
   const char* kind() const override { return "test"; }
-  wharf::Status broadcast(const std::vector<wharf::BroadcastBuffer>& buffers) override {
-    for (size_t r = 1; r < rts_.size(); ++r) {
-      if (r == fail_at_ && fail_->load() > 0) {
-        fail_->fetch_sub(1);
-        return wharf::DeviceError("injected broadcast failure on replica " + std::to_string(r));
+  wharf::Status enqueue(const std::vector<wharf::BroadcastBuffer>& buffers) override {
+    const bool now = fail_->load() == 0;
+    if (fail_->load() >= 0) fail_->fetch_sub(1);
+    for (size_t r = 1; r < n_; ++r) {
+      if (now && r == fail_at_) {
+        wharf::Status st = wharf::DeviceError("injected broadcast failure on replica " + std::to_string(r));
+        if (!fail_in_finish_) return st;
+        pending_ = st;
+        break;
       }
       for (const auto& b : buffers) std::memcpy(b.ptrs[r], b.ptrs[0], b.bytes);
     }
+    enqueued_++;
     return wharf::Status::Ok();
   }
+  wharf::Status finish() override {
+    finished_++;
+    wharf::Status st = pending_;
+    pending_ = wharf::Status::Ok();
+    return st;
+  }
+  int enqueued_ = 0, finished_ = 0;
 
  private:
-  std::vector<std::shared_ptr<wharf::Runtime>> rts_;
-  size_t fail_at_;
+  size_t n_, fail_at_;
   std::atomic<int>* fail_;
+  bool fail_in_finish_;
+  wharf::Status pending_;
 };
 
 TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
@@ -418,10 +433,8 @@ TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
   for (size_t k = 1; k < n; ++k) {
     SCOPED_TRACE("failing replica " + std::to_string(k));
     Replicas R(n);
-    std::vector<std::shared_ptr<wharf::Runtime>> rts;
-    for (auto* rt : R.rts) rts.push_back(rt->rt);
-    std::atomic<int> fail{0};
-    wharf::Status cs = R.create_with(std::make_unique<FailingBroadcaster>(rts, k, &fail));
+    std::atomic<int> fail{-1};
+    wharf::Status cs = R.create_with(std::make_unique<FailingBroadcaster>(n, k, &fail));
     ASSERT_TRUE(cs.ok()) << cs.message();
     ASSERT_NO_FATAL_FAILURE(R.load(1));
     ASSERT_NO_FATAL_FAILURE(R.load(2));  // replicas hold 2, rollback generation 1
@@ -429,7 +442,7 @@ TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
     const std::vector<uint64_t> bytes = R.bytes();
     std::vector<wharf_run*> open(n, nullptr);
     for (size_t r = 0; r < n; ++r) ASSERT_OK(wharf_run_begin(R.cs[r], nullptr, nullptr, &open[r]));
-    fail = 1;
+    fail = 0;
     Weights w3(3);
     St st(wharf_replica_group_update(R.group, w3.map, nullptr));
     EXPECT_EQ(st.code(), WHARF_DEVICE_ERROR);
@@ -449,6 +462,45 @@ TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
     ASSERT_NO_FATAL_FAILURE(R.load(4));
     EXPECT_EQ(R.versions(), all(n, 4));
   }
+}
+
+// The update in several broadcast batches (each batch's broadcast overlaps the next copy): a
+// failure in any batch, reported by enqueue or by finish, stages nothing, and finish always
+// waits for what was issued.
+TEST_P(ReplicaGroupN, BroadcastInBatchesIsAllOrNothing) {
+  const size_t n = GetParam();
+  if (n < 2) GTEST_SKIP() << "one replica broadcasts to nobody";
+  for (int in_finish = 0; in_finish < 2; ++in_finish)
+    for (int failing_batch = 0; failing_batch < 3; ++failing_batch) {
+      SCOPED_TRACE("failing batch " + std::to_string(failing_batch) + (in_finish ? " (in finish)" : " (in enqueue)"));
+      Replicas R(n);
+      std::atomic<int> fail{-1};
+      auto b = std::make_unique<FailingBroadcaster>(n, n - 1, &fail, in_finish != 0);
+      FailingBroadcaster* probe = b.get();
+      wharf::Status cs = R.create_with(std::move(b));
+      ASSERT_TRUE(cs.ok()) << cs.message();
+      // Batches of one 32x32 constant or more: embed | layers.0.w | layers.1.w | offloaded.w (host-placed:
+      // copied, not broadcast).
+      R.group->g->set_broadcast_batch_bytes_for_test(elements(1) * 4);
+      ASSERT_NO_FATAL_FAILURE(R.load(1));
+      EXPECT_EQ(probe->enqueued_, 3) << "three batches with device constants";
+      EXPECT_EQ(probe->finished_, 1) << "one wait at the end";
+      EXPECT_EQ(stats_of(R.group).broadcasts, 3u);
+      EXPECT_EQ(R.versions(), all(n, 1));
+      const std::vector<uint64_t> gens = R.generations();
+      const std::vector<uint64_t> bytes = R.bytes();
+      fail = failing_batch;
+      Weights w2(2);
+      St st(wharf_replica_group_update(R.group, w2.map, nullptr));
+      EXPECT_EQ(st.code(), WHARF_DEVICE_ERROR) << st.msg();
+      EXPECT_NE(st.msg().find("injected broadcast failure on replica " + std::to_string(n - 1)), std::string::npos)
+          << st.msg();
+      EXPECT_EQ(probe->finished_, 2) << "finish waits also after a failure";
+      EXPECT_EQ(R.generations(), gens);
+      EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
+      EXPECT_EQ(R.bytes(), bytes);
+      EXPECT_EQ(R.versions(), all(n, 1));
+    }
 }
 
 // While a group update is parked just before it stages, runs on every replica see the old
