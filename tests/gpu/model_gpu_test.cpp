@@ -325,10 +325,13 @@ TEST_F(ModelGpu, TwoConversationsOnTwoStreamsAtOnce) {
 namespace wharf {
 namespace {
 
-// Two methods of one model (prefill and decode; here the same compiled forward loaded twice,
-// as a service loads two compiled methods) over one weight store: one copy of the weights,
-// one session serving both methods' state, and a store update reaching both at once.
+// Two methods of one model compiled separately (prefill: the dynamic-length forward; decode:
+// tiny_decoder_decode.so, exported for one token by tools/aoti/compile_decode_method.py) over
+// one weight store: one copy of the weights, one session serving both methods' state (the
+// KV caches carry from prefill into decode), and a store update reaching both at once.
 TEST_F(ModelGpu, TwoMethodsOverOneWeightStoreShareWeightsAndState) {
+  const std::string decode_so = dir_ + "/tiny_decoder_decode.so";
+  ASSERT_TRUE(exists(decode_so)) << "missing " << decode_so << " (tools/aoti/compile_decode_method.py)";
   auto store = std::make_shared<WeightStore>(rt_);
   ModelOptions mo;
   if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
@@ -340,7 +343,8 @@ TEST_F(ModelGpu, TwoMethodsOverOneWeightStoreShareWeightsAndState) {
   ASSERT_TRUE(st.ok()) << st.message();
   const uint64_t one = rt_->device().accounting().snapshot().current[int(MemTag::kConstants)];
   mo.name = "decode";
-  ASSERT_TRUE(Model::load(rt_, dir_ + "/tiny_decoder.so", *weights_, mo, &decode).ok());
+  st = Model::load(rt_, decode_so, *weights_, mo, &decode);
+  ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(rt_->device().accounting().snapshot().current[int(MemTag::kConstants)], one)
       << "the second method should take the store's weights, not a copy";
   // One conversation: prefill with one method, decode with the other, on one session.
@@ -373,7 +377,10 @@ TEST_F(ModelGpu, TwoMethodsOverOneWeightStoreShareWeightsAndState) {
     std::shared_ptr<Session> fresh;
     ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &fresh).ok());
     ASSERT_TRUE(wharf::Run::begin(m->container(), fresh, nullptr, &run).ok());
-    ASSERT_TRUE(step(*m, *run, prompt_, 0, &logits).ok());
+    // The decode method takes one token; prefill the prompt.
+    const std::vector<int64_t> toks = m == decode.get() ? std::vector<int64_t>{prompt_[0]} : prompt_;
+    st = step(*m, *run, toks, 0, &logits);
+    ASSERT_TRUE(st.ok()) << st.message();
     ASSERT_TRUE(run->end().ok());
     for (float x : logits) ASSERT_EQ(x, 0.0f) << "a zero lm_head gives zero logits";
   }
