@@ -61,6 +61,10 @@ if want tests; then
     # tests (under racecheck's serialisation one of them ran for more than 8 minutes).
     run sanitizer_racecheck timeout 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
       ./wharf_gpu_tests --gtest_filter="GpuContainer*:StoreSession*:-*Concurrent*" || status=1
+    # The offloaders: slots written by the copy stream while kernels read other slots, and an
+    # AOTInductor model whose offload points run inside its compiled code.
+    run sanitizer_racecheck_offload timeout 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+      ./wharf_gpu_tests --gtest_filter="GpuOffload*:OffloadModelGpu*" || status=1
     # The concurrency suite (forced interleavings of updates, in-place writes, swaps, store
     # operations and runs) on the CUDA backend, under each tool.
     if [ -x ./wharf_unit_tests ]; then

@@ -799,4 +799,44 @@ TEST_F(Offload, BudgetQueryWritesOnlyTheCallersSize) {
   EXPECT_CODE(wharf_offloader_get_budget(nullptr, &b), WHARF_INVALID_ARGUMENT, "must not be NULL");
 }
 
+// --- model-level options (the GPU suite runs offloaded models) ----------------------------------
+
+TEST(OffloadModelOptions, OffloadOptionsAreReadBeforeTheModelAndOldCallersHaveNone) {
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_HOST;
+  wharf_runtime* rt = nullptr;
+  ASSERT_OK(wharf_runtime_create(&ro, &rt));
+  wharf_constant_map* w = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&w));
+  // A caller compiled before the offload field: init writes nothing past its struct.
+  const size_t old_size = offsetof(wharf_model_options, offload);
+  unsigned char raw[sizeof(wharf_model_options) + 8];
+  std::memset(raw, 0x6B, sizeof raw);
+  auto* mo = reinterpret_cast<wharf_model_options*>(raw);
+  wharf_model_options_init_sized(mo, old_size);
+  EXPECT_EQ(mo->struct_size, old_size);
+  EXPECT_EQ(raw[old_size], 0x6B);
+  wharf_model* m = nullptr;
+  // Past the options, the host backend is refused: the offload field was not read.
+  EXPECT_CODE(wharf_model_load(rt, "model.so", w, mo, &m), WHARF_UNSUPPORTED, "CUDA backend");
+  // Offload options are checked as wharf_offloader_create checks them, naming the call.
+  wharf_model_options full;
+  wharf_model_options_init(&full);
+  wharf_offloader_options oo;
+  wharf_offloader_options_init(&oo);
+  oo.struct_size = 2;
+  full.offload = &oo;
+  EXPECT_CODE(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT, "wharf_offloader_options");
+  wharf_offloader_options_init(&oo);
+  oo.num_fqns = 1;
+  EXPECT_CODE(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT,
+              "wharf_model_load: offload: fqns is NULL");
+  EXPECT_EQ(m, nullptr);
+  wharf_offloader* off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));
+  EXPECT_CODE(wharf_model_offloader(nullptr, &off), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  wharf_constant_map_free(w);
+  wharf_runtime_free(rt);
+}
+
 }  // namespace
