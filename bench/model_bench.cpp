@@ -2,7 +2,8 @@
 //
 // Measures, in one run: a decode step (run begin, wharf_run_model, reading the logits' last
 // row, run end), the run overhead alone (begin + end, no model), and decode throughput with
-// N conversations on N streams against one. tools/aoti/bench_torch.py measures PyTorch
+// N conversations on N streams against one, and the first step after a hot update and swap
+// (instance rebind and refold) beside the step after it. tools/aoti/bench_torch.py measures PyTorch
 // eager and PyTorch's own AOTInductor runner on the same model and weights and prints them
 // beside these figures (gpu-run runs both).
 //   model_bench [--model DIR] [--csv FILE]
@@ -169,6 +170,48 @@ int main(int argc, char** argv) {
   const double par = n * (steps / 4) / seconds_since(t0);
   const double seq = 1e6 / one.med;
 
+  // The first step after a hot update and swap: the run's generation is new, so a model
+  // instance is rebound to it and AOTInductor refolds the model's folded constants (its
+  // container marks them stale on every rebind; docs/decisions.md). Beside it, the step
+  // that follows (bound and folded). The update itself (norm.weight from pageable host
+  // memory) and the swap are not timed.
+  std::vector<double> after_swap, next_step;
+  {
+    wharf_tensor_view w;
+    std::memset(&w, 0, sizeof w);
+    w.struct_size = sizeof w;
+    wharf_ok(wharf_constant_map_find(weights, "norm.weight", &w), "find norm.weight");
+    const int64_t dim = w.shape[0];
+    std::vector<float> host(static_cast<const float*>(w.data), static_cast<const float*>(w.data) + dim);
+    wharf_constant_map* upd = nullptr;
+    wharf_ok(wharf_constant_map_create(&upd), "map");
+    wharf_tensor_view v = w;
+    v.data = host.data();
+    v.strides = nullptr;
+    v.shape = &dim;
+    wharf_ok(wharf_constant_map_set(upd, "norm.weight", &v), "map set");
+    wharf_session* ss = nullptr;
+    wharf_ok(wharf_session_create(x.rt, &x.c, 1, nullptr, &ss), "session");
+    int64_t* d_in = nullptr;
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 3 * sizeof(int64_t)));
+    std::vector<float> last(kVocab);
+    for (int r = 0; r < 40; ++r) {
+      wharf_ok(wharf_session_reset(ss), "reset");
+      wharf_ok(wharf_container_update(x.c, upd, nullptr), "update");
+      wharf_ok(wharf_container_swap(x.c), "swap");
+      auto t1 = Clock::now();
+      int64_t tok = step(x, ss, s0, d_in, last.data(), 1, 0);
+      after_swap.push_back(us_since(t1));
+      t1 = Clock::now();
+      step(x, ss, s0, d_in, last.data(), tok, 1);
+      next_step.push_back(us_since(t1));
+    }
+    CUDA_OK(cudaFree(d_in));
+    wharf_session_free(ss);
+    wharf_constant_map_free(upd);
+  }
+  const Stats first = stats(after_swap), second = stats(next_step);
+
   std::printf("model_bench: tiny decoder (AOTInductor, no libtorch), %d decode steps, one token each\n", steps);
   std::printf("%-46s %10s %10s %10s\n", "", "median", "min", "max");
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "wharf decode step (begin+model+read+end)", one.med, one.lo, one.hi);
@@ -176,6 +219,9 @@ int main(int argc, char** argv) {
               overhead.hi);
   std::printf("%-46s %8.0f /s  (1 conversation: %.0f /s, %.2fx)\n", "4 conversations on 4 streams, steps", par, seq,
               par / seq);
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "first step after update+swap (rebind+refold)", first.med, first.lo,
+              first.hi);
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "the step after it", second.med, second.lo, second.hi);
   if (!csv.empty()) {
     if (FILE* f = std::fopen(csv.c_str(), "w")) {
       std::fprintf(f, "metric,median_us,min_us,max_us\n");
@@ -183,6 +229,8 @@ int main(int argc, char** argv) {
       std::fprintf(f, "wharf_run_overhead,%.3f,%.3f,%.3f\n", overhead.med, overhead.lo, overhead.hi);
       std::fprintf(f, "wharf_4_streams_steps_per_s,%.1f,,\n", par);
       std::fprintf(f, "wharf_1_stream_steps_per_s,%.1f,,\n", seq);
+      std::fprintf(f, "wharf_first_step_after_swap,%.3f,%.3f,%.3f\n", first.med, first.lo, first.hi);
+      std::fprintf(f, "wharf_step_after_that,%.3f,%.3f,%.3f\n", second.med, second.lo, second.hi);
       std::fclose(f);
     }
   }
