@@ -1339,8 +1339,9 @@ WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offl
  * wharf::offload_wait / wharf::offload_issued at its layer boundaries, mapped to Wharf's C
  * shims when it is compiled: tools/aoti/compile_offload_model.py), and each
  * wharf_run_model begins and ends offloading in the run around the model, so do not call
- * wharf_run_offload_* for it. A model that reaches fewer offload points than it has
- * offloaded layers fails its run with WHARF_FAILED_PRECONDITION; a model with run-time
+ * wharf_run_offload_* for it; one run at a time offloads (a concurrent wharf_run_model of
+ * the model gets WHARF_BUSY until that run ends). A model that reaches fewer offload points
+ * than it has offloaded layers fails its run with WHARF_FAILED_PRECONDITION; a model with run-time
  * constant folding cannot be offloaded (wharf_model_load: WHARF_UNSUPPORTED). Updates and
  * swaps of the model's container change what later runs copy into the slots, as for any
  * offloader. Use it for wharf_offloader_get_budget and the layer queries. Errors:

@@ -758,7 +758,7 @@ TEST_F(Offload, OptionsOfTheFirstLayoutTakeBudgetDefaults) {
   // A caller compiled before the budget fields: its struct ends at slot_capacity, and what
   // follows in its memory is not the library's to read.
   const size_t old_size = offsetof(wharf_offloader_options, step_compute_us);
-  unsigned char raw[sizeof(wharf_offloader_options) + 16];
+  alignas(wharf_offloader_options) unsigned char raw[sizeof(wharf_offloader_options) + 16];
   std::memset(raw, 0x7F, sizeof raw);
   auto* oo = reinterpret_cast<wharf_offloader_options*>(raw);
   wharf_offloader_options_init_sized(oo, old_size);
@@ -811,7 +811,7 @@ TEST(OffloadModelOptions, OffloadOptionsAreReadBeforeTheModelAndOldCallersHaveNo
   ASSERT_OK(wharf_constant_map_create(&w));
   // A caller compiled before the offload field: init writes nothing past its struct.
   const size_t old_size = offsetof(wharf_model_options, offload);
-  unsigned char raw[sizeof(wharf_model_options) + 8];
+  alignas(wharf_model_options) unsigned char raw[sizeof(wharf_model_options) + 8];
   std::memset(raw, 0x6B, sizeof raw);
   auto* mo = reinterpret_cast<wharf_model_options*>(raw);
   wharf_model_options_init_sized(mo, old_size);
