@@ -1,4 +1,5 @@
 #include "models/model.h"
+#include "models/package.h"
 
 #include <dlfcn.h>
 
@@ -303,10 +304,10 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
   auto lib = std::make_shared<Library>();
   lib->shim = shim;
   lib->path = so_path;
-  lib->so = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A `.so`, or the model library inside a `.pt2` package (models/package.h).
+  std::string msg;
+  WHARF_RETURN_IF_ERROR(open_model_library(so_path, RTLD_NOW | RTLD_LOCAL, &lib->so, &msg).with_context(what));
   if (!lib->so) {
-    const char* e = dlerror();
-    std::string msg = e ? e : "unknown error";
     if (msg.find("undefined symbol: aoti_torch_") != std::string::npos)
       return Unsupported(what + " needs a shim function Wharf does not provide: " + msg);
     return InvalidArgument(what + ": cannot load it: " + msg);

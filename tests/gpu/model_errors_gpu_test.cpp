@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // wharf_model_load's refusals, through the C API on a CUDA runtime: a compiled model that
 // imports a shim function Wharf lacks (UNSUPPORTED, naming the function), a library that is
-// not an AOTInductor model (INVALID_ARGUMENT, naming the missing entry point), a path that
-// does not exist. Each leaves nothing behind: no model, no device or pinned memory, and the
+// not an AOTInductor model (INVALID_ARGUMENT, naming the missing entry point), a `.so` or
+// `.pt2` path that does not exist (NOT_FOUND). Each leaves nothing behind: no model, no device or pinned memory, and the
 // runtime loads the real model afterwards. The broken libraries are built from
 // tests/gpu/fakes/ (fakes/ in the GPU bundle).
 #include <gtest/gtest.h>
@@ -102,7 +102,8 @@ TEST_F(ModelErrorsGpu, ALibraryThatIsNotAModelIsRefused) {
 }
 
 TEST_F(ModelErrorsGpu, AMissingFileIsRefused) {
-  expect_refused(fakes_dir() + "/no_such_model.so", WHARF_INVALID_ARGUMENT, {"no_such_model.so", "cannot load it"});
+  expect_refused(fakes_dir() + "/no_such_model.so", WHARF_NOT_FOUND, {"no_such_model.so", "no file"});
+  expect_refused(fakes_dir() + "/no_such_package.pt2", WHARF_NOT_FOUND, {"no_such_package.pt2"});
 }
 
 }  // namespace

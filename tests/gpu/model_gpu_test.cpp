@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -384,6 +385,42 @@ TEST_F(ModelGpu, TwoMethodsOverOneWeightStoreShareWeightsAndState) {
     ASSERT_TRUE(run->end().ok());
     for (float x : logits) ASSERT_EQ(x, 0.0f) << "a zero lm_head gives zero logits";
   }
+}
+
+}  // namespace
+}  // namespace wharf
+
+namespace wharf {
+namespace {
+
+// The decode method loaded from its `.pt2` package (aoti_compile_and_package's output, as
+// tools/aoti/compile_decode_method.py keeps it) runs exactly as the `.so` extracted from it.
+TEST_F(ModelGpu, APt2PackageLoadsAndRunsAsItsLibrary) {
+  const std::string pkg = dir_ + "/tiny_decoder_decode.pt2", so = dir_ + "/tiny_decoder_decode.so";
+  ASSERT_TRUE(exists(pkg)) << "missing " << pkg << " (tools/aoti/compile_decode_method.py)";
+  ModelOptions mo;
+  if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+  std::shared_ptr<Model> from_pkg, from_so;
+  Status st = Model::load(rt_, pkg, *weights_, mo, &from_pkg);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(Model::load(rt_, so, *weights_, mo, &from_so).ok());
+  std::vector<std::vector<float>> logits(2);
+  int k = 0;
+  for (Model* m : {from_pkg.get(), from_so.get()}) {
+    std::shared_ptr<Session> s;
+    ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &s).ok());
+    std::unique_ptr<wharf::Run> run;
+    ASSERT_TRUE(wharf::Run::begin(m->container(), s, nullptr, &run).ok());
+    st = step(*m, *run, {prompt_[0]}, 0, &logits[size_t(k++)]);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_TRUE(run->end().ok());
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  float worst = 0;
+  for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, std::fabs(logits[0][i] - logits[1][i]));
+  EXPECT_LE(worst, 1e-5f) << "the package's model and its library computed different logits";
+  EXPECT_EQ(argmax(logits[0].data()), argmax(logits[1].data()));
 }
 
 }  // namespace

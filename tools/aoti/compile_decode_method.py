@@ -11,6 +11,7 @@ Run on the GPU machine:
     python3 tools/aoti/compile_decode_method.py MODEL_DIR
 MODEL_DIR holds tiny_decoder.safetensors; writes there:
     tiny_decoder_decode.so                 the compiled decode method
+    tiny_decoder_decode.pt2                the package it came from (aoti_compile_and_package)
     tiny_decoder_decode_undefined.txt      what it needs from its host (aoti_torch_* shims, CUDA)
     tiny_decoder_decode_log.json           torch version, options, outcome, seconds
 """
@@ -58,7 +59,7 @@ def main():
         sos = [n for n in z.namelist() if n.endswith(".so")]
         with z.open(sos[0]) as f, open(so, "wb") as g:
             g.write(f.read())
-    os.remove(pkg)
+    os.replace(pkg, os.path.join(out, "tiny_decoder_decode.pt2"))  # the package itself: Wharf loads it too
     und = subprocess.run(["nm", "-D", "--undefined-only", so], capture_output=True, text=True).stdout
     with open(os.path.join(out, "tiny_decoder_decode_undefined.txt"), "w") as f:
         f.write(und)

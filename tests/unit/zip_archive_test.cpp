@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ZIP reader behind `.pt2` packages (src/io/zip_archive.h) and the package loader
+// (src/models/package.h), on archives built byte by byte here: stored entries with and
+// without ZIP64 records, PyTorch's alignment extra fields, a comment; then every way the
+// format can be broken: each truncation, each corrupted byte of the directory, compressed,
+// encrypted and CRC-mismatched entries, duplicate names, headers that disagree.
+#include "io/zip_archive.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "models/package.h"
+
+namespace wharf {
+namespace {
+
+std::string le(uint64_t v, int bytes) {
+  std::string s(size_t(bytes), '\0');
+  for (int i = 0; i < bytes; ++i) s[size_t(i)] = char((v >> (8 * i)) & 0xFF);
+  return s;
+}
+
+struct ZEntry {
+  std::string name, data;
+  uint16_t method = 0;
+  uint16_t flags = 0;
+  std::string local_extra;  // e.g. PyTorch's alignment padding
+  bool bad_crc = false;
+  std::string local_name;   // if set, the local header names this instead
+};
+
+// A ZIP archive laid out as PKWARE's APPNOTE describes: local headers and data, the central
+// directory, (ZIP64 end record and locator,) end record and comment.
+std::string build_zip(const std::vector<ZEntry>& es, bool zip64 = false, const std::string& comment = "") {
+  std::string out, cd;
+  for (const ZEntry& e : es) {
+    const uint64_t off = out.size();
+    uint32_t crc = io::crc32(reinterpret_cast<const uint8_t*>(e.data.data()), e.data.size());
+    if (e.bad_crc) crc ^= 1;
+    const std::string& ln = e.local_name.empty() ? e.name : e.local_name;
+    out += le(0x04034b50, 4) + le(20, 2) + le(e.flags, 2) + le(e.method, 2) + le(0, 4) + le(crc, 4) +
+           le(e.data.size(), 4) + le(e.data.size(), 4) + le(ln.size(), 2) + le(e.local_extra.size(), 2) + ln +
+           e.local_extra + e.data;
+    std::string extra;
+    if (zip64) extra = le(1, 2) + le(24, 2) + le(e.data.size(), 8) + le(e.data.size(), 8) + le(off, 8);
+    const uint64_t sat = 0xFFFFFFFF;
+    cd += le(0x02014b50, 4) + le(45, 2) + le(45, 2) + le(e.flags, 2) + le(e.method, 2) + le(0, 4) + le(crc, 4) +
+          le(zip64 ? sat : e.data.size(), 4) + le(zip64 ? sat : e.data.size(), 4) + le(e.name.size(), 2) +
+          le(extra.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(zip64 ? sat : off, 4) + e.name + extra;
+  }
+  const uint64_t cd_off = out.size();
+  out += cd;
+  if (zip64) {
+    const uint64_t z64 = out.size();
+    out += le(0x06064b50, 4) + le(44, 8) + le(45, 2) + le(45, 2) + le(0, 4) + le(0, 4) + le(es.size(), 8) +
+           le(es.size(), 8) + le(cd.size(), 8) + le(cd_off, 8);
+    out += le(0x07064b50, 4) + le(0, 4) + le(z64, 8) + le(1, 4);
+    out += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(0xFFFF, 2) + le(0xFFFF, 2) + le(0xFFFFFFFF, 4) +
+           le(0xFFFFFFFF, 4) + le(comment.size(), 2) + comment;
+  } else {
+    out += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(es.size(), 2) + le(es.size(), 2) + le(cd.size(), 4) +
+           le(cd_off, 4) + le(comment.size(), 2) + comment;
+  }
+  return out;
+}
+
+Status parse(const std::string& bytes, std::unique_ptr<io::ZipArchive>* z) {
+  return io::ZipArchive::from_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.pt2", z);
+}
+
+std::string read_all(const io::ZipArchive& z, const std::string& name, Status* st) {
+  const io::ZipEntry* e = z.find(name);
+  if (!e) {
+    *st = NotFound(name);
+    return "";
+  }
+  const uint8_t* d = nullptr;
+  uint64_t n = 0;
+  *st = z.read(*e, &d, &n);
+  return st->ok() ? std::string(reinterpret_cast<const char*>(d), size_t(n)) : "";
+}
+
+TEST(ZipArchive, Crc32MatchesTheStandardCheckValue) {
+  const std::string s = "123456789";
+  EXPECT_EQ(io::crc32(reinterpret_cast<const uint8_t*>(s.data()), s.size()), 0xCBF43926u);
+  EXPECT_EQ(io::crc32(nullptr, 0), 0u);
+}
+
+TEST(ZipArchive, ReadsStoredEntriesWithAndWithoutZip64) {
+  for (bool zip64 : {false, true}) {
+    SCOPED_TRACE(zip64 ? "zip64" : "plain");
+    ZEntry a{"pkg/archive_format", "pt2"};
+    ZEntry b{"pkg/data/aotinductor/model/x.so", std::string(1000, 'q')};
+    b.local_extra = le(0xCAFE, 2) + le(7, 2) + std::string(7, '\0');  // padding to an alignment, as PyTorch does
+    ZEntry c{"pkg/empty", ""};
+    const std::string bytes = build_zip({a, b, c}, zip64, "a comment");
+    std::unique_ptr<io::ZipArchive> z;
+    Status st = parse(bytes, &z);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(z->entries().size(), 3u);
+    EXPECT_EQ(read_all(*z, "pkg/archive_format", &st), "pt2");
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(read_all(*z, "pkg/data/aotinductor/model/x.so", &st), b.data);
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(read_all(*z, "pkg/empty", &st), "");
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(z->find("absent"), nullptr);
+  }
+}
+
+TEST(ZipArchive, CompressedEncryptedAndMismatchedEntriesAreRefusedWhenRead) {
+  ZEntry deflated{"d", "xyz"};
+  deflated.method = 8;
+  ZEntry encrypted{"e", "xyz"};
+  encrypted.flags = 1;
+  ZEntry bad{"c", "payload"};
+  bad.bad_crc = true;
+  std::unique_ptr<io::ZipArchive> z;
+  Status st = parse(build_zip({deflated, encrypted, bad, ZEntry{"ok", "fine"}}), &z);
+  ASSERT_TRUE(st.ok()) << st.message();
+  read_all(*z, "d", &st);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("entry 'd' is compressed (method 8)"), std::string::npos) << st.message();
+  read_all(*z, "e", &st);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("'e' is encrypted"), std::string::npos) << st.message();
+  read_all(*z, "c", &st);
+  EXPECT_EQ(st.code(), Code::kDataCorrupt) << st.message();
+  EXPECT_NE(st.message().find("entry 'c': CRC-32"), std::string::npos) << st.message();
+  EXPECT_EQ(read_all(*z, "ok", &st), "fine");
+}
+
+TEST(ZipArchive, MalformedDirectoriesAreDataCorrupt) {
+  std::unique_ptr<io::ZipArchive> z;
+  auto expect_corrupt = [&](const std::string& bytes, const char* fragment) {
+    Status st = parse(bytes, &z);
+    EXPECT_EQ(st.code(), Code::kDataCorrupt) << st.message();
+    EXPECT_NE(st.message().find(fragment), std::string::npos) << "want '" << fragment << "' in: " << st.message();
+    EXPECT_NE(st.message().find("archive 't.pt2'"), std::string::npos) << st.message();
+  };
+  expect_corrupt("", "shorter than its end record");
+  expect_corrupt(std::string(100, 'x'), "no end of central directory record");
+  expect_corrupt(build_zip({ZEntry{"a", "1"}}) + "trailing", "no end of central directory record");
+  expect_corrupt(build_zip({ZEntry{"a", "1"}, ZEntry{"a", "2"}}), "two entries are named 'a'");
+  ZEntry liar{"real", "1"};
+  liar.local_name = "fake";
+  expect_corrupt(build_zip({liar}), "its local header names another file");
+  ZEntry nul{std::string("a\0b", 3), "1"};
+  expect_corrupt(build_zip({nul}), "contains a NUL byte");
+  // An end record that claims more entries than its directory can hold.
+  std::string many = build_zip({ZEntry{"a", "1"}});
+  many[many.size() - 22 + 10] = char(0xFF);
+  many[many.size() - 22 + 8] = char(0xFF);
+  expect_corrupt(many, "cannot fit in a central directory");
+  // Saturated fields without ZIP64 records.
+  std::string sat = build_zip({ZEntry{"a", "1"}});
+  for (int i = 12; i < 20; ++i) sat[sat.size() - 22 + size_t(i)] = char(0xFF);
+  expect_corrupt(sat, "no ZIP64 locator");
+}
+
+// Every prefix of an archive is refused cleanly, and every single corrupted byte (headers,
+// data, directory, end records) is either refused or still reads within the archive (run under
+// ASan in make test, so an out-of-bounds read fails the test).
+TEST(ZipArchive, EveryTruncationAndCorruptedByteIsHandled) {
+  for (bool zip64 : {false, true}) {
+    const std::string bytes = build_zip({ZEntry{"pkg/data/aotinductor/model/m.so", std::string(300, 'm')},
+                                         ZEntry{"pkg/version", "1"}},
+                                        zip64);
+    std::unique_ptr<io::ZipArchive> z;
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      // Copied so ASan sees exactly n bytes.
+      std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + std::ptrdiff_t(n));
+      Status st = io::ZipArchive::from_bytes(cut.data(), cut.size(), "t", &z);
+      ASSERT_FALSE(st.ok()) << "prefix of " << n << " bytes was accepted";
+      ASSERT_EQ(st.code(), Code::kDataCorrupt) << st.message();
+    }
+    for (size_t i = 0; i < bytes.size(); ++i)
+      for (uint8_t v : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x7F), uint8_t(bytes[i] ^ 0x01)}) {
+        std::vector<uint8_t> bad(bytes.begin(), bytes.end());
+        bad[i] = v;
+        Status st = io::ZipArchive::from_bytes(bad.data(), bad.size(), "t", &z);
+        if (!st.ok()) {
+          ASSERT_TRUE(st.code() == Code::kDataCorrupt || st.code() == Code::kUnsupported) << st.message();
+          continue;
+        }
+        for (const io::ZipEntry& e : z->entries()) {
+          const uint8_t* d = nullptr;
+          uint64_t n = 0;
+          if (z->read(e, &d, &n).ok()) {
+            ASSERT_GE(d, bad.data());
+            ASSERT_LE(d + n, bad.data() + bad.size());
+          }
+        }
+      }
+  }
+}
+
+// --- packages ---------------------------------------------------------------------------
+
+class ModelPackage : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const std::string& p : files_) ::unlink(p.c_str());
+  }
+  std::string write(const std::string& name, const std::string& bytes) {
+    const std::string p = ::testing::TempDir() + "wharf_pkg_" + std::to_string(::getpid()) + "_" + name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    files_.push_back(p);
+    return p;
+  }
+  // A real shared library's bytes (the C math library this test links), so dlopen from the
+  // package's memory file is exercised for real.
+  static std::string a_shared_library() {
+    Dl_info info{};
+    EXPECT_NE(dladdr(reinterpret_cast<void*>(static_cast<double (*)(double)>(&std::cos)), &info), 0);
+    std::ifstream f(info.dli_fname, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  std::vector<std::string> files_;
+};
+
+TEST_F(ModelPackage, OpensTheModelLibraryFromAPackageWithoutATemporaryFile) {
+  const std::string lib = a_shared_library();
+  ASSERT_GT(lib.size(), 1000u);
+  const std::string pkg = write("ok.pt2", build_zip({ZEntry{"m/archive_format", "pt2"},
+                                                     ZEntry{"m/data/aotinductor/model/abc.wrapper.cpp", "// source"},
+                                                     ZEntry{"m/data/aotinductor/model/abc.wrapper.so", lib}},
+                                                    true));
+  EXPECT_TRUE(is_model_package(pkg));
+  void* h = nullptr;
+  std::string err;
+  Status st = open_model_library(pkg, RTLD_NOW | RTLD_LOCAL, &h, &err);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_NE(h, nullptr) << err;
+  EXPECT_NE(dlsym(h, "cos"), nullptr);
+  dlclose(h);
+}
+
+TEST_F(ModelPackage, PackagesWithoutOneModelLibraryAreRefusedByName) {
+  void* h = nullptr;
+  std::string err;
+  const std::string none = write("none.pt2", build_zip({ZEntry{"m/archive_format", "pt2"}, ZEntry{"m/data/x.so", "x"}}));
+  Status st = open_model_library(none, RTLD_NOW, &h, &err);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("holds no compiled model"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("none.pt2"), std::string::npos) << st.message();
+
+  const std::string two = write("two.pt2", build_zip({ZEntry{"m/data/aotinductor/a/x.so", "x"},
+                                                      ZEntry{"m/data/aotinductor/b/y.so", "y"}}));
+  st = open_model_library(two, RTLD_NOW, &h, &err);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("'m/data/aotinductor/a/x.so', 'm/data/aotinductor/b/y.so'"), std::string::npos)
+      << st.message();
+
+  // Not a shared library: the loader's refusal names the entry, the call itself succeeds.
+  const std::string junk = write("junk.pt2", build_zip({ZEntry{"m/data/aotinductor/model/z.so", "not an ELF file"}}));
+  st = open_model_library(junk, RTLD_NOW, &h, &err);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(h, nullptr);
+  EXPECT_NE(err.find("entry 'm/data/aotinductor/model/z.so'"), std::string::npos) << err;
+
+  // A compressed model library and a corrupt package.
+  ZEntry deflated{"m/data/aotinductor/model/z.so", "x"};
+  deflated.method = 8;
+  st = open_model_library(write("deflated.pt2", build_zip({deflated})), RTLD_NOW, &h, &err);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  st = open_model_library(write("corrupt.pt2", "PK not really"), RTLD_NOW, &h, &err);
+  EXPECT_EQ(st.code(), Code::kDataCorrupt) << st.message();
+  st = open_model_library(::testing::TempDir() + "wharf_no_such.pt2", RTLD_NOW, &h, &err);
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.message();
+  st = open_model_library(::testing::TempDir() + "wharf_no_such.so", RTLD_NOW, &h, &err);
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.message();
+  EXPECT_NE(st.message().find("wharf_no_such.so"), std::string::npos) << st.message();
+}
+
+TEST_F(ModelPackage, SeveralModelsChooseTheDefaultOne) {
+  const std::string lib = a_shared_library();
+  const std::string pkg = write("multi.pt2", build_zip({ZEntry{"m/data/aotinductor/other/o.so", "not loaded"},
+                                                       ZEntry{"m/data/aotinductor/model/d.so", lib}}));
+  void* h = nullptr;
+  std::string err;
+  Status st = open_model_library(pkg, RTLD_NOW, &h, &err);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_NE(h, nullptr) << err;
+  dlclose(h);
+}
+
+}  // namespace
+}  // namespace wharf
