@@ -1162,7 +1162,7 @@ WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t 
  * the entry), WHARF_INVALID_ARGUMENT (not an AOTInductor model; a package with no single
  * model library; a weight of the wrong dtype or size, named), WHARF_NOT_FOUND (a parameter
  * missing from `weights`, named; a missing file), WHARF_OUT_OF_MEMORY. Nothing is left
- * behind on error. Since 0.3 (experimental); `.pt2` packages since 0.4.
+ * behind on error. Since 0.3 (experimental).
  */
 WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path,
                                          const wharf_constant_map* weights,
