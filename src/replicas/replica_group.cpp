@@ -227,9 +227,9 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) W
   {
     AllLocks locks(member_mutexes());
     for (size_t r = 0; r < n; ++r) {
-      const Container& c = *replicas_[r];
-      WHARF_DCHECK(c.version_ == base_versions[r], "group members change only through the group's serialised calls");
-      WHARF_DCHECK(c.staged_ == replicas_[0]->staged_, "group members are staged in step");
+      WHARF_DCHECK(replicas_[r]->version_ == base_versions[r],
+                   "group members change only through the group's serialised calls");
+      WHARF_DCHECK(replicas_[r]->staged_ == replicas_[0]->staged_, "group members are staged in step");
     }
     for (size_t r = 0; r < n; ++r) {
       Container& c = *replicas_[r];
