@@ -7,14 +7,19 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
+#include "api/handles.h"
+#include "api/replica_api.h"
 #include "replicas/broadcaster.h"
+#include "replicas/replica_group.h"
 #include "test_kernels.h"
 #include "wharf/wharf.h"
 
@@ -149,6 +154,20 @@ struct Gpus {
   Gpus(const Gpus&) = delete;
 
   wharf_status* create() { return wharf_replica_group_create(cs.data(), cs.size(), &group); }
+  // A group over an internal broadcaster (failure injection around the real NCCL one).
+  wharf::Status create_with(std::unique_ptr<wharf::Broadcaster> b) {
+    std::vector<std::shared_ptr<wharf::Container>> v;
+    for (auto* c : cs) v.push_back(c->c);
+    auto h = std::make_unique<wharf_replica_group>();
+    WHARF_RETURN_IF_ERROR(wharf::ReplicaGroup::create(std::move(v), std::move(b), &h->g));
+    group = h.release();
+    return wharf::Status::Ok();
+  }
+  std::vector<std::shared_ptr<wharf::Runtime>> runtimes() const {
+    std::vector<std::shared_ptr<wharf::Runtime>> out;
+    for (auto* rt : rts) out.push_back(rt->rt);
+    return out;
+  }
   void load(uint32_t seed) {
     Sources s(seed);
     wharf_update_options o;
@@ -303,6 +322,137 @@ TEST_F(ReplicaGpu, ForcedFailureOnOneGpuChangesNoReplica) {
   Sources part(700, {1});
   ASSERT_OK(wharf_replica_group_update(g.group, part.map, nullptr));
   ASSERT_OK(wharf_replica_group_swap(g.group));
+}
+
+// The real NCCL broadcast, with an error reported after it completed (as an asynchronous NCCL
+// error would be): every byte NCCL wrote went into staged storage, which is dropped, so no
+// replica changes; the next update goes through.
+class FailAfterNccl : public wharf::Broadcaster {
+ public:
+  FailAfterNccl(std::unique_ptr<wharf::Broadcaster> inner, bool* fail) : inner_(std::move(inner)), fail_(fail) {}
+  const char* kind() const override { return inner_->kind(); }
+  int nccl_version() const override { return inner_->nccl_version(); }
+  wharf::Status enqueue(const std::vector<wharf::BroadcastBuffer>& b) override { return inner_->enqueue(b); }
+  wharf::Status finish() override {
+    WHARF_RETURN_IF_ERROR(inner_->finish());
+    if (*fail_) return wharf::DeviceError("injected NCCL failure after the broadcast completed");
+    return wharf::Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<wharf::Broadcaster> inner_;
+  bool* fail_;
+};
+
+TEST_F(ReplicaGpu, NcclErrorAfterTheBroadcastChangesNoReplica) {
+  Gpus g;
+  std::shared_ptr<const wharf::NcclApi> nccl;
+  wharf::Status st = wharf::nccl_api(&nccl);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::unique_ptr<wharf::Broadcaster> inner;
+  st = wharf::make_nccl_broadcaster(nccl, g.runtimes(), &inner);
+  ASSERT_TRUE(st.ok()) << st.message();
+  bool fail = false;
+  st = g.create_with(std::make_unique<FailAfterNccl>(std::move(inner), &fail));
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_NO_FATAL_FAILURE(g.load(1000));
+  ASSERT_OK(wharf_replica_group_free_inactive(g.group));
+  std::vector<uint64_t> gens;
+  for (int r = 0; r < g.n; ++r) gens.push_back(wharf_container_generation(g.cs[size_t(r)]));
+  fail = true;
+  Sources next(1100);
+  St up(wharf_replica_group_update(g.group, next.map, nullptr));
+  EXPECT_EQ(up.code(), WHARF_DEVICE_ERROR) << up.msg();
+  EXPECT_NE(up.msg().find("injected NCCL failure"), std::string::npos) << up.msg();
+  EXPECT_NE(up.msg().find("nothing was staged"), std::string::npos) << up.msg();
+  for (int r = 0; r < g.n; ++r) {
+    EXPECT_EQ(wharf_container_generation(g.cs[size_t(r)]), gens[size_t(r)]);
+    EXPECT_EQ(wharf_container_has_staged(g.cs[size_t(r)]), 0);
+    EXPECT_EQ(g.mismatches(size_t(r), 1000), 0u) << "replica " << r;
+  }
+  St sw(wharf_replica_group_swap(g.group));
+  EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << "nothing staged, the rollback generation was freed";
+  fail = false;
+  ASSERT_NO_FATAL_FAILURE(g.load(1200));
+  for (int r = 0; r < g.n; ++r) EXPECT_EQ(g.mismatches(size_t(r), 1200), 0u) << "replica " << r;
+}
+
+// One reader thread per GPU begins runs in a loop while the group is updated and swapped
+// (seed 3000 + 10 v for version v). Each run finds its version from embed's first element
+// and then checks every device constant against that version with kernels: no run sees a
+// mix, and no run begun after a group swap returned sees an older version than it published.
+TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
+  Gpus g;
+  ASSERT_OK(g.create());
+  constexpr int kRounds = 6;
+  auto seed_of = [](int v) { return uint32_t(3000 + 10 * v); };
+  ASSERT_NO_FATAL_FAILURE(g.load(seed_of(0)));
+  std::atomic<int> published{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> runs{0}, mixes{0}, stale{0}, errors{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < g.n; ++r)
+    readers.emplace_back([&, r] {
+      const size_t i = size_t(r);
+      if (cudaSetDevice(r) != cudaSuccess) {
+        errors++;
+        return;
+      }
+      while (!done) {
+        const int floor = published.load();
+        wharf_run* run = nullptr;
+        if (wharf_status* st = wharf_run_begin(g.cs[i], nullptr, g.streams[i], &run)) {
+          wharf_status_free(st);
+          errors++;
+          continue;
+        }
+        wharf_tensor_view v;
+        std::memset(&v, 0, sizeof v);
+        v.struct_size = sizeof v;
+        uint32_t head = 0;
+        int version = -1;
+        if (wharf_status* st = wharf_run_tensor(run, kNames[0], &v)) wharf_status_free(st);
+        else if (cudaMemcpyAsync(&head, v.data, sizeof head, cudaMemcpyDeviceToHost, g.streams[i]) == cudaSuccess &&
+                 cudaStreamSynchronize(g.streams[i]) == cudaSuccess)
+          for (int k = 0; k <= kRounds; ++k)
+            if (pattern(seed_of(k), 0) == head) version = k;
+        unsigned long long bad = ~0ull;
+        if (version >= 0 && cudaMemsetAsync(g.bad[i], 0, sizeof bad, g.streams[i]) == cudaSuccess) {
+          for (size_t c = 0; c < 2; ++c) {
+            wharf_tensor_view t;
+            std::memset(&t, 0, sizeof t);
+            t.struct_size = sizeof t;
+            if (wharf_status* st = wharf_run_tensor(run, kNames[c], &t)) wharf_status_free(st);
+            else launch_check(g.streams[i], static_cast<const uint32_t*>(t.data), uint64_t(kCounts[c]),
+                              seed_of(version) + uint32_t(c), g.bad[i]);
+          }
+          if (cudaMemcpyAsync(&bad, g.bad[i], sizeof bad, cudaMemcpyDeviceToHost, g.streams[i]) != cudaSuccess ||
+              cudaStreamSynchronize(g.streams[i]) != cudaSuccess)
+            bad = ~0ull;
+        }
+        if (wharf_status* st = wharf_run_end(run)) {
+          wharf_status_free(st);
+          errors++;
+        }
+        if (version < 0 || bad != 0) mixes++;
+        else if (version < floor) stale++;
+        runs++;
+      }
+    });
+  for (int v = 1; v <= kRounds; ++v) {
+    const int seen = runs.load();
+    while (runs.load() == seen && errors.load() == 0) std::this_thread::yield();
+    g.load(seed_of(v));
+    if (HasFatalFailure()) break;  // the readers are still joined below
+    published = v;
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(runs.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mixes.load(), 0);
+  EXPECT_EQ(stale.load(), 0);
+  for (int r = 0; r < g.n; ++r) EXPECT_EQ(g.mismatches(size_t(r), seed_of(kRounds)), 0u) << "replica " << r;
 }
 
 // Two replicas on one GPU are refused before NCCL is asked (it takes one rank per device).
