@@ -36,6 +36,7 @@
 #include <thread>
 
 #include "core/sync.h"
+#include "core/test_hooks.h"
 
 namespace wharf {
 namespace {
@@ -349,6 +350,7 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
       job.fail(st.with_context("recording the event of staging chunk " + std::to_string(c) + " after its copy"));
       return;
     }
+    test_hook("transfer.staged.enqueued");  // a fill's DMAs are on the stream
   }
 }
 

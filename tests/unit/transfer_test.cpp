@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/test_hooks.h"
 #include "device/host/host_device.h"
 
 namespace wharf {
@@ -520,14 +521,18 @@ TEST(Transfer, AllocatesNullDestinationsInRequestOrder) {
 }
 
 // The point of allocating during the copy: while a later destination is being allocated,
-// earlier requests' copies complete. The callback for the last request waits until the
-// first request's bytes have landed; were allocation done before copying, this would time out.
+// earlier requests' copies are already on the stream. The callback for the last request
+// waits until request 0's copies are enqueued (the direct copy is enqueued before the next
+// allocation; staged fills report through a test hook), synchronizes the device, and finds
+// request 0's bytes in place. Were allocation done before copying, nothing would be enqueued
+// yet and the bytes would be missing. (Reading after the device synchronization is ordered
+// after the copy's writes: no data race for TSan.)
 TEST(Transfer, EarlierCopiesCompleteWhileLaterDestinationsAreAllocated) {
   auto dev = host_device();
   auto eng = make_engine(dev, 2, 64 * KiB, 4 * 64 * KiB);
   for (bool pinned_source : {false, true}) {
     SCOPED_TRACE(pinned_source ? "direct path" : "staged path");
-    const uint64_t n = 256 * KiB;
+    const uint64_t n = 256 * KiB;  // staged: exactly 4 fills of one 64 KiB chunk each
     auto a = pattern(n, 1), b = pattern(n, 2);
     Buffer pa = alloc(dev, MemKind::kPinnedHost, n), pb = alloc(dev, MemKind::kPinnedHost, n);
     std::memcpy(pa.data(), a.data(), n);
@@ -536,6 +541,10 @@ TEST(Transfer, EarlierCopiesCompleteWhileLaterDestinationsAreAllocated) {
     r0.src = pinned_source ? pa.data() : static_cast<const void*>(a.data());
     r1.src = pinned_source ? pb.data() : static_cast<const void*>(b.data());
     r0.bytes = r1.bytes = n;
+    std::atomic<int> fills_enqueued{0};
+    ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "transfer.staged.enqueued") == 0) fills_enqueued.fetch_add(1);
+    });
     Buffer d0, d1;
     bool first_landed = false;
     AllocateFn allocate = [&](size_t i, void** out) -> Status {
@@ -544,13 +553,13 @@ TEST(Transfer, EarlierCopiesCompleteWhileLaterDestinationsAreAllocated) {
         *out = d0.data();
         return Status::Ok();
       }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!first_landed && std::chrono::steady_clock::now() < deadline) {
-        // The host backend's "DMA" writes from the stream's worker thread; poll its result.
-        std::atomic_thread_fence(std::memory_order_acquire);
-        first_landed = first_diff(d0.data(), a.data(), n) == -1;
-        if (!first_landed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!pinned_source) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (fills_enqueued.load() < 4 && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
+      EXPECT_TRUE(dev->synchronize().ok());
+      first_landed = first_diff(d0.data(), a.data(), n) == -1;
       d1 = alloc(dev, MemKind::kDevice, n, 0);
       *out = d1.data();
       return Status::Ok();
