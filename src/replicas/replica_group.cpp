@@ -210,7 +210,9 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) W
   }
   // 2. Fresh storage for every written constant on every replica (copy-on-write): the extra
   //    memory per replica is the updated bytes. Out of memory anywhere: nothing staged.
-  for (size_t r = 0; r < n; ++r)
+  //    Replica 0's is allocated while its copy runs (fill); the others' first, so a replica
+  //    short of memory fails the update before any source is read.
+  for (size_t r = 1; r < n; ++r)
     for (const Container::Planned& p : plan)
       WHARF_RETURN_IF_ERROR(replicas_[r]->allocate_slot(p.index, &gens[r]->slots[size_t(p.index)])
                                 .with_context("replica group update: " + replica_name(r)));
@@ -263,8 +265,9 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
       batch.push_back(plan[begin]);
       bytes += first.decls()[size_t(plan[begin].index)].nbytes;
     }
-    // Pageable sources go through replica 0's staging ring; returns when the batch is in place.
-    st = first.copy_into(gens[0], batch, wait_for).with_context("replica group update: " + replica_name(0));
+    // Replica 0's slots are allocated while earlier ones are copied, and pageable sources go
+    // through its staging ring, as in a container update; returns when the batch is in place.
+    st = first.allocate_and_copy(gens[0], batch, wait_for).with_context("replica group update: " + replica_name(0));
     if (!st.ok()) break;
     // Replica 0 -> the others: device constants through the broadcaster, host-placed ones
     // (pinned host memory) by each replica's own copy engine from replica 0's copy.

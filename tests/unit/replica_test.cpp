@@ -358,34 +358,45 @@ TEST_P(ReplicaGroupN, SessionsOfEachReplicaServeRunsAfterTheGroupSwap) {
 }
 
 // A failure on one replica (memory) stages nothing on any replica.
-TEST_P(ReplicaGroupN, OutOfMemoryOnTheLastReplicaChangesNoReplica) {
+TEST_P(ReplicaGroupN, OutOfMemoryOnOneReplicaChangesNoReplica) {
   const size_t n = GetParam();
-  // The last replica holds one generation of its device constants (host-placed ones are
-  // pinned memory, outside the limit) and room for one more 32x32 constant, not a full update.
+  // The short replica holds one generation of its device constants (host-placed ones are
+  // pinned memory, outside the limit) and room for a little more, not a full update: the
+  // last one is refused before any source is read; replica 0 (which allocates while it
+  // copies, batch by batch) after two batches were copied and broadcast.
   const uint64_t device_bytes = model_bytes() - elements(3) * 4;
-  std::vector<uint64_t> limits(n, 0);
-  limits[n - 1] = device_bytes + elements(1) * 4;
-  Replicas R(n, limits);
-  ASSERT_OK(R.create());
-  ASSERT_NO_FATAL_FAILURE(R.load(1));
-  ASSERT_OK(wharf_replica_group_free_inactive(R.group));
-  const std::vector<uint64_t> gens = R.generations();
-  const std::vector<uint64_t> bytes = R.bytes();
-  Weights w2(2);
-  St st(wharf_replica_group_update(R.group, w2.map, nullptr));
-  EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
-  EXPECT_NE(st.msg().find("replica " + std::to_string(n - 1)), std::string::npos) << st.msg();
-  EXPECT_EQ(R.generations(), gens);
-  EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
-  EXPECT_EQ(R.bytes(), bytes) << "every fresh slot was returned";
-  EXPECT_EQ(R.versions(), all(n, 1));
-  EXPECT_EQ(stats_of(R.group).updates, 1u);
-  St sw(wharf_replica_group_swap(R.group));
-  EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << "nothing staged (the rollback generation was freed)";
-  // Partial updates fit; the group is not wedged.
-  Weights w3(3, {1});
-  ASSERT_OK(wharf_replica_group_update(R.group, w3.map, nullptr));
-  ASSERT_OK(wharf_replica_group_swap(R.group));
+  for (size_t shorted : {n - 1, size_t(0)}) {
+    if (shorted == 0 && n == 1) break;  // the same case
+    SCOPED_TRACE("short replica " + std::to_string(shorted));
+    std::vector<uint64_t> limits(n, 0);
+    limits[shorted] = device_bytes + (shorted == 0 && n > 1 ? elements(0) * 4 + elements(1) * 4 : elements(1) * 4);
+    Replicas R(n, limits);
+    ASSERT_OK(R.create());
+    R.group->g->set_broadcast_batch_bytes_for_test(elements(1) * 4);
+    ASSERT_NO_FATAL_FAILURE(R.load(1));
+    ASSERT_OK(wharf_replica_group_free_inactive(R.group));
+    const std::vector<uint64_t> gens = R.generations();
+    const std::vector<uint64_t> bytes = R.bytes();
+    const uint64_t broadcasts = stats_of(R.group).broadcasts;
+    Weights w2(2);
+    St st(wharf_replica_group_update(R.group, w2.map, nullptr));
+    EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
+    EXPECT_NE(st.msg().find("replica " + std::to_string(shorted)), std::string::npos) << st.msg();
+    if (shorted == 0 && n > 1) {
+      EXPECT_EQ(stats_of(R.group).broadcasts, broadcasts + 2) << "two batches went out before the third failed";
+    }
+    EXPECT_EQ(R.generations(), gens);
+    EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
+    EXPECT_EQ(R.bytes(), bytes) << "every fresh slot was returned";
+    EXPECT_EQ(R.versions(), all(n, 1));
+    EXPECT_EQ(stats_of(R.group).updates, 1u);
+    St sw(wharf_replica_group_swap(R.group));
+    EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << "nothing staged (the rollback generation was freed)";
+    // Partial updates fit; the group is not wedged.
+    Weights w3(3, {1});
+    ASSERT_OK(wharf_replica_group_update(R.group, w3.map, nullptr));
+    ASSERT_OK(wharf_replica_group_swap(R.group));
+  }
 }
 
 // A broadcaster that copies into replicas below `fail_at` and then fails, as an NCCL error
