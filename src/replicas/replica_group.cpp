@@ -299,8 +299,10 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
     if (sent.ok()) sent = done;
   }
   WHARF_RETURN_IF_ERROR(st);
-  WHARF_RETURN_IF_ERROR(sent.with_context(std::string("replica group update: ") + broadcaster_->kind() +
-                                          " broadcast from " + replica_name(0) + " (nothing was staged)"));
+  // (A group of one CUDA replica without NCCL has no broadcaster, and nothing was sent.)
+  if (!sent.ok())
+    return sent.with_context(std::string("replica group update: ") + (broadcaster_ ? broadcaster_->kind() : "no") +
+                             " broadcast from " + replica_name(0) + " (nothing was staged)");
   for (size_t r = 1; r < n; ++r) {
     if (host_copies[r].empty()) continue;
     TransferEngine* engine = nullptr;

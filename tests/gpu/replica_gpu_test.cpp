@@ -6,6 +6,7 @@
 // skip elsewhere; two replicas on one GPU are never faked (NCCL refuses duplicate devices).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -478,29 +479,35 @@ TEST_F(ReplicaGpu, TwoReplicasOnOneGpuAreRefused) {
 // death-test style re-executes the binary) so no earlier test has loaded NCCL.
 TEST_F(ReplicaGpu, WithoutNcclTwoGpusAreUnsupportedAndOneGpuWorks) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The child computes its verdict with every Wharf and CUDA object destroyed (the lambda's
+  // scope), then leaves with _exit: std::exit with the group's threads still running raced
+  // the process's static destructors (a SIGSEGV seen once on the H100).
+  auto verdict = []() -> int {
+    setenv("WHARF_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+    Gpus g;
+    St st(g.create());
+    if (g.n >= 2) {
+      const bool ok = st.code() == WHARF_UNSUPPORTED && st.msg().find("/nonexistent/libnccl.so.2") != std::string::npos &&
+                      st.msg().find("No such file") != std::string::npos;
+      if (!ok) std::fprintf(stderr, "unexpected: %s\n", st.msg().c_str());
+      return ok ? 0 : 1;
+    }
+    if (st.code() != WHARF_OK) {
+      std::fprintf(stderr, "one GPU without NCCL: %s\n", st.msg().c_str());
+      return 1;
+    }
+    g.load(800);
+    wharf_replica_group_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    St ss(wharf_replica_group_get_stats(g.group, &s));
+    return s.nccl_version == 0 && g.mismatches(0, 800) == 0 ? 0 : 1;
+  };
   EXPECT_EXIT(
       {
-        setenv("WHARF_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
-        Gpus g;
-        St st(g.create());
-        if (g.n >= 2) {
-          const bool ok = st.code() == WHARF_UNSUPPORTED &&
-                          st.msg().find("/nonexistent/libnccl.so.2") != std::string::npos &&
-                          st.msg().find("No such file") != std::string::npos;
-          if (!ok) std::fprintf(stderr, "unexpected: %s\n", st.msg().c_str());
-          std::exit(ok ? 0 : 1);
-        }
-        if (st.code() != WHARF_OK) {
-          std::fprintf(stderr, "one GPU without NCCL: %s\n", st.msg().c_str());
-          std::exit(1);
-        }
-        g.load(800);
-        wharf_replica_group_stats s;
-        std::memset(&s, 0, sizeof s);
-        s.struct_size = sizeof s;
-        St ss(wharf_replica_group_get_stats(g.group, &s));
-        const bool ok = s.nccl_version == 0 && g.mismatches(0, 800) == 0;
-        std::exit(ok ? 0 : 1);
+        const int code = verdict();
+        std::fflush(nullptr);
+        _exit(code);
       },
       ::testing::ExitedWithCode(0), "");
 }
