@@ -70,6 +70,7 @@ std::string build_zip(const std::vector<ZEntry>& es, bool zip64 = false, const s
   return out;
 }
 
+// The archive views `bytes`: they must outlive *z.
 Status parse(const std::string& bytes, std::unique_ptr<io::ZipArchive>* z) {
   return io::ZipArchive::from_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.pt2", z);
 }
@@ -122,7 +123,8 @@ TEST(ZipArchive, CompressedEncryptedAndMismatchedEntriesAreRefusedWhenRead) {
   ZEntry bad{"c", "payload"};
   bad.bad_crc = true;
   std::unique_ptr<io::ZipArchive> z;
-  Status st = parse(build_zip({deflated, encrypted, bad, ZEntry{"ok", "fine"}}), &z);
+  const std::string bytes = build_zip({deflated, encrypted, bad, ZEntry{"ok", "fine"}});  // outlives z
+  Status st = parse(bytes, &z);
   ASSERT_TRUE(st.ok()) << st.message();
   read_all(*z, "d", &st);
   EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
