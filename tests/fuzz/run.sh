@@ -5,8 +5,8 @@
 #   tests/fuzz/run.sh [seconds]     default 60; exits non-zero if the fuzzer finds a crash,
 #                                   leak, sanitizer report or property violation.
 #
-# The target feeds every input to the safetensors reader and to the sharded-checkpoint index
-# parser. New inputs accumulate in $FUZZ_OUT/corpus (kept between runs); crashing inputs land
+# The target feeds every input to the safetensors reader, the sharded-checkpoint index parser
+# and the ZIP reader of .pt2 packages. New inputs accumulate in $FUZZ_OUT/corpus (kept between runs); crashing inputs land
 # in $FUZZ_OUT/artifacts/. Reproduce one with: $FUZZ_OUT/safetensors_fuzz <file>.
 # JOBS (default 2) objects are compiled at once; an unchanged source is not recompiled.
 set -euo pipefail
@@ -127,6 +127,18 @@ seeds = {
     }).encode(),
     "index_escape": json.dumps({"weight_map": {"a": "../x.safetensors", "b": "/etc/x", "c": "a/../../b"}}).encode(),
 }
+# .pt2-shaped ZIP archives (stored entries; one with ZIP64 records) for the ZIP reader.
+import io, zipfile
+def pt2(force_zip64):
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        z.writestr("m/archive_format", b"pt2")
+        with z.open("m/data/aotinductor/model/x.wrapper.so", "w", force_zip64=force_zip64) as f:
+            f.write(b"\x7fELF" + bytes(60))
+    return b.getvalue()
+seeds["zip_stored"] = pt2(False)
+seeds["zip_zip64"] = pt2(True)
+
 for name, data in seeds.items():
     with open(os.path.join(sys.argv[1], name), "wb") as f:
         f.write(data)

@@ -1,5 +1,6 @@
-// libFuzzer target for the safetensors reader and the sharded-checkpoint index parser (built
-// and run by tests/fuzz/run.sh). Every input goes to both.
+// libFuzzer target for the safetensors reader, the sharded-checkpoint index parser and the
+// ZIP reader of `.pt2` packages (built and run by tests/fuzz/run.sh). Every input goes to all
+// three.
 //
 // Properties checked beyond "no crash, no sanitizer report":
 //  - a rejected input is always kDataCorrupt or kUnsupported (parse never reports I/O or
@@ -31,6 +32,7 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "io/safetensors_index.h"
+#include "io/zip_archive.h"
 
 namespace {
 
@@ -82,6 +84,31 @@ void fuzz_index(const uint8_t* data, size_t size) {
 
 }  // namespace
 
+// The ZIP reader behind `.pt2` packages: a rejection is kDataCorrupt or kUnsupported with a
+// clean message; an accepted archive's entries read within the input (or are refused cleanly).
+void fuzz_zip(const uint8_t* data, size_t size) {
+  std::unique_ptr<wharf::io::ZipArchive> z;
+  wharf::Status st = wharf::io::ZipArchive::from_bytes(data, size, "fuzz.pt2", &z);
+  if (!st.ok()) {
+    if (st.code() != wharf::Code::kDataCorrupt && st.code() != wharf::Code::kUnsupported)
+      fail("zip: rejection that is not kDataCorrupt or kUnsupported");
+    check_message(st.message());
+    return;
+  }
+  for (const wharf::io::ZipEntry& e : z->entries()) {
+    const uint8_t* d = nullptr;
+    uint64_t n = 0;
+    wharf::Status rs = z->read(e, &d, &n);
+    if (!rs.ok()) {
+      if (rs.code() != wharf::Code::kDataCorrupt && rs.code() != wharf::Code::kUnsupported)
+        fail("zip: read refusal that is not kDataCorrupt or kUnsupported");
+      check_message(rs.message());
+      continue;
+    }
+    if (d < data || n > size || d + n > data + size) fail("zip: an entry outside the input");
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using wharf::io::SafetensorsFile;
   // Copy into an exact-size heap block so a read one byte past the input is an ASan error
@@ -90,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size) std::memcpy(buf.get(), data, size);
 
   fuzz_index(buf.get(), size);
+  fuzz_zip(buf.get(), size);
 
   std::unique_ptr<SafetensorsFile> file;
   wharf::Status st = SafetensorsFile::parse(buf.get(), size, &file);
