@@ -261,7 +261,9 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
   for (size_t begin = 0; begin < plan.size() && st.ok() && sent.ok();) {
     std::vector<Container::Planned> batch;
     uint64_t bytes = 0;
-    for (; begin < plan.size() && (batch.empty() || bytes < batch_bytes_); ++begin) {
+    // One replica has nothing to broadcast: one batch, one drain.
+    const uint64_t limit = n > 1 ? batch_bytes_ : UINT64_MAX;
+    for (; begin < plan.size() && (batch.empty() || bytes < limit); ++begin) {
       batch.push_back(plan[begin]);
       bytes += first.decls()[size_t(plan[begin].index)].nbytes;
     }
