@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Wharf's entry points. `make demo` and `make test` each do all the set-up (Debian packages,
 # configure, build) and then run. Everything builds in build/ (CUDA if nvcc is found).
 BUILD ?= build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the GPU benchmarks share: fail-fast checks for CUDA and Wharf calls (a benchmark that
 // hits an error exits with status 2 rather than report a figure), timers and a median.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // H2D bandwidth: TransferEngine beside the CUDA baselines, measured in one run on one GPU.
 //
 //   h2d_bench [GIB] [--csv PATH] [--sweep-gib G] [--reps N]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // model_bench: the committed tiny decoder (AOTInductor, no libtorch) executed by Wharf.
 //
 // Measures, in one run: a decode step (run begin, wharf_run_model, reading the logits' last

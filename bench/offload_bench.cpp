@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // offload_bench: the step time of a model whose layers are partly offloaded to pinned host
 // memory (Wharf's offloader, lease-level API), beside the bound prefetch can at best reach,
 // max(compute time, offloaded bytes / pinned H2D bandwidth), both measured in the same run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The synthetic layer of offload_bench: every element of the activation is updated from the
 // same element of the layer's weight by a chain of `work` dependent FMAs, so the kernel reads
 // the whole weight once and its compute time scales with `work` (calibrated by the bench to

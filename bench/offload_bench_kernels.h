@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The layer kernel of offload_bench (bench/offload_bench_kernels.cu).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // replica_bench: one model's weights from pageable CPU memory to N GPUs of this host, two
 // ways in the same run:
 //   independent: N containers (one per GPU) each updated with wharf_container_update from

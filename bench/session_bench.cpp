@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // session_bench: what binding a conversation's state to a run costs with Wharf sessions,
 // beside a runtime that cannot rebind state (its kernels read one fixed state buffer, so it
 // copies each session's state into that buffer before the run and back out after),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // store_bench: one model loaded into several containers (e.g. the methods of one model, or
 // replicas behind different entry points) with wharf_container_create_from_map, without a
 // weight store (the baseline: every container holds its own copy) and with one store,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package wharf
 
 // The Go functions C calls back. A file with //export may only declare in its preamble.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // C helpers of the Go binding; see helpers.h.
 #include "helpers.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* C helpers of the Go binding (compiled by cgo with the package). Each runs a short
  * sequence of wharf.h calls inside one cgo call, so that Go memory passed to it as an
  * argument is used only for the length of that call, as the cgo pointer rules require. */

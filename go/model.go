@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package wharf
 
 // Models: the experimental tier of wharf.h (WHARF_EXPERIMENTAL is defined in this file's

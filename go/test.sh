@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the Go binding's checks against a built libwharf:
 #   go/test.sh BUILD_DIR        (BUILD_DIR holds libwharf.so; default: ../build)
 # gofmt, go vet, then go test with cgo's full pointer checks (GODEBUG=cgocheck=2).

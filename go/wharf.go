@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package wharf is the Go binding of Wharf, a runtime that keeps an inference model's
 // weights (constants) and per-conversation state on a device and lets a serving process
 // change them while it serves. Containers of one WeightStore share their weights; a

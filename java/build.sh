@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Java binding against a built libwharf: the JNI library, the classes, the API
 # docs and the jar.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the Java binding against a built libwharf and runs its JUnit 4 tests.
 #
 #   java/test.sh BUILD_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Finds and links libwharf (`libwharf.so.1`), in this order:
 //!
 //! 1. `WHARF_LIB_DIR`: a directory holding `libwharf.so` (a build directory, or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the Rust binding's checks against a built libwharf:
 #   rust/test.sh BUILD_DIR      (BUILD_DIR holds libwharf.so; default: ../build)
 # cargo fmt --check and clippy (when installed; default features and `experimental`),

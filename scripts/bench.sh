@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make bench`: runs every benchmark in BUILD_DIR/bench (they need a CUDA GPU; each prints
 # one table: ours beside the baseline measured in the same run).
 set -euo pipefail

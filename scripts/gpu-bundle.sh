@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Collects what the lent GPU machine needs into one small folder (< 64 MiB): libwharf.so,
 # the CLI, the test and benchmark binaries, and the script that runs them all.
 # usage: scripts/gpu-bundle.sh BUILD_DIR OUT_DIR

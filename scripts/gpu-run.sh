@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs on the GPU machine, from a bundle made by scripts/gpu-bundle.sh (or from a build dir):
 # device info, the GPU test suite, compute-sanitizer (memcheck, racecheck, synccheck) over
 # it, the unit suite with the CUDA backend available, the benchmarks, and a short table.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages Wharf's build and tests need. Idempotent: it asks apt only
 # for what is missing, so a second run costs nothing. Run as root (or with sudo available).
 #   install-deps.sh          everything: building, and every test suite (make test)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the Go, Rust and Java binding tests against the built library, for each binding
 # that exists in the tree, each followed by its consumer outside the source tree against an
 # installed prefix (tests/consumers/<binding>_consumer.sh: a Go module, a Rust crate, a Java

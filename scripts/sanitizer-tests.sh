@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The checks `make test` runs after ctest and the binding tests, each in its own build folder
 # (CPU only, no benchmarks, only the targets it needs), with the time of each step:
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Shared helpers of the wharf command-line program (which uses only the public API).
 #pragma once
 

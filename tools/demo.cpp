@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `wharf demo`: the main job on an embedded default model, no input needed.
 //
 // It writes a transformer-shaped model as safetensors, memory-maps it and loads it into a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `wharf load`: a checkpoint (a safetensors file or a sharded checkpoint's index) loaded into a
 // container on the device, then hot updates from further files, each published by a swap;
 // with a progress line on a terminal for both.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf load FILE`,
 // `wharf demo`.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `wharf demo` on a GPU machine: the committed tiny decoder (an AOTInductor model compiled
 // without libtorch, tests/data/models/tiny_decoder) serves two conversations with greedy
 // decoding while a quarter of its weights is hot-updated from pageable CPU memory mid-way.

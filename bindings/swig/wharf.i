@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wharf.i - SWIG interface over include/wharf/wharf.h.
  *

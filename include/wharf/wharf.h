@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wharf.h - the public C API of Wharf, a runtime that keeps an inference model's weights
  * (constants) and per-conversation state on a GPU and lets a serving process change them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Java program outside the Wharf tree, built and run by java/test.sh with nothing but the
 // jar on its class path: it writes a safetensors file, loads it into a container, reads a
 // weight in a run, updates it from a Java array, swaps, and checks what runs see.

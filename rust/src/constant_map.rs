@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! [`ConstantMap`]: names mapped to borrowed tensors.
 
 use std::ffi::{c_char, c_void, CStr, CString};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! [`Container`]: one model's constants in copy-on-write generations, and [`Run`]s.
 
 use std::any::Any;

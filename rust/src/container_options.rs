@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! [`ContainerOptions`] (what [`Container::with_options`](crate::Container::with_options)
 //! declares) and [`StateDecl`] (one per-session state tensor).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Safe Rust binding of Wharf, a runtime that keeps an inference model's weights
 //! (constants) on a device and lets a serving process change them while it serves.
 //!

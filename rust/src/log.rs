@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Routing the library's log lines to a Rust callback.
 
 use std::ffi::{c_char, c_void, CStr};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The experimental tier of `wharf.h` (cargo feature `experimental`): [`Model`]s, compiled
 //! by PyTorch's AOTInductor and executed by Wharf over a container it creates, and index
 //! access to constants and states.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! [`Runtime`]: one device, its streams, allocator and memory accounting.
 
 use std::ptr::NonNull;

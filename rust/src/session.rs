@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! [`Session`]: one conversation's mutable state over shared weights.
 
 use std::ptr::NonNull;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! [`WeightStore`]: one copy of each weight shared by every container that uses it.
 
 use std::path::Path;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Raw declarations of `include/wharf/wharf.h` (ABI 1), written by hand.
 //!
 //! Everything here mirrors the header one to one; see the header for ownership, thread

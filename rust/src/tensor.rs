@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Tensor views: [`TensorView`] (read from the library), [`TensorViewMut`] (a run's
 //! session state, to write), [`RawTensor`] (handed to the library through `unsafe`
 //! functions) and [`FoldTensor`] (inside a fold callback).

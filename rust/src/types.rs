@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Plain enums of the C API and the [`Element`] trait.
 
 use std::ffi::{CStr, CString};

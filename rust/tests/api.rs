@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Integration tests of the safe layer, on the host backend (no GPU needed).
 
 use std::ffi::c_void;

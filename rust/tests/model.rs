@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Models and index access (the experimental tier; `--features experimental`). Without a
 //! GPU: what loading refuses, options, index access. With one (a CUDA runtime can be
 //! created), `tiny_decoder_follows_pytorch_on_the_gpu` runs the committed tiny decoder

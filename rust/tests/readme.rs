@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The README's examples, run as tests: write a safetensors file, serve it from a
 //! container, and hot-swap new weights from host memory while a run of the old generation
 //! is still open; then share weights between two containers through a weight store and

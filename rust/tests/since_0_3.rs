@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The additions of library 0.3: the ten new dtypes (sub-byte ones sized in bits),
 //! metadata on any map, and updates of containers and weight stores from files.
 

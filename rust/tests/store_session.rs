@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Weight store and sessions (library 0.2.0), on the host backend: session state is host
 //! memory there, so tests write it through the pointer a run resolves and read it back
 //! with `Run::read`.

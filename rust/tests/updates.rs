@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Update options (library 0.3), and the promises the safe layer stands on, tried on the
 //! host backend: an open run never observes a write to storage it pinned (so slices from
 //! `TensorView::as_slice` stay unchanged whatever the update mode), and a fold callback

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The C boundary: turning internal Status values into wharf_status*, catching every
 // exception before it reaches C, and reading and writing versioned structs.
 #pragma once

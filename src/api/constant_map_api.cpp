@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Constant-map functions of wharf.h: argument checks and conversions only.
 #include "api/boundary.h"
 #include "api/handles.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conversions between the C structs of wharf.h and internal types, and the struct_size rules.
 #include <mutex>
 #include <shared_mutex>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Updates from safetensors files (wharf.h): load (memory-map and validate the file or every
 // shard of an index), then the map update path, as one update. Argument checks and
 // conversions only: the loading is ConstantMap::load_safetensors, the update

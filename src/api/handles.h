@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The opaque handle types of wharf.h and their conversions to internal types.
 #pragma once
 

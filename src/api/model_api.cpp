@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model functions of wharf.h (experimental tier): argument checks and conversions only.
 #include <cstddef>
 #include <cstring>

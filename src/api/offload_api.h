@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // What the model functions of the API layer need from the offloader functions: reading a
 // caller's offloader options, and a handle for an offloader the library made.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Session functions of wharf.h: argument checks and conversions only.
 #include <cstddef>
 #include <cstring>

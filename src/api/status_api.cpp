@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status, version, logging and dtype functions of wharf.h.
 #include <memory>
 #include <mutex>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // ConstantMap: FQN -> borrowed tensor view, in insertion order. The caller's memory may be
 // pageable host, pinned host or device memory; the map never copies or owns data, except a
 // map loaded from safetensors, which keeps the file's mapping (every shard's, for a sharded

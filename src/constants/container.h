@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Container: one model's constant table and its active/inactive generations.
 //
 // The state machine, the locks and the invariants are written down in docs/concurrency.md;

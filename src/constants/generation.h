@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Slots and generations: the storage model of a container's constants.
 //
 // A Slot is one constant's storage (owned memory, or caller memory with a release

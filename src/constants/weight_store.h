@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // WeightStore: one copy of each weight shared by the containers that declare it.
 //
 // The store keys weights by FQN and checks the whole declaration (dtype, shape, placement)

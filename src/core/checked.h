@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Checked arithmetic for sizes computed from untrusted shapes (files, caller views).
 #pragma once
 

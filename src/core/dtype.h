@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Element types. Values match wharf_dtype (values are only appended).
 //
 // The set is the safetensors format's 22 dtypes. Most are whole bytes; F4, F6_E2M3 and F6_E3M2

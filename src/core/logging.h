@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Process-wide logging with a replaceable sink (the api layer's wharf_set_log_callback).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Status: the internal error value. Everything below the api layer returns Status; the api
 // layer turns it into a wharf_status*. Messages say what was being done and name the
 // object at fault.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Locks the compiler can check, and invariants that fail loudly in debug and sanitizer builds.
 //
 // libstdc++'s std::mutex carries no thread-safety attributes, so Clang's -Wthread-safety

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Tensor metadata (dtype, shape, strides, where the data lives) without the data.
 #pragma once
 

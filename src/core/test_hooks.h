@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Test hooks: named points in the library where a test can park a thread, so a racy order
 // is forced deterministically instead of hoped for.
 //

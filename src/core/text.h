@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Text that crosses a trust boundary: names (FQNs) and paths that come from files or callers.
 //
 // Two rules hold everywhere a status message is built:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The device layer: the one place that talks to CUDA. A Device owns allocation (tagged and
 // accounted), streams and events. Two backends implement it: cuda/ (a CUDA GPU) and host/
 // (host memory; streams run their work in order on a worker thread, truly asynchronously).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Per-tag accounting of the bytes a runtime holds, with a cap on device memory.
 // Every memory figure Wharf reports (docs, benchmarks) is read from here.
 #pragma once

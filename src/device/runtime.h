@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Runtime: one device (CUDA or host), the runtime's own stream, and the options every
 // component reads (staging ring size, copy threads). Shared by everything made from it.
 #pragma once

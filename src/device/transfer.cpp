@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TransferEngine. How a copy() runs:
 //
 //  1. Validate and classify every request (query_pointer on both ends) before touching

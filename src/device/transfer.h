@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // TransferEngine: moves bytes from wherever a caller's tensors live (pageable host, pinned
 // host or device memory) into memory this device allocated (device or pinned host), at the
 // hardware's limit. Pinned and device sources go straight to copy_async on the engine's copy

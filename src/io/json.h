@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A small strict JSON (RFC 8259) parser and string encoder, enough for safetensors headers.
 //
 // Strictness is deliberate: the input is an untrusted file header, and every byte that two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A read-only, private memory mapping of a whole file, unmapped on destruction.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // safetensors reader (mmap, zero-copy) and writer (atomic replace).
 //
 // Format (https://github.com/huggingface/safetensors): an 8-byte little-endian header length N,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hugging Face sharded-checkpoint index: read with the strict pull parser (io/json.h).
 
 #include "io/safetensors_index.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Sharded safetensors checkpoints: the Hugging Face index file ("model.safetensors.index.json")
 //
 //   {"metadata": {"total_size": 16060522496, ...},

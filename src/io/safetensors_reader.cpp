@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors reader: every check is here, in init(); open() only adds the mapping.
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors writer: validate everything, build the header, then stream the data through a
 // buffer into a temporary file that is fsynced and renamed over the destination.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Model: an AOTInductor-compiled model (a `.so` built without libtorch) executed by Wharf
 // over a container's generations and a run's session.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a stream is being captured into a CUDA graph. The device layer has no such query
 // yet (docs/decisions.md, "Offloaders"): this is the one CUDA call of src/offload, on the
 // stream's native handle, until Stream grows `is_capturing()`.

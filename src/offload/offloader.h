@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Offloader: chosen layers' constants live in pinned host memory (the container declares them
 // host-placed, so every generation's storage for them is pinned host memory) and a small ring
 // of static device slots holds the layers about to be computed. Within a run, layer i + k is

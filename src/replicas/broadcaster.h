@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Broadcaster: copies buffers of replica 0 into the same-sized buffers of every other
 // replica of a replica group. The group's all-or-nothing logic (src/replicas/replica_group.h)
 // stands on this interface only, so it is tested on the host backend with the host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host broadcaster: replica 0's buffers copied into the others on the receiving
 // replicas' streams (host backend replicas; their memory is host memory every stream reads).
 #include <utility>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL broadcaster. libnccl.so.2 is opened at run time with dlopen and only the
 // functions used here are resolved, so libwharf neither links NCCL nor needs it to load
 // (a group that would need it says UNSUPPORTED, with the loader's reason). The few NCCL

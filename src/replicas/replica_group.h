@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // ReplicaGroup: the same container on several devices of a host (data-parallel replicas),
 // updated from one set of sources and swapped together.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Run (lease): one generation of one container pinned for one execution, with a binding
 // table from FQN to storage. Ending a run records an event on its stream; the generation
 // (and every slot it references) is kept until that event completes.

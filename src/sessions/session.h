@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Session: one conversation's mutable state (KV caches, recurrent state) over the shared
 // weights of one or more containers.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compares the built library with the committed libabigail baseline, leaving out the
 # experimental tier (functions of node WHARF_EXPERIMENTAL in wharf.map, which may change in
 # any release). abidiff's exit status is a bit field: bit 3 (8) = an incompatible change,

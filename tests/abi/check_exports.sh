@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The dynamic symbol table exports exactly wharf_* functions (nothing from C++, cudart or
 # the STL leaks), each with a release's symbol version, the SONAME carries the ABI major, and
 # each symbol resolves through dlopen.

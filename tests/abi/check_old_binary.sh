@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A binary built against 0.1.0 (tests/abi/old_header_test.c compiled with wharf-0.1.0.h and
 # linked like a 0.1.0 binary, needing symbol version WHARF_1) must be refused by the dynamic
 # loader against the library built now, never run with misread structs (CHANGELOG.md, 0.3.0).

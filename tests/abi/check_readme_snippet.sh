@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README.md's C snippet is main() of tests/abi/readme_example.c, verbatim: the first ```c
 # block of the README must equal the file's lines from "int main(void) {" to the first "}"
 # in column 0 after it. The example itself is compiled and run by the test readme_example.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every function of wharf.h says the release that added it ("Since 0.N." in the comment just
 # above it; "Since 0.N (experimental)." in the experimental tier), and carries that release's
 # symbol version: wharf.map lists it in node WHARF_0.N (WHARF_EXPERIMENTAL for the tier), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One version everywhere: CMakeLists.txt's project VERSION, wharf.h's WHARF_VERSION_* macros
 # (and WHARF_VERSION_NUMBER's encoding), rust/Cargo.toml, the Rust sys constants, the Go
 # binding's BindingVersion, the Java binding's Wharf.BINDING_VERSION, a CHANGELOG.md entry,

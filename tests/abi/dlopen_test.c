@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loads libwharf.so with dlopen (no link-time dependency, as an existing C runtime would),
  * resolves every symbol named on the command line (the library's exported list), and
  * drives the main calls through the resolved pointers only: a host runtime, a constant map,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints a libabigail suppression specification that drops the experimental tier (the
 # functions of node WHARF_EXPERIMENTAL in wharf.map) from ABI dumps and comparisons: the
 # tier may change in any release and is kept out of the baseline (wharf.h, "Experimental

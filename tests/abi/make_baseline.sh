@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the committed libabigail baseline (abi/libwharf.abi) from a built library,
 # leaving out the experimental tier. Only on purpose, with a CHANGELOG.md entry.
 # usage: tests/abi/make_baseline.sh BUILD_DIR   (run from the repository root)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ABI across releases: a C program compiled against the 0.1.0 header (tests/abi/wharf-0.1.0.h,
  * seen here as wharf/wharf.h) and run against the library built now (test `abi_old_header`).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The C example of README.md, compiled and run by ctest (test `readme_example`).
  *
  * README.md quotes main() below verbatim, and the test `readme_c_snippet` fails when the two

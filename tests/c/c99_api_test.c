@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A C99 program over the public API, linked against libwharf.so: what a C runtime does.
  * It sees the experimental tier too (WHARF_EXPERIMENTAL), so both parts of the header compile
  * as strict C99. */

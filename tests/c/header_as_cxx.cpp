@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public header must compile as C++ (-pedantic -Werror) as well as C99, with and without
 // its experimental tier (included twice: the tier's guard is separate from the header's).
 #include "wharf/wharf.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `wharf` command line: --version, per-command help, inspect of several files, --json,
 # names from a file with escape sequences never reaching the terminal raw, and load with
 # updates: summary lines only when piped, a progress line updated in place on a terminal.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A CMake project built outside the source tree against an installed prefix with
 # find_package(wharf) (tests/consumers/cmake/ and consumer.c): it loads model.safetensors,
 # updates, swaps and reads the update back through a run. No LD_LIBRARY_PATH: CMake gives the program an rpath

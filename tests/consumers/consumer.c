@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A C consumer of an installed Wharf, built by tests/consumers/pkgconfig_consumer.sh (through
  * pkg-config) and cmake_consumer.sh (through find_package): it loads a safetensors file
  * (tests/consumers/model.safetensors: w = [1, 2, 3, 4]), serves it, updates w, swaps and reads w

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A Go module built outside the source tree against an installed prefix, as go/README.md
 # says: a copy of go/ named by a replace directive, libwharf found through pkg-config
 # (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig) and an rpath in CGO_LDFLAGS. The program

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A Java app built outside the source tree against an installed prefix: compiled with
 # `javac -cp <prefix>/share/java/wharf.jar` and run with `java -cp wharf.jar:.` and nothing
 # else (no -Dwharf.jni.path, no LD_LIBRARY_PATH): the jar extracts its native libraries at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # C programs built outside the source tree against an installed prefix, the way the README
 # says: `pkg-config --cflags --libs wharf`: the README's example, and consumer.c, which loads
 # model.safetensors, updates, swaps and reads the update back through a run. The prefix is

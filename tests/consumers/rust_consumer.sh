@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A Rust crate built outside the source tree against an installed prefix, as rust/README.md
 # says: a path dependency on a copy of rust/ (no ../build beside it), the library found
 # through pkg-config only (no WHARF_LIB_DIR), and the app's own build.rs embedding the rpath

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Makes the reference safetensors file the unit tests read, with PyTorch's `safetensors`
 package (a real client), and checks that a file Wharf wrote loads in PyTorch.
 

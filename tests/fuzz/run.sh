@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the safetensors libFuzzer target (ASan + UBSan) into $FUZZ_OUT (default build/fuzz)
 # and runs it.
 #

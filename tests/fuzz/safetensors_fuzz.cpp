@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the safetensors reader, the sharded-checkpoint index parser and the
 // ZIP reader of `.pt2` packages (built and run by tests/fuzz/run.sh). Every input goes to all
 // three.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Containers and runs on the CUDA backend: sources of every kind, kernels reading weights
 // through leases, storage that outlives in-flight kernels, in-place updates ordered after
 // kernels on the device, fold kernels, and concurrent runs against an updating writer.

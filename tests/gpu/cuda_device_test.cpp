@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend of the device layer (src/device/cuda). Every test of the CudaTest fixture
 // skips, with the reason cuda_device_available gives, when no GPU is visible (CI); the
 // CudaAvailability tests check that no-GPU path itself and run everywhere.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tiny decoder through the public C API only, as a C service would drive it: load the
 // weights file, load the model, a session, prefill and greedy decode with wharf_run_model,
 // compared with PyTorch's tokens; then a weight update from host memory and a swap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AOTInductor models executed by Wharf on the GPU: the tiny decoder compiled without libtorch
 // (tests/data/models/tiny_decoder, docs/aoti-compile.md) against PyTorch's own outputs for
 // the same model, then a hot weight update in the middle of a conversation.

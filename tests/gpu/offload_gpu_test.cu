@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Offloaders on the CUDA backend: a toy model of N layers (h = h * w + b per layer) run with
 // k of N layers offloaded to pinned host memory gives exactly the result of the same model
 // with every weight resident; the same under CUDA graph capture and replay (the copy stream

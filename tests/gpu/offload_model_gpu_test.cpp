@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Offloaded layers of an AOTInductor-compiled model, with the offload points inside the
 // compiled code: tests/data/models/offload_tiny (tools/aoti/compile_offload_model.py) calls
 // the custom ops wharf::offload_wait / wharf::offload_issued at its 6 layer boundaries, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replica groups on the CUDA backend with NCCL: one replica per visible GPU (N = the number
 // of GPUs; on a one-GPU machine N = 1, which still runs NCCL with a single rank, so the
 // dlopen, the communicator and the grouped ncclBroadcast calls are exercised), through the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The weight store and sessions on the CUDA backend, through the public C API, with kernels
 // that read and write the leased storage:
 //

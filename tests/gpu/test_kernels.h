@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Test kernels for the CUDA backend tests: a kernel that keeps a stream busy for a set time
 // (to make ordering observable) and a kernel that fills a buffer with a known pattern.
 // The library itself has no kernels; these exist only in the test binary.

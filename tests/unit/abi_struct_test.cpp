@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C ABI's growth rules (wharf.h, "Structs", "Versions", "Experimental tier"): sized
 // inits, struct_size checks (field boundaries, zero bytes past the library's size, array
 // strides), tensor views with strides and byte offsets, statuses made by callers, version

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // wharf_update_options.wait_stream on the CUDA backend: an update's reads of device sources
 // wait, on the device, for the work enqueued so far on the stream that produces them (a
 // trainer's, an NCCL receive's), with no host synchronisation by the caller. Skips without a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API: handles, versioned structs, error conversion and ownership rules.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Concurrency: every promise of generations, in-place updates, the weight store and runs,
 // under forced interleavings (test hooks park or redirect a thread at the racy point) and
 // under stress. Each numbered defect of issue 11 has a test here that failed before its fix;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Containers on the host backend: copy-on-write generations, validate-then-copy, swap and
 // rollback, leases that keep storage alive until the device is done, in-place updates,
 // fold callbacks, user-managed constants, and concurrency.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Updates from safetensors files and sharded checkpoints, through the C API on the host
 // backend and, where a GPU is visible (the GPU machine runs this suite too), on the CUDA
 // backend: the file's pages stream through the pinned staging ring into device slots.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host backend: accounting and the limit, and stream/event ordering with truly
 // asynchronous worker-thread streams.
 #include <gtest/gtest.h>

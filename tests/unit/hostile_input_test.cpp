@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile input at the edges of src/io and the constant map: special files where a model file is
 // expected, names and paths with control characters, escape sequences and bytes that are not
 // UTF-8, NUL bytes in metadata. Each either is refused with a clear code or, where it is only

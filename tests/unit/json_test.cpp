@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the strict JSON parser behind the safetensors header reader.
 
 #include "io/json.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model functions of the C API (experimental tier) on a machine without a GPU: what they
 // refuse and how. The GPU suite (tests/gpu/model_gpu_test.cpp, model_api_gpu_test.cpp) runs
 // real compiled models.

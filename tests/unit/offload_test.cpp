@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Offloaders on the host backend: the ordering logic of the slot ring (a copy never
 // overwrites a slot a layer still reads, forced by parking the run's stream), prefetch_step
 // and slot_capacity edge cases, layer selection, errors with clear messages, and generations

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replica groups on the host backend: the group's all-or-nothing logic with N = 1..4
 // replicas (each on its own host runtime), forced failures (out of memory on one replica,
 // a broadcast that fails for replica k), runs begun before a group swap, concurrent runs

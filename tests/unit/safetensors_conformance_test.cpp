@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conformance of the safetensors reader and writer with the format as the reference
 // implementation (the `safetensors` crate: read_metadata, Metadata::validate, Dtype::bitsize,
 // serialize) defines it. Every file here is built byte by byte from the format's rules, not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the safetensors reader and writer: round trips, strided writes, the writer's atomic
 // replace and argument checks, and a corpus of malformed files.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 11, defect 11: on the host backend the caller's own thread is the "kernel", so a
 // run's memory must be ready when wharf_run_begin returns. A session's state is initialised
 // on the runtime's stream (a worker thread); before the fix run_begin returned before that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The weight store and sessions on the host backend, through the public C API: sharing
 // and its accounting, declaration mismatches, release order, detaching and store-level
 // updates with an atomic swap across containers; session isolation, shared state across

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads tests/data/torch_reference.safetensors, written by PyTorch's `safetensors` package
 // (tests/data/make_reference.py on the lent GPU machine), through the public API and checks
 // every tensor's dtype, shape and bytes against what torch itself reported when it loaded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TransferEngine on the host backend: the staging ring, its events and the worker threads
 // run for real (the "DMA" is a memcpy task on the copy stream's worker), so data, ordering,
 // accounting and error paths are all checked without a GPU.

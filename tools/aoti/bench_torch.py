@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch on the tiny decoder, beside Wharf's model_bench figures (same machine, same run).
 
     python3 tools/aoti/bench_torch.py MODEL_DIR WHARF_CSV [OUT_CSV]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compiles the small model of Wharf's offloader tests with AOTInductor, libtorch-free, with the
 offload points inside the compiled code.
 

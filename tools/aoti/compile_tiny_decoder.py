@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compiles the tiny decoder used by Wharf's model tests with AOTInductor, libtorch-free.
 
 Run on the GPU machine (it has PyTorch, Triton and safetensors):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Turning cudaError_t into Status. Every CUDA runtime call in the backend goes through
 // WHARF_CUDA_RETURN_IF_ERROR (or cuda_error_status on paths that cannot return a Status), so
 // every failure says what was being done, with which sizes/pointers, and what CUDA said:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend: CudaDevice, CudaStream, CudaEvent over the CUDA runtime API only
 // (cudart is linked statically, so Wharf never clashes with the caller's cudart version).
 //

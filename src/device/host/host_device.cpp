@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "device/host/host_device.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libwharf_aoti_shim.so: the `aoti_torch_*` C functions an AOTInductor-compiled model calls,
 // implemented over plain device memory instead of libtorch.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // The contract between libwharf.so and libwharf_aoti_shim.so (both built from this tree).
 //
 // AOTInductor-compiled models call the `aoti_torch_*` C shim functions (PyTorch's

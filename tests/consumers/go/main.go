@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // A Go program of another module that uses wharf.dev/wharf through a replace directive
 // (tests/consumers/go_consumer.sh): it loads a safetensors file (w = [1, 2, 3, 4]), serves
 // it, updates w, swaps and reads w back through a run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Java program outside the Wharf tree, compiled and run with nothing but the installed jar
 // on its class path (tests/consumers/java_consumer.sh): it loads a safetensors file
 // (w = [1, 2, 3, 4]), serves it, updates w, swaps and reads w back through a run.

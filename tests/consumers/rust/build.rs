@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rpath a dependent of `wharf` embeds itself (the wharf crate's own rpath reaches only
 // its own targets): DEP_WHARF_LIB_DIR comes from its build script (`links = "wharf"`).
 fn main() {

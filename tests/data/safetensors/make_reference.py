@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes safetensors files with the reference implementation (the `safetensors` package, whose
 serialize_file is the Rust crate's serializer) for tests/unit/safetensors_conformance_test.cpp.
 

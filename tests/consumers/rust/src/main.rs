@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Loads a safetensors file (w = [1, 2, 3, 4]), serves it, updates w, swaps and reads w back
 //! through a run (tests/consumers/rust_consumer.sh).
 use wharf::{Backend, ConstantMap, Container, Runtime, RuntimeOptions, UpdateOptions};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 /** Which device a {@link WharfRuntime} drives, with the values of {@code wharf_backend}. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 /** A description of a runtime's device ({@link WharfRuntime#deviceInfo()}); an immutable value. */

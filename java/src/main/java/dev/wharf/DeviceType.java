@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 /** Where a tensor's memory lives, with the values of {@code wharf_device_type}. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 /** What an allocation is for; {@link MemoryStats} reports bytes per tag. Values of {@code wharf_memory_tag}. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 /** Where a container keeps a constant, with the values of {@code wharf_placement}. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 import java.nio.ByteBuffer;

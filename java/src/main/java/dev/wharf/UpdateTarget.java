@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
 /** Which generation a {@link Container#update} writes, with the values of {@code wharf_update_target}. */
