@@ -12,33 +12,8 @@ use wharf::{
     Placement, RawTensor, Run, Runtime, RuntimeOptions, TensorView, UpdateOptions, UpdateTarget,
 };
 
-fn host() -> Runtime {
-    Runtime::new(
-        &RuntimeOptions::new()
-            .backend(Backend::Host)
-            .copy_threads(1)
-            .staging_bytes(128 << 10),
-    )
-    .expect("host runtime")
-}
-
-#[track_caller]
-fn expect_code<T: std::fmt::Debug>(
-    result: wharf::Result<T>,
-    code: Code,
-    fragments: &[&str],
-) -> Error {
-    let err = result.expect_err("expected an error");
-    assert_eq!(err.code(), code, "{err}");
-    for f in fragments {
-        assert!(
-            err.message().contains(f),
-            "message {:?} does not contain {f:?}",
-            err.message()
-        );
-    }
-    err
-}
+mod common;
+use common::{expect_code, host};
 
 /// "a": F32 [2,3]; "b": I32 [4], host-placed.
 fn two_constants(rt: &Runtime) -> Container {

@@ -9,32 +9,13 @@
 use std::path::PathBuf;
 
 use wharf::{
-    Backend, Code, ConstantMap, Container, ContainerOptions, DType, Device, Error, Model,
-    ModelOptions, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl, TensorView,
-    UpdateOptions, WeightStore,
+    Backend, Code, ConstantMap, Container, ContainerOptions, DType, Device, Model, ModelOptions,
+    Runtime, RuntimeOptions, Session, SessionOptions, StateDecl, TensorView, UpdateOptions,
+    WeightStore,
 };
 
-fn host() -> Runtime {
-    Runtime::new(&RuntimeOptions::new().backend(Backend::Host)).expect("host runtime")
-}
-
-#[track_caller]
-fn expect_code<T: std::fmt::Debug>(
-    result: wharf::Result<T>,
-    code: Code,
-    fragments: &[&str],
-) -> Error {
-    let err = result.expect_err("expected an error");
-    assert_eq!(err.code(), code, "{err}");
-    for f in fragments {
-        assert!(
-            err.message().contains(f),
-            "message {:?} does not contain {f:?}",
-            err.message()
-        );
-    }
-    err
-}
+mod common;
+use common::{expect_code, host};
 
 /// The committed tiny decoder (`tests/data/models/tiny_decoder`), or `$WHARF_MODEL_DIR`.
 fn model_dir() -> PathBuf {

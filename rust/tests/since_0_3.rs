@@ -5,24 +5,17 @@
 use std::path::{Path, PathBuf};
 
 use wharf::{
-    Backend, Code, ConstantDecl, ConstantMap, Container, ContainerOptions, DType, Error, Runtime,
-    RuntimeOptions, UpdateOptions, UpdateTarget, WeightStore,
+    Code, ConstantDecl, ConstantMap, Container, ContainerOptions, DType, Error, UpdateOptions,
+    UpdateTarget, WeightStore,
 };
 
-fn host() -> Runtime {
-    Runtime::new(&RuntimeOptions::new().backend(Backend::Host)).expect("host runtime")
-}
+mod common;
+use common::host;
 
+/// common::expect_code with one fragment.
 #[track_caller]
 fn expect_code<T: std::fmt::Debug>(result: wharf::Result<T>, code: Code, fragment: &str) -> Error {
-    let err = result.expect_err("expected an error");
-    assert_eq!(err.code(), code, "{err}");
-    assert!(
-        err.message().contains(fragment),
-        "message {:?} lacks {fragment:?}",
-        err.message()
-    );
-    err
+    common::expect_code(result, code, &[fragment])
 }
 
 /// A fresh directory for one test's files.

@@ -9,37 +9,12 @@ use std::thread;
 
 use wharf::{
     sys, Backend, Code, ConstantDecl, ConstantMap, Container, ContainerOptions, DType, Device,
-    Error, MemoryTag, Placement, Run, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl,
+    MemoryTag, Placement, Run, Runtime, RuntimeOptions, Session, SessionOptions, StateDecl,
     UpdateOptions, UpdateTarget, WeightStore, WeightStoreStats,
 };
 
-fn host() -> Runtime {
-    Runtime::new(
-        &RuntimeOptions::new()
-            .backend(Backend::Host)
-            .copy_threads(1)
-            .staging_bytes(128 << 10),
-    )
-    .expect("host runtime")
-}
-
-#[track_caller]
-fn expect_code<T: std::fmt::Debug>(
-    result: wharf::Result<T>,
-    code: Code,
-    fragments: &[&str],
-) -> Error {
-    let err = result.expect_err("expected an error");
-    assert_eq!(err.code(), code, "{err}");
-    for f in fragments {
-        assert!(
-            err.message().contains(f),
-            "message {:?} does not contain {f:?}",
-            err.message()
-        );
-    }
-    err
-}
+mod common;
+use common::{expect_code, host};
 
 fn map<'a>(entries: &[(&str, &[i64], &'a [f32])]) -> ConstantMap<'a> {
     let mut m = ConstantMap::new().expect("map");
