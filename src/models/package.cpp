@@ -38,6 +38,43 @@ std::vector<const io::ZipEntry*> model_libraries(const io::ZipArchive& z) {
   return out;
 }
 
+// Reads the package's model library into an anonymous memory file (*fd) and names the
+// library's entry in *entry.
+Status extract_model_library(const std::string& path, Fd* fd, std::string* entry) {
+  const std::string what = "package " + quote_path(path);
+  std::unique_ptr<io::ZipArchive> z;
+  WHARF_RETURN_IF_ERROR(io::ZipArchive::open(path, &z));
+  std::vector<const io::ZipEntry*> libs = model_libraries(*z);
+  if (libs.size() > 1) {
+    // Several models in one package: the default one is named "model".
+    std::vector<const io::ZipEntry*> dflt;
+    for (const io::ZipEntry* e : libs)
+      if (e->name.find("/data/aotinductor/model/") != std::string::npos) dflt.push_back(e);
+    if (dflt.size() == 1) libs = dflt;
+  }
+  if (libs.empty())
+    return InvalidArgument(what + " holds no compiled model (no entry <archive>/data/aotinductor/<model>/<file>.so)");
+  if (libs.size() > 1) {
+    std::string names;
+    for (const io::ZipEntry* e : libs) names += (names.empty() ? "" : ", ") + quote_name(e->name);
+    return InvalidArgument(what + " holds " + std::to_string(libs.size()) + " model libraries and none is the default "
+                           "'model': " + names);
+  }
+  const uint8_t* bytes = nullptr;
+  uint64_t n = 0;
+  WHARF_RETURN_IF_ERROR(z->read(*libs[0], &bytes, &n));
+  fd->fd = ::memfd_create("wharf-model", MFD_CLOEXEC);
+  if (fd->fd < 0) return IoError(what + ": memfd_create failed: " + std::strerror(errno));
+  for (uint64_t off = 0; off < n;) {
+    const ssize_t w = ::write(fd->fd, bytes + off, size_t(n - off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return IoError(what + ": writing its model library to a memory file failed: " + std::strerror(errno));
+    off += uint64_t(w);
+  }
+  *entry = libs[0]->name;
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool is_model_package(const std::string& path) {
@@ -47,56 +84,23 @@ bool is_model_package(const std::string& path) {
 Status open_model_library(const std::string& path, int flags, void** handle, std::string* dl_error) {
   *handle = nullptr;
   dl_error->clear();
-  std::string target = path;
-  Fd mem;
+  std::string target = path, context;
+  Fd mem;  // a package's memory file; the mapping dlopen makes outlives the descriptor
   if (is_model_package(path)) {
-    const std::string what = "package " + quote_path(path);
-    std::unique_ptr<io::ZipArchive> z;
-    WHARF_RETURN_IF_ERROR(io::ZipArchive::open(path, &z));
-    std::vector<const io::ZipEntry*> libs = model_libraries(*z);
-    if (libs.size() > 1) {
-      // Several models in one package: the default one is named "model".
-      std::vector<const io::ZipEntry*> dflt;
-      for (const io::ZipEntry* e : libs)
-        if (e->name.find("/data/aotinductor/model/") != std::string::npos) dflt.push_back(e);
-      if (dflt.size() == 1) libs = dflt;
-    }
-    if (libs.empty())
-      return InvalidArgument(what + " holds no compiled model (no entry <archive>/data/aotinductor/<model>/<file>.so)");
-    if (libs.size() > 1) {
-      std::string names;
-      for (const io::ZipEntry* e : libs) names += (names.empty() ? "" : ", ") + quote_name(e->name);
-      return InvalidArgument(what + " holds " + std::to_string(libs.size()) + " model libraries and none is the default "
-                             "'model': " + names);
-    }
-    const uint8_t* bytes = nullptr;
-    uint64_t n = 0;
-    WHARF_RETURN_IF_ERROR(z->read(*libs[0], &bytes, &n));
-    mem.fd = ::memfd_create("wharf-model", MFD_CLOEXEC);
-    if (mem.fd < 0) return IoError(what + ": memfd_create failed: " + std::strerror(errno));
-    for (uint64_t off = 0; off < n;) {
-      const ssize_t w = ::write(mem.fd, bytes + off, size_t(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return IoError(what + ": writing its model library to a memory file failed: " + std::strerror(errno));
-      off += uint64_t(w);
-    }
+    std::string entry;
+    WHARF_RETURN_IF_ERROR(extract_model_library(path, &mem, &entry));
     target = "/proc/self/fd/" + std::to_string(mem.fd);
     // The loader names the memory file in its errors; say which entry it was.
-    *handle = dlopen(target.c_str(), flags);
-    if (!*handle) {
-      const char* e = dlerror();
-      *dl_error = "entry " + quote_name(libs[0]->name) + ": " + (e ? e : "unknown error");
-    }
-    return Status::Ok();  // the mapping outlives the descriptor
-  }
-  // A path (not a bare name the loader searches for) that names nothing is NOT_FOUND, as
-  // for a package; the loader's own refusals are the caller's to word.
-  if (path.find('/') != std::string::npos && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+    context = "entry " + quote_name(entry) + ": ";
+  } else if (path.find('/') != std::string::npos && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
+    // A path (not a bare name the loader searches for) that names nothing is NOT_FOUND, as
+    // for a package; the loader's own refusals are the caller's to word.
     return NotFound("no file " + quote_path(path));
+  }
   *handle = dlopen(target.c_str(), flags);
   if (!*handle) {
     const char* e = dlerror();
-    *dl_error = e ? e : "unknown error";
+    *dl_error = context + (e ? e : "unknown error");
   }
   return Status::Ok();
 }
