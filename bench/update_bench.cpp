@@ -188,16 +188,17 @@ uint64_t constants_bytes(wharf_runtime* rt, bool peak) {
   return peak ? ms.peak[WHARF_MEM_CONSTANTS] : ms.current[WHARF_MEM_CONSTANTS];
 }
 
-// One timed wharf update of `c` from `m` (then a swap, untimed), tracking the peak extra
-// device memory on `row`.
-double timed_update(wharf_runtime* rt, wharf_container* c, wharf_constant_map* m, Row* row) {
+// One timed update of `c` by `update` (a map's or a file's; then a swap, untimed), from an
+// empty inactive generation so that it allocates its slots, tracking the peak extra device
+// memory on `row`.
+double timed_update(wharf_runtime* rt, wharf_container* c, const std::function<wharf_status*()>& update, Row* row) {
   wharf_ok(wharf_container_free_inactive(c), "free inactive");
   wharf_ok(wharf_runtime_synchronize(rt), "sync");
   const uint64_t before = constants_bytes(rt, false);
   wharf_runtime_reset_peak(rt);
   const uint64_t free0 = free_device_bytes();
   auto t0 = Clock::now();
-  wharf_ok(wharf_container_update(c, m, nullptr), "update");
+  wharf_ok(update(), "update");
   double s = seconds_since(t0);
   const uint64_t free1 = free_device_bytes();
   row->extra = std::max(row->extra, constants_bytes(rt, true) - before);
@@ -354,7 +355,7 @@ int main(int argc, char** argv) {
         maps.push_back(m);
         rows.push_back(Row{group, "wharf update", s.name, bytes});
         Row* row = &rows.back();
-        row->once = [rt, c, m, row] { return timed_update(rt, c, m, row); };
+        row->once = [rt, c, m, row] { return timed_update(rt, c, [=] { return wharf_container_update(c, m, nullptr); }, row); };
       }
       measure(rows, reps);
       keep(rows);
@@ -382,7 +383,7 @@ int main(int argc, char** argv) {
       maps.push_back(m);
       rows.push_back(Row{group, "wharf update", name, small_total});
       Row* row = &rows.back();
-      row->once = [rt, c, m, row] { return timed_update(rt, c, m, row); };
+      row->once = [rt, c, m, row] { return timed_update(rt, c, [=] { return wharf_container_update(c, m, nullptr); }, row); };
     }
     measure(rows, reps);
     keep(rows);
@@ -426,16 +427,7 @@ int main(int argc, char** argv) {
     {
       Row* row = &rows.back();
       row->once = [&, row] {
-        wharf_ok(wharf_container_free_inactive(c), "free inactive");
-        wharf_ok(wharf_runtime_synchronize(rt), "sync");
-        const uint64_t before = constants_bytes(rt, false);
-        wharf_runtime_reset_peak(rt);
-        auto t0 = Clock::now();
-        wharf_ok(wharf_container_update_from_file(c, path.c_str(), nullptr), "update from file");
-        double s = seconds_since(t0);
-        row->extra = std::max(row->extra, constants_bytes(rt, true) - before);
-        wharf_ok(wharf_container_swap(c), "swap");
-        return s;
+        return timed_update(rt, c, [&] { return wharf_container_update_from_file(c, path.c_str(), nullptr); }, row);
       };
     }
     Peer peer;
