@@ -226,9 +226,8 @@ Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts
 }
 
 Status allocate_constant_slot(Runtime& runtime, const ConstantDecl& d, std::shared_ptr<Slot>* out) {
-  MemKind kind = d.placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
   Buffer b;
-  WHARF_RETURN_IF_ERROR(runtime.device().allocate(kind, MemTag::kConstants, d.nbytes, quoted(d.fqn), &b));
+  WHARF_RETURN_IF_ERROR(runtime.device().allocate(slot_kind(d), MemTag::kConstants, d.nbytes, quoted(d.fqn), &b));
   *out = std::make_shared<Slot>(std::move(b));
   return Status::Ok();
 }
@@ -252,6 +251,7 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
 Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
                                     const std::vector<Event*>& wait_for) {
   std::vector<CopyRequest> reqs;
+  std::vector<int> index;  // request -> constant
   reqs.reserve(plan.size());
   for (const Planned& p : plan) {
     const ConstantDecl& d = decls_[p.index];
@@ -262,12 +262,10 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
     CopyRequest r;
     r.src = p.entry->data;
     r.bytes = d.nbytes;
-    r.dst_kind = d.placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
+    r.dst_kind = slot_kind(d);
     reqs.push_back(r);
+    index.push_back(p.index);
   }
-  std::vector<int> index;  // request -> constant
-  for (const Planned& p : plan)
-    if (decls_[p.index].nbytes) index.push_back(p.index);
   AllocateFn allocate = [&](size_t i, void** dst) -> Status {
     std::shared_ptr<Slot>& slot = gen->slots[size_t(index[i])];
     WHARF_RETURN_IF_ERROR(allocate_slot(index[i], &slot));

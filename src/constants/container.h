@@ -105,6 +105,10 @@ Status validate_constant_source(Runtime& runtime, const ConstantDecl& d, const T
 Status record_wait_stream(Runtime& runtime, void* wait_stream, const std::string& what, std::unique_ptr<Event>* out);
 // Fresh storage for one constant: pinned host memory for host placement, device memory
 // otherwise, accounted under the constants tag.
+// The memory a constant's slots live in: pinned host memory for host-placed constants.
+inline MemKind slot_kind(const ConstantDecl& d) {
+  return d.placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
+}
 Status allocate_constant_slot(Runtime& runtime, const ConstantDecl& d, std::shared_ptr<Slot>* out);
 
 struct UserConstant {

@@ -243,7 +243,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     CopyRequest r;
     r.src = map.entry(i).data;
     r.bytes = decls[i].nbytes;
-    r.dst_kind = decls[i].placement == Placement::kHost ? MemKind::kPinnedHost : MemKind::kDevice;
+    r.dst_kind = slot_kind(decls[i]);
     reqs.push_back(r);
     entry_of.push_back(i);
   }
