@@ -19,26 +19,33 @@ import (
 	"unsafe"
 )
 
-// wharfGoFold runs an update's Fold callback (the cgo.Handle h holds its *foldCall) on the
-// updating goroutine's thread. A Go error or panic must not cross C++ frames, so both are
-// stored in the foldCall and the update is aborted with a status made by wharf_status_create
-// (foldStatus).
+// wharfGoFold runs an update's Fold callback (the cgo.Handle h holds its *foldCall). It is
+// called on the updating C thread, inside the library's update frames, so the callback
+// itself runs on a helper goroutine (runFold) while this one waits: no Go control flow of
+// the callback (an error, a panic, runtime.Goexit as t.FailNow calls it) can cross those C
+// frames. Whatever the helper ended with comes back as a status made by
+// wharf_status_create; withUpdate re-raises a panic or a Goexit once the library has
+// returned.
 //
 //export wharfGoFold
-func wharfGoFold(run *C.wharf_run, h C.uintptr_t) (st *C.wharf_status) {
+func wharfGoFold(run *C.wharf_run, h C.uintptr_t) *C.wharf_status {
 	fc := cgo.Handle(h).Value().(*foldCall)
 	fr := &FoldRun{}
 	fr.h.init("fold run", unsafe.Pointer(run), func(unsafe.Pointer) error { return nil })
-	defer func() {
-		fr.h.close() // the run belongs to the update: invalid once the callback returns
-		if v := recover(); v != nil {
-			fc.panicked, fc.panicVal = true, v
-			st = newStatus(CodeInternal, fmt.Sprintf("the Go fold callback panicked: %v", v))
-		}
-	}()
-	if err := fc.fn(fr); err != nil {
-		fc.err = err
-		return foldStatus(err)
+	done := make(chan struct{})
+	go runFold(fc, fr, foldStoresFor(fc.store), done)
+	<-done
+	// The run belongs to the update: invalid once the callback returns. Goroutines the
+	// callback started may still be inside a FoldRun or tensor call (binding code only,
+	// never a user callback): the library must not end the run under them.
+	fr.h.closeAndWait()
+	switch {
+	case fc.panicked:
+		return newStatus(CodeInternal, fmt.Sprintf("the Go fold callback panicked: %v", fc.panicVal))
+	case fc.goexit:
+		return newStatus(CodeInternal, "the Go fold callback called runtime.Goexit (as t.FailNow does) instead of returning")
+	case fc.err != nil:
+		return foldStatus(fc.err)
 	}
 	return nil
 }

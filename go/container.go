@@ -367,13 +367,16 @@ type UpdateOptions struct {
 	// RequireFull makes the update fail unless the map names every non-derived constant.
 	RequireFull bool
 	// Fold computes the derived constants (ConstantDerived) of the generation being
-	// written; it is required when the container declares any. It runs on the calling
-	// goroutine during the update and receives a FoldRun over that generation, valid only
-	// during the call. Calls back into the API from it get an error rather than a hang
-	// (another update of the container: ErrBusy; a store call from a store update's fold:
-	// ErrFailedPrecondition; Set on the update's map: ErrBusy; Close of a handle the update
-	// uses closes it once the update returns). An error (or a panic, which is re-raised once
-	// the library has returned) aborts the update, which then changes nothing.
+	// written; it is required when the container declares any. It runs during the update,
+	// on a goroutine of its own (the calling goroutine waits for it), and receives a
+	// FoldRun over that generation, valid only during the call. Calls back into the API
+	// from it get an error rather than a hang (another update of the container: ErrBusy; a
+	// store call from a store update's fold: ErrFailedPrecondition; Set on the update's map:
+	// ErrBusy; Close of a handle the update uses closes it once the update returns). An
+	// error aborts the update, which then changes nothing; so do a panic and
+	// runtime.Goexit (what t.FailNow calls), which are re-raised on the calling goroutine
+	// once the library has returned. Because the callback runs on its own goroutine, no Go
+	// control flow ever crosses the library's C frames.
 	Fold func(run *FoldRun) error
 	// WaitStream is a cudaStream_t (as an unsafe.Pointer, like Run.Stream returns) whose
 	// work so far the update's reads of device sources wait for, on the device: a
@@ -433,25 +436,19 @@ func (e *FoldError) Error() string {
 // Unwrap returns the callback's error.
 func (e *FoldError) Unwrap() error { return e.Err }
 
-// foldCall carries one update's Fold callback through C (as a cgo.Handle) and brings its
-// outcome back.
-type foldCall struct {
-	fn       func(*FoldRun) error
-	err      error
-	panicked bool
-	panicVal any
-}
-
 // withUpdate runs call (which performs the C update) with opts translated, and turns a
 // fold callback's failure into the update's result.
-func withUpdate(opts *UpdateOptions, call func(args *C.wharf_go_update_args) *C.wharf_status) error {
+// store is the weight store being updated (nil for a container's update). A callback that
+// panicked is re-panicked here, and one that called runtime.Goexit makes this goroutine
+// exit too, once the library has returned (and so changed nothing).
+func withUpdate(store *handle, opts *UpdateOptions, call func(args *C.wharf_go_update_args) *C.wharf_status) error {
 	if opts == nil {
 		opts = &UpdateOptions{}
 	}
 	args := updateArgs(opts)
 	var fc *foldCall
 	if opts.Fold != nil {
-		fc = &foldCall{fn: opts.Fold}
+		fc = &foldCall{fn: opts.Fold, store: store}
 		h := cgo.NewHandle(fc)
 		defer h.Delete()
 		args.fold_handle = C.uintptr_t(h)
@@ -460,6 +457,9 @@ func withUpdate(opts *UpdateOptions, call func(args *C.wharf_go_update_args) *C.
 	if fc != nil {
 		if fc.panicked {
 			panic(fc.panicVal)
+		}
+		if fc.goexit {
+			runtime.Goexit()
 		}
 		if err != nil && fc.err != nil {
 			status, _ := err.(*Error)
@@ -493,7 +493,7 @@ func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update((*C.wharf_container)(cp), mp, args)
 	})
 	runtime.KeepAlive(m)
@@ -520,7 +520,7 @@ func (c *Container) UpdateFromFile(path string, opts *UpdateOptions) error {
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update_from_file((*C.wharf_container)(cp), cpath, args)
 	})
 	runtime.KeepAlive(c)
@@ -634,7 +634,7 @@ func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []Pac
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, a.cNames(), a.cDTypes(), a.cNDims(),
 			a.cShapes(), a.cOffsets(), C.size_t(a.n), args)
 	})

@@ -25,6 +25,7 @@ type handle struct {
 	closed bool           // Close was called: no new calls
 	deps   atomic.Int32   // calls in progress and dependents still holding the object
 	held   []*handle      // handles this one retains, released when it is freed
+	idle   chan struct{}  // closed when deps drops to 0, for closeAndWait; nil when nobody waits
 
 	free func(unsafe.Pointer) error // frees the C object
 	kind string                     // "runtime", "container", ... for messages
@@ -59,9 +60,39 @@ func (h *handle) retain() { h.deps.Add(1) }
 func (h *handle) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.deps.Add(-1) == 0 && h.closed && h.ptr != nil {
+	if h.deps.Add(-1) == 0 {
+		if h.idle != nil {
+			close(h.idle)
+			h.idle = nil
+		}
+		if h.closed && h.ptr != nil {
+			if err := h.freeLocked(); err != nil {
+				log.Printf("wharf: freeing a %s after its last user let go: %v", h.kind, err)
+			}
+		}
+	}
+}
+
+// closeAndWait closes the handle and waits until no reference is held: for a handle whose
+// C object someone else ends (a fold's run, ended by its update), so that no call still
+// uses it then. Only for handles whose references are held by binding code for the length
+// of a C call or a copy, never across a user callback.
+func (h *handle) closeAndWait() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for h.deps.Load() != 0 {
+		if h.idle == nil {
+			h.idle = make(chan struct{})
+		}
+		idle := h.idle
+		h.mu.Unlock()
+		<-idle
+		h.mu.Lock()
+	}
+	if h.ptr != nil {
 		if err := h.freeLocked(); err != nil {
-			log.Printf("wharf: freeing a %s after its last user let go: %v", h.kind, err)
+			log.Printf("wharf: freeing a %s: %v", h.kind, err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ package wharf
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -123,4 +124,60 @@ func TestStoreFoldCallingBackIntoTheAPI(t *testing.T) {
 	})
 	wantClosed(t, store.Swap())
 	_ = plain
+}
+
+// goexitFold runs update with a fold that calls runtime.Goexit (what t.FailNow does) on a
+// goroutine of its own, and reports whether that goroutine ended through the Goexit
+// (rather than update returning).
+func goexitFold(t *testing.T, update func(fold func(*FoldRun) error) error) {
+	t.Helper()
+	exited := make(chan bool, 1)
+	go func() {
+		returned := false
+		defer func() { exited <- !returned }()
+		_ = update(func(*FoldRun) error {
+			runtime.Goexit()
+			return nil
+		})
+		returned = true
+	}()
+	select {
+	case goexit := <-exited:
+		if !goexit {
+			t.Fatal("the update returned although its fold called runtime.Goexit (it must reach the caller)")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an update whose fold called runtime.Goexit hangs")
+	}
+}
+
+// runtime.Goexit in a fold unwinds no C frame: the update fails and changes nothing, the
+// caller's goroutine exits after the library returned, and the container (or store) takes
+// the next update instead of answering BUSY forever.
+func TestFoldGoexitLeavesTheContainerUsable(t *testing.T) {
+	c := foldContainer(t)
+	w := []HostTensor{HostTensorOf("w", []int64{2, 3}, []float32{0, 1, 2, 3, 4, 5})}
+	goexitFold(t, func(fold func(*FoldRun) error) error {
+		return c.UpdateFromHost(w, &UpdateOptions{Fold: fold})
+	})
+	wantCode(t, c.Swap(), ErrFailedPrecondition) // nothing was staged
+	noHang(t, "an update after a fold's Goexit", func() {
+		must(t, c.UpdateFromHost(w, &UpdateOptions{Fold: transpose}))
+	})
+	must(t, c.Swap())
+	if v, _ := readRun[float32](t, c, "wt"); !equal(v, []float32{0, 3, 1, 4, 2, 5}) {
+		t.Fatalf("wt = %v", v)
+	}
+
+	store, _, folded := foldStore(t)
+	goexitFold(t, func(fold func(*FoldRun) error) error {
+		return store.UpdateFromHost(w, &UpdateOptions{Fold: fold})
+	})
+	noHang(t, "a store update after a fold's Goexit", func() {
+		must(t, store.UpdateFromHost(w, &UpdateOptions{Fold: transpose}))
+	})
+	must(t, store.Swap())
+	if v, _ := readRun[float32](t, folded, "wt"); !equal(v, []float32{0, 3, 1, 4, 2, 5}) {
+		t.Fatalf("store member wt = %v", v)
+	}
 }

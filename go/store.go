@@ -106,6 +106,9 @@ func (s *WeightStore) Stats() (WeightStoreStats, error) {
 // stages nothing anywhere. ErrBusy: a member container is being updated.
 func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 	const what = "WeightStore.Update"
+	if err := checkNotInStoreFold(&s.h, what); err != nil {
+		return err
+	}
 	mp, err := m.read(what)
 	if err != nil {
 		return err
@@ -116,7 +119,7 @@ func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(&s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), mp, args)
 	})
 	runtime.KeepAlive(m)
@@ -131,6 +134,9 @@ func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 // Update's. Since 0.3.
 func (s *WeightStore) UpdateFromFile(path string, opts *UpdateOptions) error {
 	const what = "WeightStore.UpdateFromFile"
+	if err := checkNotInStoreFold(&s.h, what); err != nil {
+		return err
+	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	sp, err := s.h.acquire(what)
@@ -138,7 +144,7 @@ func (s *WeightStore) UpdateFromFile(path string, opts *UpdateOptions) error {
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(&s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update_from_file((*C.wharf_weight_store)(sp), cpath, args)
 	})
 	runtime.KeepAlive(s)
@@ -175,6 +181,9 @@ func (s *WeightStore) UpdateFromHost(tensors []HostTensor, opts *UpdateOptions) 
 }
 
 func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []PackedTensor, opts *UpdateOptions) error {
+	if err := checkNotInStoreFold(&s.h, what); err != nil {
+		return err
+	}
 	a, err := newPackedArgs(what, tensors)
 	if err != nil {
 		return err
@@ -184,7 +193,7 @@ func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []P
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(&s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update_packed((*C.wharf_weight_store)(sp), base, a.cNames(), a.cDTypes(), a.cNDims(),
 			a.cShapes(), a.cOffsets(), C.size_t(a.n), args)
 	})
@@ -197,6 +206,9 @@ func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []P
 // runs: no run begun after it returns sees old weights in one container and new ones in
 // another. Errors: ErrFailedPrecondition when nothing was staged by a store Update.
 func (s *WeightStore) Swap() error {
+	if err := checkNotInStoreFold(&s.h, "WeightStore.Swap"); err != nil {
+		return err
+	}
 	p, err := s.h.acquire("WeightStore.Swap")
 	if err != nil {
 		return err
