@@ -32,6 +32,7 @@ func wharfGoFold(run *C.wharf_run, h C.uintptr_t) *C.wharf_status {
 	fc := cgo.Handle(h).Value().(*foldCall)
 	fr := &FoldRun{}
 	fr.h.init("fold run", unsafe.Pointer(run), func(unsafe.Pointer) error { return nil })
+	fr.h.shortRefs = true
 	done := make(chan struct{})
 	go runFold(fc, fr, foldStoresFor(fc.store), done)
 	<-done

@@ -29,6 +29,11 @@ type handle struct {
 
 	free func(unsafe.Pointer) error // frees the C object
 	kind string                     // "runtime", "container", ... for messages
+
+	// Fold runs only: the C object belongs to the update and ends with the callback, so
+	// WithSlice does not hold a reference across its fn (closeAndWait waits only for
+	// binding code).
+	shortRefs bool
 }
 
 func (h *handle) init(kind string, ptr unsafe.Pointer, free func(unsafe.Pointer) error, held ...*handle) {

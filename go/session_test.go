@@ -574,7 +574,7 @@ func TestTensorAccess(t *testing.T) {
 	})
 	must(t, err)
 	if v := HostSlice[int32](b); !equal(v, []int32{1, 2, 3, 40}) {
-		t.Fatalf("WithSlice does not alias the tensor: %v", v)
+		t.Fatalf("WithSlice did not copy its slice back into the tensor: %v", v)
 	}
 	mine := errors.New("mine")
 	if err := WithSlice(tt, func([]int32) error { return mine }); err != mine {

@@ -25,7 +25,7 @@ import (
 // finalize a run (or a map) while one of its tensors is still in use.
 //
 // Host memory is read with Values or Bytes (copies) and written with SetValues or
-// SetBytes (copies) or WithSlice (an alias valid during a callback). Only writable memory
+// SetBytes (copies) or WithSlice (a copy handed to a callback, copied back). Only writable memory
 // can be written: a HostBuffer's, a session state's of an open run, a fold's, and memory
 // wrapped with NewTensor; a run's constants, a map's entries (a safetensors mapping is
 // read-only) and a model's outputs can only be read.
@@ -174,20 +174,36 @@ func (t Tensor) hostBytes(op string, want DType) (int64, error) {
 }
 
 // access runs fn over the tensor's bytes (host memory, contiguous, of element type want
-// or any if want < 0) with the owner kept alive; write asks for writable memory.
+// or any if want < 0) with the owner kept alive; write asks for writable memory. fn is the
+// binding's own code: the slice it gets aliases memory Go does not manage and must not
+// escape it.
 func (t Tensor) access(op string, want DType, write bool, fn func(b []byte) error) error {
-	n, err := t.hostBytes(op, want)
+	n, err := t.check(op, want, write)
 	if err != nil {
 		return err
-	}
-	if write && t.readOnly != "" {
-		return &Error{Code: CodeFailedPrecondition, Message: op + ": the tensor is read-only: " + t.readOnly}
 	}
 	done, err := t.use(op)
 	if err != nil {
 		return err
 	}
 	defer done()
+	return t.held(op, n, write, fn)
+}
+
+// check checks what access needs and returns the size in bytes.
+func (t Tensor) check(op string, want DType, write bool) (int64, error) {
+	n, err := t.hostBytes(op, want)
+	if err != nil {
+		return 0, err
+	}
+	if write && t.readOnly != "" {
+		return 0, &Error{Code: CodeFailedPrecondition, Message: op + ": the tensor is read-only: " + t.readOnly}
+	}
+	return n, nil
+}
+
+// held runs fn over the n bytes of the tensor, whose owner the caller keeps alive.
+func (t Tensor) held(op string, n int64, write bool, fn func(b []byte) error) error {
 	var b []byte
 	if n > 0 {
 		b = unsafe.Slice((*byte)(t.data), n)
@@ -254,18 +270,56 @@ func SetValues[T Element](t Tensor, src []T) error {
 	})
 }
 
-// WithSlice calls fn with the elements of a contiguous, writable host tensor of T's dtype
-// as a []T aliasing its memory (no copy). The owner is kept alive until fn returns, even
-// if it is closed meanwhile (a run ended inside fn ends when fn returns). The slice must
-// not be used after fn returns. fn's error is returned. Errors also as SetValues.
+// WithSlice calls fn with a copy of the elements of a contiguous, writable host tensor of
+// T's dtype as a []T, then copies the slice back into the tensor when fn returns (also when
+// fn returns an error), and returns fn's error, else the copy's. The slice is Go memory: it
+// never aliases memory Wharf or C owns, so nothing fn does with it (keeping it, handing it
+// to a goroutine that writes it later) can reach freed memory; only what it holds when fn
+// returns reaches the tensor. The owner is kept alive until fn returns, even if it is
+// closed meanwhile (a run ended inside fn ends when fn returns and the copy is back), except
+// a FoldRun's, which ends with its fold callback: a WithSlice still running then (on a
+// goroutine the callback started) fails with ErrClosed and writes nothing. Errors also as
+// SetValues (checked before fn is called).
 func WithSlice[T Element](t Tensor, fn func(s []T) error) error {
-	return t.access("WithSlice", DTypeOf[T](), true, func(b []byte) error {
-		n := t.NumElements()
-		if n == 0 {
-			return fn([]T{})
+	const op = "WithSlice"
+	n, err := t.check(op, DTypeOf[T](), true)
+	if err != nil {
+		return err
+	}
+	s := make([]T, t.NumElements())
+	copyIn := func(b []byte) error {
+		copy(asBytes(s), b)
+		return nil
+	}
+	copyOut := func(b []byte) error {
+		copy(b, asBytes(s))
+		return nil
+	}
+	if t.owner != nil && t.owner.shortRefs {
+		// A fold's run: held only for each copy, never across fn.
+		if err := t.access(op, DTypeOf[T](), true, copyIn); err != nil {
+			return err
 		}
-		return fn(unsafe.Slice((*T)(t.data), n))
-	})
+		ferr := fn(s)
+		if err := t.access(op, DTypeOf[T](), true, copyOut); ferr == nil {
+			ferr = err
+		}
+		return ferr
+	}
+	// The owner (and so the memory) is kept until the copy is back.
+	done, err := t.use(op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := t.held(op, n, true, copyIn); err != nil {
+		return err
+	}
+	ferr := fn(s)
+	if err := t.held(op, n, true, copyOut); ferr == nil {
+		ferr = err
+	}
+	return ferr
 }
 
 // checkShape validates a shape (and optional strides) the way the library does and
@@ -312,14 +366,15 @@ func byteSize(what string, dtype DType, n int64) (int64, error) {
 }
 
 // HostBuffer is host memory allocated with C.malloc, for tensor data that Wharf borrows
-// beyond a single call (a ConstantMap entry, a bound constant). Go code fills it through
-// Bytes or HostSlice, which alias the C memory.
+// beyond a single call (a ConstantMap entry, a bound constant). Go code fills and reads it
+// with copies (WriteAt, ReadAt, Bytes, HostSlice, or SetValues and Values on its tensors):
+// no Go slice ever aliases the C memory, so nothing a Go program keeps can reach it after it
+// is freed.
 //
 // A HostBuffer is safe for concurrent use, but the memory itself is not synchronized:
-// don't write it while Wharf may read it (during an update from a map that borrows it,
-// or while it is bound to a container). Maps and containers that borrow the buffer keep
-// it allocated after Close until they release it; slices obtained from Bytes or HostSlice
-// must not be used after Close.
+// don't write it while Wharf may read it (during an update from a map that borrows it).
+// Maps and containers that borrow the buffer keep it
+// allocated after Close until they release it.
 type HostBuffer struct {
 	h    handle
 	size int
@@ -355,7 +410,7 @@ func NewHostBufferFrom[T Element](data []T) (*HostBuffer, error) {
 		return nil, err
 	}
 	if n > 0 {
-		copy(b.Bytes(), unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), n))
+		copy(unsafe.Slice((*byte)(b.h.ptr), n), asBytes(data)) // not shared yet
 	}
 	return b, nil
 }
@@ -363,27 +418,58 @@ func NewHostBufferFrom[T Element](data []T) (*HostBuffer, error) {
 // Len returns the buffer's size in bytes.
 func (b *HostBuffer) Len() int { return b.size }
 
-// Bytes returns the buffer's memory as a byte slice (nil after Close). The slice aliases
-// C memory and must not be used after Close.
+// Bytes returns a copy of the buffer's bytes (nil after Close).
 func (b *HostBuffer) Bytes() []byte {
-	p, err := b.h.acquire("HostBuffer.Bytes")
-	if err != nil {
+	out := make([]byte, b.size)
+	if _, err := b.ReadAt(out, 0); err != nil {
 		return nil
 	}
-	defer b.h.release()
-	return unsafe.Slice((*byte)(p), b.size)
+	return out
 }
 
-// HostSlice returns the buffer's memory as a []T of Len()/sizeof(T) elements (nil after
-// Close). The slice aliases C memory (malloc'd, so suitably aligned) and must not be used
-// after Close.
+// HostSlice returns a copy of the buffer's memory as Len()/sizeof(T) elements of T (nil
+// after Close).
 func HostSlice[T Element](b *HostBuffer) []T {
-	p, err := b.h.acquire("HostSlice")
-	if err != nil {
+	out := make([]T, b.size/int(unsafe.Sizeof(*new(T))))
+	if _, err := b.ReadAt(asBytes(out), 0); err != nil {
 		return nil
 	}
+	return out
+}
+
+// ReadAt copies len(p) bytes of the buffer, from byte off on, into p (io.ReaderAt). Errors:
+// ErrInvalidArgument for a range outside the buffer (nothing is copied), ErrClosed after
+// Close.
+func (b *HostBuffer) ReadAt(p []byte, off int64) (int, error) {
+	return b.copyAt("HostBuffer.ReadAt", p, off, false)
+}
+
+// WriteAt copies p into the buffer from byte off on (io.WriterAt). Errors:
+// ErrInvalidArgument for a range outside the buffer (nothing is copied), ErrClosed after
+// Close.
+func (b *HostBuffer) WriteAt(p []byte, off int64) (int, error) {
+	return b.copyAt("HostBuffer.WriteAt", p, off, true)
+}
+
+func (b *HostBuffer) copyAt(what string, p []byte, off int64, write bool) (int, error) {
+	if off < 0 || off > int64(b.size) || int64(len(p)) > int64(b.size)-off {
+		return 0, invalidArgument("%s: %d bytes at offset %d do not fit in a %d-byte buffer", what, len(p), off, b.size)
+	}
+	ptr, err := b.h.acquire(what)
+	if err != nil {
+		return 0, err
+	}
 	defer b.h.release()
-	return unsafe.Slice((*T)(p), b.size/int(unsafe.Sizeof(*new(T))))
+	if len(p) == 0 {
+		return 0, nil
+	}
+	mem := unsafe.Slice((*byte)(unsafe.Add(ptr, off)), len(p))
+	if write {
+		copy(mem, p)
+	} else {
+		copy(p, mem)
+	}
+	return len(p), nil
 }
 
 // Tensor returns a host tensor of the given dtype and shape (contiguous, row-major) that

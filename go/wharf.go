@@ -44,7 +44,9 @@
 // Memory Wharf itself owns (a safetensors file mapping, a run's tensors) is exposed as a
 // Tensor that holds a reference to its owner: once the owner ends (Run.End,
 // ConstantMap.Close), the tensor's accessors fail with ErrClosed instead of reading freed
-// memory, and no slice of it outlives the callback of WithSlice.
+// memory. No Go slice ever aliases memory Wharf or C owns (Values, Bytes, WithSlice and a
+// HostBuffer's ReadAt, WriteAt, Bytes and HostSlice all copy), so safe Go code cannot reach
+// freed memory; Tensor.Pointer and NewTensor are the unsafe.Pointer escape hatches.
 //
 // # Building
 //

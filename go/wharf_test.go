@@ -437,7 +437,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 }
 
 // bufferData is the first byte of a buffer, for hand-built tensors.
-func bufferData(b *HostBuffer) unsafe.Pointer { return unsafe.Pointer(&b.Bytes()[0]) }
+func bufferData(b *HostBuffer) unsafe.Pointer { return b.h.ptr }
 
 func TestSafetensorsMetadataAndErrors(t *testing.T) {
 	dir := t.TempDir()
@@ -542,7 +542,17 @@ func TestHostBuffer(t *testing.T) {
 	if len(f) != 4 {
 		t.Fatalf("HostSlice len %d", len(f))
 	}
-	f[1] = 2.5
+	f[1] = 2.5 // a copy: the buffer is unchanged
+	if v := HostSlice[float32](b); v[1] != 0 {
+		t.Fatalf("HostSlice aliases the buffer: %v", v)
+	}
+	if n, err := b.WriteAt(asBytes(f[1:2]), 4); n != 4 || err != nil {
+		t.Fatalf("WriteAt: %d, %v", n, err)
+	}
+	_, err = b.WriteAt(make([]byte, 4), 13)
+	wantCode(t, err, ErrInvalidArgument, "do not fit")
+	_, err = b.ReadAt(make([]byte, 1), -1)
+	wantCode(t, err, ErrInvalidArgument, "do not fit")
 	tt, err := b.Tensor(4, DTypeF32, []int64{3})
 	if got := values[float32](t, tt, err); !equal(got, []float32{2.5, 0, 0}) {
 		t.Fatalf("tensor at offset 4: %v", got)
@@ -573,6 +583,10 @@ func TestHostBuffer(t *testing.T) {
 	if b.Bytes() != nil || HostSlice[int8](b) != nil {
 		t.Fatal("Bytes after Close")
 	}
+	_, err = b.ReadAt(make([]byte, 1), 0)
+	wantClosed(t, err)
+	_, err = b.WriteAt(make([]byte, 1), 0)
+	wantClosed(t, err)
 	_, err = b.Tensor(0, DTypeF32, []int64{1})
 	wantClosed(t, err)
 	wantClosed(t, m.Set("u", tt)) // the owner is closed: it cannot be borrowed any more
