@@ -709,8 +709,11 @@ func stageHost(what string, arena *cArena, tensors []HostTensor) (unsafe.Pointer
 // BindTensor binds host memory owned by a HostBuffer or a ConstantMap (a safetensors
 // mapping, say) to constant fqn of the inactive generation without a copy, as an update
 // of that one constant would; Swap publishes it. The tensor's owner is kept alive until
-// Wharf no longer references the memory (possibly after the container is closed), and
-// must not be written meanwhile. The tensor must match the declaration's dtype and shape
+// Wharf no longer references the memory (possibly after the container is closed). The
+// binding takes the memory over: the HostBuffer it lives in (for a map's tensor, every
+// HostBuffer the map borrows) becomes read-only for good, and its WriteAt, and SetValues,
+// SetBytes and WithSlice of its tensors, fail with ErrFailedPrecondition, so no open run
+// sees its weights change. The tensor must match the declaration's dtype and shape
 // and live where the constant is placed (host memory: the host backend, or
 // PlacementHost). Errors: ErrInvalidArgument for a tensor without such an owner or a
 // mismatch, ErrNotFound for an unknown fqn; on error nothing changes.
@@ -729,8 +732,21 @@ func (c *Container) BindTensor(fqn string, t Tensor) error {
 	if _, err := owner.acquire(what + " (the tensor's owner)"); err != nil {
 		return err
 	}
+	// The container reads the memory whenever it likes from now on: freeze the host
+	// buffers it lives in (no write through the binding in progress or after), as Rust's
+	// bind_host moves its buffer in. Frozen only if the bind succeeds.
+	targets := owner.frozenTargets()
+	for _, b := range targets {
+		b.writes.Lock()
+	}
 	h := cgo.NewHandle(owner.release) // run by wharfGoRelease when Wharf lets go
 	err := c.bind(what, fqn, t, h)
+	for _, b := range targets {
+		if err == nil {
+			b.frozen = true
+		}
+		b.writes.Unlock()
+	}
 	if err != nil { // the library does not call release on error
 		h.Delete()
 		owner.release()

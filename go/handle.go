@@ -30,10 +30,48 @@ type handle struct {
 	free func(unsafe.Pointer) error // frees the C object
 	kind string                     // "runtime", "container", ... for messages
 
+	// Host buffers only: writes of the memory hold writes for reading; freezing (binding
+	// the memory into a container) holds it for writing and sets frozen, after which the
+	// memory is never written through the binding again.
+	writes sync.RWMutex
+	frozen bool // guarded by writes
+
 	// Fold runs only: the C object belongs to the update and ends with the callback, so
 	// WithSlice does not hold a reference across its fn (closeAndWait waits only for
 	// binding code).
 	shortRefs bool
+}
+
+// beginWrite begins a write of the handle's memory through the binding (nil handle: the
+// caller's own memory): it fails with ErrFailedPrecondition once the memory was frozen by a
+// bind. The returned function ends the write.
+func (h *handle) beginWrite(op string) (func(), error) {
+	if h == nil {
+		return func() {}, nil
+	}
+	h.writes.RLock()
+	if h.frozen {
+		h.writes.RUnlock()
+		return nil, &Error{Code: CodeFailedPrecondition, Message: op + ": the " + h.kind +
+			" is bound into a container (Container.BindTensor), which may read it at any time: it is read-only from then on"}
+	}
+	return h.writes.RUnlock, nil
+}
+
+// frozenTargets returns the host buffers whose memory a tensor of h may be: h itself, or,
+// for a map, the host buffers it borrows (transitively).
+func (h *handle) frozenTargets() []*handle {
+	if h.kind == "host buffer" {
+		return []*handle{h}
+	}
+	h.mu.RLock()
+	held := append([]*handle{}, h.held...)
+	h.mu.RUnlock()
+	var out []*handle
+	for _, d := range held {
+		out = append(out, d.frozenTargets()...)
+	}
+	return out
 }
 
 func (h *handle) init(kind string, ptr unsafe.Pointer, free func(unsafe.Pointer) error, held ...*handle) {

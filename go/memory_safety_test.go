@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// Issue 23, defect 3: safe Go code must never reach memory Wharf or C has freed. The
-// reproducers that
+// Issue 23, defects 3 and 5: safe Go code must never reach memory Wharf or C has freed,
+// and memory bound into a container must not change under its runs. The reproducers that
 // crashed the process before (SIGSEGV, "unexpected fault address") run in a child process
 // (this test binary again, with WHARF_GO_CHILD naming the case), so that a crash is a test
 // failure rather than the end of the suite.
@@ -182,4 +182,52 @@ func TestNoSliceReachesFreedMemory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A HostBuffer bound into a container is frozen: writing it (which would change what open
+// runs of the active generation read, with no swap) fails, and the run keeps its weights.
+func TestBoundHostBufferIsReadOnly(t *testing.T) {
+	rt := hostRuntime(t)
+	c, err := NewContainer(rt, &ContainerOptions{Name: "bound", Constants: []ConstantDecl{
+		{FQN: "w", DType: DTypeF32, Shape: []int64{4}},
+	}})
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	b, w := bufferTensor(t, []int64{4}, []float32{1, 2, 3, 4})
+	_, spare := bufferTensor(t, []int64{4}, []float32{0, 0, 0, 0})
+	wantCode(t, c.BindTensor("nope", spare), ErrNotFound)
+	must(t, SetValues(spare, []float32{9, 9, 9, 9})) // a failed bind freezes nothing
+	must(t, c.BindTensor("w", w))
+	must(t, c.Swap())
+	r, err := c.BeginRun()
+	must(t, err)
+	defer r.End()
+
+	wantCode(t, SetValues(w, []float32{5, 6, 7, 8}), ErrFailedPrecondition, "bound")
+	wantCode(t, w.SetBytes(make([]byte, 16)), ErrFailedPrecondition, "bound")
+	wantCode(t, WithSlice(w, func(s []float32) error { return nil }), ErrFailedPrecondition, "bound")
+	_, err = b.WriteAt([]byte{0, 0, 0, 0}, 0)
+	wantCode(t, err, ErrFailedPrecondition, "bound")
+	other, err := b.Tensor(0, DTypeF32, []int64{2}) // any tensor of the buffer
+	must(t, err)
+	wantCode(t, SetValues(other, []float32{0, 0}), ErrFailedPrecondition, "bound")
+	if v, err := ReadValues[float32](r, "w"); err != nil || !equal(v, []float32{1, 2, 3, 4}) {
+		t.Fatalf("the open run reads %v, %v", v, err)
+	}
+	if v := HostSlice[float32](b); !equal(v, []float32{1, 2, 3, 4}) { // reading is fine
+		t.Fatalf("buffer = %v", v)
+	}
+
+	// The same through a map that borrows the buffer: binding the map's tensor freezes it.
+	b2, w2 := bufferTensor(t, []int64{4}, []float32{4, 3, 2, 1})
+	m, err := NewConstantMap()
+	must(t, err)
+	defer m.Close()
+	must(t, m.Set("w", w2))
+	entry, err := m.Find("w")
+	must(t, err)
+	must(t, c.BindTensor("w", entry))
+	_, err = b2.WriteAt([]byte{0}, 0)
+	wantCode(t, err, ErrFailedPrecondition, "bound")
+	wantCode(t, SetValues(w2, []float32{0, 0, 0, 0}), ErrFailedPrecondition, "bound")
 }

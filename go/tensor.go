@@ -204,6 +204,13 @@ func (t Tensor) check(op string, want DType, write bool) (int64, error) {
 
 // held runs fn over the n bytes of the tensor, whose owner the caller keeps alive.
 func (t Tensor) held(op string, n int64, write bool, fn func(b []byte) error) error {
+	if write {
+		end, err := t.owner.beginWrite(op)
+		if err != nil {
+			return err
+		}
+		defer end()
+	}
 	var b []byte
 	if n > 0 {
 		b = unsafe.Slice((*byte)(t.data), n)
@@ -373,7 +380,9 @@ func byteSize(what string, dtype DType, n int64) (int64, error) {
 //
 // A HostBuffer is safe for concurrent use, but the memory itself is not synchronized:
 // don't write it while Wharf may read it (during an update from a map that borrows it).
-// Maps and containers that borrow the buffer keep it
+// Binding one of its tensors into a container (Container.BindTensor) freezes the buffer:
+// the container reads it whenever it likes, so writes through the binding fail with
+// ErrFailedPrecondition from then on. Maps and containers that borrow the buffer keep it
 // allocated after Close until they release it.
 type HostBuffer struct {
 	h    handle
@@ -445,8 +454,8 @@ func (b *HostBuffer) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // WriteAt copies p into the buffer from byte off on (io.WriterAt). Errors:
-// ErrInvalidArgument for a range outside the buffer (nothing is copied), ErrClosed after
-// Close.
+// ErrInvalidArgument for a range outside the buffer (nothing is copied),
+// ErrFailedPrecondition once the buffer is bound into a container, ErrClosed after Close.
 func (b *HostBuffer) WriteAt(p []byte, off int64) (int, error) {
 	return b.copyAt("HostBuffer.WriteAt", p, off, true)
 }
@@ -460,6 +469,13 @@ func (b *HostBuffer) copyAt(what string, p []byte, off int64, write bool) (int, 
 		return 0, err
 	}
 	defer b.h.release()
+	if write {
+		end, err := b.h.beginWrite(what)
+		if err != nil {
+			return 0, err
+		}
+		defer end()
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
