@@ -15,6 +15,8 @@ namespace wharf_cli {
 bool failed(wharf_status* st, const char* what);
 std::string human_bytes(uint64_t bytes);
 std::string shape_str(const wharf_tensor_view& v);
+// A tensor's size in bytes (sub-byte dtypes packed).
+uint64_t tensor_bytes(const wharf_tensor_view& v);
 const char* backend_str(wharf_backend b);
 // Names and strings read from files, made safe for a terminal and for JSON: quoted, with
 // control characters, quotes and backslashes escaped (invalid UTF-8 bytes as \xNN).

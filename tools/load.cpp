@@ -89,9 +89,7 @@ bool entries_of(const wharf_constant_map* map, std::vector<Entry>* out, uint64_t
     std::memset(&e.view, 0, sizeof e.view);
     e.view.struct_size = sizeof e.view;
     if (failed(wharf_constant_map_entry(map, i, &e.name, &e.view), "reading an entry")) return false;
-    uint64_t bits = wharf_dtype_bits(e.view.dtype);
-    for (int d = 0; d < e.view.ndim; ++d) bits *= uint64_t(e.view.shape[d]);
-    e.bytes = bits / 8;
+    e.bytes = tensor_bytes(e.view);
     *total += e.bytes;
     out->push_back(e);
   }

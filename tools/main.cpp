@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "io/json.h"
 
 namespace wharf_cli {
 
@@ -107,12 +108,17 @@ int cmd_info(bool json) {
     wharf_runtime_free(cuda);
   }
   if (json) {
-    std::printf("{\"version\": %s, \"abi\": %u, \"backend\": \"%s\", \"device\": %s, \"device_index\": %d, "
-                "\"compute\": \"%d.%d\", \"total_memory\": %llu, \"free_memory\": %llu, \"cuda_unavailable\": %s}\n",
-                json_string(wharf_version()).c_str(), wharf_abi_version(), backend_str(info.backend),
-                json_string(info.name).c_str(), info.device_index, info.compute_major, info.compute_minor,
-                static_cast<unsigned long long>(info.total_memory), static_cast<unsigned long long>(info.free_memory),
-                why_not_cuda.empty() ? "null" : json_string(why_not_cuda).c_str());
+    wharf::io::json::Writer w;
+    w.begin_object().key("version").string(wharf_version()).key("abi").uint(wharf_abi_version());
+    w.key("backend").string(backend_str(info.backend)).key("device").string(info.name);
+    w.key("device_index").sint(info.device_index);
+    w.key("compute").string(std::to_string(info.compute_major) + "." + std::to_string(info.compute_minor));
+    w.key("total_memory").uint(info.total_memory).key("free_memory").uint(info.free_memory);
+    w.key("cuda_unavailable");
+    if (why_not_cuda.empty()) w.null();
+    else w.string(why_not_cuda);
+    w.end_object();
+    std::printf("%s\n", w.text().c_str());
   } else {
     std::printf("wharf %s (ABI %u)\n", wharf_version(), wharf_abi_version());
     std::printf("backend:       %s\n", backend_str(info.backend));
@@ -126,9 +132,82 @@ int cmd_info(bool json) {
   return 0;
 }
 
+namespace {
+
+// One file's object for `inspect --json`: its tensors, metadata and total bytes, or, when the
+// file cannot be read, {"file": ..., "error": {"code": ..., "message": ...}}. Built whole
+// before it is printed, so a file that fails half-way never leaves half an object.
+wharf::io::json::Writer inspect_json(const std::string& file, bool* ok) {
+  using wharf::io::json::Writer;
+  const auto error_object = [&file, ok](wharf_status* st) {
+    Writer e;
+    e.begin_object().key("file").string(file).key("error").begin_object();
+    e.key("code").string(wharf_code_name(wharf_status_code(st))).key("message").string(wharf_status_message(st));
+    e.end_object().end_object();
+    wharf_status_free(st);
+    *ok = false;
+    return e;
+  };
+  wharf_constant_map* map = nullptr;
+  if (wharf_status* st = wharf_constant_map_load_safetensors(file.c_str(), &map)) return error_object(st);
+  Writer w;
+  w.begin_object().key("file").string(file).key("tensors").begin_array();
+  uint64_t total = 0;
+  for (size_t i = 0, n = wharf_constant_map_size(map); i < n; ++i) {
+    const char* name = nullptr;
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    if (wharf_status* st = wharf_constant_map_entry(map, i, &name, &v)) {
+      wharf_constant_map_free(map);
+      return error_object(st);
+    }
+    const uint64_t bytes = tensor_bytes(v);
+    total += bytes;
+    const char* dt = wharf_dtype_name(v.dtype);
+    w.begin_object().key("name").string(name).key("dtype").string(dt ? dt : "?").key("shape").begin_array();
+    for (int d = 0; d < v.ndim; ++d) w.sint(v.shape[d]);
+    w.end_array().key("bytes").uint(bytes).end_object();
+  }
+  w.end_array().key("metadata").begin_object();
+  for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
+    const char *k, *val;
+    if (wharf_status* st = wharf_constant_map_metadata_entry(map, i, &k, &val)) {
+      wharf_constant_map_free(map);
+      return error_object(st);
+    }
+    w.key(k).string(val);
+  }
+  w.end_object().key("total_bytes").uint(total).end_object();
+  wharf_constant_map_free(map);
+  return w;
+}
+
+}  // namespace
+
+uint64_t tensor_bytes(const wharf_tensor_view& v) {
+  // Sized in bits: sub-byte dtypes (F4, F6) pack several elements per byte.
+  uint64_t bits = wharf_dtype_bits(v.dtype);
+  for (int d = 0; d < v.ndim; ++d) bits *= uint64_t(v.shape[d]);
+  return bits / 8;
+}
+
 int cmd_inspect(const std::vector<std::string>& files, bool json) {
   int rc = 0;
-  if (json) std::printf("[");
+  if (json) {
+    // One array, one object per file in the order given; a file that fails is an error object
+    // in its place (and the exit status is 1), never a gap.
+    wharf::io::json::Writer w;
+    w.begin_array();
+    for (const std::string& file : files) {
+      bool ok = true;
+      w.value(inspect_json(file, &ok));
+      if (!ok) rc = 1;
+    }
+    w.end_array();
+    std::printf("%s\n", w.text().c_str());
+    return rc;
+  }
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     wharf_constant_map* map = nullptr;
@@ -138,12 +217,8 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
     }
     const size_t n = wharf_constant_map_size(map);
     uint64_t total = 0;
-    if (json) {
-      std::printf("%s{\"file\": %s, \"tensors\": [", f ? ", " : "", json_string(file).c_str());
-    } else {
-      if (files.size() > 1) std::printf("%s== %s\n", f ? "\n" : "", json_string(file).c_str());
-      std::printf("%-48s %-8s %-20s %12s\n", "tensor", "dtype", "shape", "bytes");
-    }
+    if (files.size() > 1) std::printf("%s== %s\n", f ? "\n" : "", json_string(file).c_str());
+    std::printf("%-48s %-8s %-20s %12s\n", "tensor", "dtype", "shape", "bytes");
     for (size_t i = 0; i < n; ++i) {
       const char* name = nullptr;
       wharf_tensor_view v;
@@ -153,35 +228,20 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
         rc = 1;
         break;
       }
-      // Sized in bits: sub-byte dtypes (F4, F6) pack several elements per byte.
-      uint64_t bits = wharf_dtype_bits(v.dtype);
-      for (int d = 0; d < v.ndim; ++d) bits *= uint64_t(v.shape[d]);
-      const uint64_t bytes = bits / 8;
+      const uint64_t bytes = tensor_bytes(v);
       total += bytes;
       const char* dt = wharf_dtype_name(v.dtype);
-      if (json)
-        std::printf("%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": %s, \"bytes\": %llu}", i ? ", " : "",
-                    json_string(name).c_str(), dt ? dt : "?", shape_str(v).c_str(), static_cast<unsigned long long>(bytes));
-      else
-        std::printf("%-48s %-8s %-20s %12llu\n", json_string(name).c_str(), dt ? dt : "?", shape_str(v).c_str(),
-                    static_cast<unsigned long long>(bytes));
+      std::printf("%-48s %-8s %-20s %12llu\n", json_string(name).c_str(), dt ? dt : "?", shape_str(v).c_str(),
+                  static_cast<unsigned long long>(bytes));
     }
-    if (json) std::printf("], \"metadata\": {");
     for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
       const char *k, *val;
       if (failed(wharf_constant_map_metadata_entry(map, i, &k, &val), "reading metadata")) continue;
-      if (json)
-        std::printf("%s%s: %s", i ? ", " : "", json_string(k).c_str(), json_string(val).c_str());
-      else
-        std::printf("metadata: %s = %s\n", json_string(k).c_str(), json_string(val).c_str());
+      std::printf("metadata: %s = %s\n", json_string(k).c_str(), json_string(val).c_str());
     }
-    if (json)
-      std::printf("}, \"total_bytes\": %llu}", static_cast<unsigned long long>(total));
-    else
-      std::printf("%zu tensors, %s\n", n, human_bytes(total).c_str());
+    std::printf("%zu tensors, %s\n", n, human_bytes(total).c_str());
     wharf_constant_map_free(map);
   }
-  if (json) std::printf("]\n");
   return rc;
 }
 
@@ -198,7 +258,9 @@ int main(int argc, char** argv) {
   info->add_flag("--json", json, "one JSON object");
   std::vector<std::string> files;
   auto* inspect = app.add_subcommand("inspect", "table of tensors, dtypes, shapes and bytes of safetensors files");
-  inspect->add_option("files", files, "safetensors files")->required()->check(CLI::ExistingFile);
+  // No existence check here: a file that cannot be read is reported by the library, and
+  // with --json as an error object in its place.
+  inspect->add_option("files", files, "safetensors files")->required();
   inspect->add_flag("--json", json, "a JSON array, one object per file");
   LoadOptions load;
   auto* l = app.add_subcommand("load",

@@ -8,8 +8,14 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-// The code point of the well-formed sequence of `len` bytes at s[i].
-uint32_t decode(std::string_view s, size_t i, size_t len) {
+void append_u4(std::string* out, uint32_t cp) {
+  *out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(cp >> shift) & 0xF]);
+}
+
+}  // namespace
+
+uint32_t utf8_decode(std::string_view s, size_t i, size_t len) {
   const auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
   switch (len) {
     case 1: return byte(0);
@@ -19,47 +25,66 @@ uint32_t decode(std::string_view s, size_t i, size_t len) {
   }
 }
 
-// Code points that are valid text but must not be shown raw: C0 controls, DEL, C1 controls
-// (U+009B is CSI to some terminals), and the invisible characters that change how a line is
-// laid out: direction marks, line/paragraph separators, bidi embeddings/overrides/isolates.
-bool must_escape(uint32_t cp) {
+bool escaped_when_shown(uint32_t cp) {
   return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
          (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-void append_u4(std::string* out, uint32_t cp) {
-  *out += "\\u";
-  for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(cp >> shift) & 0xF]);
+namespace {
+
+// What a lead byte promises: the sequence length and the allowed range of the second byte
+// (RFC 3629; table 3-7 of the Unicode standard). Length 0: the byte starts no sequence (a
+// continuation byte, C0/C1, which are always overlong, or F5..FF).
+struct Lead {
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+};
+
+Lead lead_of(unsigned char c) {
+  Lead l;
+  if (c >= 0xC2 && c <= 0xDF) {
+    l.len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    l.len = 3;
+    if (c == 0xE0) l.lo = 0xA0;       // overlong below U+0800
+    else if (c == 0xED) l.hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    l.len = 4;
+    if (c == 0xF0) l.lo = 0x90;       // overlong below U+10000
+    else if (c == 0xF4) l.hi = 0x8F;  // above U+10FFFF
+  }
+  return l;
+}
+
+// How many bytes at s[i] (at most `len`) follow the lead byte's promise.
+size_t matching_prefix(std::string_view s, size_t i, const Lead& l) {
+  size_t k = 1;
+  if (i + k < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < l.lo || b > l.hi) return k;
+    ++k;
+  }
+  while (k < l.len && i + k < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < 0x80 || b > 0xBF) break;
+    ++k;
+  }
+  return k;
 }
 
 }  // namespace
 
-// RFC 3629; table 3-7 of the Unicode standard.
 size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const size_t avail = s.size() - i;
-  const unsigned char c = byte(i);
+  const auto c = static_cast<unsigned char>(s[i]);
   if (c < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;       // overlong below U+0800
-    else if (c == 0xED) hi = 0x9F;  // surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;       // overlong below U+10000
-    else if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;  // continuation byte, C0/C1 (always overlong) or F5..FF
-  }
-  if (avail < len) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  return len;
+  const Lead l = lead_of(c);
+  if (l.len == 0 || s.size() - i < l.len) return 0;
+  return matching_prefix(s, i, l) == l.len ? l.len : 0;
+}
+
+size_t utf8_invalid_length(std::string_view s, size_t i) {
+  const Lead l = lead_of(static_cast<unsigned char>(s[i]));
+  return l.len == 0 ? 1 : matching_prefix(s, i, l);
 }
 
 size_t utf8_error_offset(std::string_view s) {
@@ -95,7 +120,7 @@ std::string quote_name(std::string_view s, size_t max_bytes) {
       ++i;
       continue;
     }
-    const uint32_t cp = decode(shown, i, len);
+    const uint32_t cp = utf8_decode(shown, i, len);
     switch (cp) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
@@ -105,7 +130,7 @@ std::string quote_name(std::string_view s, size_t max_bytes) {
       case '\\': out += "\\\\"; break;
       case '\'': out += "\\'"; break;
       default:
-        if (must_escape(cp)) append_u4(&out, cp);
+        if (escaped_when_shown(cp)) append_u4(&out, cp);
         else out.append(shown.data() + i, len);
     }
     i += len;

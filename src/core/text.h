@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,22 @@ inline bool valid_utf8(const char* s) { return valid_utf8(std::string_view(s)); 
 // not one (an overlong form, a surrogate, a code point above U+10FFFF, a stray continuation
 // byte, a sequence cut short). Requires i < s.size().
 size_t utf8_sequence_length(std::string_view s, size_t i);
+
+// Where utf8_sequence_length(s, i) is 0: the length of the "maximal subpart" there (Unicode
+// 3.9, U+FFFD substitution): the bytes that start a sequence but are cut short count as one
+// unit, any other byte alone. What WHATWG's decoder and Python's errors="replace" replace by
+// one U+FFFD each.
+size_t utf8_invalid_length(std::string_view s, size_t i);
+
+// The code point of the well-formed UTF-8 sequence of `len` bytes (from utf8_sequence_length)
+// at s[i].
+uint32_t utf8_decode(std::string_view s, size_t i, size_t len);
+
+// Code points that are valid text but are never shown raw (quote_name() and the JSON writer
+// of io/json.h escape them): C0 controls, DEL, C1 controls (U+009B is CSI to some terminals),
+// and the invisible characters that change how a line is laid out: direction marks,
+// line/paragraph separators, bidi embeddings/overrides/isolates ("Trojan Source").
+bool escaped_when_shown(uint32_t cp);
 
 // Byte offset of the first byte of `s` that does not start a well-formed UTF-8 sequence, or
 // s.size() if the whole string is well-formed.

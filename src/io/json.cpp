@@ -2,6 +2,8 @@
 #include "io/json.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 #include "core/text.h"
 
@@ -467,10 +469,25 @@ std::string quote_for_message(std::string_view s, size_t max_bytes) { return quo
 
 bool is_valid_utf8(std::string_view s) { return valid_utf8(s); }
 
-void append_quoted(std::string* out, std::string_view s) {
+namespace {
+
+// One encoder for append_quoted() (terminal_safe = false: what JSON requires, as serde_json)
+// and Writer (terminal_safe = true: also every escaped_when_shown() code point).
+void append_string(std::string* out, std::string_view s, bool terminal_safe) {
+  const auto u4 = [out](uint32_t cp) {
+    *out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(cp >> shift) & 0xF]);
+  };
   out->push_back('"');
-  for (char c : s) {
-    switch (c) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(s, i);
+    if (len == 0) {  // not UTF-8: one U+FFFD per maximal subpart
+      *out += "\\ufffd";
+      i += utf8_invalid_length(s, i);
+      continue;
+    }
+    const uint32_t cp = utf8_decode(s, i, len);
+    switch (cp) {
       case '"': *out += "\\\""; break;
       case '\\': *out += "\\\\"; break;
       case '\b': *out += "\\b"; break;
@@ -479,16 +496,144 @@ void append_quoted(std::string* out, std::string_view s) {
       case '\r': *out += "\\r"; break;
       case '\t': *out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          *out += "\\u00";
-          out->push_back(kHex[(c >> 4) & 0xF]);
-          out->push_back(kHex[c & 0xF]);
-        } else {
-          out->push_back(c);
-        }
+        if (cp < 0x20 || (terminal_safe && escaped_when_shown(cp))) u4(cp);
+        else out->append(s.data() + i, len);
     }
+    i += len;
   }
   out->push_back('"');
+}
+
+}  // namespace
+
+void append_quoted(std::string* out, std::string_view s) { append_string(out, s, false); }
+
+// --- Writer ----------------------------------------------------------------------------------
+
+bool Writer::before_value() {
+  if (done_ || (!open_.empty() && open_.back() == '{' && !after_key_)) {
+    misused_ = true;
+    return false;
+  }
+  if (after_key_) {
+    after_key_ = false;
+  } else if (!open_.empty()) {
+    if (!first_) out_ += ", ";
+  }
+  first_ = false;
+  return true;
+}
+
+Writer& Writer::begin_object() {
+  if (before_value()) {
+    out_.push_back('{');
+    open_.push_back('{');
+    first_ = true;
+  }
+  return *this;
+}
+
+Writer& Writer::begin_array() {
+  if (before_value()) {
+    out_.push_back('[');
+    open_.push_back('[');
+    first_ = true;
+  }
+  return *this;
+}
+
+Writer& Writer::close(char open, char close_char) {
+  if (open_.empty() || open_.back() != open || after_key_) {
+    misused_ = true;
+    return *this;
+  }
+  out_.push_back(close_char);
+  open_.pop_back();
+  first_ = false;
+  if (open_.empty()) done_ = true;
+  return *this;
+}
+
+Writer& Writer::end_object() { return close('{', '}'); }
+Writer& Writer::end_array() { return close('[', ']'); }
+
+Writer& Writer::key(std::string_view k) {
+  if (open_.empty() || open_.back() != '{' || after_key_) {
+    misused_ = true;
+    return *this;
+  }
+  if (!first_) out_ += ", ";
+  append_string(&out_, k, true);
+  out_ += ": ";
+  after_key_ = true;
+  return *this;
+}
+
+void Writer::scalar_written() {
+  if (open_.empty()) done_ = true;  // a scalar standing alone is the whole text
+}
+
+Writer& Writer::string(std::string_view s) {
+  if (before_value()) {
+    append_string(&out_, s, true);
+    scalar_written();
+  }
+  return *this;
+}
+
+Writer& Writer::uint(uint64_t v) {
+  if (before_value()) {
+    out_ += std::to_string(v);
+    scalar_written();
+  }
+  return *this;
+}
+
+Writer& Writer::sint(int64_t v) {
+  if (before_value()) {
+    out_ += std::to_string(v);
+    scalar_written();
+  }
+  return *this;
+}
+
+Writer& Writer::number(double v) {
+  if (!std::isfinite(v)) return null();
+  if (before_value()) {
+    char buf[32];
+    const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, r.ptr);
+    scalar_written();
+  }
+  return *this;
+}
+
+Writer& Writer::boolean(bool v) {
+  if (before_value()) {
+    out_ += v ? "true" : "false";
+    scalar_written();
+  }
+  return *this;
+}
+
+Writer& Writer::null() {
+  if (before_value()) {
+    out_ += "null";
+    scalar_written();
+  }
+  return *this;
+}
+
+Writer& Writer::value(const Writer& complete_value) {
+  if (!complete_value.complete()) {
+    misused_ = true;
+    return *this;
+  }
+  if (before_value()) {
+    out_ += complete_value.out_;
+    scalar_written();
+  }
+  return *this;
 }
 
 }  // namespace wharf::io::json

@@ -181,8 +181,61 @@ std::string quote_for_message(std::string_view s, size_t max_bytes = 256);
 // above U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 
-// Appends `s` as a JSON string literal (with quotes). `s` must be valid UTF-8; bytes are copied
-// through unchanged except '"', '\\' and control characters, which are escaped.
+// Appends `s` as a JSON string literal (with quotes), escaped as the safetensors reference
+// implementation (serde_json) does: '"', '\\' and C0 controls only, everything else copied
+// through, so headers Wharf writes are byte-identical to the reference's. Bytes that are not
+// well-formed UTF-8 become U+FFFD as in Writer below: the output is always valid JSON.
 void append_quoted(std::string* out, std::string_view s);
+
+// Writes one JSON text (RFC 8259). This is the one JSON writer of the project: append_quoted()
+// above for safetensors headers, a Writer for everything else (the `wharf` program's --json
+// output). Commas and nesting are tracked, so a caller cannot produce "[, {...}]".
+//
+// Strings are valid JSON whatever bytes they hold, and safe to print on a terminal:
+//  - bytes that are not well-formed UTF-8 become U+FFFD, written "\ufffd", one per maximal
+//    subpart (utf8_invalid_length() in core/text.h; Python's errors="replace" does the same).
+//    A JSON string is Unicode text: "\xNN" is not JSON, and lone surrogates (Python's
+//    surrogateescape) are refused by strict parsers, this one included. So a file name that
+//    is not UTF-8 shows as itself with its stray bytes replaced (lossy, but always parsable);
+//  - '"', '\\' and the short escapes (\b \f \n \r \t) as usual, and every code point
+//    that escaped_when_shown() names (C0/C1 controls, DEL, bidi and line-layout characters)
+//    as \uXXXX, so no terminal escape reaches the screen raw.
+// Output is compact on one line with ", " and ": " between items. Misuse (a value in an object
+// without a key, a key in an array, an unmatched end, a second top-level value) is recorded,
+// not undefined: complete() then stays false.
+class Writer {
+ public:
+  Writer& begin_object();
+  Writer& end_object();
+  Writer& begin_array();
+  Writer& end_array();
+  Writer& key(std::string_view k);  // in an object, before each value
+  Writer& string(std::string_view s);
+  Writer& uint(uint64_t v);
+  Writer& sint(int64_t v);
+  // The shortest text that reads back as `v`; NaN and infinities (not JSON numbers) as null.
+  Writer& number(double v);
+  Writer& boolean(bool v);
+  Writer& null();
+  // Another writer's complete() value, copied in as one value (nothing if it is incomplete:
+  // then this writer is marked misused).
+  Writer& value(const Writer& complete_value);
+
+  const std::string& text() const { return out_; }
+  // Exactly one top-level value was written, every array and object is closed, no misuse.
+  bool complete() const { return done_ && !misused_; }
+
+ private:
+  bool before_value();  // false (and misused_) where no value may go
+  Writer& close(char open, char close_char);
+  void scalar_written();
+
+  std::string out_;
+  std::vector<char> open_;  // '{' or '[' per open container
+  bool first_ = true;       // nothing written yet in the innermost container
+  bool after_key_ = false;  // a key was written; its value comes next
+  bool done_ = false;       // the top-level value is complete
+  bool misused_ = false;
+};
 
 }  // namespace wharf::io::json

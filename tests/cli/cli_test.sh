@@ -27,6 +27,23 @@ printf '%s\n' "$out" | grep -qF '"a\u001b[31m\n\"b"' || fail "escaped name not s
 json=$("$W" inspect --json "$T/evil.safetensors")
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d[0]["tensors"][0]["name"]=="a\x1b[31m\n\"b", d' "$json" \
   || fail "--json is not valid JSON with the exact name"
+# --json is valid JSON whatever happens: a file that cannot be read (here the first, and a
+# missing one) is an error object in its place, and a file name that is not UTF-8 comes out
+# with U+FFFD for its stray byte (one JSON writer, src/io/json.h). The exit status is 1.
+printf 'not a safetensors file' >"$T/bad.bin"
+cp "$T/evil.safetensors" "$T/"$'name\xff.safetensors'
+rc=0
+"$W" inspect --json "$T/bad.bin" "$T/"$'name\xff.safetensors' "$T/missing.safetensors" >"$T/inspect.json" 2>"$T/err" || rc=$?
+[ "$rc" = 1 ] || fail "inspect --json of a bad file: exit status $rc, expected 1"
+python3 - "$T" <<'PY' || fail "inspect --json with bad files: $(cat "$T/inspect.json")"
+import json, sys
+t = sys.argv[1]
+d = json.load(open(t + "/inspect.json", "rb"))
+assert [x["file"] for x in d] == [t + "/bad.bin", t + "/name\ufffd.safetensors", t + "/missing.safetensors"], d
+assert d[0]["error"]["code"] == "DATA_CORRUPT" and "tensors" not in d[0], d[0]
+assert d[1]["tensors"][0]["name"] == 'a\x1b[31m\n"b' and d[1]["total_bytes"] == 8 and "error" not in d[1], d[1]
+assert d[2]["error"]["code"] == "NOT_FOUND" and "missing.safetensors" in d[2]["error"]["message"], d[2]
+PY
 "$W" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "version" in d and "backend" in d' \
   || fail "info --json"
 # load: a checkpoint into a container, then an update, each with a summary line on stdout.

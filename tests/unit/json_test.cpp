@@ -260,6 +260,84 @@ TEST(JsonTest, AppendQuotedRoundTrips) {
   EXPECT_EQ(q, "\"a\\\"b\\\\\\n\\u0001\"");
 }
 
+TEST(JsonTest, AppendQuotedReplacesBytesThatAreNotUtf8) {
+  std::string q;
+  append_quoted(&q, "a\xFF" "b\xC3");
+  EXPECT_EQ(q, "\"a\\ufffdb\\ufffd\"");
+  EXPECT_EQ(parse_ok(q).as_string(), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  // One U+FFFD per maximal subpart, as Python's errors="replace": a sequence cut short is
+  // one, C0 (always overlong) and a stray continuation byte one each, a surrogate's E0/ED
+  // lead stops at the byte out of range.
+  q.clear();
+  append_quoted(&q, "\xE2\x82" "a\xC0\xAF\xF0\x9F\x98" "b\xED\xA0\x80");
+  EXPECT_EQ(q, "\"\\ufffda\\ufffd\\ufffd\\ufffdb\\ufffd\\ufffd\\ufffd\"");
+}
+
+// The writer behind the `wharf` program's --json: always valid JSON, whatever the strings.
+TEST(JsonWriterTest, NestedValuesParseBack) {
+  Writer w;
+  w.begin_array();
+  w.begin_object().key("file").string("a.safetensors").key("error").null().end_object();
+  w.begin_object().key("n").uint(18446744073709551615ull).key("i").sint(-3).key("x").number(0.25);
+  w.key("inf").number(1.0 / 0.0).key("ok").boolean(true).key("t").begin_array().end_array();
+  w.key("o").begin_object().end_object().end_object();
+  w.end_array();
+  ASSERT_TRUE(w.complete()) << w.text();
+  EXPECT_EQ(w.text(),
+            "[{\"file\": \"a.safetensors\", \"error\": null}, {\"n\": 18446744073709551615, \"i\": -3, "
+            "\"x\": 0.25, \"inf\": null, \"ok\": true, \"t\": [], \"o\": {}}]");
+  Value v = parse_ok(w.text());
+  ASSERT_EQ(v.as_array().size(), 2u);
+  EXPECT_EQ(v.as_array()[1].find("n")->as_uint64(), 18446744073709551615ull);
+}
+
+TEST(JsonWriterTest, AnyBytesGiveValidJsonAndNoRawControls) {
+  // A name that is not UTF-8, C0/C1 controls, DEL, an ESC sequence, a bidi override.
+  const std::string name = std::string("a\xFF\xC0\xAF" "b\x1b[31m\n\"\\", 13) + "\x7F\xC2\x9B\xE2\x80\xAE" "c";
+  Writer w;
+  w.begin_object().key(name).string(name).end_object();
+  ASSERT_TRUE(w.complete());
+  for (char c : w.text()) EXPECT_TRUE(static_cast<unsigned char>(c) >= 0x20 && c != 0x7F) << w.text();
+  EXPECT_EQ(w.text().find("\xC2\x9B"), std::string::npos);
+  EXPECT_EQ(w.text().find("\xE2\x80\xAE"), std::string::npos);
+  Value v = parse_ok(w.text());
+  const std::string want = "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\x1b[31m\n\"\\\x7F\xC2\x9B\xE2\x80\xAE" "c";
+  ASSERT_EQ(v.as_object().size(), 1u);
+  EXPECT_EQ(v.as_object()[0].first, want);
+  EXPECT_EQ(v.as_object()[0].second.as_string(), want);
+}
+
+TEST(JsonWriterTest, MisuseIsRecordedNotWritten) {
+  Writer value_without_key;
+  value_without_key.begin_object().uint(1).end_object();
+  EXPECT_FALSE(value_without_key.complete());
+  Writer key_in_array;
+  key_in_array.begin_array().key("k").end_array();
+  EXPECT_FALSE(key_in_array.complete());
+  Writer unmatched;
+  unmatched.begin_array().end_object();
+  EXPECT_FALSE(unmatched.complete());
+  Writer two_values;
+  two_values.uint(1).uint(2);
+  EXPECT_FALSE(two_values.complete());
+  Writer open;
+  open.begin_array().uint(1);
+  EXPECT_FALSE(open.complete());
+  Writer incomplete_inside;
+  incomplete_inside.begin_array().value(open).end_array();
+  EXPECT_FALSE(incomplete_inside.complete());
+  Writer nested;
+  nested.begin_array().value(two_values).end_array();
+  EXPECT_FALSE(nested.complete());
+  Writer scalar;
+  scalar.string("x");
+  EXPECT_TRUE(scalar.complete());
+  Writer outer;
+  outer.begin_array().value(scalar).value(scalar).end_array();
+  EXPECT_TRUE(outer.complete());
+  EXPECT_EQ(outer.text(), "[\"x\", \"x\"]");
+}
+
 TEST(JsonTest, QuoteForMessage) {
   EXPECT_EQ(quote_for_message("layers.0.w"), "'layers.0.w'");
   // The escapes of wharf::quote_name (core/text.h), which this forwards to.
