@@ -25,9 +25,10 @@ import java.util.Objects;
  *   <li>{@link #put(String, ByteBuffer, DType, long...)} borrows a <em>direct</em> buffer
  *       without copying. The map keeps a strong reference to the buffer until it is closed,
  *       so the buffer's memory cannot be reclaimed while the map may read it. Later writes
- *       to the buffer are seen by the map (by the next update or save). A buffer over
- *       Wharf's own memory (a run's or another map's tensor) keeps that run or map alive
- *       until this map is closed.</li>
+ *       to the buffer are seen by the map (by the next update or save). A heap buffer
+ *       (what {@link TensorView#asByteBuffer()} returns, say) is copied, like an array.
+ *       The binding hands out no direct buffer over Wharf's own memory, so a buffer put
+ *       here is always memory the JVM manages.</li>
  *   <li>The array overloads ({@code put(String, float[], long...)} and the others)
  *       <b>copy</b> the array into a new direct buffer that the map keeps: the garbage
  *       collector moves Java arrays, so native code cannot borrow them. Later writes to the
@@ -118,36 +119,27 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
    * Adds a tensor whose data is borrowed, without a copy, from a direct buffer: the bytes
    * from the buffer's position on (its position and limit are not changed). The map keeps a
    * strong reference to {@code data} until it is closed, and reads the buffer's current
-   * contents whenever it is used.
-   *
-   * <p>A buffer over memory Wharf owns ({@link TensorView#asByteBuffer()} of a {@link Run}'s
-   * tensor or of another map's, or a slice of one) is borrowed from that run or map: this
-   * map keeps it alive (a closed run keeps its generation and session, a closed map its data)
-   * until this map is closed, so later updates and saves never read freed memory. A
-   * {@link FoldRun}'s buffer is valid only during its callback and is refused.
+   * contents whenever it is used. A heap buffer (not direct: a copy from
+   * {@link TensorView#asByteBuffer()} or {@link FoldRun#writableBuffer}, or a wrapped array)
+   * is <b>copied</b> instead, its bytes from its position on, like
+   * {@link #put(String, byte[], DType, long...)}.
    *
    * @param fqn the tensor's name
-   * @param data a direct buffer with at least the tensor's byte size remaining
+   * @param data a buffer with at least the tensor's byte size remaining
    * @param dtype the element type
    * @param shape the dimensions (none for a scalar)
-   * @throws IllegalArgumentException if {@code data} is not direct, has too few bytes
-   *     remaining, is a fold callback's buffer, or the shape has a negative dimension or more
-   *     than 8 dimensions
+   * @throws IllegalArgumentException if {@code data} has too few bytes remaining, or the
+   *     shape has a negative dimension or more than 8 dimensions
    * @throws WharfException {@link WharfException.Code#ALREADY_EXISTS} if the name is in the
    *     map, {@link WharfException.Code#INVALID_ARGUMENT} for an empty name; the map is then
    *     unchanged
-   * @throws IllegalStateException if the map has been closed, or {@code data} is memory of
-   *     a run or map that has been closed
+   * @throws IllegalStateException if the map has been closed
    */
   public void put(String fqn, ByteBuffer data, DType dtype, long... shape) {
     Objects.requireNonNull(fqn, "fqn");
     Objects.requireNonNull(data, "data");
     Objects.requireNonNull(dtype, "dtype");
     long[] dims = Objects.requireNonNull(shape, "shape").clone();
-    if (!data.isDirect()) {
-      throw new IllegalArgumentException("constant '" + fqn + "': the buffer is not direct; use"
-          + " ByteBuffer.allocateDirect, or put(String, byte[], DType, long...) to copy heap data");
-    }
     Shapes.checkRank(fqn, dims);
     long bytes = Shapes.byteSize(dtype, dims);
     int position = data.position(); // read once: the checks and the address must agree
@@ -156,45 +148,28 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
       throw new IllegalArgumentException("constant '" + fqn + "': " + dtype + Arrays.toString(dims)
           + " needs " + bytes + " bytes, but the buffer has " + remaining + " remaining");
     }
+    if (!data.isDirect()) {
+      ByteBuffer from = data.duplicate();
+      from.position(position).limit(position + (int) bytes);
+      ByteBuffer buffer = copy(bytes).put(from);
+      buffer.clear();
+      put(fqn, buffer, dtype, dims);
+      return;
+    }
     long base = WharfNative.wharf_swig_direct_buffer_address(data);
     if (base == 0) {
       throw new IllegalArgumentException("constant '" + fqn + "': the buffer's address is not available");
     }
     long address = base + position;
-    // A buffer over memory Wharf owns (a run's tensor, another map's): keep its owner alive
-    // for as long as this map may read it. Taken before this map's lock (never both at once).
-    NativeHandle<?> owner = ViewRegistry.ownerOf(address, bytes);
-    if (owner == this) owner = null; // this map's own data lives as long as the map
-    if (owner instanceof FoldRun) {
-      throw new IllegalArgumentException("constant '" + fqn + "': the buffer is memory of " + owner.describe()
-          + ", valid only during the callback; copy it (put(String, byte[], DType, long...))");
-    }
-    if (owner != null) {
-      NativeHandle<?> o = owner;
-      try {
-        o.withPointer(p -> {
-          o.retainForKeepAlive();
-          return null;
-        });
-      } catch (IllegalStateException closed) {
-        throw new IllegalStateException("constant '" + fqn + "': the buffer is memory of " + o.describe()
-            + ", which has been closed: its memory may already be freed", closed);
-      }
-    }
-    boolean adopted = false;
     try {
-      NativeHandle<?> o = owner;
       withPointerExclusive(p -> {
         WharfNative.wharf_swig_constant_map_set(p, fqn, address, dtype.value(), DeviceType.CPU.value(), 0, dims);
         synchronized (borrowed) {
           borrowed.add(data);
         }
-        if (o != null) adoptKeepAlive(o);
         return null;
       });
-      adopted = true;
     } finally {
-      if (owner != null && !adopted) owner.dropKeepAlive();
       Reference.reachabilityFence(data);
     }
   }

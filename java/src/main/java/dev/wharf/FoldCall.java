@@ -55,6 +55,7 @@ final class FoldCall {
     try {
       run = new FoldRun(WharfNative.wharf_swig_run_at(runAddress), container);
       fold.apply(run);
+      run.writeBack();
       return 0;
     } catch (WharfException e) {
       failure = e;

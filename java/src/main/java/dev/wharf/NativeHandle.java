@@ -47,9 +47,6 @@ abstract class NativeHandle<P> implements AutoCloseable {
   private P pointer;      // written under synchronized(this) (and the write lock, or once closed); null once freed
   private boolean closed; // written under the write lock and synchronized(this)
   private int dependents; // guarded by synchronized(this)
-  // Handles this one keeps alive besides its parents (what a constant map borrows from);
-  // guarded by synchronized(this).
-  private final List<NativeHandle<?>> keptAlive = new ArrayList<>();
 
   /** Takes ownership of {@code pointer}, for a handle that depends on no other. */
   NativeHandle(P pointer) {
@@ -247,54 +244,7 @@ abstract class NativeHandle<P> implements AutoCloseable {
     try {
       free(toFree);
     } finally {
-      ViewRegistry.forget(this);
-      List<NativeHandle<?>> kept;
-      synchronized (this) {
-        kept = new ArrayList<>(keptAlive);
-        keptAlive.clear();
-      }
-      try {
-        releaseParents(0);
-      } finally {
-        release(kept, 0);
-      }
-    }
-  }
-
-  /** Tells handles i.. of {@code handles} that this dependent is gone, each even when an earlier one throws. */
-  private void release(List<NativeHandle<?>> handles, int i) {
-    if (i == handles.size()) return;
-    try {
-      handles.get(i).dependentFreed();
-    } finally {
-      release(handles, i + 1);
-    }
-  }
-
-  /**
-   * Counts a dependent of this handle that is not a handle created from it (a map borrowing
-   * its memory), so its native object outlives that dependent: call with this handle's lock
-   * held (inside {@link #withPointer}). Hand the dependency to the dependent with
-   * {@link #adoptKeepAlive}, or give it back with {@link #dependentFreed()} via
-   * {@link #dropKeepAlive()}.
-   */
-  final void retainForKeepAlive() {
-    addDependent();
-  }
-
-  /** Gives back a {@link #retainForKeepAlive()} that no dependent adopted. */
-  final void dropKeepAlive() {
-    dependentFreed();
-  }
-
-  /**
-   * Makes this handle keep {@code owner} (already counted with {@link #retainForKeepAlive()})
-   * alive until this handle's native object is freed. Call while this handle is open (under
-   * its lock).
-   */
-  final void adoptKeepAlive(NativeHandle<?> owner) {
-    synchronized (this) {
-      keptAlive.add(owner);
+      releaseParents(0);
     }
   }
 

@@ -13,10 +13,11 @@ import java.util.Objects;
  * A model's outputs ({@link Run#runModel(Model, TensorView...)}) are owned by the run too.
  * {@link #ofHost} and {@link #ofDevice} describe the caller's own memory (model inputs).
  *
- * <p>{@link #asByteBuffer()} reads the data in place and needs host memory
- * ({@link DeviceType#CPU}: every tensor on the host backend, and constants placed in host
- * memory). {@link #toByteArray()} and {@link #read(long, ByteBuffer)} copy, and for a run's
- * tensors (a model's outputs included) work on CUDA too; CUDA kernels use
+ * <p>{@link #asByteBuffer()}, {@link #toByteArray()} and {@link #read(long, ByteBuffer)}
+ * <em>copy</em> the data into Java memory (a run's tensors, a model's outputs included, on
+ * CUDA too; a map's from host memory), so nothing Java code keeps can reach Wharf's memory
+ * after its owner frees it: the binding never hands out a direct buffer over memory Wharf
+ * owns (as ONNX Runtime's Java API returns copies, for the same reason). CUDA kernels use
  * {@link #address()}. Once the owner is closed, all three throw
  * {@link IllegalStateException}, and so does passing the view to
  * {@link Run#runModel(Model, TensorView...)}.
@@ -227,24 +228,16 @@ public final class TensorView {
   }
 
   /**
-   * A read-only view of the data without a copy, in native byte order.
+   * Copies the data into a new read-only heap buffer, in native byte order: the same bytes
+   * as {@link #toByteArray()}, ready for {@code asFloatBuffer()} and the like. The copy is
+   * the caller's to keep however long; later changes to the tensor are not seen.
    *
-   * <p><b>The buffer is valid only while the owner is open.</b> Once the run (or map) it came
-   * from is closed, Wharf may free or reuse the memory, and reading the buffer is undefined
-   * behaviour that can crash the JVM; nothing in Java can prevent it. Do not keep the buffer
-   * past the owner's {@code close()}; use {@link #toByteArray()} for data that must outlive it.
-   *
-   * @return a direct, read-only buffer over {@link #byteSize()} bytes
+   * @return a read-only heap buffer of {@link #byteSize()} bytes
    * @throws IllegalStateException if the owner has been closed
-   * @throws UnsupportedOperationException if the data is in CUDA memory, not contiguous, or
-   *     larger than a ByteBuffer can address (2 GiB)
+   * @throws UnsupportedOperationException as {@link #toByteArray()}
    */
   public ByteBuffer asByteBuffer() {
-    if (owner == null) {
-      checkedReadableSize();
-      return host.asReadOnlyBuffer().order(ByteOrder.nativeOrder());
-    }
-    return owner.withPointer(p -> rawBuffer().asReadOnlyBuffer().order(ByteOrder.nativeOrder()));
+    return ByteBuffer.wrap(toByteArray()).asReadOnlyBuffer().order(ByteOrder.nativeOrder());
   }
 
   /**
@@ -283,7 +276,7 @@ public final class TensorView {
     }
     return owner.withPointer(p -> {
       byte[] bytes = new byte[(int) checkedReadableSize()];
-      rawBuffer().get(bytes);
+      if (bytes.length > 0) nativeBytes().get(bytes);
       return bytes;
     });
   }
@@ -308,8 +301,7 @@ public final class TensorView {
   public void read(long offset, ByteBuffer dst) {
     Objects.requireNonNull(dst, "dst");
     if (!(owner instanceof Run)) {
-      throw new UnsupportedOperationException("tensor '" + name + "' is not a run's; read it with asByteBuffer()"
-          + " or toByteArray()");
+      throw new UnsupportedOperationException("tensor '" + name + "' is not a run's; copy it with toByteArray()");
     }
     if (!dst.isDirect()) {
       throw new IllegalArgumentException("reading '" + name + "': the buffer is not direct; use ByteBuffer.allocateDirect");
@@ -336,12 +328,12 @@ public final class TensorView {
     dst.position(position + bytes);
   }
 
-  /** The host data as a writable direct buffer; only for use inside owner.withPointer. */
-  private ByteBuffer rawBuffer() {
-    long size = checkedReadableSize();
-    if (size == 0) return ByteBuffer.allocateDirect(0);
-    ViewRegistry.handedOut(owner, address, size);
-    return WharfNative.wharf_swig_byte_view(address, size);
+  /**
+   * The host data as a direct buffer over the owner's memory, to copy from; only inside
+   * owner.withPointer, and never handed out (it would outlive the memory).
+   */
+  private ByteBuffer nativeBytes() {
+    return WharfNative.wharf_swig_byte_view(address, checkedReadableSize());
   }
 
   private long checkedReadableSize() {

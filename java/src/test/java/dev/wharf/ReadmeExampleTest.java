@@ -31,7 +31,7 @@ public class ReadmeExampleTest {
          ConstantMap loaded = ConstantMap.loadSafetensors(file);
          Container model = Container.fromMap(runtime, loaded, "demo")) {
 
-      // 2. Begin a run and read a value through the zero-copy view.
+      // 2. Begin a run and read a value (asByteBuffer copies it to the Java heap).
       try (Run oldRun = model.beginRun()) {
         TensorView weight = oldRun.tensor("layers.0.weight");
         assertEquals(2f, weight.asByteBuffer().asFloatBuffer().get(1), 0f);
