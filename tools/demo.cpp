@@ -70,7 +70,8 @@ uint64_t constants_peak(wharf_runtime* rt, uint64_t* current) {
 }  // namespace
 
 int cmd_demo(const DemoOptions& o) {
-  const bool host_backend = o.host, weights_only = o.weights_only;
+  bool host_backend = o.host;
+  const bool weights_only = o.weights_only;
   std::string model_dir = o.model_dir;
   const int num_readers = o.readers;
   // On a GPU machine the demo serves the committed AOTInductor model; elsewhere (or if the
@@ -89,7 +90,10 @@ int cmd_demo(const DemoOptions& o) {
     }
     if (!model_dir.empty()) {
       int rc = run_model_demo(model_dir);
-      if (rc != 3) return rc;
+      // No CUDA device: the model demo said why; the host backend, asked for by name, does
+      // not say it a second time (backend AUTO would log the same reason as a warning).
+      if (rc == 4) host_backend = true;
+      else if (rc != 3) return rc;
     }
   }
   std::printf("== wharf %s demo: hot weight updates while serving ==\n\n", wharf_version());

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cli.h"
+#include "io/json.h"
 
 namespace wharf_cli {
 namespace {
@@ -81,14 +82,86 @@ struct Entry {
   uint64_t bytes;
 };
 
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// What `wharf load` reports: a summary line per file on stdout, errors on stderr; with --json,
+// one object at the end instead: {"backend", "device", "steps": [...], "error": null or
+// {"file"?, "code", "message"}}.
+class Report {
+ public:
+  explicit Report(bool json) : json_(json) { steps_.begin_array(); }
+
+  void step(const char* verb, const std::string& file, size_t tensors, uint64_t bytes, double ms,
+            uint64_t generation) {
+    const double gbps = ms > 0 ? double(bytes) / ms / 1e6 : 0.0;
+    if (json_) {
+      steps_.begin_object().key("action").string(verb).key("file").string(file).key("tensors").uint(tensors);
+      steps_.key("bytes").uint(bytes).key("ms").number(ms).key("gb_per_s").number(gbps);
+      steps_.key("generation").uint(generation).end_object();
+      return;
+    }
+    std::printf("%s %s: %zu %s, %s in %.1f ms (%.2f GB/s), generation %llu\n", verb, shown(file).c_str(), tensors,
+                tensors == 1 ? "tensor" : "tensors", human_bytes(bytes).c_str(), ms, gbps,
+                static_cast<unsigned long long>(generation));
+  }
+
+  // Reports the error of `st` (freed) about `file` ("" when no file is at fault); returns true
+  // when there was one.
+  bool failed(wharf_status* st, const std::string& file, const char* what) {
+    if (!st) return false;
+    failed_ = true;
+    if (!json_) return file.empty() ? wharf_cli::failed(st, what) : failed_on(st, file);
+    error_.begin_object();
+    if (!file.empty()) error_.key("file").string(file);
+    error_.key("code").string(wharf_code_name(wharf_status_code(st))).key("message").string(wharf_status_message(st));
+    error_.end_object();
+    wharf_status_free(st);
+    return true;
+  }
+
+  void set_device(const wharf_device_info& info) {
+    backend_ = backend_str(info.backend);
+    device_ = info.name;
+  }
+
+  // Prints the JSON object (nothing without --json); returns the exit status.
+  int finish() {
+    const int rc = failed_ ? 1 : 0;
+    if (!json_) return rc;
+    steps_.end_array();
+    wharf::io::json::Writer w;
+    w.begin_object().key("backend");
+    if (backend_.empty()) w.null();
+    else w.string(backend_);
+    w.key("device");
+    if (device_.empty()) w.null();
+    else w.string(device_);
+    w.key("steps").value(steps_).key("error");
+    if (failed_) w.value(error_);
+    else w.null();
+    w.end_object();
+    std::printf("%s\n", w.text().c_str());
+    return rc;
+  }
+
+ private:
+  bool json_;
+  bool failed_ = false;
+  std::string backend_, device_;
+  wharf::io::json::Writer steps_, error_;
+};
+
 // The entries of a loaded map (views into its memory mapping), or false after an error.
-bool entries_of(const wharf_constant_map* map, std::vector<Entry>* out, uint64_t* total) {
+bool entries_of(const wharf_constant_map* map, const std::string& file, std::vector<Entry>* out, uint64_t* total,
+                Report* report) {
   *total = 0;
   for (size_t i = 0, n = wharf_constant_map_size(map); i < n; ++i) {
     Entry e;
     std::memset(&e.view, 0, sizeof e.view);
     e.view.struct_size = sizeof e.view;
-    if (failed(wharf_constant_map_entry(map, i, &e.name, &e.view), "reading an entry")) return false;
+    if (report->failed(wharf_constant_map_entry(map, i, &e.name, &e.view), file, nullptr)) return false;
     e.bytes = tensor_bytes(e.view);
     *total += e.bytes;
     out->push_back(e);
@@ -96,66 +169,66 @@ bool entries_of(const wharf_constant_map* map, std::vector<Entry>* out, uint64_t
   return true;
 }
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 // Writes `file`'s tensors into the inactive generation of `c` in batches, then swaps.
-// Prints one summary line on success; false (after printing the error) otherwise.
-bool write_file(wharf_container* c, const std::string& file, const char* verb) {
+// Reports a step on success, the error otherwise (then false).
+bool write_file(wharf_container* c, const std::string& file, const char* verb, Report* report) {
   wharf_constant_map* raw = nullptr;
-  if (failed(wharf_constant_map_load_safetensors(file.c_str(), &raw), json_string(file).c_str())) return false;
+  if (report->failed(wharf_constant_map_load_safetensors(file.c_str(), &raw), file, nullptr)) return false;
   MapPtr map(raw);
   std::vector<Entry> entries;
   uint64_t total = 0;
-  if (!entries_of(map.get(), &entries, &total)) return false;
+  if (!entries_of(map.get(), file, &entries, &total, report)) return false;
   const Clock::time_point t0 = Clock::now();
   {
-    Progress progress(std::string(verb) + " " + json_string(file), total);
+    Progress progress(std::string(verb) + " " + shown(file), total);
     progress.advance(0);
     for (size_t i = 0; i < entries.size();) {
       wharf_constant_map* batch_raw = nullptr;
-      if (failed(wharf_constant_map_create(&batch_raw), "building a batch")) return false;
+      if (report->failed(wharf_constant_map_create(&batch_raw), "", "building a batch")) return false;
       MapPtr batch(batch_raw);
       uint64_t bytes = 0;
       for (; i < entries.size() && (bytes == 0 || bytes + entries[i].bytes <= kBatchBytes); ++i) {
-        if (failed(wharf_constant_map_set(batch.get(), entries[i].name, &entries[i].view), "building a batch"))
+        if (report->failed(wharf_constant_map_set(batch.get(), entries[i].name, &entries[i].view), "",
+                           "building a batch"))
           return false;
         bytes += entries[i].bytes;
       }
       if (wharf_status* st = wharf_container_update(c, batch.get(), nullptr)) {
         progress.finish();
-        return !failed(st, json_string(file).c_str());
+        return !report->failed(st, file, nullptr);
       }
       progress.advance(bytes);
     }
   }
-  if (failed(wharf_container_swap(c), json_string(file).c_str())) return false;
-  const double ms = ms_since(t0);
-  std::printf("%s %s: %zu %s, %s in %.1f ms (%.2f GB/s), generation %llu\n", verb, json_string(file).c_str(),
-              entries.size(), entries.size() == 1 ? "tensor" : "tensors", human_bytes(total).c_str(), ms,
-              ms > 0 ? double(total) / ms / 1e6 : 0.0,
-              static_cast<unsigned long long>(wharf_container_generation(c)));
+  if (report->failed(wharf_container_swap(c), file, nullptr)) return false;
+  report->step(verb, file, entries.size(), total, ms_since(t0), wharf_container_generation(c));
   return true;
 }
 
 }  // namespace
 
 int cmd_load(const LoadOptions& o) {
+  Report report(o.json);
   wharf_runtime_options ro;
   wharf_runtime_options_init(&ro);
   ro.backend = o.backend == "cuda" ? WHARF_BACKEND_CUDA : o.backend == "host" ? WHARF_BACKEND_HOST : WHARF_BACKEND_AUTO;
   wharf_runtime* rt_raw = nullptr;
-  if (failed(wharf_runtime_create(&ro, &rt_raw), "creating the runtime")) return 1;
+  if (report.failed(wharf_runtime_create(&ro, &rt_raw), "", "creating the runtime")) return report.finish();
   RuntimePtr rt(rt_raw);
+  wharf_device_info info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  if (report.failed(wharf_runtime_device_info(rt.get(), &info), "", "reading device info")) return report.finish();
+  report.set_device(info);
 
   // Declare the container from the checkpoint's tensors (no data yet), then fill it.
   wharf_constant_map* raw = nullptr;
-  if (failed(wharf_constant_map_load_safetensors(o.file.c_str(), &raw), json_string(o.file).c_str())) return 1;
+  if (report.failed(wharf_constant_map_load_safetensors(o.file.c_str(), &raw), o.file, nullptr))
+    return report.finish();
   MapPtr map(raw);
   std::vector<Entry> entries;
   uint64_t total = 0;
-  if (!entries_of(map.get(), &entries, &total)) return 1;
+  if (!entries_of(map.get(), o.file, &entries, &total, &report)) return report.finish();
   std::vector<wharf_constant_decl> decls(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
     std::memset(&decls[i], 0, sizeof decls[i]);
@@ -172,14 +245,14 @@ int cmd_load(const LoadOptions& o) {
   co.constants = decls.data();
   co.num_constants = decls.size();
   wharf_container* c_raw = nullptr;
-  if (failed(wharf_container_create(rt.get(), &co, &c_raw), "declaring the container")) return 1;
+  if (report.failed(wharf_container_create(rt.get(), &co, &c_raw), o.file, nullptr)) return report.finish();
   ContainerPtr c(c_raw);
   map.reset();  // the declarations were copied; write_file maps the file again
 
-  if (!write_file(c.get(), o.file, "loaded")) return 1;
-  for (const std::string& update : o.updates)
-    if (!write_file(c.get(), update, "updated")) return 1;
-  return 0;
+  if (write_file(c.get(), o.file, "loaded", &report))
+    for (const std::string& update : o.updates)
+      if (!write_file(c.get(), update, "updated", &report)) break;
+  return report.finish();
 }
 
 }  // namespace wharf_cli

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "core/text.h"
 #include "io/json.h"
 
 namespace wharf_cli {
@@ -16,6 +17,41 @@ bool failed(wharf_status* st, const char* what) {
                wharf_status_message(st));
   wharf_status_free(st);
   return true;
+}
+
+bool failed_on(wharf_status* st, const std::string& file) {
+  if (!st) return false;
+  const char* message = wharf_status_message(st);
+  // The library's messages about a file name it with quote_path(); say it only once.
+  if (std::strstr(message, wharf::quote_path(file).c_str()))
+    std::fprintf(stderr, "wharf: %s: %s\n", wharf_code_name(wharf_status_code(st)), message);
+  else
+    std::fprintf(stderr, "wharf: %s: %s: %s\n", shown(file).c_str(), wharf_code_name(wharf_status_code(st)), message);
+  wharf_status_free(st);
+  return true;
+}
+
+namespace {
+
+// Shown raw in a table: not a space of any kind (a space would split a column; Unicode's
+// spaces and zero-width characters look like one or like nothing), not a quote or the
+// backslash (ambiguous beside quoted names), nothing quote_name() escapes.
+bool plain_code_point(uint32_t cp) {
+  return cp > 0x20 && cp != '"' && cp != '\'' && cp != '\\' && !wharf::escaped_when_shown(cp) && cp != 0xA0 &&
+         cp != 0x1680 && !(cp >= 0x2000 && cp <= 0x200F) && cp != 0x202F && cp != 0x205F &&
+         !(cp >= 0x2060 && cp <= 0x206F) && cp != 0x3000 && cp != 0xFEFF;
+}
+
+}  // namespace
+
+std::string shown(const std::string& s) {
+  if (s.empty()) return "''";
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = wharf::utf8_sequence_length(s, i);
+    if (len == 0 || !plain_code_point(wharf::utf8_decode(s, i, len))) return wharf::quote_path(s);
+    i += len;
+  }
+  return s;
 }
 
 std::string human_bytes(uint64_t b) {
@@ -45,67 +81,26 @@ const char* backend_str(wharf_backend b) {
   }
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    char buf[8];
-    switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      default: break;
-    }
-    if (c < 0x20 || c == 0x7f) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    if (c < 0x80) {
-      out += char(c);
-      continue;
-    }
-    // A well-formed UTF-8 sequence passes through; anything else is shown byte by byte.
-    size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    // C1 controls (U+0080..U+009F) can drive terminals too: escape them.
-    if (ok && len == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false;
-    if (ok) {
-      out.append(s, i, len);
-      i += len - 1;
-    } else {
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out + "\"";
-}
-
 int cmd_info(bool json) {
+  // CUDA first, asked for explicitly, then the host backend: what backend AUTO does, but
+  // without its log warning, so the reason CUDA is not used is printed once, below.
+  std::string why_not_cuda;
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
   wharf_runtime* rt = nullptr;
-  if (failed(wharf_runtime_create(nullptr, &rt), "creating the runtime")) return 1;
+  if (wharf_status* st = wharf_runtime_create(&ro, &rt)) {
+    why_not_cuda = wharf_status_message(st);
+    wharf_status_free(st);
+    ro.backend = WHARF_BACKEND_HOST;
+    if (failed(wharf_runtime_create(&ro, &rt), "creating the runtime")) return 1;
+  }
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   if (failed(wharf_runtime_device_info(rt, &info), "reading device info")) {
     wharf_runtime_free(rt);
     return 1;
-  }
-  // On the host backend, say why not CUDA (no driver, no device, a CPU-only build).
-  std::string why_not_cuda;
-  if (info.backend == WHARF_BACKEND_HOST) {
-    wharf_runtime_options ro;
-    wharf_runtime_options_init(&ro);
-    ro.backend = WHARF_BACKEND_CUDA;
-    wharf_runtime* cuda = nullptr;
-    if (wharf_status* st = wharf_runtime_create(&ro, &cuda)) {
-      why_not_cuda = wharf_status_message(st);
-      wharf_status_free(st);
-    }
-    wharf_runtime_free(cuda);
   }
   if (json) {
     wharf::io::json::Writer w;
@@ -211,33 +206,36 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string& file = files[f];
     wharf_constant_map* map = nullptr;
-    if (failed(wharf_constant_map_load_safetensors(file.c_str(), &map), json_string(file).c_str())) {
+    if (failed_on(wharf_constant_map_load_safetensors(file.c_str(), &map), file)) {
       rc = 1;
       continue;
     }
     const size_t n = wharf_constant_map_size(map);
     uint64_t total = 0;
-    if (files.size() > 1) std::printf("%s== %s\n", f ? "\n" : "", json_string(file).c_str());
+    if (files.size() > 1) std::printf("%s== %s\n", f ? "\n" : "", shown(file).c_str());
     std::printf("%-48s %-8s %-20s %12s\n", "tensor", "dtype", "shape", "bytes");
     for (size_t i = 0; i < n; ++i) {
       const char* name = nullptr;
       wharf_tensor_view v;
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
-      if (failed(wharf_constant_map_entry(map, i, &name, &v), "reading an entry")) {
+      if (failed_on(wharf_constant_map_entry(map, i, &name, &v), file)) {
         rc = 1;
         break;
       }
       const uint64_t bytes = tensor_bytes(v);
       total += bytes;
       const char* dt = wharf_dtype_name(v.dtype);
-      std::printf("%-48s %-8s %-20s %12llu\n", json_string(name).c_str(), dt ? dt : "?", shape_str(v).c_str(),
+      std::printf("%-48s %-8s %-20s %12llu\n", shown(name).c_str(), dt ? dt : "?", shape_str(v).c_str(),
                   static_cast<unsigned long long>(bytes));
     }
     for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
       const char *k, *val;
-      if (failed(wharf_constant_map_metadata_entry(map, i, &k, &val), "reading metadata")) continue;
-      std::printf("metadata: %s = %s\n", json_string(k).c_str(), json_string(val).c_str());
+      if (failed_on(wharf_constant_map_metadata_entry(map, i, &k, &val), file)) {
+        rc = 1;
+        continue;
+      }
+      std::printf("metadata: %s = %s\n", shown(k).c_str(), shown(val).c_str());
     }
     std::printf("%zu tensors, %s\n", n, human_bytes(total).c_str());
     wharf_constant_map_free(map);
@@ -245,13 +243,43 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
   return rc;
 }
 
+namespace {
+
+// The usage errors of every command exit with 2, as most Unix tools do (CLI11's own codes,
+// 105/106/109..., say nothing to a shell script); failures of the work itself exit with 1.
+constexpr int kUsageError = 2;
+
+std::string version_line() {
+  return std::string("wharf ") + wharf_version() + " (ABI " + std::to_string(wharf_abi_version()) + ")";
+}
+
+std::string command_list(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// The subcommand named `name`, or nullptr.
+const CLI::App* find_command(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (sub->check_name(name)) return sub;
+  return nullptr;
+}
+
+int usage_error(const std::string& what, const std::string& help_command) {
+  std::fprintf(stderr, "wharf: %s\nRun '%s --help' for more information.\n", what.c_str(), help_command.c_str());
+  return kUsageError;
+}
+
+}  // namespace
+
 }  // namespace wharf_cli
 
 int main(int argc, char** argv) {
   using namespace wharf_cli;
   CLI::App app{"wharf: GPU-resident weights and per-session state for inference services"};
-  app.set_version_flag("--version", std::string("wharf ") + wharf_version() + " (ABI " +
-                                        std::to_string(wharf_abi_version()) + ")");
+  app.name("wharf");
+  app.set_version_flag("-V,--version", version_line(), "print the version and exit");
   app.require_subcommand(1);
   bool json = false;
   auto* info = app.add_subcommand("info", "version, backend found, device name and memory");
@@ -261,19 +289,22 @@ int main(int argc, char** argv) {
   // No existence check here: a file that cannot be read is reported by the library, and
   // with --json as an error object in its place.
   inspect->add_option("files", files, "safetensors files")->required();
-  inspect->add_flag("--json", json, "a JSON array, one object per file");
+  inspect->add_flag("--json", json,
+                    "a JSON array, one object per file in order; a file that cannot be read is "
+                    "{\"file\", \"error\": {\"code\", \"message\"}} (exit status 1)");
   LoadOptions load;
   auto* l = app.add_subcommand("load",
                                "load a checkpoint into a container on the device, then apply updates from "
                                "files (progress on a terminal)");
   l->add_option("file", load.file, "a safetensors file or a sharded checkpoint's *.safetensors.index.json")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   l->add_option("--update", load.updates, "a safetensors file of some of its tensors, applied and swapped in "
-                                           "after the load (repeatable, in order)")
-      ->check(CLI::ExistingFile);
+                                           "after the load (repeatable, in order)");
   l->add_option("--backend", load.backend, "auto (default), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}));
+  l->add_flag("--json", load.json,
+              "one JSON object at the end: the backend, a step per file (tensors, bytes, ms, generation) "
+              "and the error, if any");
   DemoOptions demo;
   auto* d = app.add_subcommand("demo",
                                "on a GPU, the committed AOTInductor model serving two conversations through a hot "
@@ -282,7 +313,54 @@ int main(int argc, char** argv) {
   d->add_flag("--weights-only", demo.weights_only, "the weights-only demo even on a GPU");
   d->add_option("--model", demo.model_dir, "the compiled model's directory (default: found automatically)");
   d->add_option("--readers", demo.readers, "serving threads of the weights-only demo")->check(CLI::Range(0, 64));
-  CLI11_PARSE(app, argc, argv);
+  std::string help_topic;
+  auto* help = app.add_subcommand("help", "this help, or a command's: wharf help COMMAND");
+  help->add_option("command", help_topic, "a command");
+  auto* version = app.add_subcommand("version", "print the version (as wharf -V, wharf --version)");
+
+  // The first word that is not an option names the command. An unknown one is said to be one
+  // (CLI11 would report "a subcommand is required" or "arguments not expected"), with the
+  // list of commands.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help" || arg == "-V" || arg == "--version") continue;
+    if (arg[0] == '-')
+      return usage_error("unknown option " + wharf::quote_name(arg) + " (a command comes first; the commands are " +
+                             command_list(app) + ")",
+                         "wharf");
+    if (!find_command(app, arg))
+      return usage_error("unknown command " + wharf::quote_name(argv[i]) + "; the commands are " +
+                             command_list(app),
+                         "wharf");
+    break;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty())
+      return usage_error("a command is required; the commands are " + command_list(app), "wharf");
+    return usage_error(e.what(), "wharf " + app.get_subcommands().front()->get_name());
+  }
+  if (help->parsed()) {
+    // app.help() would show the help of the command parsed, `help` itself.
+    if (help_topic.empty()) {
+      std::printf("%s", app.get_formatter()->make_help(&app, "wharf", CLI::AppFormatMode::Normal).c_str());
+      return 0;
+    }
+    const CLI::App* topic = find_command(app, help_topic);
+    if (!topic || topic == help)
+      return usage_error("help: unknown command " + wharf::quote_name(help_topic) + "; the commands are " +
+                             command_list(app),
+                         "wharf");
+    std::printf("%s", app.get_formatter()->make_help(topic, "wharf " + topic->get_name(), CLI::AppFormatMode::Normal).c_str());
+    return 0;
+  }
+  if (version->parsed()) {
+    std::printf("%s\n", version_line().c_str());
+    return 0;
+  }
   if (info->parsed()) return cmd_info(json);
   if (inspect->parsed()) return cmd_inspect(files, json);
   if (l->parsed()) return cmd_load(load);

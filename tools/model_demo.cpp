@@ -112,8 +112,8 @@ std::string find_model_dir(const char* argv0_dir) {
   return "";
 }
 
-// Returns 0 on success, 1 on a failure, and 3 when the model cannot run here (no GPU, or a
-// model this machine cannot load): the caller then runs the weights-only demo.
+// Returns 0 on success, 1 on a failure, 3 when the model cannot load here and 4 when there is
+// no usable CUDA device (having said why): the caller then runs the weights-only demo.
 int run_model_demo(const std::string& dir) {
   wharf_runtime_options ro;
   wharf_runtime_options_init(&ro);
@@ -123,7 +123,7 @@ int run_model_demo(const std::string& dir) {
   if (st) {
     std::printf("(no CUDA device for the model demo: %s)\n\n", wharf_status_message(st));
     wharf_status_free(st);
-    return 3;
+    return 4;
   }
   wharf_constant_map* weights = nullptr;
   if (failed(wharf_constant_map_load_safetensors((dir + "/tiny_decoder.safetensors").c_str(), &weights), "weights")) {

@@ -1,16 +1,42 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The `wharf` command line: --version, per-command help, inspect of several files, --json,
-# names from a file with escape sequences never reaching the terminal raw, and load with
-# updates: summary lines only when piped, a progress line updated in place on a terminal.
+# The `wharf` command line: its conventions (usage errors exit 2 with a message, an unknown
+# command named and the commands listed, help and version three ways), inspect of several
+# files as a table (plain names as they are, others quoted and escaped: nothing raw reaches
+# the terminal) and as JSON, errors naming the file once, load with updates (summary lines
+# when piped, a progress line updated in place on a terminal, --json), the reason CUDA is not
+# used said once, and the demo's temporary model file removed.
 # usage: cli_test.sh WHARF_BINARY
 set -euo pipefail
 W=$1
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "cli_test: $*" >&2; exit 1; }
-"$W" --version | grep -q "^wharf [0-9]*\.[0-9]*\.[0-9]* (ABI [0-9]*)$" || fail "--version"
-"$W" inspect --help | grep -q "Usage:" || fail "inspect --help"
-if "$W" 2>/dev/null; then fail "no subcommand accepted"; fi
+# Runs the command with stdout and stderr in $T/out and $T/err; its exit status in $rc.
+run() { rc=0; "$@" >"$T/out" 2>"$T/err" || rc=$?; }
+# Usage errors: exit status 2 and a message on stderr saying what is wrong.
+usage() {
+  local want=$1; shift
+  run "$W" "$@"
+  [ "$rc" = 2 ] || fail "wharf $*: exit status $rc, expected 2 (usage error)"
+  grep -qF -- "$want" "$T/err" || fail "wharf $*: expected '$want' on stderr: $(cat "$T/err")"
+}
+for v in --version -V version; do
+  run "$W" $v
+  [ "$rc" = 0 ] && grep -q "^wharf [0-9]*\.[0-9]*\.[0-9]* (ABI [0-9]*)$" "$T/out" || fail "wharf $v: $rc $(cat "$T/out")"
+done
+run "$W" help
+[ "$rc" = 0 ] && grep -q "Usage: wharf" "$T/out" && grep -q "^  inspect " "$T/out" || fail "wharf help: $(cat "$T/out")"
+run "$W" help inspect
+[ "$rc" = 0 ] && grep -q "Usage: wharf inspect" "$T/out" || fail "wharf help inspect: $(cat "$T/out")"
+"$W" inspect --help | grep -q "Usage: wharf inspect" || fail "inspect --help"
+usage "a command is required; the commands are info, inspect, load, demo, help, version"
+usage "unknown command 'bogus'; the commands are info, inspect, load, demo, help, version" bogus
+usage "unknown command 'bogus'" help bogus
+usage "unknown option '--bogus'" --bogus
+usage "files is required" inspect
+usage "not expected: --bogus" info --bogus
+usage "--backend: foo not in {auto,cuda,host}" load --backend foo x
+usage "Run 'wharf load --help'" load
 # A safetensors file whose tensor name holds ESC, a newline and a quote, written byte by byte.
 python3 - "$T/evil.safetensors" <<'PY'
 import json, struct, sys
@@ -20,17 +46,33 @@ hdr += b" " * (-len(hdr) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + struct.pack("<2f", 1.0, 2.0))
 PY
 cp "$T/evil.safetensors" "$T/second.safetensors"
-out=$("$W" inspect "$T/evil.safetensors" "$T/second.safetensors")
+# A file of plain names and a name with a space, as the reference writes them.
+python3 - "$T/plain.safetensors" <<'PY'
+import json, struct, sys
+hdr = json.dumps({"__metadata__": {"format": "pt", "note": "two words"},
+                  "layers.0.weight": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                  "my bias": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}}).encode()
+hdr += b" " * (-len(hdr) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + struct.pack("<3f", 1.0, 2.0, 3.0))
+PY
+out=$("$W" inspect "$T/evil.safetensors" "$T/second.safetensors" "$T/plain.safetensors")
 if printf '%s' "$out" | grep -q $'\x1b'; then fail "a raw ESC reached the output"; fi
-[ "$(printf '%s\n' "$out" | grep -c '^== ')" = 2 ] || fail "inspect of two files"
-printf '%s\n' "$out" | grep -qF '"a\u001b[31m\n\"b"' || fail "escaped name not shown: $out"
-json=$("$W" inspect --json "$T/evil.safetensors")
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d[0]["tensors"][0]["name"]=="a\x1b[31m\n\"b", d' "$json" \
-  || fail "--json is not valid JSON with the exact name"
+[ "$(printf '%s\n' "$out" | grep -c '^== ')" = 3 ] || fail "inspect of three files"
+printf '%s\n' "$out" | grep -qxF "== $T/plain.safetensors" || fail "a plain path was quoted: $out"
+printf '%s\n' "$out" | grep -qF "'a\u001b[31m\n\"b' " || fail "escaped name not shown: $out"
+printf '%s\n' "$out" | grep -q '^layers\.0\.weight  *F32  *\[2\]  *8$' || fail "a plain name was quoted: $out"
+printf '%s\n' "$out" | grep -q "^'my bias'  *F32" || fail "a name with a space was not quoted: $out"
+printf '%s\n' "$out" | grep -qx "metadata: format = pt" || fail "plain metadata was quoted: $out"
+printf '%s\n' "$out" | grep -qx "metadata: note = 'two words'" || fail "metadata with a space: $out"
+# An error names the file once (the library's message names it already).
+printf 'not a safetensors file' >"$T/bad.bin"
+run "$W" inspect "$T/bad.bin"
+[ "$rc" = 1 ] || fail "inspect of a bad file: exit status $rc"
+[ "$(grep -o "bad\.bin" "$T/err" | wc -l)" = 1 ] || fail "the error does not name the file once: $(cat "$T/err")"
+grep -q "^wharf: DATA_CORRUPT: safetensors file '$T/bad.bin': " "$T/err" || fail "inspect error: $(cat "$T/err")"
 # --json is valid JSON whatever happens: a file that cannot be read (here the first, and a
 # missing one) is an error object in its place, and a file name that is not UTF-8 comes out
 # with U+FFFD for its stray byte (one JSON writer, src/io/json.h). The exit status is 1.
-printf 'not a safetensors file' >"$T/bad.bin"
 cp "$T/evil.safetensors" "$T/"$'name\xff.safetensors'
 rc=0
 "$W" inspect --json "$T/bad.bin" "$T/"$'name\xff.safetensors' "$T/missing.safetensors" >"$T/inspect.json" 2>"$T/err" || rc=$?
@@ -71,26 +113,66 @@ json.dump({"metadata": {}, "weight_map": {"x": "s-1.safetensors", "y": "s-2.safe
 PY
 "$W" load --backend host "$T/model.safetensors" --update "$T/update.safetensors" >"$T/out" 2>"$T/err" || fail "load"
 [ ! -s "$T/err" ] || fail "load wrote to a piped stderr: $(cat -A "$T/err")"
-grep -q '^loaded ".*model.safetensors": 3 tensors, 24.00 MiB in .* generation 1$' "$T/out" || fail "load summary: $(cat "$T/out")"
-grep -q '^updated ".*update.safetensors": 2 tensors, 12.00 MiB in .* generation 2$' "$T/out" || fail "update summary: $(cat "$T/out")"
+grep -q "^loaded $T/model.safetensors: 3 tensors, 24.00 MiB in .* generation 1$" "$T/out" || fail "load summary: $(cat "$T/out")"
+grep -q "^updated $T/update.safetensors: 2 tensors, 12.00 MiB in .* generation 2$" "$T/out" || fail "update summary: $(cat "$T/out")"
 [ "$(wc -l <"$T/out")" = 2 ] || fail "load printed more than its two lines: $(cat "$T/out")"
 if "$W" load --backend host "$T/model.safetensors" --update "$T/bad.safetensors" >"$T/out" 2>"$T/err"; then
   fail "an update of the wrong shape was accepted"
 fi
-grep -q "INVALID_ARGUMENT: constant 'c': shape \[4\] expected, got \[3\]" "$T/err" || fail "bad update: $(cat "$T/err")"
+# The message does not name the file: the program does, once.
+grep -qx "wharf: $T/bad.safetensors: INVALID_ARGUMENT: constant 'c': shape \[4\] expected, got \[3\]" "$T/err" \
+  || fail "bad update: $(cat "$T/err")"
+# load --json: one object, a step per file, the error (null, or the failed file's).
+run "$W" load --json --backend host "$T/model.safetensors" --update "$T/update.safetensors"
+[ "$rc" = 0 ] || fail "load --json: exit status $rc: $(cat "$T/err")"
+python3 - "$T" <<'PY' || fail "load --json: $(cat "$T/out")"
+import json, sys
+t = sys.argv[1]
+d = json.load(open(t + "/out"))
+assert d["backend"] == "host" and d["error"] is None, d
+assert [(s["action"], s["file"], s["tensors"], s["bytes"], s["generation"]) for s in d["steps"]] == [
+    ("loaded", t + "/model.safetensors", 3, 24 << 20 | 16, 1), ("updated", t + "/update.safetensors", 2, 12 << 20 | 16, 2)], d
+assert all(s["ms"] >= 0 and s["gb_per_s"] >= 0 for s in d["steps"]), d
+PY
+run "$W" load --json --backend host "$T/model.safetensors" --update "$T/bad.safetensors"
+[ "$rc" = 1 ] || fail "load --json of a bad update: exit status $rc"
+[ ! -s "$T/err" ] || fail "load --json wrote the error to stderr too: $(cat "$T/err")"
+python3 - "$T" <<'PY' || fail "load --json of a bad update: $(cat "$T/out")"
+import json, sys
+t = sys.argv[1]
+d = json.load(open(t + "/out"))
+assert len(d["steps"]) == 1 and d["steps"][0]["action"] == "loaded", d
+assert d["error"] == {"file": t + "/bad.safetensors", "code": "INVALID_ARGUMENT",
+                      "message": "constant 'c': shape [4] expected, got [3]"}, d
+PY
 "$W" load --backend host "$T/s.safetensors.index.json" --update "$T/s-2.safetensors" >"$T/out" 2>"$T/err" || fail "load of an index"
-grep -q '^loaded ".*s.safetensors.index.json": 2 tensors, 12 B in .* generation 1$' "$T/out" || fail "index summary: $(cat "$T/out")"
-grep -q '^updated ".*s-2.safetensors": 1 tensor, 4 B in .* generation 2$' "$T/out" || fail "shard update summary: $(cat "$T/out")"
+grep -q "^loaded $T/s.safetensors.index.json: 2 tensors, 12 B in .* generation 1$" "$T/out" || fail "index summary: $(cat "$T/out")"
+grep -q "^updated $T/s-2.safetensors: 1 tensor, 4 B in .* generation 2$" "$T/out" || fail "shard update summary: $(cat "$T/out")"
 # On a terminal (script(1) gives the program a pseudo-terminal): a progress line on stderr,
 # rewritten in place (carriage return, erase to the end of the line), reaching 100%.
 if command -v script >/dev/null; then
   script -qc "'$W' load --backend host '$T/model.safetensors' --update '$T/update.safetensors'" /dev/null >"$T/tty"
-  grep -q $'\r\033\[Kloaded ".*model.safetensors": 100% (24.00 MiB of 24.00 MiB)' "$T/tty" || fail "no load progress on a terminal: $(cat -A "$T/tty")"
-  grep -q $'\r\033\[Kupdated ".*update.safetensors": 100% (12.00 MiB of 12.00 MiB)' "$T/tty" || fail "no update progress on a terminal: $(cat -A "$T/tty")"
+  grep -q $'\r\033\[Kloaded '"$T"'/model.safetensors: 100% (24.00 MiB of 24.00 MiB)' "$T/tty" || fail "no load progress on a terminal: $(cat -A "$T/tty")"
+  grep -q $'\r\033\[Kupdated '"$T"'/update.safetensors: 100% (12.00 MiB of 12.00 MiB)' "$T/tty" || fail "no update progress on a terminal: $(cat -A "$T/tty")"
   # The summary starts on a clean line: the progress line was erased before it.
-  tr '\r' '\n' <"$T/tty" | sed 's/\x1b\[K//g' | grep -q '^loaded ".*model.safetensors": 3 tensors, .* generation 1$' \
+  tr '\r' '\n' <"$T/tty" | sed 's/\x1b\[K//g' | grep -q "^loaded $T/model.safetensors: 3 tensors, .* generation 1$" \
     || fail "summary after the progress line: $(cat -A "$T/tty")"
 else
   echo "cli_test: skipping the terminal case of load's progress: script(1) (util-linux) is not installed"
+fi
+# Why CUDA is not used is said once: by `info` on its own line (no log warning beside it),
+# and once in the demo. Without an NVIDIA driver (no libcuda.so.1) a CUDA build says so.
+run "$W" info
+[ "$rc" = 0 ] || fail "info: exit status $rc"
+why=$(sed -n 's/^cuda: *not used: //p' "$T/out")
+if [ -n "$why" ]; then
+  [ ! -s "$T/err" ] || fail "info repeated the reason CUDA is not used on stderr: $(cat "$T/err")"
+  if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && ! printf '%s' "$why" | grep -q "has no CUDA backend"; then
+    printf '%s' "$why" | grep -q "no NVIDIA driver" || fail "no driver here, but info says: $why"
+  fi
+  run env TMPDIR="$T" "$W" demo --readers 1
+  [ "$rc" = 0 ] || fail "demo: exit status $rc: $(cat "$T/err")"
+  n=$(cat "$T/out" "$T/err" | grep -c "not usable\|chose the host backend" || true)
+  [ "$n" = 1 ] || fail "the demo said why CUDA is not used $n times: $(cat "$T/out" "$T/err")"
 fi
 echo "cli_test: ok"

@@ -541,24 +541,28 @@ bool cuda_backend_built() { return true; }
 bool cuda_device_available(int index, std::string* reason) {
   std::string why;
   int count = 0;
-  // With no driver at all (no libcuda.so.1) the static cudart fails this call quickly with
-  // cudaErrorInsufficientDriver or cudaErrorNoDevice; it neither crashes nor hangs.
+  // With no driver at all (no libcuda.so.1) the static cudart fails this call quickly, with
+  // cudaErrorInsufficientDriver (seen on a machine without a driver) or cudaErrorNoDevice; it
+  // neither crashes nor hangs. cudart's own text for the first ("CUDA driver version is
+  // insufficient") misleads when there is no driver at all, so the driver's version decides:
+  // 0 means none was loaded.
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    why = "no CUDA device visible";
-    if (e == cudaErrorInsufficientDriver) {
-      int driver = 0;
-      if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
-        (void)cudaGetLastError();
-        why += ": no NVIDIA driver (libcuda.so.1) could be loaded";
-      } else {
+    int driver = 0;
+    const bool no_driver = cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0;
+    (void)cudaGetLastError();
+    if (no_driver && (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)) {
+      why = std::string("no NVIDIA driver: libcuda.so.1 could not be loaded (cudaGetDeviceCount: ") +
+            cudaGetErrorName(e) + ")";
+    } else {
+      why = "no CUDA device visible";
+      if (e == cudaErrorInsufficientDriver)
         why += ": the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
                std::to_string(driver % 1000 / 10) + ", this build needs " +
                std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
-      }
+      why += " (" + error_text(e) + ")";
     }
-    why += " (" + error_text(e) + ")";
   } else if (count <= 0) {
     why = "no CUDA device visible (cudaGetDeviceCount found none)";
   } else if (index < 0 || index >= count) {
