@@ -2,7 +2,9 @@
 #include "models/package.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +25,35 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+const char* file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "an unknown kind of file";
+}
+
+// Opens `path` without blocking (O_NONBLOCK: opening a FIFO otherwise waits for a writer,
+// forever if none comes) and checks that it is a regular file.
+Status check_regular_file(const std::string& path) {
+  Fd f;
+  do {
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  } while (f.fd < 0 && errno == EINTR);
+  if (f.fd < 0) {
+    const int err = errno;
+    // ENOTDIR: a component of the path is a regular file, so the file does not exist either.
+    if (err == ENOENT || err == ENOTDIR) return NotFound("no file " + quote_path(path));
+    return IoError("cannot open " + quote_path(path) + ": " + std::strerror(err));
+  }
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0) return IoError("cannot stat " + quote_path(path) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return IoError("cannot open " + quote_path(path) + ": not a regular file (" + file_type_name(st.st_mode) + ")");
+  return Status::Ok();
+}
 
 // The model library entries of a package: `*/data/aotinductor/<model>/<file>.so`.
 std::vector<const io::ZipEntry*> model_libraries(const io::ZipArchive& z) {
@@ -92,10 +123,11 @@ Status open_model_library(const std::string& path, int flags, void** handle, std
     target = "/proc/self/fd/" + std::to_string(mem.fd);
     // The loader names the memory file in its errors; say which entry it was.
     context = "entry " + quote_name(entry) + ": ";
-  } else if (path.find('/') != std::string::npos && ::access(path.c_str(), F_OK) != 0 && errno == ENOENT) {
+  } else if (path.find('/') != std::string::npos) {
     // A path (not a bare name the loader searches for) that names nothing is NOT_FOUND, as
-    // for a package; the loader's own refusals are the caller's to word.
-    return NotFound("no file " + quote_path(path));
+    // for a package; one that is not a regular file is IO_ERROR, as for a package (dlopen
+    // would wait forever for a FIFO's writer); the loader's own refusals are the caller's to word.
+    WHARF_RETURN_IF_ERROR(check_regular_file(path));
   }
   *handle = dlopen(target.c_str(), flags);
   if (!*handle) {

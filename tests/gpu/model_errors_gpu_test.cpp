@@ -2,17 +2,22 @@
 // wharf_model_load's refusals, through the C API on a CUDA runtime: a compiled model that
 // imports a shim function Wharf lacks (UNSUPPORTED, naming the function), a library that is
 // not an AOTInductor model (INVALID_ARGUMENT, naming the missing entry point), a `.so` or
-// `.pt2` path that does not exist (NOT_FOUND). Each leaves nothing behind: no model, no device or pinned memory, and the
+// `.pt2` path that does not exist (NOT_FOUND), a FIFO (IO_ERROR, at once). Each leaves nothing behind: no model, no device or pinned memory, and the
 // runtime loads the real model afterwards. The broken libraries are built from
 // tests/gpu/fakes/ (fakes/ in the GPU bundle).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <string>
+#include <thread>
 
 #define WHARF_EXPERIMENTAL
 #include "wharf/wharf.h"
@@ -104,6 +109,33 @@ TEST_F(ModelErrorsGpu, ALibraryThatIsNotAModelIsRefused) {
 TEST_F(ModelErrorsGpu, AMissingFileIsRefused) {
   expect_refused(fakes_dir() + "/no_such_model.so", WHARF_NOT_FOUND, {"no_such_model.so", "no file"});
   expect_refused(fakes_dir() + "/no_such_package.pt2", WHARF_NOT_FOUND, {"no_such_package.pt2"});
+}
+
+// Issue 21: a model path that is a FIFO blocked forever in dlopen (waiting for a writer). A
+// watchdog ends the process if the load does not return: a regression fails, not hangs (the
+// stuck dlopen would hold the dynamic loader's lock, so nothing after it could run anyway).
+TEST_F(ModelErrorsGpu, AFifoIsRefusedWithoutBlocking) {
+  const std::string fifo = ::testing::TempDir() + "wharf_fifo_model_" + std::to_string(::getpid()) + ".so";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  struct Watchdog {
+    std::promise<void> done;
+    std::thread t;
+    std::string path;
+    explicit Watchdog(std::string p) : path(std::move(p)) {
+      t = std::thread([this, f = done.get_future()] {
+        if (f.wait_for(std::chrono::seconds(20)) == std::future_status::timeout) {
+          std::fprintf(stderr, "FAILED: wharf_model_load(%s) blocked for 20 s\n", path.c_str());
+          std::_Exit(1);
+        }
+      });
+    }
+    ~Watchdog() {
+      done.set_value();
+      t.join();
+      ::unlink(path.c_str());
+    }
+  } watchdog(fifo);
+  expect_refused(fifo, WHARF_IO_ERROR, {"not a regular file (a FIFO)", "wharf_fifo_model_"});
 }
 
 }  // namespace

@@ -8,13 +8,19 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "core/text.h"
 #include "models/package.h"
 
 namespace wharf {
@@ -210,8 +216,11 @@ class ModelPackage : public ::testing::Test {
   void TearDown() override {
     for (const std::string& p : files_) ::unlink(p.c_str());
   }
+  std::string path(const std::string& name) {
+    return ::testing::TempDir() + "wharf_pkg_" + std::to_string(::getpid()) + "_" + name;
+  }
   std::string write(const std::string& name, const std::string& bytes) {
-    const std::string p = ::testing::TempDir() + "wharf_pkg_" + std::to_string(::getpid()) + "_" + name;
+    const std::string p = path(name);
     std::ofstream(p, std::ios::binary) << bytes;
     files_.push_back(p);
     return p;
@@ -291,6 +300,88 @@ TEST_F(ModelPackage, SeveralModelsChooseTheDefaultOne) {
   ASSERT_TRUE(st.ok()) << st.message();
   ASSERT_NE(h, nullptr) << err;
   dlclose(h);
+}
+
+// What a load in a child process came to: the status it returned, or that it did not
+// return within the time allowed (the child is killed then).
+struct ChildLoad {
+  bool timed_out = false;
+  int code = -1;
+  std::string message;
+};
+
+ChildLoad load_in_child(const std::string& path, int timeout_ms) {
+  ChildLoad r;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    r.message = "pipe failed";
+    return r;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    void* h = nullptr;
+    std::string err;
+    Status st = open_model_library(path, RTLD_NOW, &h, &err);
+    const std::string out = std::to_string(int(st.code())) + " " + st.message() + err;
+    ssize_t w = ::write(fds[1], out.data(), out.size());
+    (void)w;
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fds[0], POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) == 0) {
+      r.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  const size_t sp = got.find(' ');
+  if (!r.timed_out && sp != std::string::npos) {
+    r.code = std::stoi(got.substr(0, sp));
+    r.message = got.substr(sp + 1);
+  }
+  return r;
+}
+
+// Issue 21: a model path that is a FIFO blocked forever in dlopen (waiting for a writer).
+// The load runs in a child process so that a regression fails after a few seconds instead
+// of hanging the suite. A directory and a character device are refused the same way.
+TEST_F(ModelPackage, AFifoADirectoryOrADeviceIsRefusedWithoutBlocking) {
+  const std::string fifo_so = path("fifo.so"), fifo_pkg = path("fifo.pt2"), dir_so = path("dir.so");
+  ASSERT_EQ(::mkfifo(fifo_so.c_str(), 0600), 0);
+  files_.push_back(fifo_so);
+  ASSERT_EQ(::mkfifo(fifo_pkg.c_str(), 0600), 0);
+  files_.push_back(fifo_pkg);
+  ASSERT_EQ(::mkdir(dir_so.c_str(), 0700), 0);
+  struct RemoveDir {
+    std::string p;
+    ~RemoveDir() { ::rmdir(p.c_str()); }
+  } remove_dir{dir_so};
+  const struct {
+    std::string path, kind;
+  } cases[] = {{fifo_so, "(a FIFO)"}, {fifo_pkg, "(a FIFO)"}, {dir_so, "(a directory)"},
+               {"/dev/null", "(a character device)"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    const ChildLoad r = load_in_child(c.path, 5000);
+    EXPECT_FALSE(r.timed_out) << "loading " << c.path << " blocked";
+    if (r.timed_out) continue;
+    EXPECT_EQ(r.code, int(Code::kIoError)) << r.message;
+    EXPECT_NE(r.message.find("not a regular file " + c.kind), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find(quote_path(c.path)), std::string::npos) << r.message;
+  }
 }
 
 }  // namespace
