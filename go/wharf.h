@@ -466,7 +466,11 @@ WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, 
 
 /**
  * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
- * into the mapping, in file order). The mapping lives as long as the map. The whole file is
+ * into the mapping, in file order). The mapping lives as long as the map, and the file must
+ * not be truncated meanwhile: touching a view of a page the file lost raises SIGBUS (the
+ * mapping's nature; replace files by rename, which keeps the mapped file intact). The
+ * *_update_from_file calls read files with pread instead and report a shrunk file as
+ * WHARF_IO_ERROR. The whole file is
  * validated first, by the rules of the reference implementation (the `safetensors` crate):
  * header length (at most 100,000,000 bytes) and JSON, dtype names, shape x dtype bits = byte
  * range, and tensors that tile the data section exactly (sorted by offset, the first at 0,
@@ -743,24 +747,29 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container,
                                                const wharf_update_options* opts);
 
 /**
- * wharf_container_update from a file: memory-maps the safetensors file at `path` (or, for a
+ * wharf_container_update from a file: opens the safetensors file at `path` (or, for a
  * path ending in ".json", every shard of a sharded checkpoint's index; see
  * wharf_constant_map_load_safetensors), validates all of it, then writes its tensors into the
  * container as wharf_container_update writes a map's, as one update. The file may be partial:
  * it names a subset of the container's constants (opts->require_full demands all of them).
- * Its pages are read straight from the mapping (the page cache) into the pinned staging
- * ring, so no host copy of the file is made: extra host memory is the staging ring. The
- * mapping is released before the call returns. `path` and `opts` (NULL: defaults) are
- * borrowed for the call.
+ * The file is not memory-mapped: its header is read, then its tensors are read with pread
+ * (from the page cache) straight into the pinned staging ring, so no host copy of the file is
+ * made: extra host memory is the staging ring (and the header while it is parsed). Every file
+ * is closed before the call returns. `path` and `opts` (NULL: defaults) are borrowed for the
+ * call.
  *
  * Validated first, changing nothing on failure: the file (WHARF_NOT_FOUND, WHARF_IO_ERROR,
  * WHARF_DATA_CORRUPT, WHARF_UNSUPPORTED as wharf_constant_map_load_safetensors; a corrupt
  * shard of an index fails the whole set), then every tensor against the container
  * (WHARF_NOT_FOUND for a tensor the container does not declare, WHARF_INVALID_ARGUMENT for a
  * dtype or shape that differs, each naming it). The other errors and the rules of targets,
- * fold callbacks and concurrency (WHARF_BUSY) are wharf_container_update's. The file must not
- * be truncated while the call reads it (the mapping would fault); replace model files by
- * rename, as wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
+ * fold callbacks and concurrency (WHARF_BUSY) are wharf_container_update's. A file that
+ * shrinks after it was validated is WHARF_IO_ERROR naming the file (and, where a read ran
+ * short, the tensor and the offset), never a crash: truncated before the copy starts, nothing
+ * is written; while the copy runs, the update into the inactive generation stages nothing,
+ * but an in-place update (WHARF_TARGET_ACTIVE_IN_PLACE) may leave the constants it was
+ * overwriting with part of the new bytes. Replace model files by rename, as
+ * wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* container, const char* path,
                                                          const wharf_update_options* opts);
@@ -964,10 +973,10 @@ WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
 
 /**
  * wharf_weight_store_update from a safetensors file or a sharded checkpoint's index (a path
- * ending in ".json"), memory-mapped, validated whole, and written as one store update (see
- * wharf_container_update_from_file for the file rules, what is read and when the mapping is
- * released). All or nothing across the store's members, and a corrupt file or shard stages
- * nothing anywhere. `path` and `opts` are borrowed for the call. Errors: those of
+ * ending in ".json"), validated whole and written as one store update (see
+ * wharf_container_update_from_file for the file rules and how the file is read). All or
+ * nothing across the store's members: a corrupt file or shard, or one that shrinks while it
+ * is read (WHARF_IO_ERROR), stages nothing anywhere. `path` and `opts` are borrowed for the call. Errors: those of
  * wharf_constant_map_load_safetensors, then wharf_weight_store_update's. Thread-safe.
  * Since 0.3.
  */

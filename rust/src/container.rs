@@ -515,19 +515,23 @@ impl Container {
     }
 
     /// [`update`](Self::update) from a safetensors file, or from every shard of a sharded
-    /// checkpoint's index (a path ending in `.json`). The file is memory-mapped and
-    /// validated whole before anything is written, and its pages go straight from the
-    /// mapping into the staging ring (no host copy); the mapping is released before the
-    /// call returns. The file may name a subset of the container's constants
+    /// checkpoint's index (a path ending in `.json`). The file is validated whole before
+    /// anything is written; it is not memory-mapped: its tensors are read (`pread`, from the
+    /// page cache) straight into the staging ring (no host copy), and it is closed before
+    /// the call returns. The file may name a subset of the container's constants
     /// ([`require_full`](UpdateOptions::require_full) demands all of them).
     ///
     /// Errors, each changing nothing: those of
     /// [`ConstantMap::load_safetensors`] for the file (`NotFound`, `IoError`, `DataCorrupt`,
     /// `Unsupported`), then `NotFound` for a tensor the container does not declare and
     /// `InvalidArgument` for a dtype or shape that differs; the rest as
-    /// [`update`](Self::update). The file must not be truncated during the call (replace
-    /// model files by rename, as [`ConstantMap::save_safetensors`] does): the mapping would
-    /// fault. Since 0.3.
+    /// [`update`](Self::update). A file that shrinks during the call (truncated by another
+    /// process) is an `IoError` naming it, not a crash, which is why this function is safe
+    /// where [`ConstantMap::load_safetensors`] (views into a mapping) is not. An in-place
+    /// update ([`UpdateTarget::ActiveInPlace`]) whose file shrinks while it is being copied
+    /// may leave the constants it was overwriting with part of the new bytes; every other
+    /// failure changes nothing. Replace model files by rename, as
+    /// [`ConstantMap::save_safetensors`] does. Since 0.3.
     pub fn update_from_file(&self, path: impl AsRef<Path>, options: &UpdateOptions) -> Result<()> {
         let cpath = path_cstring(path.as_ref())?;
         let o = options.to_c();

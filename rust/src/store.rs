@@ -131,10 +131,11 @@ impl WeightStore {
     }
 
     /// [`update`](Self::update) from a safetensors file or a sharded checkpoint's index (a
-    /// path ending in `.json`), memory-mapped, validated whole and written as one store
-    /// update (see [`Container::update_from_file`](crate::Container::update_from_file) for
-    /// the file rules). All or nothing across the members: a corrupt file or shard stages
-    /// nothing anywhere. Errors: those of
+    /// path ending in `.json`), validated whole, read with `pread` (not mapped) and written as
+    /// one store update (see [`Container::update_from_file`](crate::Container::update_from_file)
+    /// for the file rules). All or nothing across the members: a corrupt file or shard, or
+    /// one that shrinks during the call (`IoError`, never a crash), stages nothing
+    /// anywhere. Errors: those of
     /// [`ConstantMap::load_safetensors`], then [`update`](Self::update)'s. Since 0.3.
     pub fn update_from_file(&self, path: impl AsRef<Path>, options: &UpdateOptions) -> Result<()> {
         let cpath = path_cstring(path.as_ref())?;

@@ -3,6 +3,8 @@
 //! metadata on any map, and updates of containers and weight stores from files.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use wharf::{
     Code, ConstantDecl, ConstantMap, Container, ContainerOptions, DType, Error, UpdateOptions,
@@ -206,6 +208,78 @@ fn container_update_from_file() -> wharf::Result<()> {
     )?;
     assert_eq!(read(&c, "a").0, [7.0, 8.0]);
     assert_eq!(read(&c, "b").0, [0.0, 0.0, 1.0]);
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
+
+/// A file that another process (here a thread) truncates and writes back while updates read
+/// it: each update either succeeds with the whole file's values or fails with an error
+/// (`IoError` for a file that shrank after it was validated, `DataCorrupt` for one validated
+/// while short); safe code never dies of it (a mapped file raised SIGBUS here).
+#[test]
+fn update_from_a_file_that_shrinks_is_an_error_not_a_crash() -> wharf::Result<()> {
+    let rt = host();
+    let dir = temp_dir("shrinking-file");
+    const N: usize = 1 << 20; // 4 MiB of F32: 32 chunks of the test runtime's ring
+    let values: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let initial = vec![-1.0f32; N];
+    let mut base = ConstantMap::new()?;
+    base.set_slice("w", &[N as i64], &initial)?;
+    let c = Container::from_map(&rt, &base, "shrinking")?;
+    let path = dir.join("w.safetensors");
+    save(&path, &[("w", &values)]);
+    let bytes = std::fs::read(&path).expect("read");
+    let stop = AtomicBool::new(false);
+    let (mut ok, mut shrank, mut short, mut rounds) = (0, 0, 0, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use std::io::{Seek, SeekFrom, Write};
+            // The same inode throughout (replacing by rename would shrink nothing).
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .expect("open");
+            let mut k = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let keep = bytes.len() as u64 / 8 * (1 + k % 7);
+                f.set_len(keep).expect("truncate");
+                std::thread::sleep(Duration::from_micros(200));
+                f.seek(SeekFrom::Start(keep)).expect("seek");
+                f.write_all(&bytes[keep as usize..]).expect("write back");
+                std::thread::sleep(Duration::from_micros(300));
+                k += 1;
+            }
+        });
+        // Until several updates saw the file shrink under them (or enough rounds).
+        while shrank < 3 && rounds < 3000 {
+            rounds += 1;
+            match c.update_from_file(&path, &UpdateOptions::new()) {
+                Ok(()) => {
+                    ok += 1;
+                    c.swap().expect("swap");
+                    assert!(
+                        read(&c, "w").0 == values,
+                        "a successful update wrote other values"
+                    );
+                }
+                Err(e) if e.code() == Code::IoError => {
+                    assert!(e.message().contains("w.safetensors"), "{e}");
+                    shrank += 1;
+                }
+                Err(e) if e.code() == Code::DataCorrupt => short += 1,
+                Err(e) => panic!("unexpected error: {e}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(
+        shrank > 0,
+        "no update saw the file shrink in {rounds} rounds ({ok} succeeded, {short} validated it short)"
+    );
+    // The file whole again: the container takes it.
+    c.update_from_file(&path, &UpdateOptions::new())?;
+    c.swap()?;
+    assert!(read(&c, "w").0 == values);
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Updates from safetensors files (wharf.h): load (memory-map and validate the file or every
-// shard of an index), then the map update path, as one update. Argument checks and
-// conversions only: the loading is ConstantMap::load_safetensors, the update
+// Updates from safetensors files (wharf.h): open (read and validate the header of the file or
+// of every shard of an index, with pread), then the map update path, as one update. Argument
+// checks and conversions only: the opening is ConstantMap::open_safetensors, the update
 // Container::update / WeightStore::update, whose validate-first rule makes a bad file or a
-// mismatching tensor change nothing.
+// mismatching tensor change nothing. The tensors are read (pread) by the transfer engine's
+// staging threads into the pinned ring: no mapping, so a file that shrinks meanwhile is an
+// IO_ERROR of the copy, and a failed copy stages nothing.
 #include "api/boundary.h"
 #include "api/handles.h"
 #include "core/text.h"
@@ -12,11 +14,10 @@ using namespace wharf;
 
 namespace {
 
-// Loads `path` into a map whose views point into the file's mapping(s) (its messages name the
-// file). The map, and with it every mapping, is released when the caller's call returns; the
-// update path reads pageable sources through the staging ring before it returns, so nothing
-// refers to the mapping after.
-Status load(const char* path, std::unique_ptr<ConstantMap>* out) { return ConstantMap::load_safetensors(path, out); }
+// Opens `path` into a map of file ranges (its messages name the file). The map, and with it
+// every open file, is released when the caller's call returns; the copies have read what they
+// need by then.
+Status load(const char* path, std::unique_ptr<ConstantMap>* out) { return ConstantMap::open_safetensors(path, out); }
 
 // The update's own errors (a tensor the container does not declare, a shape that differs)
 // say which file they came from.

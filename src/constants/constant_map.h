@@ -2,7 +2,8 @@
 // ConstantMap: FQN -> borrowed tensor view, in insertion order. The caller's memory may be
 // pageable host, pinned host or device memory; the map never copies or owns data, except a
 // map loaded from safetensors, which keeps the file's mapping (every shard's, for a sharded
-// checkpoint) alive.
+// checkpoint) alive. A map opened for reading (open_safetensors) holds file ranges instead of
+// views: its tensors are read with pread when they are copied.
 #pragma once
 
 #include <memory>
@@ -14,15 +15,41 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "device/transfer.h"
 
 namespace wharf {
-namespace io { class SafetensorsFile; }
+namespace io {
+class SafetensorsFile;
+class ReadOnlyFile;
+}  // namespace io
 
 struct MapEntry {
   std::string fqn;
   TensorMeta meta;
   void* data = nullptr;
+  // Or, in a map of open_safetensors, no data: the tensor is meta.nbytes() bytes at
+  // `file_offset` of `file` (host bytes, read when copied).
+  std::shared_ptr<const io::ReadOnlyFile> file;
+  uint64_t file_offset = 0;
+
+  // For validation: non-null when the entry has a source (its data, or its file). Only `data`
+  // is an address; the file's is a token that says "there are bytes", never to be read.
+  const void* source() const { return file ? static_cast<const void*>(file.get()) : data; }
 };
+
+// The copy of entry `e`'s bytes into `dst` (null: allocated by the copy, see TransferEngine):
+// from its memory, or read from its file. The entry outlives the copy.
+inline CopyRequest copy_request(const MapEntry& e, void* dst, uint64_t bytes, MemKind dst_kind = MemKind::kDevice) {
+  CopyRequest r;
+  r.dst = dst;
+  r.src = e.file ? nullptr : e.data;
+  r.bytes = bytes;
+  r.dst_kind = dst_kind;
+  r.file = e.file.get();
+  r.file_offset = e.file_offset;
+  r.name = e.fqn;
+  return r;
+}
 
 class ConstantMap {
  public:
@@ -50,12 +77,26 @@ class ConstantMap {
   // naming the tensor and the shards otherwise). Entries in the index's order; the index's
   // "metadata" as the map's. All or nothing: on error no mapping is kept.
   static Status load_safetensors_index(const std::string& path, std::unique_ptr<ConstantMap>* out);
+  // The same files, rules and errors as load_safetensors (an index too), opened for reading
+  // rather than mapped: only the headers (and the index) are read, with pread, and each entry
+  // is a file range (MapEntry::file) that the transfer engine reads with pread when it copies
+  // it. A file that shrinks later is then an IO_ERROR of that copy, never SIGBUS. What updates
+  // from files use; the map is theirs alone (its entries have no data pointer to hand out).
+  static Status open_safetensors(const std::string& path, std::unique_ptr<ConstantMap>* out);
   Status save_safetensors(const std::string& path) const;
 
  private:
   std::vector<MapEntry> entries_;
   std::unordered_map<std::string, size_t> index_;
   std::vector<std::pair<std::string, std::string>> metadata_;
+  // How the files of load_safetensors* are opened: mapped (views) or for reading (ranges).
+  static Status load_file(const std::string& path, bool mapped, std::unique_ptr<ConstantMap>* out);
+  static Status load_index(const std::string& path, bool mapped, std::unique_ptr<ConstantMap>* out);
+  Status add_tensor(const io::SafetensorsFile& file, const std::string& name, const std::string& where);
+  // set(), for an entry of either kind.
+  Status add(std::string fqn, TensorMeta meta, void* data, std::shared_ptr<const io::ReadOnlyFile> file,
+             uint64_t file_offset);
+
   std::vector<std::shared_ptr<const io::SafetensorsFile>> files_;  // keep mapped views valid
 };
 

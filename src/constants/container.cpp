@@ -208,7 +208,7 @@ Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts
     const ConstantDecl& d = decls_[idx];
     if (d.derived())
       return InvalidArgument(quoted(e.fqn) + " is derived (computed by the fold callback); it cannot be supplied by a map");
-    WHARF_RETURN_IF_ERROR(validate_source(d, e.meta, e.data));
+    WHARF_RETURN_IF_ERROR(validate_source(d, e.meta, e.source()));
     plan->push_back({idx, &e});
   }
   if (opts.require_full) {
@@ -241,7 +241,7 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
   std::vector<CopyRequest> reqs;
   reqs.reserve(plan.size());
   for (const Planned& p : plan)
-    reqs.push_back({gen->slots[p.index]->data(), p.entry->data, decls_[p.index].nbytes});
+    reqs.push_back(copy_request(*p.entry, gen->slots[p.index]->data(), decls_[p.index].nbytes));
   TransferEngine* engine = nullptr;
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
   return engine->copy(reqs, wait_for).with_context("container " + quote_name(name_) + ": copying " +
@@ -259,9 +259,7 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
       WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
       continue;
     }
-    CopyRequest r;
-    r.src = p.entry->data;
-    r.bytes = d.nbytes;
+    CopyRequest r = copy_request(*p.entry, nullptr, d.nbytes);
     r.dst_kind = slot_kind(d);
     reqs.push_back(r);
     index.push_back(p.index);

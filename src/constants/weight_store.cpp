@@ -186,7 +186,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
                                  std::to_string(entries_.size()) + " constants given)");
   }
   for (size_t i = 0; i < map.size(); ++i)
-    WHARF_RETURN_IF_ERROR(validate_constant_source(*runtime_, decls[i], map.entry(i).meta, map.entry(i).data)
+    WHARF_RETURN_IF_ERROR(validate_constant_source(*runtime_, decls[i], map.entry(i).meta, map.entry(i).source())
                               .with_context("weight store update"));
   std::unique_ptr<Event> source_ready;
   WHARF_RETURN_IF_ERROR(record_wait_stream(*runtime_, opts.wait_stream, "weight store update", &source_ready));
@@ -240,9 +240,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
       WHARF_RETURN_IF_ERROR(allocate_constant_slot(*runtime_, decls[i], &slots[i]));
       continue;
     }
-    CopyRequest r;
-    r.src = map.entry(i).data;
-    r.bytes = decls[i].nbytes;
+    CopyRequest r = copy_request(map.entry(i), nullptr, decls[i].nbytes);
     r.dst_kind = slot_kind(decls[i]);
     reqs.push_back(r);
     entry_of.push_back(i);

@@ -3,14 +3,15 @@
 //
 //  1. Validate and classify every request (query_pointer on both ends) before touching
 //     anything, so an invalid request fails the call with nothing copied.
-//  2. Pageable sources into device memory are packed into "fills": runs of segments that
-//     together occupy at most one staging chunk (a large request spans many fills; many
-//     small requests share one). Pageable sources into pinned host memory need no DMA and
-//     are split into chunk-sized host memcpy pieces.
+//  2. Pageable sources (and files) into device memory are packed into "fills": runs of
+//     segments that together occupy at most one staging chunk (a large request spans many
+//     fills; many small requests share one). Pageable sources into pinned host memory need no
+//     DMA and are split into chunk-sized host memcpy (or pread) pieces. Every file is checked
+//     to still hold the bytes asked of it before anything is enqueued.
 //  3. The copy stream waits for `wait_for`, then the worker pool starts: each worker that
 //     owns staging chunks takes fills from a shared atomic index and cycles through its own
-//     chunks (wait for the chunk's event so its previous DMA has read it, memcpy the sources
-//     in, wait until the segments' destinations are known, enqueue the DMA(s), record the
+//     chunks (wait for the chunk's event so its previous DMA has read it, memcpy or pread the
+//     sources in, wait until the segments' destinations are known, enqueue the DMA(s), record the
 //     chunk's event), then every worker takes host memcpy pieces. Meanwhile the calling
 //     thread walks the requests in order: allocates a destination the caller left null
 //     (AllocateFn), publishes it to the workers, and enqueues the pinned/device sources'
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -35,9 +37,13 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 
+#include "core/logging.h"
 #include "core/sync.h"
 #include "core/test_hooks.h"
+#include "core/text.h"
+#include "io/read_only_file.h"
 
 namespace wharf {
 namespace {
@@ -141,7 +147,8 @@ class WorkerPool {
 };
 
 // A contiguous source -> destination range: `dst_offset` bytes into the destination of
-// request `request` (known only once that destination is ready; see Job::dst).
+// request `request` (known only once that destination is ready; see Job::dst). A null `src`:
+// the request reads a file, at its file_offset + dst_offset.
 struct Segment {
   const char* src;
   uint64_t dst_offset;
@@ -155,8 +162,42 @@ struct Fill {
 };
 
 // One copy() call's work for the pool, and the first error any thread hit.
+using Clock = std::chrono::steady_clock;
+
+uint64_t ns_since(Clock::time_point t0) {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+// Where one copy() call's time went, collected only when debug logging is on (one log line
+// per call): the profile of an update without a profiler. Times in ns since the call began
+// (first/last) or summed over threads.
+struct Trace {
+  bool on = false;
+  Clock::time_point t0;
+  std::atomic<uint64_t> first_enqueue{UINT64_MAX}, last_enqueue{0};
+  std::atomic<uint64_t> read_ns{0}, chunk_wait_ns{0}, dst_wait_ns{0}, enqueue_ns{0};
+  uint64_t alloc_ns = 0, alloc_max_ns = 0, allocs = 0;  // the calling thread's
+
+  void enqueued() {
+    if (!on) return;
+    const uint64_t t = ns_since(t0);
+    uint64_t cur = first_enqueue.load(std::memory_order_relaxed);
+    while (t < cur && !first_enqueue.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
+    }
+    cur = last_enqueue.load(std::memory_order_relaxed);
+    while (t > cur && !last_enqueue.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
+    }
+  }
+  // Adds the time since `since` to `sum` (when tracing).
+  void add(std::atomic<uint64_t>& sum, Clock::time_point since) {
+    if (on) sum.fetch_add(ns_since(since), std::memory_order_relaxed);
+  }
+  Clock::time_point now() const { return on ? Clock::now() : Clock::time_point(); }
+};
+
 struct Job {
-  std::vector<Segment> staged;  // pageable -> device, via the ring
+  const std::vector<CopyRequest>* requests = nullptr;
+  std::vector<Segment> staged;  // pageable/file -> device, via the ring
   std::vector<Fill> fills;
   std::vector<Segment> host;    // pageable -> pinned host: plain memcpy, no DMA
   const std::vector<Event*>* wait_for = nullptr;
@@ -167,6 +208,8 @@ struct Job {
   std::atomic<size_t> ready{0};
   Mutex ready_mu;  // with ready_cv, for workers that must wait for a destination
   std::condition_variable ready_cv;
+
+  Trace trace;
 
   std::atomic<size_t> next_fill{0};
   std::atomic<size_t> next_host{0};
@@ -214,6 +257,20 @@ struct Job {
   Status first_error() WHARF_EXCLUDES(mu) {
     MutexLock lock(mu);
     return error;
+  }
+
+  // Puts segment s's source bytes at `to`: a memcpy, or a pread of its file. A short or
+  // failed read names the request, the tensor, the file and the range.
+  Status read(const Segment& s, char* to) const {
+    if (s.src) {
+      std::memcpy(to, s.src, s.bytes);
+      return Status::Ok();
+    }
+    const CopyRequest& r = (*requests)[s.request];
+    Status st = r.file->read_exact(to, s.bytes, r.file_offset + s.dst_offset);
+    if (st.ok()) return st;
+    return st.with_context("copy request " + std::to_string(s.request) + " of " + std::to_string(requests->size()) +
+                           (r.name.empty() ? std::string() : " (" + quote_name(r.name, kMaxQuotedPathBytes) + ")"));
   }
 
   // A host memcpy into pinned memory is not ordered by the copy stream, so the events that
@@ -318,25 +375,39 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
 
     // The chunk's previous DMA must have read it before we overwrite it. With two chunks
     // per worker this is the DMA issued one fill ago, usually already complete.
+    const Clock::time_point t_wait = job.trace.now();
     Status st = done.synchronize();
     if (!st.ok()) {
       job.fail(st.with_context("waiting for staging chunk " + std::to_string(c) + "'s previous copy"));
       return;
     }
+    job.trace.add(job.trace.chunk_wait_ns, t_wait);
+    test_hook("transfer.staged.fill");  // about to read a fill's sources into its chunk
+    const Clock::time_point t_read = job.trace.now();
     uint64_t off = 0;
     for (size_t i = fill.begin; i < fill.end; ++i) {
-      std::memcpy(chunk + off, job.staged[i].src, job.staged[i].bytes);
+      Status rs = job.read(job.staged[i], chunk + off);
+      if (!rs.ok()) {
+        job.fail(rs);  // the chunk was not enqueued: nothing reads it
+        return;
+      }
       off += job.staged[i].bytes;
     }
+    job.trace.add(job.trace.read_ns, t_read);
     // One DMA per segment. Segments of different requests are never merged, even when
     // their destinations are adjacent: two allocations can sit back to back, and CUDA
     // rejects one copy spanning both (cudaErrorInvalidValue).
     off = 0;
     for (size_t i = fill.begin; i < fill.end; ++i) {
       const Segment& s = job.staged[i];
+      const Clock::time_point t_dst = job.trace.now();
       char* const dst = job.wait_dst(s.request);
+      job.trace.add(job.trace.dst_wait_ns, t_dst);
       if (!dst) return;  // the job failed (its error is recorded); this chunk was not enqueued
+      const Clock::time_point t_enq = job.trace.now();
       Status cs = stream->copy_async(dst + s.dst_offset, chunk + off, s.bytes);
+      job.trace.add(job.trace.enqueue_ns, t_enq);
+      job.trace.enqueued();
       if (!cs.ok()) {
         // Stop using this chunk: DMAs from it that were enqueued are not covered by its
         // event, but no one refills it in this call and copy() drains the stream first.
@@ -368,14 +439,48 @@ void TransferEngine::Impl::run_host(Job& job) {
     const Segment& s = job.host[h];
     char* const dst = job.wait_dst(s.request);
     if (!dst) return;
-    std::memcpy(dst + s.dst_offset, s.src, s.bytes);
+    st = job.read(s, dst + s.dst_offset);
+    if (!st.ok()) {
+      job.fail(st);
+      return;
+    }
   }
+}
+
+// The debug profile of one copy() call: when its DMAs could start and how long the host kept
+// the copy stream waiting (allocation, reads into the ring, chunk and destination waits).
+void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::time_point t_drain) {
+  const Trace& tr = job.trace;
+  auto ms = [](uint64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f ms", double(ns) / 1e6);
+    return std::string(buf);
+  };
+  const uint64_t total = ns_since(tr.t0), drain_from = uint64_t((t_drain - tr.t0).count());
+  const uint64_t bytes = t.pageable_bytes + t.pinned_bytes + t.device_bytes + t.file_bytes;
+  const uint64_t first = tr.first_enqueue.load(), last = tr.last_enqueue.load();
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.2f GB/s", total ? double(bytes) / double(total) : 0.0);
+  WHARF_LOG(kDebug, "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
+                        mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
+                        ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate + "; first DMA enqueued at " +
+                        (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) +
+                        ", drain from " + ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) +
+                        " allocations " + ms(tr.alloc_ns) + " (longest " + ms(tr.alloc_max_ns) + "); " +
+                        std::to_string(job.fills.size()) + " fills: reads " + ms(tr.read_ns.load()) + ", chunk waits " +
+                        ms(tr.chunk_wait_ns.load()) + ", destination waits " + ms(tr.dst_wait_ns.load()) +
+                        ", enqueue calls " + ms(tr.enqueue_ns.load()) + " (summed over threads)");
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
                                   TransferStats* stats, const AllocateFn& allocate) {
+  test_hook("transfer.copy.begin");  // before the engine's lock: a test may change a source file here
   MutexLock lock(mu);
   if (stats) *stats = TransferStats{};
+  Job job;
+  job.requests = &requests;
+  job.trace.on = log_enabled(LogLevel::kDebug);
+  if (job.trace.on) job.trace.t0 = Clock::now();
 
   // 1. Validate and classify everything first: an invalid request copies nothing.
   for (size_t k = 0; k < wait_for.size(); ++k)
@@ -386,9 +491,12 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   for (size_t i = 0; i < requests.size(); ++i) {
     const CopyRequest& r = requests[i];
     if (r.bytes == 0) continue;
-    if (!r.src || (!r.dst && !allocate))
+    const bool has_source = r.file ? !r.src : r.src != nullptr;  // exactly one of the two
+    if (!has_source || (!r.dst && !allocate))
       return InvalidArgument("copy request " + std::to_string(i) + of_n + ": " + std::to_string(r.bytes) +
-                             " bytes with a null " + (r.src ? "destination (and no allocate callback)" : "source"));
+                             " bytes with " +
+                             (!has_source ? (r.file ? "both a source address and a file" : "a null source")
+                                          : "a null destination (and no allocate callback)"));
     PointerInfo d;
     if (r.dst) {
       d = device->query_pointer(r.dst);
@@ -404,6 +512,11 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       return InvalidArgument("copy request " + std::to_string(i) + of_n + ": the destination is memory of device " +
                              std::to_string(d.device_index) + ", not of this runtime's device " +
                              std::to_string(device->index()));
+    if (r.file) {  // read by the staging threads, as a pageable source is copied
+      totals.file_bytes += r.bytes;
+      (d.kind == PointerKind::kPinnedHost ? host : staged).push_back(i);
+      continue;
+    }
     const PointerInfo s = device->query_pointer(r.src);
     switch (s.kind) {
       case PointerKind::kPageableHost:
@@ -421,15 +534,36 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     }
   }
 
+  // Files: each must still hold every byte asked of it. One truncated since it was opened
+  // (and validated) fails here, before any destination is written; one that shrinks later
+  // fails its read.
+  if (totals.file_bytes > 0) {
+    std::unordered_map<const io::ReadOnlyFile*, std::pair<uint64_t, size_t>> ends;  // file -> (end, request)
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const CopyRequest& r = requests[i];
+      if (!r.file || r.bytes == 0) continue;
+      auto& e = ends[r.file];
+      if (r.file_offset + r.bytes > e.first) e = {r.file_offset + r.bytes, i};
+    }
+    for (const auto& [file, e] : ends) {
+      Status st = file->check_covers(e.first);
+      if (!st.ok()) {
+        const CopyRequest& r = requests[e.second];
+        return st.with_context("copy request " + std::to_string(e.second) + of_n +
+                               (r.name.empty() ? std::string() : " (" + quote_name(r.name, kMaxQuotedPathBytes) + ")") +
+                               ": nothing was copied");
+      }
+    }
+  }
+
   // 2. Plan the pool's work. Pageable -> device requests are packed back to back into
   // chunk-sized fills, so 1000 small tensors cost ~1000/chunk fills, not 1000 round trips.
-  Job job;
   job.wait_for = &wait_for;
   const uint64_t chunk_bytes = opts.chunk_bytes;
   uint64_t used = chunk_bytes;  // bytes of the current fill; "full" opens a new one
   for (size_t i : staged) {
     const CopyRequest& r = requests[i];
-    const char* src = static_cast<const char*>(r.src);
+    const char* src = static_cast<const char*>(r.src);  // null for a file: read at file_offset + off
     uint64_t off = 0;
     for (uint64_t left = r.bytes; left > 0;) {
       if (used == chunk_bytes) {
@@ -440,7 +574,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       job.staged.push_back({src, off, n, i});
       job.fills.back().end = job.staged.size();
       used += n;
-      src += n;
+      if (src) src += n;
       off += n;
       left -= n;
     }
@@ -448,7 +582,8 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   for (size_t i : host) {
     const CopyRequest& r = requests[i];
     for (uint64_t off = 0; off < r.bytes; off += chunk_bytes)
-      job.host.push_back({static_cast<const char*>(r.src) + off, off, std::min(chunk_bytes, r.bytes - off), i});
+      job.host.push_back({r.src ? static_cast<const char*>(r.src) + off : nullptr, off,
+                          std::min(chunk_bytes, r.bytes - off), i});
   }
   std::vector<bool> is_direct(requests.size(), false);
   for (size_t i : direct) is_direct[i] = true;
@@ -459,7 +594,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     uint64_t staged_bytes = 0;
     for (const Segment& seg : job.staged) staged_bytes += seg.bytes;
     WHARF_RETURN_IF_ERROR(ensure_ring().with_context("copy: staging " + std::to_string(staged_bytes) +
-                                                     " bytes from pageable memory"));
+                                                     " bytes from pageable memory or files"));
   }
 
   // 3. Enqueue. From here on every path drains the stream before returning.
@@ -494,7 +629,14 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     const CopyRequest& r = requests[i];
     void* d = r.dst;
     if (!d && r.bytes > 0) {
+      const Clock::time_point t_alloc = job.trace.now();
       Status st = allocate(i, &d);
+      if (job.trace.on) {
+        const uint64_t ns = ns_since(t_alloc);
+        job.trace.alloc_ns += ns;
+        job.trace.alloc_max_ns = std::max(job.trace.alloc_max_ns, ns);
+        ++job.trace.allocs;
+      }
       if (st.ok() && !d) st = Internal("the allocate callback returned no memory");
       if (!st.ok()) {
         job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": allocating its destination of " +
@@ -505,6 +647,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     job.publish(i, static_cast<char*>(d));
     if (!is_direct[i]) continue;
     Status st = stream->copy_async(d, r.src, r.bytes);
+    job.trace.enqueued();
     if (!st.ok()) {
       job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": enqueueing the direct copy of " +
                                std::to_string(r.bytes) + " bytes from " + kind_name(device->query_pointer(r.src).kind) +
@@ -516,9 +659,11 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   first = job.first_error();
 
   // 4. Drain: returning while DMAs still read caller memory would be a use-after-return.
+  const Clock::time_point t_drain = job.trace.now();
   Status sync = stream->synchronize();
   if (first.ok() && !sync.ok()) first = sync.with_context("copy: waiting for the copy stream to finish");
   if (first.ok() && stats) *stats = totals;
+  if (job.trace.on) log_trace(job, totals, requests.size(), t_drain);
   return first;
 }
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // TransferEngine: moves bytes from wherever a caller's tensors live (pageable host, pinned
-// host or device memory) into memory this device allocated (device or pinned host), at the
-// hardware's limit. Pinned and device sources go straight to copy_async on the engine's copy
-// stream; pageable sources go through a ring of pinned staging chunks that a pool of host
-// threads fills while the DMA engine drains the previous chunks (an event per chunk), so host
-// memcpy and DMA overlap. One per runtime; the staging ring is allocated on first use under
+// host or device memory, or a file) into memory this device allocated (device or pinned
+// host), at the hardware's limit. Pinned and device sources go straight to copy_async on the
+// engine's copy stream; pageable sources and files go through a ring of pinned staging chunks
+// that a pool of host threads fills (memcpy, or pread for a file) while the DMA engine drains
+// the previous chunks (an event per chunk), so host reads and DMA overlap. One per runtime; the staging ring is allocated on first use under
 // MemTag::kStaging and kept.
 //
 // Threads: copy() is safe to call from many threads; calls are serialised (one transfer
@@ -14,19 +14,29 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
 #include "device/device.h"
 
 namespace wharf {
+namespace io { class ReadOnlyFile; }
 
 struct CopyRequest {
   void* dst = nullptr;        // device or pinned host memory of the engine's device; null:
                               // allocated during the copy (see TransferEngine::copy)
-  const void* src = nullptr;  // any host memory, or device memory of the engine's device
+  const void* src = nullptr;  // any host memory, or device memory of the engine's device;
+                              // null when the bytes come from `file`
   uint64_t bytes = 0;
   MemKind dst_kind = MemKind::kDevice;  // what `allocate` returns for a null dst; else unused
+  // Or the bytes are [file_offset, file_offset + bytes) of `file`, read with pread by the
+  // staging threads straight into the pinned ring (or into a pinned host destination): no
+  // mapping, so a file that shrinks is an error of the copy, never SIGBUS. The file outlives
+  // the copy() call.
+  const io::ReadOnlyFile* file = nullptr;
+  uint64_t file_offset = 0;
+  std::string_view name;  // what the bytes are (a tensor's FQN), for messages; may be empty
 };
 
 // Allocates the destination of request `i` (one with a null dst), of its dst_kind, and sets
@@ -40,7 +50,7 @@ struct TransferOptions {
 };
 
 struct TransferStats {
-  uint64_t pageable_bytes = 0, pinned_bytes = 0, device_bytes = 0;
+  uint64_t pageable_bytes = 0, pinned_bytes = 0, device_bytes = 0, file_bytes = 0;
 };
 
 class TransferEngine {
@@ -59,6 +69,12 @@ class TransferEngine {
   // generation's slots (driver work on the host, mapping memory) overlaps the DMA instead of
   // preceding it. A request waits for its own destination only. If `allocate` fails, the
   // copy fails with its status after draining; what it allocated stays the caller's.
+  //
+  // File sources: before anything is enqueued, each file is checked to still cover the bytes
+  // asked of it (fstat), so a file truncated since it was validated fails the call with
+  // kIoError before any destination is written. A file that shrinks while it is read fails
+  // the call with kIoError naming the file, the tensor (`name`) and the offset; destinations
+  // may then hold part of the new bytes (the caller drops them: an update stages nothing).
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
               TransferStats* stats = nullptr, const AllocateFn& allocate = nullptr);
 

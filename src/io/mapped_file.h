@@ -23,7 +23,9 @@ class MappedFile {
   //
   // Caveat of every mmap reader: if another process truncates the file while it is mapped,
   // touching the lost pages raises SIGBUS. Model files are written by rename (see the writer),
-  // which replaces the directory entry and leaves a mapped inode intact.
+  // which replaces the directory entry and leaves a mapped inode intact. Updates from files do
+  // not map (io/read_only_file.h: pread, a short read is an error); what maps is the public
+  // wharf_constant_map_load_safetensors, whose views are the mapping, and the .pt2 reader.
   static Status open(const std::string& path, std::unique_ptr<MappedFile>* out);
 
   ~MappedFile();

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// safetensors reader (mmap, zero-copy) and writer (atomic replace).
+// safetensors reader (mmap, zero-copy; or header only, for reading tensors with pread) and
+// writer (atomic replace).
 //
 // Format (https://github.com/huggingface/safetensors): an 8-byte little-endian header length N,
 // N bytes of UTF-8 JSON, then the data section. The JSON object maps each tensor name to
@@ -34,6 +35,7 @@
 namespace wharf::io {
 
 class MappedFile;
+class ReadOnlyFile;
 
 // Largest header the reader accepts and the writer writes: the reference implementation's
 // MAX_HEADER_SIZE (100,000,000 bytes, a decimal limit: a header of exactly that size is valid).
@@ -44,7 +46,8 @@ struct SafetensorsTensor {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets inside the data section
-  // The tensor's first byte, inside the mapping/buffer. Not necessarily aligned to the dtype:
+  // The tensor's first byte, inside the mapping/buffer (null for open_for_reading: the tensor is
+  // at file offset SafetensorsFile::data_offset() + begin). Not necessarily aligned to the dtype:
   // the format aligns nothing beyond (usually) 8 bytes for the data section's start, so read
   // with memcpy or copy out. For a zero-byte tensor it still points inside (or one past the end
   // of) the data section.
@@ -68,6 +71,13 @@ class SafetensorsFile {
   // values may be empty but are valid UTF-8 without NUL.
   static Status open(const std::string& path, std::unique_ptr<SafetensorsFile>* out);
 
+  // The same rules and errors as open(), with no mapping: the file is opened (kept open for the
+  // object's life, see file()) and only its header is read, with pread; tensors are read later
+  // by whoever copies them (ReadOnlyFile::read_exact at data_offset() + begin), and have no
+  // data pointer. A file that shrinks meanwhile is then a kIoError of that read, never SIGBUS.
+  // The header (at most 100,000,000 bytes) is held in host memory while it is parsed.
+  static Status open_for_reading(const std::string& path, std::unique_ptr<SafetensorsFile>* out);
+
   // The same validation over `size` bytes at `bytes`, which the caller keeps alive and unchanged
   // for the object's life (nothing is copied). Used by the fuzzer and tests.
   static Status parse(const void* bytes, size_t size, std::unique_ptr<SafetensorsFile>* out);
@@ -84,12 +94,19 @@ class SafetensorsFile {
 
   uint64_t header_size() const { return header_size_; }  // N, the JSON length
   uint64_t data_size() const { return data_size_; }      // bytes after the header
+  uint64_t data_offset() const { return 8 + header_size_; }  // where the data section begins
+  // The open file of open_for_reading (null otherwise).
+  const std::shared_ptr<const ReadOnlyFile>& file() const { return file_; }
 
  private:
   SafetensorsFile() = default;
   Status init(const uint8_t* bytes, size_t size);
+  // init() past the 8-byte length: the `n` header bytes at `header`, for a file of `size` bytes
+  // whose data section is at `data_section` (null: not in memory).
+  Status init_header(const uint8_t* header, uint64_t n, uint64_t size, const uint8_t* data_section);
 
-  std::unique_ptr<MappedFile> mapping_;  // null for parse()
+  std::unique_ptr<MappedFile> mapping_;  // open() only
+  std::shared_ptr<const ReadOnlyFile> file_;  // open_for_reading() only
   std::vector<SafetensorsTensor> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;
   // Indices into tensors_ sorted by name, for find(). A sorted vector rather than a hash map:

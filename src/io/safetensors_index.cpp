@@ -9,7 +9,7 @@
 
 #include "core/text.h"
 #include "io/json.h"
-#include "io/mapped_file.h"
+#include "io/read_only_file.h"
 
 namespace wharf::io {
 namespace {
@@ -183,11 +183,18 @@ Status parse_safetensors_index(std::string_view text, SafetensorsIndex* out) {
 Status read_safetensors_index(const std::string& path, SafetensorsIndex* out) {
   *out = SafetensorsIndex();
   try {
-    std::unique_ptr<MappedFile> file;
-    WHARF_RETURN_IF_ERROR(MappedFile::open(path, &file));  // its messages name the path
+    // Read with pread, not mapped: an index truncated while it is read is an error, not SIGBUS.
+    std::shared_ptr<const ReadOnlyFile> file;
+    WHARF_RETURN_IF_ERROR(ReadOnlyFile::open(path, &file));  // its messages name the path
+    const std::string where = "safetensors index " + quote_path(path);
+    if (file->size() > kMaxSafetensorsIndexBytes)  // parse_index's rule, before the allocation
+      return DataCorrupt(where + ": the index is " + std::to_string(file->size()) + " bytes, more than the limit of " +
+                         std::to_string(kMaxSafetensorsIndexBytes));
+    std::string text(static_cast<size_t>(file->size()), '\0');
+    WHARF_RETURN_IF_ERROR(file->read_exact(text.data(), text.size(), 0));
     SafetensorsIndex idx;
-    Status st = parse_index(std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), &idx);
-    if (!st.ok()) return st.with_context("safetensors index " + quote_path(path));
+    Status st = parse_index(text, &idx);
+    if (!st.ok()) return st.with_context(where);
     *out = std::move(idx);
     return Status::Ok();
   } catch (const std::bad_alloc&) {

@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "io/json.h"
 #include "io/mapped_file.h"
+#include "io/read_only_file.h"
 #include "io/safetensors.h"
 
 namespace wharf::io {
@@ -296,29 +297,41 @@ Status check_coverage(const std::vector<SafetensorsTensor>& tensors, uint64_t da
   return Status::Ok();
 }
 
-}  // namespace
-
-SafetensorsFile::~SafetensorsFile() = default;
-
-Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
+// The first 8 bytes (`first8`, which holds them when size >= 8) give the header length N; it
+// must fit the limit and the file.
+Status header_length(const uint8_t* first8, uint64_t size, uint64_t* n_out) {
   if (size < 8)
-    return DataCorrupt("file is " + std::to_string(size) +
-                       " bytes, too short for the 8-byte header length");
+    return DataCorrupt("file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(bytes[i]) << (8 * i);  // little endian
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(first8[i]) << (8 * i);  // little endian
   if (n > kMaxSafetensorsHeaderBytes)
     return DataCorrupt("header length " + std::to_string(n) + " exceeds the limit of " +
                        std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   if (n > size - 8)
     return DataCorrupt("header length " + std::to_string(n) + " runs past the end of the file (" +
                        std::to_string(size) + " bytes)");
+  *n_out = n;
+  return Status::Ok();
+}
+
+}  // namespace
+
+SafetensorsFile::~SafetensorsFile() = default;
+
+Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
+  uint64_t n = 0;
+  WHARF_RETURN_IF_ERROR(header_length(bytes, size, &n));
+  return init_header(bytes + 8, n, size, bytes + 8 + n);
+}
+
+Status SafetensorsFile::init_header(const uint8_t* header, uint64_t n, uint64_t size, const uint8_t* data_section) {
   header_size_ = n;
   data_size_ = size - 8 - n;
 
   // The header is walked with a pull parser rather than built into a tree: memory then follows
   // what is kept (names, shapes), not the header's size, whatever a hostile header contains.
   // JSON whitespace around the object includes the spaces writers pad the header with.
-  json::Cursor c(std::string_view(reinterpret_cast<const char*>(bytes + 8), n));
+  json::Cursor c(std::string_view(reinterpret_cast<const char*>(header), n));
   json::Kind k;
   WHARF_RETURN_IF_ERROR(syntax(c.peek(&k)));
   if (k != json::Kind::kObject)
@@ -326,7 +339,6 @@ Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
   // Duplicate tensor names are found below, on the index that find() needs anyway.
   WHARF_RETURN_IF_ERROR(syntax(c.begin_object(/*check_duplicate_keys=*/false)));
 
-  const uint8_t* data_section = bytes + 8 + n;
   std::string key;
   bool have_metadata = false;
   // The first thing that is valid safetensors but that Wharf cannot hold; reported only once
@@ -353,7 +365,9 @@ Status SafetensorsFile::init(const uint8_t* bytes, size_t size) {
       t.shape.push_back(static_cast<int64_t>(std::min(e.dims[i], kMaxInt64)));  // kept only if all fit
     t.begin = e.offs[0];
     t.end = e.offs[1];
-    t.data = data_section + t.begin;  // begin <= end <= data_size_: inside, or one past the end
+    // begin <= end <= data_size_: inside, or one past the end. No data section in memory (a file
+    // read with pread): no pointer, the offset says where.
+    t.data = data_section ? data_section + t.begin : nullptr;
     tensors_.push_back(std::move(t));
   }
   WHARF_RETURN_IF_ERROR(syntax(c.finish()));
@@ -405,6 +419,33 @@ Status SafetensorsFile::open(const std::string& path, std::unique_ptr<Safetensor
     std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
     WHARF_RETURN_IF_ERROR(MappedFile::open(path, &f->mapping_));
     Status st = f->init(f->mapping_->data(), f->mapping_->size());
+    if (!st.ok()) return st.with_context("safetensors file " + quote_path(path));
+    *out = std::move(f);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory("reading safetensors file " + quote_path(path) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return Internal("reading safetensors file " + quote_path(path) + ": " + e.what());
+  }
+}
+
+Status SafetensorsFile::open_for_reading(const std::string& path, std::unique_ptr<SafetensorsFile>* out) {
+  out->reset();
+  try {
+    std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+    WHARF_RETURN_IF_ERROR(ReadOnlyFile::open(path, &f->file_));
+    const uint64_t size = f->file_->size();
+    uint8_t first8[8] = {};
+    if (size >= 8) WHARF_RETURN_IF_ERROR(f->file_->read_exact(first8, 8, 0));
+    uint64_t n = 0;
+    Status st = header_length(first8, size, &n);
+    // n <= 100,000,000: the header is read into memory whole (as a mapping's pages would be).
+    std::string header;
+    if (st.ok()) {
+      header.resize(static_cast<size_t>(n));
+      WHARF_RETURN_IF_ERROR(f->file_->read_exact(header.data(), n, 8));
+      st = f->init_header(reinterpret_cast<const uint8_t*>(header.data()), n, size, nullptr);
+    }
     if (!st.ok()) return st.with_context("safetensors file " + quote_path(path));
     *out = std::move(f);
     return Status::Ok();

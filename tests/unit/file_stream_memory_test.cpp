@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// wharf_container_update_from_file streams a file through the staging ring: it makes no
-// host copy of the file. Proved under an address-space budget: in a child process whose
-// RLIMIT_DATA (private writable memory: heap, anonymous mappings, thread stacks; not the
-// read-only mapping of the file) leaves 48 MiB of room, an in-place update from a 256 MiB
+// wharf_container_update_from_file streams a file through the staging ring: it reads the
+// tensors with pread straight into the pinned chunks and makes no host copy of the file.
+// Proved under an address-space budget: in a child process whose RLIMIT_DATA (private
+// writable memory: heap, anonymous mappings, thread stacks) leaves 48 MiB of room, an in-place update from a 256 MiB
 // file succeeds and writes every byte, while a 200 MiB allocation in the same process
 // fails (so the limit is real, and a copy of the file could not have been made).
 #include <sys/resource.h>

@@ -11,6 +11,8 @@
 // declare or of another shape change nothing (no staged generation, no memory); a sharded
 // checkpoint loads and updates as one set; an index may not name a shard outside its
 // directory, and must agree with its shards; the file's mapping is gone when the call returns.
+// Files are read with pread, not mapped: a file truncated after it was validated, or shrunk
+// while it is copied, is an IO_ERROR that changes nothing (a mapping would raise SIGBUS).
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/test_hooks.h"
 #include "wharf/wharf.h"
 
 namespace {
@@ -501,6 +504,140 @@ TEST_P(FileUpdate, StoreUpdateFromFileIsAllOrNothingAcrossMembers) {
   EXPECT_FAILS(wharf_weight_store_update_from_file(nullptr, idx.c_str(), nullptr), WHARF_INVALID_ARGUMENT, "NULL");
   EXPECT_FAILS(wharf_weight_store_update_from_file(store_, (dir_ + "/absent.safetensors").c_str(), nullptr),
                WHARF_NOT_FOUND, "absent.safetensors");
+}
+
+// --- files that shrink (read with pread: an error, never SIGBUS) -----------------------------
+
+// Truncates `path` to `size` bytes when the transfer engine begins the copy: after the file
+// was opened and validated and the update planned, before any byte is read. Once.
+class TruncateAtCopy {
+ public:
+  TruncateAtCopy(std::string path, off_t size)
+      : path_(std::move(path)), size_(size), hook_([this](const char* point) {
+          if (std::strcmp(point, "transfer.copy.begin") == 0 && !done_.exchange(true)) {
+            EXPECT_EQ(::truncate(path_.c_str(), size_), 0);
+          }
+        }) {}
+  bool done() const { return done_; }
+
+ private:
+  std::string path_;
+  off_t size_;
+  std::atomic<bool> done_{false};
+  wharf::ScopedTestHook hook_;
+};
+
+TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
+  wharf_container* c = make_container();
+  ASSERT_OK(wharf_container_update_from_file(c, write("v1.safetensors", st_file(model(1))).c_str(), nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  const uint64_t gen = wharf_container_generation(c), bytes = constant_bytes();
+  const std::string v2 = st_file(model(2));
+  wharf_update_options in_place;
+  wharf_update_options_init(&in_place);
+  in_place.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  // Into the inactive generation, and in place (checked before anything is overwritten).
+  for (const wharf_update_options* o : {static_cast<const wharf_update_options*>(nullptr),
+                                        static_cast<const wharf_update_options*>(&in_place)}) {
+    const std::string p = write("v2.safetensors", v2);
+    TruncateAtCopy cut(p, off_t(v2.size() - 1));  // the last tensor loses a byte
+    CStatus st(wharf_container_update_from_file(c, p.c_str(), o));
+    EXPECT_TRUE(cut.done());
+    EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
+    for (const std::string& want : {std::string("updating from '") + p + "'", std::string("truncated"),
+                                    std::string("nothing was copied")})
+      EXPECT_NE(st.msg().find(want), std::string::npos) << st.msg() << "\nexpected: " << want;
+    expect_unchanged(c, model(1), gen, bytes);
+  }
+  // A weight store's update: nothing staged in any member.
+  ASSERT_OK(wharf_weight_store_create(rt_, &store_));
+  wharf_container* m1 = make_container("m1", store_);
+  wharf_container* m2 = make_container("m2", store_);
+  ASSERT_OK(wharf_weight_store_update_from_file(store_, write("s1.safetensors", st_file(model(1))).c_str(), nullptr));
+  ASSERT_OK(wharf_weight_store_swap(store_));
+  const uint64_t store_bytes = constant_bytes();
+  {
+    const std::string p = write("s2.safetensors", v2);
+    TruncateAtCopy cut(p, 8);  // the header is gone
+    CStatus st(wharf_weight_store_update_from_file(store_, p.c_str(), nullptr));
+    EXPECT_TRUE(cut.done());
+    EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
+    EXPECT_NE(st.msg().find(p), std::string::npos) << st.msg();
+  }
+  EXPECT_EQ(constant_bytes(), store_bytes);
+  EXPECT_FAILS(wharf_weight_store_swap(store_), WHARF_FAILED_PRECONDITION, "");
+  expect_model(m1, model(1));
+  expect_model(m2, model(1));
+  // A shard of an index, likewise.
+  const std::vector<T> v = model(5);
+  write("x1.safetensors", st_file({v[0], v[1]}));
+  const std::string x2 = st_file({v[2], v[3]});
+  const std::string x2_path = write("x2.safetensors", x2);
+  const std::string idx = write("x.safetensors.index.json", index_json({{"a", "x1.safetensors"}, {"b", "x1.safetensors"},
+                                                                         {"u", "x2.safetensors"}, {"q", "x2.safetensors"}}));
+  {
+    TruncateAtCopy cut(x2_path, off_t(x2.size() - 2));
+    CStatus st(wharf_container_update_from_file(c, idx.c_str(), nullptr));
+    EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
+    EXPECT_NE(st.msg().find("x2.safetensors"), std::string::npos) << st.msg();
+  }
+  expect_unchanged(c, model(1), gen, store_bytes);
+}
+
+// A file that loses its tail while its tensors stream through the ring: the read that runs
+// short fails the update with IO_ERROR naming the file, the tensor and the offset; the
+// generation being built is dropped (nothing staged, its memory freed) and the process lives.
+TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
+  // A small ring (128 KiB chunks, 2 threads), so a 2 MiB tensor takes 16 fills.
+  wharf_runtime_free(rt_);
+  rt_ = nullptr;
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = GetParam();
+  ro.copy_threads = 2;
+  ro.staging_bytes = 256 << 10;
+  ASSERT_OK(wharf_runtime_create(&ro, &rt_));
+  constexpr int64_t kFloats = 512 << 10;
+  static const int64_t shape[] = {kFloats};
+  const wharf_constant_decl d = {"w", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)};
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.constants = &d;
+  co.num_constants = 1;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt_, &co, &c));
+  containers_.push_back(c);
+  auto values = [](float base) {
+    std::vector<float> v(kFloats);
+    for (int64_t i = 0; i < kFloats; ++i) v[size_t(i)] = base + float(i);
+    return std::vector<T>{{"w", "F32", "[" + std::to_string(kFloats) + "]", bytes_of(v)}};
+  };
+  ASSERT_OK(wharf_container_update_from_file(c, write("w1.safetensors", st_file(values(1))).c_str(), nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  const uint64_t gen = wharf_container_generation(c), bytes = constant_bytes();
+
+  const std::string v2 = st_file(values(1e6f));
+  const std::string p = write("w2.safetensors", v2);
+  std::atomic<int> fills{0};
+  {
+    // The fourth fill to start reads after the file lost its second half.
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "transfer.staged.fill") == 0 && fills.fetch_add(1) == 3) {
+        EXPECT_EQ(::truncate(p.c_str(), off_t(v2.size() / 2)), 0);
+      }
+    });
+    CStatus st(wharf_container_update_from_file(c, p.c_str(), nullptr));
+    EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
+    for (const std::string& want : {std::string("updating from '") + p + "'", std::string("('w')"),
+                                    std::string("at offset"), std::string("shrank while being read")})
+      EXPECT_NE(st.msg().find(want), std::string::npos) << st.msg() << "\nexpected: " << want;
+  }
+  EXPECT_GE(fills.load(), 4);
+  expect_unchanged(c, values(1), gen, bytes);
+  // The container updates from a whole file afterwards.
+  ASSERT_OK(wharf_container_update_from_file(c, write("w3.safetensors", st_file(values(7))).c_str(), nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  expect_model(c, values(7));
 }
 
 // Sub-byte constants: the container refuses a declaration that is not whole bytes, naming it.

@@ -6,15 +6,20 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "core/test_hooks.h"
 #include "device/host/host_device.h"
+#include "io/read_only_file.h"
 
 namespace wharf {
 namespace {
@@ -615,6 +620,132 @@ TEST(Transfer, AllocationFailureStopsTheCopy) {
   st = eng->copy({r}, {});
   EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
   EXPECT_NE(st.message().find("null destination (and no allocate callback)"), std::string::npos) << st.message();
+}
+
+// --- file sources (pread into the ring, or straight into pinned host memory) ------------------
+
+class TempFile {
+ public:
+  explicit TempFile(const std::vector<unsigned char>& bytes) {
+    static std::atomic<int> n{0};
+    path_ = ::testing::TempDir() + "wharf_transfer_" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+    std::ofstream f(path_, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    EXPECT_TRUE(f.good());
+  }
+  ~TempFile() { ::unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+  std::shared_ptr<const io::ReadOnlyFile> open() const {
+    std::shared_ptr<const io::ReadOnlyFile> f;
+    Status st = io::ReadOnlyFile::open(path_, &f);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return f;
+  }
+
+ private:
+  std::string path_;
+};
+
+CopyRequest file_request(void* dst, const io::ReadOnlyFile* file, uint64_t offset, uint64_t bytes, const char* name) {
+  CopyRequest r;
+  r.dst = dst;
+  r.file = file;
+  r.file_offset = offset;
+  r.bytes = bytes;
+  r.name = name;
+  return r;
+}
+
+TEST(Transfer, FileSourcesAreReadIntoDeviceAndPinnedDestinations) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 64 * KiB, 256 * KiB);  // many fills per request
+  const uint64_t n = 2 * MiB + 77;
+  const auto bytes = pattern(n, 7);
+  TempFile tf(bytes);
+  auto file = tf.open();
+  // Ranges at odd offsets, packed into shared fills, beside a pageable source.
+  const uint64_t a_off = 13, a_n = 700 * KiB + 5, b_off = a_off + a_n, b_n = 3 * KiB, c_off = 1 * MiB, c_n = n - c_off;
+  Buffer a = alloc(dev, MemKind::kDevice, a_n), b = alloc(dev, MemKind::kDevice, b_n);
+  Buffer c = alloc(dev, MemKind::kPinnedHost, c_n);  // no DMA: read straight in
+  const auto mem = pattern(100 * KiB, 8);
+  Buffer m = alloc(dev, MemKind::kDevice, mem.size());
+  TransferStats stats;
+  Status st = eng->copy({file_request(a.data(), file.get(), a_off, a_n, "a"), {m.data(), mem.data(), mem.size()},
+                         file_request(b.data(), file.get(), b_off, b_n, "b"),
+                         file_request(c.data(), file.get(), c_off, c_n, "c")},
+                        {}, &stats);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(first_diff(a.data(), bytes.data() + a_off, a_n), -1);
+  EXPECT_EQ(first_diff(b.data(), bytes.data() + b_off, b_n), -1);
+  EXPECT_EQ(first_diff(c.data(), bytes.data() + c_off, c_n), -1);
+  EXPECT_EQ(first_diff(m.data(), mem.data(), mem.size()), -1);
+  EXPECT_EQ(stats.file_bytes, a_n + b_n + c_n);
+  EXPECT_EQ(stats.pageable_bytes, mem.size());
+
+  // A request names its source once: an address or a file, not both, not neither.
+  CopyRequest both = file_request(a.data(), file.get(), 0, 1, "a");
+  both.src = mem.data();
+  st = eng->copy({both}, {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
+  EXPECT_NE(st.message().find("both a source address and a file"), std::string::npos) << st.message();
+}
+
+// A file truncated after it was opened (and validated) fails before anything is written.
+TEST(Transfer, AFileTruncatedBeforeTheCopyFailsItWithNothingWritten) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 2, 64 * KiB, 256 * KiB);
+  const uint64_t n = 512 * KiB;
+  TempFile tf(pattern(n, 3));
+  auto file = tf.open();
+  ASSERT_EQ(::truncate(tf.path().c_str(), off_t(n - 10)), 0);
+  Buffer a = alloc(dev, MemKind::kDevice, 256 * KiB, 0xee), b = alloc(dev, MemKind::kDevice, 256 * KiB, 0xee);
+  Status st = eng->copy({file_request(a.data(), file.get(), 0, 256 * KiB, "layers.0.weight"),
+                         file_request(b.data(), file.get(), 256 * KiB, 256 * KiB, "layers.1.weight")},
+                        {});
+  EXPECT_EQ(st.code(), Code::kIoError) << st.message();
+  for (const char* want : {"copy request 1 of 2 ('layers.1.weight')", tf.path().c_str(), "is 524278 bytes",
+                           "need 524288", "truncated", "nothing was copied"})
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message() << "\nexpected: " << want;
+  EXPECT_TRUE(all_equal(a.data(), 0xee, 256 * KiB));
+  EXPECT_TRUE(all_equal(b.data(), 0xee, 256 * KiB));
+}
+
+// A file that shrinks while the ring is being filled: the read that runs short fails the copy
+// with IO_ERROR naming the file, the tensor and the offset; no crash, the engine serves on.
+TEST(Transfer, AFileShrunkDuringTheCopyIsAnIoError) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 2, 64 * KiB, 256 * KiB);
+  const uint64_t n = 1 * MiB;
+  const auto bytes = pattern(n, 4);
+  TempFile tf(bytes);
+  auto file = tf.open();
+  Buffer d = alloc(dev, MemKind::kDevice, n);
+  std::atomic<int> fills{0};
+  Status st;
+  {
+    // The third fill to start reads after the file lost its second half.
+    ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "transfer.staged.fill") == 0 && fills.fetch_add(1) == 2) {
+        EXPECT_EQ(::truncate(tf.path().c_str(), off_t(n / 2)), 0);
+      }
+    });
+    st = eng->copy({file_request(d.data(), file.get(), 0, n, "blocks.3.norm")}, {});
+  }
+  EXPECT_GE(fills.load(), 3);
+  EXPECT_EQ(st.code(), Code::kIoError) << st.message();
+  for (const char* want : {"copy request 0 of 1 ('blocks.3.norm')", tf.path().c_str(), "at offset",
+                           "shrank while being read"})
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message() << "\nexpected: " << want;
+
+  // Pinned host destinations are read with pread directly: the same error.
+  Buffer p = alloc(dev, MemKind::kPinnedHost, n);
+  st = eng->copy({file_request(p.data(), file.get(), 0, n, "t")}, {});
+  EXPECT_EQ(st.code(), Code::kIoError) << st.message();
+  EXPECT_NE(st.message().find("truncated"), std::string::npos) << st.message();
+  // The engine serves the next call.
+  st = eng->copy({file_request(d.data(), file.get(), 0, n / 2, "t")}, {});
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(first_diff(d.data(), bytes.data(), n / 2), -1);
 }
 
 }  // namespace
