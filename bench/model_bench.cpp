@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // model_bench: the committed tiny decoder (AOTInductor, no libtorch) executed by Wharf.
 //
-// Measures, in one run: a decode step (run begin, wharf_run_model, reading the logits' last
+// Measures, in one run: a decode step (run begin, wharf_model_run, reading the logits' last
 // row, run end), the run overhead alone (begin + end, no model), and decode throughput with
 // N conversations on N streams against one, and the first step after a hot update and swap
 // (instance rebind and refold) beside the step after it. tools/aoti/bench_torch.py measures PyTorch
@@ -57,7 +57,7 @@ int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float
   wharf_tensor_view out;
   std::memset(&out, 0, sizeof out);
   out.struct_size = sizeof out;
-  wharf_ok(wharf_run_model(run, x.model, in, 2, &out, 1), "run_model");
+  wharf_ok(wharf_model_run(x.model, run, in, 2, &out, 1), "model_run");
   CUDA_OK(cudaMemcpyAsync(h_last, out.data, kVocab * sizeof(float), cudaMemcpyDeviceToHost, stream));
   CUDA_OK(cudaStreamSynchronize(stream));
   wharf_ok(wharf_run_end(run), "run_end");

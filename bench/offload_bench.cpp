@@ -6,9 +6,9 @@
 // The model: --layers N (16) layers, each a weight of --layer-mib MiB (32) of F32 read by one
 // kernel (bench/offload_bench_kernels.cu) doing `work` dependent FMAs per element; `work` is
 // calibrated so that a layer computes for --compute-ratio (1.0) times its weight's pinned H2D
-// copy time. A step: wharf_run_begin, wharf_run_offload_begin, then per layer
-// wharf_run_offload_wait (or wharf_run_tensor for a resident layer), the kernel,
-// wharf_run_offload_issued; wharf_run_offload_end, wharf_run_end; timed with CUDA events on
+// copy time. A step: wharf_run_begin, wharf_run_begin_offload, then per layer
+// wharf_run_wait_offload (or wharf_run_get_tensor for a resident layer), the kernel,
+// wharf_run_mark_offload_issued; wharf_run_end_offload, wharf_run_end; timed with CUDA events on
 // the run's stream. Configurations: 0, N/4, N/2 and N layers offloaded (vLLM's group
 // selection: group_size 4, 2, every layer), prefetch_step --prefetch (1), --slots (2) slots.
 //
@@ -70,7 +70,7 @@ uint64_t device_current(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_ok(wharf_runtime_memory_stats(rt, &ms), "memory stats");
+  wharf_ok(wharf_runtime_get_memory_stats(rt, &ms), "memory stats");
   return ms.device_current;
 }
 
@@ -118,8 +118,7 @@ void load(wharf_runtime* rt, const Params& p, const void* host_w, uint64_t compu
   wharf_constant_map* m = nullptr;
   wharf_ok(wharf_constant_map_create(&m), "map create");
   for (int L = 0; L < p.layers; ++L) {
-    wharf_tensor_view v{const_cast<void*>(host_w), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &p.elems, nullptr,
-                        sizeof(wharf_tensor_view), 0};
+    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, const_cast<void*>(host_w), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &p.elems, nullptr};
     wharf_ok(wharf_constant_map_set(m, names[size_t(L)].c_str(), &v), "map set");
   }
   wharf_ok(wharf_container_update(cf->c, m, nullptr), "update");
@@ -137,7 +136,7 @@ void load(wharf_runtime* rt, const Params& p, const void* host_w, uint64_t compu
     std::memset(&cf->budget, 0, sizeof cf->budget);
     cf->budget.struct_size = sizeof cf->budget;
     wharf_ok(wharf_offloader_get_budget(cf->off, &cf->budget), "budget");
-    cf->offloaded = cf->budget.offloaded_layers;
+    cf->offloaded = cf->budget.num_offloaded_layers;
   }
   CUDA_OK(cudaDeviceSynchronize());
   cf->wharf_device = device_current(rt) - dev0;
@@ -154,20 +153,20 @@ void unload(Config* cf) {
 
 // Enqueues one step's layers in run `r` (whose stream is `s`; it may be capturing).
 void layers(const Params& p, Config& cf, wharf_run* r, cudaStream_t s, float* h) {
-  if (cf.off) wharf_ok(wharf_run_offload_begin(r, cf.off), "offload begin");
+  if (cf.off) wharf_ok(wharf_run_begin_offload(r, cf.off), "offload begin");
   for (int L = 0; L < p.layers; ++L) {
     wharf_tensor_view v;
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
-    if (cf.off && wharf_offloader_layer_size(cf.off, uint32_t(L)) > 0) {
-      wharf_ok(wharf_run_offload_wait(r, cf.off, uint32_t(L), &v, 1), "offload wait");
+    if (cf.off && wharf_offloader_num_layer_constants(cf.off, uint32_t(L)) > 0) {
+      wharf_ok(wharf_run_wait_offload(r, cf.off, uint32_t(L), &v, 1), "offload wait");
     } else {
-      wharf_ok(wharf_run_tensor_at(r, size_t(cf.index[size_t(L)]), &v), "run tensor");
+      wharf_ok(wharf_run_get_tensor_at(r, size_t(cf.index[size_t(L)]), &v), "run tensor");
     }
     CUDA_OK(offload_bench::launch_layer(s, h, static_cast<const float*>(v.data), p.elems, p.work));
-    if (cf.off) wharf_ok(wharf_run_offload_issued(r, cf.off, uint32_t(L)), "offload issued");
+    if (cf.off) wharf_ok(wharf_run_mark_offload_issued(r, cf.off, uint32_t(L)), "offload issued");
   }
-  if (cf.off) wharf_ok(wharf_run_offload_end(r, cf.off), "offload end");
+  if (cf.off) wharf_ok(wharf_run_end_offload(r, cf.off), "offload end");
 }
 
 // One step: a run on `s` and its layers.

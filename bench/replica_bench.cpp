@@ -35,7 +35,7 @@ uint64_t constants_bytes(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_ok(wharf_runtime_memory_stats(rt, &ms), "memory stats");
+  wharf_ok(wharf_runtime_get_memory_stats(rt, &ms), "memory stats");
   return ms.current[WHARF_MEM_CONSTANTS];
 }
 
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  wharf_ok(wharf_runtime_device_info(rts[0], &info), "device info");
+  wharf_ok(wharf_runtime_get_device_info(rts[0], &info), "device info");
   std::printf("replica_bench: %d x %s, model %d x %.0f MiB BF16 = %.2f GiB (pageable host source), %d reps "
               "(median [min, max])\n",
               gpus, info.name, tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), reps);

@@ -9,7 +9,7 @@
 // tensors of [1024, 1024] BF16 (64 MiB; not what is measured). --sessions sessions are
 // served round robin, as a server interleaves conversations.
 //
-//   wharf run            wharf_run_begin(container, session, stream) + wharf_run_tensor for
+//   wharf run            wharf_run_begin(container, session, stream) + wharf_run_get_tensor for
 //                        --lookups FQNs (half weights, half state) + wharf_run_end; host time
 //                        per run, no kernels (median, p99 of --iters runs)
 //   wharf run + sync     the same, then cudaStreamSynchronize (what a run costs end to end)
@@ -62,7 +62,7 @@ uint64_t state_current(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_ok(wharf_runtime_memory_stats(rt, &ms), "memory stats");
+  wharf_ok(wharf_runtime_get_memory_stats(rt, &ms), "memory stats");
   return ms.current[WHARF_MEM_STATE];
 }
 
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  wharf_ok(wharf_runtime_device_info(rt, &info), "device info");
+  wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
 
   // The model: one weight per layer (device source: fast to load, not measured).
   const int64_t wshape[2] = {1024, 1024};
@@ -122,14 +122,14 @@ int main(int argc, char** argv) {
   wharf_constant_map* map = nullptr;
   wharf_ok(wharf_constant_map_create(&map), "map");
   for (int l = 0; l < layers; ++l) {
-    wharf_tensor_view v{static_cast<char*>(wsrc) + wbytes * l, WHARF_DTYPE_BF16, WHARF_DEVICE_CUDA, 0, 2, wshape, nullptr};
+    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, static_cast<char*>(wsrc) + wbytes * l, WHARF_DTYPE_BF16, WHARF_DEVICE_CUDA, 0, 2, wshape, nullptr};
     wharf_ok(wharf_constant_map_set(map, wnames[size_t(l)].c_str(), &v), "map set");
   }
   const int64_t sshape[3] = {tokens, heads, dims};
   const uint64_t per_state = uint64_t(tokens) * heads * dims * 2;
   const uint64_t per_session = per_state * snames.size();
   std::vector<wharf_state_decl> sdecls;
-  for (const std::string& n : snames) sdecls.push_back({n.c_str(), WHARF_DTYPE_BF16, 3, sshape, nullptr});
+  for (const std::string& n : snames) sdecls.push_back({sizeof(wharf_state_decl), n.c_str(), WHARF_DTYPE_BF16, 3, sshape, nullptr});
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.name = "decoder";
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     wharf_ok(wharf_run_begin(c, ses, s, &run), "run begin");
     for (const std::string& f : look) {
       wharf_tensor_view v;
-      wharf_ok(wharf_run_tensor(run, f.c_str(), &v), "run tensor");
+      wharf_ok(wharf_run_get_tensor(run, f.c_str(), &v), "run tensor");
       if (!v.data) std::exit(3);
     }
     wharf_ok(wharf_run_end(run), "run end");
@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
       auto t1 = Clock::now();
       for (const std::string& f : look) {
         wharf_tensor_view v;
-        wharf_ok(wharf_run_tensor(run, f.c_str(), &v), "run tensor");
+        wharf_ok(wharf_run_get_tensor(run, f.c_str(), &v), "run tensor");
       }
       auto t2 = Clock::now();
       wharf_ok(wharf_run_end(run), "run end");
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
       if (i % 1000 == 999) CUDA_OK(cudaStreamSynchronize(s));
     }
     rows.push_back({"  of which wharf_run_begin", iters, dist(tb), "wraps the caller's stream, waits for the session"});
-    rows.push_back({"  of which " + std::to_string(lookups) + " x wharf_run_tensor", iters, dist(tl), ""});
+    rows.push_back({"  of which " + std::to_string(lookups) + " x wharf_run_get_tensor", iters, dist(tl), ""});
     rows.push_back({"  of which wharf_run_end", iters, dist(te), "2 event records (generation, session)"});
   }
   CUDA_OK(cudaStreamSynchronize(s));
@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
       wharf_ok(wharf_run_begin(c, ses, nullptr, &run), "run begin");
       for (const std::string& f : look) {
         wharf_tensor_view v;
-        wharf_ok(wharf_run_tensor(run, f.c_str(), &v), "run tensor");
+        wharf_ok(wharf_run_get_tensor(run, f.c_str(), &v), "run tensor");
       }
       wharf_ok(wharf_run_end(run), "run end");
       t.push_back(us_since(t0));
@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
     wharf_constant_map* m2 = nullptr;
     wharf_ok(wharf_constant_map_create(&m2), "map");
     for (int l = 0; l < layers; ++l) {
-      wharf_tensor_view v{static_cast<char*>(wsrc) + wbytes * l, WHARF_DTYPE_BF16, WHARF_DEVICE_CUDA, 0, 2, wshape, nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, static_cast<char*>(wsrc) + wbytes * l, WHARF_DTYPE_BF16, WHARF_DEVICE_CUDA, 0, 2, wshape, nullptr};
       wharf_ok(wharf_constant_map_set(m2, wnames[size_t(l)].c_str(), &v), "map set");
     }
     wharf_ok(wharf_container_create_from_map(rt, m2, nullptr, &plain), "stateless container");
@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
       wharf_ok(wharf_run_begin(plain, nullptr, s, &run), "run begin");
       for (const std::string& f : wlook) {
         wharf_tensor_view v;
-        wharf_ok(wharf_run_tensor(run, f.c_str(), &v), "run tensor");
+        wharf_ok(wharf_run_get_tensor(run, f.c_str(), &v), "run tensor");
       }
       wharf_ok(wharf_run_end(run), "run end");
       t.push_back(us_since(t0));

@@ -36,7 +36,7 @@ wharf_memory_stats memory_stats(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_ok(wharf_runtime_memory_stats(rt, &ms), "memory stats");
+  wharf_ok(wharf_runtime_get_memory_stats(rt, &ms), "memory stats");
   return ms;
 }
 
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  wharf_ok(wharf_runtime_device_info(rt, &info), "device info");
+  wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
   const int max_n = *std::max_element(counts.begin(), counts.end());
   std::printf("store_bench: %s, model %d x %.0f MiB BF16 = %.2f GiB (pinned host source), containers %s, %d reps (median)\n",
               info.name, tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30),
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   wharf_constant_map* map = nullptr;
   wharf_ok(wharf_constant_map_create(&map), "map");
   for (int i = 0; i < tensors; ++i) {
-    wharf_tensor_view v{static_cast<char*>(pinned) + uint64_t(i) * per_tensor, WHARF_DTYPE_BF16, WHARF_DEVICE_CPU, 0, 1,
+    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, static_cast<char*>(pinned) + uint64_t(i) * per_tensor, WHARF_DTYPE_BF16, WHARF_DEVICE_CPU, 0, 1,
                         shape.data(), nullptr};
     wharf_ok(wharf_constant_map_set(map, names[i].c_str(), &v), "map set");
   }

@@ -184,7 +184,7 @@ uint64_t constants_bytes(wharf_runtime* rt, bool peak) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_ok(wharf_runtime_memory_stats(rt, &ms), "stats");
+  wharf_ok(wharf_runtime_get_memory_stats(rt, &ms), "stats");
   return peak ? ms.peak[WHARF_MEM_CONSTANTS] : ms.current[WHARF_MEM_CONSTANTS];
 }
 
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  wharf_ok(wharf_runtime_device_info(rt, &info), "device info");
+  wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
   std::printf("update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved\n", info.name, wharf_version(),
               reps);
   std::printf("  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "

@@ -215,7 +215,7 @@ func (m *ConstantMap) Len() int {
 		return 0
 	}
 	defer m.done()
-	n := int(C.wharf_constant_map_size((*C.wharf_constant_map)(p)))
+	n := int(C.wharf_constant_map_num_entries((*C.wharf_constant_map)(p)))
 	runtime.KeepAlive(m)
 	return n
 }
@@ -233,7 +233,7 @@ func (m *ConstantMap) Entry(i int) (string, Tensor, error) {
 	defer m.done()
 	v := outputView()
 	var fqn *C.char
-	if err := statusError(C.wharf_constant_map_entry((*C.wharf_constant_map)(p), C.size_t(i), &fqn, &v)); err != nil {
+	if err := statusError(C.wharf_constant_map_get_entry((*C.wharf_constant_map)(p), C.size_t(i), &fqn, &v)); err != nil {
 		return "", Tensor{}, err
 	}
 	name, t := C.GoString(fqn), tensorFromView(&v, &m.h)
@@ -250,12 +250,12 @@ func (m *ConstantMap) Names() ([]string, error) {
 	}
 	defer m.done()
 	cm := (*C.wharf_constant_map)(p)
-	n := int(C.wharf_constant_map_size(cm))
+	n := int(C.wharf_constant_map_num_entries(cm))
 	names := make([]string, 0, n)
 	for i := 0; i < n; i++ {
 		v := outputView()
 		var fqn *C.char
-		if err := statusError(C.wharf_constant_map_entry(cm, C.size_t(i), &fqn, &v)); err != nil {
+		if err := statusError(C.wharf_constant_map_get_entry(cm, C.size_t(i), &fqn, &v)); err != nil {
 			return nil, err
 		}
 		names = append(names, C.GoString(fqn))
@@ -273,11 +273,11 @@ func (m *ConstantMap) Metadata() (map[string]string, error) {
 	}
 	defer m.done()
 	cm := (*C.wharf_constant_map)(p)
-	n := int(C.wharf_constant_map_metadata_size(cm))
+	n := int(C.wharf_constant_map_num_metadata_entries(cm))
 	md := make(map[string]string, n)
 	for i := 0; i < n; i++ {
 		var key, value *C.char
-		if err := statusError(C.wharf_constant_map_metadata_entry(cm, C.size_t(i), &key, &value)); err != nil {
+		if err := statusError(C.wharf_constant_map_get_metadata_entry(cm, C.size_t(i), &key, &value)); err != nil {
 			return nil, err
 		}
 		md[C.GoString(key)] = C.GoString(value)

@@ -894,7 +894,7 @@ func (c *Container) States() ([]StateInfo, error) {
 	for i := 0; i < n; i++ {
 		var info C.wharf_state_info
 		info.struct_size = C.uint32_t(unsafe.Sizeof(info))
-		if err := statusError(C.wharf_container_state_info(cc, C.size_t(i), &info)); err != nil {
+		if err := statusError(C.wharf_container_get_state_info(cc, C.size_t(i), &info)); err != nil {
 			return nil, err
 		}
 		si := StateInfo{FQN: C.GoString(info.fqn), DType: DType(info.dtype), Shape: []int64{}, NBytes: uint64(info.nbytes)}
@@ -914,7 +914,7 @@ func stateNames(c *C.wharf_container) map[string]bool {
 	for i := 0; i < n; i++ {
 		var info C.wharf_state_info
 		info.struct_size = C.uint32_t(unsafe.Sizeof(info))
-		if statusError(C.wharf_container_state_info(c, C.size_t(i), &info)) == nil {
+		if statusError(C.wharf_container_get_state_info(c, C.size_t(i), &info)) == nil {
 			names[C.GoString(info.fqn)] = true
 		}
 	}
@@ -925,7 +925,7 @@ func stateNames(c *C.wharf_container) map[string]bool {
 func constantInfo(c *C.wharf_container, i int) (ConstantInfo, error) {
 	var info C.wharf_constant_info
 	info.struct_size = C.uint32_t(unsafe.Sizeof(info))
-	if err := statusError(C.wharf_container_constant_info(c, C.size_t(i), &info)); err != nil {
+	if err := statusError(C.wharf_container_get_constant_info(c, C.size_t(i), &info)); err != nil {
 		return ConstantInfo{}, err
 	}
 	out := ConstantInfo{

@@ -146,7 +146,7 @@ func Example_sessions() {
 	check(store.Swap())
 	stats, err := store.Stats()
 	check(err)
-	fmt.Println("weights:", stats.UniqueConstants, "stored,", stats.References, "used, bytes saved:", stats.SavedBytes)
+	fmt.Println("weights:", stats.NumUniqueConstants, "stored,", stats.NumReferences, "used, bytes saved:", stats.SavedBytes)
 
 	// 3. A session per conversation, named on every run (one run at a time). A state is
 	// initialised on the run's stream: Read waits for it before the host writes the state.
@@ -187,7 +187,7 @@ func Example_sessions() {
 // The README's model example (experimental tier): the committed tiny decoder
 // (tests/data/models/tiny_decoder, compiled by PyTorch's AOTInductor without libtorch)
 // served by Wharf: the weights file, the model, a session, prefill and greedy decoding
-// with RunModel, then a hot weight update. It needs a GPU, a CUDA build of libwharf and
+// with Model.Run, then a hot weight update. It needs a GPU, a CUDA build of libwharf and
 // its libwharf_aoti_shim.so; without a GPU it says so and returns. go test compiles it;
 // TestExampleModel runs it and checks its tokens against PyTorch's.
 func Example_model() {
@@ -256,7 +256,7 @@ func Example_model() {
 		}
 		run, err := model.Container().BeginRunWithSession(chat)
 		check(err)
-		outs, err := run.RunModel(model,
+		outs, err := model.Run(run,
 			wharf.HostTensorOf("tokens", []int64{1, int64(len(tokens))}, tokens),
 			wharf.HostTensorOf("positions", []int64{int64(len(positions))}, positions))
 		check(err)

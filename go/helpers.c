@@ -142,5 +142,5 @@ static void log_trampoline(wharf_log_level level, const char* message, void* use
 }
 
 void wharf_go_set_log(int enable, wharf_log_level min_level) {
-  wharf_set_log_callback(enable ? log_trampoline : NULL, min_level, NULL);
+  wharf_log_set_callback(enable ? log_trampoline : NULL, min_level, NULL);
 }

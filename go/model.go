@@ -41,7 +41,7 @@ type ModelOptions struct {
 // constants (by FQN), its mutated buffers (KV caches, recurrent state) are the container's
 // session state, and constants it folds from its parameters are recomputed for every
 // generation. Update, swap, create sessions and begin runs through Container; run the
-// model on a run with Run.RunModel. A Model is safe for concurrent use (concurrent runs
+// model on a run with Model.Run. A Model is safe for concurrent use (concurrent runs
 // execute on separate instances). It keeps its Runtime (and WeightStore) alive.
 //
 // Experimental: part of wharf.h's experimental tier; it may change in any minor release.
@@ -249,7 +249,7 @@ func (m *Model) Close() error {
 	return err
 }
 
-// ModelInput is one input of Run.RunModel: a Tensor (device memory of the runtime's
+// ModelInput is one input of Model.Run: a Tensor (device memory of the runtime's
 // device, or host memory, which Wharf copies to the device on the run's stream during the
 // call) or a HostTensor (Go memory: copied into C memory first, since the array of inputs
 // the library reads may not hold Go pointers). Inputs are positional; a HostTensor's Name
@@ -265,8 +265,8 @@ func (HostTensor) modelInput() {}
 
 const modelOutputReadOnly = "it is a model output owned by the run"
 
-// RunModel runs model for this run (a run of model.Container(), begun with the session
-// whose state the model reads and writes) on the run's stream, and returns when the work
+// Run runs the model for run r (a run of m.Container(), begun with the session whose
+// state the model reads and writes) on the run's stream, and returns when the work
 // is enqueued. inputs are the forward's inputs in order (see ModelInput); a Tensor input
 // must not be Go memory (wrap host data in a HostBuffer, or pass a HostTensor) and its
 // owner must not have ended. The outputs are device tensors the run owns: valid until
@@ -280,14 +280,15 @@ const modelOutputReadOnly = "it is a model output owned by the run"
 // why).
 //
 // Experimental: part of wharf.h's experimental tier; it may change in any minor release.
-func (r *Run) RunModel(model *Model, inputs ...ModelInput) ([]Tensor, error) {
-	const what = "Run.RunModel"
+func (m *Model) Run(r *Run, inputs ...ModelInput) ([]Tensor, error) {
+	const what = "Model.Run"
+	if m == nil {
+		return nil, invalidArgument("%s: the model is nil", what)
+	}
 	if r == nil {
 		return nil, invalidArgument("%s: the run is nil", what)
 	}
-	if model == nil {
-		return nil, invalidArgument("%s: the model is nil", what)
-	}
+	model := m
 	rp, err := r.h.acquire(what)
 	if err != nil {
 		return nil, err
@@ -350,7 +351,7 @@ func (r *Run) RunModel(model *Model, inputs ...ModelInput) ([]Tensor, error) {
 	for i := range outs {
 		outs[i].struct_size = C.sizeof_wharf_tensor_view
 	}
-	err = statusError(C.wharf_run_model((*C.wharf_run)(rp), (*C.wharf_model)(mp), &views[0], C.size_t(n), &outs[0], C.size_t(nout)))
+	err = statusError(C.wharf_model_run((*C.wharf_model)(mp), (*C.wharf_run)(rp), &views[0], C.size_t(n), &outs[0], C.size_t(nout)))
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(model)
 	runtime.KeepAlive(inputs)

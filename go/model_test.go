@@ -145,14 +145,14 @@ func TestModelNilAndClosedHandles(t *testing.T) {
 	r, err := c.BeginRun()
 	must(t, err)
 	defer r.End()
-	_, err = r.RunModel(nil)
+	_, err = (*Model)(nil).Run(r)
 	wantCode(t, err, ErrInvalidArgument, "model is nil")
 	var nilRun *Run
-	_, err = nilRun.RunModel(fakeModel(c))
+	_, err = fakeModel(c).Run(nilRun)
 	wantCode(t, err, ErrInvalidArgument, "run is nil")
 
 	other := fakeModel(twoConstantContainer(t, rt))
-	_, err = r.RunModel(other, HostTensorOf("x", []int64{1}, []int64{1}))
+	_, err = other.Run(r, HostTensorOf("x", []int64{1}, []int64{1}))
 	wantCode(t, err, ErrInvalidArgument, "not of this model's container")
 	if _, err := other.InputName(1); err == nil {
 		t.Fatal("InputName past the end")
@@ -164,7 +164,7 @@ func TestModelNilAndClosedHandles(t *testing.T) {
 	closed := fakeModel(twoConstantContainer(t, rt))
 	must(t, closed.Close())
 	must(t, closed.Close()) // idempotent
-	_, err = r.RunModel(closed, HostTensorOf("x", []int64{1}, []int64{1}))
+	_, err = closed.Run(r, HostTensorOf("x", []int64{1}, []int64{1}))
 	wantClosed(t, err)
 	wantClosed(t, closed.Container().Swap()) // Close closed the model's container handle
 
@@ -174,7 +174,7 @@ func TestModelNilAndClosedHandles(t *testing.T) {
 	r2, err := c.BeginRun()
 	must(t, err)
 	must(t, r2.End())
-	_, err = r2.RunModel(open)
+	_, err = open.Run(r2)
 	wantClosed(t, err)
 }
 

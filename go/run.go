@@ -137,7 +137,7 @@ const runConstantReadOnly = "it is a constant of a run (runs read the generation
 
 func runTensor(run *C.wharf_run, fqn *C.char, owner *handle) (Tensor, error) {
 	v := outputView()
-	if err := statusError(C.wharf_run_tensor(run, fqn, &v)); err != nil {
+	if err := statusError(C.wharf_run_get_tensor(run, fqn, &v)); err != nil {
 		return Tensor{}, err
 	}
 	t := tensorFromView(&v, owner)

@@ -103,7 +103,7 @@ func (r *Runtime) DeviceInfo() (DeviceInfo, error) {
 	defer r.h.release()
 	var info C.wharf_device_info
 	info.struct_size = C.uint32_t(unsafe.Sizeof(info))
-	err = statusError(C.wharf_runtime_device_info((*C.wharf_runtime)(p), &info))
+	err = statusError(C.wharf_runtime_get_device_info((*C.wharf_runtime)(p), &info))
 	runtime.KeepAlive(r)
 	if err != nil {
 		return DeviceInfo{}, err
@@ -142,7 +142,7 @@ func (r *Runtime) MemoryStats() (MemoryStats, error) {
 	defer r.h.release()
 	var s C.wharf_memory_stats
 	s.struct_size = C.uint32_t(unsafe.Sizeof(s))
-	err = statusError(C.wharf_runtime_memory_stats((*C.wharf_runtime)(p), &s))
+	err = statusError(C.wharf_runtime_get_memory_stats((*C.wharf_runtime)(p), &s))
 	runtime.KeepAlive(r)
 	if err != nil {
 		return MemoryStats{}, err

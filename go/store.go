@@ -33,10 +33,10 @@ type WeightStore struct {
 
 // WeightStoreStats describes a store's sharing (wharf_weight_store_stats).
 type WeightStoreStats struct {
-	UniqueConstants uint64 // live shared weights
-	UniqueBytes     uint64 // their bytes
-	References      uint64 // (container, constant) pairs whose active generation uses one
-	SavedBytes      uint64 // bytes that would be allocated without sharing, minus UniqueBytes
+	NumUniqueConstants uint64 // live shared weights
+	UniqueBytes        uint64 // their bytes
+	NumReferences      uint64 // (container, constant) pairs whose active generation uses one
+	SavedBytes         uint64 // bytes that would be allocated without sharing, minus UniqueBytes
 }
 
 // NewWeightStore creates an empty weight store on rt.
@@ -90,10 +90,10 @@ func (s *WeightStore) Stats() (WeightStoreStats, error) {
 		return WeightStoreStats{}, err
 	}
 	return WeightStoreStats{
-		UniqueConstants: uint64(st.unique_constants),
-		UniqueBytes:     uint64(st.unique_bytes),
-		References:      uint64(st.references),
-		SavedBytes:      uint64(st.saved_bytes),
+		NumUniqueConstants: uint64(st.num_unique_constants),
+		UniqueBytes:        uint64(st.unique_bytes),
+		NumReferences:      uint64(st.num_references),
+		SavedBytes:         uint64(st.saved_bytes),
 	}, nil
 }
 

@@ -108,10 +108,10 @@ func TestStoreSharesOverlappingMaps(t *testing.T) {
 	st, err = store.Stats()
 	must(t, err)
 	want := WeightStoreStats{
-		UniqueConstants: 3,                 // embed, a.w, b.w
-		UniqueBytes:     4*embedN + 8 + 12, // their bytes
-		References:      4,                 // embed twice, a.w and b.w once
-		SavedBytes:      4 * embedN,        // embed's second copy
+		NumUniqueConstants: 3,                 // embed, a.w, b.w
+		UniqueBytes:        4*embedN + 8 + 12, // their bytes
+		NumReferences:      4,                 // embed twice, a.w and b.w once
+		SavedBytes:         4 * embedN,        // embed's second copy
 	}
 	if st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
@@ -135,7 +135,7 @@ func TestStoreSharesOverlappingMaps(t *testing.T) {
 	}
 	st, err = store.Stats()
 	must(t, err)
-	if st.UniqueConstants != 4 || st.References != 6 || st.SavedBytes != 2*4*embedN {
+	if st.NumUniqueConstants != 4 || st.NumReferences != 6 || st.SavedBytes != 2*4*embedN {
 		t.Fatalf("stats with a third member: %+v", st)
 	}
 
@@ -153,7 +153,7 @@ func TestStoreSharesOverlappingMaps(t *testing.T) {
 	}
 	st, err = store.Stats()
 	must(t, err)
-	if st.References != 5 || st.SavedBytes != 4*embedN {
+	if st.NumReferences != 5 || st.SavedBytes != 4*embedN {
 		t.Fatalf("stats after a detaching update: %+v", st)
 	}
 }
@@ -181,7 +181,7 @@ func TestStoreRefusesMismatchedDeclaration(t *testing.T) {
 	// The refused containers left no trace: the store's figures are unchanged.
 	st, err := store.Stats()
 	must(t, err)
-	if st.UniqueConstants != 3 || st.References != 4 {
+	if st.NumUniqueConstants != 3 || st.NumReferences != 4 {
 		t.Fatalf("stats after refusals: %+v", st)
 	}
 	// The options' constants must be empty for a map container.
@@ -236,7 +236,7 @@ func TestStoreUpdateAndSwap(t *testing.T) {
 	must(t, open.End())
 	st, err := store.Stats()
 	must(t, err)
-	if st.UniqueConstants != 3 || st.References != 4 || st.SavedBytes != 4*embedN {
+	if st.NumUniqueConstants != 3 || st.NumReferences != 4 || st.SavedBytes != 4*embedN {
 		t.Fatalf("stats after a store update: %+v", st)
 	}
 

@@ -17,7 +17,7 @@ import (
 // Tensor is a view of a tensor in someone else's memory (wharf_tensor_view): nothing in
 // it is owned, and its fields are private, so a view always describes exactly the memory
 // it was made for. Tensors returned by the binding (ConstantMap.Find and Entry,
-// Run.Tensor, Run.RunModel, HostBuffer.Tensor, FoldRun.Tensor) hold a reference to what
+// Run.Tensor, Model.Run, HostBuffer.Tensor, FoldRun.Tensor) hold a reference to what
 // owns their memory and refuse use once that owner ended: after Run.End, ConstantMap.Close,
 // HostBuffer.Close or the end of a fold callback, Values, Bytes, SetValues, WithSlice,
 // Pointer and ConstantMap.Set fail with an error matching ErrClosed instead of touching

@@ -17,34 +17,45 @@
  *   leaves partial changes behind when it fails, and no C++ exception crosses this API.
  *   Callbacks that return a status make it with wharf_status_create().
  *
- * Structs.  Every struct that crosses this API carries `uint32_t struct_size`: the size of
- *   the struct as the caller compiled it, which tells the library which fields exist. New
- *   fields are only ever appended, each starting at or after the previous release's sizeof
- *   (never in its tail padding).
- *   - Options structs begin with struct_size. Fill them with their init macro,
- *     `wharf_X_options_init(&opts)`, which calls `wharf_X_options_init_sized(&opts,
- *     sizeof opts)`: it writes the defaults and struct_size and never a byte past the
- *     caller's struct. (The exported, unsized `wharf_X_options_init` symbols fill the layout
- *     of the release that introduced them, for programs that find them with dlsym.)
- *     Bindings call the _sized functions with their own struct's size.
- *   - wharf_tensor_view, wharf_constant_decl and wharf_state_decl were first released
- *     without struct_size; it is appended to them (Since 0.3), so positional initializers
- *     and field-by-field code written for them keep their meaning. Set it to sizeof. A
- *     struct_size of 0 is a caller that does not set it: the library reads the fields that
- *     came before struct_size and gives the later ones (byte_offset) their defaults.
- *   - Arrays of structs (the constants and states of wharf_container_options) are read
- *     with the element size their first element states (0: the 0.3 sizeof); every element
- *     must state the same.
+ * Structs.  Every struct that crosses this API, array elements included, begins with
+ *   `uint32_t struct_size`: the size of the struct as the caller compiled it (sizeof),
+ *   which tells the library which fields exist. 0.3.0 is the first layout of every struct;
+ *   later releases only append fields, each starting at or after the previous release's
+ *   sizeof (never in its tail padding).
+ *   - Options structs: fill them with their init macro, `wharf_X_options_init(&opts)`,
+ *     which calls `wharf_X_options_init_sized(&opts, sizeof opts)`: it writes the defaults
+ *     and struct_size and never a byte past the caller's struct. Bindings call the _sized
+ *     functions with their own struct's size.
+ *   - Input structs (views, declarations): set struct_size to sizeof. Arrays of structs
+ *     (wharf_container_options' constants and states, a model's inputs) are walked at the
+ *     element size their first element states; every element must state the same.
+ *   - Output structs (wharf_device_info, wharf_memory_stats, wharf_constant_info, ...):
+ *     set struct_size before the call; the library writes only the fields it covers and
+ *     leaves struct_size as it found it. Output tensor views (wharf_run_get_tensor,
+ *     wharf_constant_map_find, ...) are the one leniency: a struct_size of 0, or one that
+ *     is not a layout, gets the 0.3 layout (every caller has at least that much), and on
+ *     return struct_size says how many bytes were written.
  *   The library reads the fields the caller's struct_size covers and gives the others
  *   their defaults, so a program built against an older header keeps working. It refuses,
  *   changing nothing:
- *   - a struct_size that ends inside a field, or that is implausible (below the smallest
- *     layout, or above 4096): WHARF_INVALID_ARGUMENT naming the struct and the field;
+ *   - a struct_size that ends inside a field, or that is implausible (below 4, or above
+ *     4096): WHARF_INVALID_ARGUMENT naming the struct and the field;
  *   - a non-zero byte past the fields this library knows (a caller built against a newer
  *     header asked for something this library cannot do): WHARF_UNSUPPORTED naming the
  *     struct and the byte's offset. Zero bytes there are fine.
- *   Output structs (wharf_device_info, wharf_memory_stats, ...) have their struct_size set
- *   by the caller; the library writes only the fields it covers.
+ *
+ * Names.  `wharf_<object>_<verb>[_<qualifier>]`, the object being the type of the first
+ *   argument (wharf_model_run(model, run, ...), wharf_container_update, wharf_run_end).
+ *   A query answering through an out-parameter (it returns a status) is
+ *   `wharf_<object>_get_<noun>` (wharf_runtime_get_memory_stats, wharf_run_get_tensor); one
+ *   returning its answer is `wharf_<object>_<noun>` (wharf_container_generation). A count
+ *   is `num_<plural noun>`, in function and field names alike (wharf_container_num_constants,
+ *   num_states); a `_size` is never a count, and byte counts end in `_bytes`.
+ *   docs/naming.md has the whole rule.
+ *
+ * Results.  Every function returning wharf_status* is declared WHARF_NODISCARD (a warning
+ *   where the compiler supports it, GCC and Clang: warn_unused_result): an ignored status
+ *   is a leaked error.
  *
  * Ownership.  Written on every function. "Borrowed" pointers stay owned by the caller and
  *   must stay valid for the time stated. Every `*_free` function accepts NULL and releases
@@ -60,9 +71,12 @@
  * Versions.  WHARF_VERSION_NUMBER (major * 10000 + minor * 100 + patch) is the header's
  *   version and wharf_version_number() the library's: a program that dlopens Wharf tests
  *   `wharf_version_number() >= 300` before calling something marked "Since 0.3.". Every
- *   declaration says the release that added it ("Since 0.2."), and each release's
- *   functions carry that release's symbol version (WHARF_0.1, WHARF_0.2, WHARF_0.3, ...),
- *   so a binary needing a newer library fails to load rather than failing at a call.
+ *   declaration says the release that added it ("Since 0.3."), and each release's
+ *   functions carry that release's symbol version: WHARF_0.3 for 0.3.0, the first promised
+ *   ABI (0.1 and 0.2 were never released), then one node per later release (WHARF_0.4,
+ *   ...), so a binary needing a newer library fails to load rather than failing at a call.
+ *   The 0.3.0 header is frozen in tests/abi/wharf-0.3.0.h: a program compiled against it
+ *   runs against every later 0.x/1.x library (make test checks it).
  *   WHARF_ABI_VERSION is the major version of the binary interface and the number in the
  *   SONAME (libwharf.so.1). It changes only on an incompatible change; bindings refuse a
  *   library whose wharf_abi_version() differs from theirs.
@@ -83,7 +97,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The header's version. Since 0.1 (WHARF_VERSION_NUMBER: since 0.3). */
+/* The header's version. Since 0.3. */
 #define WHARF_VERSION_MAJOR 0
 #define WHARF_VERSION_MINOR 3
 #define WHARF_VERSION_PATCH 0
@@ -110,7 +124,7 @@ extern "C" {
  * Status
  * ====================================================================================== */
 
-/** Result codes. Values are stable across releases; new codes are only appended. Since 0.1. */
+/** Result codes. Values are stable across releases; new codes are only appended. Since 0.3. */
 typedef enum wharf_code {
   WHARF_OK = 0,
   WHARF_INVALID_ARGUMENT = 1,   /* an argument is malformed (NULL, wrong shape, bad dtype) */
@@ -127,7 +141,7 @@ typedef enum wharf_code {
   WHARF_INTERNAL = 12           /* a bug in Wharf; please report it */
 } wharf_code;
 
-/** Opaque error. NULL always means success. Immutable once returned; any thread may read it. Since 0.1. */
+/** Opaque error. NULL always means success. Immutable once returned; any thread may read it. Since 0.3. */
 typedef struct wharf_status wharf_status;
 
 /**
@@ -141,23 +155,23 @@ typedef struct wharf_status wharf_status;
  */
 WHARF_API wharf_status* wharf_status_create(wharf_code code, const char* message);
 
-/** The status's code; WHARF_OK for NULL. Since 0.1. */
+/** The status's code; WHARF_OK for NULL. Since 0.3. */
 WHARF_API wharf_code wharf_status_code(const wharf_status* status);
 
-/** The status's message, owned by the status (valid until wharf_status_free). "" for NULL. Since 0.1. */
+/** The status's message, owned by the status (valid until wharf_status_free). "" for NULL. Since 0.3. */
 WHARF_API const char* wharf_status_message(const wharf_status* status);
 
-/** Releases a status (statuses are not shared: this frees it). NULL is a no-op. Since 0.1. */
+/** Releases a status (statuses are not shared: this frees it). NULL is a no-op. Since 0.3. */
 WHARF_API void wharf_status_free(wharf_status* status);
 
-/** A static, human-readable name for a code ("INVALID_ARGUMENT"); "UNKNOWN" for others. Since 0.1. */
+/** A static, human-readable name for a code ("INVALID_ARGUMENT"); "UNKNOWN" for others. Since 0.3. */
 WHARF_API const char* wharf_code_name(wharf_code code);
 
 /* ======================================================================================
  * Versions
  * ====================================================================================== */
 
-/** The library's version as "MAJOR.MINOR.PATCH" (a static string). Since 0.1. */
+/** The library's version as "MAJOR.MINOR.PATCH" (a static string). Since 0.3. */
 WHARF_API const char* wharf_version(void);
 
 /**
@@ -166,14 +180,14 @@ WHARF_API const char* wharf_version(void);
  */
 WHARF_API uint32_t wharf_version_number(void);
 
-/** The library's ABI major version; compare with WHARF_ABI_VERSION from this header. Since 0.1. */
+/** The library's ABI major version; compare with WHARF_ABI_VERSION from this header. Since 0.3. */
 WHARF_API uint32_t wharf_abi_version(void);
 
 /* ======================================================================================
  * Logging
  * ====================================================================================== */
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef enum wharf_log_level {
   WHARF_LOG_DEBUG = 0,
   WHARF_LOG_INFO = 1,
@@ -185,7 +199,7 @@ typedef enum wharf_log_level {
 /**
  * Receives one log line (no trailing newline). `message` is valid only during the call.
  * May be called from any thread, including Wharf's worker threads, and concurrently; it must
- * not call back into Wharf functions that could log (keep it a plain hand-off). Since 0.1.
+ * not call back into Wharf functions that could log (keep it a plain hand-off). Since 0.3.
  */
 typedef void (*wharf_log_fn)(wharf_log_level level, const char* message, void* user);
 
@@ -194,9 +208,9 @@ typedef void (*wharf_log_fn)(wharf_log_level level, const char* message, void* u
  * restores the default (lines at WARN and above to stderr; the environment variable
  * WHARF_LOG_LEVEL=debug|info|warn|error|off changes the default level). Thread-safe; a
  * callback being replaced may still receive lines already in progress on other threads.
- * Since 0.1.
+ * Since 0.3.
  */
-WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level, void* user);
+WHARF_API void wharf_log_set_callback(wharf_log_fn fn, wharf_log_level min_level, void* user);
 
 /* ======================================================================================
  * Data types and tensor views
@@ -206,7 +220,7 @@ WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level
  * Element types: the safetensors format's dtypes, named as there (wharf_dtype_name). Values
  * are stable; new ones are only appended. F4, F6_E2M3 and F6_E3M2 are narrower than a byte
  * and packed (a tensor of n elements is n * bits / 8 bytes, and its bit size must be a
- * multiple of 8); views of them must be contiguous. Since 0.1 (values 12-21: since 0.3).
+ * multiple of 8); views of them must be contiguous. Since 0.3.
  */
 typedef enum wharf_dtype {
   WHARF_DTYPE_F32 = 0,
@@ -221,7 +235,6 @@ typedef enum wharf_dtype {
   WHARF_DTYPE_I32 = 9,
   WHARF_DTYPE_I64 = 10,
   WHARF_DTYPE_BOOL = 11,
-  /* Since 0.3 -------------------------------------------------------------------------- */
   WHARF_DTYPE_U16 = 12,
   WHARF_DTYPE_U32 = 13,
   WHARF_DTYPE_U64 = 14,
@@ -236,7 +249,7 @@ typedef enum wharf_dtype {
 
 /**
  * Bytes per element of a dtype of whole bytes; 0 for a sub-byte dtype (F4, F6_*: use
- * wharf_dtype_bits) and for a value outside wharf_dtype. Since 0.1.
+ * wharf_dtype_bits) and for a value outside wharf_dtype. Since 0.3.
  */
 WHARF_API size_t wharf_dtype_size(wharf_dtype dtype);
 
@@ -246,36 +259,48 @@ WHARF_API size_t wharf_dtype_size(wharf_dtype dtype);
  */
 WHARF_API size_t wharf_dtype_bits(wharf_dtype dtype);
 
-/** The safetensors spelling ("F32", "BF16", "F8_E4M3", "BOOL", ...); NULL for an unknown value. Since 0.1. */
+/** The safetensors spelling ("F32", "BF16", "F8_E4M3", "BOOL", ...); NULL for an unknown value. Since 0.3. */
 WHARF_API const char* wharf_dtype_name(wharf_dtype dtype);
 
-/** Parses a safetensors dtype name. WHARF_NOT_FOUND for an unknown name. Since 0.1. */
+/** Parses a safetensors dtype name. WHARF_NOT_FOUND for an unknown name. Since 0.3. */
 WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out);
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef enum wharf_device_type {
   WHARF_DEVICE_CPU = 0,   /* host memory, pageable or pinned */
   WHARF_DEVICE_CUDA = 1   /* CUDA device memory on device `device_index` */
 } wharf_device_type;
 
-/** Maximum number of dimensions of a tensor. Since 0.1. */
+/** Maximum number of dimensions of a tensor. Since 0.3. */
 #define WHARF_MAX_DIMS 8
+
+/**
+ * wharf_tensor_view.flags: the memory must not be written. The library sets it on every
+ * output view it fills whose memory others read: constants in a run (which share their
+ * storage with other generations, containers and open runs; in a fold callback's run, the
+ * constants other than derived ones and the ones the update wrote), tensors of a map
+ * loaded from a file (a read-only mapping) and offloaded slots. Session state, a model's
+ * outputs and the views a caller put into a map keep their writability (a map keeps the
+ * flag a caller set). Writing through a read-only view is undefined; the bindings refuse
+ * it. Since 0.3.
+ */
+#define WHARF_VIEW_READ_ONLY 0x1u
 
 /**
  * A borrowed view of a tensor in someone else's memory. Nothing here is owned: the data
  * and the shape/strides arrays belong to whoever filled the view and must outlive its use.
  * Element [i0, i1, ...] lives at (char*)data + byte_offset + (i0*strides[0] + i1*strides[1]
  * + ...) * element size. `strides` are in elements; NULL means contiguous row-major.
- * `ndim` 0 is a scalar (one element; shape may be NULL). Since 0.1.
+ * `ndim` 0 is a scalar (one element; shape may be NULL). Since 0.3.
  *
- * As an input, set struct_size to sizeof(wharf_tensor_view); 0 reads data through strides
- * only (byte_offset 0). As an output (wharf_run_tensor, wharf_constant_map_find, ...), set
- * struct_size before the call: the library fills data through strides always and the later
- * fields as far as struct_size covers them (the 0.3 layout for 0 or for a value it does not
- * recognise), and leaves struct_size saying how many bytes it filled; output views point at
- * element 0 (byte_offset 0).
+ * As an input, set struct_size to sizeof(wharf_tensor_view) and flags to 0 or
+ * WHARF_VIEW_READ_ONLY (inputs are only read either way; other bits: WHARF_UNSUPPORTED). As
+ * an output (wharf_run_get_tensor, wharf_constant_map_find, ...) see "Structs" above; output
+ * views point at element 0 (byte_offset 0), and flags says whether the memory may be written.
  */
 typedef struct wharf_tensor_view {
+  uint32_t struct_size;
+  uint32_t flags;        /* WHARF_VIEW_* */
   void* data;
   wharf_dtype dtype;
   wharf_device_type device_type;
@@ -283,8 +308,6 @@ typedef struct wharf_tensor_view {
   int32_t ndim;
   const int64_t* shape;
   const int64_t* strides;
-  /* Since 0.3 -------------------------------------------------------------------------- */
-  uint32_t struct_size;
   uint64_t byte_offset;  /* bytes from data to element 0; default 0 */
 } wharf_tensor_view;
 
@@ -295,17 +318,17 @@ typedef struct wharf_tensor_view {
  * (containers, weight stores, sessions) keep it alive: the runtime may be freed first.
  * ====================================================================================== */
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_runtime wharf_runtime;
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef enum wharf_backend {
   WHARF_BACKEND_AUTO = 0,  /* CUDA when a device is usable, the host backend otherwise (logged) */
   WHARF_BACKEND_CUDA = 1,  /* a CUDA GPU; fails with WHARF_UNSUPPORTED/DEVICE_ERROR if none */
   WHARF_BACKEND_HOST = 2   /* host memory and worker-thread streams; runs anywhere */
 } wharf_backend;
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_runtime_options {
   uint32_t struct_size;
   wharf_backend backend;         /* default WHARF_BACKEND_AUTO */
@@ -322,15 +345,13 @@ typedef struct wharf_runtime_options {
  * Since 0.3.
  */
 WHARF_API void wharf_runtime_options_init_sized(wharf_runtime_options* opts, size_t struct_size);
-/** The exported function fills the 0.1 layout (for dlsym callers); C code uses the macro. Since 0.1. */
-WHARF_API void wharf_runtime_options_init(wharf_runtime_options* opts);
 #define wharf_runtime_options_init(opts) wharf_runtime_options_init_sized((opts), sizeof(*(opts)))
 
 /**
  * Creates a runtime. `opts` is borrowed for the call; NULL means defaults. On success the
  * caller owns `*out` and frees it with wharf_runtime_free(). Errors: WHARF_INVALID_ARGUMENT
  * (bad option values), WHARF_UNSUPPORTED (CUDA asked for in a build without CUDA, or no
- * device), WHARF_DEVICE_ERROR (CUDA failed to initialise). Since 0.1.
+ * device), WHARF_DEVICE_ERROR (CUDA failed to initialise). Since 0.3.
  */
 WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
                                              wharf_runtime** out);
@@ -339,14 +360,14 @@ WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
  * Releases the caller's reference. Containers, weight stores and sessions created from the
  * runtime keep it alive; when the last reference goes, the runtime waits for its streams to
  * drain, then releases them and its memory. NULL is a no-op. No other thread may be using
- * this handle. Since 0.1.
+ * this handle. Since 0.3.
  */
 WHARF_API void wharf_runtime_free(wharf_runtime* runtime);
 
-/** The backend the runtime chose (never WHARF_BACKEND_AUTO). Thread-safe. Since 0.1. */
+/** The backend the runtime chose (never WHARF_BACKEND_AUTO). Thread-safe. Since 0.3. */
 WHARF_API wharf_backend wharf_runtime_backend(const wharf_runtime* runtime);
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_device_info {
   uint32_t struct_size;
   wharf_backend backend;
@@ -361,20 +382,20 @@ typedef struct wharf_device_info {
 /**
  * Describes the runtime's device. `out->struct_size` must be set by the caller (fields past
  * it are not written). Thread-safe. Errors: WHARF_INVALID_ARGUMENT, WHARF_DEVICE_ERROR.
- * Since 0.1.
+ * Since 0.3.
  */
-WHARF_API wharf_status* wharf_runtime_device_info(const wharf_runtime* runtime,
+WHARF_API wharf_status* wharf_runtime_get_device_info(const wharf_runtime* runtime,
                                                   wharf_device_info* out);
 
 /**
  * Waits until all work Wharf enqueued on the runtime's own streams has finished.
- * Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work). Since 0.1.
+ * Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work). Since 0.3.
  */
 WHARF_API wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
 
 /* --- memory accounting ---------------------------------------------------------------- */
 
-/** Allocation tags; per-tag figures are indexed by these values. Room for 16. Since 0.1. */
+/** Allocation tags; per-tag figures are indexed by these values. Room for 16. Since 0.3. */
 typedef enum wharf_memory_tag {
   WHARF_MEM_CONSTANTS = 0,
   WHARF_MEM_STATE = 1,
@@ -384,14 +405,14 @@ typedef enum wharf_memory_tag {
   WHARF_MEM_GRAPH = 5
 } wharf_memory_tag;
 
-/** Since 0.1. */
+/** Since 0.3. */
 #define WHARF_MEM_TAG_CAPACITY 16
 
 /**
  * Bytes Wharf holds. current[tag]/peak[tag] count every allocation with that tag, device
  * and pinned host alike; device_* count device memory only (what device_memory_limit caps;
  * on the host backend, "device" memory is the host memory standing in for it);
- * pinned_host_* count page-locked host memory. Since 0.1.
+ * pinned_host_* count page-locked host memory. Since 0.3.
  */
 typedef struct wharf_memory_stats {
   uint32_t struct_size;
@@ -407,12 +428,12 @@ typedef struct wharf_memory_stats {
  * Reads the runtime's memory figures into `out` (the caller sets out->struct_size; fields
  * past it are not written). Thread-safe; figures are a consistent snapshot per counter.
  * Errors: WHARF_INVALID_ARGUMENT (NULL arguments, a struct_size that ends inside a field).
- * Since 0.1.
+ * Since 0.3.
  */
-WHARF_API wharf_status* wharf_runtime_memory_stats(const wharf_runtime* runtime,
+WHARF_API wharf_status* wharf_runtime_get_memory_stats(const wharf_runtime* runtime,
                                                    wharf_memory_stats* out);
 
-/** Sets every peak figure to its current value. Thread-safe. NULL is a no-op. Since 0.1. */
+/** Sets every peak figure to its current value. Thread-safe. NULL is a no-op. Since 0.3. */
 WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime);
 
 /* ======================================================================================
@@ -427,10 +448,10 @@ WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime);
  * thread uses it is not allowed.
  * ====================================================================================== */
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_constant_map wharf_constant_map;
 
-/** Creates an empty map owned by the caller (free with wharf_constant_map_free). Since 0.1. */
+/** Creates an empty map owned by the caller (free with wharf_constant_map_free). Since 0.3. */
 WHARF_API wharf_status* wharf_constant_map_create(wharf_constant_map** out);
 
 /**
@@ -441,7 +462,7 @@ WHARF_API wharf_status* wharf_constant_map_create(wharf_constant_map** out);
  * name, NULL data with a non-empty shape or a byte_offset, unknown dtype or device type,
  * ndim outside 0..WHARF_MAX_DIMS, a negative dimension or stride, byte size overflow, a bad
  * struct_size), WHARF_UNSUPPORTED (non-zero fields of a newer header), WHARF_ALREADY_EXISTS
- * (the name is in the map). On error the map is unchanged. Since 0.1.
+ * (the name is in the map). On error the map is unchanged. Since 0.3.
  */
 WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const char* fqn,
                                                const wharf_tensor_view* view);
@@ -449,19 +470,19 @@ WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const ch
 /**
  * Looks up `fqn`. On success `*out` is a view whose shape/strides point into the map
  * (valid while the map lives and is not modified); see wharf_tensor_view for how its
- * struct_size is used. Errors: WHARF_NOT_FOUND naming fqn. Since 0.1.
+ * struct_size is used. Errors: WHARF_NOT_FOUND naming fqn. Since 0.3.
  */
 WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map,
                                                 const char* fqn, wharf_tensor_view* out);
 
-/** Number of entries; 0 for NULL. Since 0.1. */
-WHARF_API size_t wharf_constant_map_size(const wharf_constant_map* map);
+/** Number of entries; 0 for NULL. Since 0.3. */
+WHARF_API size_t wharf_constant_map_num_entries(const wharf_constant_map* map);
 
 /**
  * The i-th entry in insertion order. `*fqn` (may be NULL to skip) and the view's arrays
- * point into the map. Errors: WHARF_INVALID_ARGUMENT for i >= size. Since 0.1.
+ * point into the map. Errors: WHARF_INVALID_ARGUMENT for i >= size. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, size_t i,
+WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* map, size_t i,
                                                  const char** fqn, wharf_tensor_view* out);
 
 /**
@@ -490,18 +511,18 @@ WHARF_API wharf_status* wharf_constant_map_entry(const wharf_constant_map* map, 
  * WHARF_DATA_CORRUPT (naming the file, the tensor and what is wrong), WHARF_UNSUPPORTED (a
  * valid file holding what Wharf cannot: a dtype name it does not know, more than
  * WHARF_MAX_DIMS dimensions, a dimension above INT64_MAX, an empty name, NUL in a name or in
- * metadata; named), WHARF_INVALID_ARGUMENT (NULL arguments). Thread-safe. Since 0.1.
+ * metadata; named), WHARF_INVALID_ARGUMENT (NULL arguments). Thread-safe. Since 0.3.
  */
 WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
                                                             wharf_constant_map** out);
 
 /**
  * Number of `__metadata__` entries of a map loaded from safetensors (0 for other maps).
- * Since 0.1.
+ * Since 0.3.
  */
-WHARF_API size_t wharf_constant_map_metadata_size(const wharf_constant_map* map);
-/** The i-th `__metadata__` key/value (strings owned by the map). Since 0.1. */
-WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_map* map,
+WHARF_API size_t wharf_constant_map_num_metadata_entries(const wharf_constant_map* map);
+/** The i-th `__metadata__` key/value (strings owned by the map). Since 0.3. */
+WHARF_API wharf_status* wharf_constant_map_get_metadata_entry(const wharf_constant_map* map,
                                                           size_t i, const char** key,
                                                           const char** value);
 
@@ -510,7 +531,7 @@ WHARF_API wharf_status* wharf_constant_map_metadata_entry(const wharf_constant_m
  * appended, an existing one keeps its place and takes the new value;
  * wharf_constant_map_save_safetensors writes them. Key and value may be empty; they must be
  * valid UTF-8 (and, being C strings, hold no NUL). Pointers from
- * wharf_constant_map_metadata_entry are invalidated. Modifies the map: no other thread may
+ * wharf_constant_map_get_metadata_entry are invalidated. Modifies the map: no other thread may
  * use it during the call. Errors:
  * WHARF_INVALID_ARGUMENT (NULL arguments, invalid UTF-8; naming the key), and then the map is
  * unchanged. Since 0.3.
@@ -522,14 +543,14 @@ WHARF_API wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map,
  * Writes every entry of `map` to a safetensors file at `path` (created or replaced
  * atomically: written to a temporary file, then renamed). Entries must be host-readable
  * (WHARF_DEVICE_CPU); strided views are written contiguous. Errors: WHARF_INVALID_ARGUMENT
- * (a CUDA view, naming it), WHARF_IO_ERROR. Since 0.1.
+ * (a CUDA view, naming it), WHARF_IO_ERROR. Since 0.3.
  */
 WHARF_API wharf_status* wharf_constant_map_save_safetensors(const wharf_constant_map* map,
                                                             const char* path);
 
 /**
  * Releases the caller's reference, which is a map's only one: frees the map (and its file
- * mapping, if any). NULL is a no-op. Since 0.1.
+ * mapping, if any). NULL is a no-op. Since 0.3.
  */
 WHARF_API void wharf_constant_map_free(wharf_constant_map* map);
 
@@ -550,38 +571,37 @@ WHARF_API void wharf_constant_map_free(wharf_constant_map* map);
  * weight store) alive: they may be freed first. Strings are UTF-8.
  * ====================================================================================== */
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_container wharf_container;
-/** One conversation's mutable state (see the sessions API). Declared here so runs can name it. Since 0.1. */
+/** One conversation's mutable state (see the sessions API). Declared here so runs can name it. Since 0.3. */
 typedef struct wharf_session wharf_session;
-/** A lease: one generation (and session) pinned for one execution. Since 0.1. */
+/** A lease: one generation (and session) pinned for one execution. Since 0.3. */
 typedef struct wharf_run wharf_run;
-/** Shared storage for constants of several containers (see the weight store API). Since 0.2. */
+/** Shared storage for constants of several containers (see the weight store API). Since 0.3. */
 typedef struct wharf_weight_store wharf_weight_store;
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef enum wharf_placement {
   WHARF_PLACEMENT_DEVICE = 0,  /* device memory (host memory on the host backend) */
   WHARF_PLACEMENT_HOST = 1     /* pinned host memory, even for a CUDA model */
 } wharf_placement;
 
-/** Constant flags. Since 0.1. */
+/** Constant flags. Since 0.3. */
 #define WHARF_CONSTANT_DERIVED 0x1u /* computed by the update's fold callback, never from a map */
 
 /**
  * One constant's declaration, an element of wharf_container_options.constants. Set
- * struct_size to sizeof(wharf_constant_decl) (0: the 0.3 layout, which has no field past
- * struct_size); every element of one array must state the same size. Since 0.1.
+ * struct_size to sizeof(wharf_constant_decl); every element of one array must state the
+ * same size. Since 0.3.
  */
 typedef struct wharf_constant_decl {
+  uint32_t struct_size;
   const char* fqn;
   wharf_dtype dtype;
   int32_t ndim;
   const int64_t* shape;
   wharf_placement placement;
   uint32_t flags;
-  /* Since 0.3 -------------------------------------------------------------------------- */
-  uint32_t struct_size;
 } wharf_constant_decl;
 
 /**
@@ -589,25 +609,23 @@ typedef struct wharf_constant_decl {
  * session over the container gets its own buffer; `initial` (borrowed for the create call,
  * contiguous, on the host or the runtime's device; NULL = zeros) is captured once into the
  * container's template and is what a new or reset session starts from. struct_size as for
- * wharf_constant_decl. Since 0.2.
+ * wharf_constant_decl. Since 0.3.
  */
 typedef struct wharf_state_decl {
+  uint32_t struct_size;
   const char* fqn;
   wharf_dtype dtype;
   int32_t ndim;
   const int64_t* shape;
   const wharf_tensor_view* initial;
-  /* Since 0.3 -------------------------------------------------------------------------- */
-  uint32_t struct_size;
 } wharf_state_decl;
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_container_options {
   uint32_t struct_size;
   const char* name;                        /* for messages; default "model" */
   const wharf_constant_decl* constants;    /* borrowed for the create call */
   size_t num_constants;
-  /* Since 0.2 -------------------------------------------------------------------------- */
   /** Share constants with the other containers of this store (NULL = no sharing). The
    *  container keeps the store alive. */
   wharf_weight_store* store;
@@ -622,11 +640,9 @@ typedef struct wharf_container_options {
  * Fills the defaults of a wharf_container_options of `struct_size` bytes (pass
  * sizeof(wharf_container_options) as the caller compiled it) and sets its struct_size; the
  * library writes no byte past struct_size. C and C++ callers use the macro below, which
- * passes sizeof for them; bindings call this function with their struct's size. Since 0.2.
+ * passes sizeof for them; bindings call this function with their struct's size. Since 0.3.
  */
 WHARF_API void wharf_container_options_init_sized(wharf_container_options* opts, size_t struct_size);
-/** The exported function fills the 0.1 layout (for dlsym callers); C code uses the macro. Since 0.1. */
-WHARF_API void wharf_container_options_init(wharf_container_options* opts);
 #define wharf_container_options_init(opts) \
   wharf_container_options_init_sized((opts), sizeof(*(opts)))
 
@@ -641,7 +657,7 @@ WHARF_API void wharf_container_options_init(wharf_container_options* opts);
  * duplicate declaration, a state FQN equal to a constant's, an initial value of the wrong
  * dtype/shape, a bad struct_size, or a declaration that disagrees with the store's under
  * the same FQN: the message names both containers), WHARF_UNSUPPORTED (non-zero fields of
- * a newer header), WHARF_OUT_OF_MEMORY. Since 0.1.
+ * a newer header), WHARF_OUT_OF_MEMORY. Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
                                                const wharf_container_options* opts,
@@ -654,7 +670,7 @@ WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
  * holds with equal dtype, shape and placement are shared: no allocation and no copy for
  * them (the store assumes one FQN names one weight; the map's data for them is not read).
  * The map is borrowed for the call. Errors: as wharf_container_create and _update.
- * Since 0.1.
+ * Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
                                                         const wharf_constant_map* map,
@@ -664,11 +680,11 @@ WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
 /**
  * Releases the caller's reference. Sessions over the container and its open runs keep it
  * alive; when the last reference goes, the container waits (on the host) for the device to
- * finish the runs that read it, then releases its memory. NULL is a no-op. Since 0.1.
+ * finish the runs that read it, then releases its memory. NULL is a no-op. Since 0.3.
  */
 WHARF_API void wharf_container_free(wharf_container* container);
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef enum wharf_update_target {
   WHARF_TARGET_INACTIVE = 0,        /* write the inactive generation; swap to publish */
   WHARF_TARGET_ACTIVE_IN_PLACE = 1  /* write and publish at once, reusing storage when it can */
@@ -677,23 +693,25 @@ typedef enum wharf_update_target {
 /**
  * Computes the WHARF_CONSTANT_DERIVED constants of the generation being written (e.g. a
  * transposed or quantised weight) with the caller's own kernels. `target` is a run over
- * that generation: wharf_run_tensor gives every constant, derived ones included, and
- * wharf_run_stream the stream to launch on. The callback must not end the run. Return
+ * that generation: wharf_run_get_tensor gives every constant, derived ones included, and
+ * wharf_run_stream the stream to launch on. Only derived constants and the constants this
+ * update wrote (fresh storage) may be written: every other constant's view is
+ * WHARF_VIEW_READ_ONLY, because its storage is the active generation's and open runs read
+ * it. The callback must not end the run. Return
  * NULL on success or a status (made with wharf_status_create; ownership passes to Wharf)
  * to abort the update: the update then fails with that status's code, and its message
  * after a prefix naming the container ("container 'm': fold callback: " + message).
- * Since 0.1.
+ * Since 0.3.
  */
 typedef wharf_status* (*wharf_fold_fn)(wharf_run* target, void* user);
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_update_options {
   uint32_t struct_size;
   wharf_update_target target;  /* default WHARF_TARGET_INACTIVE */
   int32_t require_full;        /* nonzero: the map must name every non-derived constant */
   wharf_fold_fn fold;          /* required when the container declares derived constants */
   void* fold_user;
-  /* Since 0.3 -------------------------------------------------------------------------- */
   /** A cudaStream_t whose work so far the update's reads of device sources wait for, on
    *  the device (an event recorded on it when the call starts; the host does not wait): a
    *  trainer's or an NCCL receive's stream that produced the new weights. NULL = none. Must
@@ -712,8 +730,6 @@ typedef struct wharf_update_options {
  * through the macro wharf_update_options_init(&opts). Since 0.3.
  */
 WHARF_API void wharf_update_options_init_sized(wharf_update_options* opts, size_t struct_size);
-/** The exported function fills the 0.1 layout (for dlsym callers); C code uses the macro. Since 0.1. */
-WHARF_API void wharf_update_options_init(wharf_update_options* opts);
 #define wharf_update_options_init(opts) wharf_update_options_init_sized((opts), sizeof(*(opts)))
 
 /**
@@ -740,7 +756,7 @@ WHARF_API void wharf_update_options_init(wharf_update_options* opts);
  * already ended, and the call waits (on the host, up to in_place_max_wait_ms) for open
  * runs that pinned it. Storage still pinned after that, or shared, is left to its readers
  * and the constant gets fresh storage (its bytes of extra memory). Open runs never see
- * their data change. The inactive generation, if any, is not changed. Since 0.1.
+ * their data change. The inactive generation, if any, is not changed. Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_update(wharf_container* container,
                                                const wharf_constant_map* map,
@@ -783,27 +799,27 @@ WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* contai
  * non-derived constant of a fresh container was never written (naming it), or when the
  * staged weights came from wharf_weight_store_update and are not yet published (a member's
  * own swap would break the store swap's atomicity: publish them with
- * wharf_weight_store_swap); WHARF_BUSY while an in-place update runs. Since 0.1.
+ * wharf_weight_store_swap); WHARF_BUSY while an in-place update runs. Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_swap(wharf_container* container);
 
 /**
  * Releases the inactive generation (stream-ordered: after the runs that read it).
  * Errors: WHARF_FAILED_PRECONDITION (it holds an unpublished weight store update),
- * WHARF_BUSY (an in-place update runs). Since 0.1.
+ * WHARF_BUSY (an in-place update runs). Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_free_inactive(wharf_container* container);
 
-/** The active generation's id (0 before the first swap); every swap or in-place update gives a new, larger id. Since 0.1. */
+/** The active generation's id (0 before the first swap); every swap or in-place update gives a new, larger id. Since 0.3. */
 WHARF_API uint64_t wharf_container_generation(const wharf_container* container);
 
 /** The container's name (wharf_container_options.name; owned by the container). "" for NULL. Since 0.3. */
 WHARF_API const char* wharf_container_name(const wharf_container* container);
 
-/** Number of constant declarations; 0 for NULL. Since 0.1. */
+/** Number of constant declarations; 0 for NULL. Since 0.3. */
 WHARF_API size_t wharf_container_num_constants(const wharf_container* container);
 
-/** Since 0.1. */
+/** Since 0.3. */
 typedef struct wharf_constant_info {
   uint32_t struct_size;
   const char* fqn;        /* owned by the container */
@@ -815,8 +831,8 @@ typedef struct wharf_constant_info {
   uint64_t nbytes;
 } wharf_constant_info;
 
-/** The i-th declaration (the caller sets out->struct_size). WHARF_INVALID_ARGUMENT past the end. Since 0.1. */
-WHARF_API wharf_status* wharf_container_constant_info(const wharf_container* container, size_t i,
+/** The i-th declaration (the caller sets out->struct_size). WHARF_INVALID_ARGUMENT past the end. Since 0.3. */
+WHARF_API wharf_status* wharf_container_get_constant_info(const wharf_container* container, size_t i,
                                                       wharf_constant_info* out);
 
 /** Number of state declarations; 0 for NULL. Since 0.3. */
@@ -836,12 +852,12 @@ typedef struct wharf_state_info {
  * The i-th state declaration, in declaration order (the caller sets out->struct_size).
  * WHARF_INVALID_ARGUMENT past the end. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_state_info(const wharf_container* container, size_t i,
+WHARF_API wharf_status* wharf_container_get_state_info(const wharf_container* container, size_t i,
                                                    wharf_state_info* out);
 
 /**
  * Called once no generation and no run references a user-managed constant's memory any
- * more; from any thread, possibly a Wharf worker thread. Must not call into Wharf. Since 0.1.
+ * more; from any thread, possibly a Wharf worker thread. Must not call into Wharf. Since 0.3.
  */
 typedef void (*wharf_release_fn)(void* data, void* user);
 
@@ -851,7 +867,7 @@ typedef void (*wharf_release_fn)(void* data, void* user);
  * and shape, be contiguous, and live where the constant is placed (device memory of the
  * runtime's device for DEVICE placement on CUDA; host memory otherwise). `release` (may be
  * NULL) is called with data + byte_offset when Wharf no longer references it. Errors as
- * wharf_container_update; on error `release` is not called and nothing changes. Since 0.1.
+ * wharf_container_update; on error `release` is not called and nothing changes. Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* container,
                                                            const char* fqn,
@@ -879,7 +895,7 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
  * Thread-safe. Never waits for a copy-into-inactive update; waits while an in-place update
  * writes reused storage (so a thread must not begin an in-place update while it holds an
  * open run of the same container: that update waits for the run, up to its
- * in_place_max_wait_ms). Since 0.1.
+ * in_place_max_wait_ms). Since 0.3.
  */
 WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session,
                                         void* stream, wharf_run** out);
@@ -887,16 +903,18 @@ WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_sessio
 /**
  * Resolves `fqn` in the run's generation, then in its session's state: a view of the
  * storage (device pointer, dtype, shape, and contiguous row-major strides, both arrays
- * valid while the run is open). Errors: WHARF_NOT_FOUND. Thread-safe for concurrent calls
- * on the same run. Since 0.1.
+ * valid while the run is open). Constants are WHARF_VIEW_READ_ONLY (their storage is
+ * shared with other generations, containers and runs), except, in a fold callback's run,
+ * derived constants and the constants the update wrote; session state is writable.
+ * Errors: WHARF_NOT_FOUND. Thread-safe for concurrent calls on the same run. Since 0.3.
  */
-WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn,
+WHARF_API wharf_status* wharf_run_get_tensor(const wharf_run* run, const char* fqn,
                                          wharf_tensor_view* out);
 
-/** The id of the generation this run pinned. Since 0.1. */
+/** The id of the generation this run pinned. Since 0.3. */
 WHARF_API uint64_t wharf_run_generation(const wharf_run* run);
 
-/** The stream this run's work goes on (a cudaStream_t; NULL on the host backend). Since 0.1. */
+/** The stream this run's work goes on (a cudaStream_t; NULL on the host backend). Since 0.3. */
 WHARF_API void* wharf_run_stream(const wharf_run* run);
 
 /**
@@ -904,7 +922,7 @@ WHARF_API void* wharf_run_stream(const wharf_run* run);
  * from the run's generation or session into host memory at `dst`, ordered on the run's
  * stream, and returns when the copy is complete. Meant for inspection and tests (it waits
  * for the stream), not for the serving path. Errors: WHARF_NOT_FOUND, WHARF_INVALID_ARGUMENT
- * (range past the constant's bytes, NULL dst), WHARF_DEVICE_ERROR. Thread-safe. Since 0.1.
+ * (range past the constant's bytes, NULL dst), WHARF_DEVICE_ERROR. Thread-safe. Since 0.3.
  */
 WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
                                        void* dst, uint64_t bytes);
@@ -913,7 +931,7 @@ WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, ui
  * Ends a run: records its completion on its stream (nothing the run could read is freed or
  * overwritten before the device gets there) and frees the handle, even on error. NULL is a
  * no-op returning NULL. Errors: WHARF_DEVICE_ERROR (recording failed; the generation is
- * then held until the container is freed). Since 0.1.
+ * then held until the container is freed). Since 0.3.
  */
 WHARF_API wharf_status* wharf_run_end(wharf_run* run);
 
@@ -935,22 +953,22 @@ WHARF_API wharf_status* wharf_run_end(wharf_run* run);
  * Threads: every function is safe to call from many threads at once.
  * ====================================================================================== */
 
-/** Creates an empty store on `runtime` (which it keeps alive). The caller owns `*out`. Since 0.2. */
+/** Creates an empty store on `runtime` (which it keeps alive). The caller owns `*out`. Since 0.3. */
 WHARF_API wharf_status* wharf_weight_store_create(wharf_runtime* runtime, wharf_weight_store** out);
 
-/** Releases the caller's reference; containers that use the store keep it alive. NULL is a no-op. Since 0.2. */
+/** Releases the caller's reference; containers that use the store keep it alive. NULL is a no-op. Since 0.3. */
 WHARF_API void wharf_weight_store_free(wharf_weight_store* store);
 
-/** Since 0.2. */
+/** Since 0.3. */
 typedef struct wharf_weight_store_stats {
   uint32_t struct_size;
-  uint64_t unique_constants; /* live shared weights */
+  uint64_t num_unique_constants; /* live shared weights */
   uint64_t unique_bytes;     /* their bytes */
-  uint64_t references;       /* (container, constant) pairs whose active generation uses one */
+  uint64_t num_references;       /* (container, constant) pairs whose active generation uses one */
   uint64_t saved_bytes;      /* bytes that would be allocated without sharing, minus unique_bytes */
 } wharf_weight_store_stats;
 
-/** Fills `out` (the caller sets out->struct_size). Thread-safe. Since 0.2. */
+/** Fills `out` (the caller sets out->struct_size). Thread-safe. Since 0.3. */
 WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* store,
                                                      wharf_weight_store_stats* out);
 
@@ -965,7 +983,7 @@ WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* s
  * accumulate until wharf_weight_store_swap. `require_full` demands every FQN of the store.
  * Errors also:
  * WHARF_BUSY (a member container is being updated), WHARF_UNSUPPORTED (in-place target).
- * Since 0.2.
+ * Since 0.3.
  */
 WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
                                                   const wharf_constant_map* map,
@@ -987,7 +1005,7 @@ WHARF_API wharf_status* wharf_weight_store_update_from_file(wharf_weight_store* 
  * Swaps every member container staged by wharf_weight_store_update, atomically with respect
  * to wharf_run_begin: no run begun after this returns sees old weights in one container and
  * new ones in another. Errors: WHARF_FAILED_PRECONDITION (nothing staged by a store update).
- * Since 0.2.
+ * Since 0.3.
  */
 WHARF_API wharf_status* wharf_weight_store_swap(wharf_weight_store* store);
 
@@ -1004,7 +1022,7 @@ WHARF_API wharf_status* wharf_weight_store_swap(wharf_weight_store* store);
  * same time) return WHARF_BUSY rather than wait.
  * ====================================================================================== */
 
-/** Since 0.2. */
+/** Since 0.3. */
 typedef struct wharf_session_options {
   uint32_t struct_size;
   /** Refuse (WHARF_RESOURCE_EXHAUSTED) a session whose state exceeds this (0 = no limit). */
@@ -1019,8 +1037,6 @@ typedef struct wharf_session_options {
  * through the macro wharf_session_options_init(&opts). Since 0.3.
  */
 WHARF_API void wharf_session_options_init_sized(wharf_session_options* opts, size_t struct_size);
-/** The exported function fills the 0.2 layout (for dlsym callers); C code uses the macro. Since 0.2. */
-WHARF_API void wharf_session_options_init(wharf_session_options* opts);
 #define wharf_session_options_init(opts) wharf_session_options_init_sized((opts), sizeof(*(opts)))
 
 /**
@@ -1030,7 +1046,7 @@ WHARF_API void wharf_session_options_init(wharf_session_options* opts);
  * WHARF_INVALID_ARGUMENT naming both; the first container's initial value is used. `opts`
  * may be NULL. The caller owns `*out`. Errors also: WHARF_RESOURCE_EXHAUSTED (past
  * max_state_bytes or a container's max_session_bytes), WHARF_OUT_OF_MEMORY (eager).
- * Since 0.2.
+ * Since 0.3.
  */
 WHARF_API wharf_status* wharf_session_create(wharf_runtime* runtime,
                                              wharf_container* const* containers,
@@ -1041,7 +1057,7 @@ WHARF_API wharf_status* wharf_session_create(wharf_runtime* runtime,
 /**
  * Restores every state to its initial value, stream-ordered after the session's last run
  * (on the runtime's stream; the next run waits for it). Returns without waiting for the
- * device. Errors: WHARF_BUSY (a run is open). Since 0.2.
+ * device. Errors: WHARF_BUSY (a run is open). Since 0.3.
  */
 WHARF_API wharf_status* wharf_session_reset(wharf_session* session);
 
@@ -1049,17 +1065,17 @@ WHARF_API wharf_status* wharf_session_reset(wharf_session* session);
  * Creates a session over the same containers whose state is a copy of `src`'s (branching a
  * conversation, beam search), made on the device after `src`'s last run. The caller owns
  * `*out`. Errors: WHARF_BUSY (src has an open run), WHARF_RESOURCE_EXHAUSTED,
- * WHARF_OUT_OF_MEMORY. Since 0.2.
+ * WHARF_OUT_OF_MEMORY. Since 0.3.
  */
 WHARF_API wharf_status* wharf_session_fork(const wharf_session* src, wharf_session** out);
 
-/** Bytes of state this session holds (or will hold at its first run). Since 0.2. */
+/** Bytes of state this session holds (or will hold at its first run). Since 0.3. */
 WHARF_API uint64_t wharf_session_state_bytes(const wharf_session* session);
 
 /**
  * Releases the caller's reference. A run still open keeps the session until wharf_run_end;
  * the state memory is returned only after the device has finished the session's last run
- * (this call may wait for it). NULL is a no-op. Since 0.2.
+ * (this call may wait for it). NULL is a no-op. Since 0.3.
  */
 WHARF_API void wharf_session_free(wharf_session* session);
 
@@ -1087,7 +1103,7 @@ extern "C" {
 
 /**
  * The index of constant `fqn` in the container's declarations (what
- * wharf_container_constant_info and wharf_run_tensor_at take), or -1 when the container
+ * wharf_container_get_constant_info and wharf_run_get_tensor_at take), or -1 when the container
  * does not declare it (or an argument is NULL). Resolve names once, then use indices on
  * the serving path. Thread-safe. Since 0.3 (experimental).
  */
@@ -1105,26 +1121,26 @@ WHARF_API int64_t wharf_container_find_state(const wharf_container* container, c
 WHARF_API int32_t wharf_container_has_staged(const wharf_container* container);
 
 /**
- * wharf_run_tensor for constant `index` of the container's declarations, with no name
+ * wharf_run_get_tensor for constant `index` of the container's declarations, with no name
  * lookup. Errors: WHARF_INVALID_ARGUMENT (index out of range), WHARF_FAILED_PRECONDITION
  * (in a fold over a fresh container, a constant not written yet). Thread-safe for
  * concurrent calls on the same run. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
+WHARF_API wharf_status* wharf_run_get_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
 
 /**
- * wharf_run_tensor for state `index` of the container's state declarations, in the run's
+ * wharf_run_get_tensor for state `index` of the container's state declarations, in the run's
  * session. Errors: WHARF_INVALID_ARGUMENT (index out of range), WHARF_FAILED_PRECONDITION
  * (the run has no session, as a fold callback's run). Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
+WHARF_API wharf_status* wharf_run_get_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
 
 /**
  * The session this run was begun with: `*out` is a new reference the caller owns (free it
  * with wharf_session_free), or NULL when the run has none (a container without states, or
  * a fold callback's run). Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_session(const wharf_run* run, wharf_session** out);
+WHARF_API wharf_status* wharf_run_get_session(const wharf_run* run, wharf_session** out);
 
 /* --- models: AOTInductor-compiled models executed by Wharf ---------------------------- */
 
@@ -1140,6 +1156,7 @@ WHARF_API wharf_status* wharf_run_session(const wharf_run* run, wharf_session** 
  */
 typedef struct wharf_model wharf_model;
 
+/** Options of wharf_model_load. Since 0.3 (experimental). */
 typedef struct wharf_model_options {
   uint32_t struct_size;
   const char* name;             /* the container's name; NULL: the file's stem */
@@ -1147,7 +1164,7 @@ typedef struct wharf_model_options {
   uint64_t max_session_bytes;   /* as wharf_container_options; 0 = no budget */
   const char* shim_path;        /* libwharf_aoti_shim.so; NULL: $WHARF_AOTI_SHIM, else next to libwharf */
   /* Appended: offload the layers these options select (borrowed for the call; NULL: none).
-   * See wharf_model_offloader. */
+   * See wharf_model_get_offloader. */
   const struct wharf_offloader_options* offload;
 } wharf_model_options;
 
@@ -1209,7 +1226,7 @@ WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i)
  * unsupported dtype), WHARF_INTERNAL (the model failed; the message says why).
  * Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model,
+WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run,
                                         const wharf_tensor_view* inputs, size_t num_inputs,
                                         wharf_tensor_view* outputs, size_t num_outputs);
 
@@ -1218,7 +1235,7 @@ WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model,
  * runtime), ordered on the run's stream after the work enqueued on it so far, and returns
  * when the copy is complete. For services without a CUDA runtime of their own (Go, Rust,
  * Java) to read a model's outputs; model inputs may simply be host memory (see
- * wharf_run_model). Errors: WHARF_INVALID_ARGUMENT (NULL pointers with bytes > 0),
+ * wharf_model_run). Errors: WHARF_INVALID_ARGUMENT (NULL pointers with bytes > 0),
  * WHARF_DEVICE_ERROR. Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
@@ -1240,11 +1257,11 @@ WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const vo
  * k % slot_capacity; the pool (slot_capacity slots of the largest offloaded layer's bytes) is
  * allocated once, under WHARF_MEM_OFFLOAD, and its addresses never change.
  *
- * Per run, in this order: wharf_run_offload_begin (copies the first prefetch_step offloaded
- * layers); for each layer L in increasing order, wharf_run_offload_wait(L) (the run's stream
+ * Per run, in this order: wharf_run_begin_offload (copies the first prefetch_step offloaded
+ * layers); for each layer L in increasing order, wharf_run_wait_offload(L) (the run's stream
  * waits for L's copy; the views are L's slots), launch L's kernels on the run's stream,
- * wharf_run_offload_issued(L) (the slot may be refilled once the stream passes this point);
- * then wharf_run_offload_end, before wharf_run_end. Layers that are not offloaded may be
+ * wharf_run_mark_offload_issued(L) (the slot may be refilled once the stream passes this point);
+ * then wharf_run_end_offload, before wharf_run_end. Layers that are not offloaded may be
  * skipped or passed (their calls do nothing; read their constants from the run's table).
  * One run at a time holds an offloader (its slots hold that run's layers): others get
  * WHARF_BUSY until it ends. Runs of other streams are ordered after the previous run on the
@@ -1262,6 +1279,7 @@ WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const vo
  */
 typedef struct wharf_offloader wharf_offloader;
 
+/** Options of wharf_offloader_create. Since 0.3 (experimental). */
 typedef struct wharf_offloader_options {
   uint32_t struct_size;
   const char* const* fqns;     /* explicit list of offloaded constants (borrowed for the call); NULL: select by layer */
@@ -1303,17 +1321,20 @@ WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const
  */
 WHARF_API void wharf_offloader_free(wharf_offloader* offloader);
 
-/** Where an offloader budget's H2D bandwidth comes from. */
+/** Where an offloader budget's H2D bandwidth comes from. Since 0.3 (experimental). */
 typedef enum wharf_h2d_source {
   WHARF_H2D_GIVEN = 0,    /* the h2d_bytes_per_second option */
   WHARF_H2D_MEASURED = 1, /* a timed pinned->device copy on the copy stream at creation (best of 3) */
   WHARF_H2D_ASSUMED = 2   /* host backend: 12 GB/s, what PCIe 3.0 x16 gives pinned copies */
 } wharf_h2d_source;
 
-/** An offloader's budget: what a step (a run through every layer) copies against its compute. */
+/**
+ * An offloader's budget: what a step (a run through every layer) copies against its compute.
+ * Since 0.3 (experimental).
+ */
 typedef struct wharf_offloader_budget {
   uint32_t struct_size;           /* set by the caller to sizeof; written up to it */
-  uint32_t offloaded_layers;
+  uint32_t num_offloaded_layers;
   uint64_t bytes_per_step;        /* the offloaded constants' bytes, every offloaded layer once */
   uint64_t h2d_bytes_per_second;
   int32_t h2d_source;             /* a wharf_h2d_source */
@@ -1338,11 +1359,11 @@ WHARF_API wharf_status* wharf_offloader_get_budget(const wharf_offloader* offloa
 WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader);
 
 /** Number of offloaded constants of `layer` (0: not offloaded, out of range, or NULL). Since 0.3 (experimental). */
-WHARF_API size_t wharf_offloader_layer_size(const wharf_offloader* offloader, uint32_t layer);
+WHARF_API size_t wharf_offloader_num_layer_constants(const wharf_offloader* offloader, uint32_t layer);
 
 /**
  * The FQN of offloaded constant `i` of `layer` (declaration order; owned by the container),
- * the i-th view wharf_run_offload_wait fills; NULL past the end. Since 0.3 (experimental).
+ * the i-th view wharf_run_wait_offload fills; NULL past the end. Since 0.3 (experimental).
  */
 WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offloader, uint32_t layer, size_t i);
 
@@ -1354,8 +1375,8 @@ WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offl
  * slots (fixed addresses); the model itself passes its offload points (the custom ops
  * wharf::offload_wait / wharf::offload_issued at its layer boundaries, mapped to Wharf's C
  * shims when it is compiled: tools/aoti/compile_offload_model.py), and each
- * wharf_run_model begins and ends offloading in the run around the model, so do not call
- * wharf_run_offload_* for it; one run at a time offloads (a concurrent wharf_run_model of
+ * wharf_model_run begins and ends offloading in the run around the model, so do not call
+ * wharf_run_*_offload for it; one run at a time offloads (a concurrent wharf_model_run of
  * the model gets WHARF_BUSY until that run ends). A model that reaches fewer offload points
  * than it has offloaded layers fails its run with WHARF_FAILED_PRECONDITION; a model with run-time
  * constant folding cannot be offloaded (wharf_model_load: WHARF_UNSUPPORTED). Updates and
@@ -1363,7 +1384,7 @@ WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offl
  * offloader. Use it for wharf_offloader_get_budget and the layer queries. Errors:
  * WHARF_INVALID_ARGUMENT (NULL). Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_model_offloader(wharf_model* model, wharf_offloader** out);
+WHARF_API wharf_status* wharf_model_get_offloader(wharf_model* model, wharf_offloader** out);
 
 /**
  * Begins offloading in `run` (a run of the offloader's container): the copy stream forks
@@ -1373,12 +1394,12 @@ WHARF_API wharf_status* wharf_model_offloader(wharf_model* model, wharf_offloade
  * WHARF_FAILED_PRECONDITION (this run already began; a fold callback's run),
  * WHARF_DEVICE_ERROR. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_offload_begin(wharf_run* run, wharf_offloader* offloader);
+WHARF_API wharf_status* wharf_run_begin_offload(wharf_run* run, wharf_offloader* offloader);
 
 /**
  * Makes the run's stream wait (on the device) for `layer`'s copy and fills `views[i]` for
- * each of its wharf_offloader_layer_size() constants (device memory of the slot, valid until
- * wharf_run_offload_issued for this layer; set each struct_size or zero the views). `views`
+ * each of its wharf_offloader_num_layer_constants() constants (device memory of the slot, valid until
+ * wharf_run_mark_offload_issued for this layer; set each struct_size or zero the views). `views`
  * may be NULL with `num_views` 0 to wait only. A layer that is not offloaded fills nothing.
  * Calling it again for the same layer before issued returns the same views. Errors:
  * WHARF_INVALID_ARGUMENT (layer out of range, `num_views` below the layer's size),
@@ -1386,7 +1407,7 @@ WHARF_API wharf_status* wharf_run_offload_begin(wharf_run* run, wharf_offloader*
  * the previous offloaded layer not marked issued, named), WHARF_DEVICE_ERROR.
  * Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* offloader, uint32_t layer, wharf_tensor_view* views, size_t num_views);
+WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* offloader, uint32_t layer, wharf_tensor_view* views, size_t num_views);
 
 /**
  * Records that the run's stream has been given all of `layer`'s work: the copy that reuses
@@ -1395,7 +1416,7 @@ WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* 
  * WHARF_FAILED_PRECONDITION (not waited for first, or already issued), WHARF_DEVICE_ERROR.
  * Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer);
+WHARF_API wharf_status* wharf_run_mark_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer);
 
 /**
  * Ends offloading in `run`: the run's stream joins the copy stream (so the run's completion
@@ -1404,7 +1425,7 @@ WHARF_API wharf_status* wharf_run_offload_issued(wharf_run* run, wharf_offloader
  * WHARF_FAILED_PRECONDITION (offloading not begun in this run), WHARF_DEVICE_ERROR.
  * Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_offload_end(wharf_run* run, wharf_offloader* offloader);
+WHARF_API wharf_status* wharf_run_end_offload(wharf_run* run, wharf_offloader* offloader);
 
 /* --- replica groups: one container per GPU of a host, updated once, swapped together --- */
 
@@ -1463,7 +1484,7 @@ WHARF_API wharf_status* wharf_replica_group_create(wharf_container* const* conta
 WHARF_API void wharf_replica_group_free(wharf_replica_group* group);
 
 /** Number of replicas (0 for NULL). Since 0.3 (experimental). */
-WHARF_API size_t wharf_replica_group_size(const wharf_replica_group* group);
+WHARF_API size_t wharf_replica_group_num_replicas(const wharf_replica_group* group);
 
 /**
  * Stages `map` (borrowed for the call) in the inactive generation of every replica, as
@@ -1500,11 +1521,11 @@ typedef struct wharf_replica_group_stats {
   uint32_t struct_size;
   uint32_t num_replicas;
   int32_t nccl_version;      /* ncclGetVersion (e.g. 22703) when the group broadcasts with NCCL; 0 otherwise */
-  uint64_t updates;          /* group updates that staged */
-  uint64_t swaps;            /* group swaps, rollbacks included */
+  uint64_t num_updates;      /* group updates that staged */
+  uint64_t num_swaps;        /* group swaps, rollbacks included */
   uint64_t source_bytes;     /* bytes read from update sources (once per update) */
   uint64_t broadcast_bytes;  /* bytes written into replicas 1..N-1 from replica 0 */
-  uint64_t broadcasts;       /* broadcast rounds issued (NCCL group calls, or host copies) */
+  uint64_t num_broadcasts;   /* broadcast rounds issued (NCCL group calls, or host copies) */
 } wharf_replica_group_stats;
 
 /** Fills `out` up to its struct_size. Thread-safe. Since 0.3 (experimental). */

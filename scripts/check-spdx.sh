@@ -9,7 +9,7 @@
 # Source files: the files git tracks that are C, C++, CUDA, headers, SWIG, Go, Rust, Java,
 # shell (also extensionless scripts with a #! line), Python, CMake or Makefiles. Not: test
 # data and generated code (tests/data/models/: AOTInductor's output for the test model), the
-# 0.1.0 header frozen as it was released (tests/abi/wharf-0.1.0.h), and go/wharf.h, a copy of
+# 0.3.0 header frozen as it was released (tests/abi/wharf-0.3.0.h), and go/wharf.h, a copy of
 # include/wharf/wharf.h (refresh it with cp; go/header_test.go checks that they are equal).
 # Outside a git checkout there is no list of tracked files: exit 77 (ctest: skipped).
 set -euo pipefail
@@ -26,7 +26,7 @@ fi
 comment_for() {
   local f=$1
   case "$f" in
-    go/wharf.h | tests/abi/wharf-0.1.0.h | tests/data/models/*) return ;;
+    go/wharf.h | tests/abi/wharf-0.3.0.h | tests/data/models/*) return ;;
     *.c | *.h | *.i) echo "/* $LINE */" ;;
     *.cpp | *.cc | *.cu | *.cuh | *.hpp | *.go | *.rs | *.java) echo "// $LINE" ;;
     *.sh | *.py | *.cmake | *.cmake.in | CMakeLists.txt | */CMakeLists.txt | Makefile | */Makefile) echo "# $LINE" ;;

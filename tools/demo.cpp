@@ -62,7 +62,7 @@ uint64_t constants_peak(wharf_runtime* rt, uint64_t* current) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_status_free(wharf_runtime_memory_stats(rt, &ms));
+  wharf_status_free(wharf_runtime_get_memory_stats(rt, &ms));
   if (current) *current = ms.current[WHARF_MEM_CONSTANTS];
   return ms.peak[WHARF_MEM_CONSTANTS];
 }
@@ -106,7 +106,7 @@ int cmd_demo(const DemoOptions& o) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  if (failed(wharf_runtime_device_info(rt, &info), "device info")) return 1;
+  if (failed(wharf_runtime_get_device_info(rt, &info), "device info")) return 1;
   std::printf("runtime:   %s backend on %s (%s total, %s free)\n", backend_str(info.backend), info.name,
               human_bytes(info.total_memory).c_str(), human_bytes(info.free_memory).c_str());
 
@@ -121,8 +121,8 @@ int cmd_demo(const DemoOptions& o) {
     for (const DemoTensor& t : model) {
       storage.emplace_back(t.numel(), 0.0f);
       model_bytes += t.numel() * 4;
-      wharf_tensor_view v{storage.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(t.shape.size()), t.shape.data(), nullptr, sizeof(wharf_tensor_view), 0};
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, storage.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
+                          int32_t(t.shape.size()), t.shape.data(), nullptr};
       if (failed(wharf_constant_map_set(src, t.name.c_str(), &v), t.name.c_str())) return 1;
     }
     const char* tmpdir = std::getenv("TMPDIR");
@@ -151,8 +151,8 @@ int cmd_demo(const DemoOptions& o) {
   if (failed(wharf_constant_map_create(&full), "creating a map")) return 1;
   for (size_t i = 0; i < model.size(); ++i) {
     host[i].assign(model[i].numel(), 0.0f);
-    wharf_tensor_view v{host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                        int32_t(model[i].shape.size()), model[i].shape.data(), nullptr, sizeof(wharf_tensor_view), 0};
+    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
+                        int32_t(model[i].shape.size()), model[i].shape.data(), nullptr};
     if (failed(wharf_constant_map_set(full, model[i].name.c_str(), &v), "building the map")) return 1;
   }
   wharf_container_options copts;
@@ -229,8 +229,8 @@ int cmd_demo(const DemoOptions& o) {
       std::fill(host[i].begin(), host[i].end(), float(r));
       next[i] = float(r);
       bytes += host[i].size() * 4;
-      wharf_tensor_view v{host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(model[i].shape.size()), model[i].shape.data(), nullptr, sizeof(wharf_tensor_view), 0};
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
+                          int32_t(model[i].shape.size()), model[i].shape.data(), nullptr};
       if (failed(wharf_constant_map_set(m, model[i].name.c_str(), &v), "building the update")) return 1;
     }
     wharf_runtime_reset_peak(rt);

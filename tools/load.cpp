@@ -157,11 +157,11 @@ class Report {
 bool entries_of(const wharf_constant_map* map, const std::string& file, std::vector<Entry>* out, uint64_t* total,
                 Report* report) {
   *total = 0;
-  for (size_t i = 0, n = wharf_constant_map_size(map); i < n; ++i) {
+  for (size_t i = 0, n = wharf_constant_map_num_entries(map); i < n; ++i) {
     Entry e;
     std::memset(&e.view, 0, sizeof e.view);
     e.view.struct_size = sizeof e.view;
-    if (report->failed(wharf_constant_map_entry(map, i, &e.name, &e.view), file, nullptr)) return false;
+    if (report->failed(wharf_constant_map_get_entry(map, i, &e.name, &e.view), file, nullptr)) return false;
     e.bytes = tensor_bytes(e.view);
     *total += e.bytes;
     out->push_back(e);
@@ -218,7 +218,7 @@ int cmd_load(const LoadOptions& o) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  if (report.failed(wharf_runtime_device_info(rt.get(), &info), "", "reading device info")) return report.finish();
+  if (report.failed(wharf_runtime_get_device_info(rt.get(), &info), "", "reading device info")) return report.finish();
   report.set_device(info);
 
   // Declare the container from the checkpoint's tensors (no data yet), then fill it.

@@ -98,7 +98,7 @@ int cmd_info(bool json) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  if (failed(wharf_runtime_device_info(rt, &info), "reading device info")) {
+  if (failed(wharf_runtime_get_device_info(rt, &info), "reading device info")) {
     wharf_runtime_free(rt);
     return 1;
   }
@@ -148,12 +148,12 @@ wharf::io::json::Writer inspect_json(const std::string& file, bool* ok) {
   Writer w;
   w.begin_object().key("file").string(file).key("tensors").begin_array();
   uint64_t total = 0;
-  for (size_t i = 0, n = wharf_constant_map_size(map); i < n; ++i) {
+  for (size_t i = 0, n = wharf_constant_map_num_entries(map); i < n; ++i) {
     const char* name = nullptr;
     wharf_tensor_view v;
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
-    if (wharf_status* st = wharf_constant_map_entry(map, i, &name, &v)) {
+    if (wharf_status* st = wharf_constant_map_get_entry(map, i, &name, &v)) {
       wharf_constant_map_free(map);
       return error_object(st);
     }
@@ -165,9 +165,9 @@ wharf::io::json::Writer inspect_json(const std::string& file, bool* ok) {
     w.end_array().key("bytes").uint(bytes).end_object();
   }
   w.end_array().key("metadata").begin_object();
-  for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
+  for (size_t i = 0; i < wharf_constant_map_num_metadata_entries(map); ++i) {
     const char *k, *val;
-    if (wharf_status* st = wharf_constant_map_metadata_entry(map, i, &k, &val)) {
+    if (wharf_status* st = wharf_constant_map_get_metadata_entry(map, i, &k, &val)) {
       wharf_constant_map_free(map);
       return error_object(st);
     }
@@ -210,7 +210,7 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
       rc = 1;
       continue;
     }
-    const size_t n = wharf_constant_map_size(map);
+    const size_t n = wharf_constant_map_num_entries(map);
     uint64_t total = 0;
     if (files.size() > 1) std::printf("%s== %s\n", f ? "\n" : "", shown(file).c_str());
     std::printf("%-48s %-8s %-20s %12s\n", "tensor", "dtype", "shape", "bytes");
@@ -219,7 +219,7 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
       wharf_tensor_view v;
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
-      if (failed_on(wharf_constant_map_entry(map, i, &name, &v), file)) {
+      if (failed_on(wharf_constant_map_get_entry(map, i, &name, &v), file)) {
         rc = 1;
         break;
       }
@@ -229,9 +229,9 @@ int cmd_inspect(const std::vector<std::string>& files, bool json) {
       std::printf("%-48s %-8s %-20s %12llu\n", shown(name).c_str(), dt ? dt : "?", shape_str(v).c_str(),
                   static_cast<unsigned long long>(bytes));
     }
-    for (size_t i = 0; i < wharf_constant_map_metadata_size(map); ++i) {
+    for (size_t i = 0; i < wharf_constant_map_num_metadata_entries(map); ++i) {
       const char *k, *val;
-      if (failed_on(wharf_constant_map_metadata_entry(map, i, &k, &val), file)) {
+      if (failed_on(wharf_constant_map_get_metadata_entry(map, i, &k, &val), file)) {
         rc = 1;
         continue;
       }

@@ -35,7 +35,7 @@ uint64_t constants_bytes(wharf_runtime* rt, bool peak) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  wharf_status_free(wharf_runtime_memory_stats(rt, &ms));
+  wharf_status_free(wharf_runtime_get_memory_stats(rt, &ms));
   return peak ? ms.peak[WHARF_MEM_CONSTANTS] : ms.current[WHARF_MEM_CONSTANTS];
 }
 
@@ -76,7 +76,7 @@ int64_t forward(wharf_container* c, wharf_model* model, Conversation& conv, cons
   out.struct_size = sizeof out;
   int64_t next = -1;
   std::vector<float> last(kVocab);
-  if (!failed(wharf_run_model(run, model, in, 2, &out, 1), "running the model") &&
+  if (!failed(wharf_model_run(model, run, in, 2, &out, 1), "running the model") &&
       !failed(wharf_run_copy(run, last.data(), static_cast<const float*>(out.data) + (out.shape[1] - 1) * kVocab,
                              kVocab * sizeof(float)),
               "reading the logits"))
@@ -191,12 +191,12 @@ int run_model_demo(const std::string& dir) {
       wharf_constant_map* upd = nullptr;
       std::vector<std::vector<float>> copies;
       wharf_constant_map_create(&upd);
-      for (size_t i = 0; i < wharf_constant_map_size(weights); ++i) {
+      for (size_t i = 0; i < wharf_constant_map_num_entries(weights); ++i) {
         const char* name = nullptr;
         wharf_tensor_view v;
         std::memset(&v, 0, sizeof v);
         v.struct_size = sizeof v;
-        wharf_status_free(wharf_constant_map_entry(weights, i, &name, &v));
+        wharf_status_free(wharf_constant_map_get_entry(weights, i, &name, &v));
         if (std::strncmp(name, "layers.1.", 9) != 0 || std::strstr(name, "_cache")) continue;
         size_t n = 1;
         for (int d = 0; d < v.ndim; ++d) n *= size_t(v.shape[d]);

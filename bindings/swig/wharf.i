@@ -32,7 +32,7 @@
  * wharf_swig_weight_store_update_fold): the library calls an update's fold during the update
  * call, and the trampoline calls back into Java (attaching the thread if the library ever
  * calls it from another one); the Java callback's failure comes back as a status made with
- * wharf_status_create. wharf_set_log_callback and user-constant release functions are not
+ * wharf_status_create. wharf_log_set_callback and user-constant release functions are not
  * wrapped: Wharf calls them on its own worker threads at times it does not report, which
  * would need global references with a lifetime Wharf cannot bound.
  */
@@ -68,8 +68,9 @@ typedef int64_t wharf_swig_dim;
 #if defined(SWIGJAVA)
 %include <enumtypeunsafe.swg>
 %javaconst(1);
-/* A C literal Java cannot read (0x1u). */
+/* C literals Java cannot read (0x1u). */
 %javaconstvalue(1) WHARF_CONSTANT_DERIVED;
+%javaconstvalue(1) WHARF_VIEW_READ_ONLY;
 #endif
 
 /* 64-bit unsigned quantities (byte counts, generation ids) cross as signed 64-bit integers
@@ -96,14 +97,14 @@ WHARF_WRAP(wharf_dtype_name)
 /* runtime */
 WHARF_WRAP(wharf_runtime_free)
 WHARF_WRAP(wharf_runtime_backend)
-WHARF_WRAP(wharf_runtime_device_info)
+WHARF_WRAP(wharf_runtime_get_device_info)
 WHARF_WRAP(wharf_runtime_synchronize)
-WHARF_WRAP(wharf_runtime_memory_stats)
+WHARF_WRAP(wharf_runtime_get_memory_stats)
 WHARF_WRAP(wharf_runtime_reset_peak)
 /* constant maps */
 WHARF_WRAP(wharf_constant_map_find)
-WHARF_WRAP(wharf_constant_map_size)
-WHARF_WRAP(wharf_constant_map_metadata_size)
+WHARF_WRAP(wharf_constant_map_num_entries)
+WHARF_WRAP(wharf_constant_map_num_metadata_entries)
 WHARF_WRAP(wharf_constant_map_save_safetensors)
 WHARF_WRAP(wharf_constant_map_free)
 /* containers */
@@ -113,9 +114,9 @@ WHARF_WRAP(wharf_container_swap)
 WHARF_WRAP(wharf_container_free_inactive)
 WHARF_WRAP(wharf_container_generation)
 WHARF_WRAP(wharf_container_num_constants)
-WHARF_WRAP(wharf_container_constant_info)
+WHARF_WRAP(wharf_container_get_constant_info)
 /* runs */
-WHARF_WRAP(wharf_run_tensor)
+WHARF_WRAP(wharf_run_get_tensor)
 WHARF_WRAP(wharf_run_generation)
 WHARF_WRAP(wharf_run_end)
 /* weight store (0.2.0) */
@@ -188,9 +189,9 @@ WHARF_WRAP(wharf_model_input_name)
 %immutable wharf_constant_info::flags;
 %immutable wharf_constant_info::nbytes;
 %immutable wharf_weight_store_stats::struct_size;
-%immutable wharf_weight_store_stats::unique_constants;
+%immutable wharf_weight_store_stats::num_unique_constants;
 %immutable wharf_weight_store_stats::unique_bytes;
-%immutable wharf_weight_store_stats::references;
+%immutable wharf_weight_store_stats::num_references;
 %immutable wharf_weight_store_stats::saved_bytes;
 /* struct_size of the options structs is set by their constructors (below). */
 %immutable wharf_runtime_options::struct_size;
@@ -443,7 +444,7 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   ~wharf_session_options() { free($self); }
 }
 
-/* A view filled by wharf_constant_map_find / wharf_run_tensor. Its shape and data point into
+/* A view filled by wharf_constant_map_find / wharf_run_get_tensor. Its shape and data point into
  * the map or the run: read them while that object is alive, and copy what you keep. */
 %extend wharf_tensor_view {
   wharf_tensor_view() {
@@ -813,32 +814,32 @@ wharf_status* wharf_swig_constant_map_set(wharf_constant_map* map, const char* f
   return wharf_constant_map_set(map, fqn, &view);
 }
 
-/** The name of entry i (wharf_constant_map_entry); owned by the map. */
+/** The name of entry i (wharf_constant_map_get_entry); owned by the map. */
 const char* wharf_swig_constant_map_entry_name(const wharf_constant_map* map, size_t i,
                                                wharf_status** status_out) {
   const char* fqn = NULL;
   wharf_tensor_view ignored;
   memset(&ignored, 0, sizeof ignored);
   ignored.struct_size = (uint32_t)sizeof ignored;
-  *status_out = wharf_constant_map_entry(map, i, &fqn, &ignored);
+  *status_out = wharf_constant_map_get_entry(map, i, &fqn, &ignored);
   return *status_out ? NULL : fqn;
 }
 
-/** The key of metadata entry i (wharf_constant_map_metadata_entry); owned by the map. */
+/** The key of metadata entry i (wharf_constant_map_get_metadata_entry); owned by the map. */
 const char* wharf_swig_constant_map_metadata_key(const wharf_constant_map* map, size_t i,
                                                  wharf_status** status_out) {
   const char* key = NULL;
   const char* value = NULL;
-  *status_out = wharf_constant_map_metadata_entry(map, i, &key, &value);
+  *status_out = wharf_constant_map_get_metadata_entry(map, i, &key, &value);
   return *status_out ? NULL : key;
 }
 
-/** The value of metadata entry i (wharf_constant_map_metadata_entry); owned by the map. */
+/** The value of metadata entry i (wharf_constant_map_get_metadata_entry); owned by the map. */
 const char* wharf_swig_constant_map_metadata_value(const wharf_constant_map* map, size_t i,
                                                    wharf_status** status_out) {
   const char* key = NULL;
   const char* value = NULL;
-  *status_out = wharf_constant_map_metadata_entry(map, i, &key, &value);
+  *status_out = wharf_constant_map_get_metadata_entry(map, i, &key, &value);
   return *status_out ? NULL : value;
 }
 
@@ -940,7 +941,7 @@ wharf_model* wharf_swig_model_load(wharf_runtime* runtime, const char* so_path, 
   return *status_out ? NULL : model;
 }
 
-/** Tensor views for wharf_swig_run_model, built one at a time; owns copies of the shapes. */
+/** Tensor views for wharf_swig_model_run, built one at a time; owns copies of the shapes. */
 typedef struct wharf_swig_view_list wharf_swig_view_list;
 
 /** A new list of `capacity` zeroed views (at most 4096; free with wharf_swig_view_list_free); NULL when out of memory. */
@@ -1002,15 +1003,15 @@ wharf_tensor_view* wharf_swig_view_list_at(wharf_swig_view_list* list, int32_t i
 }
 
 /**
- * wharf_run_model with the views of `inputs` (every view added) and `outputs` (all its
+ * wharf_model_run with the views of `inputs` (every view added) and `outputs` (all its
  * capacity, which must be the model's output count; filled by the library, their shapes
  * pointing into the run: read them before the run ends).
  */
-void wharf_swig_run_model(wharf_run* run, wharf_model* model, const wharf_swig_view_list* inputs,
+void wharf_swig_model_run(wharf_model* model, wharf_run* run, const wharf_swig_view_list* inputs,
                           wharf_swig_view_list* outputs, wharf_status** status_out) {
   size_t i;
   if (!inputs || !outputs) {
-    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, "wharf_swig_run_model: NULL view list");
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, "wharf_swig_model_run: NULL view list");
     return;
   }
   for (i = 0; i < outputs->capacity; ++i) {
@@ -1018,13 +1019,13 @@ void wharf_swig_run_model(wharf_run* run, wharf_model* model, const wharf_swig_v
     outputs->views[i].struct_size = (uint32_t)sizeof outputs->views[i];
   }
   outputs->size = 0;
-  *status_out = wharf_run_model(run, model, inputs->views, inputs->size, outputs->views, outputs->capacity);
+  *status_out = wharf_model_run(model, run, inputs->views, inputs->size, outputs->views, outputs->capacity);
   if (!*status_out) outputs->size = outputs->capacity;
 }
 
 /**
  * wharf_run_copy with addresses as integers: `bytes` bytes from `src_address` (memory the run
- * owns or pins: an output of wharf_run_model, a constant, a state) to `dst_address` (host
+ * owns or pins: an output of wharf_model_run, a constant, a state) to `dst_address` (host
  * memory of at least `bytes` bytes), ordered on the run's stream; returns when done.
  */
 wharf_status* wharf_swig_run_copy(const wharf_run* run, int64_t dst_address, int64_t src_address, uint64_t bytes) {

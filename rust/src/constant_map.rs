@@ -311,7 +311,7 @@ impl<'a> ConstantMap<'a> {
     /// The number of entries.
     pub fn len(&self) -> usize {
         // SAFETY: a live map.
-        unsafe { sys::wharf_constant_map_size(self.as_ptr()) }
+        unsafe { sys::wharf_constant_map_num_entries(self.as_ptr()) }
     }
 
     /// Whether the map has no entries.
@@ -328,7 +328,7 @@ impl<'a> ConstantMap<'a> {
         // SAFETY: a live map and valid out pointers; the name is owned by the map and lives
         // as long as the `&self` borrow (nothing can modify the map meanwhile).
         unsafe {
-            Error::check(sys::wharf_constant_map_entry(
+            Error::check(sys::wharf_constant_map_get_entry(
                 self.as_ptr(),
                 i,
                 &mut fqn,
@@ -350,7 +350,7 @@ impl<'a> ConstantMap<'a> {
     /// The `__metadata__` entries of a map loaded from safetensors (empty for other maps).
     pub fn metadata(&self) -> Result<Vec<(&str, &str)>> {
         // SAFETY: a live map.
-        let n = unsafe { sys::wharf_constant_map_metadata_size(self.as_ptr()) };
+        let n = unsafe { sys::wharf_constant_map_num_metadata_entries(self.as_ptr()) };
         (0..n)
             .map(|i| {
                 let (mut key, mut value): (*const c_char, *const c_char) =
@@ -358,7 +358,7 @@ impl<'a> ConstantMap<'a> {
                 // SAFETY: a live map, i < n, valid out pointers; the strings are owned by the
                 // map for the `&self` borrow.
                 unsafe {
-                    Error::check(sys::wharf_constant_map_metadata_entry(
+                    Error::check(sys::wharf_constant_map_get_metadata_entry(
                         self.as_ptr(),
                         i,
                         &mut key,

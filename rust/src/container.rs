@@ -685,7 +685,11 @@ impl Container {
         // SAFETY: a live container and a writable struct of the size given; the strings it
         // points to are owned by the container and copied before `&self` ends.
         unsafe {
-            Error::check(sys::wharf_container_constant_info(self.ptr(), i, &mut info))?;
+            Error::check(sys::wharf_container_get_constant_info(
+                self.ptr(),
+                i,
+                &mut info,
+            ))?;
             let fqn = CStr::from_ptr(info.fqn).to_string_lossy().into_owned();
             let n = usize::try_from(info.ndim).unwrap_or(0);
             let shape = if n > 0 && !info.shape.is_null() {
@@ -737,7 +741,11 @@ impl Container {
                 // SAFETY: a live container and a writable struct of the size given; the
                 // strings it points to are owned by the container and copied at once.
                 unsafe {
-                    Error::check(sys::wharf_container_state_info(self.ptr(), i, &mut info))?;
+                    Error::check(sys::wharf_container_get_state_info(
+                        self.ptr(),
+                        i,
+                        &mut info,
+                    ))?;
                     let n = usize::try_from(info.ndim).unwrap_or(0);
                     Ok(StateInfo {
                         fqn: CStr::from_ptr(info.fqn).to_string_lossy().into_owned(),
@@ -851,7 +859,7 @@ unsafe fn run_read(
 /// then call [`end`](Self::end) (dropping a run ends it too, discarding any error).
 ///
 /// A run borrows its container, and mutably its session (see [`Session`]). It is `Send`
-/// and `Sync`: the C run has no thread affinity and `wharf_run_tensor` is documented as
+/// and `Sync`: the C run has no thread affinity and `wharf_run_get_tensor` is documented as
 /// safe for concurrent calls on one run.
 ///
 /// The borrow keeps a container alive while its runs are open; this does not compile:
@@ -898,7 +906,7 @@ impl<'c> Run<'c> {
         // open (the C API reclaims or overwrites a pinned generation only after the run
         // ends), and the view borrows the run.
         unsafe {
-            Error::check(sys::wharf_run_tensor(
+            Error::check(sys::wharf_run_get_tensor(
                 self.raw.as_ptr(),
                 cfqn.as_ptr(),
                 &mut v,
@@ -994,14 +1002,14 @@ impl<'c> Run<'c> {
         let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
         v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: a live run. `fqn` is a state of this container (a state's name is never
-        // a constant's, so wharf_run_tensor resolves the session's buffer). The run holds
+        // a constant's, so wharf_run_get_tensor resolves the session's buffer). The run holds
         // its session exclusively (one run at a time; no reset or fork meanwhile), the
         // buffer stays allocated while the run is open, and `&mut self` makes the view the
         // only access to the run while it lives. On the host backend begin waited for the
         // state's initialisation and nothing else is queued on it; on CUDA it is device
         // memory, which the view never touches from the host.
         unsafe {
-            Error::check(sys::wharf_run_tensor(
+            Error::check(sys::wharf_run_get_tensor(
                 self.raw.as_ptr(),
                 cfqn.as_ptr(),
                 &mut v,
@@ -1107,7 +1115,7 @@ impl FoldRun<'_> {
         v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: the run is alive during the callback; the shape is copied at once.
         unsafe {
-            Error::check(sys::wharf_run_tensor(
+            Error::check(sys::wharf_run_get_tensor(
                 self.raw.as_ptr(),
                 cfqn.as_ptr(),
                 &mut v,

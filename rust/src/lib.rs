@@ -21,7 +21,7 @@
 //!
 //! * With the cargo feature `experimental` (off by default, like `WHARF_EXPERIMENTAL` in
 //!   C): `Model`, a PyTorch AOTInductor-compiled model that Wharf executes over a
-//!   container it creates (`Run::run_model`, outputs that borrow the run), and index
+//!   container it creates (`Model::run`, outputs that borrow the run), and index
 //!   access (`Container::find_constant`, `Run::tensor_at`, ...). These bind functions of
 //!   `wharf.h`'s experimental tier, which may change in any minor release.
 //!

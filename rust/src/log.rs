@@ -53,7 +53,7 @@ where
     // SAFETY: the trampoline is a valid callback for the life of the process and ignores
     // the user pointer.
     unsafe {
-        sys::wharf_set_log_callback(Some(trampoline), min_level.to_raw(), std::ptr::null_mut())
+        sys::wharf_log_set_callback(Some(trampoline), min_level.to_raw(), std::ptr::null_mut())
     };
 }
 
@@ -62,6 +62,6 @@ where
 pub fn reset_log_callback() {
     let _install = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: NULL restores the default.
-    unsafe { sys::wharf_set_log_callback(None, sys::WHARF_LOG_WARN, std::ptr::null_mut()) };
+    unsafe { sys::wharf_log_set_callback(None, sys::WHARF_LOG_WARN, std::ptr::null_mut()) };
     *CALLBACK.write().unwrap_or_else(|p| p.into_inner()) = None;
 }

@@ -111,7 +111,7 @@ impl<'a> ModelOptions<'a> {
 /// The whole sequence, as `tests/gpu/model_api_gpu_test.cpp` drives it in C (and
 /// `tests/model.rs` in Rust, on a GPU): weights from a safetensors file plus the KV
 /// caches' shapes and zero initial values, the model, a session, then per step a run,
-/// `run_model` and the outputs read back, then the run's end. It needs a GPU, so it is
+/// `Model::run` and the outputs read back, then the run's end. It needs a GPU, so it is
 /// compiled but not run here:
 ///
 /// ```no_run
@@ -160,7 +160,7 @@ impl<'a> ModelOptions<'a> {
 ///             TensorView::from_slice(&positions, &[positions.len() as i64])?,
 ///         ];
 ///         let run = model.container().begin_run_with_session(&mut chat)?;
-///         let outputs = run.run_model(&model, &inputs)?; // device tensors the run owns
+///         let outputs = model.run(&run, &inputs)?; // device tensors the run owns
 ///         let logits = outputs[0].read_to_vec::<f32>()?; // [1, T, 256], copied out
 ///         let last = &logits[logits.len() - 256..];
 ///         next = (0..256).max_by(|&a, &b| last[a].total_cmp(&last[b])).unwrap() as i64;
@@ -223,10 +223,10 @@ impl Model {
     /// # Safety
     ///
     /// A model is native code: loading it runs the library's initialisers in this process,
-    /// and [`Run::run_model`] runs its host code and launches its kernels, none of which the
+    /// and [`Model::run`] runs its host code and launches its kernels, none of which the
     /// binding can check. `path` must be a model compiled by AOTInductor as
     /// `docs/aoti-compile.md` describes (or code that is as sound), and the inputs given to
-    /// `run_model` must be in the domain it was compiled for: AOTInductor's kernels do not
+    /// `Model::run` must be in the domain it was compiled for: AOTInductor's kernels do not
     /// check shapes or values by default (token ids below the vocabulary size, positions
     /// below the cache length, shapes within the compiled dynamic ranges; setting
     /// `AOTI_RUNTIME_CHECK_INPUTS=1` makes the model check shapes and dtypes).
@@ -281,7 +281,7 @@ impl Model {
     }
 
     /// The model's container: update, swap and create sessions through it, and begin the
-    /// runs that [`Run::run_model`] executes in. It borrows the model.
+    /// runs that [`Model::run`] executes in. It borrows the model.
     pub fn container(&self) -> &Container {
         &self.container
     }
@@ -330,7 +330,7 @@ impl Model {
     }
 }
 
-/// An output of [`Run::run_model`]: a tensor in device memory that the run owns, valid
+/// An output of [`Model::run`]: a tensor in device memory that the run owns, valid
 /// until the run ends (freed stream-ordered after it). It borrows the run, so it cannot
 /// outlive it; the borrow checker refuses this:
 ///
@@ -343,7 +343,7 @@ impl Model {
 ///     wharf::TensorView::from_slice(&positions, &[3])?,
 /// ];
 /// let run = model.container().begin_run_with_session(chat)?;
-/// let outputs = run.run_model(model, &inputs)?;
+/// let outputs = model.run(&run, &inputs)?;
 /// run.end()?; // error: `run` is borrowed by `outputs`
 /// println!("{:?}", outputs[0].shape());
 /// # Ok(())
@@ -351,7 +351,7 @@ impl Model {
 /// ```
 ///
 /// It dereferences to a [`TensorView`] (shape, dtype, device, data pointer; pass it as
-/// an input of another `run_model` in the same run). Read it into host memory with
+/// an input of another `Model::run` in the same run). Read it into host memory with
 /// [`read`](Self::read) or [`read_to_vec`](Self::read_to_vec) (`wharf_run_copy`, ordered on
 /// the run's stream after the model's work).
 #[derive(Debug, Clone)]
@@ -446,8 +446,8 @@ impl<'r> OutputView<'r> {
     }
 }
 
-impl<'c> Run<'c> {
-    /// Runs `model` for this run (a run of [`model.container()`](Model::container), begun
+impl Model {
+    /// Runs the model for `run` (a run of [`self.container()`](Model::container), begun
     /// with the session whose state the model reads and writes) on the run's stream, and
     /// returns when the work is enqueued. `inputs` are the forward's inputs in order, read
     /// during the call: host memory ([`TensorView::from_slice`]: token ids from the
@@ -462,15 +462,18 @@ impl<'c> Run<'c> {
     /// Errors: `InvalidArgument` (the run is of another container, wrong input count,
     /// unsupported dtype), `DeviceError` (copying a host input), `Internal` (the model
     /// failed; the message says why).
-    pub fn run_model<'r>(
-        &'r self,
-        model: &Model,
+    pub fn run<'r>(
+        &self,
+        run: &'r Run<'_>,
         inputs: &[TensorView<'_>],
     ) -> Result<Vec<OutputView<'r>>> {
+        let model = self;
         let views: Vec<sys::wharf_tensor_view> = inputs.iter().map(TensorView::to_c).collect();
         let n = model.num_outputs();
         let mut outs = vec![
             sys::wharf_tensor_view {
+                struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
+                flags: 0,
                 data: std::ptr::null_mut(),
                 dtype: 0,
                 device_type: 0,
@@ -478,7 +481,6 @@ impl<'c> Run<'c> {
                 ndim: 0,
                 shape: std::ptr::null(),
                 strides: std::ptr::null(),
-                struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
                 byte_offset: 0,
             };
             n
@@ -486,9 +488,9 @@ impl<'c> Run<'c> {
         // SAFETY: a live run and model; the input views (and the arrays in `inputs` they
         // point to) outlive the call, which only reads them; `outs` holds n writable views.
         unsafe {
-            Error::check(sys::wharf_run_model(
-                self.as_raw(),
+            Error::check(sys::wharf_model_run(
                 model.as_raw(),
+                run.as_raw(),
                 views.as_ptr(),
                 views.len(),
                 outs.as_mut_ptr(),
@@ -498,17 +500,19 @@ impl<'c> Run<'c> {
         outs.iter()
             .map(|v| {
                 // SAFETY: filled by the library: device memory the run owns until it ends,
-                // never written again (a later run_model gives fresh outputs); the shape
+                // never written again (a later Model::run gives fresh outputs); the shape
                 // arrays live as long as the run and are copied at once.
                 let view = unsafe { TensorView::from_c(v)? };
                 Ok(OutputView {
                     view,
-                    run: NonNull::new(self.as_raw()).expect("a live run"),
+                    run: NonNull::new(run.as_raw()).expect("a live run"),
                 })
             })
             .collect()
     }
+}
 
+impl<'c> Run<'c> {
     /// [`tensor`](Self::tensor) for constant `index` of the container's declarations (see
     /// [`Container::find_constant`]), with no name lookup. Errors: `InvalidArgument`
     /// (index out of range).
@@ -519,7 +523,7 @@ impl<'c> Run<'c> {
         // SAFETY: a live run; the storage stays allocated and unchanged while the run is
         // open (as for `tensor`), and the view borrows the run.
         unsafe {
-            Error::check(sys::wharf_run_tensor_at(self.as_raw(), index, &mut v))?;
+            Error::check(sys::wharf_run_get_tensor_at(self.as_raw(), index, &mut v))?;
             TensorView::from_c(&v)
         }
     }
@@ -533,7 +537,7 @@ impl<'c> Run<'c> {
         v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
         // SAFETY: as in `tensor`: the state changes only through `&mut self`.
         unsafe {
-            Error::check(sys::wharf_run_state_at(self.as_raw(), index, &mut v))?;
+            Error::check(sys::wharf_run_get_state_at(self.as_raw(), index, &mut v))?;
             TensorView::from_c(&v)
         }
     }
@@ -544,10 +548,10 @@ impl<'c> Run<'c> {
         // SAFETY: all-zero is a valid view to be overwritten.
         let mut v = unsafe { std::mem::zeroed::<sys::wharf_tensor_view>() };
         v.struct_size = std::mem::size_of::<sys::wharf_tensor_view>() as u32;
-        // SAFETY: a live run; wharf_run_state_at resolves only the session's state (never
+        // SAFETY: a live run; wharf_run_get_state_at resolves only the session's state (never
         // a constant); the rest as in `state_mut`.
         unsafe {
-            Error::check(sys::wharf_run_state_at(self.as_raw(), index, &mut v))?;
+            Error::check(sys::wharf_run_get_state_at(self.as_raw(), index, &mut v))?;
             TensorViewMut::from_c(&v)
         }
     }

@@ -207,7 +207,7 @@ impl Runtime {
         let mut info = unsafe { std::mem::zeroed::<sys::wharf_device_info>() };
         info.struct_size = std::mem::size_of::<sys::wharf_device_info>() as u32;
         // SAFETY: a live runtime and a writable struct of the size given.
-        unsafe { Error::check(sys::wharf_runtime_device_info(self.ptr(), &mut info))? };
+        unsafe { Error::check(sys::wharf_runtime_get_device_info(self.ptr(), &mut info))? };
         // The name is NUL-terminated within its 256 bytes (the library writes at most 255).
         let name_bytes: Vec<u8> = info
             .name
@@ -232,7 +232,7 @@ impl Runtime {
         let mut s = unsafe { std::mem::zeroed::<sys::wharf_memory_stats>() };
         s.struct_size = std::mem::size_of::<sys::wharf_memory_stats>() as u32;
         // SAFETY: a live runtime and a writable struct of the size given.
-        unsafe { Error::check(sys::wharf_runtime_memory_stats(self.ptr(), &mut s))? };
+        unsafe { Error::check(sys::wharf_runtime_get_memory_stats(self.ptr(), &mut s))? };
         Ok(MemoryStats {
             current: s.current,
             peak: s.peak,

@@ -15,11 +15,11 @@ use crate::sys;
 #[non_exhaustive]
 pub struct WeightStoreStats {
     /// Live shared weights.
-    pub unique_constants: u64,
+    pub num_unique_constants: u64,
     /// Their bytes.
     pub unique_bytes: u64,
     /// (container, constant) pairs whose active generation uses one of them.
-    pub references: u64,
+    pub num_references: u64,
     /// Bytes that would be allocated without sharing, minus `unique_bytes`.
     pub saved_bytes: u64,
 }
@@ -102,9 +102,9 @@ impl WeightStore {
         // SAFETY: a live store and a writable struct of the size given; thread-safe.
         unsafe { Error::check(sys::wharf_weight_store_get_stats(self.as_raw(), &mut s))? };
         Ok(WeightStoreStats {
-            unique_constants: s.unique_constants,
+            num_unique_constants: s.num_unique_constants,
             unique_bytes: s.unique_bytes,
-            references: s.references,
+            num_references: s.num_references,
             saved_bytes: s.saved_bytes,
         })
     }

@@ -101,6 +101,9 @@ pub const WHARF_MAX_DIMS: usize = 8;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct wharf_tensor_view {
+    // Set to size_of::<wharf_tensor_view>() (every struct begins with it).
+    pub struct_size: u32,
+    pub flags: u32,
     pub data: *mut c_void,
     pub dtype: wharf_dtype,
     pub device_type: wharf_device_type,
@@ -108,10 +111,11 @@ pub struct wharf_tensor_view {
     pub ndim: i32,
     pub shape: *const i64,
     pub strides: *const i64,
-    // Since 0.3: appended (0 means the 0.3 layout); set to size_of::<wharf_tensor_view>().
-    pub struct_size: u32,
     pub byte_offset: u64,
 }
+
+/// wharf_tensor_view.flags: the memory must not be written.
+pub const WHARF_VIEW_READ_ONLY: u32 = 0x1;
 
 // --- runtime ----------------------------------------------------------------------------
 
@@ -176,26 +180,25 @@ pub const WHARF_CONSTANT_DERIVED: u32 = 0x1;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct wharf_constant_decl {
+    // Every element of one array states the same size.
+    pub struct_size: u32,
     pub fqn: *const c_char,
     pub dtype: wharf_dtype,
     pub ndim: i32,
     pub shape: *const i64,
     pub placement: wharf_placement,
     pub flags: u32,
-    // Since 0.3: appended; every element of one array states the same size.
-    pub struct_size: u32,
 }
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct wharf_state_decl {
+    pub struct_size: u32,
     pub fqn: *const c_char,
     pub dtype: wharf_dtype,
     pub ndim: i32,
     pub shape: *const i64,
     pub initial: *const wharf_tensor_view,
-    // Since 0.3: appended, as in wharf_constant_decl.
-    pub struct_size: u32,
 }
 
 #[repr(C)]
@@ -205,7 +208,6 @@ pub struct wharf_container_options {
     pub name: *const c_char,
     pub constants: *const wharf_constant_decl,
     pub num_constants: usize,
-    // Since 0.2.
     pub store: *mut wharf_weight_store,
     pub states: *const wharf_state_decl,
     pub num_states: usize,
@@ -227,7 +229,6 @@ pub struct wharf_update_options {
     pub require_full: i32,
     pub fold: wharf_fold_fn,
     pub fold_user: *mut c_void,
-    // Since 0.3.
     pub wait_stream: *mut c_void,
     pub in_place_max_wait_ms: u32,
 }
@@ -264,9 +265,9 @@ pub type wharf_release_fn = Option<unsafe extern "C" fn(data: *mut c_void, user:
 #[derive(Debug, Clone, Copy)]
 pub struct wharf_weight_store_stats {
     pub struct_size: u32,
-    pub unique_constants: u64,
+    pub num_unique_constants: u64,
     pub unique_bytes: u64,
-    pub references: u64,
+    pub num_references: u64,
     pub saved_bytes: u64,
 }
 
@@ -294,7 +295,7 @@ extern "C" {
     pub fn wharf_abi_version() -> u32;
 
     // logging
-    pub fn wharf_set_log_callback(f: wharf_log_fn, min_level: wharf_log_level, user: *mut c_void);
+    pub fn wharf_log_set_callback(f: wharf_log_fn, min_level: wharf_log_level, user: *mut c_void);
 
     // dtypes
     pub fn wharf_dtype_size(dtype: wharf_dtype) -> usize;
@@ -303,8 +304,6 @@ extern "C" {
     pub fn wharf_dtype_from_name(name: *const c_char, out: *mut wharf_dtype) -> *mut wharf_status;
 
     // runtime
-    /// Fills the 0.1 layout only (for dlsym callers); bindings use the sized form.
-    pub fn wharf_runtime_options_init(opts: *mut wharf_runtime_options);
     pub fn wharf_runtime_options_init_sized(opts: *mut wharf_runtime_options, struct_size: usize);
     pub fn wharf_runtime_create(
         opts: *const wharf_runtime_options,
@@ -312,12 +311,12 @@ extern "C" {
     ) -> *mut wharf_status;
     pub fn wharf_runtime_free(runtime: *mut wharf_runtime);
     pub fn wharf_runtime_backend(runtime: *const wharf_runtime) -> wharf_backend;
-    pub fn wharf_runtime_device_info(
+    pub fn wharf_runtime_get_device_info(
         runtime: *const wharf_runtime,
         out: *mut wharf_device_info,
     ) -> *mut wharf_status;
     pub fn wharf_runtime_synchronize(runtime: *mut wharf_runtime) -> *mut wharf_status;
-    pub fn wharf_runtime_memory_stats(
+    pub fn wharf_runtime_get_memory_stats(
         runtime: *const wharf_runtime,
         out: *mut wharf_memory_stats,
     ) -> *mut wharf_status;
@@ -335,8 +334,8 @@ extern "C" {
         fqn: *const c_char,
         out: *mut wharf_tensor_view,
     ) -> *mut wharf_status;
-    pub fn wharf_constant_map_size(map: *const wharf_constant_map) -> usize;
-    pub fn wharf_constant_map_entry(
+    pub fn wharf_constant_map_num_entries(map: *const wharf_constant_map) -> usize;
+    pub fn wharf_constant_map_get_entry(
         map: *const wharf_constant_map,
         i: usize,
         fqn: *mut *const c_char,
@@ -346,8 +345,8 @@ extern "C" {
         path: *const c_char,
         out: *mut *mut wharf_constant_map,
     ) -> *mut wharf_status;
-    pub fn wharf_constant_map_metadata_size(map: *const wharf_constant_map) -> usize;
-    pub fn wharf_constant_map_metadata_entry(
+    pub fn wharf_constant_map_num_metadata_entries(map: *const wharf_constant_map) -> usize;
+    pub fn wharf_constant_map_get_metadata_entry(
         map: *const wharf_constant_map,
         i: usize,
         key: *mut *const c_char,
@@ -365,8 +364,6 @@ extern "C" {
     pub fn wharf_constant_map_free(map: *mut wharf_constant_map);
 
     // containers
-    /// Fills the 0.1 layout only (for dlsym callers); bindings use the sized form.
-    pub fn wharf_container_options_init(opts: *mut wharf_container_options);
     pub fn wharf_container_options_init_sized(
         opts: *mut wharf_container_options,
         struct_size: usize,
@@ -383,8 +380,6 @@ extern "C" {
         out: *mut *mut wharf_container,
     ) -> *mut wharf_status;
     pub fn wharf_container_free(container: *mut wharf_container);
-    /// Fills the 0.1 layout only (for dlsym callers); bindings use the sized form.
-    pub fn wharf_update_options_init(opts: *mut wharf_update_options);
     pub fn wharf_update_options_init_sized(opts: *mut wharf_update_options, struct_size: usize);
     pub fn wharf_container_update(
         container: *mut wharf_container,
@@ -401,13 +396,13 @@ extern "C" {
     pub fn wharf_container_generation(container: *const wharf_container) -> u64;
     pub fn wharf_container_name(container: *const wharf_container) -> *const c_char;
     pub fn wharf_container_num_states(container: *const wharf_container) -> usize;
-    pub fn wharf_container_state_info(
+    pub fn wharf_container_get_state_info(
         container: *const wharf_container,
         i: usize,
         out: *mut wharf_state_info,
     ) -> *mut wharf_status;
     pub fn wharf_container_num_constants(container: *const wharf_container) -> usize;
-    pub fn wharf_container_constant_info(
+    pub fn wharf_container_get_constant_info(
         container: *const wharf_container,
         i: usize,
         out: *mut wharf_constant_info,
@@ -427,7 +422,7 @@ extern "C" {
         stream: *mut c_void,
         out: *mut *mut wharf_run,
     ) -> *mut wharf_status;
-    pub fn wharf_run_tensor(
+    pub fn wharf_run_get_tensor(
         run: *const wharf_run,
         fqn: *const c_char,
         out: *mut wharf_tensor_view,
@@ -466,8 +461,6 @@ extern "C" {
     pub fn wharf_weight_store_swap(store: *mut wharf_weight_store) -> *mut wharf_status;
 
     // sessions
-    /// Fills the 0.2 layout only (for dlsym callers); bindings use the sized form.
-    pub fn wharf_session_options_init(opts: *mut wharf_session_options);
     pub fn wharf_session_options_init_sized(opts: *mut wharf_session_options, struct_size: usize);
     pub fn wharf_session_create(
         runtime: *mut wharf_runtime,
@@ -514,17 +507,17 @@ extern "C" {
     pub fn wharf_container_find_state(container: *const wharf_container, fqn: *const c_char)
         -> i64;
     pub fn wharf_container_has_staged(container: *const wharf_container) -> i32;
-    pub fn wharf_run_tensor_at(
+    pub fn wharf_run_get_tensor_at(
         run: *const wharf_run,
         index: usize,
         out: *mut wharf_tensor_view,
     ) -> *mut wharf_status;
-    pub fn wharf_run_state_at(
+    pub fn wharf_run_get_state_at(
         run: *const wharf_run,
         index: usize,
         out: *mut wharf_tensor_view,
     ) -> *mut wharf_status;
-    pub fn wharf_run_session(
+    pub fn wharf_run_get_session(
         run: *const wharf_run,
         out: *mut *mut wharf_session,
     ) -> *mut wharf_status;
@@ -543,9 +536,9 @@ extern "C" {
     pub fn wharf_model_num_inputs(model: *const wharf_model) -> usize;
     pub fn wharf_model_num_outputs(model: *const wharf_model) -> usize;
     pub fn wharf_model_input_name(model: *const wharf_model, i: usize) -> *const c_char;
-    pub fn wharf_run_model(
-        run: *mut wharf_run,
+    pub fn wharf_model_run(
         model: *mut wharf_model,
+        run: *mut wharf_run,
         inputs: *const wharf_tensor_view,
         num_inputs: usize,
         outputs: *mut wharf_tensor_view,
@@ -568,13 +561,15 @@ mod tests {
     // aarch64), derived from the header and checked with gcc:
     //   printf '#include "wharf/wharf.h"\n#include <stdio.h>\n#include <stddef.h>\n
     //     int main(){printf("%zu\n",sizeof(wharf_tensor_view));}' | gcc -x c -Iinclude - && ./a.out
-    // wharf_tensor_view: data 8 + dtype 4 + device_type 4 + device_index 4 + ndim 4 +
-    // shape 8 + strides 8 = 40, + struct_size 4, padded to 48, + byte_offset 8 = 56. wharf_device_info: 4+4+4+256 = 268, padded to 272 for
+    // Every struct begins with struct_size. wharf_tensor_view: struct_size 4 + flags 4 +
+    // data 8 + dtype 4 + device_type 4 + device_index 4 + ndim 4 + shape 8 + strides 8 +
+    // byte_offset 8 = 56. wharf_device_info: 4+4+4+256 = 268, padded to 272 for
     // total_memory, + 8 + 8 + 4 + 4 = 296. wharf_memory_stats: 4, padded to 8, + 2*16*8
     // + 4*8 = 296. wharf_container_options (0.2.0): 4, padded to 8, + 3*8 (name, constants,
     // num_constants) + store 8 + states 8 + num_states 8 + max_session_bytes 8 = 64.
-    // wharf_state_decl: fqn 8 + dtype 4 + ndim 4 + shape 8 + initial 8 = 32, + struct_size
-    // 4 padded to 40 (wharf_constant_decl likewise: 32 + 4, padded to 40).
+    // wharf_state_decl: struct_size 4, padded to 8, + fqn 8 + dtype 4 + ndim 4 + shape 8 +
+    // initial 8 = 40. wharf_constant_decl: 4, padded to 8, + fqn 8 + dtype 4 + ndim 4 +
+    // shape 8 + placement 4 + flags 4 = 40.
     // wharf_update_options: 32 (0.1), + wait_stream 8 + in_place_max_wait_ms 4, padded to 48.
     // wharf_session_options: 4, padded to 8, + 8 + 4, padded to 24.
     // wharf_weight_store_stats: 4, padded to 8, + 4*8 = 40.
@@ -582,12 +577,14 @@ mod tests {
     #[cfg(target_pointer_width = "64")]
     fn struct_layouts_match_the_c_header() {
         assert_eq!(size_of::<wharf_tensor_view>(), 56);
-        assert_eq!(offset_of!(wharf_tensor_view, struct_size), 40);
+        assert_eq!(offset_of!(wharf_tensor_view, struct_size), 0);
+        assert_eq!(offset_of!(wharf_tensor_view, flags), 4);
+        assert_eq!(offset_of!(wharf_tensor_view, data), 8);
+        assert_eq!(offset_of!(wharf_tensor_view, dtype), 16);
+        assert_eq!(offset_of!(wharf_tensor_view, ndim), 28);
+        assert_eq!(offset_of!(wharf_tensor_view, shape), 32);
+        assert_eq!(offset_of!(wharf_tensor_view, strides), 40);
         assert_eq!(offset_of!(wharf_tensor_view, byte_offset), 48);
-        assert_eq!(offset_of!(wharf_tensor_view, dtype), 8);
-        assert_eq!(offset_of!(wharf_tensor_view, ndim), 20);
-        assert_eq!(offset_of!(wharf_tensor_view, shape), 24);
-        assert_eq!(offset_of!(wharf_tensor_view, strides), 32);
 
         assert_eq!(size_of::<wharf_runtime_options>(), 40);
         assert_eq!(offset_of!(wharf_runtime_options, device_index), 8);
@@ -607,10 +604,11 @@ mod tests {
         assert_eq!(offset_of!(wharf_memory_stats, pinned_host_peak), 288);
 
         assert_eq!(size_of::<wharf_constant_decl>(), 40);
-        assert_eq!(offset_of!(wharf_constant_decl, struct_size), 32);
-        assert_eq!(offset_of!(wharf_constant_decl, shape), 16);
-        assert_eq!(offset_of!(wharf_constant_decl, placement), 24);
-        assert_eq!(offset_of!(wharf_constant_decl, flags), 28);
+        assert_eq!(offset_of!(wharf_constant_decl, struct_size), 0);
+        assert_eq!(offset_of!(wharf_constant_decl, fqn), 8);
+        assert_eq!(offset_of!(wharf_constant_decl, shape), 24);
+        assert_eq!(offset_of!(wharf_constant_decl, placement), 32);
+        assert_eq!(offset_of!(wharf_constant_decl, flags), 36);
 
         assert_eq!(size_of::<wharf_container_options>(), 64);
         assert_eq!(offset_of!(wharf_container_options, name), 8);
@@ -621,20 +619,24 @@ mod tests {
         assert_eq!(offset_of!(wharf_container_options, max_session_bytes), 56);
 
         assert_eq!(size_of::<wharf_state_decl>(), 40);
-        assert_eq!(offset_of!(wharf_state_decl, struct_size), 32);
-        assert_eq!(offset_of!(wharf_state_decl, dtype), 8);
-        assert_eq!(offset_of!(wharf_state_decl, ndim), 12);
-        assert_eq!(offset_of!(wharf_state_decl, shape), 16);
-        assert_eq!(offset_of!(wharf_state_decl, initial), 24);
+        assert_eq!(offset_of!(wharf_state_decl, struct_size), 0);
+        assert_eq!(offset_of!(wharf_state_decl, fqn), 8);
+        assert_eq!(offset_of!(wharf_state_decl, dtype), 16);
+        assert_eq!(offset_of!(wharf_state_decl, ndim), 20);
+        assert_eq!(offset_of!(wharf_state_decl, shape), 24);
+        assert_eq!(offset_of!(wharf_state_decl, initial), 32);
 
         assert_eq!(size_of::<wharf_session_options>(), 24);
         assert_eq!(offset_of!(wharf_session_options, max_state_bytes), 8);
         assert_eq!(offset_of!(wharf_session_options, allocate_eagerly), 16);
 
         assert_eq!(size_of::<wharf_weight_store_stats>(), 40);
-        assert_eq!(offset_of!(wharf_weight_store_stats, unique_constants), 8);
+        assert_eq!(
+            offset_of!(wharf_weight_store_stats, num_unique_constants),
+            8
+        );
         assert_eq!(offset_of!(wharf_weight_store_stats, unique_bytes), 16);
-        assert_eq!(offset_of!(wharf_weight_store_stats, references), 24);
+        assert_eq!(offset_of!(wharf_weight_store_stats, num_references), 24);
         assert_eq!(offset_of!(wharf_weight_store_stats, saved_bytes), 32);
 
         assert_eq!(size_of::<wharf_update_options>(), 48);
@@ -691,8 +693,7 @@ mod tests {
     #[test]
     fn options_init_sets_struct_size_to_the_c_size() {
         // The library's *_init_sized functions write the size they were given, filling the
-        // defaults; the unsized exports fill the layout of their first release: a second,
-        // independent check of the Rust sizes.
+        // defaults: a second, independent check of the Rust sizes.
         unsafe {
             let mut r = std::mem::zeroed::<wharf_runtime_options>();
             wharf_runtime_options_init_sized(&mut r, size_of::<wharf_runtime_options>());
@@ -700,10 +701,6 @@ mod tests {
             let mut c = std::mem::zeroed::<wharf_container_options>();
             wharf_container_options_init_sized(&mut c, size_of::<wharf_container_options>());
             assert_eq!(c.struct_size as usize, size_of::<wharf_container_options>());
-            // The unsized export keeps the 0.1 layout (it ends before `store`).
-            let mut old = std::mem::zeroed::<wharf_container_options>();
-            wharf_container_options_init(&mut old);
-            assert_eq!(old.struct_size as usize, 32);
             let mut u = std::mem::zeroed::<wharf_update_options>();
             wharf_update_options_init_sized(&mut u, size_of::<wharf_update_options>());
             assert_eq!(u.struct_size as usize, size_of::<wharf_update_options>());
@@ -711,10 +708,7 @@ mod tests {
             assert!(u.fold.is_none());
             assert!(u.wait_stream.is_null());
             assert_eq!(u.in_place_max_wait_ms, 1000);
-            let mut old_u = std::mem::zeroed::<wharf_update_options>();
-            wharf_update_options_init(&mut old_u);
-            assert_eq!(old_u.struct_size as usize, 32);
-            // 0.2 fields default to "no store, no states, no budget".
+            // The later fields default to "no store, no states, no budget".
             assert!(c.store.is_null());
             assert!(c.states.is_null());
             assert_eq!((c.num_states, c.max_session_bytes), (0, 0));

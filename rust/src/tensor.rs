@@ -43,6 +43,8 @@ pub(crate) fn c_view(
 ) -> sys::wharf_tensor_view {
     let (device_type, device_index) = device.to_raw();
     sys::wharf_tensor_view {
+        struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
+        flags: 0,
         data: data.cast_mut(),
         dtype: dtype.to_raw(),
         device_type,
@@ -54,7 +56,6 @@ pub(crate) fn c_view(
             shape.as_ptr()
         },
         strides: strides.map_or(std::ptr::null(), <[i64]>::as_ptr),
-        struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
         byte_offset: 0,
     }
 }

@@ -52,7 +52,7 @@ fn loading_on_the_host_backend_is_unsupported_and_names_cuda() -> wharf::Result<
         &["CUDA"],
     );
     // Nothing was left behind: no constants, no containers in the store.
-    assert_eq!(store.stats()?.unique_constants, 0);
+    assert_eq!(store.stats()?.num_unique_constants, 0);
     assert_eq!(
         rt.memory_stats()?.current_of(wharf::MemoryTag::Constants),
         0
@@ -235,7 +235,7 @@ fn tiny_decoder_follows_pytorch_on_the_gpu() -> wharf::Result<()> {
             TensorView::from_slice(&positions, &[positions.len() as i64])?,
         ];
         let run = model.container().begin_run_with_session(&mut chat)?;
-        let outputs = run.run_model(&model, &inputs)?;
+        let outputs = model.run(&run, &inputs)?;
         assert_eq!(outputs.len(), 1);
         let logits = &outputs[0];
         assert!(matches!(logits.device(), Device::Cuda(_)));

@@ -120,9 +120,9 @@ fn two_containers_of_a_store_share_storage() -> wharf::Result<()> {
     d.end()?;
 
     let stats = store.stats()?;
-    assert_eq!(stats.unique_constants, 4);
+    assert_eq!(stats.num_unique_constants, 4);
     assert_eq!(stats.unique_bytes, (4 + 2 + 3 + 2) * 4);
-    assert_eq!(stats.references, 6, "2 shared x 2 containers + 2 heads");
+    assert_eq!(stats.num_references, 6, "2 shared x 2 containers + 2 heads");
     assert_eq!(stats.saved_bytes, (4 + 2) * 4);
 
     // A container declared with constants joins the same way: its first update takes the
@@ -445,6 +445,8 @@ fn the_c_library_refuses_a_store_of_another_runtime() {
         assert!(sys::wharf_constant_map_create(&mut m).is_null());
         let data = [1.0f32; 4];
         let view = sys::wharf_tensor_view {
+            struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
+            flags: 0,
             data: data.as_ptr() as *mut _,
             dtype: sys::WHARF_DTYPE_F32,
             device_type: sys::WHARF_DEVICE_CPU,
@@ -452,7 +454,6 @@ fn the_c_library_refuses_a_store_of_another_runtime() {
             ndim: 1,
             shape: EMBED.as_ptr(),
             strides: std::ptr::null(),
-            struct_size: std::mem::size_of::<sys::wharf_tensor_view>() as u32,
             byte_offset: 0,
         };
         assert!(sys::wharf_constant_map_set(m, c"embed".as_ptr(), &view).is_null());
@@ -1080,7 +1081,7 @@ fn store_storage_goes_with_its_last_container() -> wharf::Result<()> {
     assert_eq!(store.stats()?.saved_bytes, 0);
     drop(prefill);
     rt.synchronize()?;
-    assert_eq!(store.stats()?.unique_constants, 0);
+    assert_eq!(store.stats()?.num_unique_constants, 0);
     assert_eq!(constants_bytes(&rt), base);
     Ok(())
 }

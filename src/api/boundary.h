@@ -87,17 +87,10 @@ struct FieldInfo {
 
 struct StructLayout {
   const char* name;          // "wharf_update_options"
-  const FieldInfo* fields;   // the library's fields, in offset order
+  const FieldInfo* fields;   // the library's fields, in offset order (struct_size first)
   size_t num_fields;
   size_t size;               // sizeof the struct in this library
   size_t min_size;           // the smallest struct_size accepted
-  size_t size_offset;        // where struct_size lives (0, or the end of an appended-size struct)
-  // Appended-size structs only: a struct_size of 0 is a caller that does not set it (code
-  // written before 0.3, positional initializers). Its struct is read up to `zero_reads`
-  // (the fields that came before struct_size; later ones take their defaults), and an array
-  // of such structs has the stride `zero_stride` (the 0.3 sizeof). 0 for leading-size structs.
-  size_t zero_reads;
-  size_t zero_stride;
 };
 
 #define WHARF_FIELD(T, f) ::wharf::api::FieldInfo{#f, offsetof(T, f), sizeof(static_cast<T*>(nullptr)->f)}
@@ -117,8 +110,8 @@ const StructLayout& layout_of(const wharf_state_info*);
 const StructLayout& layout_of(const wharf_weight_store_stats*);
 const StructLayout& layout_of(const struct wharf_model_options*);  // experimental (model_api.cpp)
 
-// The struct_size stored in the caller's struct at `p`.
-uint32_t stated_size(const void* p, const StructLayout& L);
+// The struct_size stored in the caller's struct at `p` (its first four bytes).
+uint32_t stated_size(const void* p);
 // Checks a caller's non-zero struct_size `size` for a struct
 // the library reads at `p` (`what` names it in messages, e.g. "wharf_update_options" or
 // "constant declaration 3"): field boundary, bounds, and zero bytes past the library's size.
@@ -133,7 +126,7 @@ template <class T>
 Status read_options(const T* in, T* defaults, const char* what) {
   if (!in) return Status::Ok();
   const StructLayout& L = layout_of(in);
-  const uint32_t size = stated_size(in, L);
+  const uint32_t size = stated_size(in);
   if (size < L.min_size)
     return InvalidArgument(std::string(what) + ": struct_size " + std::to_string(size) +
                            " is too small; call " + what + "_init first");
@@ -144,27 +137,22 @@ Status read_options(const T* in, T* defaults, const char* what) {
   return Status::Ok();
 }
 
-// Reads one struct whose struct_size was appended in 0.3 (tensor views, declarations):
-// zero-filled `*out`, then the caller's bytes as far as its struct_size (0: the fields
-// before struct_size).
+// Reads one input struct (a tensor view, a declaration): zero-filled `*out`, then the
+// caller's bytes as far as its struct_size, which must be set (check_input_size's rules).
 template <class T>
-Status read_appended(const T* in, T* out, const std::string& what) {
+Status read_struct(const T* in, T* out, const std::string& what) {
   std::memset(static_cast<void*>(out), 0, sizeof(T));
   const StructLayout& L = layout_of(in);
-  size_t size = stated_size(in, L);
-  if (size == 0) {
-    size = L.zero_reads;
-  } else {
-    WHARF_RETURN_IF_ERROR(check_input_size(in, size, L, what));
-  }
+  const size_t size = stated_size(in);
+  WHARF_RETURN_IF_ERROR(check_input_size(in, size, L, what));
   std::memcpy(static_cast<void*>(out), in, size < sizeof(T) ? size : sizeof(T));
   out->struct_size = sizeof(T);
   return Status::Ok();
 }
 
-// An array of appended-size structs: element i lives at base + i * stride, where the stride
-// is element 0's struct_size (0: the 0.3 sizeof, each element read up to its struct_size
-// field) and every element must state the same.
+// An array of input structs: element i lives at base + i * stride, the stride being element
+// 0's struct_size (a caller built against another header has other sizes), and every
+// element must state the same.
 template <class T>
 class StructArray {
  public:
@@ -172,35 +160,24 @@ class StructArray {
     base_ = reinterpret_cast<const unsigned char*>(base);
     count_ = count;
     if (count == 0) return Status::Ok();
-    const StructLayout& L = layout_of(base);
-    raw_ = stated_size(base, L);
-    stride_ = raw_ == 0 ? L.zero_stride : raw_;
-    reads_ = raw_ == 0 ? L.zero_reads : raw_;
-    return raw_ == 0 ? Status::Ok() : check_input_size(base, stride_, L, std::string(what) + " 0");
+    stride_ = stated_size(base);
+    return check_input_size(base, stride_, layout_of(base), std::string(what) + " 0");
   }
   // Reads element i into *out (zero-filled past the caller's size).
   Status get(size_t i, T* out, const char* what) const {
     const T* p = reinterpret_cast<const T*>(base_ + i * stride_);
-    const StructLayout& L = layout_of(p);
-    const uint32_t s = stated_size(p, L);
-    if (s != raw_)
+    const uint32_t s = stated_size(p);
+    if (s != stride_)
       return InvalidArgument(std::string(what) + " " + std::to_string(i) + ": struct_size " + std::to_string(s) +
-                             " differs from element 0's " + std::to_string(raw_) +
+                             " differs from element 0's " + std::to_string(stride_) +
                              " (every element of one array states the same size)");
-    std::memset(static_cast<void*>(out), 0, sizeof(T));
-    if (i > 0 && raw_ != 0)
-      WHARF_RETURN_IF_ERROR(check_input_size(p, stride_, L, std::string(what) + " " + std::to_string(i)));
-    std::memcpy(static_cast<void*>(out), p, reads_ < sizeof(T) ? reads_ : sizeof(T));
-    out->struct_size = sizeof(T);
-    return Status::Ok();
+    return read_struct(p, out, std::string(what) + " " + std::to_string(i));
   }
 
  private:
   const unsigned char* base_ = nullptr;
   size_t count_ = 0;
-  uint32_t raw_ = 0;
-  size_t stride_ = 0;
-  size_t reads_ = 0;
+  uint32_t stride_ = 0;
 };
 
 // The body of every wharf_X_options_init_sized: writes `defaults` (with struct_size set to
@@ -213,37 +190,6 @@ void init_sized(T* opts, size_t struct_size, T defaults) noexcept {
   defaults.struct_size = uint32_t(n);
   std::memcpy(static_cast<void*>(opts), &defaults, n);
 }
-
-// The layouts the exported unsized inits fill: each options struct as the release that
-// introduced its init shipped it (their sizeof is what those callers allocated).
-namespace released {
-struct runtime_options_0_1 {
-  uint32_t struct_size;
-  int32_t backend;
-  int32_t device_index;
-  uint64_t device_memory_limit;
-  uint32_t copy_threads;
-  uint64_t staging_bytes;
-};
-struct update_options_0_1 {
-  uint32_t struct_size;
-  int32_t target;
-  int32_t require_full;
-  wharf_fold_fn fold;
-  void* fold_user;
-};
-struct container_options_0_1 {
-  uint32_t struct_size;
-  const char* name;
-  const void* constants;
-  size_t num_constants;
-};
-struct session_options_0_2 {
-  uint32_t struct_size;
-  uint64_t max_state_bytes;
-  int32_t allocate_eagerly;
-};
-}  // namespace released
 
 // Writes `full` into the caller's output struct (which begins with struct_size), up to the
 // caller's struct_size.
@@ -261,9 +207,9 @@ Status write_output(const T& full, T* out, const char* what) {
   return Status::Ok();
 }
 
-// Writes an output tensor view: the fields every layout has always, the later ones as far as
-// the caller's struct_size covers them (the 0.3 sizeof for 0 or an unrecognised value); on
-// return struct_size says how many bytes were written.
+// Writes an output tensor view as far as the caller's struct_size covers it (the 0.3 layout
+// for 0 or a value that is not a layout: every caller has at least that much); on return
+// struct_size says how many bytes were written.
 void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept;
 
 #define WHARF_API_REQUIRE(cond, what) \

@@ -218,13 +218,13 @@ WHARF_API size_t wharf_container_num_constants(const wharf_container* container)
   return container ? container->c->decls().size() : 0;
 }
 
-WHARF_API wharf_status* wharf_container_constant_info(const wharf_container* container, size_t i,
+WHARF_API wharf_status* wharf_container_get_constant_info(const wharf_container* container, size_t i,
                                                       wharf_constant_info* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(container, "wharf_container_constant_info: container is NULL");
+    WHARF_API_REQUIRE(container, "wharf_container_get_constant_info: container is NULL");
     const auto& decls = container->c->decls();
     if (i >= decls.size())
-      return InvalidArgument("wharf_container_constant_info: index " + std::to_string(i) + " out of range (" +
+      return InvalidArgument("wharf_container_get_constant_info: index " + std::to_string(i) + " out of range (" +
                              std::to_string(decls.size()) + " constants)");
     const ConstantDecl& d = decls[i];
     wharf_constant_info full;
@@ -270,9 +270,9 @@ WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_sessio
   });
 }
 
-WHARF_API wharf_status* wharf_run_tensor(const wharf_run* run, const char* fqn, wharf_tensor_view* out) {
+WHARF_API wharf_status* wharf_run_get_tensor(const wharf_run* run, const char* fqn, wharf_tensor_view* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(run && fqn && out, "wharf_run_tensor: run, fqn and out must not be NULL");
+    WHARF_API_REQUIRE(run && fqn && out, "wharf_run_get_tensor: run, fqn and out must not be NULL");
     BoundTensor b;
     WHARF_RETURN_IF_ERROR(run->run->tensor(fqn, &b));
     api::view_from_bound(b, out);
@@ -308,12 +308,12 @@ WHARF_API size_t wharf_container_num_states(const wharf_container* container) {
   return container ? container->c->states().size() : 0;
 }
 
-WHARF_API wharf_status* wharf_container_state_info(const wharf_container* container, size_t i, wharf_state_info* out) {
+WHARF_API wharf_status* wharf_container_get_state_info(const wharf_container* container, size_t i, wharf_state_info* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(container, "wharf_container_state_info: container is NULL");
+    WHARF_API_REQUIRE(container, "wharf_container_get_state_info: container is NULL");
     const auto& states = container->c->states();
     if (i >= states.size())
-      return InvalidArgument("wharf_container_state_info: index " + std::to_string(i) + " out of range (" +
+      return InvalidArgument("wharf_container_get_state_info: index " + std::to_string(i) + " out of range (" +
                              std::to_string(states.size()) + " states)");
     const StateDecl& d = states[i];
     wharf_state_info full;
@@ -352,9 +352,9 @@ WHARF_API int32_t wharf_container_has_staged(const wharf_container* container) {
   return container && container->c->staged() ? 1 : 0;
 }
 
-WHARF_API wharf_status* wharf_run_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out) {
+WHARF_API wharf_status* wharf_run_get_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(run && out, "wharf_run_tensor_at: run and out must not be NULL");
+    WHARF_API_REQUIRE(run && out, "wharf_run_get_tensor_at: run and out must not be NULL");
     BoundTensor b;
     WHARF_RETURN_IF_ERROR(run->run->tensor_at(index > size_t(INT32_MAX) ? -1 : int(index), &b));
     api::view_from_bound(b, out);
@@ -362,9 +362,9 @@ WHARF_API wharf_status* wharf_run_tensor_at(const wharf_run* run, size_t index, 
   });
 }
 
-WHARF_API wharf_status* wharf_run_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out) {
+WHARF_API wharf_status* wharf_run_get_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(run && out, "wharf_run_state_at: run and out must not be NULL");
+    WHARF_API_REQUIRE(run && out, "wharf_run_get_state_at: run and out must not be NULL");
     BoundTensor b;
     WHARF_RETURN_IF_ERROR(run->run->state_at(index > size_t(INT32_MAX) ? -1 : int(index), &b));
     api::view_from_bound(b, out);
@@ -372,9 +372,9 @@ WHARF_API wharf_status* wharf_run_state_at(const wharf_run* run, size_t index, w
   });
 }
 
-WHARF_API wharf_status* wharf_run_session(const wharf_run* run, wharf_session** out) {
+WHARF_API wharf_status* wharf_run_get_session(const wharf_run* run, wharf_session** out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(run && out, "wharf_run_session: run and out must not be NULL");
+    WHARF_API_REQUIRE(run && out, "wharf_run_get_session: run and out must not be NULL");
     *out = nullptr;
     if (!run->run->session()) return Status::Ok();
     auto h = std::make_unique<wharf_session>();
@@ -382,19 +382,6 @@ WHARF_API wharf_status* wharf_run_session(const wharf_run* run, wharf_session** 
     *out = h.release();
     return Status::Ok();
   });
-}
-
-// The exported symbols for callers that find them by name (dlsym): each fills the layout of
-// the release that introduced it. The header's macros of these names are for code compiled
-// with it.
-#undef wharf_container_options_init
-WHARF_API void wharf_container_options_init(wharf_container_options* opts) {
-  wharf_container_options_init_sized(opts, sizeof(api::released::container_options_0_1));
-}
-
-#undef wharf_update_options_init
-WHARF_API void wharf_update_options_init(wharf_update_options* opts) {
-  wharf_update_options_init_sized(opts, sizeof(api::released::update_options_0_1));
 }
 
 }  // extern "C"

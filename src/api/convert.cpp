@@ -16,16 +16,8 @@ namespace {
 
 template <class T, size_t N>
 StructLayout leading(const char* name, const FieldInfo (&fields)[N]) {
-  return StructLayout{name, fields, N, sizeof(T), sizeof(uint32_t), 0, 0, 0};
-}
-
-// An appended-size struct: struct_size follows the fields of the release that introduced the
-// struct, so a non-zero size is accepted only from where it ends. 0 reads the fields before
-// it, with the stride of `layout_0_3` (the first layout that had struct_size) in arrays.
-template <class T, size_t N>
-StructLayout appended(const char* name, const FieldInfo (&fields)[N], size_t layout_0_3) {
-  return StructLayout{name, fields, N, sizeof(T), offsetof(T, struct_size) + sizeof(uint32_t),
-                      offsetof(T, struct_size), offsetof(T, struct_size), layout_0_3};
+  static_assert(offsetof(T, struct_size) == 0, "every struct begins with struct_size");
+  return StructLayout{name, fields, N, sizeof(T), sizeof(uint32_t)};
 }
 
 }  // namespace
@@ -67,27 +59,28 @@ const StructLayout& layout_of(const wharf_container_options*) {
 
 const StructLayout& layout_of(const wharf_tensor_view*) {
   using T = wharf_tensor_view;
-  static const FieldInfo f[] = {WHARF_FIELD(T, data),  WHARF_FIELD(T, dtype),   WHARF_FIELD(T, device_type),
-                                WHARF_FIELD(T, device_index), WHARF_FIELD(T, ndim), WHARF_FIELD(T, shape),
-                                WHARF_FIELD(T, strides), WHARF_FIELD(T, struct_size), WHARF_FIELD(T, byte_offset)};
-  static const StructLayout l = appended<T>("wharf_tensor_view", f, sizeof(T));
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, flags),        WHARF_FIELD(T, data),
+                                WHARF_FIELD(T, dtype),       WHARF_FIELD(T, device_type),  WHARF_FIELD(T, device_index),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape),        WHARF_FIELD(T, strides),
+                                WHARF_FIELD(T, byte_offset)};
+  static const StructLayout l = leading<T>("wharf_tensor_view", f);
   return l;
 }
 
 const StructLayout& layout_of(const wharf_constant_decl*) {
   using T = wharf_constant_decl;
-  static const FieldInfo f[] = {WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),     WHARF_FIELD(T, ndim),
-                                WHARF_FIELD(T, shape), WHARF_FIELD(T, placement), WHARF_FIELD(T, flags),
-                                WHARF_FIELD(T, struct_size)};
-  static const StructLayout l = appended<T>("wharf_constant_decl", f, sizeof(T));
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape), WHARF_FIELD(T, placement),
+                                WHARF_FIELD(T, flags)};
+  static const StructLayout l = leading<T>("wharf_constant_decl", f);
   return l;
 }
 
 const StructLayout& layout_of(const wharf_state_decl*) {
   using T = wharf_state_decl;
-  static const FieldInfo f[] = {WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),   WHARF_FIELD(T, ndim),
-                                WHARF_FIELD(T, shape), WHARF_FIELD(T, initial), WHARF_FIELD(T, struct_size)};
-  static const StructLayout l = appended<T>("wharf_state_decl", f, sizeof(T));
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, fqn),   WHARF_FIELD(T, dtype),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape), WHARF_FIELD(T, initial)};
+  static const StructLayout l = leading<T>("wharf_state_decl", f);
   return l;
 }
 
@@ -128,17 +121,17 @@ const StructLayout& layout_of(const wharf_state_info*) {
 
 const StructLayout& layout_of(const wharf_weight_store_stats*) {
   using T = wharf_weight_store_stats;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, unique_constants),
-                                WHARF_FIELD(T, unique_bytes), WHARF_FIELD(T, references), WHARF_FIELD(T, saved_bytes)};
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, num_unique_constants),
+                                WHARF_FIELD(T, unique_bytes), WHARF_FIELD(T, num_references), WHARF_FIELD(T, saved_bytes)};
   static const StructLayout l = leading<T>("wharf_weight_store_stats", f);
   return l;
 }
 
 // --- struct_size rules ------------------------------------------------------------------------
 
-uint32_t stated_size(const void* p, const StructLayout& L) {
+uint32_t stated_size(const void* p) {
   uint32_t v;
-  std::memcpy(&v, static_cast<const unsigned char*>(p) + L.size_offset, sizeof v);
+  std::memcpy(&v, p, sizeof v);
   return v;
 }
 
@@ -187,21 +180,25 @@ Status check_output_size(size_t size, const StructLayout& L, const std::string& 
 
 void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept {
   const StructLayout& L = layout_of(out);
-  size_t size = stated_size(out, L);
+  size_t size = stated_size(out);
   // 0, garbage from an uninitialised struct, or a size cutting a field: the 0.3 layout (every
-  // caller compiled with struct_size has at least that much); never past this library's struct.
-  if (size == 0 || size < L.min_size || size > kMaxStructSize || field_cut_by(size, L)) size = L.zero_stride;
+  // caller has at least that much); never past this library's struct.
+  // (The 0.3 layout ends with byte_offset: keep it so when fields are appended.)
+  constexpr size_t kLayout0_3 = offsetof(wharf_tensor_view, byte_offset) + sizeof(uint64_t);
+  if (size < L.min_size || size > kMaxStructSize || field_cut_by(size, L)) size = kLayout0_3;
   const size_t n = size < L.size ? size : L.size;
   std::memcpy(static_cast<void*>(out), &full, n);
-  const uint32_t written = uint32_t(n);
-  std::memcpy(reinterpret_cast<unsigned char*>(out) + L.size_offset, &written, sizeof written);
+  out->struct_size = uint32_t(n);
 }
 
 // --- tensor views -----------------------------------------------------------------------------
 
 Status meta_from_view(const wharf_tensor_view& in, const std::string& what, TensorMeta* out, void** data) {
   wharf_tensor_view v;
-  WHARF_RETURN_IF_ERROR(read_appended(&in, &v, what));
+  WHARF_RETURN_IF_ERROR(read_struct(&in, &v, what));
+  if ((v.flags & ~WHARF_VIEW_READ_ONLY) != 0)
+    return Unsupported(what + ": wharf_tensor_view flags " + std::to_string(v.flags) +
+                       " hold bits this library does not know (it knows WHARF_VIEW_READ_ONLY)");
   if (v.ndim < 0 || v.ndim > WHARF_MAX_DIMS)
     return InvalidArgument(what + ": ndim " + std::to_string(v.ndim) + " outside 0.." +
                            std::to_string(WHARF_MAX_DIMS));

@@ -27,7 +27,7 @@ const StructLayout& layout_of(const wharf_model_options*) {
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name), WHARF_FIELD(T, store),
                                 WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path),
                                 WHARF_FIELD(T, offload)};
-  static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t), 0, 0, 0};
+  static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
@@ -72,9 +72,9 @@ WHARF_API void wharf_model_free(wharf_model* model) { delete model; }
 
 WHARF_API wharf_container* wharf_model_container(wharf_model* model) { return model ? &model->container : nullptr; }
 
-WHARF_API wharf_status* wharf_model_offloader(wharf_model* model, wharf_offloader** out) {
+WHARF_API wharf_status* wharf_model_get_offloader(wharf_model* model, wharf_offloader** out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(model && out, "wharf_model_offloader: model and out must not be NULL");
+    WHARF_API_REQUIRE(model && out, "wharf_model_get_offloader: model and out must not be NULL");
     *out = nullptr;
     if (model->m->offloader()) *out = new wharf_offloader{model->m->offloader()};
     return Status::Ok();
@@ -89,21 +89,21 @@ WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i)
   return model && i < model->m->num_inputs() ? model->m->input_name(i).c_str() : nullptr;
 }
 
-WHARF_API wharf_status* wharf_run_model(wharf_run* run, wharf_model* model, const wharf_tensor_view* inputs,
+WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run, const wharf_tensor_view* inputs,
                                         size_t num_inputs, wharf_tensor_view* outputs, size_t num_outputs) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(run && run->run && model, "wharf_run_model: run and model must not be NULL");
-    WHARF_API_REQUIRE(num_inputs == 0 || inputs, "wharf_run_model: inputs is NULL");
-    WHARF_API_REQUIRE(num_outputs == 0 || outputs, "wharf_run_model: outputs is NULL");
+    WHARF_API_REQUIRE(run && run->run && model, "wharf_model_run: model and run must not be NULL");
+    WHARF_API_REQUIRE(num_inputs == 0 || inputs, "wharf_model_run: inputs is NULL");
+    WHARF_API_REQUIRE(num_outputs == 0 || outputs, "wharf_model_run: outputs is NULL");
     if (num_outputs != model->m->num_outputs())
-      return InvalidArgument("wharf_run_model: the model has " + std::to_string(model->m->num_outputs()) +
+      return InvalidArgument("wharf_model_run: the model has " + std::to_string(model->m->num_outputs()) +
                              " outputs, " + std::to_string(num_outputs) + " views given");
     std::vector<ModelTensor> in(num_inputs);
     api::StructArray<wharf_tensor_view> views;
-    WHARF_RETURN_IF_ERROR(views.init(inputs, num_inputs, "wharf_run_model inputs"));
+    WHARF_RETURN_IF_ERROR(views.init(inputs, num_inputs, "wharf_model_run inputs"));
     for (size_t i = 0; i < num_inputs; ++i) {
       wharf_tensor_view v;
-      WHARF_RETURN_IF_ERROR(views.get(i, &v, "wharf_run_model input"));
+      WHARF_RETURN_IF_ERROR(views.get(i, &v, "wharf_model_run input"));
       WHARF_RETURN_IF_ERROR(api::meta_from_view(v, "input " + std::to_string(i), &in[i].meta, &in[i].data));
     }
     auto outs = std::make_shared<std::vector<ModelTensor>>();

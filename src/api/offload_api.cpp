@@ -26,18 +26,18 @@ const api::StructLayout& offloader_options_layout() {
                                      WHARF_FIELD(T, step_compute_us), WHARF_FIELD(T, h2d_bytes_per_second),
                                      WHARF_FIELD(T, refuse_if_exposed)};
   static const api::StructLayout l{"wharf_offloader_options", f, sizeof(f) / sizeof(f[0]), sizeof(T),
-                                   sizeof(uint32_t), 0, 0, 0};
+                                   sizeof(uint32_t)};
   return l;
 }
 
 const api::StructLayout& budget_layout() {
   using T = wharf_offloader_budget;
-  static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),    WHARF_FIELD(T, offloaded_layers),
+  static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),    WHARF_FIELD(T, num_offloaded_layers),
                                      WHARF_FIELD(T, bytes_per_step), WHARF_FIELD(T, h2d_bytes_per_second),
                                      WHARF_FIELD(T, h2d_source),     WHARF_FIELD(T, copy_us),
                                      WHARF_FIELD(T, compute_us),     WHARF_FIELD(T, exposed_us)};
   static const api::StructLayout l{"wharf_offloader_budget", f, sizeof(f) / sizeof(f[0]), sizeof(T),
-                                   sizeof(uint32_t), 0, 0, 0};
+                                   sizeof(uint32_t)};
   return l;
 }
 
@@ -54,7 +54,7 @@ Status read_offloader_options(const wharf_offloader_options* in, wharf_offloader
   *out = default_options();
   if (!in) return Status::Ok();
   const api::StructLayout& L = offloader_options_layout();
-  const uint32_t size = api::stated_size(in, L);
+  const uint32_t size = api::stated_size(in);
   if (size < L.min_size)
     return InvalidArgument("wharf_offloader_options: struct_size " + std::to_string(size) +
                            " is too small; call wharf_offloader_options_init first");
@@ -130,7 +130,7 @@ WHARF_API wharf_status* wharf_offloader_get_budget(const wharf_offloader* offloa
     const OffloadBudget& b = offloader->o->budget();
     wharf_offloader_budget full;
     std::memset(&full, 0, sizeof full);
-    full.offloaded_layers = b.offloaded_layers;
+    full.num_offloaded_layers = b.offloaded_layers;
     full.bytes_per_step = b.bytes_per_step;
     full.h2d_bytes_per_second = b.h2d_bytes_per_second;
     full.h2d_source = int32_t(b.h2d_source);
@@ -147,7 +147,7 @@ WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader) 
   return offloader ? offloader->o->num_layers() : 0;
 }
 
-WHARF_API size_t wharf_offloader_layer_size(const wharf_offloader* offloader, uint32_t layer) {
+WHARF_API size_t wharf_offloader_num_layer_constants(const wharf_offloader* offloader, uint32_t layer) {
   return offloader ? offloader->o->layer_constants(layer).size() : 0;
 }
 
@@ -158,23 +158,23 @@ WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offl
   return offloader->o->container()->decls()[size_t(cs[i].index)].fqn.c_str();
 }
 
-WHARF_API wharf_status* wharf_run_offload_begin(wharf_run* run, wharf_offloader* offloader) {
+WHARF_API wharf_status* wharf_run_begin_offload(wharf_run* run, wharf_offloader* offloader) {
   return api::guarded(__func__, [&]() -> Status {
     Run* r = nullptr;
-    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_offload_begin", &r));
+    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_begin_offload", &r));
     return offloader->o->begin(*r);
   });
 }
 
-WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* offloader, uint32_t layer,
+WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* offloader, uint32_t layer,
                                                wharf_tensor_view* views, size_t num_views) {
   return api::guarded(__func__, [&]() -> Status {
     Run* r = nullptr;
-    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_offload_wait", &r));
-    WHARF_API_REQUIRE(num_views == 0 || views, "wharf_run_offload_wait: views is NULL with num_views > 0");
+    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_wait_offload", &r));
+    WHARF_API_REQUIRE(num_views == 0 || views, "wharf_run_wait_offload: views is NULL with num_views > 0");
     const size_t need = offloader->o->layer_constants(layer).size();
     if (views && num_views < need)
-      return InvalidArgument("wharf_run_offload_wait: layer " + std::to_string(layer) + " has " + std::to_string(need) +
+      return InvalidArgument("wharf_run_wait_offload: layer " + std::to_string(layer) + " has " + std::to_string(need) +
                              " offloaded constants; views holds " + std::to_string(num_views));
     char* slot = nullptr;
     WHARF_RETURN_IF_ERROR(offloader->o->wait(*r, layer, &slot));
@@ -196,18 +196,18 @@ WHARF_API wharf_status* wharf_run_offload_wait(wharf_run* run, wharf_offloader* 
   });
 }
 
-WHARF_API wharf_status* wharf_run_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer) {
+WHARF_API wharf_status* wharf_run_mark_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer) {
   return api::guarded(__func__, [&]() -> Status {
     Run* r = nullptr;
-    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_offload_issued", &r));
+    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_mark_offload_issued", &r));
     return offloader->o->issued(*r, layer);
   });
 }
 
-WHARF_API wharf_status* wharf_run_offload_end(wharf_run* run, wharf_offloader* offloader) {
+WHARF_API wharf_status* wharf_run_end_offload(wharf_run* run, wharf_offloader* offloader) {
   return api::guarded(__func__, [&]() -> Status {
     Run* r = nullptr;
-    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_offload_end", &r));
+    WHARF_RETURN_IF_ERROR(offloader_run(run, offloader, "wharf_run_end_offload", &r));
     return offloader->o->end(*r);
   });
 }

@@ -18,11 +18,11 @@ namespace {
 const api::StructLayout& stats_layout() {
   using T = wharf_replica_group_stats;
   static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),     WHARF_FIELD(T, num_replicas),
-                                     WHARF_FIELD(T, nccl_version),    WHARF_FIELD(T, updates),
-                                     WHARF_FIELD(T, swaps),           WHARF_FIELD(T, source_bytes),
-                                     WHARF_FIELD(T, broadcast_bytes), WHARF_FIELD(T, broadcasts)};
+                                     WHARF_FIELD(T, nccl_version),    WHARF_FIELD(T, num_updates),
+                                     WHARF_FIELD(T, num_swaps),           WHARF_FIELD(T, source_bytes),
+                                     WHARF_FIELD(T, broadcast_bytes), WHARF_FIELD(T, num_broadcasts)};
   static const api::StructLayout l{"wharf_replica_group_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T),
-                                   sizeof(uint32_t), 0, 0, 0};
+                                   sizeof(uint32_t)};
   return l;
 }
 
@@ -52,7 +52,7 @@ WHARF_API wharf_status* wharf_replica_group_create(wharf_container* const* conta
 
 WHARF_API void wharf_replica_group_free(wharf_replica_group* group) { delete group; }
 
-WHARF_API size_t wharf_replica_group_size(const wharf_replica_group* group) { return group ? group->g->size() : 0; }
+WHARF_API size_t wharf_replica_group_num_replicas(const wharf_replica_group* group) { return group ? group->g->size() : 0; }
 
 WHARF_API wharf_status* wharf_replica_group_update(wharf_replica_group* group, const wharf_constant_map* map,
                                                    const wharf_update_options* opts) {
@@ -92,11 +92,11 @@ WHARF_API wharf_status* wharf_replica_group_get_stats(const wharf_replica_group*
     std::memset(&full, 0, sizeof full);
     full.num_replicas = s.num_replicas;
     full.nccl_version = s.nccl_version;
-    full.updates = s.updates;
-    full.swaps = s.swaps;
+    full.num_updates = s.updates;
+    full.num_swaps = s.swaps;
     full.source_bytes = s.source_bytes;
     full.broadcast_bytes = s.broadcast_bytes;
-    full.broadcasts = s.broadcasts;
+    full.num_broadcasts = s.broadcasts;
     std::memcpy(static_cast<void*>(out), &full, n);
     out->struct_size = size;
     return Status::Ok();

@@ -51,9 +51,9 @@ WHARF_API wharf_backend wharf_runtime_backend(const wharf_runtime* runtime) {
   return static_cast<wharf_backend>(runtime->rt->backend());
 }
 
-WHARF_API wharf_status* wharf_runtime_device_info(const wharf_runtime* runtime, wharf_device_info* out) {
+WHARF_API wharf_status* wharf_runtime_get_device_info(const wharf_runtime* runtime, wharf_device_info* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(runtime, "wharf_runtime_device_info: runtime is NULL");
+    WHARF_API_REQUIRE(runtime, "wharf_runtime_get_device_info: runtime is NULL");
     DeviceInfo info;
     WHARF_RETURN_IF_ERROR(runtime->rt->device().info(&info));
     wharf_device_info full;
@@ -77,9 +77,9 @@ WHARF_API wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime) {
   });
 }
 
-WHARF_API wharf_status* wharf_runtime_memory_stats(const wharf_runtime* runtime, wharf_memory_stats* out) {
+WHARF_API wharf_status* wharf_runtime_get_memory_stats(const wharf_runtime* runtime, wharf_memory_stats* out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(runtime, "wharf_runtime_memory_stats: runtime is NULL");
+    WHARF_API_REQUIRE(runtime, "wharf_runtime_get_memory_stats: runtime is NULL");
     MemorySnapshot s = runtime->rt->device().accounting().snapshot();
     wharf_memory_stats full;
     std::memset(&full, 0, sizeof(full));
@@ -98,13 +98,6 @@ WHARF_API wharf_status* wharf_runtime_memory_stats(const wharf_runtime* runtime,
 
 WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime) {
   if (runtime) runtime->rt->device().accounting().reset_peak();
-}
-
-// The exported symbol for callers that find it by name (dlsym): the 0.1 layout, which is
-// still the whole struct. The header's macro of this name is for code compiled with it.
-#undef wharf_runtime_options_init
-WHARF_API void wharf_runtime_options_init(wharf_runtime_options* opts) {
-  wharf_runtime_options_init_sized(opts, sizeof(api::released::runtime_options_0_1));
 }
 
 }  // extern "C"

@@ -73,11 +73,4 @@ WHARF_API void wharf_session_free(wharf_session* session) {
   }
 }
 
-// The exported symbol for callers that find it by name (dlsym): the 0.2 layout, which is
-// still the whole struct. The header's macro of this name is for code compiled with it.
-#undef wharf_session_options_init
-WHARF_API void wharf_session_options_init(wharf_session_options* opts) {
-  wharf_session_options_init_sized(opts, sizeof(api::released::session_options_0_2));
-}
-
 }  // extern "C"

@@ -100,7 +100,7 @@ WHARF_API uint32_t wharf_version_number(void) { return WHARF_VERSION_NUMBER; }
 
 WHARF_API uint32_t wharf_abi_version(void) { return WHARF_ABI_VERSION; }
 
-WHARF_API void wharf_set_log_callback(wharf_log_fn fn, wharf_log_level min_level, void* user) {
+WHARF_API void wharf_log_set_callback(wharf_log_fn fn, wharf_log_level min_level, void* user) {
   int lvl = api::enum_int(min_level);
   if (lvl < 0 || lvl > int(WHARF_LOG_OFF)) lvl = int(WHARF_LOG_WARN);
   if (!fn) {

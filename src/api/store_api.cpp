@@ -29,9 +29,9 @@ WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* s
     wharf_weight_store_stats full;
     std::memset(&full, 0, sizeof(full));
     full.struct_size = sizeof(full);
-    full.unique_constants = st.unique_constants;
+    full.num_unique_constants = st.unique_constants;
     full.unique_bytes = st.unique_bytes;
-    full.references = st.references;
+    full.num_references = st.references;
     full.saved_bytes = st.saved_bytes;
     return api::write_output(full, out, "wharf_weight_store_stats");
   });

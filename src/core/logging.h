@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// Process-wide logging with a replaceable sink (the api layer's wharf_set_log_callback).
+// Process-wide logging with a replaceable sink (the api layer's wharf_log_set_callback).
 #pragma once
 
 #include <string>

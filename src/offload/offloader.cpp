@@ -303,7 +303,7 @@ Status Offloader::check_holder_locked(const Run& run, const char* what) const {
   if (holder_ == &run) return Status::Ok();
   if (!holder_)
     return FailedPrecondition(std::string(what) + ": the run has not begun offloading (call "
-                              "wharf_run_offload_begin first) on the offloader over container " +
+                              "wharf_run_begin_offload first) on the offloader over container " +
                               quote_name(container_->name()));
   return FailedPrecondition(std::string(what) + ": another run holds the offloader over container " +
                             quote_name(container_->name()));
@@ -325,18 +325,18 @@ void Offloader::reap_locked() {
 
 Status Offloader::begin(Run& run) {
   if (run.container().get() != container_.get())
-    return InvalidArgument("wharf_run_offload_begin: the run is of container " + quote_name(run.container()->name()) +
+    return InvalidArgument("wharf_run_begin_offload: the run is of container " + quote_name(run.container()->name()) +
                            ", the offloader is over container " + quote_name(container_->name()));
   if (!run.pinned_generation())
-    return FailedPrecondition("wharf_run_offload_begin: the run has ended");
+    return FailedPrecondition("wharf_run_begin_offload: the run has ended");
   bool capturing = false;
   WHARF_RETURN_IF_ERROR(stream_is_capturing(run.stream(), &capturing));
   MutexLock lock(mu_);
   if (holder_ == &run)
-    return FailedPrecondition("wharf_run_offload_begin: this run already began offloading over container " +
-                              quote_name(container_->name()) + " (end it with wharf_run_offload_end first)");
+    return FailedPrecondition("wharf_run_begin_offload: this run already began offloading over container " +
+                              quote_name(container_->name()) + " (end it with wharf_run_end_offload first)");
   if (holder_)
-    return Busy("wharf_run_offload_begin: another run holds the offloader over container " +
+    return Busy("wharf_run_begin_offload: another run holds the offloader over container " +
                 quote_name(container_->name()) + " (one run at a time: its slots hold that run's layers)");
   capturing_ = capturing;
   reap_locked();
@@ -398,9 +398,9 @@ Status Offloader::issue_copy_locked(uint32_t j) {
 Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
   *slot = nullptr;
   MutexLock lock(mu_);
-  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_wait"));
+  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_wait_offload"));
   if (layer >= num_layers_)
-    return InvalidArgument("wharf_run_offload_wait: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
+    return InvalidArgument("wharf_run_wait_offload: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
                            quote_name(container_->name()) + " spans " + std::to_string(num_layers_) + " layers)");
   const int pj = pos_[layer];
   if (pj < 0) return Status::Ok();  // not offloaded: its constants are where the run's table says
@@ -409,16 +409,16 @@ Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
     // Asked again before issuing: the same slot, nothing more to wait for.
   } else if (j == waited_) {
     if (issued_ != j)
-      return FailedPrecondition("wharf_run_offload_wait: " + layer_name(layer) + ": the previous offloaded layer " +
-                                std::to_string(offloaded_[j - 1]) + " was not marked issued (wharf_run_offload_issued)");
+      return FailedPrecondition("wharf_run_wait_offload: " + layer_name(layer) + ": the previous offloaded layer " +
+                                std::to_string(offloaded_[j - 1]) + " was not marked issued (wharf_run_mark_offload_issued)");
     if (copied_ == j) WHARF_RETURN_IF_ERROR(issue_copy_locked(j));  // prefetch_step 0
     WHARF_RETURN_IF_ERROR(stream_->wait(*copy_done_[j]));
     ++waited_;
   } else if (j < waited_) {
-    return FailedPrecondition("wharf_run_offload_wait: " + layer_name(layer) +
+    return FailedPrecondition("wharf_run_wait_offload: " + layer_name(layer) +
                               " was already issued in this run; its slot may now hold another layer");
   } else {
-    return FailedPrecondition("wharf_run_offload_wait: " + layer_name(layer) +
+    return FailedPrecondition("wharf_run_wait_offload: " + layer_name(layer) +
                               ": offloaded layers are waited in order; the next is layer " +
                               std::to_string(offloaded_[waited_]));
   }
@@ -428,18 +428,18 @@ Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
 
 Status Offloader::issued(Run& run, uint32_t layer) {
   MutexLock lock(mu_);
-  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_issued"));
+  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_mark_offload_issued"));
   if (layer >= num_layers_)
-    return InvalidArgument("wharf_run_offload_issued: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
+    return InvalidArgument("wharf_run_mark_offload_issued: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
                            quote_name(container_->name()) + " spans " + std::to_string(num_layers_) + " layers)");
   const int pj = pos_[layer];
   if (pj < 0) return Status::Ok();
   const uint32_t j = uint32_t(pj);
   if (j < issued_)
-    return FailedPrecondition("wharf_run_offload_issued: " + layer_name(layer) + " was already marked issued in this run");
+    return FailedPrecondition("wharf_run_mark_offload_issued: " + layer_name(layer) + " was already marked issued in this run");
   if (j != issued_ || waited_ != j + 1)
-    return FailedPrecondition("wharf_run_offload_issued: " + layer_name(layer) +
-                              " was not waited for (wharf_run_offload_wait) before being marked issued");
+    return FailedPrecondition("wharf_run_mark_offload_issued: " + layer_name(layer) +
+                              " was not waited for (wharf_run_wait_offload) before being marked issued");
   WHARF_RETURN_IF_ERROR(stream_->record(*released_[j]));
   ++issued_;
   const uint32_t next = j + k_;
@@ -449,7 +449,7 @@ Status Offloader::issued(Run& run, uint32_t layer) {
 
 Status Offloader::end(Run& run) {
   MutexLock lock(mu_);
-  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_offload_end"));
+  WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_end_offload"));
   return finish_locked(false);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Every function of wharf.h says the release that added it ("Since 0.N." in the comment just
+# Every function and type of wharf.h says the release that added it ("Since 0.N." in the comment just
 # above it; "Since 0.N (experimental)." in the experimental tier), and carries that release's
 # symbol version: wharf.map lists it in node WHARF_0.N (WHARF_EXPERIMENTAL for the tier), and
 # the built library exports it as name@@WHARF_0.N. Nothing is exported that the header does
@@ -33,6 +33,33 @@ decls=$(awk '
     if (!is_comment && line !~ /^[ \t]*$/) { since = ""; since_exp = 0 }
   }' "$header")
 if printf '%s\n' "$decls" | grep -q '^??'; then err "$(printf '%s\n' "$decls" | grep '^??')"; fi
+
+# Every type (struct, enum, handle, callback typedef) says its release too, "(experimental)"
+# in the tier.
+types=$(awk '
+  /^#if defined\(WHARF_EXPERIMENTAL\)/ { in_exp = 1 }
+  {
+    line = $0
+    if (line ~ /^[ \t]*(\/\*|\*|\/\/)/) {
+      if (match(line, /Since [0-9]+\.[0-9]+/)) {
+        since = substr(line, RSTART + 6, RLENGTH - 6)
+        tagged = (substr(line, RSTART + RLENGTH, 15) ~ /^ \(experimental\)/)
+      }
+      next
+    }
+    if (line ~ /^typedef /) {
+      if (match(line, /\(\*wharf_[a-z0-9_]+/)) name = substr(line, RSTART + 2, RLENGTH - 2)
+      else { match(line, /wharf_[a-z0-9_]+/); name = substr(line, RSTART, RLENGTH) }
+      printf "%s %s %s %s\n", name, (since == "" ? "-" : since), (in_exp ? "experimental" : "stable"), (tagged ? "tagged" : "untagged")
+    }
+    if (line !~ /^[ \t]*$/) { since = ""; tagged = 0 }
+  }' "$header")
+while read -r name since tier tagged; do
+  [ -n "$name" ] || continue
+  if [ "$since" = "-" ]; then err "type $name: no 'Since X.Y.' in the comment above it"; continue; fi
+  if [ "$tier" = experimental ] && [ "$tagged" != tagged ]; then err "type $name: in the experimental tier, tag it 'Since $since (experimental).'"; fi
+  if [ "$tier" = stable ] && [ "$tagged" = tagged ]; then err "type $name: tagged experimental outside the experimental tier"; fi
+done <<< "$types"
 
 major=$(awk '/#define WHARF_VERSION_MAJOR/ {print $3}' "$header")
 minor=$(awk '/#define WHARF_VERSION_MINOR/ {print $3}' "$header")
@@ -75,4 +102,4 @@ for name in $(printf '%s\n' "$exported" | awk '{print $1}') $(printf '%s\n' "$no
 done
 
 [ "$fail" -eq 0 ] || exit 1
-echo "symbol versions: $n functions, each tagged 'Since X.Y.' and exported with its release's node ($(printf '%s\n' "$decls" | awk '{print ($3 == "experimental" ? "WHARF_EXPERIMENTAL" : "WHARF_" $2)}' | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep = ", "}'))"
+echo "symbol versions: $(printf '%s\n' "$types" | grep -c .) types tagged 'Since X.Y.'; $n functions, each tagged 'Since X.Y.' and exported with its release's node ($(printf '%s\n' "$decls" | awk '{print ($3 == "experimental" ? "WHARF_EXPERIMENTAL" : "WHARF_" $2)}' | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep = ", "}'))"

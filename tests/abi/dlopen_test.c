@@ -35,7 +35,7 @@ struct api {
   uint64_t (*container_generation)(const wharf_container*);
   void (*container_free)(wharf_container*);
   wharf_status* (*run_begin)(wharf_container*, wharf_session*, void*, wharf_run**);
-  wharf_status* (*run_tensor)(const wharf_run*, const char*, wharf_tensor_view*);
+  wharf_status* (*run_get_tensor)(const wharf_run*, const char*, wharf_tensor_view*);
   wharf_status* (*run_read)(const wharf_run*, const char*, uint64_t, void*, uint64_t);
   uint64_t (*run_generation)(const wharf_run*);
   wharf_status* (*run_end)(wharf_run*);
@@ -108,7 +108,7 @@ static int drive(const struct api* a) {
     CHECK(a->container_generation(model) != 0);
     ok(a, a->run_begin(model, NULL, NULL, &run), "run_begin");
     got.struct_size = sizeof got;
-    ok(a, a->run_tensor(run, "layers.0.weight", &got), "run_tensor");
+    ok(a, a->run_get_tensor(run, "layers.0.weight", &got), "run_tensor");
     CHECK(got.dtype == WHARF_DTYPE_F32 && got.ndim == 2 && got.shape[1] == 3);
     CHECK(got.strides != NULL && got.strides[0] == 3 && got.strides[1] == 1);
     ok(a, a->run_read(run, "layers.0.weight", 0, back, sizeof back), "run_read");
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   resolved &= RESOLVE(h, a, container_generation);
   resolved &= RESOLVE(h, a, container_free);
   resolved &= RESOLVE(h, a, run_begin);
-  resolved &= RESOLVE(h, a, run_tensor);
+  resolved &= RESOLVE(h, a, run_get_tensor);
   resolved &= RESOLVE(h, a, run_read);
   resolved &= RESOLVE(h, a, run_generation);
   resolved &= RESOLVE(h, a, run_end);

@@ -45,6 +45,7 @@ int main(void) {
 
   /* 2. A constant map names borrowed tensors: FQN -> (data, dtype, shape, device). */
   memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v; /* every struct says its size first */
   v.dtype = WHARF_DTYPE_F32;
   v.device_type = WHARF_DEVICE_CPU;
   TRY(wharf_constant_map_create(&map));
@@ -58,7 +59,7 @@ int main(void) {
   wharf_constant_map_free(map); /* borrowed only for the call */
 
   /* 4. A run pins the active generation until wharf_run_end. Kernels would use the device
-   *    pointers from wharf_run_tensor on wharf_run_stream(run); here we read bytes back. */
+   *    pointers from wharf_run_get_tensor on wharf_run_stream(run); here we read bytes back. */
   TRY(wharf_run_begin(model, NULL, NULL, &before));
   TRY(wharf_run_read(before, "layers.0.weight", 0, got, sizeof got));
   printf("generation %llu: weight[0] = %g\n", (unsigned long long)wharf_run_generation(before), got[0]);
@@ -74,7 +75,7 @@ int main(void) {
 
   memset(&mem, 0, sizeof mem);
   mem.struct_size = sizeof mem;
-  TRY(wharf_runtime_memory_stats(rt, &mem));
+  TRY(wharf_runtime_get_memory_stats(rt, &mem));
   printf("constants: %llu bytes (36 loaded + 24 updated)\n",
          (unsigned long long)mem.current[WHARF_MEM_CONSTANTS]);
   if (mem.current[WHARF_MEM_CONSTANTS] != 60) return 1;

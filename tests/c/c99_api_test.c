@@ -24,7 +24,7 @@ static int failures = 0, passes = 0;
 /* A fold that gives up with a status of its own making. */
 static wharf_status* giving_up_fold(wharf_run* target, void* user) {
   wharf_tensor_view w = {0};
-  wharf_status* st = wharf_run_tensor(target, "w", &w);
+  wharf_status* st = wharf_run_get_tensor(target, "w", &w);
   if (st) return st;
   *(int*)user += 1;
   return wharf_status_create(WHARF_FAILED_PRECONDITION, "calibration table for 'w' is missing");
@@ -113,7 +113,7 @@ int main(void) {
 
   memset(&stats, 0, sizeof(stats));
   stats.struct_size = sizeof(stats);
-  st = wharf_runtime_memory_stats(rt, &stats);
+  st = wharf_runtime_get_memory_stats(rt, &stats);
   CHECK(st == NULL && stats.device_current == 0);
 
   CHECK(wharf_constant_map_create(&map) == NULL);
@@ -128,7 +128,7 @@ int main(void) {
   st = wharf_constant_map_set(map, "w", &v);
   CHECK(wharf_status_code(st) == WHARF_ALREADY_EXISTS);
   wharf_status_free(st);
-  CHECK(wharf_constant_map_size(map) == 1);
+  CHECK(wharf_constant_map_num_entries(map) == 1);
   memset(&found, 0, sizeof(found));
   CHECK(wharf_constant_map_find(map, "w", &found) == NULL);
   CHECK(found.data == data && found.ndim == 2 && found.shape[1] == 3 && found.strides == NULL);

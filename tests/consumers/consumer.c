@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   wharf_constant_map_free(file);
 
   memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
   v.data = fresh;
   v.dtype = WHARF_DTYPE_F32;
   v.device_type = WHARF_DEVICE_CPU;

@@ -93,7 +93,7 @@ class GpuContainer : public ::testing::Test {
     EXPECT_EQ(wharf_constant_map_create(&m), nullptr);
     for (int i = 0; i < count; ++i) {
       std::fill(host[i].begin(), host[i].end(), stamp);
-      wharf_tensor_view v{host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
       EXPECT_EQ(wharf_constant_map_set(m, name(i).c_str(), &v), nullptr);
     }
     return m;
@@ -108,7 +108,7 @@ class GpuContainer : public ::testing::Test {
     wharf_memory_stats ms;
     std::memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    St st(wharf_runtime_memory_stats(rt, &ms));
+    St st(wharf_runtime_get_memory_stats(rt, &ms));
     return ms.current[WHARF_MEM_CONSTANTS];
   }
 
@@ -129,9 +129,9 @@ TEST_F(GpuContainer, SourcesOfEveryKindLandOnTheDevice) {
   ASSERT_EQ(cudaMemcpy(dev, staging.data(), kElems * 4, cudaMemcpyHostToDevice), cudaSuccess);
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view v0{pageable.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
-  wharf_tensor_view v1{pinned, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
-  wharf_tensor_view v2{dev, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 1, &shape, nullptr};
+  wharf_tensor_view v0{sizeof(wharf_tensor_view), 0, pageable.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+  wharf_tensor_view v1{sizeof(wharf_tensor_view), 0, pinned, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+  wharf_tensor_view v2{sizeof(wharf_tensor_view), 0, dev, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 1, &shape, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "a", &v0));
   ASSERT_OK(wharf_constant_map_set(m, "b", &v1));
   ASSERT_OK(wharf_constant_map_set(m, "c", &v2));
@@ -146,7 +146,7 @@ TEST_F(GpuContainer, SourcesOfEveryKindLandOnTheDevice) {
   const char* names[3] = {"a", "b", "c"};
   for (int i = 0; i < 3; ++i) {
     wharf_tensor_view v;
-    ASSERT_OK(wharf_run_tensor(run, names[i], &v));
+    ASSERT_OK(wharf_run_get_tensor(run, names[i], &v));
     EXPECT_EQ(v.device_type, WHARF_DEVICE_CUDA);
     cudaPointerAttributes attr;
     ASSERT_EQ(cudaPointerGetAttributes(&attr, v.data), cudaSuccess);
@@ -166,7 +166,7 @@ TEST_F(GpuContainer, SourcesOfEveryKindLandOnTheDevice) {
 
 TEST_F(GpuContainer, HostPlacedConstantLivesInPinnedHostMemory) {
   int64_t n = 256;
-  wharf_constant_decl d[1] = {{"table", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_HOST, 0}};
+  wharf_constant_decl d[1] = {{sizeof(wharf_constant_decl), "table", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_HOST, 0}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = d;
@@ -175,7 +175,7 @@ TEST_F(GpuContainer, HostPlacedConstantLivesInPinnedHostMemory) {
   std::vector<float> src(256, 7.0f);
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view v{src.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
+  wharf_tensor_view v{sizeof(wharf_tensor_view), 0, src.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "table", &v));
   ASSERT_OK(wharf_container_update(c, m, nullptr));
   ASSERT_OK(wharf_container_swap(c));
@@ -183,7 +183,7 @@ TEST_F(GpuContainer, HostPlacedConstantLivesInPinnedHostMemory) {
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   wharf_tensor_view t;
-  ASSERT_OK(wharf_run_tensor(run, "table", &t));
+  ASSERT_OK(wharf_run_get_tensor(run, "table", &t));
   EXPECT_EQ(t.device_type, WHARF_DEVICE_CPU);
   cudaPointerAttributes attr;
   ASSERT_EQ(cudaPointerGetAttributes(&attr, t.data), cudaSuccess);
@@ -203,7 +203,7 @@ TEST_F(GpuContainer, StorageOutlivesKernelsStillReadingIt) {
   ASSERT_EQ(wharf_test::launch_spin(s, 300'000'000), cudaSuccess);  // 300 ms before reading
   for (int i = 0; i < kTensors; ++i) {
     wharf_tensor_view v;
-    ASSERT_OK(wharf_run_tensor(run, name(i).c_str(), &v));
+    ASSERT_OK(wharf_run_get_tensor(run, name(i).c_str(), &v));
     count_mismatch(s, v, 1.0f, bad.at(0));
   }
   ASSERT_OK(wharf_run_end(run));
@@ -233,7 +233,7 @@ TEST_F(GpuContainer, InPlaceUpdateWaitsOnTheDeviceForEndedRuns) {
   ASSERT_EQ(wharf_test::launch_spin(s, 200'000'000), cudaSuccess);
   for (int i = 0; i < kTensors; ++i) {
     wharf_tensor_view v;
-    ASSERT_OK(wharf_run_tensor(run, name(i).c_str(), &v));
+    ASSERT_OK(wharf_run_get_tensor(run, name(i).c_str(), &v));
     count_mismatch(s, v, 1.0f, bad.at(0));
   }
   ASSERT_OK(wharf_run_end(run));
@@ -248,7 +248,7 @@ TEST_F(GpuContainer, InPlaceUpdateWaitsOnTheDeviceForEndedRuns) {
   ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
   for (int i = 0; i < kTensors; ++i) {
     wharf_tensor_view v;
-    ASSERT_OK(wharf_run_tensor(run, name(i).c_str(), &v));
+    ASSERT_OK(wharf_run_get_tensor(run, name(i).c_str(), &v));
     count_mismatch(s, v, 5.0f, bad.at(1));
   }
   ASSERT_OK(wharf_run_end(run));
@@ -260,9 +260,9 @@ TEST_F(GpuContainer, InPlaceUpdateWaitsOnTheDeviceForEndedRuns) {
 
 wharf_status* double_fold(wharf_run* run, void*) {
   wharf_tensor_view w, w2;
-  wharf_status* st = wharf_run_tensor(run, "w", &w);
+  wharf_status* st = wharf_run_get_tensor(run, "w", &w);
   if (st) return st;
-  if ((st = wharf_run_tensor(run, "w2", &w2))) return st;
+  if ((st = wharf_run_get_tensor(run, "w2", &w2))) return st;
   auto s = static_cast<cudaStream_t>(wharf_run_stream(run));
   scale_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(w.data), static_cast<float*>(w2.data), uint64_t(w.shape[0]), 2.0f);
   return nullptr;
@@ -270,8 +270,8 @@ wharf_status* double_fold(wharf_run* run, void*) {
 
 TEST_F(GpuContainer, FoldKernelComputesDerivedConstant) {
   int64_t n = 4096;
-  wharf_constant_decl d[2] = {{"w", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
-                              {"w2", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl d[2] = {{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+                              {sizeof(wharf_constant_decl), "w2", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = d;
@@ -280,7 +280,7 @@ TEST_F(GpuContainer, FoldKernelComputesDerivedConstant) {
   std::vector<float> w(4096, 1.5f);
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view v{w.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
+  wharf_tensor_view v{sizeof(wharf_tensor_view), 0, w.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "w", &v));
   wharf_update_options u;
   wharf_update_options_init(&u);
@@ -344,7 +344,7 @@ TEST_F(GpuContainer, ConcurrentRunsSeeExactlyOneGenerationOnDevice) {
         }
         for (int i = 0; i < kTensors; ++i) {
           wharf_tensor_view v;
-          St ts(wharf_run_tensor(run, name(i).c_str(), &v));
+          St ts(wharf_run_get_tensor(run, name(i).c_str(), &v));
           if (ts.code() != WHARF_OK) ++errors;
           else count_mismatch(s, v, expect, bad.at(0));
         }

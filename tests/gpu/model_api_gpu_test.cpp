@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tiny decoder through the public C API only, as a C service would drive it: load the
-// weights file, load the model, a session, prefill and greedy decode with wharf_run_model,
+// weights file, load the model, a session, prefill and greedy decode with wharf_model_run,
 // compared with PyTorch's tokens; then a weight update from host memory and a swap.
 #include <gtest/gtest.h>
 
@@ -126,7 +126,7 @@ TEST(ModelApiGpu, GreedyDecodingThroughTheCApi) {
     wharf_tensor_view out;
     std::memset(&out, 0, sizeof out);
     out.struct_size = sizeof out;
-    ASSERT_OK(wharf_run_model(run, model, in, 2, &out, 1));
+    ASSERT_OK(wharf_model_run(model, run, in, 2, &out, 1));
     ASSERT_EQ(out.ndim, 3);
     ASSERT_EQ(out.shape[2], 256);
     std::vector<float> last(256);

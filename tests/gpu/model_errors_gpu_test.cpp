@@ -50,7 +50,7 @@ Memory memory(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  St st(wharf_runtime_memory_stats(rt, &ms));
+  St st(wharf_runtime_get_memory_stats(rt, &ms));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   return {ms.device_current, ms.pinned_host_current};
 }

@@ -114,11 +114,11 @@ class GpuOffload : public ::testing::Test {
     for (int L = 0; L < kLayers; ++L) {
       data.emplace_back(size_t(kD));
       for (int64_t i = 0; i < kD; ++i) data.back()[size_t(i)] = wval(stamp, L, i);
-      wharf_tensor_view wv{data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &wshape, nullptr, sizeof(wharf_tensor_view), 0};
+      wharf_tensor_view wv{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &wshape, nullptr};
       ASSERT_OK(wharf_constant_map_set(m, wname(L).c_str(), &wv));
       data.emplace_back(size_t(kB));
       for (int64_t i = 0; i < kB; ++i) data.back()[size_t(i)] = bval(stamp, L, i);
-      wharf_tensor_view bv{data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &bshape, nullptr, sizeof(wharf_tensor_view), 0};
+      wharf_tensor_view bv{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &bshape, nullptr};
       ASSERT_OK(wharf_constant_map_set(m, bname(L).c_str(), &bv));
     }
     St st(wharf_container_update(c, m, nullptr));
@@ -147,7 +147,7 @@ class GpuOffload : public ::testing::Test {
   // (the rest by forward_rest).
   void forward(wharf_run* run, bool with_offload, uint64_t spin_ns = 0, int stop_after = kLayers) {
     ASSERT_CUDA(cudaMemcpyAsync(h, h0, kD * sizeof(float), cudaMemcpyDeviceToDevice, s));
-    if (with_offload) ASSERT_OK(wharf_run_offload_begin(run, off));
+    if (with_offload) ASSERT_OK(wharf_run_begin_offload(run, off));
     next_layer = 0;
     forward_rest(run, with_offload, spin_ns, stop_after);
   }
@@ -157,19 +157,19 @@ class GpuOffload : public ::testing::Test {
       wharf_tensor_view v[2];
       std::memset(v, 0, sizeof v);
       v[0].struct_size = v[1].struct_size = sizeof v[0];
-      bool slots = with_offload && wharf_offloader_layer_size(off, L) == 2;
-      if (with_offload) ASSERT_OK(wharf_run_offload_wait(run, off, L, v, 2));
+      bool slots = with_offload && wharf_offloader_num_layer_constants(off, L) == 2;
+      if (with_offload) ASSERT_OK(wharf_run_wait_offload(run, off, L, v, 2));
       if (!slots) {
-        ASSERT_OK(wharf_run_tensor(run, wname(int(L)).c_str(), &v[0]));
-        ASSERT_OK(wharf_run_tensor(run, bname(int(L)).c_str(), &v[1]));
+        ASSERT_OK(wharf_run_get_tensor(run, wname(int(L)).c_str(), &v[0]));
+        ASSERT_OK(wharf_run_get_tensor(run, bname(int(L)).c_str(), &v[1]));
       }
       ASSERT_EQ(v[0].device_type, WHARF_DEVICE_CUDA) << "layer " << L;
       if (spin_ns) ASSERT_CUDA(wharf_test::launch_spin(s, spin_ns));
       layer_kernel<<<256, 256, 0, s>>>(h, static_cast<const float*>(v[0].data), static_cast<const float*>(v[1].data), kD);
       ASSERT_CUDA(cudaGetLastError());
-      if (with_offload) ASSERT_OK(wharf_run_offload_issued(run, off, L));
+      if (with_offload) ASSERT_OK(wharf_run_mark_offload_issued(run, off, L));
     }
-    if (with_offload && stop_after == kLayers) ASSERT_OK(wharf_run_offload_end(run, off));
+    if (with_offload && stop_after == kLayers) ASSERT_OK(wharf_run_end_offload(run, off));
   }
   std::vector<float> result() {
     std::vector<float> out(kD);
@@ -202,7 +202,7 @@ class GpuOffload : public ::testing::Test {
     wharf_memory_stats ms;
     std::memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    EXPECT_EQ(wharf_runtime_memory_stats(rt, &ms), nullptr);
+    EXPECT_EQ(wharf_runtime_get_memory_stats(rt, &ms), nullptr);
     return ms;
   }
 
@@ -238,7 +238,7 @@ TEST_F(GpuOffload, KOfNLayersOffloadedEqualTheResidentModel) {
     // offloaded weights themselves are pinned host memory.
     wharf_memory_stats ms = stats();
     uint32_t n_off = 0;
-    for (uint32_t L = 0; L < kLayers; ++L) n_off += wharf_offloader_layer_size(off, L) > 0;
+    for (uint32_t L = 0; L < kLayers; ++L) n_off += wharf_offloader_num_layer_constants(off, L) > 0;
     uint64_t slot = kD * 4 + kB * 4;
     EXPECT_EQ(ms.current[WHARF_MEM_OFFLOAD], uint64_t(std::min(std::max(cs.cap, 1u), n_off)) * slot);
   }

@@ -275,16 +275,16 @@ TEST_F(OffloadModelGpu, CApiLoadsAnOffloadedModel) {
   }
   ASSERT_EQ(st, nullptr) << wharf_status_message(st);
   wharf_offloader* off = nullptr;
-  ASSERT_EQ(wharf_model_offloader(model, &off), nullptr);
+  ASSERT_EQ(wharf_model_get_offloader(model, &off), nullptr);
   ASSERT_NE(off, nullptr);
   EXPECT_EQ(wharf_offloader_num_layers(off), uint32_t(kLayers));
-  EXPECT_EQ(wharf_offloader_layer_size(off, 1), 3u);
-  EXPECT_EQ(wharf_offloader_layer_size(off, 2), 0u);
+  EXPECT_EQ(wharf_offloader_num_layer_constants(off, 1), 3u);
+  EXPECT_EQ(wharf_offloader_num_layer_constants(off, 2), 0u);
   wharf_offloader_budget b;
   std::memset(&b, 0, sizeof b);
   b.struct_size = sizeof b;
   ASSERT_EQ(wharf_offloader_get_budget(off, &b), nullptr);
-  EXPECT_EQ(b.offloaded_layers, 3u);
+  EXPECT_EQ(b.num_offloaded_layers, 3u);
   EXPECT_EQ(b.bytes_per_step, 3u * (kDim + 2u * kDim * 128u) * 4u);
   EXPECT_EQ(b.h2d_source, WHARF_H2D_MEASURED);
   EXPECT_GT(b.h2d_bytes_per_second, 1'000'000'000u);
@@ -296,12 +296,11 @@ TEST_F(OffloadModelGpu, CApiLoadsAnOffloadedModel) {
   wharf_run* run = nullptr;
   ASSERT_EQ(wharf_run_begin(c, s, nullptr, &run), nullptr);
   int64_t shape[2] = {kBatch, kDim};
-  wharf_tensor_view in{const_cast<float*>(ref("x", 0)), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr,
-                       sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view in{sizeof(wharf_tensor_view), 0, const_cast<float*>(ref("x", 0)), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
   wharf_tensor_view outv;
   std::memset(&outv, 0, sizeof outv);
   outv.struct_size = sizeof outv;
-  st = wharf_run_model(run, model, &in, 1, &outv, 1);
+  st = wharf_model_run(model, run, &in, 1, &outv, 1);
   ASSERT_EQ(st, nullptr) << wharf_status_message(st);
   std::vector<float> out(kStepElems);
   ASSERT_EQ(wharf_run_copy(run, out.data(), outv.data, kStepElems * 4), nullptr);

@@ -185,7 +185,7 @@ struct Gpus {
       wharf_tensor_view v;
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
-      ASSERT_OK(wharf_run_tensor(run, kNames[i], &v));
+      ASSERT_OK(wharf_run_get_tensor(run, kNames[i], &v));
       ASSERT_CUDA(launch_check(streams[r], static_cast<const uint32_t*>(v.data), uint64_t(kCounts[i]),
                                seed + uint32_t(i), bad[r]));
     }
@@ -206,7 +206,7 @@ struct Gpus {
     wharf_tensor_view v;
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
-    St ht(wharf_run_tensor(run, kNames[2], &v));
+    St ht(wharf_run_get_tensor(run, kNames[2], &v));
     EXPECT_EQ(ht.code(), WHARF_OK) << ht.msg();
     if (v.data)
       for (int64_t k = 0; k < kCounts[2]; ++k)
@@ -231,7 +231,7 @@ class ReplicaGpu : public ::testing::Test {
 TEST_F(ReplicaGpu, GroupUpdateFromPageableSourcesReachesEveryGpuThroughNccl) {
   Gpus g;
   ASSERT_OK(g.create());
-  ASSERT_EQ(wharf_replica_group_size(g.group), size_t(g.n));
+  ASSERT_EQ(wharf_replica_group_num_replicas(g.group), size_t(g.n));
   ASSERT_NO_FATAL_FAILURE(g.load(100));
   for (int r = 0; r < g.n; ++r) EXPECT_EQ(g.mismatches(size_t(r), 100), 0u) << "replica " << r;
   // A partial update, staged then published.
@@ -253,13 +253,13 @@ TEST_F(ReplicaGpu, GroupUpdateFromPageableSourcesReachesEveryGpuThroughNccl) {
   ASSERT_OK(wharf_replica_group_get_stats(g.group, &s));
   EXPECT_EQ(s.num_replicas, uint32_t(g.n));
   EXPECT_GE(s.nccl_version, 20000) << "the group broadcasts with NCCL";
-  EXPECT_EQ(s.broadcasts, 2u);
-  EXPECT_EQ(s.updates, 2u);
+  EXPECT_EQ(s.num_broadcasts, 2u);
+  EXPECT_EQ(s.num_updates, 2u);
   const uint64_t full = uint64_t(kCounts[0] + kCounts[1] + kCounts[2]) * 4;
   EXPECT_EQ(s.source_bytes, full + uint64_t(kCounts[0]) * 4);
   EXPECT_EQ(s.broadcast_bytes, (full + uint64_t(kCounts[0]) * 4) * uint64_t(g.n - 1));
   std::printf("replica group: %d GPU(s), NCCL %d, %llu broadcast rounds\n", g.n, s.nccl_version,
-              static_cast<unsigned long long>(s.broadcasts));
+              static_cast<unsigned long long>(s.num_broadcasts));
 }
 
 // A kernel of a run begun before the group swap, still queued behind a spin when the update
@@ -303,7 +303,7 @@ TEST_F(ReplicaGpu, ForcedFailureOnOneGpuChangesNoReplica) {
     wharf_memory_stats m;
     std::memset(&m, 0, sizeof m);
     m.struct_size = sizeof m;
-    ASSERT_OK(wharf_runtime_memory_stats(g.rts[size_t(r)], &m));
+    ASSERT_OK(wharf_runtime_get_memory_stats(g.rts[size_t(r)], &m));
     constants.push_back(m.current[WHARF_MEM_CONSTANTS]);
   }
   Sources next(600);
@@ -316,7 +316,7 @@ TEST_F(ReplicaGpu, ForcedFailureOnOneGpuChangesNoReplica) {
     wharf_memory_stats m;
     std::memset(&m, 0, sizeof m);
     m.struct_size = sizeof m;
-    ASSERT_OK(wharf_runtime_memory_stats(g.rts[size_t(r)], &m));
+    ASSERT_OK(wharf_runtime_get_memory_stats(g.rts[size_t(r)], &m));
     EXPECT_EQ(m.current[WHARF_MEM_CONSTANTS], constants[size_t(r)]) << "replica " << r;
     EXPECT_EQ(g.mismatches(size_t(r), 500), 0u) << "replica " << r;
   }
@@ -413,7 +413,7 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
         v.struct_size = sizeof v;
         uint32_t head = 0;
         int version = -1;
-        if (wharf_status* st = wharf_run_tensor(run, kNames[0], &v)) wharf_status_free(st);
+        if (wharf_status* st = wharf_run_get_tensor(run, kNames[0], &v)) wharf_status_free(st);
         else if (cudaMemcpyAsync(&head, v.data, sizeof head, cudaMemcpyDeviceToHost, g.streams[i]) == cudaSuccess &&
                  cudaStreamSynchronize(g.streams[i]) == cudaSuccess)
           for (int k = 0; k <= kRounds; ++k)
@@ -424,7 +424,7 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
             wharf_tensor_view t;
             std::memset(&t, 0, sizeof t);
             t.struct_size = sizeof t;
-            if (wharf_status* st = wharf_run_tensor(run, kNames[c], &t)) wharf_status_free(st);
+            if (wharf_status* st = wharf_run_get_tensor(run, kNames[c], &t)) wharf_status_free(st);
             else launch_check(g.streams[i], static_cast<const uint32_t*>(t.data), uint64_t(kCounts[c]),
                               seed_of(version) + uint32_t(c), g.bad[i]);
           }

@@ -106,7 +106,7 @@ struct Weights {
     map = nullptr;
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v{data[i].data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &shapes[i], nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &shapes[i], nullptr};
       St st(wharf_constant_map_set(map, names[i].c_str(), &v));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     }
@@ -151,7 +151,7 @@ class StoreSessionBase : public ::testing::Test {
     wharf_memory_stats ms;
     std::memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    St st(wharf_runtime_memory_stats(rt, &ms));
+    St st(wharf_runtime_get_memory_stats(rt, &ms));
     EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     return ms.current[tag];
   }
@@ -191,7 +191,7 @@ class StoreSessionBase : public ::testing::Test {
   static wharf_tensor_view view(wharf_run* run, const char* fqn) {
     wharf_tensor_view v;
     std::memset(&v, 0, sizeof v);
-    St st(wharf_run_tensor(run, fqn, &v));
+    St st(wharf_run_get_tensor(run, fqn, &v));
     EXPECT_EQ(st.code(), WHARF_OK) << fqn << ": " << st.msg();
     return v;
   }
@@ -270,9 +270,9 @@ TEST_F(StoreSessionStoreGpu, SharedWeightsHaveOneDeviceAddressAndCostTheUnion) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(bad[i], 0ull) << "counter " << i;
 
   wharf_weight_store_stats st = stats();
-  EXPECT_EQ(st.unique_constants, 6u);
+  EXPECT_EQ(st.num_unique_constants, 6u);
   EXPECT_EQ(st.unique_bytes, 6 * kBytes);
-  EXPECT_EQ(st.references, 10u);
+  EXPECT_EQ(st.num_references, 10u);
   EXPECT_EQ(st.saved_bytes, 4 * kBytes);
 
   // A third container declaring a shared FQN with another shape is refused, and nothing is
@@ -289,7 +289,7 @@ TEST_F(StoreSessionStoreGpu, SharedWeightsHaveOneDeviceAddressAndCostTheUnion) {
   EXPECT_NE(msg.find("'prefill'"), std::string::npos) << msg;
   EXPECT_EQ(mem(WHARF_MEM_CONSTANTS), before_bad);
   EXPECT_EQ(free_device(), free_bad0);
-  EXPECT_EQ(stats().unique_constants, 6u);
+  EXPECT_EQ(stats().num_unique_constants, 6u);
   wharf_container_free(v);
   wharf_container_free(p);
   wharf_container_free(d);
@@ -317,7 +317,7 @@ TEST_F(StoreSessionStoreGpu, ConstantsAreReleasedWhenTheLastUserGoesInEitherOrde
     EXPECT_GE(free_one - free_both, kBytes);
     EXPECT_LT(free_one - free_both, 2 * kBytes) << "shared weights were released with a user left";
     EXPECT_EQ(stats().saved_bytes, 0u);
-    EXPECT_EQ(stats().unique_constants, 5u);
+    EXPECT_EQ(stats().num_unique_constants, 5u);
     // The survivor still reads them on the device.
     Counters bad(1);
     wharf_container* survivor = order == 0 ? d : p;
@@ -333,7 +333,7 @@ TEST_F(StoreSessionStoreGpu, ConstantsAreReleasedWhenTheLastUserGoesInEitherOrde
     const uint64_t free_last0 = free_device();
     wharf_container_free(survivor);
     EXPECT_EQ(mem(WHARF_MEM_CONSTANTS), c0);
-    EXPECT_EQ(stats().unique_constants, 0u);
+    EXPECT_EQ(stats().num_unique_constants, 0u);
     const uint64_t free_last1 = free_device();
     EXPECT_GE(free_last1 - free_last0, 5 * kBytes) << "the driver did not get the shared weights back";
     EXPECT_LT(free_last1 - free_last0, 6 * kBytes);
@@ -447,11 +447,11 @@ class StoreSessionSessionGpu : public StoreSessionBase {
     if (IsSkipped() || HasFatalFailure()) return;
     h_init.resize(kHElems);
     for (int64_t i = 0; i < kHElems; ++i) h_init[size_t(i)] = pattern(kHInitSeed, uint64_t(i));
-    h_view = wharf_tensor_view{h_init.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &h_shape, nullptr};
+    h_view = wharf_tensor_view{sizeof(wharf_tensor_view), 0, h_init.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &h_shape, nullptr};
     // prefill: "kv" (zeros) and "h" (initial value); decode: "kv". Both share the weight "w".
-    wharf_state_decl ps[2] = {{"kv", WHARF_DTYPE_I32, 1, &kv_shape, nullptr},
-                              {"h", WHARF_DTYPE_I32, 1, &h_shape, &h_view}};
-    wharf_state_decl ds[1] = {{"kv", WHARF_DTYPE_I32, 1, &kv_shape, nullptr}};
+    wharf_state_decl ps[2] = {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_I32, 1, &kv_shape, nullptr},
+                              {sizeof(wharf_state_decl), "h", WHARF_DTYPE_I32, 1, &h_shape, &h_view}};
+    wharf_state_decl ds[1] = {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_I32, 1, &kv_shape, nullptr}};
     pw.add("w", 1, 1 << 16).add("prefill.head", 11, 1 << 16);
     dw.add("w", 1, 1 << 16).add("decode.head", 22, 1 << 16);
     prefill = from_map(&pw, "prefill", ps, 2);

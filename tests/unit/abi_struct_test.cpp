@@ -165,29 +165,6 @@ TEST(AbiInit, MacrosFillDefaultsAndTheHeadersSize) {
   EXPECT_EQ(s.max_state_bytes, 0u);
 }
 
-// The exported unsized symbols (what dlsym finds; the parentheses skip the header's macro)
-// fill the layout of the release that introduced them, never the current one.
-TEST(AbiInit, ExportedUnsizedInitsFillTheirReleasesLayout) {
-  Guarded<wharf_update_options> u;
-  std::memset(&u, 0xAB, sizeof u);
-  (wharf_update_options_init)(&u.o);
-  EXPECT_EQ(u.o.struct_size, 32u);  // 0.1: struct_size, target, require_full, fold, fold_user
-  EXPECT_EQ(reinterpret_cast<unsigned char*>(&u)[32], 0xAB);
-  Guarded<wharf_container_options> c;
-  std::memset(&c, 0xAB, sizeof c);
-  (wharf_container_options_init)(&c.o);
-  EXPECT_EQ(c.o.struct_size, 32u);  // 0.1: struct_size, name, constants, num_constants
-  EXPECT_EQ(reinterpret_cast<unsigned char*>(&c)[32], 0xAB);
-  Guarded<wharf_session_options> s;
-  std::memset(&s, 0xAB, sizeof s);
-  (wharf_session_options_init)(&s.o);
-  EXPECT_EQ(s.o.struct_size, 24u);  // 0.2
-  Guarded<wharf_runtime_options> r;
-  std::memset(&r, 0xAB, sizeof r);
-  (wharf_runtime_options_init)(&r.o);
-  EXPECT_EQ(r.o.struct_size, 40u);  // 0.1
-}
-
 // --- struct_size of input structs ---------------------------------------------------------
 
 // A caller built against a newer header: its update options have a field this library
@@ -310,8 +287,7 @@ TEST(AbiStructSize, SizeEndingInsideAFieldIsRefused) {
   EXPECT_TRUE(wait.has("inside field 'wait_stream'")) << wait.msg();
   EXPECT_EQ(wharf_container_has_staged(m.c), 0);
 
-  // Field boundaries of older layouts are fine: the 0.1 update options (32 bytes) take the
-  // defaults for the 0.3 fields.
+  // A size ending on a field boundary is fine: the fields past it take their defaults.
   u.struct_size = 32;
   u.wait_stream = reinterpret_cast<void*>(0x1);  // not covered: ignored
   ASSERT_OK(wharf_container_update(m.c, map, &u));
@@ -327,50 +303,55 @@ TEST(AbiStructSize, OutputStructsAreWrittenOnlyAsFarAsTheCallersSize) {
   std::vector<unsigned char> raw(sizeof(wharf_memory_stats) + 16, 0xAB);
   auto* ms = reinterpret_cast<wharf_memory_stats*>(raw.data());
   ms->struct_size = uint32_t(raw.size());  // a newer caller's, larger struct
-  ASSERT_OK(wharf_runtime_memory_stats(rt, ms));
+  ASSERT_OK(wharf_runtime_get_memory_stats(rt, ms));
   EXPECT_EQ(ms->struct_size, raw.size());
   EXPECT_EQ(raw[sizeof(wharf_memory_stats)], 0xAB);  // nothing past the library's struct
   ms->struct_size = offsetof(wharf_memory_stats, device_current) + 3;
-  St cut(wharf_runtime_memory_stats(rt, ms));
+  St cut(wharf_runtime_get_memory_stats(rt, ms));
   EXPECT_EQ(cut.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_TRUE(cut.has("device_current")) << cut.msg();
   wharf_runtime_free(rt);
 }
 
-// --- tensor views and declarations (struct_size appended in 0.3) -------------------------
+// --- tensor views and declarations (struct_size first, as every struct) ------------------
 
-TEST(AbiTensorView, ZeroAndFullSizesAreAcceptedAndNewerFieldsRefused) {
+TEST(AbiTensorView, SizeMustBeSetPrefixesAreReadAndNewerFieldsRefused) {
   wharf_constant_map* map = nullptr;
   ASSERT_OK(wharf_constant_map_create(&map));
   float x[4] = {1, 2, 3, 4};
   int64_t shape[1] = {4};
-  // Code written for 0.1 or 0.2 sets the old fields only: struct_size 0 reads those, and
-  // whatever sits in byte_offset (garbage in a struct filled field by field) is not read.
-  wharf_tensor_view old_style;
-  std::memset(&old_style, 0xEE, sizeof old_style);
-  old_style.data = x;
-  old_style.dtype = WHARF_DTYPE_F32;
-  old_style.device_type = WHARF_DEVICE_CPU;
-  old_style.device_index = 0;
-  old_style.ndim = 1;
-  old_style.shape = shape;
-  old_style.strides = nullptr;
-  old_style.struct_size = 0;
-  ASSERT_OK(wharf_constant_map_set(map, "zero", &old_style));
-  wharf_tensor_view found;
-  std::memset(&found, 0, sizeof found);
-  ASSERT_OK(wharf_constant_map_find(map, "zero", &found));
-  EXPECT_EQ(found.data, static_cast<void*>(x));
   wharf_tensor_view v = f32_view(x, 1, shape);
   ASSERT_OK(wharf_constant_map_set(map, "full", &v));
-  // A prefix that stops before byte_offset.
+  // An input view must say its size: 0 is refused, naming the struct.
+  v.struct_size = 0;
+  St zero(wharf_constant_map_set(map, "zero", &v));
+  EXPECT_EQ(zero.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(zero.has("constant 'zero'") && zero.has("struct_size 0") && zero.has("wharf_tensor_view"))
+      << zero.msg();
+  // A prefix that stops before byte_offset: byte_offset takes its default (0), whatever
+  // sits there.
   v.struct_size = offsetof(wharf_tensor_view, byte_offset);
+  v.byte_offset = 8;
   ASSERT_OK(wharf_constant_map_set(map, "prefix", &v));
+  wharf_tensor_view found;
+  std::memset(&found, 0, sizeof found);
+  ASSERT_OK(wharf_constant_map_find(map, "prefix", &found));
+  EXPECT_EQ(found.data, static_cast<void*>(x));
+  v.byte_offset = 0;
   // Cut inside byte_offset.
   v.struct_size = offsetof(wharf_tensor_view, byte_offset) + 4;
   St cut(wharf_constant_map_set(map, "cut", &v));
   EXPECT_EQ(cut.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_TRUE(cut.has("constant 'cut'") && cut.has("byte_offset")) << cut.msg();
+  // Flags: WHARF_VIEW_READ_ONLY is accepted on an input (it is only read); bits this
+  // library does not know are refused.
+  v.struct_size = sizeof v;
+  v.flags = WHARF_VIEW_READ_ONLY;
+  ASSERT_OK(wharf_constant_map_set(map, "ro", &v));
+  v.flags = 0x10;
+  St bits(wharf_constant_map_set(map, "bits", &v));
+  EXPECT_EQ(bits.code(), WHARF_UNSUPPORTED);
+  EXPECT_TRUE(bits.has("constant 'bits'") && bits.has("flags 16")) << bits.msg();
   // A newer caller's view with a non-zero field this library does not know.
   struct {
     wharf_tensor_view v;
@@ -386,8 +367,39 @@ TEST(AbiTensorView, ZeroAndFullSizesAreAcceptedAndNewerFieldsRefused) {
       << nz.msg();
   newer.future = 0;
   ASSERT_OK(wharf_constant_map_set(map, "newer", &newer.v));
-  EXPECT_EQ(wharf_constant_map_size(map), 4u);
+  EXPECT_EQ(wharf_constant_map_num_entries(map), 4u);
   wharf_constant_map_free(map);
+}
+
+TEST(AbiLayout, EveryStructBeginsWithStructSize) {
+  EXPECT_EQ(offsetof(wharf_tensor_view, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_constant_decl, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_state_decl, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_runtime_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_container_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_update_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_session_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_device_info, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_memory_stats, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_constant_info, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_state_info, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_weight_store_stats, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_model_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_offloader_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_offloader_budget, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_replica_group_stats, struct_size), 0u);
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+  // The 0.3 layouts on LP64, as the bindings declare them (rust/src/sys.rs checks the same).
+  EXPECT_EQ(sizeof(wharf_tensor_view), 56u);
+  EXPECT_EQ(offsetof(wharf_tensor_view, flags), 4u);
+  EXPECT_EQ(offsetof(wharf_tensor_view, data), 8u);
+  EXPECT_EQ(offsetof(wharf_tensor_view, byte_offset), 48u);
+  EXPECT_EQ(sizeof(wharf_constant_decl), 40u);
+  EXPECT_EQ(offsetof(wharf_constant_decl, fqn), 8u);
+  EXPECT_EQ(offsetof(wharf_constant_decl, flags), 36u);
+  EXPECT_EQ(sizeof(wharf_state_decl), 40u);
+  EXPECT_EQ(offsetof(wharf_state_decl, initial), 32u);
+#endif
 }
 
 TEST(AbiTensorView, ByteOffsetAndStridesTravelAndUpdatesSayWhatTheyNeed) {
@@ -446,7 +458,7 @@ TEST(AbiTensorView, RunTensorFillsStridesAndTheCallersSize) {
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   wharf_tensor_view out;
   std::memset(&out, 0xEE, sizeof out);  // garbage, struct_size included: the 0.3 layout
-  ASSERT_OK(wharf_run_tensor(run, "w", &out));
+  ASSERT_OK(wharf_run_get_tensor(run, "w", &out));
   EXPECT_EQ(out.struct_size, sizeof out);
   ASSERT_EQ(out.ndim, 2);
   ASSERT_NE(out.strides, nullptr);
@@ -456,7 +468,7 @@ TEST(AbiTensorView, RunTensorFillsStridesAndTheCallersSize) {
   // A prefix size: byte_offset is not written.
   std::memset(&out, 0xEE, sizeof out);
   out.struct_size = offsetof(wharf_tensor_view, byte_offset);
-  ASSERT_OK(wharf_run_tensor(run, "w", &out));
+  ASSERT_OK(wharf_run_get_tensor(run, "w", &out));
   EXPECT_EQ(out.struct_size, offsetof(wharf_tensor_view, byte_offset));
   EXPECT_EQ(reinterpret_cast<unsigned char*>(&out)[offsetof(wharf_tensor_view, byte_offset)], 0xEE);
   EXPECT_EQ(out.strides[0], 3);
@@ -468,17 +480,22 @@ TEST(AbiTensorView, RunTensorFillsStridesAndTheCallersSize) {
 TEST(AbiDeclArrays, ElementSizeComesFromTheFirstElementAndMustAgree) {
   wharf_runtime* rt = host_runtime();
   int64_t shape[1] = {4};
-  // Positional declarations (struct_size 0: the 0.3 layout and stride).
-  wharf_constant_decl zero[2] = {{"a", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, 0},
-                                 {"b", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, 0}};
+  // Positional declarations, struct_size first.
+  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0},
+                                  {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0}};
   wharf_container_options o;
   wharf_container_options_init(&o);
-  o.constants = zero;
+  o.constants = decls;
   o.num_constants = 2;
   wharf_container* c = nullptr;
   ASSERT_OK(wharf_container_create(rt, &o, &c));
   EXPECT_EQ(wharf_container_find_constant(c, "b"), 1);
   wharf_container_free(c);
+  // A first element without its size: refused, naming it.
+  decls[0].struct_size = 0;
+  St unset(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(unset.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(unset.has("constant declaration 0") && unset.has("struct_size 0")) << unset.msg();
 
   // Disagreeing sizes in one array.
   wharf_constant_decl mixed[2] = {f32_decl("a", shape), f32_decl("b", shape)};
@@ -501,7 +518,7 @@ TEST(AbiDeclArrays, ElementSizeComesFromTheFirstElementAndMustAgree) {
   ASSERT_OK(wharf_container_create(rt, &o, &c));
   wharf_constant_info info;
   info.struct_size = sizeof info;
-  ASSERT_OK(wharf_container_constant_info(c, 1, &info));
+  ASSERT_OK(wharf_container_get_constant_info(c, 1, &info));
   EXPECT_STREQ(info.fqn, "b");
   wharf_container_free(c);
   newer[1].future = 5;
@@ -512,7 +529,7 @@ TEST(AbiDeclArrays, ElementSizeComesFromTheFirstElementAndMustAgree) {
   // State declarations and their initial views follow the same rules.
   float init[4] = {1, 1, 1, 1};
   wharf_tensor_view iv = f32_view(init, 1, shape);
-  iv.struct_size = offsetof(wharf_tensor_view, struct_size) + 2;  // cuts struct_size itself
+  iv.struct_size = 2;  // cuts struct_size itself
   wharf_state_decl sd;
   std::memset(&sd, 0, sizeof sd);
   sd.struct_size = sizeof sd;
@@ -555,7 +572,7 @@ TEST(AbiStatus, CreateCopiesTheMessageAndOkIsNull) {
 wharf_status* failing_fold(wharf_run* target, void* user) {
   wharf_tensor_view w;
   std::memset(&w, 0, sizeof w);
-  if (wharf_status* s = wharf_run_tensor(target, "w", &w)) return s;
+  if (wharf_status* s = wharf_run_get_tensor(target, "w", &w)) return s;
   ++*static_cast<int*>(user);
   return wharf_status_create(WHARF_RESOURCE_EXHAUSTED, "fold: scratch budget of 64 bytes exceeded");
 }
@@ -629,12 +646,12 @@ TEST(AbiQueries, NameStatesIndicesStagedAndRunSession) {
   ASSERT_EQ(wharf_container_num_states(c), 2u);
   wharf_state_info si;
   si.struct_size = sizeof si;
-  ASSERT_OK(wharf_container_state_info(c, 1, &si));
+  ASSERT_OK(wharf_container_get_state_info(c, 1, &si));
   EXPECT_STREQ(si.fqn, "h");
   EXPECT_EQ(si.ndim, 1);
   EXPECT_EQ(si.shape[0], 2);
   EXPECT_EQ(si.nbytes, 8u);
-  St past(wharf_container_state_info(c, 2, &si));
+  St past(wharf_container_get_state_info(c, 2, &si));
   EXPECT_EQ(past.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(wharf_container_find_constant(c, "b"), 1);
   EXPECT_EQ(wharf_container_find_constant(c, "kv"), -1);
@@ -663,27 +680,27 @@ TEST(AbiQueries, NameStatesIndicesStagedAndRunSession) {
   wharf_tensor_view by_name, by_index;
   std::memset(&by_name, 0, sizeof by_name);
   std::memset(&by_index, 0, sizeof by_index);
-  ASSERT_OK(wharf_run_tensor(run, "b", &by_name));
-  ASSERT_OK(wharf_run_tensor_at(run, 1, &by_index));
+  ASSERT_OK(wharf_run_get_tensor(run, "b", &by_name));
+  ASSERT_OK(wharf_run_get_tensor_at(run, 1, &by_index));
   EXPECT_EQ(by_index.data, by_name.data);
   EXPECT_EQ(by_index.shape[0], 4);
   EXPECT_EQ(by_index.strides[0], 1);
-  ASSERT_OK(wharf_run_tensor(run, "h", &by_name));
-  ASSERT_OK(wharf_run_state_at(run, 1, &by_index));
+  ASSERT_OK(wharf_run_get_tensor(run, "h", &by_name));
+  ASSERT_OK(wharf_run_get_state_at(run, 1, &by_index));
   EXPECT_EQ(by_index.data, by_name.data);
-  St oob(wharf_run_tensor_at(run, 2, &by_index));
+  St oob(wharf_run_get_tensor_at(run, 2, &by_index));
   EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_TRUE(oob.has("index 2") && oob.has("'decode'")) << oob.msg();
-  St soob(wharf_run_state_at(run, 7, &by_index));
+  St soob(wharf_run_get_state_at(run, 7, &by_index));
   EXPECT_EQ(soob.code(), WHARF_INVALID_ARGUMENT);
   // The run's session: a new reference, independent of the caller's.
   wharf_session* again = nullptr;
-  ASSERT_OK(wharf_run_session(run, &again));
+  ASSERT_OK(wharf_run_get_session(run, &again));
   ASSERT_NE(again, nullptr);
   EXPECT_NE(again, session);
   EXPECT_EQ(wharf_session_state_bytes(again), wharf_session_state_bytes(session));
   wharf_session_free(session);  // the run and `again` keep the session
-  ASSERT_OK(wharf_run_tensor_at(run, 0, &by_index));
+  ASSERT_OK(wharf_run_get_tensor_at(run, 0, &by_index));
   ASSERT_OK(wharf_run_end(run));
   wharf_session_free(again);
   wharf_container_free(c);
@@ -695,7 +712,7 @@ TEST(AbiQueries, RunWithoutSessionHasNone) {
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(m.c, nullptr, nullptr, &run));
   wharf_session* s = reinterpret_cast<wharf_session*>(0x1);
-  ASSERT_OK(wharf_run_session(run, &s));
+  ASSERT_OK(wharf_run_get_session(run, &s));
   EXPECT_EQ(s, nullptr);
   ASSERT_OK(wharf_run_end(run));
 }

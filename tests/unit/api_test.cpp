@@ -64,7 +64,7 @@ TEST(CApi, RuntimeOptionsStructSize) {
   std::memset(&ms, 0, sizeof(ms));
   ms.struct_size = sizeof(ms);
   // The limit was not applied: a big constant map load path isn't needed, accounting says 0.
-  ASSERT_EQ(wharf_status_code(wharf_runtime_memory_stats(rt, &ms)), WHARF_OK);
+  ASSERT_EQ(wharf_status_code(wharf_runtime_get_memory_stats(rt, &ms)), WHARF_OK);
   wharf_runtime_free(rt);
 
   o.struct_size = 2;
@@ -92,7 +92,7 @@ TEST(CApi, DeviceInfoAndMemoryStatsPrefix) {
   wharf_device_info info;
   std::memset(&info, 0, sizeof(info));
   info.struct_size = sizeof(info);
-  ASSERT_EQ(wharf_status_code(wharf_runtime_device_info(rt, &info)), WHARF_OK);
+  ASSERT_EQ(wharf_status_code(wharf_runtime_get_device_info(rt, &info)), WHARF_OK);
   EXPECT_STREQ(info.name, "host");
   EXPECT_GT(info.total_memory, 0u);
 
@@ -100,7 +100,7 @@ TEST(CApi, DeviceInfoAndMemoryStatsPrefix) {
   std::vector<unsigned char> raw(sizeof(wharf_memory_stats), 0xAB);
   auto* ms = reinterpret_cast<wharf_memory_stats*>(raw.data());
   ms->struct_size = offsetof(wharf_memory_stats, device_current);
-  ASSERT_EQ(wharf_status_code(wharf_runtime_memory_stats(rt, ms)), WHARF_OK);
+  ASSERT_EQ(wharf_status_code(wharf_runtime_get_memory_stats(rt, ms)), WHARF_OK);
   EXPECT_EQ(ms->struct_size, offsetof(wharf_memory_stats, device_current));
   EXPECT_EQ(ms->current[WHARF_MEM_CONSTANTS], 0u);
   EXPECT_EQ(raw[offsetof(wharf_memory_stats, device_current)], 0xAB);
@@ -116,8 +116,8 @@ TEST(CApi, ConstantMapSetFindEntry) {
   ASSERT_EQ(wharf_status_code(wharf_constant_map_create(&map)), WHARF_OK);
   std::vector<float> a(6, 1.0f), b(4, 2.0f);
   int64_t shape_a[2] = {2, 3}, shape_b[1] = {4}, strides_a[2] = {1, 2};
-  wharf_tensor_view va{a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape_a, strides_a, sizeof(wharf_tensor_view), 0};
-  wharf_tensor_view vb{b.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape_b, nullptr, sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view va{sizeof(wharf_tensor_view), 0, a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape_a, strides_a};
+  wharf_tensor_view vb{sizeof(wharf_tensor_view), 0, b.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape_b, nullptr};
   ASSERT_EQ(wharf_status_code(wharf_constant_map_set(map, "layers.0.w", &va)), WHARF_OK);
   ASSERT_EQ(wharf_status_code(wharf_constant_map_set(map, "layers.0.b", &vb)), WHARF_OK);
   // The map copied shape and strides: changing the caller's arrays changes nothing.
@@ -129,16 +129,16 @@ TEST(CApi, ConstantMapSetFindEntry) {
   EXPECT_EQ(out.data, a.data());
   EXPECT_EQ(out.shape[0], 2);
   EXPECT_EQ(out.strides[0], 1);
-  EXPECT_EQ(wharf_constant_map_size(map), 2u);
+  EXPECT_EQ(wharf_constant_map_num_entries(map), 2u);
   const char* name = nullptr;
-  ASSERT_EQ(wharf_status_code(wharf_constant_map_entry(map, 1, &name, &out)), WHARF_OK);
+  ASSERT_EQ(wharf_status_code(wharf_constant_map_get_entry(map, 1, &name, &out)), WHARF_OK);
   EXPECT_STREQ(name, "layers.0.b");
   EXPECT_EQ(out.strides, nullptr);
 
   StatusGuard nf(wharf_constant_map_find(map, "nope", &out));
   EXPECT_EQ(nf.code(), WHARF_NOT_FOUND);
   EXPECT_NE(nf.message().find("'nope'"), std::string::npos);
-  StatusGuard oob(wharf_constant_map_entry(map, 2, &name, &out));
+  StatusGuard oob(wharf_constant_map_get_entry(map, 2, &name, &out));
   EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
   wharf_constant_map_free(map);
 }
@@ -154,12 +154,12 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
     wharf_code code;
     const char* needle;
   } cases[] = {
-      {"nulldata", {nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "null data"},
-      {"baddtype", {x, static_cast<wharf_dtype>(42), WHARF_DEVICE_CPU, 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "dtype"},
-      {"baddev", {x, WHARF_DTYPE_F32, static_cast<wharf_device_type>(5), 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "device type"},
-      {"rank", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 9, shape, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "ndim"},
-      {"noshape", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, nullptr, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "shape"},
-      {"negdim", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr, sizeof(wharf_tensor_view), 0}, WHARF_INVALID_ARGUMENT, "negative"},
+      {"nulldata", {sizeof(wharf_tensor_view), 0, nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "null data"},
+      {"baddtype", {sizeof(wharf_tensor_view), 0, x, static_cast<wharf_dtype>(42), WHARF_DEVICE_CPU, 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "dtype"},
+      {"baddev", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, static_cast<wharf_device_type>(5), 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "device type"},
+      {"rank", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 9, shape, nullptr}, WHARF_INVALID_ARGUMENT, "ndim"},
+      {"noshape", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, nullptr, nullptr}, WHARF_INVALID_ARGUMENT, "shape"},
+      {"negdim", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr}, WHARF_INVALID_ARGUMENT, "negative"},
   };
   for (const auto& c : cases) {
     StatusGuard st(wharf_constant_map_set(map, c.name, &c.v));
@@ -167,15 +167,15 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
     EXPECT_NE(st.message().find(std::string("'") + c.name + "'"), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(c.needle), std::string::npos) << st.message();
   }
-  EXPECT_EQ(wharf_constant_map_size(map), 0u);
-  wharf_tensor_view ok{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr, sizeof(wharf_tensor_view), 0};
+  EXPECT_EQ(wharf_constant_map_num_entries(map), 0u);
+  wharf_tensor_view ok{sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
   StatusGuard empty(wharf_constant_map_set(map, "", &ok));
   EXPECT_EQ(empty.code(), WHARF_INVALID_ARGUMENT);
   StatusGuard nullname(wharf_constant_map_set(map, nullptr, &ok));
   EXPECT_EQ(nullname.code(), WHARF_INVALID_ARGUMENT);
   // Zero elements need no data.
   int64_t zero[1] = {0};
-  wharf_tensor_view z{nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, zero, nullptr, sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view z{sizeof(wharf_tensor_view), 0, nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, zero, nullptr};
   StatusGuard zs(wharf_constant_map_set(map, "empty", &z));
   EXPECT_EQ(zs.code(), WHARF_OK) << zs.message();
   wharf_constant_map_free(map);
@@ -190,14 +190,14 @@ void capture_log(wharf_log_level level, const char* message, void* user) {
 
 TEST(CApi, LogCallbackReceivesRuntimeChoice) {
   static const char tag[] = "mine";
-  wharf_set_log_callback(capture_log, WHARF_LOG_DEBUG, const_cast<char*>(tag));
+  wharf_log_set_callback(capture_log, WHARF_LOG_DEBUG, const_cast<char*>(tag));
   wharf_runtime_options o;
   wharf_runtime_options_init(&o);  // AUTO logs which backend it chose
   wharf_runtime* rt = nullptr;
   StatusGuard st(wharf_runtime_create(&o, &rt));
   ASSERT_EQ(st.code(), WHARF_OK);
   wharf_runtime_free(rt);
-  wharf_set_log_callback(nullptr, WHARF_LOG_WARN, nullptr);
+  wharf_log_set_callback(nullptr, WHARF_LOG_WARN, nullptr);
   std::lock_guard<std::mutex> lock(g_log_mu);
   bool found = false;
   for (const auto& l : g_log_lines)

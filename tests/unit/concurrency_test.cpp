@@ -81,7 +81,7 @@ uint64_t constants_bytes(wharf_runtime* rt) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  St st(wharf_runtime_memory_stats(rt, &ms));
+  St st(wharf_runtime_get_memory_stats(rt, &ms));
   return ms.current[WHARF_MEM_CONSTANTS];
 }
 
@@ -101,6 +101,7 @@ struct Map {
     for (size_t i = 0; i < names.size(); ++i) {
       wharf_tensor_view v;
       std::memset(&v, 0, sizeof v);
+      v.struct_size = sizeof v;
       v.data = data[i].data();
       v.dtype = WHARF_DTYPE_F32;
       v.device_type = WHARF_DEVICE_CPU;
@@ -375,6 +376,7 @@ TEST_P(Concurrency, StoreUpdateReachingAnUnloadedMemberStagesNothing) {
   std::memset(decls, 0, sizeof decls);
   const char* names[2] = {"w", "d"};
   for (int i = 0; i < 2; ++i) {
+    decls[i].struct_size = sizeof decls[i];
     decls[i].fqn = names[i];
     decls[i].dtype = WHARF_DTYPE_F32;
     decls[i].ndim = 1;
@@ -454,7 +456,7 @@ wharf_status* times_ten(wharf_run* run, void*) {
   if (st) return st;
   wharf_tensor_view d;
   std::memset(&d, 0, sizeof d);
-  if ((st = wharf_run_tensor(run, "d", &d))) return st;
+  if ((st = wharf_run_get_tensor(run, "d", &d))) return st;
   for (float& x : s) x *= 10;
 #ifdef WHARF_HAVE_CUDA
   if (d.device_type == WHARF_DEVICE_CUDA) {
@@ -476,6 +478,7 @@ wharf_container* derived_container(wharf_runtime* rt, wharf_weight_store* store 
   std::memset(decls, 0, sizeof decls);
   const char* names[2] = {"s", "d"};
   for (int i = 0; i < 2; ++i) {
+    decls[i].struct_size = sizeof decls[i];
     decls[i].fqn = names[i];
     decls[i].dtype = WHARF_DTYPE_F32;
     decls[i].ndim = 1;

@@ -65,7 +65,7 @@ struct Weights {
     wharf_constant_map_free(map);
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v{data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
                           int32_t(shapes[i].size()), shapes[i].data(), nullptr};
       St st(wharf_constant_map_set(map, names[i].c_str(), &v));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
@@ -83,14 +83,14 @@ void model(Weights* w, float value) {
 
 float read_first(wharf_run* run, const char* fqn) {
   wharf_tensor_view v;
-  St st(wharf_run_tensor(run, fqn, &v));
+  St st(wharf_run_get_tensor(run, fqn, &v));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   return st.code() == WHARF_OK ? static_cast<float*>(v.data)[0] : -1.0f;
 }
 
 void* address_of(wharf_run* run, const char* fqn) {
   wharf_tensor_view v;
-  St st(wharf_run_tensor(run, fqn, &v));
+  St st(wharf_run_get_tensor(run, fqn, &v));
   return v.data;
 }
 
@@ -98,7 +98,7 @@ uint64_t constants_bytes(wharf_runtime* rt, bool peak = false) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  St st(wharf_runtime_memory_stats(rt, &ms));
+  St st(wharf_runtime_get_memory_stats(rt, &ms));
   return peak ? ms.peak[WHARF_MEM_CONSTANTS] : ms.current[WHARF_MEM_CONSTANTS];
 }
 
@@ -136,7 +136,7 @@ TEST_F(Fixture, CreateFromMapIsReadyToRun) {
   EXPECT_EQ(wharf_run_generation(run), 1u);
   EXPECT_EQ(wharf_run_stream(run), nullptr);  // host backend
   wharf_tensor_view v;
-  St nf(wharf_run_tensor(run, "nope", &v));
+  St nf(wharf_run_get_tensor(run, "nope", &v));
   EXPECT_EQ(nf.code(), WHARF_NOT_FOUND);
   EXPECT_NE(nf.msg().find("'nope'"), std::string::npos);
   ASSERT_OK(wharf_run_end(run));
@@ -147,11 +147,11 @@ TEST_F(Fixture, CreateFromMapIsReadyToRun) {
   ASSERT_OK(wharf_run_end(run));
   wharf_constant_info info;
   info.struct_size = sizeof info;
-  ASSERT_OK(wharf_container_constant_info(c, 0, &info));
+  ASSERT_OK(wharf_container_get_constant_info(c, 0, &info));
   EXPECT_STREQ(info.fqn, "embed");
   EXPECT_EQ(info.nbytes, 64u * 32u * 4u);
   EXPECT_EQ(info.placement, WHARF_PLACEMENT_DEVICE);
-  St oob(wharf_container_constant_info(c, 4, &info));
+  St oob(wharf_container_get_constant_info(c, 4, &info));
   EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
 }
 
@@ -216,11 +216,11 @@ TEST_F(Fixture, ValidationChangesNothing) {
     wharf_code code;
     const char* needle;
   } cases[] = {
-      {"layers.9.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_NOT_FOUND, "not declared"},
-      {"layers.0.w", {x, WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "dtype F32 expected, got F16"},
-      {"layers.0.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, bad, nullptr}, WHARF_INVALID_ARGUMENT, "shape [32, 32] expected, got [32, 16]"},
-      {"layers.0.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, strides}, WHARF_INVALID_ARGUMENT, "non-contiguous"},
-      {"layers.0.w", {x, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "host backend"},
+      {"layers.9.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_NOT_FOUND, "not declared"},
+      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "dtype F32 expected, got F16"},
+      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, bad, nullptr}, WHARF_INVALID_ARGUMENT, "shape [32, 32] expected, got [32, 16]"},
+      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, strides}, WHARF_INVALID_ARGUMENT, "non-contiguous"},
+      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "host backend"},
   };
   uint64_t bytes = constants_bytes(rt);
   for (const auto& cs : cases) {
@@ -255,8 +255,8 @@ TEST_F(Fixture, RequireFullNamesTheMissingConstant) {
 TEST(Container, FreshContainerCannotSwapUntilComplete) {
   wharf_runtime* rt = host_runtime();
   int64_t s1[1] = {8}, s2[2] = {2, 4};
-  wharf_constant_decl decls[2] = {{"a", WHARF_DTYPE_F32, 1, s1, WHARF_PLACEMENT_DEVICE, 0},
-                                  {"b", WHARF_DTYPE_I32, 2, s2, WHARF_PLACEMENT_HOST, 0}};
+  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, s1, WHARF_PLACEMENT_DEVICE, 0},
+                                  {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_I32, 2, s2, WHARF_PLACEMENT_HOST, 0}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.name = "fresh";
@@ -271,7 +271,7 @@ TEST(Container, FreshContainerCannotSwapUntilComplete) {
   std::vector<float> a(8, 1.5f);
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view va{a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s1, nullptr};
+  wharf_tensor_view va{sizeof(wharf_tensor_view), 0, a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s1, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "a", &va));
   ASSERT_OK(wharf_container_update(c, m, nullptr));
   St sw(wharf_container_swap(c));
@@ -280,14 +280,14 @@ TEST(Container, FreshContainerCannotSwapUntilComplete) {
   std::vector<int32_t> b(8, 7);
   wharf_constant_map* m2 = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m2));
-  wharf_tensor_view vb{b.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 2, s2, nullptr};
+  wharf_tensor_view vb{sizeof(wharf_tensor_view), 0, b.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 2, s2, nullptr};
   ASSERT_OK(wharf_constant_map_set(m2, "b", &vb));
   ASSERT_OK(wharf_container_update(c, m2, nullptr));  // adds to what is staged
   ASSERT_OK(wharf_container_swap(c));
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   EXPECT_EQ(read_first(run, "a"), 1.5f);
   wharf_tensor_view v;
-  ASSERT_OK(wharf_run_tensor(run, "b", &v));
+  ASSERT_OK(wharf_run_get_tensor(run, "b", &v));
   EXPECT_EQ(static_cast<int32_t*>(v.data)[7], 7);
   EXPECT_EQ(v.device_type, WHARF_DEVICE_CPU);
   ASSERT_OK(wharf_run_end(run));
@@ -300,9 +300,9 @@ TEST(Container, FreshContainerCannotSwapUntilComplete) {
 TEST(Container, BadDeclarationsAreRefused) {
   wharf_runtime* rt = host_runtime();
   int64_t s[1] = {4}, neg[1] = {-4};
-  wharf_constant_decl dup[2] = {{"a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0},
-                                {"a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0}};
-  wharf_constant_decl negd[1] = {{"n", WHARF_DTYPE_F32, 1, neg, WHARF_PLACEMENT_DEVICE, 0}};
+  wharf_constant_decl dup[2] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0},
+                                {sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0}};
+  wharf_constant_decl negd[1] = {{sizeof(wharf_constant_decl), "n", WHARF_DTYPE_F32, 1, neg, WHARF_PLACEMENT_DEVICE, 0}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = dup;
@@ -319,7 +319,7 @@ TEST(Container, BadDeclarationsAreRefused) {
   EXPECT_EQ(c, nullptr);
   // Values a C caller can store in enum fields and flags that name nothing: refused with the
   // value (read as an integer: no undefined enum load, which the asan/ubsan build checks).
-  wharf_constant_decl odd[1] = {{"p", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0x6}};
+  wharf_constant_decl odd[1] = {{sizeof(wharf_constant_decl), "p", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0x6}};
   o.constants = odd;
   St flags(wharf_container_create(rt, &o, &c));
   EXPECT_EQ(flags.code(), WHARF_INVALID_ARGUMENT);
@@ -442,9 +442,9 @@ wharf_status* transpose_fold(wharf_run* run, void* user) {
   auto* calls = static_cast<int*>(user);
   ++*calls;
   wharf_tensor_view w, wt;
-  wharf_status* st = wharf_run_tensor(run, "w", &w);
+  wharf_status* st = wharf_run_get_tensor(run, "w", &w);
   if (st) return st;
-  if ((st = wharf_run_tensor(run, "wt", &wt))) return st;
+  if ((st = wharf_run_get_tensor(run, "wt", &wt))) return st;
   const float* src = static_cast<const float*>(w.data);
   float* dst = static_cast<float*>(wt.data);
   for (int i = 0; i < 2; ++i)
@@ -462,8 +462,8 @@ wharf_status* failing_fold(wharf_run*, void*) {
 TEST(Container, FoldComputesDerivedConstants) {
   wharf_runtime* rt = host_runtime();
   int64_t sw[2] = {2, 3}, swt[2] = {3, 2};
-  wharf_constant_decl decls[2] = {{"w", WHARF_DTYPE_F32, 2, sw, WHARF_PLACEMENT_DEVICE, 0},
-                                  {"wt", WHARF_DTYPE_F32, 2, swt, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 2, sw, WHARF_PLACEMENT_DEVICE, 0},
+                                  {sizeof(wharf_constant_decl), "wt", WHARF_DTYPE_F32, 2, swt, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.constants = decls;
@@ -473,7 +473,7 @@ TEST(Container, FoldComputesDerivedConstants) {
   float w[6] = {0, 1, 2, 3, 4, 5};
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view v{w, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, sw, nullptr};
+  wharf_tensor_view v{sizeof(wharf_tensor_view), 0, w, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, sw, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "w", &v));
   St nofold(wharf_container_update(c, m, nullptr));
   EXPECT_EQ(nofold.code(), WHARF_INVALID_ARGUMENT);
@@ -497,7 +497,7 @@ TEST(Container, FoldComputesDerivedConstants) {
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   wharf_tensor_view t;
-  ASSERT_OK(wharf_run_tensor(run, "wt", &t));
+  ASSERT_OK(wharf_run_get_tensor(run, "wt", &t));
   const float* tt = static_cast<const float*>(t.data);
   EXPECT_EQ(tt[0], 0);
   EXPECT_EQ(tt[1], 3);
@@ -507,7 +507,7 @@ TEST(Container, FoldComputesDerivedConstants) {
   // A map may not supply a derived constant.
   wharf_constant_map* bad = nullptr;
   ASSERT_OK(wharf_constant_map_create(&bad));
-  wharf_tensor_view vt{w, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, swt, nullptr};
+  wharf_tensor_view vt{sizeof(wharf_tensor_view), 0, w, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, swt, nullptr};
   ASSERT_OK(wharf_constant_map_set(bad, "wt", &vt));
   St derived(wharf_container_update(c, bad, &o));
   EXPECT_EQ(derived.code(), WHARF_INVALID_ARGUMENT);
@@ -531,7 +531,7 @@ void on_release(void* data, void* user) {
 TEST_F(Fixture, UserManagedConstantReleasedOnceWhenUnreferenced) {
   std::vector<float> mine(32, 6.0f);
   int64_t s[1] = {32};
-  wharf_tensor_view v{mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s, nullptr};
+  wharf_tensor_view v{sizeof(wharf_tensor_view), 0, mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s, nullptr};
   ReleaseLog log;
   ASSERT_OK(wharf_container_bind_user_constant(c, "norm", &v, on_release, &log));
   ASSERT_OK(wharf_container_swap(c));
@@ -547,7 +547,7 @@ TEST_F(Fixture, UserManagedConstantReleasedOnceWhenUnreferenced) {
   EXPECT_EQ(log.calls.load(), 1);
   EXPECT_EQ(log.last, mine.data());
   int64_t bad[1] = {31};
-  wharf_tensor_view vb{mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, bad, nullptr};
+  wharf_tensor_view vb{sizeof(wharf_tensor_view), 0, mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, bad, nullptr};
   St st(wharf_container_bind_user_constant(c, "norm", &vb, on_release, &log));
   EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(log.calls.load(), 1);  // not called on error
@@ -567,8 +567,8 @@ TEST_F(Fixture, MixedSourceKindsInOneMap) {
   w.add("embed", {64, 32}, 2.0f);
   wharf_constant_map* m = w.build();
   int64_t s[2] = {32, 32};
-  wharf_tensor_view vp{pinned.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
-  wharf_tensor_view vd{device.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
+  wharf_tensor_view vp{sizeof(wharf_tensor_view), 0, pinned.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
+  wharf_tensor_view vd{sizeof(wharf_tensor_view), 0, device.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "layers.0.w", &vp));
   ASSERT_OK(wharf_constant_map_set(m, "layers.1.w", &vd));
   ASSERT_OK(wharf_container_update(c, m, nullptr));
@@ -599,7 +599,7 @@ TEST_F(Fixture, ConcurrentRunsSeeExactlyOneGeneration) {
         float stamp = -1;
         for (const char* n : {"embed", "layers.0.w", "layers.1.w", "norm"}) {
           wharf_tensor_view v;
-          St ts(wharf_run_tensor(run, n, &v));
+          St ts(wharf_run_get_tensor(run, n, &v));
           const float* p = static_cast<const float*>(v.data);
           size_t count = std::strcmp(n, "embed") == 0 ? 64 * 32 : std::strcmp(n, "norm") == 0 ? 32 : 32 * 32;
           double sum = 0;
@@ -673,6 +673,7 @@ TEST(Container, DeclaredNamesMustBeUtf8AndAreQuotedInMessages) {
   int64_t s[1] = {4};
   wharf_constant_decl d;
   std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
   d.dtype = WHARF_DTYPE_F32;
   d.ndim = 1;
   d.shape = s;
@@ -711,6 +712,7 @@ TEST(Container, SwapWithNothingStagedSaysWhy) {
   int64_t s[1] = {4};
   wharf_constant_decl d;
   std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
   d.fqn = "w";
   d.dtype = WHARF_DTYPE_F32;
   d.ndim = 1;
@@ -728,6 +730,7 @@ TEST(Container, SwapWithNothingStagedSaysWhy) {
   ASSERT_OK(wharf_constant_map_create(&m));
   wharf_tensor_view v;
   std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
   v.data = bad;
   v.dtype = WHARF_DTYPE_F32;
   v.device_type = WHARF_DEVICE_CPU;

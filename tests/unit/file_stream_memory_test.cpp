@@ -89,7 +89,7 @@ int child(const std::string& first, const std::string& second) {
   for (int k = 0; k < kTensors; ++k) names.push_back("t" + std::to_string(k));
   std::vector<wharf_constant_decl> decls(kTensors);
   for (int k = 0; k < kTensors; ++k)
-    decls[size_t(k)] = {names[size_t(k)].c_str(), WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)};
+    decls[size_t(k)] = {sizeof(wharf_constant_decl), names[size_t(k)].c_str(), WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0};
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.constants = decls.data();

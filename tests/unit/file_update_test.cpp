@@ -129,10 +129,10 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
   wharf_container* make_container(const char* name = "m", wharf_weight_store* store = nullptr) {
     static const int64_t sa[] = {4}, sb[] = {2, 3}, sq[] = {2, 4}, su[] = {3};
     const wharf_constant_decl decls[] = {
-        {"a", WHARF_DTYPE_F32, 1, sa, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)},
-        {"b", WHARF_DTYPE_BF16, 2, sb, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)},
-        {"q", WHARF_DTYPE_F4, 2, sq, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)},
-        {"u", WHARF_DTYPE_U16, 1, su, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)},
+        {sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, sa, WHARF_PLACEMENT_DEVICE, 0},
+        {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_BF16, 2, sb, WHARF_PLACEMENT_DEVICE, 0},
+        {sizeof(wharf_constant_decl), "q", WHARF_DTYPE_F4, 2, sq, WHARF_PLACEMENT_DEVICE, 0},
+        {sizeof(wharf_constant_decl), "u", WHARF_DTYPE_U16, 1, su, WHARF_PLACEMENT_DEVICE, 0},
     };
     wharf_container_options o;
     wharf_container_options_init(&o);
@@ -179,7 +179,7 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
     wharf_memory_stats ms;
     std::memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    EXPECT_EQ(wharf_runtime_memory_stats(rt_, &ms), nullptr);
+    EXPECT_EQ(wharf_runtime_get_memory_stats(rt_, &ms), nullptr);
     return ms.current[WHARF_MEM_CONSTANTS];
   }
 
@@ -344,19 +344,19 @@ TEST_P(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
   // As one map: the index's order and metadata (strings, numbers as text; nested values left out).
   wharf_constant_map* map = nullptr;
   ASSERT_OK(wharf_constant_map_load_safetensors(idx.c_str(), &map));
-  ASSERT_EQ(wharf_constant_map_size(map), 4u);
+  ASSERT_EQ(wharf_constant_map_num_entries(map), 4u);
   const char* names[] = {"b", "a", "u", "q"};
   for (size_t i = 0; i < 4; ++i) {
     const char* fqn = nullptr;
     wharf_tensor_view view;
     std::memset(&view, 0, sizeof view);
     view.struct_size = sizeof view;
-    ASSERT_OK(wharf_constant_map_entry(map, i, &fqn, &view));
+    ASSERT_OK(wharf_constant_map_get_entry(map, i, &fqn, &view));
     EXPECT_STREQ(fqn, names[i]);
   }
-  ASSERT_EQ(wharf_constant_map_metadata_size(map), 2u);
+  ASSERT_EQ(wharf_constant_map_num_metadata_entries(map), 2u);
   const char *k = nullptr, *val = nullptr;
-  ASSERT_OK(wharf_constant_map_metadata_entry(map, 0, &k, &val));
+  ASSERT_OK(wharf_constant_map_get_metadata_entry(map, 0, &k, &val));
   EXPECT_STREQ(k, "total_size");
   EXPECT_STREQ(val, "42");
   wharf_tensor_view view;
@@ -463,8 +463,8 @@ TEST_P(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
   ASSERT_OK(wharf_container_update_from_file(c, write("good.safetensors.index.json", index_json(ok)).c_str(), nullptr));
   wharf_constant_map* map = nullptr;
   ASSERT_OK(wharf_constant_map_load_safetensors(write("empty.index.json", R"({"weight_map":{}})").c_str(), &map));
-  EXPECT_EQ(wharf_constant_map_size(map), 0u);
-  EXPECT_EQ(wharf_constant_map_metadata_size(map), 0u);
+  EXPECT_EQ(wharf_constant_map_num_entries(map), 0u);
+  EXPECT_EQ(wharf_constant_map_num_metadata_entries(map), 0u);
   wharf_constant_map_free(map);
 }
 
@@ -643,7 +643,7 @@ TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
 // Sub-byte constants: the container refuses a declaration that is not whole bytes, naming it.
 TEST_P(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   static const int64_t s3[] = {3};
-  const wharf_constant_decl d = {"odd", WHARF_DTYPE_F6_E2M3, 1, s3, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)};
+  const wharf_constant_decl d = {sizeof(wharf_constant_decl), "odd", WHARF_DTYPE_F6_E2M3, 1, s3, WHARF_PLACEMENT_DEVICE, 0};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = &d;
@@ -657,7 +657,7 @@ TEST_P(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   ASSERT_OK(wharf_constant_map_create(&map));
   uint8_t buf[4] = {};
   const int64_t shape[2] = {2, 4}, strides[2] = {1, 2};
-  wharf_tensor_view v = {buf, WHARF_DTYPE_F4, WHARF_DEVICE_CPU, 0, 2, shape, strides, sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view v = {sizeof(wharf_tensor_view), 0, buf, WHARF_DTYPE_F4, WHARF_DEVICE_CPU, 0, 2, shape, strides, 0};
   EXPECT_FAILS(wharf_constant_map_set(map, "t", &v), WHARF_UNSUPPORTED, "not byte-addressable");
   v.strides = nullptr;
   ASSERT_OK(wharf_constant_map_set(map, "t", &v));

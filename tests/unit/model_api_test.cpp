@@ -53,7 +53,7 @@ TEST(ModelApi, HostBackendAndBadArgumentsAreRefusedCleanly) {
   EXPECT_EQ(wharf_model_num_inputs(nullptr), 0u);
   EXPECT_EQ(wharf_model_input_name(nullptr, 0), nullptr);
   wharf_model_free(nullptr);
-  St run(wharf_run_model(nullptr, nullptr, nullptr, 0, nullptr, 0));
+  St run(wharf_model_run(nullptr, nullptr, nullptr, 0, nullptr, 0));
   EXPECT_EQ(run.code(), WHARF_INVALID_ARGUMENT);
   wharf_constant_map_free(weights);
   wharf_runtime_free(rt);

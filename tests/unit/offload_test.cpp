@@ -106,7 +106,7 @@ class Offload : public ::testing::Test {
       float v = value(stamp, layer) * (is_b ? -1.0f : 1.0f);
       data.emplace_back(size_t(elems), v);
       shapes.push_back(elems);
-      wharf_tensor_view tv{data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shapes.back(), nullptr, sizeof(wharf_tensor_view), 0};
+      wharf_tensor_view tv{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shapes.back(), nullptr};
       ASSERT_OK(wharf_constant_map_set(m, nm.c_str(), &tv));
     }
     St st(wharf_container_update(c, m, nullptr));
@@ -136,13 +136,13 @@ class Offload : public ::testing::Test {
 
   // "Kernel" of layer `layer`: reads its slots on the run's stream and records what it saw.
   void read_layer(wharf_run* r, uint32_t layer) {
-    size_t sz = wharf_offloader_layer_size(off, layer);
+    size_t sz = wharf_offloader_num_layer_constants(off, layer);
     std::vector<wharf_tensor_view> views(sz);
     for (auto& v : views) {
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
     }
-    St st(wharf_run_offload_wait(r, off, layer, views.data(), views.size()));
+    St st(wharf_run_wait_offload(r, off, layer, views.data(), views.size()));
     ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
     if (sz == 0) return;
     ASSERT_EQ(sz, 2u);
@@ -167,15 +167,15 @@ class Offload : public ::testing::Test {
       std::lock_guard<std::mutex> lock(seen_mu);
       seen.clear();
     }
-    St st(wharf_run_offload_begin(r, off));
+    St st(wharf_run_begin_offload(r, off));
     EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     for (uint32_t L = 0; L < wharf_offloader_num_layers(off); ++L) {
       read_layer(r, L);
-      St s2(wharf_run_offload_issued(r, off, L));
+      St s2(wharf_run_mark_offload_issued(r, off, L));
       EXPECT_EQ(s2.code(), WHARF_OK) << s2.msg();
     }
     if (end) {
-      St s3(wharf_run_offload_end(r, off));
+      St s3(wharf_run_end_offload(r, off));
       EXPECT_EQ(s3.code(), WHARF_OK) << s3.msg();
     }
     EXPECT_EQ(wharf_runtime_synchronize(rt), nullptr);
@@ -196,7 +196,7 @@ class Offload : public ::testing::Test {
     wharf_memory_stats ms;
     std::memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    St st(wharf_runtime_memory_stats(rt, &ms));
+    St st(wharf_runtime_get_memory_stats(rt, &ms));
     return ms.current[WHARF_MEM_OFFLOAD];
   }
 
@@ -246,17 +246,17 @@ TEST_F(Offload, PoolIsAllocatedOnceWithStableAddresses) {
   std::vector<void*> first;
   for (int rep = 0; rep < 3; ++rep) {
     wharf_run* r = begin_run();
-    ASSERT_OK(wharf_run_offload_begin(r, off));
+    ASSERT_OK(wharf_run_begin_offload(r, off));
     for (uint32_t L = 0; L < 4; ++L) {
       wharf_tensor_view v[2];
       std::memset(v, 0, sizeof v);
       v[0].struct_size = v[1].struct_size = sizeof v[0];
-      ASSERT_OK(wharf_run_offload_wait(r, off, L, v, 2));
+      ASSERT_OK(wharf_run_wait_offload(r, off, L, v, 2));
       if (rep == 0) first.push_back(v[0].data);
       else EXPECT_EQ(first[L], v[0].data) << "layer " << L;
-      ASSERT_OK(wharf_run_offload_issued(r, off, L));
+      ASSERT_OK(wharf_run_mark_offload_issued(r, off, L));
     }
-    ASSERT_OK(wharf_run_offload_end(r, off));
+    ASSERT_OK(wharf_run_end_offload(r, off));
     ASSERT_OK(wharf_run_end(r));
     EXPECT_EQ(offload_bytes(), 2u * 512u);
   }
@@ -273,25 +273,25 @@ TEST_F(Offload, ACopyNeverOverwritesASlotALayerStillReads) {
   wharf_run* r = begin_run();
   std::promise<void> gate;
   std::shared_future<void> opened = gate.get_future().share();
-  ASSERT_OK(wharf_run_offload_begin(r, off));
+  ASSERT_OK(wharf_run_begin_offload(r, off));
   wharf_tensor_view v[2];
   std::memset(v, 0, sizeof v);
   v[0].struct_size = v[1].struct_size = sizeof v[0];
-  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));
+  ASSERT_OK(wharf_run_wait_offload(r, off, 0, v, 2));
   ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([opened] { opened.wait(); })));
   const float* w = static_cast<const float*>(v[0].data);
   std::vector<float> got;
   ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([w, &got] { got.assign(w, w + kElems); })));
-  ASSERT_OK(wharf_run_offload_issued(r, off, 0));  // issues layer 1's copy into the same slot
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));  // issues layer 1's copy into the same slot
   // Give a wrongly ordered copy every chance to land while the reader is parked (what the
   // reader saw is checked after the run; the test thread does not touch the slot).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   gate.set_value();
   for (uint32_t L = 1; L < 4; ++L) {
     read_layer(r, L);
-    ASSERT_OK(wharf_run_offload_issued(r, off, L));
+    ASSERT_OK(wharf_run_mark_offload_issued(r, off, L));
   }
-  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_runtime_synchronize(rt));
   EXPECT_EQ(got, std::vector<float>(kElems, value(1, 0)));
   {
@@ -309,29 +309,29 @@ TEST_F(Offload, ACopyWaitsForTheSlotsPreviousReader) {
   wharf_run* r = begin_run();
   std::promise<void> gate;
   std::shared_future<void> opened = gate.get_future().share();
-  ASSERT_OK(wharf_run_offload_begin(r, off));
+  ASSERT_OK(wharf_run_begin_offload(r, off));
   wharf_tensor_view v[2];
   std::memset(v, 0, sizeof v);
   v[0].struct_size = v[1].struct_size = sizeof v[0];
-  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));
+  ASSERT_OK(wharf_run_wait_offload(r, off, 0, v, 2));
   const float* w0 = static_cast<const float*>(v[0].data);
   ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([opened] { opened.wait(); })));
   std::vector<float> got;
   ASSERT_OK(wharf::api::to_c(stream(r).enqueue_host([w0, &got] { got.assign(w0, w0 + kElems); })));
-  ASSERT_OK(wharf_run_offload_issued(r, off, 0));  // layer 1 -> slot 1
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));  // layer 1 -> slot 1
   {
     std::lock_guard<std::mutex> lock(seen_mu);
     seen.clear();
   }
   read_layer(r, 1);
-  ASSERT_OK(wharf_run_offload_issued(r, off, 1));  // layer 2 -> slot 0: waits for layer 0's reader
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 1));  // layer 2 -> slot 0: waits for layer 0's reader
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   gate.set_value();
   read_layer(r, 2);
-  ASSERT_OK(wharf_run_offload_issued(r, off, 2));
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 2));
   read_layer(r, 3);
-  ASSERT_OK(wharf_run_offload_issued(r, off, 3));
-  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 3));
+  ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_runtime_synchronize(rt));
   EXPECT_EQ(got, std::vector<float>(kElems, value(1, 0)));
   {
@@ -345,12 +345,12 @@ TEST_F(Offload, GroupSelectionOffloadsTheLastLayersOfEachGroup) {
   ASSERT_NO_FATAL_FAILURE(make(8));
   ASSERT_NO_FATAL_FAILURE(create(1, 1, /*group_size=*/4, /*num_in_group=*/2));
   const uint32_t want[8] = {0, 0, 2, 2, 0, 0, 2, 2};
-  for (uint32_t L = 0; L < 8; ++L) EXPECT_EQ(wharf_offloader_layer_size(off, L), want[L]) << "layer " << L;
+  for (uint32_t L = 0; L < 8; ++L) EXPECT_EQ(wharf_offloader_num_layer_constants(off, L), want[L]) << "layer " << L;
   EXPECT_STREQ(wharf_offloader_layer_constant(off, 2, 0), "layers.2.w");
   EXPECT_STREQ(wharf_offloader_layer_constant(off, 2, 1), "layers.2.b");
   EXPECT_EQ(wharf_offloader_layer_constant(off, 2, 2), nullptr);
   EXPECT_EQ(wharf_offloader_layer_constant(off, 0, 0), nullptr);
-  EXPECT_EQ(wharf_offloader_layer_size(off, 99), 0u);
+  EXPECT_EQ(wharf_offloader_num_layer_constants(off, 99), 0u);
   wharf_run* r = begin_run();
   EXPECT_EQ(pass(r), expected(1, {2, 3, 6, 7}));
   ASSERT_OK(wharf_run_end(r));
@@ -365,25 +365,25 @@ TEST_F(Offload, ExplicitListAndPattern) {
   oo.num_fqns = 2;
   ASSERT_OK(wharf_offloader_create(c, &oo, &off));
   EXPECT_EQ(wharf_offloader_num_layers(off), 3u);
-  EXPECT_EQ(wharf_offloader_layer_size(off, 0), 1u);
-  EXPECT_EQ(wharf_offloader_layer_size(off, 1), 0u);
-  EXPECT_EQ(wharf_offloader_layer_size(off, 2), 1u);
+  EXPECT_EQ(wharf_offloader_num_layer_constants(off, 0), 1u);
+  EXPECT_EQ(wharf_offloader_num_layer_constants(off, 1), 0u);
+  EXPECT_EQ(wharf_offloader_num_layer_constants(off, 2), 1u);
   wharf_run* r = begin_run();
-  ASSERT_OK(wharf_run_offload_begin(r, off));
+  ASSERT_OK(wharf_run_begin_offload(r, off));
   for (uint32_t L = 0; L < 3; ++L) {
     wharf_tensor_view v;
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
-    ASSERT_OK(wharf_run_offload_wait(r, off, L, &v, 1));
+    ASSERT_OK(wharf_run_wait_offload(r, off, L, &v, 1));
     if (L != 1) {
       const float* w = static_cast<const float*>(v.data);
       ASSERT_OK(wharf_runtime_synchronize(rt));
       EXPECT_EQ(w[kElems - 1], value(1, int(L)));
       EXPECT_EQ(v.device_type, WHARF_DEVICE_CPU);  // the host backend's "device" memory
     }
-    ASSERT_OK(wharf_run_offload_issued(r, off, L));
+    ASSERT_OK(wharf_run_mark_offload_issued(r, off, L));
   }
-  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_run_end(r));
 }
 
@@ -448,31 +448,31 @@ TEST_F(Offload, RunErrorsNameTheLayerAndTheRule) {
   wharf_tensor_view v[2];
   std::memset(v, 0, sizeof v);
   v[0].struct_size = v[1].struct_size = sizeof v[0];
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "wharf_run_offload_begin first");
-  EXPECT_CODE(wharf_run_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "wharf_run_offload_begin first");
-  EXPECT_CODE(wharf_run_offload_end(r, off), WHARF_FAILED_PRECONDITION, "wharf_run_offload_begin first");
-  ASSERT_OK(wharf_run_offload_begin(r, off));
-  EXPECT_CODE(wharf_run_offload_begin(r, off), WHARF_FAILED_PRECONDITION, "already began");
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 7, v, 2), WHARF_INVALID_ARGUMENT, "layer 7 is out of range");
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 0, v, 1), WHARF_INVALID_ARGUMENT, "views holds 1");
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "the next is layer 0");
-  EXPECT_CODE(wharf_run_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "was not waited for");
-  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
+  EXPECT_CODE(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
+  EXPECT_CODE(wharf_run_end_offload(r, off), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
+  ASSERT_OK(wharf_run_begin_offload(r, off));
+  EXPECT_CODE(wharf_run_begin_offload(r, off), WHARF_FAILED_PRECONDITION, "already began");
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 7, v, 2), WHARF_INVALID_ARGUMENT, "layer 7 is out of range");
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 0, v, 1), WHARF_INVALID_ARGUMENT, "views holds 1");
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "the next is layer 0");
+  EXPECT_CODE(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "was not waited for");
+  ASSERT_OK(wharf_run_wait_offload(r, off, 0, v, 2));
   void* first = v[0].data;
-  ASSERT_OK(wharf_run_offload_wait(r, off, 0, v, 2));  // again before issued: the same slot
+  ASSERT_OK(wharf_run_wait_offload(r, off, 0, v, 2));  // again before issued: the same slot
   EXPECT_EQ(v[0].data, first);
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "layer 0 was not marked issued");
-  ASSERT_OK(wharf_run_offload_issued(r, off, 0));
-  EXPECT_CODE(wharf_run_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "already marked issued");
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "already issued");
-  ASSERT_OK(wharf_run_offload_wait(r, off, 1, nullptr, 0));  // wait only
-  EXPECT_CODE(wharf_run_offload_wait(r, off, 1, nullptr, 3), WHARF_INVALID_ARGUMENT, "views is NULL");
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "layer 0 was not marked issued");
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));
+  EXPECT_CODE(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "already marked issued");
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "already issued");
+  ASSERT_OK(wharf_run_wait_offload(r, off, 1, nullptr, 0));  // wait only
+  EXPECT_CODE(wharf_run_wait_offload(r, off, 1, nullptr, 3), WHARF_INVALID_ARGUMENT, "views is NULL");
   // Another run of the container meanwhile: BUSY, naming the container.
   wharf_run* r2 = begin_run();
-  EXPECT_CODE(wharf_run_offload_begin(r2, off), WHARF_BUSY, "'toy'");
-  EXPECT_CODE(wharf_run_offload_wait(r2, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "another run holds");
-  EXPECT_CODE(wharf_run_offload_begin(nullptr, off), WHARF_INVALID_ARGUMENT, "must not be NULL");
-  ASSERT_OK(wharf_run_offload_end(r, off));
+  EXPECT_CODE(wharf_run_begin_offload(r2, off), WHARF_BUSY, "'toy'");
+  EXPECT_CODE(wharf_run_wait_offload(r2, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "another run holds");
+  EXPECT_CODE(wharf_run_begin_offload(nullptr, off), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_run_end(r));
   // Now free for r2.
   EXPECT_EQ(pass(r2), expected(1, all_layers()));
@@ -487,13 +487,13 @@ TEST_F(Offload, ARunOfAnotherContainerIsRefused) {
   ASSERT_OK(wharf_constant_map_create(&m));
   float x[4] = {0, 0, 0, 0};
   int64_t shape = 4;
-  wharf_tensor_view tv{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr, sizeof(wharf_tensor_view), 0};
+  wharf_tensor_view tv{sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "x", &tv));
   ASSERT_OK(wharf_container_create_from_map(rt, m, nullptr, &other));
   wharf_constant_map_free(m);
   wharf_run* r = nullptr;
   ASSERT_OK(wharf_run_begin(other, nullptr, nullptr, &r));
-  EXPECT_CODE(wharf_run_offload_begin(r, off), WHARF_INVALID_ARGUMENT, "the offloader is over container 'toy'");
+  EXPECT_CODE(wharf_run_begin_offload(r, off), WHARF_INVALID_ARGUMENT, "the offloader is over container 'toy'");
   ASSERT_OK(wharf_run_end(r));
   wharf_container_free(other);
 }
@@ -502,10 +502,10 @@ TEST_F(Offload, RunEndReleasesTheOffloaderAfterAnEarlyExit) {
   ASSERT_NO_FATAL_FAILURE(make(4));
   ASSERT_NO_FATAL_FAILURE(create(2, 2));
   wharf_run* r = begin_run();
-  ASSERT_OK(wharf_run_offload_begin(r, off));
+  ASSERT_OK(wharf_run_begin_offload(r, off));
   read_layer(r, 0);
-  ASSERT_OK(wharf_run_offload_issued(r, off, 0));  // layer 2's copy in flight, never waited
-  ASSERT_OK(wharf_run_end(r));                      // no wharf_run_offload_end
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));  // layer 2's copy in flight, never waited
+  ASSERT_OK(wharf_run_end(r));                      // no wharf_run_end_offload
   ASSERT_OK(wharf_runtime_synchronize(rt));         // layer 0's reader has recorded what it saw
   wharf_run* r2 = begin_run();
   EXPECT_EQ(pass(r2), expected(1, all_layers()));
@@ -516,7 +516,7 @@ TEST_F(Offload, TheOffloaderOutlivesItsHandleWhileARunHoldsIt) {
   ASSERT_NO_FATAL_FAILURE(make(3));
   ASSERT_NO_FATAL_FAILURE(create(1, 1));
   wharf_run* r = begin_run();
-  ASSERT_OK(wharf_run_offload_begin(r, off));
+  ASSERT_OK(wharf_run_begin_offload(r, off));
   wharf_offloader_free(off);  // the run's end hook keeps it (and its pool)
   off = nullptr;
   EXPECT_EQ(offload_bytes(), 512u);
@@ -549,19 +549,19 @@ TEST_F(Offload, ARunInFlightKeepsItsGenerationsData) {
     std::lock_guard<std::mutex> lock(seen_mu);
     seen.clear();
   }
-  ASSERT_OK(wharf_run_offload_begin(r, off));
+  ASSERT_OK(wharf_run_begin_offload(r, off));
   read_layer(r, 0);
-  ASSERT_OK(wharf_run_offload_issued(r, off, 0));
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));
   read_layer(r, 1);
   // A hot update and swap in the middle of the run: later copies of this run must still come
   // from the generation it pinned.
   ASSERT_NO_FATAL_FAILURE(publish(2));
-  ASSERT_OK(wharf_run_offload_issued(r, off, 1));
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 1));
   for (uint32_t L = 2; L < 5; ++L) {
     read_layer(r, L);
-    ASSERT_OK(wharf_run_offload_issued(r, off, L));
+    ASSERT_OK(wharf_run_mark_offload_issued(r, off, L));
   }
-  ASSERT_OK(wharf_run_offload_end(r, off));
+  ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_runtime_synchronize(rt));
   {
     std::lock_guard<std::mutex> lock(seen_mu);
@@ -635,8 +635,8 @@ struct LogCapture {
     std::lock_guard<std::mutex> lock(self->mu);
     self->lines.emplace_back(level, message);
   }
-  LogCapture() { wharf_set_log_callback(&sink, WHARF_LOG_DEBUG, this); }
-  ~LogCapture() { wharf_set_log_callback(nullptr, WHARF_LOG_WARN, nullptr); }
+  LogCapture() { wharf_log_set_callback(&sink, WHARF_LOG_DEBUG, this); }
+  ~LogCapture() { wharf_log_set_callback(nullptr, WHARF_LOG_WARN, nullptr); }
   std::vector<std::string> at(wharf_log_level level) {
     std::lock_guard<std::mutex> lock(mu);
     std::vector<std::string> v;
@@ -672,7 +672,7 @@ TEST_F(Offload, BudgetExposedIsLoggedAtWarnWithTheFigures) {
             "offloader over container 'toy': offloading 4 layers moves 1.1 KiB per step: 1.0 ms at 1.2 MB/s H2D "
             "(given), 2.5x the 400.0 us step compute time given; prefetch cannot hide 600.0 us");
   wharf_offloader_budget b = query_budget(off);
-  EXPECT_EQ(b.offloaded_layers, 4u);
+  EXPECT_EQ(b.num_offloaded_layers, 4u);
   EXPECT_EQ(b.bytes_per_step, kStepBytes);
   EXPECT_EQ(b.h2d_bytes_per_second, 1'152'000u);
   EXPECT_EQ(b.h2d_source, WHARF_H2D_GIVEN);
@@ -750,7 +750,7 @@ TEST_F(Offload, BudgetOnlyCountsTheSelectedLayers) {
   oo.h2d_bytes_per_second = 1'000'000;
   ASSERT_OK(wharf_offloader_create(c, &oo, &off));
   wharf_offloader_budget b = query_budget(off);
-  EXPECT_EQ(b.offloaded_layers, 2u);
+  EXPECT_EQ(b.num_offloaded_layers, 2u);
   EXPECT_EQ(b.bytes_per_step, kStepBytes / 2);
 }
 
@@ -835,7 +835,7 @@ TEST(OffloadModelOptions, OffloadOptionsAreReadBeforeTheModelAndOldCallersHaveNo
               "wharf_model_load: offload: fqns is NULL");
   EXPECT_EQ(m, nullptr);
   wharf_offloader* off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));
-  EXPECT_CODE(wharf_model_offloader(nullptr, &off), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  EXPECT_CODE(wharf_model_get_offloader(nullptr, &off), WHARF_INVALID_ARGUMENT, "must not be NULL");
   wharf_constant_map_free(w);
   wharf_runtime_free(rt);
 }

@@ -128,7 +128,7 @@ struct Weights {
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i : which) {
       data.emplace_back(elements(i), v * 100 + float(i));
-      wharf_tensor_view t{data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(kShapes[i].size()),
+      wharf_tensor_view t{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(kShapes[i].size()),
                           kShapes[i].data(), nullptr};
       St st(wharf_constant_map_set(map, kNames[i], &t));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
@@ -141,7 +141,7 @@ struct Weights {
 // Every element of constant i in `run`; -1 when they disagree (a torn constant).
 float read_whole(wharf_run* run, size_t i) {
   wharf_tensor_view v;
-  St st(wharf_run_tensor(run, kNames[i], &v));
+  St st(wharf_run_get_tensor(run, kNames[i], &v));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   if (st.code() != WHARF_OK) return -2;
   const float* p = static_cast<const float*>(v.data);
@@ -172,7 +172,7 @@ uint64_t constants_bytes(wharf_runtime* rt) {
   wharf_memory_stats m;
   std::memset(&m, 0, sizeof m);
   m.struct_size = sizeof m;
-  EXPECT_EQ(wharf_runtime_memory_stats(rt, &m), nullptr);
+  EXPECT_EQ(wharf_runtime_get_memory_stats(rt, &m), nullptr);
   return m.current[WHARF_MEM_CONSTANTS];
 }
 
@@ -256,7 +256,7 @@ TEST_P(ReplicaGroupN, UpdateAndSwapReachEveryReplicaReadingTheSourcesOnce) {
   const size_t n = GetParam();
   Replicas R(n);
   ASSERT_OK(R.create());
-  EXPECT_EQ(wharf_replica_group_size(R.group), n);
+  EXPECT_EQ(wharf_replica_group_num_replicas(R.group), n);
   ASSERT_NO_FATAL_FAILURE(R.load(1));
   EXPECT_EQ(R.versions(), all(n, 1));
   EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
@@ -281,12 +281,12 @@ TEST_P(ReplicaGroupN, UpdateAndSwapReachEveryReplicaReadingTheSourcesOnce) {
   const wharf_replica_group_stats s = stats_of(R.group);
   EXPECT_EQ(s.num_replicas, n);
   EXPECT_EQ(s.nccl_version, 0) << "host groups do not use NCCL";
-  EXPECT_EQ(s.updates, 2u);
-  EXPECT_EQ(s.swaps, 2u);
+  EXPECT_EQ(s.num_updates, 2u);
+  EXPECT_EQ(s.num_swaps, 2u);
   const uint64_t partial = elements(2) * 4;
   EXPECT_EQ(s.source_bytes, model_bytes() + partial) << "the sources are read once, whatever N";
   EXPECT_EQ(s.broadcast_bytes, (model_bytes() + partial) * (n - 1));
-  EXPECT_EQ(s.broadcasts, 2u);
+  EXPECT_EQ(s.num_broadcasts, 2u);
 }
 
 TEST_P(ReplicaGroupN, ExtraMemoryPerReplicaIsTheUpdatedBytes) {
@@ -350,7 +350,7 @@ TEST_P(ReplicaGroupN, SessionsOfEachReplicaServeRunsAfterTheGroupSwap) {
     wharf_run* run = nullptr;
     ASSERT_OK(wharf_run_begin(R.cs[r], s, nullptr, &run));
     wharf_tensor_view v;
-    ASSERT_OK(wharf_run_tensor(run, "cache", &v));
+    ASSERT_OK(wharf_run_get_tensor(run, "cache", &v));
     EXPECT_EQ(v.ndim, 1);
     EXPECT_EQ(version_of(run), 1.0f);
     ASSERT_OK(wharf_run_end(run));
@@ -378,19 +378,19 @@ TEST_P(ReplicaGroupN, OutOfMemoryOnOneReplicaChangesNoReplica) {
     ASSERT_OK(wharf_replica_group_free_inactive(R.group));
     const std::vector<uint64_t> gens = R.generations();
     const std::vector<uint64_t> bytes = R.bytes();
-    const uint64_t broadcasts = stats_of(R.group).broadcasts;
+    const uint64_t broadcasts = stats_of(R.group).num_broadcasts;
     Weights w2(2);
     St st(wharf_replica_group_update(R.group, w2.map, nullptr));
     EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
     EXPECT_NE(st.msg().find("replica " + std::to_string(shorted)), std::string::npos) << st.msg();
     if (shorted == 0 && n > 1) {
-      EXPECT_EQ(stats_of(R.group).broadcasts, broadcasts + 2) << "two batches went out before the third failed";
+      EXPECT_EQ(stats_of(R.group).num_broadcasts, broadcasts + 2) << "two batches went out before the third failed";
     }
     EXPECT_EQ(R.generations(), gens);
     EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
     EXPECT_EQ(R.bytes(), bytes) << "every fresh slot was returned";
     EXPECT_EQ(R.versions(), all(n, 1));
-    EXPECT_EQ(stats_of(R.group).updates, 1u);
+    EXPECT_EQ(stats_of(R.group).num_updates, 1u);
     St sw(wharf_replica_group_swap(R.group));
     EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << "nothing staged (the rollback generation was freed)";
     // Partial updates fit; the group is not wedged.
@@ -497,7 +497,7 @@ TEST_P(ReplicaGroupN, BroadcastInBatchesIsAllOrNothing) {
       ASSERT_NO_FATAL_FAILURE(R.load(1));
       EXPECT_EQ(probe->enqueued_, 3) << "three batches with device constants";
       EXPECT_EQ(probe->finished_, 1) << "one wait at the end";
-      EXPECT_EQ(stats_of(R.group).broadcasts, 3u);
+      EXPECT_EQ(stats_of(R.group).num_broadcasts, 3u);
       EXPECT_EQ(R.versions(), all(n, 1));
       const std::vector<uint64_t> gens = R.generations();
       const std::vector<uint64_t> bytes = R.bytes();
@@ -608,7 +608,7 @@ TEST(ReplicaGroup, MembersAreWrittenOnlyThroughTheGroupUntilItIsFreed) {
     EXPECT_EQ(fi.code(), WHARF_FAILED_PRECONDITION) << fi.msg();
     static float user[16 * 8];
     int64_t shape[] = {16, 8};
-    wharf_tensor_view v{user, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
+    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, user, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
     St bind(wharf_container_bind_user_constant(c, "offloaded.w", &v, nullptr, nullptr));
     EXPECT_EQ(bind.code(), WHARF_FAILED_PRECONDITION) << bind.msg();
   }
@@ -676,7 +676,7 @@ TEST(ReplicaGroup, ArgumentErrorsChangeNothing) {
     ASSERT_OK(wharf_constant_map_create(&bad));
     float x[4] = {0, 0, 0, 0};
     int64_t shape[] = {4};
-    wharf_tensor_view v{x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape, nullptr};
+    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape, nullptr};
     ASSERT_OK(wharf_constant_map_set(bad, "unknown", &v));
     St nf(wharf_replica_group_update(R.group, bad, nullptr));
     EXPECT_EQ(nf.code(), WHARF_NOT_FOUND) << nf.msg();
@@ -702,15 +702,15 @@ TEST(ReplicaGroup, ArgumentErrorsChangeNothing) {
     EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
     St fi(wharf_replica_group_free_inactive(nullptr));
     EXPECT_EQ(fi.code(), WHARF_INVALID_ARGUMENT);
-    EXPECT_EQ(wharf_replica_group_size(nullptr), 0u);
+    EXPECT_EQ(wharf_replica_group_num_replicas(nullptr), 0u);
     wharf_replica_group_stats s;
     std::memset(&s, 0, sizeof s);
     St small(wharf_replica_group_get_stats(R.group, &s));
     EXPECT_EQ(small.code(), WHARF_INVALID_ARGUMENT) << "struct_size 0";
-    s.struct_size = offsetof(wharf_replica_group_stats, updates);  // an older, shorter struct
+    s.struct_size = offsetof(wharf_replica_group_stats, num_updates);  // an older, shorter struct
     ASSERT_OK(wharf_replica_group_get_stats(R.group, &s));
     EXPECT_EQ(s.num_replicas, 3u);
-    EXPECT_EQ(s.updates, 0u) << "not written past the caller's struct_size";
+    EXPECT_EQ(s.num_updates, 0u) << "not written past the caller's struct_size";
   }
   wharf_replica_group_free(nullptr);
 }

@@ -550,9 +550,9 @@ TEST_F(SafetensorsWriterConformance, CApiSetsMetadata) {
   ASSERT_EQ(wharf_constant_map_create(&map), nullptr);
   ASSERT_EQ(wharf_constant_map_set_metadata(map, "format", "pt"), nullptr);
   ASSERT_EQ(wharf_constant_map_set_metadata(map, "format", "pt2"), nullptr);
-  EXPECT_EQ(wharf_constant_map_metadata_size(map), 1u);
+  EXPECT_EQ(wharf_constant_map_num_metadata_entries(map), 1u);
   const char *k = nullptr, *v = nullptr;
-  ASSERT_EQ(wharf_constant_map_metadata_entry(map, 0, &k, &v), nullptr);
+  ASSERT_EQ(wharf_constant_map_get_metadata_entry(map, 0, &k, &v), nullptr);
   EXPECT_STREQ(k, "format");
   EXPECT_STREQ(v, "pt2");
   for (auto [key, value] : {std::pair<const char*, const char*>{nullptr, "v"}, {"k", nullptr}, {"\xff", "v"}, {"k", "\xc3"}}) {
@@ -564,13 +564,13 @@ TEST_F(SafetensorsWriterConformance, CApiSetsMetadata) {
   wharf_status* st = wharf_constant_map_set_metadata(nullptr, "k", "v");
   EXPECT_EQ(wharf_status_code(st), WHARF_INVALID_ARGUMENT);
   wharf_status_free(st);
-  EXPECT_EQ(wharf_constant_map_metadata_size(map), 1u);
+  EXPECT_EQ(wharf_constant_map_num_metadata_entries(map), 1u);
   const std::string p = path("capi.safetensors");
   ASSERT_EQ(wharf_constant_map_save_safetensors(map, p.c_str()), nullptr);
   wharf_constant_map_free(map);
   ASSERT_EQ(wharf_constant_map_load_safetensors(p.c_str(), &map), nullptr);
-  ASSERT_EQ(wharf_constant_map_metadata_size(map), 1u);
-  ASSERT_EQ(wharf_constant_map_metadata_entry(map, 0, &k, &v), nullptr);
+  ASSERT_EQ(wharf_constant_map_num_metadata_entries(map), 1u);
+  ASSERT_EQ(wharf_constant_map_get_metadata_entry(map, 0, &k, &v), nullptr);
   EXPECT_STREQ(v, "pt2");
   wharf_constant_map_free(map);
 }

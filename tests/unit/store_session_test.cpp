@@ -50,7 +50,7 @@ uint64_t mem(wharf_runtime* rt, wharf_memory_tag tag) {
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof ms);
   ms.struct_size = sizeof ms;
-  St st(wharf_runtime_memory_stats(rt, &ms));
+  St st(wharf_runtime_get_memory_stats(rt, &ms));
   return ms.current[tag];
 }
 
@@ -80,7 +80,7 @@ struct Weights {
     wharf_constant_map_free(map);
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v{data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(shapes[i].size()),
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(shapes[i].size()),
                           shapes[i].data(), nullptr};
       St st(wharf_constant_map_set(map, names[i].c_str(), &v));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
@@ -116,7 +116,7 @@ wharf_container* from_map(wharf_runtime* rt, Weights* w, wharf_weight_store* sto
 wharf_tensor_view view_of(wharf_run* run, const char* fqn) {
   wharf_tensor_view v;
   std::memset(&v, 0, sizeof v);
-  St st(wharf_run_tensor(run, fqn, &v));
+  St st(wharf_run_get_tensor(run, fqn, &v));
   EXPECT_EQ(st.code(), WHARF_OK) << fqn << ": " << st.msg();
   return v;
 }
@@ -178,9 +178,9 @@ TEST_F(StoreTest, SharedConstantsHaveOneAddressAndCostTheUnion) {
   ASSERT_OK(wharf_run_end(rd));
 
   wharf_weight_store_stats s = stats(store);
-  EXPECT_EQ(s.unique_constants, 6u);
+  EXPECT_EQ(s.num_unique_constants, 6u);
   EXPECT_EQ(s.unique_bytes, shared_bytes + pw.bytes("prefill.head") + dw.bytes("decode.head"));
-  EXPECT_EQ(s.references, 10u);  // 4 shared x 2 containers + 2 heads
+  EXPECT_EQ(s.num_references, 10u);  // 4 shared x 2 containers + 2 heads
   EXPECT_EQ(s.saved_bytes, shared_bytes);
   wharf_container_free(p);
   wharf_container_free(d);
@@ -201,7 +201,7 @@ TEST_F(StoreTest, MismatchedDeclarationIsRefusedNamingBoth) {
   EXPECT_NE(msg.find("[64, 16]"), std::string::npos) << msg;
   // Nothing changed: no allocation, no registration ("other" may still be declared anew).
   EXPECT_EQ(mem(rt, WHARF_MEM_CONSTANTS), bytes);
-  EXPECT_EQ(stats(store).unique_constants, before.unique_constants);
+  EXPECT_EQ(stats(store).num_unique_constants, before.num_unique_constants);
   Weights ok;
   ok.add("other", {4, 4}, 1.0f);
   wharf_container_free(from_map(rt, &ok, store, "other"));
@@ -221,7 +221,7 @@ TEST_F(StoreTest, StorageIsReleasedWhenTheLastUserGoesInEitherOrder) {
     EXPECT_EQ(stats(store).saved_bytes, 0u);
     wharf_container_free(last_out);
     EXPECT_EQ(mem(rt, WHARF_MEM_CONSTANTS), 0u);
-    EXPECT_EQ(stats(store).unique_constants, 0u);
+    EXPECT_EQ(stats(store).num_unique_constants, 0u);
   }
 }
 
@@ -348,8 +348,8 @@ TEST_F(StoreTest, StoreUpdatesAccumulateUntilTheSwap) {
   ASSERT_OK(wharf_container_free_inactive(p));
   ASSERT_OK(wharf_container_free_inactive(d));
   wharf_weight_store_stats s = stats(store);
-  EXPECT_EQ(s.unique_constants, 6u);
-  EXPECT_EQ(s.references, 10u);
+  EXPECT_EQ(s.num_unique_constants, 6u);
+  EXPECT_EQ(s.num_references, 10u);
   // require_full names a missing FQN and stages nothing.
   wharf_update_options o;
   wharf_update_options_init(&o);
@@ -376,7 +376,7 @@ TEST_F(StoreTest, StoreOfAnotherRuntimeIsRefused) {
   EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
   EXPECT_NE(st.msg().find("another runtime"), std::string::npos) << st.msg();
   EXPECT_EQ(c, nullptr);
-  EXPECT_EQ(stats(store).unique_constants, 0u);
+  EXPECT_EQ(stats(store).num_unique_constants, 0u);
   EXPECT_EQ(mem(other, WHARF_MEM_CONSTANTS), 0u);
   wharf_runtime_free(other);
 }
@@ -387,16 +387,16 @@ int g_fold_calls = 0;
 wharf_status* doubling_fold(wharf_run* run, void*) {
   ++g_fold_calls;
   wharf_tensor_view w, w2;
-  if (wharf_status* s = wharf_run_tensor(run, "w", &w)) return s;
-  if (wharf_status* s = wharf_run_tensor(run, "w2", &w2)) return s;  // NOT_FOUND for "plain"
+  if (wharf_status* s = wharf_run_get_tensor(run, "w", &w)) return s;
+  if (wharf_status* s = wharf_run_get_tensor(run, "w2", &w2)) return s;  // NOT_FOUND for "plain"
   for (int i = 0; i < 4; ++i) static_cast<float*>(w2.data)[i] = 2 * static_cast<const float*>(w.data)[i];
   return nullptr;
 }
 
 TEST_F(StoreTest, StoreFoldRunsOnlyForContainersWithDerivedConstants) {
   int64_t s4[1] = {4};
-  wharf_constant_decl decls[2] = {{"w", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
-                                  {"w2", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
+                                  {sizeof(wharf_constant_decl), "w2", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container* c[2] = {nullptr, nullptr};
   const char* names[2] = {"folded", "plain"};
   for (int i = 0; i < 2; ++i) {
@@ -481,7 +481,7 @@ struct SessionTest : ::testing::Test {
   int64_t other_shape[1] = {3};
 
   wharf_container* make(const char* name, std::vector<wharf_state_decl> states, uint64_t budget = 0) {
-    wharf_constant_decl cd{"w", WHARF_DTYPE_F32, 1, h_shape, WHARF_PLACEMENT_DEVICE, 0};
+    wharf_constant_decl cd{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, h_shape, WHARF_PLACEMENT_DEVICE, 0};
     wharf_container_options o;
     wharf_container_options_init(&o);
     o.name = name;
@@ -506,9 +506,9 @@ struct SessionTest : ::testing::Test {
   void SetUp() override {
     rt = host_runtime();
     init_h.assign(8, 0.5f);
-    h_init = wharf_tensor_view{init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
-    prefill_c = make("prefill", {{"kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}, {"h", WHARF_DTYPE_F32, 1, h_shape, &h_init}});
-    decode_c = make("decode", {{"kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}});
+    h_init = wharf_tensor_view{sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
+    prefill_c = make("prefill", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}, {sizeof(wharf_state_decl), "h", WHARF_DTYPE_F32, 1, h_shape, &h_init}});
+    decode_c = make("decode", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}});
     plain = make("plain", {});
   }
   void TearDown() override {
@@ -583,13 +583,13 @@ TEST_F(SessionTest, OneBufferForAStateSharedByTwoContainers) {
   EXPECT_EQ(state(r2, "kv"), kv);
   EXPECT_EQ(state(r2, "kv")[5], 42.0f);
   wharf_tensor_view hv;
-  EXPECT_CODE(wharf_run_tensor(r2, "nope", &hv), WHARF_NOT_FOUND);
+  EXPECT_CODE(wharf_run_get_tensor(r2, "nope", &hv), WHARF_NOT_FOUND);
   ASSERT_OK(wharf_run_end(r2));
   wharf_session_free(s);
 
   // Disagreeing declarations under one FQN are refused, naming both containers.
   int64_t other_kv[2] = {4, 8};
-  wharf_container* odd = make("odd", {{"kv", WHARF_DTYPE_F32, 2, other_kv, nullptr}});
+  wharf_container* odd = make("odd", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, other_kv, nullptr}});
   wharf_container* cs[2] = {prefill_c, odd};
   wharf_session* bad = nullptr;
   St st(wharf_session_create(rt, cs, 2, nullptr, &bad));
@@ -675,7 +675,7 @@ TEST_F(SessionTest, BudgetsAndLazyAllocation) {
   const uint64_t per_session = 64 * 4 + 8 * 4;
   const uint64_t templates = mem(rt, WHARF_MEM_STATE);  // "h"'s initial value
   EXPECT_EQ(templates, 8u * 4);
-  wharf_container* limited = make("limited", {{"kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}}, 2 * 64 * 4);
+  wharf_container* limited = make("limited", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}}, 2 * 64 * 4);
   wharf_session* s1 = session({limited});
   wharf_session* s2 = session({limited});
   wharf_session* s3 = session({limited}, WHARF_RESOURCE_EXHAUSTED);
@@ -729,7 +729,7 @@ TEST_F(SessionTest, StateSurvivesWeightSwapsAndOutlivesItsHandle) {
 
 TEST_F(SessionTest, StateDeclarationErrors) {
   int64_t bad_shape[1] = {-1};
-  wharf_constant_decl cd{"w", WHARF_DTYPE_F32, 1, h_shape, WHARF_PLACEMENT_DEVICE, 0};
+  wharf_constant_decl cd{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, h_shape, WHARF_PLACEMENT_DEVICE, 0};
   auto create = [&](std::vector<wharf_state_decl> states) {
     wharf_container_options o;
     wharf_container_options_init(&o);
@@ -742,14 +742,14 @@ TEST_F(SessionTest, StateDeclarationErrors) {
     wharf_container_free(c);
     return st.code();
   };
-  EXPECT_EQ(create({{"w", WHARF_DTYPE_F32, 1, h_shape, nullptr}}), WHARF_INVALID_ARGUMENT);  // a constant's FQN
-  EXPECT_EQ(create({{"s", WHARF_DTYPE_F32, 1, h_shape, nullptr}, {"s", WHARF_DTYPE_F32, 1, h_shape, nullptr}}),
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "w", WHARF_DTYPE_F32, 1, h_shape, nullptr}}), WHARF_INVALID_ARGUMENT);  // a constant's FQN
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, nullptr}, {sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, nullptr}}),
             WHARF_INVALID_ARGUMENT);
-  EXPECT_EQ(create({{"s", WHARF_DTYPE_F32, 1, bad_shape, nullptr}}), WHARF_INVALID_ARGUMENT);
-  EXPECT_EQ(create({{"", WHARF_DTYPE_F32, 1, h_shape, nullptr}}), WHARF_INVALID_ARGUMENT);
-  wharf_tensor_view wrong{init_h.data(), WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
-  EXPECT_EQ(create({{"s", WHARF_DTYPE_F32, 1, h_shape, &wrong}}), WHARF_INVALID_ARGUMENT);
-  EXPECT_EQ(create({{"s", WHARF_DTYPE_F32, 1, h_shape, &h_init}}), WHARF_OK);
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, bad_shape, nullptr}}), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "", WHARF_DTYPE_F32, 1, h_shape, nullptr}}), WHARF_INVALID_ARGUMENT);
+  wharf_tensor_view wrong{sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, &wrong}}), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, &h_init}}), WHARF_OK);
   EXPECT_EQ(mem(rt, WHARF_MEM_STATE), 8u * 4) << "refused and freed containers leave no templates behind";
 }
 

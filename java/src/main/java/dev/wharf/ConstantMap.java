@@ -383,7 +383,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
    * @throws IllegalStateException if the map has been closed
    */
   public int size() {
-    return withPointer(p -> Math.toIntExact(WharfNative.wharf_constant_map_size(p)));
+    return withPointer(p -> Math.toIntExact(WharfNative.wharf_constant_map_num_entries(p)));
   }
 
   /**
@@ -394,7 +394,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
    */
   public List<String> names() {
     return withPointer(p -> {
-      long n = WharfNative.wharf_constant_map_size(p);
+      long n = WharfNative.wharf_constant_map_num_entries(p);
       List<String> names = new ArrayList<>((int) n);
       for (long i = 0; i < n; i++) names.add(WharfNative.wharf_swig_constant_map_entry_name(p, i));
       return Collections.unmodifiableList(names);
@@ -410,7 +410,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
    */
   public Map<String, String> metadata() {
     return withPointer(p -> {
-      long n = WharfNative.wharf_constant_map_metadata_size(p);
+      long n = WharfNative.wharf_constant_map_num_metadata_entries(p);
       Map<String, String> metadata = new LinkedHashMap<>();
       for (long i = 0; i < n; i++) {
         metadata.put(WharfNative.wharf_swig_constant_map_metadata_key(p, i),

@@ -465,7 +465,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   private static ConstantInfo info(SWIGTYPE_p_wharf_container c, int i) {
     wharf_constant_info info = new wharf_constant_info();
     try {
-      WharfNative.wharf_container_constant_info(c, i, info);
+      WharfNative.wharf_container_get_constant_info(c, i, info);
       long[] shape = new long[info.getNdim()];
       for (int d = 0; d < shape.length; d++) shape[d] = info.dim(d);
       return new ConstantInfo(info.getFqn(), DType.fromValue(info.getDtype()), shape,

@@ -47,7 +47,7 @@ public final class FoldRun extends NativeHandle<SWIGTYPE_p_wharf_run> {
     return withPointer(p -> {
       wharf_tensor_view view = new wharf_tensor_view();
       try {
-        WharfNative.wharf_run_tensor(p, fqn, view);
+        WharfNative.wharf_run_get_tensor(p, fqn, view);
         return TensorView.copyOf(this, fqn, view);
       } finally {
         view.delete();

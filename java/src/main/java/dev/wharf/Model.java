@@ -20,7 +20,7 @@ import java.util.Objects;
  * try (Model model = Model.load(runtime, Path.of("decoder.so"), weights, ModelOptions.defaults());
  *      Session chat = Session.create(runtime, model.container());
  *      Run run = model.container().beginRun(chat)) {
- *   List<TensorView> outputs = run.runModel(model, tokens, positions);  // owned by the run
+ *   List<TensorView> outputs = model.run(run, tokens, positions);  // owned by the run
  *   outputs.get(0).read(0, hostBuffer);                                  // a copy, on the run's stream
  * }
  * }</pre>
@@ -29,7 +29,7 @@ import java.util.Objects;
  * {@link WharfException.Code#UNSUPPORTED}. Inputs may be host memory (copied to the device
  * by Wharf); outputs are device memory owned by the run, read with
  * {@link TensorView#read(long, java.nio.ByteBuffer)} (see
- * {@link Run#runModel(Model, TensorView...)}).
+ * {@link #run(Run, TensorView...)}).
  *
  * <p><b>Lifetime.</b> Close it when done; closing twice is a no-op and any other call on a
  * closed model throws {@link IllegalStateException}. {@link #container()} belongs to the
@@ -154,9 +154,41 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
   }
 
   /**
+   * Runs this model over a run's generation and session, on the run's stream, and returns
+   * when the work is enqueued. The run must be of this model's container, begun with the
+   * session whose state (KV caches) the model reads and writes.
+   *
+   * <p>{@code inputs} are the forward's inputs in order ({@link Model#inputNames()}),
+   * contiguous: host memory ({@link TensorView#ofHost}), which Wharf copies to the device on
+   * the run's stream (the buffer may be reused once this returns), or device memory of the
+   * runtime's device ({@link TensorView#ofDevice}, or a run's tensor), read on the run's
+   * stream (write it on that stream, {@link Run#stream()}, or finish writing it before the call).
+   *
+   * <p>The outputs are device tensors owned by the run: valid until it is closed, then
+   * freed (ordered on its stream). Copy them to the host with
+   * {@link TensorView#read(long, ByteBuffer)} or {@link TensorView#toByteArray()} (ordered
+   * after the model on the run's stream), or use them from CUDA code through
+   * {@link TensorView#address()}, before closing the run; once the run is closed, their
+   * views throw {@link IllegalStateException} instead of reading freed memory.
+   *
+   * @param run a run of this model's container
+   * @param inputs the inputs, as many as {@link Model#numInputs()}
+   * @return the outputs, {@link Model#numOutputs()} of them, in order (names "output 0", ...)
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} for a run of another
+   *     container, a wrong input count or an unsupported dtype;
+   *     {@link WharfException.Code#INTERNAL} when the model fails (the message says why)
+   * @throws IllegalArgumentException for a non-contiguous input
+   * @throws IllegalStateException if the run, the model, or the run or map an input belongs
+   *     to has been closed
+   */
+  public List<TensorView> run(Run run, TensorView... inputs) {
+    return Objects.requireNonNull(run, "run").runModel(this, inputs);
+  }
+
+  /**
    * The model's container: its parameters as constants (update and swap them through it),
    * its state declarations (create {@link Session}s over it), and its runs
-   * ({@link Container#beginRun(Session)}, then {@link Run#runModel(Model, TensorView...)}).
+   * ({@link Container#beginRun(Session)}, then {@link #run(Run, TensorView...)}).
    * It belongs to the model: closing it does nothing.
    *
    * @return the container (the same object every time)

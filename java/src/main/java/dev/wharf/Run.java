@@ -135,7 +135,7 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
     return withPointer(p -> {
       wharf_tensor_view view = new wharf_tensor_view();
       try {
-        WharfNative.wharf_run_tensor(p, fqn, view);
+        WharfNative.wharf_run_get_tensor(p, fqn, view);
         return TensorView.copyOf(this, fqn, view);
       } finally {
         view.delete();
@@ -183,35 +183,8 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
     dst.position(position + bytes);
   }
 
-  /**
-   * Runs a compiled model over this run's generation and session, on the run's stream, and
-   * returns when the work is enqueued. This run must be of {@code model}'s container, begun
-   * with the session whose state (KV caches) the model reads and writes.
-   *
-   * <p>{@code inputs} are the forward's inputs in order ({@link Model#inputNames()}),
-   * contiguous: host memory ({@link TensorView#ofHost}), which Wharf copies to the device on
-   * the run's stream (the buffer may be reused once this returns), or device memory of the
-   * runtime's device ({@link TensorView#ofDevice}, or a run's tensor), read on the run's
-   * stream (write it on that stream, {@link #stream()}, or finish writing it before the call).
-   *
-   * <p>The outputs are device tensors owned by this run: valid until it is closed, then
-   * freed (ordered on its stream). Copy them to the host with
-   * {@link TensorView#read(long, ByteBuffer)} or {@link TensorView#toByteArray()} (ordered
-   * after the model on the run's stream), or use them from CUDA code through
-   * {@link TensorView#address()}, before closing the run; once the run is closed, their
-   * views throw {@link IllegalStateException} instead of reading freed memory.
-   *
-   * @param model the model whose container this run is of
-   * @param inputs the inputs, as many as {@link Model#numInputs()}
-   * @return the outputs, {@link Model#numOutputs()} of them, in order (names "output 0", ...)
-   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} for a run of another
-   *     container, a wrong input count or an unsupported dtype;
-   *     {@link WharfException.Code#INTERNAL} when the model fails (the message says why)
-   * @throws IllegalArgumentException for a non-contiguous input
-   * @throws IllegalStateException if the run, the model, or the run or map an input belongs
-   *     to has been closed
-   */
-  public List<TensorView> runModel(Model model, TensorView... inputs) {
+  /** The body of {@link Model#run(Run, TensorView...)}, which documents it. */
+  List<TensorView> runModel(Model model, TensorView... inputs) {
     Objects.requireNonNull(model, "model");
     List<TensorView> in = Arrays.asList(Objects.requireNonNull(inputs, "inputs").clone());
     List<NativeHandle<?>> locked = new ArrayList<>();
@@ -237,7 +210,7 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
               throw new IllegalStateException("the input list of a model run is full"); // sized above: never
             }
           }
-          WharfNative.wharf_swig_run_model(pointerWhileLocked(), model.pointerWhileLocked(), natives, outs);
+          WharfNative.wharf_swig_model_run(model.pointerWhileLocked(), pointerWhileLocked(), natives, outs);
           List<TensorView> result = new ArrayList<>(numOutputs);
           for (int i = 0; i < numOutputs; i++) {
             result.add(TensorView.outputOf(this, i, WharfNative.wharf_swig_view_list_at(outs, i)));

@@ -10,7 +10,7 @@ import java.util.Objects;
  * A tensor as a {@link Run} or a {@link ConstantMap} sees it: name, dtype, shape, device and
  * the address of its data. The description is an immutable value; the data belongs to the
  * run or map it came from (its <em>owner</em>), and this view keeps the owner reachable.
- * A model's outputs ({@link Run#runModel(Model, TensorView...)}) are owned by the run too.
+ * A model's outputs ({@link Model#run(Run, TensorView...)}) are owned by the run too.
  * {@link #ofHost} and {@link #ofDevice} describe the caller's own memory (model inputs).
  *
  * <p>{@link #asByteBuffer()}, {@link #toByteArray()} and {@link #read(long, ByteBuffer)}
@@ -20,12 +20,12 @@ import java.util.Objects;
  * owns (as ONNX Runtime's Java API returns copies, for the same reason). CUDA kernels use
  * {@link #address()}. Once the owner is closed, all three throw
  * {@link IllegalStateException}, and so does passing the view to
- * {@link Run#runModel(Model, TensorView...)}.
+ * {@link Model#run(Run, TensorView...)}.
  */
 public final class TensorView {
   private final NativeHandle<?> owner; // null for the caller's own memory (ofHost, ofDevice)
   private final ByteBuffer host;       // ofHost: the caller's buffer (a slice from its position)
-  private final boolean output;        // an output of Run#runModel: not named in the run
+  private final boolean output;        // an output of Model#run: not named in the run
   private final String name;
   private final DType dtype;
   private final long[] shape;
@@ -64,7 +64,7 @@ public final class TensorView {
         view.contiguous() != 0);
   }
 
-  /** Copies an output view filled by {@code wharf_run_model}; call while the run's lock is held. */
+  /** Copies an output view filled by {@code wharf_model_run}; call while the run's lock is held. */
   static TensorView outputOf(Run run, int index, wharf_tensor_view view) {
     long[] shape = new long[view.getNdim()];
     for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
@@ -75,9 +75,9 @@ public final class TensorView {
 
   /**
    * A view of the caller's own host memory, for inputs of
-   * {@link Run#runModel(Model, TensorView...)}: the bytes of a direct buffer from its
+   * {@link Model#run(Run, TensorView...)}: the bytes of a direct buffer from its
    * position on, contiguous row-major, in native byte order. The view keeps the buffer
-   * reachable; nothing is copied here ({@code runModel} copies it to the device on the run's
+   * reachable; nothing is copied here ({@code Model.run} copies it to the device on the run's
    * stream, and the buffer may be reused once that call returns).
    *
    * @param data a direct buffer with at least the tensor's byte size remaining
@@ -108,7 +108,7 @@ public final class TensorView {
 
   /**
    * A view of CUDA device memory the caller manages (allocated with a CUDA binding, for
-   * example), for inputs of {@link Run#runModel(Model, TensorView...)}: contiguous row-major.
+   * example), for inputs of {@link Model#run(Run, TensorView...)}: contiguous row-major.
    * The memory must stay valid, and hold its values on the run's stream, while the model
    * reads it.
    *

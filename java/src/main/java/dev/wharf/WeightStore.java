@@ -92,8 +92,8 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
       wharf_weight_store_stats stats = new wharf_weight_store_stats();
       try {
         WharfNative.wharf_weight_store_get_stats(p, stats);
-        return new WeightStoreStats(stats.getUnique_constants(), stats.getUnique_bytes(),
-            stats.getReferences(), stats.getSaved_bytes());
+        return new WeightStoreStats(stats.getNum_unique_constants(), stats.getUnique_bytes(),
+            stats.getNum_references(), stats.getSaved_bytes());
       } finally {
         stats.delete();
       }
@@ -193,7 +193,7 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
   public String toString() {
     try {
       WeightStoreStats s = stats();
-      return "WeightStore{" + s.uniqueConstants() + " constants, " + s.uniqueBytes() + " bytes, "
+      return "WeightStore{" + s.numUniqueConstants() + " constants, " + s.uniqueBytes() + " bytes, "
           + s.savedBytes() + " bytes saved}";
     } catch (IllegalStateException closed) {
       return "WeightStore{closed}";

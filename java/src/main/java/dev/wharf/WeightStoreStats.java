@@ -23,7 +23,7 @@ public final class WeightStoreStats {
    *
    * @return the number of distinct stored constants
    */
-  public long uniqueConstants() {
+  public long numUniqueConstants() {
     return uniqueConstants;
   }
 
@@ -41,7 +41,7 @@ public final class WeightStoreStats {
    *
    * @return the number of references
    */
-  public long references() {
+  public long numReferences() {
     return references;
   }
 

@@ -103,7 +103,7 @@ public final class WharfRuntime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
     return withPointer(p -> {
       wharf_device_info info = new wharf_device_info();
       try {
-        WharfNative.wharf_runtime_device_info(p, info);
+        WharfNative.wharf_runtime_get_device_info(p, info);
         return new DeviceInfo(Backend.fromValue(info.getBackend()), info.getDevice_index(),
             info.device_name(), info.getTotal_memory(), info.getFree_memory(),
             info.getCompute_major(), info.getCompute_minor());
@@ -123,7 +123,7 @@ public final class WharfRuntime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
     return withPointer(p -> {
       wharf_memory_stats stats = new wharf_memory_stats();
       try {
-        WharfNative.wharf_runtime_memory_stats(p, stats);
+        WharfNative.wharf_runtime_get_memory_stats(p, stats);
         long[] current = new long[WharfNativeConstants.WHARF_MEM_TAG_CAPACITY];
         long[] peak = new long[WharfNativeConstants.WHARF_MEM_TAG_CAPACITY];
         for (int tag = 0; tag < current.length; tag++) {

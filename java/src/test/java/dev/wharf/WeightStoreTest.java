@@ -89,9 +89,9 @@ public class WeightStoreTest {
       assertArrayEquals(iota(4, 20), floats(d.tensor("decode.head")), 0f);
 
       WeightStoreStats stats = store.stats();
-      assertEquals(stats.toString(), 4, stats.uniqueConstants());
+      assertEquals(stats.toString(), 4, stats.numUniqueConstants());
       assertEquals(stats.toString(), UNION_BYTES, stats.uniqueBytes());
-      assertEquals(stats.toString(), 6, stats.references());
+      assertEquals(stats.toString(), 6, stats.numReferences());
       assertEquals(stats.toString(), SHARED_BYTES, stats.savedBytes());
       // the union of the weights, not the sum
       assertEquals(UNION_BYTES, runtime.memoryStats().current(MemoryTag.CONSTANTS));
@@ -105,7 +105,7 @@ public class WeightStoreTest {
          Run p = prefill.beginRun(); Run a = alone.beginRun()) {
       assertNull(alone.store());
       assertNotEquals(p.tensor("embed").address(), a.tensor("embed").address());
-      assertEquals(3, store.stats().uniqueConstants());
+      assertEquals(3, store.stats().numUniqueConstants());
     }
   }
 
@@ -197,7 +197,7 @@ public class WeightStoreTest {
         assertEquals(p.tensor("embed").address(), d.tensor("embed").address());
         assertArrayEquals(iota(3, 10), floats(p.tensor("prefill.head")), 0f);
       }
-      assertEquals(6, store.stats().references());
+      assertEquals(6, store.stats().numReferences());
     }
   }
 
@@ -285,7 +285,7 @@ public class WeightStoreTest {
   public void runtimeClosedFirstKeepsTheStoreWorking() {
     try (Container prefill = prefill(); Container decode = decode()) {
       runtime.close();
-      assertEquals(4, store.stats().uniqueConstants());
+      assertEquals(4, store.stats().numUniqueConstants());
       try (ConstantMap patch = ConstantMap.create()) {
         patch.put("embed", iota(8, 1), 4, 2);
         store.update(patch);
