@@ -48,12 +48,24 @@ import java.util.Objects;
  */
 public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_map> {
   private final String origin;
-  // Buffers the native map borrows; guarded by the write lock (withPointerExclusive).
-  private final List<ByteBuffer> borrowed = new ArrayList<>();
+  // Buffers the native map borrows; guarded by itself.
+  private final List<ByteBuffer> borrowed;
 
   private ConstantMap(SWIGTYPE_p_wharf_constant_map pointer, String origin) {
-    super(pointer);
+    this(pointer, origin, new ArrayList<>());
+  }
+
+  private ConstantMap(SWIGTYPE_p_wharf_constant_map pointer, String origin, List<ByteBuffer> borrowed) {
+    // The buffers live as long as the native map that reads them (the free function keeps
+    // them, not the map object).
+    super(pointer, p -> {
+      WharfNative.wharf_constant_map_free(p);
+      synchronized (borrowed) {
+        borrowed.clear(); // the native map no longer reads them
+      }
+    });
     this.origin = origin;
+    this.borrowed = borrowed;
   }
 
   /**
@@ -105,14 +117,6 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
   @Override
   String describe() {
     return origin == null ? "ConstantMap" : "ConstantMap (" + origin + ")";
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_constant_map pointer) {
-    WharfNative.wharf_constant_map_free(pointer);
-    synchronized (borrowed) {
-      borrowed.clear(); // the native map no longer reads them
-    }
   }
 
   /**

@@ -51,7 +51,8 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   private final Model model; // the model this container belongs to (borrowed from it), or null
 
   private Container(SWIGTYPE_p_wharf_container pointer, WharfRuntime runtime, WeightStore store, String name) {
-    super(pointer, store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
+    super(pointer, WharfNative::wharf_container_free,
+        store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
     this.runtime = runtime;
     this.store = store;
     this.name = name;
@@ -59,7 +60,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   }
 
   private Container(SWIGTYPE_p_wharf_container pointer, Model model) {
-    super(pointer, model);
+    super(pointer, p -> { }, model); // a model's container is the model's to free
     this.runtime = model.runtime();
     this.store = model.store();
     this.name = WharfNative.wharf_container_name(pointer);
@@ -266,11 +267,6 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
   @Override
   String describe() {
     return "Container '" + name + "'";
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_container pointer) {
-    if (model == null) WharfNative.wharf_container_free(pointer); // a model's is the model's to free
   }
 
   /**

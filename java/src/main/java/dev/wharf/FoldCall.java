@@ -66,7 +66,9 @@ final class FoldCall {
       message = t.toString().getBytes(StandardCharsets.UTF_8);
       return WharfException.Code.FAILED_PRECONDITION.value();
     } finally {
-      if (run != null) run.close(); // the run belongs to the update: invalid from now on
+      // The run belongs to the update, which ends it once this returns: invalid from now on,
+      // after the FoldRun calls still in progress on threads the callback started.
+      if (run != null) run.closeAndWait();
     }
   }
 

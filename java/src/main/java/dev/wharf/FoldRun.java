@@ -18,18 +18,13 @@ public final class FoldRun extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final Map<String, Written> written = new LinkedHashMap<>();
 
   FoldRun(SWIGTYPE_p_wharf_run pointer, String container) {
-    super(pointer);
+    super(pointer, null); // the update ends its run itself
     this.container = container;
   }
 
   @Override
   String describe() {
     return "fold run of " + container;
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_run pointer) {
-    // The update ends its run itself.
   }
 
   /**

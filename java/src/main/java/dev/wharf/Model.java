@@ -52,7 +52,8 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
   private Container container; // set once, right after construction
 
   private Model(SWIGTYPE_p_wharf_model pointer, WharfRuntime runtime, WeightStore store, String path) {
-    super(pointer, store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
+    super(pointer, WharfNative::wharf_model_free,
+        store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
     this.runtime = runtime;
     this.store = store;
     this.path = path;
@@ -132,11 +133,6 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
   @Override
   String describe() {
     return "Model " + path;
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_model pointer) {
-    WharfNative.wharf_model_free(pointer);
   }
 
   /**

@@ -29,7 +29,8 @@ import java.util.Objects;
  * {@link Container} (and its session) reachable and alive, so they may be closed first.
  *
  * <p><b>Threads.</b> {@link #tensor(String)} and {@link #read(String, long, ByteBuffer)} may
- * be called from many threads at once; {@code close()} waits for calls in progress.
+ * be called from many threads at once; {@code close()} never waits: a call in progress on
+ * another thread ends the run when it returns (and logs a failure to end it).
  */
 public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final Container container;
@@ -37,7 +38,8 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final long generation;
 
   private Run(SWIGTYPE_p_wharf_run pointer, Container container, Session session, long generation) {
-    super(pointer, session == null ? Collections.singletonList(container) : Arrays.asList(container, session));
+    super(pointer, WharfNative::wharf_run_end, // frees the handle even when it throws
+        session == null ? Collections.singletonList(container) : Arrays.asList(container, session));
     this.container = container;
     this.session = session;
     this.generation = generation;
@@ -64,11 +66,6 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   @Override
   String describe() {
     return "Run of " + container.describe() + " (generation " + generation + ")";
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_run pointer) {
-    WharfNative.wharf_run_end(pointer); // frees the handle even when it throws
   }
 
   /**

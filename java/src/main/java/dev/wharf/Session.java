@@ -47,7 +47,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
 
   private Session(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
       List<? extends NativeHandle<?>> parents) {
-    super(pointer, parents);
+    super(pointer, WharfNative::wharf_session_free, parents);
     this.runtime = runtime;
     this.containers = containers;
   }
@@ -148,11 +148,6 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
   @Override
   String describe() {
     return "Session over " + containers.stream().map(c -> "'" + c.name() + "'").collect(Collectors.joining(", "));
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_session pointer) {
-    WharfNative.wharf_session_free(pointer);
   }
 
   /**

@@ -38,7 +38,7 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
   private final WharfRuntime runtime;
 
   private WeightStore(SWIGTYPE_p_wharf_weight_store pointer, WharfRuntime runtime) {
-    super(pointer, runtime);
+    super(pointer, WharfNative::wharf_weight_store_free, runtime);
     this.runtime = runtime;
   }
 
@@ -65,11 +65,6 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
   @Override
   String describe() {
     return "WeightStore";
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_weight_store pointer) {
-    WharfNative.wharf_weight_store_free(pointer);
   }
 
   /**

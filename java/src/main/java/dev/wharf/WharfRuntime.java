@@ -25,7 +25,7 @@ public final class WharfRuntime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
   private final Backend backend;
 
   private WharfRuntime(SWIGTYPE_p_wharf_runtime pointer) {
-    super(pointer);
+    super(pointer, WharfNative::wharf_runtime_free);
     this.backend = Backend.fromValue(WharfNative.wharf_runtime_backend(pointer));
   }
 
@@ -75,11 +75,6 @@ public final class WharfRuntime extends NativeHandle<SWIGTYPE_p_wharf_runtime> {
   @Override
   String describe() {
     return "WharfRuntime (" + backend + ")";
-  }
-
-  @Override
-  void free(SWIGTYPE_p_wharf_runtime pointer) {
-    WharfNative.wharf_runtime_free(pointer);
   }
 
   /**

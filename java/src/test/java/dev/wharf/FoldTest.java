@@ -153,9 +153,7 @@ public class FoldTest {
     // Calls that would wait for the update they are called from.
     assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(update, () -> model.beginRun().close()));
     assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(update, () -> Session.create(runtime, model).close()));
-    assertEquals("IllegalStateException", outcomeOf(update, model::close));
     assertEquals("IllegalStateException", outcomeOf(update, () -> weights.put("extra", new float[] {1f}, 1)));
-    assertEquals("IllegalStateException", outcomeOf(update, weights::close));
     // Calls the library refuses itself.
     assertEquals("WharfException BUSY", outcomeOf(update, () -> model.update(weights,
         UpdateOptions.builder().fold(FoldTest::transpose).build())));
@@ -186,13 +184,35 @@ public class FoldTest {
         assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(storeUpdate, () -> store.update(weights,
             UpdateOptions.builder().fold(FoldTest::transpose).build())));
         assertEquals("WharfException FAILED_PRECONDITION", outcomeOf(storeUpdate, store::swap));
-        assertEquals("IllegalStateException", outcomeOf(storeUpdate, store::close));
         store.update(weights, UpdateOptions.builder().fold(FoldTest::transpose).build());
         store.swap();
         try (Run run = a.beginRun()) {
           assertArrayEquals(new float[] {0, 3, 1, 4, 2, 5}, floats(run.tensor("wt")), 0f);
         }
+        // Closing the store from its update's fold: closed at once, freed after the update.
+        assertEquals("ok", outcomeOf(storeUpdate, store::close));
+        assertTrue(store.isClosed());
+        assertThrows(IllegalStateException.class, store::swap);
       }
     }
+
+    // Closing what an update uses from its own fold: closed at once (close never waits), the
+    // native objects freed when the update returns.
+    assertEquals("ok", outcomeOf(update, () -> {
+      weights.close();
+      model.close();
+    }));
+    assertTrue(model.isClosed() && weights.isClosed());
+    assertThrows(IllegalStateException.class, model::swap);
+  }
+
+  /**
+   * Issue 23, defect 6: two threads whose folds close each other's containers both finish
+   * ({@link FoldCloseChild}, in a child JVM: when close() waited for other threads' calls in
+   * progress, each waited for the other's update, which waited for its fold, and the JVM hung).
+   */
+  @Test
+  public void foldsClosingEachOthersContainersBothFinish() throws Exception {
+    ChildJvm.run(null, "dev.wharf.FoldCloseChild", 60).assertOk("folds closing each other's containers");
   }
 }

@@ -12,31 +12,28 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.junit.Test;
 
 /**
  * The lifecycle every handle shares, on a fake native object that records its frees: freed
- * exactly once, parents freed after their dependents, close waits for calls in progress.
+ * exactly once, parents freed after their dependents, close never waits for calls in progress.
  */
 public class NativeHandleTest {
   private final List<String> freed = Collections.synchronizedList(new ArrayList<>());
 
   private final class Fake extends NativeHandle<String> {
-    private final RuntimeException failOnFree;
-
     Fake(String name, Fake parent) {
       this(name, parent, null);
     }
 
     Fake(String name, Fake parent, RuntimeException failOnFree) {
-      super(name, parent);
-      this.failOnFree = failOnFree;
+      super(name, recorder(freed, failOnFree), parent);
     }
 
     /** A dependent of several parents; the caller holds their locks (withPointers). */
     Fake(List<Fake> parents, String name) {
-      super(name, parents);
-      this.failOnFree = null;
+      super(name, recorder(freed, null), parents);
     }
 
     /** Creates a dependent the way the API classes do: under this handle's lock. */
@@ -48,12 +45,14 @@ public class NativeHandleTest {
     String describe() {
       return "Fake";
     }
+  }
 
-    @Override
-    void free(String pointer) {
+  /** A free function that records the pointer in {@code freed} (and then throws {@code failOnFree}). */
+  private static Consumer<String> recorder(List<String> freed, RuntimeException failOnFree) {
+    return pointer -> {
       freed.add(pointer);
       if (failOnFree != null) throw failOnFree;
-    }
+    };
   }
 
   @Test
@@ -114,8 +113,12 @@ public class NativeHandleTest {
     assertEquals(Arrays.asList("run", "container"), freed);
   }
 
+  /**
+   * close() never waits: the handle is closed at once (new calls throw), and the native
+   * object is freed by the last call in progress when it returns.
+   */
   @Test
-  public void closeWaitsForCallsInProgress() throws Exception {
+  public void closeNeverWaitsTheLastCallInProgressFrees() throws Exception {
     Fake h = new Fake("h", null);
     CountDownLatch inside = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
@@ -130,10 +133,49 @@ public class NativeHandleTest {
     }));
     user.start();
     assertTrue(inside.await(10, TimeUnit.SECONDS));
-    Thread closer = new Thread(h::close);
+    h.close(); // returns at once
+    assertTrue(h.isClosed());
+    assertThrows(IllegalStateException.class, () -> h.withPointer(p -> p));
+    assertTrue("freed under a call in progress", freed.isEmpty());
+    release.countDown();
+    user.join(10_000);
+    assertFalse(user.isAlive());
+    assertEquals(Arrays.asList("h"), freed);
+  }
+
+  /** A handle closed inside its own call (a fold closing its container) is freed when the call returns. */
+  @Test
+  public void closeInsideOwnCallIsFreedWhenTheCallReturns() {
+    Fake h = new Fake("h", null);
+    h.withPointer(p -> {
+      h.close();
+      assertTrue(freed.isEmpty());
+      return p;
+    });
+    assertEquals(Arrays.asList("h"), freed);
+  }
+
+  /** closeAndWait (a fold's run) waits for the calls other threads have in progress. */
+  @Test
+  public void closeAndWaitWaitsForCallsInProgress() throws Exception {
+    Fake h = new Fake("h", null);
+    CountDownLatch inside = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    Thread user = new Thread(() -> h.withPointer(p -> {
+      inside.countDown();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return p;
+    }));
+    user.start();
+    assertTrue(inside.await(10, TimeUnit.SECONDS));
+    Thread closer = new Thread(h::closeAndWait);
     closer.start();
     closer.join(200);
-    assertTrue("close() returned while a call was in progress", closer.isAlive());
+    assertTrue("closeAndWait() returned while a call was in progress", closer.isAlive());
     assertTrue(freed.isEmpty());
     release.countDown();
     closer.join(10_000);
