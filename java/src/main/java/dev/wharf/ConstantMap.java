@@ -66,6 +66,7 @@ public final class ConstantMap extends NativeHandle<SWIGTYPE_p_wharf_constant_ma
     });
     this.origin = origin;
     this.borrowed = borrowed;
+    nameForLeaks();
   }
 
   /**

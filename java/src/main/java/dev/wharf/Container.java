@@ -57,6 +57,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     this.store = store;
     this.name = name;
     this.model = null;
+    nameForLeaks();
   }
 
   private Container(SWIGTYPE_p_wharf_container pointer, Model model) {

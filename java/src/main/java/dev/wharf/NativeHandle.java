@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
+import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -36,7 +37,11 @@ import java.util.function.Supplier;
  * first is safe whatever the native library does; the Java child also keeps strong
  * references to its parents, so the garbage collector cannot reclaim a parent in use.
  *
- * <p>There is no finalizer or cleaner: handles are released by {@code close()} only.
+ * <p><b>Leaks.</b> A handle that becomes unreachable without {@code close()} is closed by a
+ * {@link Cleaner} (a backstop, not a way to manage resources: an unclosed {@link Run} pins
+ * its generation's memory until then), which logs the leak as a warning through the
+ * {@link System.Logger} named {@code dev.wharf}. The cleaning action holds only the
+ * handle's {@link Life} (native pointer, free function, parents' lives), never the handle.
  *
  * <p>Code that holds the locks of several handles at once takes them in creation order
  * (parents are always older than their dependents), so two such calls cannot deadlock with
@@ -47,17 +52,22 @@ import java.util.function.Supplier;
 abstract class NativeHandle<P> implements AutoCloseable {
   private static final AtomicLong CREATED = new AtomicLong();
   static final System.Logger LOG = System.getLogger("dev.wharf");
+  private static final Cleaner CLEANER = Cleaner.create();
 
   private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
   private final List<NativeHandle<?>> parents; // distinct, unmodifiable
   private final long creationOrder = CREATED.getAndIncrement();
   private final Life<P> life;
+  private final Cleaner.Cleanable cleanable; // null for a handle nobody but the binding owns
 
-  /** The native object's state: pointer, free function, references. */
-  static final class Life<P> {
+  /**
+   * The native object's state, apart from the Java handle (the Cleaner's action must not
+   * reach the handle, or the handle would never become unreachable).
+   */
+  static final class Life<P> implements Runnable {
     private final Consumer<P> free; // null: nothing to free (the object belongs to someone else)
     private final List<Life<?>> parents;
-    private final String name;      // for messages
+    private volatile String name;   // for the leak's message
     private P pointer;              // guarded by this; null once freed
     private boolean closed;         // guarded by this
     private int refs;               // operations in progress + dependents; guarded by this
@@ -162,11 +172,25 @@ abstract class NativeHandle<P> implements AutoCloseable {
         releaseParents(i + 1);
       }
     }
+
+    /** The Cleaner's action: the handle became unreachable (or close() unregistered it). */
+    @Override
+    public void run() {
+      if (isClosed()) return;
+      LOG.log(System.Logger.Level.WARNING, "wharf: " + name + " was garbage-collected without close(); closing it"
+          + " now (close every Wharf handle explicitly, with try-with-resources)");
+      try {
+        close();
+      } catch (RuntimeException | Error e) {
+        LOG.log(System.Logger.Level.WARNING, "wharf: closing the leaked " + name + " failed", e);
+      }
+    }
   }
 
   /**
    * Takes ownership of {@code pointer}, freed with {@code free}, for a handle that depends
-   * on no other. null means the object is not the handle's to free.
+   * on no other. {@code free} must not refer to the handle (the leak backstop holds it);
+   * null means the object is not the handle's to free, and then there is no backstop.
    */
   NativeHandle(P pointer, Consumer<P> free) {
     this(pointer, free, Collections.emptyList());
@@ -195,6 +219,7 @@ abstract class NativeHandle<P> implements AutoCloseable {
     for (NativeHandle<?> p : this.parents) lives.add(p.life);
     this.life = new Life<>(pointer, free, lives, getClass().getSimpleName());
     for (NativeHandle<?> p : this.parents) p.life.addDependent();
+    this.cleanable = free == null ? null : CLEANER.register(this, life);
   }
 
   private static List<NativeHandle<?>> distinct(List<? extends NativeHandle<?>> handles) {
@@ -204,6 +229,11 @@ abstract class NativeHandle<P> implements AutoCloseable {
       if (seen.put(Objects.requireNonNull(h, "parent"), Boolean.TRUE) == null) out.add(h);
     }
     return out;
+  }
+
+  /** Names the handle in the leak backstop's message; call once the subclass can {@link #describe()}. */
+  final void nameForLeaks() {
+    life.name = describe();
   }
 
   /** The handles this one depends on (distinct, in the order given at construction). */
@@ -306,7 +336,11 @@ abstract class NativeHandle<P> implements AutoCloseable {
    */
   @Override
   public void close() {
-    life.close();
+    try {
+      life.close();
+    } finally {
+      if (cleanable != null) cleanable.clean(); // closed: the backstop only unregisters
+    }
   }
 
   /**

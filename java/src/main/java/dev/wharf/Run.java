@@ -24,7 +24,9 @@ import java.util.Objects;
  *
  * <p><b>Lifetime.</b> {@link #close()} ends the run ({@code wharf_run_end}): it records the
  * run's completion on its stream, after which Wharf may reclaim the generation. Close every
- * run, promptly: an open run keeps its generation's memory. Closing twice is a no-op and any
+ * run, promptly: an open run keeps its generation's memory. A run that becomes unreachable
+ * unclosed is ended by a {@link java.lang.ref.Cleaner}, which logs the leak (a backstop
+ * only: until the garbage collector finds it, its generation stays pinned). Closing twice is a no-op and any
  * other call on a closed run throws {@link IllegalStateException}. A run keeps its
  * {@link Container} (and its session) reachable and alive, so they may be closed first.
  *
@@ -43,6 +45,7 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
     this.container = container;
     this.session = session;
     this.generation = generation;
+    nameForLeaks();
   }
 
   /**

@@ -50,6 +50,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
     super(pointer, WharfNative::wharf_session_free, parents);
     this.runtime = runtime;
     this.containers = containers;
+    nameForLeaks();
   }
 
   /**
