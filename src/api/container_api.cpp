@@ -173,10 +173,7 @@ WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, 
     }
     std::shared_ptr<Container> c;
     WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, std::move(cfg), &c));
-    UpdateOptions u;
-    u.require_full = true;
-    WHARF_RETURN_IF_ERROR(c->update(m, u));
-    WHARF_RETURN_IF_ERROR(c->swap());
+    WHARF_RETURN_IF_ERROR(c->load(m));
     auto h = std::make_unique<wharf_container>();
     h->c = std::move(c);
     *out = h.release();

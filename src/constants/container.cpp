@@ -168,7 +168,7 @@ bool Container::staged() const {
   return staged_;
 }
 
-std::shared_ptr<Slot> Container::active_slot_for_test(int index) const {
+std::shared_ptr<Slot> Container::active_slot(int index) const {
   MutexLock lock(mu_);
   return active_ ? active_->slots[size_t(index)] : nullptr;
 }
@@ -309,6 +309,35 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   return opts.in_place ? update_in_place(plan, opts, ready.get()) : update_inactive(plan, opts, ready.get());
 }
 
+Status Container::load(const ConstantMap& map) {
+  UpdateOptions opts;
+  opts.require_full = true;
+  std::vector<Planned> plan;
+  WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
+  std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
+  if (!ulock.owns_lock())
+    return Busy("container " + quote_name(name_) + ": another update is in progress (updates, binds and weight store "
+                "updates of one container run one at a time)");
+  {
+    MutexLock lock(mu_);
+    WHARF_RETURN_IF_ERROR(check_not_replica_locked("a load"));
+  }
+  WHARF_RETURN_IF_ERROR(update_inactive(plan, opts, nullptr));
+  DeadList dead;
+  MutexLock lock(mu_);
+  WHARF_RETURN_IF_ERROR(check_swap_locked(false));
+  swap_locked(&dead);
+  return Status::Ok();
+}
+
+int Container::first_missing(const std::vector<bool>& written, bool folds) const {
+  MutexLock lock(mu_);
+  const std::shared_ptr<Generation>& base = staged_ ? inactive_ : active_;
+  for (size_t i = 0; i < decls_.size(); ++i)
+    if (!(base && base->slots[i]) && !written[i] && !(decls_[i].derived() && folds)) return int(i);
+  return -1;
+}
+
 std::shared_ptr<Generation> Container::next_generation_locked() const {
   auto gen = std::make_shared<Generation>();
   // The first update after a swap starts from the active generation (sharing every slot);
@@ -354,13 +383,30 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   std::vector<int> fresh;  // written for the first time: offered to the store afterwards
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
-  for (const Planned& p : plan) {
-    const bool first = !gen->slots[p.index];
-    if (first && store_ && !decls_[p.index].derived()) {
-      if (std::shared_ptr<Slot> shared = store_->find_slot(decls_[p.index].fqn, this)) {
-        gen->slots[p.index] = std::move(shared);
-        continue;
+  std::vector<std::shared_ptr<Slot>> served;  // by plan entry: the store's storage, or null
+  if (store_) {
+    std::vector<std::string> wanted;  // constants this container has never held
+    std::vector<size_t> asked;        // -> plan entry
+    for (size_t k = 0; k < plan.size(); ++k)
+      if (!gen->slots[plan[k].index] && !decls_[plan[k].index].derived()) {
+        wanted.push_back(decls_[plan[k].index].fqn);
+        asked.push_back(k);
       }
+    if (!wanted.empty()) {
+      // One snapshot of the store for all of them: storage from one store version.
+      std::vector<std::shared_ptr<Slot>> got;
+      store_->served_slots(this, wanted, &got);
+      served.resize(plan.size());
+      for (size_t q = 0; q < asked.size(); ++q) served[asked[q]] = std::move(got[q]);
+    }
+  }
+  test_hook("container.update.after_store_snapshot");
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    const bool first = !gen->slots[p.index];
+    if (!served.empty() && served[k]) {
+      gen->slots[p.index] = std::move(served[k]);
+      continue;
     }
     to_copy.push_back(p);
     if (first) fresh.push_back(p.index);

@@ -123,6 +123,13 @@ class Container : public std::enable_shared_from_this<Container> {
   ~Container();
 
   Status update(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
+  // Loads a complete first set of weights from `map` and publishes it, as one write: the
+  // update and the swap run under one writer admission, so no weight store update can stage
+  // between them (a store member created from a map is never left with its own swap refused).
+  Status load(const ConstantMap& map) WHARF_EXCLUDES(mu_);
+  // The first constant a write of `written` (by constant index; derived ones count as
+  // written when `folds`) would leave without storage in the next generation, or -1.
+  int first_missing(const std::vector<bool>& written, bool folds) const WHARF_EXCLUDES(mu_);
   Status bind_user_constant(const std::string& fqn, UserConstant uc) WHARF_EXCLUDES(mu_);
   Status swap() WHARF_EXCLUDES(mu_);
   Status free_inactive() WHARF_EXCLUDES(mu_);
@@ -151,33 +158,44 @@ class Container : public std::enable_shared_from_this<Container> {
   DeviceType device_type_of(Placement placement) const;
   bool has_derived() const { return has_derived_; }
 
-  // For tests: the storage of constant `index` in the active generation (null if none).
-  std::shared_ptr<Slot> active_slot_for_test(int index) const WHARF_EXCLUDES(mu_);
+  // The storage of constant `index` in the active generation (null if none); the answer
+  // may be stale once another thread swaps.
+  std::shared_ptr<Slot> active_slot(int index) const WHARF_EXCLUDES(mu_);
 
- private:
-  friend class WeightStore;
-  friend class ReplicaGroup;  // stages and publishes its members together (src/replicas/)
-  struct Retired {
-    std::unique_ptr<Event> event;
-    std::shared_ptr<Generation> gen;
-  };
+  // Building blocks of a write, shared with the multi-container writers (weight store,
+  // replica group). They touch only a generation under construction (nothing published),
+  // so they take no lock; staging and publishing go through MemberSet.
   struct Planned {
     int index;
     const MapEntry* entry;
+  };
+  // Checks `map` against the declarations (names, dtypes, shapes, sources, require_full,
+  // the fold rule); the plan lists (constant index, map entry) in map order.
+  Status validate_map(const ConstantMap& map, const UpdateOptions& opts, std::vector<Planned>* plan) const;
+  // Fresh storage for constant `index`.
+  Status allocate_slot(int index, std::shared_ptr<Slot>* out);
+  // Gives each planned constant a fresh slot in `gen` and copies into it, allocating while
+  // earlier constants' copies run (TransferEngine's AllocateFn).
+  Status allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
+                           const std::vector<Event*>& wait_for);
+  // Allocates derived slots of `gen` and runs the fold (no-op without a fold).
+  Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts);
+
+ private:
+  // Stages and publishes several containers as one (src/constants/member_set.h): the only
+  // code outside this class that takes `mu_` and calls the *_locked functions below.
+  friend class MemberSet;
+  struct Retired {
+    std::unique_ptr<Event> event;
+    std::shared_ptr<Generation> gen;
   };
   // Why there is no inactive generation, for the swap's message.
   enum class NoInactive { kNeverStaged, kFirstSwap, kFreed };
 
   Container() = default;
-  Status validate_map(const ConstantMap& map, const UpdateOptions& opts, std::vector<Planned>* plan) const;
   Status validate_source(const ConstantDecl& d, const TensorMeta& src, const void* data) const;
-  Status allocate_slot(int index, std::shared_ptr<Slot>* out);
   Status copy_into(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
                    const std::vector<Event*>& wait_for);
-  // Gives each planned constant a fresh slot in `gen` and copies into it, allocating while
-  // earlier constants' copies run (TransferEngine's AllocateFn).
-  Status allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
-                           const std::vector<Event*>& wait_for);
   Status run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen);
   Status update_inactive(const std::vector<Planned>& plan, const UpdateOptions& opts, Event* source_ready)
       WHARF_EXCLUDES(mu_);
@@ -185,8 +203,6 @@ class Container : public std::enable_shared_from_this<Container> {
       WHARF_EXCLUDES(mu_);
   // The generation an update builds on: the staged one, else a copy of the active one.
   std::shared_ptr<Generation> next_generation_locked() const WHARF_REQUIRES(mu_);
-  // Allocates derived slots of `gen` and runs the fold (no-op without a fold).
-  Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts);
   // Makes `gen` the staged inactive generation; the old one goes to *dead.
   void stage_locked(std::shared_ptr<Generation> gen, std::vector<std::shared_ptr<Generation>>* dead)
       WHARF_REQUIRES(mu_);

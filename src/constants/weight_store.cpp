@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "constants/member_set.h"
 #include "core/text.h"
 #include "core/test_hooks.h"
 #include "device/transfer.h"
@@ -15,29 +16,6 @@ const char* placement_name(Placement p) { return p == Placement::kHost ? "host" 
 std::string describe(const ConstantDecl& d) {
   return std::string(dtype_name(d.dtype)) + " " + shape_string(d.shape) + " " + placement_name(d.placement);
 }
-
-// Holds a set of containers' `mu_`s (address order, no duplicates) for a scope. The
-// analysis cannot follow a dynamic set of locks; the functions that use it say so.
-class MemberLocks {
- public:
-  explicit MemberLocks(std::vector<Container*> cs) : cs_(std::move(cs)) {}
-  ~MemberLocks() { unlock(); }
-  template <class F>
-  void lock_all(F&& mutex_of) WHARF_NO_THREAD_SAFETY_ANALYSIS {
-    std::sort(cs_.begin(), cs_.end());
-    cs_.erase(std::unique(cs_.begin(), cs_.end()), cs_.end());
-    for (Container* c : cs_) mus_.push_back(&mutex_of(c));
-    for (Mutex* m : mus_) m->lock();
-  }
-  void unlock() WHARF_NO_THREAD_SAFETY_ANALYSIS {
-    for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->unlock();
-    mus_.clear();
-  }
-
- private:
-  std::vector<Container*> cs_;
-  std::vector<Mutex*> mus_;
-};
 
 }  // namespace
 
@@ -89,27 +67,40 @@ bool WeightStore::served_by(const std::vector<std::shared_ptr<Container>>& membe
   for (const auto& c : members) {
     if (c.get() == except) continue;
     int idx = c->find(fqn);
-    if (idx < 0) continue;
-    MutexLock lock(c->mu_);
-    if (c->active_ && c->active_->slots[size_t(idx)] == slot) return true;
+    if (idx >= 0 && c->active_slot(idx) == slot) return true;
   }
   return false;
 }
 
-std::shared_ptr<Slot> WeightStore::find_slot(const std::string& fqn, const Container* requester) const {
-  std::shared_ptr<Slot> slot;
-  std::vector<std::shared_ptr<Container>> members;  // released after mu_
+void WeightStore::served_slots(const Container* requester, const std::vector<std::string>& fqns,
+                               std::vector<std::shared_ptr<Slot>>* out) const {
+  out->assign(fqns.size(), nullptr);
+  std::vector<std::shared_ptr<Container>> members;  // released after every lock
   {
     MutexLock lock(mu_);
-    auto it = entries_.find(fqn);
-    if (it == entries_.end()) return nullptr;
-    slot = it->second.slot.lock();
-    if (!slot) return nullptr;
     members = live_members_locked();
   }
-  // Storage no member serves any more (kept alive only by a rollback generation or a run)
-  // is not the weight this FQN names now: the requester loads its own.
-  return served_by(members, fqn, slot, requester) ? slot : nullptr;
+  // One instant for every constant: the members' actives and the store's entries are read
+  // under all members' locks (then the store's, the documented order), which a store swap
+  // also holds while it publishes and moves the entries. Looked up one by one, a store swap
+  // in between gave a joiner two store versions, or its own data beside the store's.
+  MemberSet set(std::move(members));
+  set.with_locks([&](const MemberSet::Locked& locked) {
+    MutexLock lock(mu_);
+    for (size_t k = 0; k < fqns.size(); ++k) {
+      auto it = entries_.find(fqns[k]);
+      if (it == entries_.end()) continue;
+      std::shared_ptr<Slot> slot = it->second.slot.lock();
+      if (!slot) continue;
+      // Storage no member serves any more (kept alive only by a rollback generation or a
+      // run) is not the weight this FQN names now: the requester loads its own.
+      for (size_t i = 0; i < set.size() && !(*out)[k]; ++i) {
+        if (&set[i] == requester) continue;
+        int idx = set[i].find(fqns[k]);
+        if (idx >= 0 && locked.active_slot(i, idx) == slot) (*out)[k] = slot;
+      }
+    }
+  });
 }
 
 void WeightStore::offer_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) {
@@ -157,8 +148,18 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   return st;
 }
 
-Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOptions& opts)
-    WHARF_NO_THREAD_SAFETY_ANALYSIS /* member mu_s are locked as a set (MemberLocks) */ {
+namespace {
+
+// A member without weights for `d` cannot take a store update that does not write it.
+Status unloaded(const Container& c, const ConstantDecl& d) {
+  return FailedPrecondition("weight store update: container " + quote_name(c.name()) + " has no weights for constant " +
+                            quote_name(d.fqn) + " yet, so this update would stage an incomplete generation there; "
+                            "load it first (wharf_container_update and wharf_container_swap, or create it from a map)");
+}
+
+}  // namespace
+
+Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOptions& opts) {
   // 1. Validate every entry against the store's declaration; find who declares what. Forget
   //    staged containers that were freed since (the list never outgrows the live members).
   std::vector<ConstantDecl> decls;
@@ -191,44 +192,53 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
   std::unique_ptr<Event> source_ready;
   WHARF_RETURN_IF_ERROR(record_wait_stream(*runtime_, opts.wait_stream, "weight store update", &source_ready));
 
-  // 2. The containers affected, each with its update lock held for the whole call, and each
-  //    checked to be able to take the update before anything is copied or staged.
-  struct Target {
-    std::shared_ptr<Container> c;
-    std::unique_lock<std::mutex> lock;
-    std::vector<std::pair<int, size_t>> writes;  // (constant index, map entry)
-    std::shared_ptr<Generation> gen;
-    uint64_t base_version = 0;
-  };
-  std::vector<Target> targets;
+  // 2. The containers affected, each admitted (its update lock held for the whole call), and
+  //    each checked to be able to take the update before anything is copied or staged.
+  std::vector<std::shared_ptr<Container>> affected;
+  std::vector<std::vector<std::pair<int, size_t>>> writes;  // per target: (constant index, map entry)
   for (auto& c : members) {
-    std::vector<std::pair<int, size_t>> writes;
+    std::vector<std::pair<int, size_t>> w;
     for (size_t i = 0; i < map.size(); ++i) {
       int idx = c->find(map.entry(i).fqn);
-      if (idx >= 0 && !c->decls_[size_t(idx)].derived()) writes.emplace_back(idx, i);
+      if (idx >= 0 && !c->decls()[size_t(idx)].derived()) w.emplace_back(idx, i);
     }
-    if (writes.empty()) continue;
-    if (c->has_derived_ && !opts.fold)
+    if (w.empty()) continue;
+    if (c->has_derived() && !opts.fold)
       return InvalidArgument("weight store update: container " + quote_name(c->name()) +
                              " declares derived constants; the update needs a fold callback to recompute them");
-    std::unique_lock<std::mutex> ul(c->update_mu_, std::try_to_lock);
-    if (!ul.owns_lock())
-      return Busy("weight store update: container " + quote_name(c->name()) + " is being updated (or this is its fold callback)");
-    Target t{c, std::move(ul), std::move(writes), nullptr, 0};
-    {
-      MutexLock lock(c->mu_);
-      t.gen = c->next_generation_locked();
-      t.base_version = c->version_;
+    // A member this update would leave incomplete is refused before it is admitted (and
+    // checked again on its base below): admitting it would make its own first load answer
+    // BUSY for nothing.
+    std::vector<bool> written(c->decls().size(), false);
+    for (auto& x : w) written[size_t(x.first)] = true;
+    const int missing = c->first_missing(written, bool(opts.fold));
+    if (missing >= 0) return unloaded(*c, c->decls()[size_t(missing)]);
+    affected.push_back(c);
+    writes.push_back(std::move(w));
+  }
+  MemberSet targets(std::move(affected));
+  MemberSet::Admission admitted;
+  WHARF_RETURN_IF_ERROR(targets.admit(
+      [&](size_t t) {
+        return "weight store update: container " + quote_name(targets[t].name()) +
+               " is being updated (or this is its fold callback)";
+      },
+      &admitted));
+  DeadList dead;  // destroyed last, after every lock is released
+  std::vector<MemberSet::Write> staged(targets.size());
+  for (size_t t = 0; t < targets.size(); ++t) {
+    Container& c = targets[t];
+    MemberSet::Base base = targets.base(t, &dead);
+    staged[t].gen = std::move(base.gen);
+    staged[t].base_version = base.version;
+    staged[t].folded = c.has_derived() && bool(opts.fold);
+    std::vector<bool> written(c.decls().size(), false);
+    for (auto& w : writes[t]) written[size_t(w.first)] = true;
+    for (size_t i = 0; i < c.decls().size(); ++i) {
+      const ConstantDecl& d = c.decls()[i];
+      if (staged[t].gen->slots[i] || written[i] || (d.derived() && opts.fold)) continue;
+      return unloaded(c, d);
     }
-    std::vector<bool> written(c->decls_.size(), false);
-    for (auto& w : t.writes) written[size_t(w.first)] = true;
-    for (size_t i = 0; i < c->decls_.size(); ++i) {
-      const ConstantDecl& d = c->decls_[i];
-      if (t.gen->slots[i] || written[i] || (d.derived() && opts.fold)) continue;
-      return FailedPrecondition("weight store update: container " + quote_name(c->name()) + " has no weights for constant " + quote_name(d.fqn) + " yet, so this update would stage an incomplete generation there; load it "
-                                "first (wharf_container_update and wharf_container_swap, or create it from a map)");
-    }
-    targets.push_back(std::move(t));
   }
 
   // 3. One slot and one copy per FQN; slots are allocated while earlier copies run.
@@ -259,43 +269,24 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
                             .with_context("weight store update: copying " + std::to_string(map.size()) + " constants"));
 
   // 4. Build every container's next generation; publish only when all are built.
-  for (Target& t : targets) {
-    for (auto& w : t.writes) t.gen->slots[size_t(w.first)] = slots[w.second];
-    WHARF_RETURN_IF_ERROR(t.c->fold_into(t.gen, opts).with_context("weight store update: container " + quote_name(t.c->name()) + ""));
+  for (size_t t = 0; t < targets.size(); ++t) {
+    for (auto& w : writes[t]) {
+      staged[t].gen->slots[size_t(w.first)] = slots[w.second];
+      staged[t].written.emplace_back(w.first, slots[w.second]);
+    }
+    WHARF_RETURN_IF_ERROR(targets[t].fold_into(staged[t].gen, opts).with_context("weight store update: container " + quote_name(targets[t].name())));
   }
   test_hook("store.update.before_stage");
 
-  // 5. Stage everywhere at once. A member swapped (rolled back) or freed its inactive
-  //    generation meanwhile: the update is rebased onto its current base (as if it had
-  //    run after that call), unless derived constants were computed from the old base.
-  DeadList dead;
-  {
-    std::vector<Container*> raw;
-    for (Target& t : targets) raw.push_back(t.c.get());
-    MemberLocks locks(raw);
-    locks.lock_all([](Container* c) -> Mutex& { return c->mu_; });
-    for (Target& t : targets)
-      if (t.c->version_ != t.base_version && t.c->has_derived_ && opts.fold)
-        return Busy("weight store update: container " + quote_name(t.c->name()) +
-                    " swapped or freed its inactive generation during the update, and its derived constants were "
-                    "computed from the previous base; nothing was staged anywhere: retry the update");
-    for (Target& t : targets) {
-      if (t.c->version_ != t.base_version) {
-        std::shared_ptr<Generation> rebased = t.c->next_generation_locked();
-        for (auto& w : t.writes) rebased->slots[size_t(w.first)] = slots[w.second];
-        t.gen = std::move(rebased);
-      }
-      t.c->stage_locked(std::move(t.gen), &dead);
-      t.c->store_pending_ = true;
-      t.c->check_invariants_locked();
-    }
-  }
+  // 5. Stage everywhere at once (MemberSet's rebase rule for members that swapped, rolled
+  //    back or freed their inactive generation meanwhile).
+  WHARF_RETURN_IF_ERROR(targets.stage_all(&staged, MemberSet::Staging::kStore, "weight store update", &dead));
   // Updates accumulate until the swap: add to what earlier updates staged.
   MutexLock lock(mu_);
-  for (Target& t : targets) {
+  for (const auto& c : targets.members()) {
     bool known = false;
-    for (auto& w : staged_) known |= w.lock() == t.c;
-    if (!known) staged_.push_back(t.c);
+    for (auto& w : staged_) known |= w.lock() == c;
+    if (!known) staged_.push_back(c);
   }
   for (size_t i = 0; i < map.size(); ++i) {
     auto it = std::find_if(pending_slots_.begin(), pending_slots_.end(),
@@ -315,39 +306,36 @@ Status WeightStore::swap() {
   return st;
 }
 
-Status WeightStore::swap_serialised() WHARF_NO_THREAD_SAFETY_ANALYSIS /* MemberLocks */ {
-  std::vector<std::shared_ptr<Container>> targets;
+Status WeightStore::swap_serialised() {
+  std::vector<std::shared_ptr<Container>> staged;
   {
     MutexLock lock(mu_);
     for (auto& w : staged_)
-      if (auto c = w.lock()) targets.push_back(std::move(c));
+      if (auto c = w.lock()) staged.push_back(std::move(c));
   }
-  if (targets.empty())
+  if (staged.empty())
     return FailedPrecondition("weight store swap: nothing staged (no weight store update since the last swap)");
-  // All containers' locks at once: run_begin on any of them waits for the whole swap, so no
-  // run begun after it returns sees old weights beside new ones. Every member is checked
-  // before any is swapped: all or nothing.
+  // All members' locks at once: run_begin on any of them waits for the whole swap, so no run
+  // begun after it returns sees old weights beside new ones. Every member is checked before
+  // any is swapped (all or nothing), and the entries move under the same locks: a joining
+  // container reads entries and actives under them too, so it never sees one without the other.
   DeadList dead;
-  {
-    std::vector<Container*> raw;
-    for (auto& c : targets) raw.push_back(c.get());
-    MemberLocks locks(raw);
-    locks.lock_all([](Container* c) -> Mutex& { return c->mu_; });
-    for (auto& c : targets) {
-      WHARF_DCHECK(c->store_pending_, "a member staged by the store keeps its store update until the store swap");
-      WHARF_RETURN_IF_ERROR(c->check_swap_locked(true).with_context("weight store swap (nothing was swapped)"));
-    }
-    for (auto& c : targets) c->swap_locked(&dead);
-  }
-  MutexLock lock(mu_);
-  for (auto& p : pending_slots_) {
-    auto it = entries_.find(p.first);
-    if (it != entries_.end())
-      if (auto s = p.second.lock()) it->second.slot = s;
-  }
-  pending_slots_.clear();
-  staged_.clear();
-  return Status::Ok();
+  MemberSet targets(std::move(staged));
+  Status st = targets.swap_all(
+      true, [](size_t) { return std::string("weight store swap (nothing was swapped)"); },
+      [&] {
+        MutexLock lock(mu_);
+        for (auto& p : pending_slots_) {
+          auto it = entries_.find(p.first);
+          if (it != entries_.end())
+            if (auto s = p.second.lock()) it->second.slot = s;
+        }
+        pending_slots_.clear();
+        staged_.clear();
+      },
+      &dead);
+  if (st.ok()) test_hook("store.swap.after_publish");
+  return st;
 }
 
 WeightStoreStats WeightStore::stats() const {
@@ -368,9 +356,7 @@ WeightStoreStats WeightStore::stats() const {
     uint64_t refs = 0;
     for (auto& c : members) {
       int idx = c->find(live[i].first);
-      if (idx < 0) continue;
-      MutexLock lock(c->mu_);
-      if (c->active_ && c->active_->slots[size_t(idx)] == live[i].second) ++refs;
+      if (idx >= 0 && c->active_slot(idx) == live[i].second) ++refs;
     }
     st.unique_constants += 1;
     st.unique_bytes += bytes[i];

@@ -13,7 +13,9 @@
 // be destroyed under it: member references are copied out first). `update_mu_` serialises
 // store updates and swaps. Order when several are needed: store `update_mu_`, then member
 // `update_mu_`s (try-lock: BUSY, never a wait), then member `mu_`s in address order, then
-// store `mu_`. A store call made from inside a store update's fold callback (same thread)
+// store `mu_`. Multi-member staging and publishing go through MemberSet
+// (src/constants/member_set.h); a store swap moves its entries under the members' locks, so
+// no reader sees the members swapped and the entries not. A store call made from inside a store update's fold callback (same thread)
 // fails with FAILED_PRECONDITION instead of deadlocking.
 #pragma once
 
@@ -45,8 +47,11 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
   // both declarations when one disagrees with the store's under the same FQN.
   Status join(Container* c, const std::string& name, const std::vector<ConstantDecl>& decls) WHARF_EXCLUDES(mu_);
   void leave(Container* c) WHARF_EXCLUDES(mu_);
-  // The storage of `fqn` that another member's active generation serves, or null.
-  std::shared_ptr<Slot> find_slot(const std::string& fqn, const Container* requester) const WHARF_EXCLUDES(mu_);
+  // For each of `fqns`, the storage another member's active generation serves, or null;
+  // all read at one instant (under every member's lock), so the slots come from one store
+  // version. Called by a member loading constants it has never held.
+  void served_slots(const Container* requester, const std::vector<std::string>& fqns,
+                    std::vector<std::shared_ptr<Slot>>* out) const WHARF_EXCLUDES(mu_);
   // Records `slot` as the storage of `fqn` when the store holds none that a member serves.
   void offer_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) WHARF_EXCLUDES(mu_);
   // Whether `slot` is the storage the store would hand out for `fqn`.

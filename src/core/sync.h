@@ -8,11 +8,13 @@
 // `make test`) turns a lock mistake into a build failure. Under GCC the macros are empty.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #if defined(__clang__)
 #define WHARF_TSA(x) __attribute__((x))
@@ -106,6 +108,36 @@ class WHARF_SCOPED_CAPABILITY UniqueLock {
 
  private:
   std::unique_lock<std::mutex> lock_;
+};
+
+// Holds a set of Mutexes whose size is known only at run time (several containers' `mu_`s)
+// for a scope: taken in address order, the order every multi-container lock uses, so two
+// sets never deadlock; released in reverse. Clang's analysis cannot model a runtime-sized
+// set, so the constructor and destructor are the only code that opts out of it (as a
+// mutex's own lock() would); code that needs one member's mutex states it with holds(),
+// which the analysis takes as that mutex held for the rest of the scope and which checks
+// (in DCHECK builds) that the mutex really is one of the set's.
+class LockSet {
+ public:
+  explicit LockSet(std::vector<Mutex*> mus) WHARF_NO_THREAD_SAFETY_ANALYSIS : mus_(std::move(mus)) {
+    std::sort(mus_.begin(), mus_.end());
+    mus_.erase(std::unique(mus_.begin(), mus_.end()), mus_.end());
+    for (Mutex* m : mus_) m->lock();
+  }
+  ~LockSet() WHARF_NO_THREAD_SAFETY_ANALYSIS {
+    for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->unlock();
+  }
+  LockSet(const LockSet&) = delete;
+  LockSet& operator=(const LockSet&) = delete;
+
+  void holds(const Mutex& m) const WHARF_TSA(assert_capability(m)) {
+    WHARF_DCHECK(std::binary_search(mus_.begin(), mus_.end(), const_cast<Mutex*>(&m)),
+                 "a mutex asserted through a lock set is one of the set's");
+    (void)m;
+  }
+
+ private:
+  std::vector<Mutex*> mus_;
 };
 
 }  // namespace wharf

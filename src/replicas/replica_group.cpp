@@ -27,29 +27,6 @@ std::string describe_state(const StateDecl& d) {
 
 }  // namespace
 
-// Every replica's mu_, taken in address order (the order every multi-container lock uses,
-// docs/concurrency.md) and released in reverse.
-class ReplicaGroup::AllLocks {
- public:
-  explicit AllLocks(std::vector<Mutex*> mus) WHARF_NO_THREAD_SAFETY_ANALYSIS : mus_(std::move(mus)) {
-    for (Mutex* m : mus_) m->lock();
-  }
-  ~AllLocks() WHARF_NO_THREAD_SAFETY_ANALYSIS {
-    for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->unlock();
-  }
-  AllLocks(const AllLocks&) = delete;
-  AllLocks& operator=(const AllLocks&) = delete;
-
- private:
-  std::vector<Mutex*> mus_;
-};
-
-std::vector<Mutex*> ReplicaGroup::member_mutexes() const {
-  std::vector<Mutex*> mus;
-  for (Container* c : lock_order_) mus.push_back(&c->mu_);
-  return mus;
-}
-
 std::string ReplicaGroup::replica_name(size_t r) const {
   return "replica " + std::to_string(r) + " (container " + quote_name(replicas_[r]->name()) + ")";
 }
@@ -122,13 +99,12 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
   WHARF_RETURN_IF_ERROR(g->check_declarations());
 
   // No member update may run while the group forms (one started earlier would stage into a
-  // replica behind the group's back): hold every admission lock until the group has joined.
-  std::vector<std::unique_lock<std::mutex>> admitted;
-  for (size_t r = 0; r < n; ++r) {
-    std::unique_lock<std::mutex> ul(g->replicas_[r]->update_mu_, std::try_to_lock);
-    if (!ul.owns_lock()) return Busy("replica group: " + g->replica_name(r) + " is being updated; retry when it returns");
-    admitted.push_back(std::move(ul));
-  }
+  // replica behind the group's back): hold every admission until the group has joined.
+  g->members_ = MemberSet(g->replicas_);
+  MemberSet::Admission admitted;
+  WHARF_RETURN_IF_ERROR(g->members_.admit(
+      [&](size_t r) { return "replica group: " + g->replica_name(r) + " is being updated; retry when it returns"; },
+      &admitted));
 
   std::vector<std::shared_ptr<Runtime>> runtimes;
   for (const auto& c : g->replicas_) runtimes.push_back(c->runtime_ptr());
@@ -149,43 +125,14 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
     }
   }
 
-  g->lock_order_.clear();
-  for (const auto& c : g->replicas_) g->lock_order_.push_back(c.get());
-  std::sort(g->lock_order_.begin(), g->lock_order_.end());
-  WHARF_RETURN_IF_ERROR(g->join_locked());
+  WHARF_RETURN_IF_ERROR(g->members_.join_group(g.get(), [&](size_t r) { return g->replica_name(r); }));
   *out = std::move(g);
   return Status::Ok();
 }
 
-Status ReplicaGroup::join_locked() {
-  AllLocks locks(member_mutexes());
-  for (size_t r = 0; r < replicas_.size(); ++r) {
-    const Container& c = *replicas_[r];
-    if (c.replica_group_)
-      return FailedPrecondition("replica group: container " + quote_name(c.name()) + " is already replica " +
-                                std::to_string(c.replica_index_) + " of another replica group (free that group first)");
-    if (c.staged_)
-      return FailedPrecondition("replica group: " + replica_name(r) +
-                                " has an update staged and not swapped; swap it or free its inactive generation "
-                                "before grouping (the replicas must start in step)");
-  }
-  for (size_t r = 0; r < replicas_.size(); ++r) {
-    replicas_[r]->replica_group_ = this;
-    replicas_[r]->replica_index_ = r;
-  }
-  return Status::Ok();
-}
+ReplicaGroup::~ReplicaGroup() { members_.leave_group(this); }
 
-ReplicaGroup::~ReplicaGroup() {
-  for (auto& c : replicas_) {
-    if (!c) continue;
-    MutexLock lock(c->mu_);
-    if (c->replica_group_ == this) c->replica_group_ = nullptr;
-  }
-}
-
-Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) WHARF_NO_THREAD_SAFETY_ANALYSIS
-/* member mu_s are locked as a set (AllLocks) */ {
+Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
   if (opts.in_place)
     return Unsupported("replica group update: only the inactive target is supported (an in-place write cannot be "
                        "published on every replica at once)");
@@ -201,13 +148,11 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) W
   // 1. Every replica's next generation, built outside the locks. Group calls are serialised
   //    and members refuse writes of their own, so the bases cannot change until the stage.
   std::vector<std::shared_ptr<Generation>> gens(n);
-  std::vector<uint64_t> base_versions(n);
+  std::vector<MemberSet::Write> writes(n);
   for (size_t r = 0; r < n; ++r) {
-    Container& c = *replicas_[r];
-    MutexLock lock(c.mu_);
-    c.reap_locked(true, &dead);
-    gens[r] = c.next_generation_locked();
-    base_versions[r] = c.version_;
+    MemberSet::Base base = members_.base(r, &dead);
+    gens[r] = std::move(base.gen);
+    writes[r].base_version = base.version;
   }
   // 2. Fresh storage for every written constant on every replica (copy-on-write): the extra
   //    memory per replica is the updated bytes. Out of memory anywhere: nothing staged.
@@ -226,20 +171,13 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) W
   for (const Container::Planned& p : plan) source_bytes += first.decls()[size_t(p.index)].nbytes;
   test_hook("replica.update.before_stage");
 
-  // 5. Stage everywhere at once.
-  {
-    AllLocks locks(member_mutexes());
-    for (size_t r = 0; r < n; ++r) {
-      WHARF_DCHECK(replicas_[r]->version_ == base_versions[r],
-                   "group members change only through the group's serialised calls");
-      WHARF_DCHECK(replicas_[r]->staged_ == replicas_[0]->staged_, "group members are staged in step");
-    }
-    for (size_t r = 0; r < n; ++r) {
-      Container& c = *replicas_[r];
-      c.stage_locked(std::move(gens[r]), &dead);
-      c.check_invariants_locked();
-    }
+  // 5. Stage everywhere at once. Members refuse writes of their own, so no base moved and
+  //    the rebase rule never applies here.
+  for (size_t r = 0; r < n; ++r) {
+    writes[r].gen = std::move(gens[r]);
+    for (const Container::Planned& p : plan) writes[r].written.emplace_back(p.index, writes[r].gen->slots[size_t(p.index)]);
   }
+  WHARF_RETURN_IF_ERROR(members_.stage_all(&writes, MemberSet::Staging::kLockstep, "replica group update", &dead));
   updates_.fetch_add(1);
   source_bytes_.fetch_add(source_bytes);
   broadcast_bytes_.fetch_add(broadcast_bytes);
@@ -316,27 +254,22 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
   return Status::Ok();
 }
 
-Status ReplicaGroup::swap() WHARF_NO_THREAD_SAFETY_ANALYSIS /* AllLocks */ {
+Status ReplicaGroup::swap() {
   MutexLock serial(op_mu_);
   DeadList dead;
-  {
-    // All replicas' locks at once: run_begin on any of them waits for the whole swap, so no
-    // run begun after it returns sees old weights on one replica and new ones on another.
-    AllLocks locks(member_mutexes());
-    for (size_t r = 0; r < replicas_.size(); ++r)
-      WHARF_RETURN_IF_ERROR(replicas_[r]->check_swap_locked(false).with_context(
-          "replica group swap: " + replica_name(r) + " (nothing was swapped)"));
-    for (auto& c : replicas_) c->swap_locked(&dead);
-  }
+  // All replicas' locks at once: run_begin on any of them waits for the whole swap, so no
+  // run begun after it returns sees old weights on one replica and new ones on another.
+  WHARF_RETURN_IF_ERROR(members_.swap_all(
+      false, [&](size_t r) { return "replica group swap: " + replica_name(r) + " (nothing was swapped)"; }, nullptr,
+      &dead));
   swaps_.fetch_add(1);
   return Status::Ok();
 }
 
-Status ReplicaGroup::free_inactive() WHARF_NO_THREAD_SAFETY_ANALYSIS /* AllLocks */ {
+Status ReplicaGroup::free_inactive() {
   MutexLock serial(op_mu_);
   DeadList dead;
-  AllLocks locks(member_mutexes());
-  for (auto& c : replicas_) c->drop_inactive_locked(&dead);
+  members_.drop_inactive_all(&dead);
   return Status::Ok();
 }
 

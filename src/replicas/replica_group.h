@@ -17,8 +17,8 @@
 // on them beyond its own serialisation.
 //
 // Locking: `op_mu_` serialises group calls (they wait for each other, as store calls do);
-// under it, member `mu_`s are taken in address order (`lock_order_`), only for pointer
-// operations, as a set the analysis cannot follow (the functions say so).
+// under it, MemberSet takes the members' `mu_`s as one lock set (address order), only for
+// pointer operations.
 #pragma once
 
 #include <atomic>
@@ -29,6 +29,7 @@
 
 #include "constants/constant_map.h"
 #include "constants/container.h"
+#include "constants/member_set.h"
 #include "core/sync.h"
 #include "replicas/broadcaster.h"
 
@@ -79,11 +80,7 @@ class ReplicaGroup {
 
  private:
   ReplicaGroup() = default;
-  // Holds every replica's mu_ (address order) for a scope.
-  class AllLocks;
-  std::vector<Mutex*> member_mutexes() const;
   Status check_declarations() const;
-  Status join_locked() WHARF_NO_THREAD_SAFETY_ANALYSIS;
   std::string replica_name(size_t r) const;
   // Copies the planned sources into replica 0's `gens[0]` and from there into every other
   // replica's generation (batches of batch_bytes_, broadcast overlapping the next copy).
@@ -91,7 +88,7 @@ class ReplicaGroup {
               const std::vector<Event*>& wait_for, uint64_t* broadcast_bytes) WHARF_REQUIRES(op_mu_);
 
   std::vector<std::shared_ptr<Container>> replicas_;
-  std::vector<Container*> lock_order_;          // replicas_ sorted by address
+  MemberSet members_;                           // the replicas, staged and swapped as one
   std::unique_ptr<Broadcaster> broadcaster_;    // null: one replica, nothing to broadcast
   Mutex op_mu_;                                 // one group call at a time
   // Broadcast batch (see fill). Each batch's copy into replica 0 ends by draining the copy

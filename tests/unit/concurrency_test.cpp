@@ -676,6 +676,165 @@ TEST_P(Concurrency, RunsBegunDuringTheInPlaceWriteSeeTheNewData) {
   wharf_container_free(c);
 }
 
+// Issue 21, 1. A container joining a weight store takes the constants the store serves; it
+// must take them from one store version, even when a store swap publishes a new version
+// while its update runs (looked up one by one, it got A from one version and B from the
+// next, or its own A beside the store's B).
+TEST_P(Concurrency, JoinerTakesOneStoreVersionWhenAStoreSwapLandsMidUpdate) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map v1({{"A", 1}, {"B", 1}});
+  wharf_container* a = from_map(rt, v1, store, "a");
+  Map v2({{"A", 2}, {"B", 2}});
+  ASSERT_OK(wharf_weight_store_update(store, v2.map, nullptr));  // staged on a, not published
+  Map own({{"A", 9}, {"B", 9}});
+  wharf_container* j = nullptr;
+  {
+    // The joiner's update parks after reading the store; the store swap lands meanwhile.
+    const std::thread::id main_thread = std::this_thread::get_id();
+    std::promise<void> parked, resume;
+    std::shared_future<void> resumed = resume.get_future().share();
+    bool once = false;
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "container.update.after_store_snapshot") != 0 ||
+          std::this_thread::get_id() == main_thread || once)
+        return;
+      once = true;
+      parked.set_value();
+      resumed.wait();
+    });
+    std::thread joiner([&] { j = from_map(rt, own, store, "j"); });
+    parked.get_future().wait();
+    EXPECT_OK(wharf_weight_store_swap(store));
+    resume.set_value();
+    joiner.join();
+  }
+  ASSERT_NE(j, nullptr);
+  const std::vector<float> got = now(j, {"A", "B"});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], got[1]) << "the joiner's first generation mixes two sources";
+  EXPECT_NE(got[0], 9) << "the store served both constants; the joiner loaded its own";
+  EXPECT_EQ(now(a, {"A", "B"}), (std::vector<float>{2, 2}));
+  wharf_container_free(j);
+  wharf_container_free(a);
+  wharf_weight_store_free(store);
+}
+
+// Issue 21, 1. Right after a store swap returns, the store serves the new version: its
+// entries moved with the members' generations (they moved after the members' locks were
+// released, and a joiner in between found the entries' storage served by nobody and loaded
+// its own data).
+TEST_P(Concurrency, JoinerRightAfterAStoreSwapTakesTheNewVersion) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map v1({{"A", 1}, {"B", 1}});
+  wharf_container* a = from_map(rt, v1, store, "a");
+  Map v2({{"A", 2}, {"B", 2}});
+  ASSERT_OK(wharf_weight_store_update(store, v2.map, nullptr));
+  Map own({{"A", 9}, {"B", 9}});
+  wharf_container* j = nullptr;
+  {
+    const std::thread::id main_thread = std::this_thread::get_id();
+    bool once = false;
+    wharf::ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "store.swap.after_publish") != 0 || std::this_thread::get_id() != main_thread || once)
+        return;
+      once = true;  // the swap has published: a container joining now must get version 2
+      std::thread joiner([&] { j = from_map(rt, own, store, "j"); });
+      joiner.join();
+    });
+    ASSERT_OK(wharf_weight_store_swap(store));
+    ASSERT_TRUE(once);
+  }
+  ASSERT_NE(j, nullptr);
+  EXPECT_EQ(now(j, {"A", "B"}), (std::vector<float>{2, 2}));
+  const uint64_t before = constants_bytes(rt);
+  wharf_container* k = from_map(rt, own, store, "k");
+  EXPECT_EQ(constants_bytes(rt), before) << "a later joiner shares the store's copy";
+  wharf_container_free(k);
+  wharf_container_free(j);
+  wharf_container_free(a);
+  wharf_weight_store_free(store);
+}
+
+// Issue 21, 1 (the reproduction): one thread updates and swaps the store in a loop (every
+// constant = v), another creates containers over it (create + update, and create from a
+// map), swaps and reads every constant. Every generation holds one store version.
+TEST_P(Concurrency, JoinersNeverSeeATornStoreGenerationUnderStress) {
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Map v0({{"A", 0}, {"B", 0}, {"C", 0}});
+  wharf_container* a = from_map(rt, v0, store, "a");
+  std::atomic<bool> stop{false};
+  std::atomic<int> published{0};
+  std::thread writer([&] {
+    for (int v = 1; !stop; ++v) {
+      Map m({{"A", float(v)}, {"B", float(v)}, {"C", float(v)}});
+      St u(wharf_weight_store_update(store, m.map, nullptr));
+      // BUSY: a joiner is being updated; FAILED_PRECONDITION: one joined and is not loaded yet.
+      EXPECT_TRUE(u.code() == WHARF_OK || u.code() == WHARF_BUSY || u.code() == WHARF_FAILED_PRECONDITION) << u.msg();
+      if (u.code() != WHARF_OK) continue;
+      EXPECT_OK(wharf_weight_store_swap(store));
+      ++published;
+      std::this_thread::yield();
+    }
+  });
+  Map own({{"A", -1}, {"B", -1}, {"C", -1}});
+  wharf_constant_decl decls[3];
+  std::memset(decls, 0, sizeof decls);
+  const char* names[3] = {"A", "B", "C"};
+  for (int i = 0; i < 3; ++i) {
+    decls[i].fqn = names[i];
+    decls[i].dtype = WHARF_DTYPE_F32;
+    decls[i].ndim = 1;
+    decls[i].shape = kShape;
+    decls[i].placement = WHARF_PLACEMENT_DEVICE;
+  }
+  int torn = 0, joins = 0;
+  // At least 300 joins and 100 store versions published meanwhile (bounded in time).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (int i = 0; (i < 300 || published < 100) && std::chrono::steady_clock::now() < deadline && !HasFailure(); ++i) {
+    wharf_container* j = nullptr;
+    if (i % 2 == 0) {
+      j = from_map(rt, own, store, "j");
+    } else {
+      wharf_container_options o;
+      wharf_container_options_init(&o);
+      o.name = "j";
+      o.store = store;
+      o.constants = decls;
+      o.num_constants = 3;
+      ASSERT_OK(wharf_container_create(rt, &o, &j));
+      EXPECT_OK(update(j, own));  // its first update: no store update admits an unloaded member
+      St s(wharf_container_swap(j));
+      if (s.code() == WHARF_FAILED_PRECONDITION) {
+        // A store update staged on j after its update: j's own swap is refused, and the
+        // store's swap publishes the store's version there (checked below like the rest).
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while (wharf_container_generation(j) == 0 && std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
+        ASSERT_NE(wharf_container_generation(j), 0u) << s.msg();
+      } else {
+        EXPECT_EQ(s.code(), WHARF_OK) << s.msg();
+      }
+    }
+    if (!j) continue;
+    const std::vector<float> got = now(j, {"A", "B", "C"});
+    ++joins;
+    if (got.size() == 3 && (got[0] != got[1] || got[1] != got[2] || got[0] < 0)) {
+      ++torn;
+      ADD_FAILURE() << "join " << i << " saw A=" << got[0] << " B=" << got[1] << " C=" << got[2];
+    }
+    wharf_container_free(j);
+  }
+  stop = true;
+  writer.join();
+  EXPECT_EQ(torn, 0) << "of " << joins << " joins";
+  EXPECT_GE(published.load(), 100) << "the store writer barely ran: the test proves little";
+  wharf_container_free(a);
+  wharf_weight_store_free(store);
+}
+
 // Stress: A and B are always written together with one value. However updates, in-place
 // writes, swaps, rollbacks and frees interleave, every run sees A == B, and the same value
 // at its start and its end.
