@@ -599,7 +599,7 @@ TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
   ASSERT_OK(wharf_runtime_create(&ro, &rt_));
   constexpr int64_t kFloats = 512 << 10;
   static const int64_t shape[] = {kFloats};
-  const wharf_constant_decl d = {"w", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0, sizeof(wharf_constant_decl)};
+  const wharf_constant_decl d = {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0};
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.constants = &d;
