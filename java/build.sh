@@ -10,7 +10,7 @@
 #   libwharfjni.so       the JNI library; its only RUNPATH is $ORIGIN (no build-tree path)
 #   classes/             the compiled classes
 #   javadoc/             the API docs (every public item must have a complete comment)
-#   wharf-VERSION.jar    the classes, plus native/linux-x86_64/libwharfjni.so and (unless
+#   wharf-VERSION.jar    the classes (package dev.wharf sealed), plus native/linux-x86_64/libwharfjni.so and (unless
 #                        WHARF_JAR_LIBWHARF=0) libwharf.so.1 and, in a CUDA build,
 #                        libwharf_aoti_shim.so, all stripped of debug info; the binding
 #                        extracts them at first use (NativeLibrary.java)
@@ -96,10 +96,16 @@ if [ "${WHARF_JAR_LIBWHARF:-1}" != 0 ]; then
     strip --strip-debug -o "$NATIVE/libwharf_aoti_shim.so" "$BUILD/libwharf_aoti_shim.so"
   fi
 fi
+# The package is sealed: every class of dev.wharf must come from this jar, so no class
+# declared in dev.wharf elsewhere (another jar or class folder) can reach the package-private
+# JNI layer; the class loader refuses it with SecurityException "sealing violation".
 cat > "$OUT/manifest.txt" <<EOF
 Automatic-Module-Name: dev.wharf
 Implementation-Title: Wharf Java binding
 Implementation-Version: $VERSION
+
+Name: dev/wharf/
+Sealed: true
 EOF
 "$JAVA_HOME/bin/jar" --create --file "$JAR" --manifest "$OUT/manifest.txt" -C "$OUT/jar-root" .
 rm -rf "$OUT/jar-root"

@@ -77,8 +77,23 @@ gcc -shared -fPIC -o "$BROKEN/libgone.so" "$BROKEN/gone.c"
 gcc -shared -fPIC -o "$BROKEN/libbroken.so" "$BROKEN/broken.c" -L"$BROKEN" -lgone
 rm "$BROKEN/libgone.so"
 
+# The tests live in package dev.wharf (they reach package-private code), which the jar
+# seals: they run against a copy of the jar whose manifest does not seal it, the same classes
+# and native libraries. SealingTest checks the real jar ($JAR) in a child JVM.
+TEST_JAR="$OUT/test-jar/wharf-unsealed.jar"
+rm -rf "$OUT/test-jar" && mkdir -p "$OUT/test-jar/root"
+(cd "$OUT/test-jar/root" && "$JAVA_HOME/bin/jar" --extract --file "$(readlink -f "$JAR")")
+grep -q '^Sealed: true' "$OUT/test-jar/root/META-INF/MANIFEST.MF" || {
+  echo "error: $JAR does not seal package dev.wharf" >&2
+  exit 1
+}
+grep -v '^Sealed: \|^Name: dev/wharf/' "$OUT/test-jar/root/META-INF/MANIFEST.MF" > "$OUT/test-jar/manifest.txt"
+rm "$OUT/test-jar/root/META-INF/MANIFEST.MF"
+"$JAVA_HOME/bin/jar" --create --file "$TEST_JAR" --manifest "$OUT/test-jar/manifest.txt" -C "$OUT/test-jar/root" .
+rm -rf "$OUT/test-jar/root"
+
 # --- tests ----------------------------------------------------------------------------
-TEST_CP="$JAR:$JUNIT_JAR:$HAMCREST_JAR"
+TEST_CP="$TEST_JAR:$JUNIT_JAR:$HAMCREST_JAR"
 find "$ROOT/java/src/test/java" -name '*.java' > "$OUT/test-sources.txt"
 "$JAVAC" -encoding UTF-8 -Xlint:all -Werror -cp "$TEST_CP" -d "$OUT/test-classes" \
   @"$OUT/test-sources.txt"
@@ -92,7 +107,8 @@ set +e
 # The binding as a user gets it: the jar on the class path, its native libraries extracted
 # at first use (no wharf.jni.path, no LD_LIBRARY_PATH).
 env -u LD_LIBRARY_PATH "$JAVA" -ea -Xcheck:jni -Dwharf.test.bundled=true -Dwharf.test.root="$ROOT" \
-  -Dwharf.test.unloadable="$BROKEN/libbroken.so" \
+  -Dwharf.test.unloadable="$BROKEN/libbroken.so" -Dwharf.test.sealedJar="$(readlink -f "$JAR")" \
+  -Dwharf.test.classes="$OUT/test-classes" \
   -cp "$OUT/test-classes:$TEST_CP" dev.wharf.TestMain $TEST_CLASSES 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 set -e

@@ -95,7 +95,6 @@ WHARF_WRAP(wharf_abi_version)
 WHARF_WRAP(wharf_dtype_size)
 WHARF_WRAP(wharf_dtype_name)
 /* runtime */
-WHARF_WRAP(wharf_runtime_free)
 WHARF_WRAP(wharf_runtime_backend)
 WHARF_WRAP(wharf_runtime_get_device_info)
 WHARF_WRAP(wharf_runtime_synchronize)
@@ -106,9 +105,7 @@ WHARF_WRAP(wharf_constant_map_find)
 WHARF_WRAP(wharf_constant_map_num_entries)
 WHARF_WRAP(wharf_constant_map_num_metadata_entries)
 WHARF_WRAP(wharf_constant_map_save_safetensors)
-WHARF_WRAP(wharf_constant_map_free)
 /* containers */
-WHARF_WRAP(wharf_container_free)
 WHARF_WRAP(wharf_container_update)
 WHARF_WRAP(wharf_container_swap)
 WHARF_WRAP(wharf_container_free_inactive)
@@ -118,16 +115,13 @@ WHARF_WRAP(wharf_container_get_constant_info)
 /* runs */
 WHARF_WRAP(wharf_run_get_tensor)
 WHARF_WRAP(wharf_run_generation)
-WHARF_WRAP(wharf_run_end)
 /* weight store (0.2.0) */
-WHARF_WRAP(wharf_weight_store_free)
 WHARF_WRAP(wharf_weight_store_get_stats)
 WHARF_WRAP(wharf_weight_store_update)
 WHARF_WRAP(wharf_weight_store_swap)
 /* sessions (0.2.0) */
 WHARF_WRAP(wharf_session_reset)
 WHARF_WRAP(wharf_session_state_bytes)
-WHARF_WRAP(wharf_session_free)
 /* 0.3.0 */
 WHARF_WRAP(wharf_container_name)
 WHARF_WRAP(wharf_dtype_bits)
@@ -135,13 +129,21 @@ WHARF_WRAP(wharf_constant_map_set_metadata)
 WHARF_WRAP(wharf_container_update_from_file)
 WHARF_WRAP(wharf_weight_store_update_from_file)
 /* models (0.3.0, experimental tier) */
-WHARF_WRAP(wharf_model_free)
 WHARF_WRAP(wharf_model_container)
 WHARF_WRAP(wharf_model_num_inputs)
 WHARF_WRAP(wharf_model_num_outputs)
 WHARF_WRAP(wharf_model_input_name)
 /* the helpers of this file */
 %rename("%s", regextarget=1) "^wharf_swig_";
+/* The functions that free a handle: helpers under the Java names of the originals (see
+ * "Freeing a handle once" below). */
+%rename(wharf_runtime_free) wharf_swig_runtime_free;
+%rename(wharf_constant_map_free) wharf_swig_constant_map_free;
+%rename(wharf_container_free) wharf_swig_container_free;
+%rename(wharf_run_end) wharf_swig_run_end;
+%rename(wharf_weight_store_free) wharf_swig_weight_store_free;
+%rename(wharf_session_free) wharf_swig_session_free;
+%rename(wharf_model_free) wharf_swig_model_free;
 
 /* Struct members that cannot cross as they are: raw pointers and fixed arrays are read
  * through the %extend accessors below, callbacks are not wrapped (see the top). */
@@ -363,6 +365,43 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 %typemap(jni) jobject wharf_swig_byte_view "jobject"
 %typemap(jtype) jobject wharf_swig_byte_view "java.nio.ByteBuffer"
 %typemap(jstype) jobject wharf_swig_byte_view "java.nio.ByteBuffer"
+
+/* --- Freeing a handle once ----------------------------------------------------------------
+ * A handle's pointer proxy (SWIGTYPE_p_wharf_run, ...) holds the address under its own
+ * lock. The functions that free or end a handle (their parameter named `freed`) take the
+ * address out of the proxy and leave 0 there, so passing the same proxy again passes NULL,
+ * which every free and wharf_run_end accept as a no-op: a double end through one proxy
+ * (issue 23: a class planted in dev.wharf ended a run twice and crashed the JVM) cannot free
+ * twice. The jar is sealed as well (java/build.sh), so no class outside it reaches this layer. */
+%typemap(javabody) SWIGTYPE * %{
+  private long swigCPtr; // guarded by this; 0 once freed through this proxy
+
+  $javaclassname(long cPtr, @SuppressWarnings("unused") boolean futureUse) {
+    swigCPtr = cPtr;
+  }
+
+  $javaclassname() {
+    swigCPtr = 0;
+  }
+
+  static long getCPtr($javaclassname obj) {
+    if (obj == null) return 0;
+    synchronized (obj) {
+      return obj.swigCPtr;
+    }
+  }
+
+  /** The address, left 0 in the proxy: the native object is being freed. */
+  static long takeCPtr($javaclassname obj) {
+    if (obj == null) return 0;
+    synchronized (obj) {
+      long cPtr = obj.swigCPtr;
+      obj.swigCPtr = 0;
+      return cPtr;
+    }
+  }
+%}
+%typemap(javain) SWIGTYPE* freed "$javaclassname.takeCPtr($javainput)"
 
 /* --- a fold callback's Java bridge (dev.wharf.FoldCall) ---------------------------------- */
 %typemap(jni) jobject fold_call "jobject"
@@ -1045,6 +1084,16 @@ int64_t wharf_swig_run_stream(const wharf_run* run) {
 
 #if defined(SWIGJAVA)
 %inline %{
+/* The functions that free a handle, wrapped under their own names (the %renames above) so
+ * that their Java parameter is taken out of its proxy (see "Freeing a handle once"). */
+void wharf_swig_runtime_free(wharf_runtime* freed) { wharf_runtime_free(freed); }
+void wharf_swig_constant_map_free(wharf_constant_map* freed) { wharf_constant_map_free(freed); }
+void wharf_swig_container_free(wharf_container* freed) { wharf_container_free(freed); }
+wharf_status* wharf_swig_run_end(wharf_run* freed) { return wharf_run_end(freed); }
+void wharf_swig_weight_store_free(wharf_weight_store* freed) { wharf_weight_store_free(freed); }
+void wharf_swig_session_free(wharf_session* freed) { wharf_session_free(freed); }
+void wharf_swig_model_free(wharf_model* freed) { wharf_model_free(freed); }
+
 /**
  * A java.nio.ByteBuffer over `size` bytes at `address` (JNI NewDirectByteBuffer). The buffer
  * does not own the memory: it is valid only as long as whatever owns the memory.
