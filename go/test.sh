@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs the Go binding's checks against a built libwharf:
 #   go/test.sh BUILD_DIR        (BUILD_DIR holds libwharf.so; default: ../build)
-# gofmt, go vet, then go test with cgo's full pointer checks (GODEBUG=cgocheck=2).
+# gofmt, go vet, then go test -race with cgo's full pointer checks (GODEBUG=cgocheck=2).
 #
 # The package finds libwharf through pkg-config (#cgo pkg-config: wharf). The wharf.pc of a
 # build directory names the install prefix, so this script writes its own wharf.pc for
@@ -52,4 +52,7 @@ if [ "${WHARF_GO_PLAIN:-0}" = 1 ]; then
 else
   CGO_LDFLAGS="-L$BUILD -Wl,-rpath,$BUILD" go vet -tags wharf_no_pkg_config ./...
 fi
-GODEBUG=cgocheck=2 go test "${TAGS[@]}" -count=1 ./...
+# The race detector too (WHARF_GO_RACE=0 leaves it out, for a toolchain without it).
+RACE=(-race)
+if [ "${WHARF_GO_RACE:-1}" = 0 ]; then RACE=(); fi
+GODEBUG=cgocheck=2 go test "${TAGS[@]}" "${RACE[@]}" -count=1 ./...
