@@ -784,6 +784,7 @@ TEST_P(Concurrency, JoinersNeverSeeATornStoreGenerationUnderStress) {
   std::memset(decls, 0, sizeof decls);
   const char* names[3] = {"A", "B", "C"};
   for (int i = 0; i < 3; ++i) {
+    decls[i].struct_size = sizeof decls[i];
     decls[i].fqn = names[i];
     decls[i].dtype = WHARF_DTYPE_F32;
     decls[i].ndim = 1;
