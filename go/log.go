@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"log"
 	"sync"
 	"sync/atomic"
 )
@@ -63,4 +64,38 @@ func SetLogHandler(fn func(level LogLevel, message string), minLevel LogLevel) {
 	}
 	logHandler.Store(&fn)
 	C.wharf_go_set_log(1, C.wharf_log_level(minLevel))
+}
+
+// SlogLevel returns the log/slog level of l as an int, so that slog.Level(l.SlogLevel())
+// converts it (slog.Level is an int; this module builds with Go 1.19, before log/slog):
+// -4 (debug), 0 (info), 4 (warn), 8 (error). A handler that hands the library's lines to a
+// *slog.Logger:
+//
+//	wharf.SetLogHandler(func(level wharf.LogLevel, msg string) {
+//		logger.Log(context.Background(), slog.Level(level.SlogLevel()), msg, "library", "wharf")
+//	}, wharf.LogInfo)
+func (l LogLevel) SlogLevel() int {
+	switch l {
+	case LogDebug:
+		return -4
+	case LogInfo:
+		return 0
+	case LogWarn:
+		return 4
+	}
+	return 8 // error, and anything above
+}
+
+// LogTo returns a handler for SetLogHandler that writes each library line to logger (a
+// *log.Logger of the standard log package; nil means log.Default()) as
+// "wharf: LEVEL: message". The logger serialises its writes, so the handler may be called
+// from several threads at once.
+func LogTo(logger *log.Logger) func(level LogLevel, message string) {
+	return func(level LogLevel, message string) {
+		l := logger
+		if l == nil {
+			l = log.Default()
+		}
+		l.Printf("wharf: %v: %s", level, message)
+	}
 }

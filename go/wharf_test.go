@@ -1314,3 +1314,30 @@ func TestLogHandler(t *testing.T) {
 		t.Fatalf("a removed handler still received %q", lines)
 	}
 }
+
+// The adapters for the ecosystem's loggers: the standard log package (LogTo) and log/slog's
+// levels (SlogLevel; log/slog itself needs Go 1.21).
+func TestLogAdapters(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := log.New(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), "", 0)
+	SetLogHandler(LogTo(logger), LogDebug)
+	defer SetLogHandler(nil, LogWarn)
+	c := twoConstantContainer(t, hostRuntime(t))
+	must(t, c.UpdateFromHost([]HostTensor{HostTensorOf("b", []int64{4}, []int32{1, 2, 3, 4})}, nil))
+	mu.Lock()
+	got := buf.String()
+	mu.Unlock()
+	if !strings.Contains(got, "wharf: debug: container 'two': update of 1 constants") {
+		t.Fatalf("log lines: %q", got)
+	}
+	for level, want := range map[LogLevel]int{LogDebug: -4, LogInfo: 0, LogWarn: 4, LogError: 8} {
+		if level.SlogLevel() != want {
+			t.Errorf("%v.SlogLevel() = %d, want %d", level, level.SlogLevel(), want)
+		}
+	}
+}

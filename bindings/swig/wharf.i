@@ -32,9 +32,12 @@
  * wharf_swig_weight_store_update_fold): the library calls an update's fold during the update
  * call, and the trampoline calls back into Java (attaching the thread if the library ever
  * calls it from another one); the Java callback's failure comes back as a status made with
- * wharf_status_create. wharf_log_set_callback and user-constant release functions are not
- * wrapped: Wharf calls them on its own worker threads at times it does not report, which
- * would need global references with a lifetime Wharf cannot bound.
+ * wharf_status_create. The log callback is wrapped for one receiver only,
+ * dev.wharf.WharfLog.log (wharf_swig_log_to_java: a global reference to that class, kept for
+ * the life of the process, and a trampoline that attaches library threads for the call).
+ * User-constant release functions are not wrapped: Wharf calls them on its own worker threads
+ * at times it does not report, which would need global references with a lifetime Wharf
+ * cannot bound.
  */
 
 #if defined(SWIGJAVA)
@@ -1176,6 +1179,37 @@ static wharf_status* wharf_swig_fold_trampoline(wharf_run* run, void* user) {
   return st;
 }
 
+/* The log receiver: dev.wharf.WharfLog's `static void log(int level, byte[] utf8)`, found
+ * once by wharf_swig_log_to_java (before the trampoline is installed) and kept for the life of
+ * the process: nothing here is ever freed, so a line in flight on a library thread while the
+ * callback is replaced still finds it. */
+static JavaVM* wharf_swig_log_vm;
+static jclass wharf_swig_log_class;
+static jmethodID wharf_swig_log_method;
+
+/* The wharf_log_fn: hands the line to WharfLog.log on this thread (attached for the call
+ * when it is a library thread the JVM does not know). A line logged while this thread has a
+ * Java exception pending is dropped (no Java code may run then). */
+static void wharf_swig_log_trampoline(wharf_log_level level, const char* message, void* user) {
+  JNIEnv* env = NULL;
+  int attached = 0;
+  jbyteArray bytes;
+  (void)user;
+  if ((*wharf_swig_log_vm)->GetEnv(wharf_swig_log_vm, (void**)&env, JNI_VERSION_1_6) != JNI_OK) {
+    if ((*wharf_swig_log_vm)->AttachCurrentThreadAsDaemon(wharf_swig_log_vm, (void**)&env, NULL) != JNI_OK) return;
+    attached = 1;
+  }
+  if (!(*env)->ExceptionCheck(env)) {
+    bytes = wharf_swig_utf8_bytes(env, message);
+    if (bytes) {
+      (*env)->CallStaticVoidMethod(env, wharf_swig_log_class, wharf_swig_log_method, (jint)level, bytes);
+      (*env)->DeleteLocalRef(env, bytes);
+    }
+    if ((*env)->ExceptionCheck(env)) (*env)->ExceptionClear(env); /* WharfLog.log catches everything; OOM */
+  }
+  if (attached) (*wharf_swig_log_vm)->DetachCurrentThread(wharf_swig_log_vm);
+}
+
 /* Prepares `f` for `fold_call` and installs the trampoline in `o` (a copy of the caller's
  * options). 0 with a Java exception pending on failure. */
 static int wharf_swig_fold_begin(JNIEnv* jenv, jobject fold_call, wharf_swig_fold* f, wharf_update_options* o) {
@@ -1256,6 +1290,39 @@ void wharf_swig_weight_store_update_fold(JNIEnv* jenv, wharf_weight_store* store
   if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
   *status_out = wharf_weight_store_update(store, map, &o);
   (*jenv)->DeleteGlobalRef(jenv, f.call);
+}
+
+/**
+ * Routes the library's log lines at `min_level` and above to dev.wharf.WharfLog.log
+ * (`enable` != 0), or restores the library's default (lines at WARN and above to stderr).
+ * Called by dev.wharf.Wharf, whose lock serialises the calls.
+ */
+void wharf_swig_log_to_java(JNIEnv* jenv, int32_t enable, int32_t min_level) {
+  jclass cls;
+  if (!enable) {
+    wharf_log_set_callback(NULL, WHARF_LOG_WARN, NULL);
+    return;
+  }
+  if (!wharf_swig_log_class) {
+    if ((*jenv)->GetJavaVM(jenv, &wharf_swig_log_vm) != JNI_OK) {
+      SWIG_JavaThrowException(jenv, SWIG_JavaRuntimeException, "GetJavaVM failed");
+      return;
+    }
+    cls = (*jenv)->FindClass(jenv, "dev/wharf/WharfLog");
+    if (!cls) return; /* NoClassDefFoundError pending */
+    wharf_swig_log_method = (*jenv)->GetStaticMethodID(jenv, cls, "log", "(I[B)V");
+    if (!wharf_swig_log_method) {
+      (*jenv)->DeleteLocalRef(jenv, cls);
+      return; /* NoSuchMethodError pending */
+    }
+    wharf_swig_log_class = (jclass)(*jenv)->NewGlobalRef(jenv, cls);
+    (*jenv)->DeleteLocalRef(jenv, cls);
+    if (!wharf_swig_log_class) {
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "a global reference for the log receiver");
+      return;
+    }
+  }
+  wharf_log_set_callback(wharf_swig_log_trampoline, (wharf_log_level)min_level, NULL);
 }
 %}
 #endif

@@ -66,4 +66,35 @@ public final class Wharf {
     NativeLibrary.load();
     return NativeLibrary.loadedFrom();
   }
+
+  /**
+   * Routes the library's own log lines (process-wide) at {@code minLevel} and above to the
+   * {@link System.Logger} named {@code dev.wharf}, where the binding's warnings (a leaked
+   * handle, say) go too: with the JDK's default backend that is the
+   * {@code java.util.logging} logger {@code dev.wharf} (library levels debug, info, warn and
+   * error become {@code DEBUG}, {@code INFO}, {@code WARNING} and {@code ERROR}). Lines may
+   * come from library threads, which are attached to the JVM for each line; a logger
+   * implementation must not call into Wharf (the library may be logging while holding its
+   * locks). {@link #logToStderr()} restores the library's default.
+   *
+   * @param minLevel the lowest level passed on ({@code OFF}: none)
+   * @throws UnsatisfiedLinkError when the native library cannot be loaded
+   */
+  public static synchronized void logToSystemLogger(System.Logger.Level minLevel) {
+    java.util.Objects.requireNonNull(minLevel, "minLevel");
+    NativeLibrary.load();
+    WharfNative.wharf_swig_log_to_java(1, WharfLog.wharfLevel(minLevel));
+  }
+
+  /**
+   * Restores the library's default logging: lines at WARN and above to stderr (the
+   * environment variable {@code WHARF_LOG_LEVEL} changes the level). Lines already in
+   * progress on other threads may still reach the {@code System.Logger}.
+   *
+   * @throws UnsatisfiedLinkError when the native library cannot be loaded
+   */
+  public static synchronized void logToStderr() {
+    NativeLibrary.load();
+    WharfNative.wharf_swig_log_to_java(0, 0);
+  }
 }
