@@ -30,10 +30,15 @@ final class ChildJvm {
       this.output = output;
     }
 
-    /** Asserts that the child exited with 0 and printed {@code "OK " + what}. */
+    /**
+     * Asserts that the child exited with 0, printed {@code "OK " + what}, and that
+     * -Xcheck:jni reported no JNI misuse (java/test.sh checks the same in the main JVM).
+     */
     void assertOk(String what) {
       assertTrue("the child JVM (" + what + ") failed with exit code " + exitCode + ":\n" + output,
           exitCode == 0 && output.contains("OK " + what));
+      assertTrue("-Xcheck:jni reported JNI misuse in the child JVM (" + what + "):\n" + output,
+          !output.contains("WARNING in native method") && !output.contains("WARNING: JNI local refs"));
     }
   }
 
