@@ -18,12 +18,23 @@ deps:
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DWHARF_WITH_CUDA=$(WHARF_WITH_CUDA) $(CMAKE_FLAGS)
 
-configure: $(BUILD)/CMakeCache.txt
+# deps on every build: after `make demo` (build dependencies only) the test dependencies are
+# still missing; it asks apt only for what is. A folder `make demo` configured without tests
+# and benchmarks gets them back here.
+configure: $(BUILD)/CMakeCache.txt | deps
+	@if grep -qE '^WHARF_BUILD_(TESTS|BENCH):BOOL=OFF' $(BUILD)/CMakeCache.txt; then \
+	  cmake -S . -B $(BUILD) -DWHARF_BUILD_TESTS=ON -DWHARF_BUILD_BENCH=ON; fi
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# Only what the demo needs: the build dependencies (install-deps.sh build), and the library,
+# the AOTInductor shim and the `wharf` program (target wharf_demo), no tests or benchmarks.
+demo:
+	@bash scripts/install-deps.sh build
+	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) -DWHARF_WITH_CUDA=$(WHARF_WITH_CUDA) \
+	  -DWHARF_BUILD_TESTS=OFF -DWHARF_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS) --target wharf_demo
 	$(WHARF) demo
 
 # Every suite that runs without a GPU: unit (host backend; CUDA tests skip with a reason),

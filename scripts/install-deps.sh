@@ -20,5 +20,32 @@ done
 echo "install-deps: installing ${missing[*]}"
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# apt-get that waits for the package system's locks instead of failing: a freshly started
+# cloud VM runs unattended-upgrades (apt-daily) for minutes and holds them. DPkg::Lock::Timeout
+# makes apt wait for the dpkg lock (apt 1.9.11 and later); the lists lock of `apt-get update`
+# is not covered by it on every apt version, so a "Could not get lock" failure is retried too,
+# every WHARF_APT_RETRY_SECONDS (5), until WHARF_APT_LOCK_TIMEOUT seconds (600) have passed.
+lock_timeout=${WHARF_APT_LOCK_TIMEOUT:-600}
+retry_every=${WHARF_APT_RETRY_SECONDS:-5}
+apt_get() {
+  local start=$SECONDS err rc said=""
+  err=$(mktemp)
+  while :; do
+    rc=0
+    $SUDO apt-get -o DPkg::Lock::Timeout="$lock_timeout" "$@" 2>"$err" || rc=$?
+    if [ "$rc" = 0 ] || ! grep -qE "Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock" "$err" ||
+       [ $((SECONDS - start)) -ge "$lock_timeout" ]; then
+      cat "$err" >&2
+      rm -f "$err"
+      return "$rc"
+    fi
+    if [ -z "$said" ]; then
+      echo "install-deps: another process holds the apt lock (unattended-upgrades on a fresh VM?); waiting up to ${lock_timeout} s" >&2
+      said=1
+    fi
+    sleep "$retry_every"
+  done
+}
+apt_get update -qq
+apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

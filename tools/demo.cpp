@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -127,6 +128,11 @@ int cmd_demo(const DemoOptions& o) {
     }
     const char* tmpdir = std::getenv("TMPDIR");
     std::string path = std::string(tmpdir ? tmpdir : "/tmp") + "/wharf-demo-model.safetensors";
+    // The file is needed only for this load: removed when the block ends, on every path.
+    struct RemoveAtEnd {
+      const std::string& path;
+      ~RemoveAtEnd() { std::remove(path.c_str()); }
+    } remove_at_end{path};
     if (failed(wharf_constant_map_save_safetensors(src, path.c_str()), "writing the demo model")) return 1;
     wharf_constant_map_free(src);
     std::printf("model:     %zu tensors, %s, written to %s\n", model.size(), human_bytes(model_bytes).c_str(),

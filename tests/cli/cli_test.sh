@@ -46,6 +46,7 @@ hdr += b" " * (-len(hdr) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + struct.pack("<2f", 1.0, 2.0))
 PY
 cp "$T/evil.safetensors" "$T/second.safetensors"
+mkdir "$T/demo"
 # A file of plain names and a name with a space, as the reference writes them.
 python3 - "$T/plain.safetensors" <<'PY'
 import json, struct, sys
@@ -170,9 +171,14 @@ if [ -n "$why" ]; then
   if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && ! printf '%s' "$why" | grep -q "has no CUDA backend"; then
     printf '%s' "$why" | grep -q "no NVIDIA driver" || fail "no driver here, but info says: $why"
   fi
-  run env TMPDIR="$T" "$W" demo --readers 1
-  [ "$rc" = 0 ] || fail "demo: exit status $rc: $(cat "$T/err")"
-  n=$(cat "$T/out" "$T/err" | grep -c "not usable\|chose the host backend" || true)
-  [ "$n" = 1 ] || fail "the demo said why CUDA is not used $n times: $(cat "$T/out" "$T/err")"
+  run env TMPDIR="$T/demo" "$W" demo --readers 1
+else
+  run env TMPDIR="$T/demo" "$W" demo --host --readers 1
 fi
+[ "$rc" = 0 ] || fail "demo: exit status $rc: $(cat "$T/out" "$T/err")"
+n=$(cat "$T/out" "$T/err" | grep -c "not usable\|chose the host backend" || true)
+[ -z "$why" ] || [ "$n" = 1 ] || fail "the demo said why CUDA is not used $n times: $(cat "$T/out" "$T/err")"
+# The demo's temporary model file is gone when it ends.
+grep -q "written to $T/demo/wharf-demo-model.safetensors" "$T/out" || fail "demo model file: $(cat "$T/out")"
+[ -z "$(ls -A "$T/demo")" ] || fail "the demo left files behind: $(ls -A "$T/demo")"
 echo "cli_test: ok"
