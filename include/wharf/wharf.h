@@ -889,9 +889,10 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
  * Errors: WHARF_FAILED_PRECONDITION (no active weights yet; states declared and `session`
  * NULL), WHARF_INVALID_ARGUMENT (the session does not cover this container), WHARF_BUSY
  * (the session has an open run: one run at a time per session), WHARF_OUT_OF_MEMORY.
- * Session state is initialised on `stream` asynchronously: host code that touches state
- * memory (host backend) must first wait for the stream (wharf_run_read or
- * wharf_runtime_synchronize), as for any work on it.
+ * Session state is initialised on `stream`, in stream order: kernels launched on it after
+ * this call see it. On the host backend, where the caller's thread is the kernel, this call
+ * waits for that work itself: the run's memory, session state included, is ready when it
+ * returns.
  * Thread-safe. Never waits for a copy-into-inactive update; waits while an in-place update
  * writes reused storage (so a thread must not begin an in-place update while it holds an
  * open run of the same container: that update waits for the run, up to its

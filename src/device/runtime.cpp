@@ -11,7 +11,7 @@ namespace wharf {
 namespace {
 constexpr uint32_t kMaxCopyThreads = 256;
 constexpr uint64_t kMinStagingBytes = 128 << 10;  // two chunks of the 64 KiB minimum
-constexpr uint64_t kDefaultChunkBytes = 4 << 20;  // measured best on H100 (DESIGN.md)
+constexpr uint64_t kDefaultChunkBytes = 4 << 20;  // measured best on H100 (docs/performance.md, h2d_bench)
 }  // namespace
 
 Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) {

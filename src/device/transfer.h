@@ -46,7 +46,7 @@ using AllocateFn = std::function<Status(size_t i, void** dst)>;
 struct TransferOptions {
   uint32_t threads = 4;                  // host threads that fill staging chunks
   uint64_t staging_bytes = 32ull << 20;  // ring size; split into chunks of chunk_bytes
-  uint64_t chunk_bytes = 4ull << 20;     // measured best on H100 (DESIGN.md)
+  uint64_t chunk_bytes = 4ull << 20;     // measured best on H100 (docs/performance.md, h2d_bench)
 };
 
 struct TransferStats {

@@ -103,7 +103,7 @@ Status Run::end() {
   }
   std::vector<std::function<void()>> fns;
   {
-    std::lock_guard<std::mutex> lock(at_end_mu_);
+    MutexLock lock(at_end_mu_);
     fns.swap(at_end_);
   }
   for (auto& fn : fns) fn();
@@ -111,7 +111,7 @@ Status Run::end() {
 }
 
 void Run::at_end(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(at_end_mu_);
+  MutexLock lock(at_end_mu_);
   at_end_.push_back(std::move(fn));
 }
 

@@ -6,11 +6,11 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 #include <string>
 
 #include "constants/container.h"
+#include "core/sync.h"
 #include "sessions/session.h"
 
 namespace wharf {
@@ -43,7 +43,7 @@ class Run {
   uint64_t generation() const { return gen_id_; }
   Stream& stream() const { return *stream_; }
   // Records completion and releases the lease (once; later calls are no-ops).
-  Status end();
+  Status end() WHARF_EXCLUDES(at_end_mu_);
 
  private:
   Run() = default;
@@ -69,11 +69,12 @@ class Run {
   const std::shared_ptr<Generation>& pinned_generation() const { return gen_; }
   // Runs `fn` when the run ends, after its completion is recorded on its stream (what a
   // model run allocated for the caller is released then, stream-ordered). Thread-safe.
-  void at_end(std::function<void()> fn);
+  void at_end(std::function<void()> fn) WHARF_EXCLUDES(at_end_mu_);
 
  private:
-  std::mutex at_end_mu_;
-  std::vector<std::function<void()>> at_end_;
+  // Leaf: held only to add or take the callbacks, never while one runs.
+  Mutex at_end_mu_;
+  std::vector<std::function<void()>> at_end_ WHARF_GUARDED_BY(at_end_mu_);
 };
 
 }  // namespace wharf
