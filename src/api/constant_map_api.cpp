@@ -2,6 +2,7 @@
 // Constant-map functions of wharf.h: argument checks and conversions only.
 #include "api/boundary.h"
 #include "api/handles.h"
+#include "core/text.h"
 
 using namespace wharf;
 
@@ -22,7 +23,7 @@ WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const ch
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(map, "wharf_constant_map_set: map is NULL");
     WHARF_API_REQUIRE(fqn && *fqn, "wharf_constant_map_set: fqn is NULL or empty");
-    std::string what = std::string("constant '") + fqn + "'";
+    std::string what = "constant " + quote_name(fqn);
     WHARF_API_REQUIRE(view, "wharf_constant_map_set: view of " + what + " is NULL");
     TensorMeta meta;
     void* data = nullptr;
@@ -36,7 +37,7 @@ WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map, c
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(map && fqn && out, "wharf_constant_map_find: map, fqn and out must not be NULL");
     const MapEntry* e = map->map->find(fqn);
-    if (!e) return NotFound(std::string("constant '") + fqn + "' is not in the map");
+    if (!e) return NotFound("constant " + quote_name(fqn) + " is not in the map");
     api::view_from_meta(e->meta, e->data, out);
     return Status::Ok();
   });

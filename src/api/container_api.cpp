@@ -7,6 +7,7 @@
 
 #include "api/boundary.h"
 #include "api/handles.h"
+#include "core/text.h"
 
 using namespace wharf;
 
@@ -14,7 +15,7 @@ namespace {
 
 // The checks a C declaration (constant or state) needs before its fields are read.
 Status check_decl(const char* kind, size_t i, const char* fqn, int32_t dtype, int32_t ndim, const int64_t* shape) {
-  std::string what = fqn ? std::string(kind) + " '" + fqn + "'" : std::string(kind) + " declaration " + std::to_string(i);
+  std::string what = fqn ? std::string(kind) + " " + quote_name(fqn) : std::string(kind) + " declaration " + std::to_string(i);
   if (!fqn || !*fqn) return InvalidArgument(what + ": fqn is NULL or empty");
   if (ndim < 0 || ndim > WHARF_MAX_DIMS)
     return InvalidArgument(what + ": ndim " + std::to_string(ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
@@ -62,7 +63,7 @@ Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* o
     si.shape.assign(c.shape, c.shape + c.ndim);
     if (c.initial) {
       void* data = nullptr;
-      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of state '" + si.fqn + "'", &si.meta, &data));
+      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of state " + quote_name(si.fqn), &si.meta, &data));
       si.has_initial = true;
       si.data = data;
     }
@@ -245,7 +246,7 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
     WHARF_API_REQUIRE(container && fqn && view,
                       "wharf_container_bind_user_constant: container, fqn and view must not be NULL");
     UserConstant uc;
-    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, std::string("constant '") + fqn + "'", &uc.meta, &uc.data));
+    WHARF_RETURN_IF_ERROR(api::meta_from_view(*view, "constant " + quote_name(fqn), &uc.meta, &uc.data));
     if (release) {
       void* data = uc.data;
       uc.release = [release, data, user] { release(data, user); };

@@ -6,6 +6,7 @@
 
 #include "api/boundary.h"
 #include "api/handles.h"
+#include "core/text.h"
 
 namespace wharf {
 namespace api {
@@ -153,8 +154,8 @@ Status check_size_shape(size_t size, const StructLayout& L, const std::string& w
                            std::to_string(L.min_size) + ".." + std::to_string(kMaxStructSize) + " (set it to sizeof(" +
                            L.name + "))");
   if (const FieldInfo* f = field_cut_by(size, L))
-    return InvalidArgument(what + ": struct_size " + std::to_string(size) + " ends inside field '" + f->name +
-                           "' (bytes " + std::to_string(f->offset) + ".." + std::to_string(f->offset + f->size) +
+    return InvalidArgument(what + ": struct_size " + std::to_string(size) + " ends inside field " + quote_name(f->name) +
+                           " (bytes " + std::to_string(f->offset) + ".." + std::to_string(f->offset + f->size) +
                            " of " + L.name + "); a struct_size is sizeof the struct as compiled");
   return Status::Ok();
 }

@@ -8,6 +8,7 @@
 #include "api/boundary.h"
 #include "core/dtype.h"
 #include "core/logging.h"
+#include "core/text.h"
 
 using namespace wharf;
 
@@ -147,7 +148,7 @@ WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(name && out, "wharf_dtype_from_name: name and out must not be NULL");
     auto d = dtype_from_name(name);
-    if (!d) return NotFound(std::string("unknown dtype name '") + name + "'");
+    if (!d) return NotFound("unknown dtype name " + quote_name(name));
     *out = static_cast<wharf_dtype>(*d);
     return Status::Ok();
   });

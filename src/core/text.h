@@ -3,7 +3,8 @@
 //
 // Two rules hold everywhere a status message is built:
 //  - a name from a file or a caller appears only through quote_name(), so a newline, a terminal
-//    escape or a byte that is not UTF-8 can never reach a log line raw;
+//    escape or a byte that is not UTF-8 can never reach a log line raw (scripts/check-quoting.sh,
+//    ctest 'quoting', fails on hand-made quoting such as "'" + name + "'");
 //  - a name is checked with check_fqn() where it enters (constant maps, containers, state
 //    declarations, the safetensors reader): non-empty, no NUL (names cross the C ABI as
 //    NUL-terminated strings, where "a\0b" would read as "a"), well-formed UTF-8 (the header

@@ -42,7 +42,7 @@ constexpr char kHex[] = "0123456789abcdef";
 // "'x'" for printable ASCII, "byte 0xNN" otherwise: messages must stay printable.
 std::string describe(char c) {
   const auto u = static_cast<unsigned char>(c);
-  if (u >= 0x20 && u < 0x7F) return std::string("'") + c + "'";
+  if (u >= 0x20 && u < 0x7F) return quote_name(std::string(1, c));
   return std::string("byte 0x") + kHex[u >> 4] + kHex[u & 0xF];
 }
 

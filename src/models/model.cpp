@@ -472,7 +472,7 @@ Model::~Model() {
   }
   // The device may still run work of these instances: wait before their memory goes.
   Status st = runtime_->device().synchronize();
-  if (!st.ok()) WHARF_LOG(kError, "model '" + name_ + "': waiting for the device at free: " + st.message());
+  if (!st.ok()) WHARF_LOG(kError, "model " + quote_name(name_) + ": waiting for the device at free: " + st.message());
 }
 
 Status Model::create_instance(std::unique_ptr<Instance>* out) {
@@ -549,7 +549,7 @@ Status Model::bind(Instance& inst, const Run& run) {
     AHandle h = nullptr;
     if (shim.from_blob(t.data, int64_t(t.shape->size()), t.shape->data(), strides.data(), 0, b.torch_dtype,
                        t.device_type == DeviceType::kCuda ? 1 : 0, dev, &h, 0, nullptr, 0) != 0)
-      return Internal("model '" + name_ + "': making a tensor for " + quote_name(b.internal_name) + shim_error(shim));
+      return Internal("model " + quote_name(name_) + ": making a tensor for " + quote_name(b.internal_name) + shim_error(shim));
     mine.push_back(h);
     pairs.push_back({b.internal_name.c_str(), h});
   }
@@ -560,7 +560,7 @@ Status Model::bind(Instance& inst, const Run& run) {
   shim.capture(nullptr, nullptr);
   if (e != 0) {
     for (void* k : kept) inst.kept.push_back(k);  // possibly referenced: freed with the instance
-    return Internal("model '" + name_ + "': binding " + std::to_string(pairs.size()) + " constants failed" +
+    return Internal("model " + quote_name(name_) + ": binding " + std::to_string(pairs.size()) + " constants failed" +
                     shim_error(shim));
   }
   // The previous binding's handles are no longer referenced by the container.
@@ -575,10 +575,10 @@ Status Model::bind(Instance& inst, const Run& run) {
 
 Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) {
   if (run.container() != container_)
-    return InvalidArgument("model '" + name_ + "': the run is of container " + quote_name(run.container()->name()) +
+    return InvalidArgument("model " + quote_name(name_) + ": the run is of container " + quote_name(run.container()->name()) +
                            ", not of this model's");
   if (inputs.size() != input_names_.size())
-    return InvalidArgument("model '" + name_ + "': " + std::to_string(input_names_.size()) + " inputs expected, got " +
+    return InvalidArgument("model " + quote_name(name_) + ": " + std::to_string(input_names_.size()) + " inputs expected, got " +
                            std::to_string(inputs.size()));
   const Shim& shim = *lib_->shim;
   MemoryAccounting* accounting = &runtime_->device().accounting();
@@ -589,14 +589,14 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     const ModelTensor& t = inputs[i];
     int32_t td = 0;
     if (!to_torch_dtype(t.meta.dtype, &td))
-      return InvalidArgument("model '" + name_ + "': input " + quote_name(input_names_[i]) + ": unsupported dtype");
+      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) + ": unsupported dtype");
     std::vector<int64_t> strides = t.meta.strides.empty() ? t.meta.contiguous_strides() : t.meta.strides;
     const bool on_host = t.meta.device_type != DeviceType::kCuda;
     AHandle blob = nullptr;
     if (shim.from_blob(t.data, int64_t(t.meta.shape.size()), t.meta.shape.data(), strides.data(), 0, td,
                        on_host ? 0 : 1, dev, &blob, 0, nullptr, 0) != 0) {
       for (AHandle h : in) shim.del(h);
-      return InvalidArgument("model '" + name_ + "': input " + quote_name(input_names_[i]) + shim_error(shim));
+      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) + shim_error(shim));
     }
     if (!on_host) {
       in[i] = blob;
@@ -615,7 +615,7 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     if (!ok) {
       shim.del(dev_t);
       for (AHandle h : in) shim.del(h);
-      return DeviceError("model '" + name_ + "': copying input " + quote_name(input_names_[i]) + " to the device" +
+      return DeviceError("model " + quote_name(name_) + ": copying input " + quote_name(input_names_[i]) + " to the device" +
                          shim_error(shim));
     }
     in[i] = dev_t;
@@ -636,7 +636,7 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     if (!st.ok()) {
       for (AHandle h : in) shim.del(h);
       give_back(std::move(inst));
-      return st.with_context("model '" + name_ + "'");
+      return st.with_context("model " + quote_name(name_));
     }
     octx.offloader = offloader_.get();
     octx.run = &run;
@@ -656,7 +656,7 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     offload_status = offloader_->end(run);
     if (offload_status.ok() && e == 0 && passed != offloader_->num_offloaded_layers())
       offload_status = FailedPrecondition(
-          "model '" + name_ + "' passed the offload points of " + std::to_string(passed) + " of its " +
+          "model " + quote_name(name_) + " passed the offload points of " + std::to_string(passed) + " of its " +
           std::to_string(offloader_->num_offloaded_layers()) +
           " offloaded layers: it was not compiled with Wharf's offload ops at every layer boundary "
           "(tools/aoti/compile_offload_model.py); its outputs are not valid");
@@ -670,7 +670,7 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     AccountingScope s(accounting);
     for (AHandle h : owned) shim_ptr->del(h);
   });
-  if (e != 0) return Internal("model '" + name_ + "': running it failed" + shim_error(shim));
+  if (e != 0) return Internal("model " + quote_name(name_) + ": running it failed" + shim_error(shim));
   WHARF_RETURN_IF_ERROR(offload_status);
   outputs->clear();
   for (size_t i = 0; i < out.size(); ++i) {
@@ -682,9 +682,9 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     int32_t td = 0, dt = 0;
     if (!h || shim.dim(h, &ndim) != 0 || shim.sizes(h, &sizes) != 0 || shim.strides(h, &strides) != 0 ||
         shim.dtype(h, &td) != 0 || shim.device_type(h, &dt) != 0 || shim.data_ptr(h, &mt.data) != 0)
-      return Internal("model '" + name_ + "': reading output " + std::to_string(i) + shim_error(shim));
+      return Internal("model " + quote_name(name_) + ": reading output " + std::to_string(i) + shim_error(shim));
     if (!from_torch_dtype(td, &mt.meta.dtype))
-      return Unsupported("model '" + name_ + "': output " + std::to_string(i) + " has PyTorch dtype code " +
+      return Unsupported("model " + quote_name(name_) + ": output " + std::to_string(i) + " has PyTorch dtype code " +
                          std::to_string(td));
     mt.meta.shape.assign(sizes, sizes + ndim);
     mt.meta.strides.assign(strides, strides + ndim);

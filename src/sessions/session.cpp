@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/logging.h"
+#include "core/text.h"
 
 namespace wharf {
 
@@ -18,18 +19,18 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
   for (const auto& c : containers) {
     if (!c) return InvalidArgument("session: a container is NULL");
     if (&c->runtime() != s->runtime_.get())
-      return InvalidArgument("session: container '" + c->name() + "' belongs to another runtime");
+      return InvalidArgument("session: container " + quote_name(c->name()) + " belongs to another runtime");
     if (std::count(containers.begin(), containers.end(), c) > 1)
-      return InvalidArgument("session: container '" + c->name() + "' is listed twice");
+      return InvalidArgument("session: container " + quote_name(c->name()) + " is listed twice");
     for (const StateDecl& d : c->states()) {
       auto it = s->index_.find(d.fqn);
       if (it != s->index_.end()) {
         const State& e = states[it->second];
         if (e.dtype != d.dtype || e.shape != d.shape)
-          return InvalidArgument("session: state '" + d.fqn + "' is declared " + dtype_name(d.dtype) + " " +
-                                 shape_string(d.shape) + " by container '" + c->name() + "' but " +
-                                 dtype_name(e.dtype) + " " + shape_string(e.shape) + " by container '" +
-                                 declared_by[it->second] + "'");
+          return InvalidArgument("session: state " + quote_name(d.fqn) + " is declared " + dtype_name(d.dtype) + " " +
+                                 shape_string(d.shape) + " by container " + quote_name(c->name()) + " but " +
+                                 dtype_name(e.dtype) + " " + shape_string(e.shape) + " by container " +
+                                 quote_name(declared_by[it->second]));
         continue;
       }
       s->index_.emplace(d.fqn, states.size());
@@ -94,7 +95,7 @@ Status Session::allocate_locked() {
   for (size_t i = 0; i < states_.size(); ++i)
     if (states_[i].nbytes > 0)
       WHARF_RETURN_IF_ERROR(runtime_->device().allocate(MemKind::kDevice, MemTag::kState, states_[i].nbytes,
-                                                        "session state '" + states_[i].fqn + "'", &bufs[i]));
+                                                        "session state " + quote_name(states_[i].fqn), &bufs[i]));
   for (size_t i = 0; i < states_.size(); ++i) {
     WHARF_DCHECK(bufs[i].size() == states_[i].nbytes, "session: a state buffer has the size of its declaration");
     states_[i].buffer = std::move(bufs[i]);
@@ -123,7 +124,7 @@ Status Session::initialise_locked(Stream& stream) {
     if (st.nbytes == 0) continue;
     Status s = st.initial ? stream.copy_async(st.buffer.data(), st.initial->data(), st.nbytes)
                           : stream.memset_async(st.buffer.data(), 0, st.nbytes);
-    WHARF_RETURN_IF_ERROR(s.with_context("session: initialising state '" + st.fqn + "'"));
+    WHARF_RETURN_IF_ERROR(s.with_context("session: initialising state " + quote_name(st.fqn)));
   }
   return Status::Ok();
 }
@@ -175,7 +176,7 @@ Status Session::end_run(Stream& stream) {
 
 Status Session::find(const std::string& fqn, StateView* out) const {
   auto it = index_.find(fqn);
-  if (it == index_.end()) return NotFound("'" + fqn + "' is neither a constant of the container nor a state of the session");
+  if (it == index_.end()) return NotFound(quote_name(fqn) + " is neither a constant of the container nor a state of the session");
   MutexLock lock(mu_);
   WHARF_DCHECK(in_run_, "session: a state is handed out only to the open run");
   const State& st = states_[it->second];
@@ -210,7 +211,7 @@ Status Session::fork(std::shared_ptr<Session>* out) {
     for (size_t i = 0; i < states_.size(); ++i)
       if (states_[i].nbytes > 0)
         WHARF_RETURN_IF_ERROR(stream.copy_async(s->states_[i].buffer.data(), states_[i].buffer.data(), states_[i].nbytes)
-                                  .with_context("session fork: copying state '" + states_[i].fqn + "'"));
+                                  .with_context("session fork: copying state " + quote_name(states_[i].fqn)));
     // Both wait for the copy: the new one before it is used, the source before it is written.
     WHARF_RETURN_IF_ERROR(s->record_last_locked(stream));
     WHARF_RETURN_IF_ERROR(record_last_locked(stream));

@@ -303,6 +303,36 @@ TEST(HostileNames, ConstantMapQuotesNamesFromCallers) {
   expect_clean_message(st.message());
 }
 
+// Names quoted by hand ("'" + name + "'") carried a caller's newline or terminal escape raw
+// into these messages (issue 21); scripts/check-quoting.sh keeps such sites out.
+TEST(HostileNames, CApiMessagesQuoteNamesFromCallers) {
+  const std::string name = "w\n\x1b[31m";
+  wharf_constant_map* map = nullptr;
+  ASSERT_EQ(wharf_status_code(wharf_constant_map_create(&map)), WHARF_OK);
+  wharf_tensor_view out;
+  std::memset(&out, 0, sizeof out);
+  out.struct_size = sizeof out;
+  CStatus missing(wharf_constant_map_find(map, name.c_str(), &out));
+  EXPECT_EQ(missing.code(), WHARF_NOT_FOUND);
+  EXPECT_NE(missing.msg().find("constant 'w\\n\\u001b[31m' is not in the map"), std::string::npos) << missing.msg();
+  expect_clean_message(missing.msg());
+  wharf_tensor_view bad;
+  std::memset(&bad, 0, sizeof bad);
+  bad.struct_size = sizeof bad;
+  bad.dtype = WHARF_DTYPE_F32;
+  bad.ndim = -1;
+  CStatus negative(wharf_constant_map_set(map, name.c_str(), &bad));
+  EXPECT_EQ(negative.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(negative.msg().find("constant 'w\\n\\u001b[31m'"), std::string::npos) << negative.msg();
+  expect_clean_message(negative.msg());
+  wharf_constant_map_free(map);
+  wharf_dtype dt;
+  CStatus dtype(wharf_dtype_from_name(name.c_str(), &dt));
+  EXPECT_EQ(dtype.code(), WHARF_NOT_FOUND);
+  EXPECT_NE(dtype.msg().find("unknown dtype name 'w\\n\\u001b[31m'"), std::string::npos) << dtype.msg();
+  expect_clean_message(dtype.msg());
+}
+
 // --- 4. NUL bytes in __metadata__ -----------------------------------------------------------------
 
 // NUL is valid in safetensors metadata but cannot cross the C API in a C string: UNSUPPORTED.

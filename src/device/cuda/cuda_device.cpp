@@ -22,6 +22,7 @@
 
 #include "core/logging.h"
 #include "core/sync.h"
+#include "core/text.h"
 #include "device/cuda/cuda_check.h"
 #include "device/device.h"
 
@@ -571,7 +572,7 @@ bool cuda_device_available(int index, std::string* reason) {
   }
   if (why.empty()) return true;
   // A frequent cause of "no device": the process was started with the GPU hidden.
-  if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES")) why += " (CUDA_VISIBLE_DEVICES=\"" + std::string(vis) + "\")";
+  if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES")) why += " (CUDA_VISIBLE_DEVICES=" + quote_name(vis) + ")";
   if (reason) *reason = why;
   return false;
 }
