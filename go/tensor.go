@@ -25,9 +25,9 @@ import (
 // finalize a run (or a map) while one of its tensors is still in use.
 //
 // Host memory is read with Values or Bytes (copies) and written with SetValues or
-// SetBytes (copies) or WithSlice (a copy handed to a callback, copied back). Only writable memory
-// can be written: a HostBuffer's, a session state's of an open run, a fold's, and memory
-// wrapped with NewTensor; a run's constants, a map's entries (a safetensors mapping is
+// SetBytes (copies) or WithSlice (a copy handed to a callback, copied back). Only writable
+// memory can be written: a HostBuffer's, a session state's of an open run, a fold's, and
+// memory wrapped with NewTensor; a run's constants, a map's entries (a safetensors mapping is
 // read-only) and a model's outputs can only be read.
 //
 // NewTensor wraps memory the caller manages (C or device memory, say). Its data must not
