@@ -26,7 +26,11 @@
 // they allocate). A last table checks the targets of docs/performance.md.
 //
 // usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR]
-//                     [--reps N] [--peer PATH] [--csv PATH]
+//                     [--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]]
+//                     [--copy-threads N] [--staging-mib N]
+// --copy-threads / --staging-mib: the runtime's wharf_runtime_options (0: its defaults).
+// --probe: only the copy engine's own costs (see probe()), over --gib bytes, with
+// --probe-hold-gib GiB of other device memory held meanwhile.
 #include <cuda_runtime.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,11 +211,128 @@ double timed_update(wharf_runtime* rt, wharf_container* c, const std::function<w
   return s;
 }
 
+// --probe: what the copy engine costs beside the ceiling, with no Wharf code involved, to
+// find where an update's time goes (issue 21). Every row copies the same bytes from pinned
+// memory on one stream: as one copy; as copies of 128 MiB (one per constant); as copies of
+// 4/8/16 MiB (staging chunks), also with an event recorded after each (the ring's chunk
+// events); and as copies of 128 MiB into destinations allocated just before each copy from a
+// stream-ordered pool that returns its memory at every free (Wharf's DevicePool) or keeps it.
+//
+// hold_gib: device memory allocated (cudaMalloc, 1 GiB at a time) and kept during the probe,
+// as a serving process holds its model, to see whether fresh allocations then copy slower.
+int probe(uint64_t bytes, int reps, double hold_gib) {
+  std::vector<void*> held;
+  for (double g = 0; g + 1 <= hold_gib; g += 1) {
+    void* h = nullptr;
+    CUDA_OK(cudaMalloc(&h, 1ull << 30));
+    CUDA_OK(cudaMemset(h, 0, 1ull << 30));
+    held.push_back(h);
+  }
+  void* src = nullptr;
+  void* dst = nullptr;
+  CUDA_OK(cudaHostAlloc(&src, bytes, cudaHostAllocPortable));
+  touch(src, bytes, 1);
+  CUDA_OK(cudaMalloc(&dst, bytes));
+  cudaStream_t s, pool_stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&pool_stream, cudaStreamNonBlocking));
+  int dev = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  auto make_pool = [&](uint64_t threshold) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    cudaMemPool_t pool = nullptr;
+    CUDA_OK(cudaMemPoolCreate(&pool, &props));
+    CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    return pool;
+  };
+  cudaMemPool_t pool_release = make_pool(0), pool_keep = make_pool(UINT64_MAX);
+  std::vector<cudaEvent_t> events(4096);
+  for (cudaEvent_t& e : events) CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+
+  auto pieces = [&](uint64_t piece, bool with_events) {
+    return [=, &events] {
+      auto t0 = Clock::now();
+      size_t k = 0;
+      for (uint64_t off = 0; off < bytes; off += piece) {
+        CUDA_OK(cudaMemcpyAsync(static_cast<char*>(dst) + off, static_cast<char*>(src) + off,
+                                std::min(piece, bytes - off), cudaMemcpyHostToDevice, s));
+        if (with_events) CUDA_OK(cudaEventRecord(events[k++ % events.size()], s));
+      }
+      CUDA_OK(cudaStreamSynchronize(s));
+      return seconds_since(t0);
+    };
+  };
+  // free_mode 0: every buffer freed, then one synchronize; 1: each freed and synchronized
+  // (Wharf's DevicePool::free); 2: as 1, then the pool trimmed to 0 (cudaMemPoolTrimTo).
+  auto fresh = [&](cudaMemPool_t pool, int free_mode = 0) {
+    return [=] {
+      const uint64_t piece = 128ull << 20;
+      std::vector<void*> bufs;
+      auto t0 = Clock::now();
+      for (uint64_t off = 0; off < bytes; off += piece) {
+        void* d = nullptr;
+        const uint64_t n = std::min(piece, bytes - off);
+        CUDA_OK(cudaMallocFromPoolAsync(&d, n, pool, pool_stream));
+        CUDA_OK(cudaStreamSynchronize(pool_stream));
+        bufs.push_back(d);
+        CUDA_OK(cudaMemcpyAsync(d, static_cast<char*>(src) + off, n, cudaMemcpyHostToDevice, s));
+      }
+      CUDA_OK(cudaStreamSynchronize(s));
+      const double t = seconds_since(t0);
+      for (void* d : bufs) {
+        CUDA_OK(cudaFreeAsync(d, pool_stream));
+        if (free_mode >= 1) CUDA_OK(cudaStreamSynchronize(pool_stream));
+        if (free_mode == 2) CUDA_OK(cudaMemPoolTrimTo(pool, 0));
+      }
+      CUDA_OK(cudaStreamSynchronize(pool_stream));
+      return t;
+    };
+  };
+  std::vector<Row> rows;
+  rows.push_back(Row{"probe", "one copy (ceiling)", "pinned", bytes, pieces(bytes, false)});
+  rows.push_back(Row{"probe", "copies of 128 MiB", "pinned", bytes, pieces(128ull << 20, false)});
+  for (uint64_t mib : {4, 8, 16}) {
+    rows.push_back(Row{"probe", "copies of " + std::to_string(mib) + " MiB", "pinned", bytes, pieces(mib << 20, false)});
+    rows.push_back(Row{"probe", "copies of " + std::to_string(mib) + " MiB + event", "pinned", bytes, pieces(mib << 20, true)});
+  }
+  rows.push_back(Row{"probe", "128 MiB, fresh dst, pool releases", "pinned", bytes, fresh(pool_release)});
+  rows.push_back(Row{"probe", "128 MiB, fresh dst, pool keeps", "pinned", bytes, fresh(pool_keep)});
+  rows.push_back(Row{"probe", "128 MiB, releases, sync per free", "pinned", bytes, fresh(pool_release, 1)});
+  rows.push_back(Row{"probe", "128 MiB, releases, sync+trim per free", "pinned", bytes, fresh(pool_release, 2)});
+  measure(rows, reps);
+  const double ceil = median(rows[0].samples);
+  std::printf("probe: %.2f GiB from pinned memory, %d reps after one warm-up, rows interleaved; %zu GiB of other "
+              "device memory held\n",
+              double(bytes) / double(1ull << 30), reps, held.size());
+  std::printf("%-40s %9s %9s %9s %8s %7s\n", "what", "median_s", "min_s", "max_s", "GB/s", "x_ceil");
+  for (const Row& r : rows) {
+    const double med = median(r.samples);
+    std::printf("%-40s %9.5f %9.5f %9.5f %8.2f %7.3f\n", r.name.c_str(), med, min_of(r.samples), max_of(r.samples),
+                double(r.bytes) / med / 1e9, ceil / med);
+  }
+  for (cudaEvent_t e : events) CUDA_OK(cudaEventDestroy(e));
+  CUDA_OK(cudaMemPoolDestroy(pool_release));
+  CUDA_OK(cudaMemPoolDestroy(pool_keep));
+  CUDA_OK(cudaStreamDestroy(s));
+  CUDA_OK(cudaStreamDestroy(pool_stream));
+  CUDA_OK(cudaFree(dst));
+  CUDA_OK(cudaFreeHost(src));
+  for (void* h : held) CUDA_OK(cudaFree(h));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   double gib = 8, small_gib = 1, file_gib = 4;
   int tensors = 64, reps = 7;
+  bool do_probe = false;
+  double hold_gib = 0;
+  uint32_t copy_threads = 0;
+  uint64_t staging_mib = 0;
   const char* csv = nullptr;
   std::string file_dir = "/tmp";
   std::string peer_script;
@@ -224,10 +345,14 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) peer_script = argv[++i];
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--probe")) do_probe = true;
+    else if (!std::strcmp(argv[i], "--probe-hold-gib") && i + 1 < argc) hold_gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--copy-threads") && i + 1 < argc) copy_threads = uint32_t(std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--staging-mib") && i + 1 < argc) staging_mib = uint64_t(std::atoll(argv[++i]));
     else {
       std::fprintf(stderr,
                    "usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR] "
-                   "[--reps N] [--peer PATH] [--csv PATH]\n");
+                   "[--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]] [--copy-threads N] [--staging-mib N]\n");
       return 2;
     }
   }
@@ -235,6 +360,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "update_bench: --reps and --tensors must be >= 1\n");
     return 2;
   }
+  if (do_probe) return probe(uint64_t(gib * double(1ull << 30)) & ~uint64_t(4095), reps, hold_gib);
   if (peer_script.empty()) {
     // The bundle keeps it in peers/ beside the binary; a build tree, in tools/bench.
     std::string self(argv[0]);
@@ -255,14 +381,17 @@ int main(int argc, char** argv) {
   wharf_runtime_options ro;
   wharf_runtime_options_init(&ro);
   ro.backend = WHARF_BACKEND_CUDA;
+  ro.copy_threads = copy_threads;
+  ro.staging_bytes = staging_mib << 20;
   wharf_runtime* rt = nullptr;
   wharf_ok(wharf_runtime_create(&ro, &rt), "runtime");
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
-  std::printf("update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved\n", info.name, wharf_version(),
-              reps);
+  std::printf("update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
+              "staging %llu MiB (0: defaults)\n",
+              info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib);
   std::printf("  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
               "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",
               tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), small_sizes.size(),
@@ -483,6 +612,8 @@ int main(int argc, char** argv) {
   targets.push_back({"small-100 pinned vs ceiling", ceiling_of("small-100") / med_of("small-100", "wharf update", "pinned"), 0.80});
   const double load_s = med_of("file", "wharf load (map + container)", "file");
   targets.push_back({"file load vs ceiling", ceiling_of("file") / load_s, 0.80});
+  targets.push_back({"file update_from_file vs ceiling",
+                     ceiling_of("file") / med_of("file", "wharf update_from_file (streaming)", "file"), 0.90});
   const double lib_s = med_of("file", "safetensors load_file(device=cuda)", "file");
   if (lib_s > 0) targets.push_back({"file load vs safetensors library (speed ratio)", lib_s / load_s, 1.0});
   std::printf("\n%-48s %8s %8s %s\n", "target", "measured", "target", "");
