@@ -30,6 +30,9 @@ mkdir -p "$OUT"/peers
 cp "$ROOT"/tools/bench/*.py "$OUT"/peers/
 # Libraries that look like broken models (the model loader's error tests).
 [ -d "$BUILD"/tests/fakes ] && cp -r "$BUILD"/tests/fakes "$OUT"/fakes
+# Libraries with different code for the model library loader's unit tests (found beside
+# wharf_unit_tests).
+[ -d "$BUILD"/tests/unit-libs ] && cp -r "$BUILD"/tests/unit-libs "$OUT"/unit-libs
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
 done

@@ -250,7 +250,7 @@ std::string shim_error(const Shim& s) {
 
 struct Model::Library {
   const Shim* shim = nullptr;
-  void* so = nullptr;
+  std::unique_ptr<ModelLibrary> so;
   std::string path;
   CreateFn create = nullptr;
   DeleteFn destroy = nullptr;
@@ -261,9 +261,6 @@ struct Model::Library {
   I32AtFn constant_type = nullptr, constant_dtype = nullptr;
   SizeAtFn constant_size = nullptr;
   PairsFn bind_pairs = nullptr;
-  ~Library() {
-    if (so) dlclose(so);
-  }
 };
 
 struct Model::Instance {
@@ -334,7 +331,7 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
       {"AOTInductorModelContainerUpdateUserManagedConstantBufferPairs", reinterpret_cast<void**>(&lib->bind_pairs)},
   };
   for (const Sym& s : syms) {
-    *s.slot = dlsym(lib->so, s.name);
+    *s.slot = dlsym(lib->so->handle(), s.name);
     if (!*s.slot)
       return InvalidArgument(what + " is not an AOTInductor model this Wharf can run: it does not export " + s.name);
   }

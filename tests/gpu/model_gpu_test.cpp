@@ -14,15 +14,18 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "constants/constant_map.h"
 #include "constants/weight_store.h"
 #include "device/runtime.h"
+#include "io/zip_archive.h"
 #include "models/model.h"
 #include "runs/run.h"
 #include "sessions/session.h"
@@ -422,6 +425,116 @@ TEST_F(ModelGpu, APt2PackageLoadsAndRunsAsItsLibrary) {
   for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, std::fabs(logits[0][i] - logits[1][i]));
   EXPECT_LE(worst, 1e-5f) << "the package's model and its library computed different logits";
   EXPECT_EQ(argmax(logits[0].data()), argmax(logits[1].data()));
+}
+
+// A `.pt2` package holding `so` as its model library: a stored ZIP, as
+// aoti_compile_and_package writes (local header and data, central directory, end record).
+void write_package(const std::string& path, const std::string& so) {
+  auto le = [](uint64_t v, int bytes) {
+    std::string s(size_t(bytes), '\0');
+    for (int i = 0; i < bytes; ++i) s[size_t(i)] = char((v >> (8 * i)) & 0xFF);
+    return s;
+  };
+  const std::string name = "pkg/data/aotinductor/model/model.wrapper.so";
+  const uint32_t crc = io::crc32(reinterpret_cast<const uint8_t*>(so.data()), so.size());
+  std::string out = le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(crc, 4) + le(so.size(), 4) +
+                    le(so.size(), 4) + le(name.size(), 2) + le(0, 2) + name + so;
+  const std::string cd = le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(crc, 4) +
+                         le(so.size(), 4) + le(so.size(), 4) + le(name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) +
+                         le(0, 2) + le(0, 4) + le(0, 4) + name;
+  const uint64_t cd_off = out.size();
+  out += cd + le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(1, 2) + le(1, 2) + le(cd.size(), 4) + le(cd_off, 4) + le(0, 2);
+  std::ofstream(path, std::ios::binary) << out;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Issue 21: every load gets the library it names. Two different packages loaded side by
+// side (the decode method's package, then one made here around the prefill library) used to
+// share the first one's code: both were opened as /proc/self/fd/<n> of a memory file closed
+// at once, the second got the same n, and the dynamic loader matched the loaded object by
+// that name. Likewise a `.so` replaced by rename at the same path while the old one is
+// loaded. The prefill method takes the whole prompt and must match PyTorch's logits; the
+// decode method (exported for one token) run in its place would not.
+TEST_F(ModelGpu, TwoDifferentPackagesAndARenameReplacedLibraryEachRunTheirOwnCode) {
+  const std::string decode_pkg = dir_ + "/tiny_decoder_decode.pt2";
+  ASSERT_TRUE(exists(decode_pkg)) << "missing " << decode_pkg << " (tools/aoti/compile_decode_method.py)";
+  const std::string tmp = ::testing::TempDir() + "wharf_two_packages_" + std::to_string(::getpid());
+  const std::string prefill_pkg = tmp + "_prefill.pt2", so = tmp + "_model.so";
+  const std::string prefill_pkg2 = tmp + "_prefill2.pt2";
+  struct Unlink {
+    std::vector<std::string> paths;
+    ~Unlink() {
+      for (const std::string& p : paths) ::unlink(p.c_str());
+    }
+  } cleanup{{prefill_pkg, prefill_pkg2, so, so + ".new"}};
+  write_package(prefill_pkg, read_bytes(dir_ + "/tiny_decoder.so"));
+  { std::ofstream(so, std::ios::binary) << read_bytes(dir_ + "/tiny_decoder_decode.so"); }
+  ModelOptions mo;
+  if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+
+  // The decode method's first token matches the prefill's first position; the prefill
+  // method's logits match PyTorch's at every position of the prompt.
+  auto expect_decode = [&](Model& m, const char* what) {
+    std::shared_ptr<Session> s;
+    ASSERT_TRUE(Session::create(rt_, {m.container()}, SessionOptions{}, &s).ok());
+    std::unique_ptr<wharf::Run> run;
+    ASSERT_TRUE(wharf::Run::begin(m.container(), s, nullptr, &run).ok());
+    std::vector<float> logits;
+    Status st = step(m, *run, {prompt_[0]}, 0, &logits);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+    ASSERT_TRUE(run->end().ok());
+    double err = 0;
+    for (int i = 0; i < kVocab; ++i) err = std::max(err, double(std::fabs(logits[size_t(i)] - prefill_logits_[size_t(i)])));
+    EXPECT_LT(err, 2e-3) << what;
+  };
+  auto expect_prefill = [&](Model& m, const char* what) {
+    std::shared_ptr<Session> s;
+    ASSERT_TRUE(Session::create(rt_, {m.container()}, SessionOptions{}, &s).ok());
+    std::unique_ptr<wharf::Run> run;
+    ASSERT_TRUE(wharf::Run::begin(m.container(), s, nullptr, &run).ok());
+    std::vector<float> logits;
+    Status st = step(m, *run, prompt_, 0, &logits);
+    ASSERT_TRUE(st.ok()) << what << " (the prefill method takes the whole prompt): " << st.message();
+    ASSERT_TRUE(run->end().ok());
+    double err = 0;
+    for (size_t i = 0; i < logits.size(); ++i) err = std::max(err, double(std::fabs(logits[i] - prefill_logits_[i])));
+    EXPECT_LT(err, 2e-3) << what << ": prefill logits differ from PyTorch's";
+  };
+
+  std::shared_ptr<Model> decode, prefill;
+  Status st = Model::load(rt_, decode_pkg, *weights_, mo, &decode);
+  SKIP_IF_UNLOADABLE(st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  st = Model::load(rt_, prefill_pkg, *weights_, mo, &prefill);
+  ASSERT_TRUE(st.ok()) << st.message();
+  expect_prefill(*prefill, "the prefill package loaded beside the decode package");
+  expect_decode(*decode, "the decode package");
+
+  // A `.so` replaced by rename while the old one is loaded.
+  std::shared_ptr<Model> old_so, new_so;
+  ASSERT_TRUE(Model::load(rt_, so, *weights_, mo, &old_so).ok());
+  {
+    std::ofstream(so + ".new", std::ios::binary) << read_bytes(dir_ + "/tiny_decoder.so");
+  }
+  ASSERT_EQ(::rename((so + ".new").c_str(), so.c_str()), 0);
+  st = Model::load(rt_, so, *weights_, mo, &new_so);
+  ASSERT_TRUE(st.ok()) << st.message();
+  expect_prefill(*new_so, "the .so loaded after its file was replaced by the prefill library");
+  expect_decode(*old_so, "the .so loaded before");
+
+  // Freed models' libraries stay loaded (AOTInductor's never unload): the next package is
+  // still its own.
+  decode.reset();
+  prefill.reset();
+  write_package(prefill_pkg2, read_bytes(dir_ + "/tiny_decoder.so"));
+  ASSERT_TRUE(Model::load(rt_, decode_pkg, *weights_, mo, &decode).ok());
+  ASSERT_TRUE(Model::load(rt_, prefill_pkg2, *weights_, mo, &prefill).ok());
+  expect_prefill(*prefill, "a prefill package loaded after the first two were freed");
+  expect_decode(*decode, "the decode package loaded again");
 }
 
 }  // namespace

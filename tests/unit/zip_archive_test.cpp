@@ -3,13 +3,16 @@
 // (src/models/package.h), on archives built byte by byte here: stored entries with and
 // without ZIP64 records, PyTorch's alignment extra fields, a comment; then every way the
 // format can be broken: each truncation, each corrupted byte of the directory, compressed,
-// encrypted and CRC-mismatched entries, duplicate names, headers that disagree.
+// encrypted and CRC-mismatched entries, duplicate names, headers that disagree. Then the
+// loader: each package and each replaced `.so` gets its own code (tests/unit/libs/ built
+// into unit-libs/ beside this binary), and the descriptors it holds for that.
 #include "io/zip_archive.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -225,13 +228,51 @@ class ModelPackage : public ::testing::Test {
     files_.push_back(p);
     return p;
   }
+  static std::string read(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    EXPECT_TRUE(f.good()) << "cannot read " << p;
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
   // A real shared library's bytes (the C math library this test links), so dlopen from the
   // package's memory file is exercised for real.
   static std::string a_shared_library() {
     Dl_info info{};
     EXPECT_NE(dladdr(reinterpret_cast<void*>(static_cast<double (*)(double)>(&std::cos)), &info), 0);
-    std::ifstream f(info.dli_fname, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
+    return read(info.dli_fname);
+  }
+  // tests/unit/libs/tagged_library.c built as tagged_<tag>.so into unit-libs/ beside this
+  // test binary (in the build tree and in the GPU bundle alike).
+  static std::string tagged_library_path(const std::string& tag) {
+    char exe[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    EXPECT_GT(n, 0);
+    std::string dir(exe, size_t(n > 0 ? n : 0));
+    dir = dir.substr(0, dir.rfind('/'));
+    return dir + "/unit-libs/tagged_" + tag + ".so";
+  }
+  static std::string tagged_library(const std::string& tag) {
+    const std::string bytes = read(tagged_library_path(tag));
+    EXPECT_GT(bytes.size(), 100u) << tagged_library_path(tag);
+    return bytes;
+  }
+  // A package whose model library is tagged_<tag>.
+  std::string package(const std::string& name, const std::string& tag) {
+    return write(name, build_zip({ZEntry{"m/archive_format", "pt2"},
+                                  ZEntry{"m/data/aotinductor/model/" + tag + ".wrapper.so", tagged_library(tag)}}));
+  }
+  // Which library's code `lib` runs.
+  static std::string tag_of(const ModelLibrary* lib) {
+    if (!lib) return "<not loaded>";
+    auto fn = reinterpret_cast<const char* (*)()>(dlsym(lib->handle(), "wharf_test_library_tag"));
+    return fn ? fn() : "<no tag function>";
+  }
+  static std::unique_ptr<ModelLibrary> load(const std::string& p) {
+    std::unique_ptr<ModelLibrary> lib;
+    std::string err;
+    Status st = open_model_library(p, RTLD_NOW | RTLD_LOCAL, &lib, &err);
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_NE(lib, nullptr) << p << ": " << err;
+    return lib;
   }
   std::vector<std::string> files_;
 };
@@ -244,17 +285,13 @@ TEST_F(ModelPackage, OpensTheModelLibraryFromAPackageWithoutATemporaryFile) {
                                                      ZEntry{"m/data/aotinductor/model/abc.wrapper.so", lib}},
                                                     true));
   EXPECT_TRUE(is_model_package(pkg));
-  void* h = nullptr;
-  std::string err;
-  Status st = open_model_library(pkg, RTLD_NOW | RTLD_LOCAL, &h, &err);
-  ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_NE(h, nullptr) << err;
-  EXPECT_NE(dlsym(h, "cos"), nullptr);
-  dlclose(h);
+  std::unique_ptr<ModelLibrary> h = load(pkg);
+  ASSERT_NE(h, nullptr);
+  EXPECT_NE(dlsym(h->handle(), "cos"), nullptr);
 }
 
 TEST_F(ModelPackage, PackagesWithoutOneModelLibraryAreRefusedByName) {
-  void* h = nullptr;
+  std::unique_ptr<ModelLibrary> h;
   std::string err;
   const std::string none = write("none.pt2", build_zip({ZEntry{"m/archive_format", "pt2"}, ZEntry{"m/data/x.so", "x"}}));
   Status st = open_model_library(none, RTLD_NOW, &h, &err);
@@ -269,12 +306,20 @@ TEST_F(ModelPackage, PackagesWithoutOneModelLibraryAreRefusedByName) {
   EXPECT_NE(st.message().find("'m/data/aotinductor/a/x.so', 'm/data/aotinductor/b/y.so'"), std::string::npos)
       << st.message();
 
-  // Not a shared library: the loader's refusal names the entry, the call itself succeeds.
+  // Not a shared library: the loader's refusal names the entry (not the descriptor it was
+  // opened through), the call itself succeeds, and no descriptor stays behind.
+  const size_t held = model_library_descriptors();
   const std::string junk = write("junk.pt2", build_zip({ZEntry{"m/data/aotinductor/model/z.so", "not an ELF file"}}));
   st = open_model_library(junk, RTLD_NOW, &h, &err);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(h, nullptr);
   EXPECT_NE(err.find("entry 'm/data/aotinductor/model/z.so'"), std::string::npos) << err;
+  EXPECT_EQ(err.find("/proc/self/fd"), std::string::npos) << err;
+  st = open_model_library(write("junk.so", "not an ELF file"), RTLD_NOW, &h, &err);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(err.find("/proc/self/fd"), std::string::npos) << err;
+  EXPECT_EQ(model_library_descriptors(), held);
 
   // A compressed model library and a corrupt package.
   ZEntry deflated{"m/data/aotinductor/model/z.so", "x"};
@@ -294,12 +339,107 @@ TEST_F(ModelPackage, SeveralModelsChooseTheDefaultOne) {
   const std::string lib = a_shared_library();
   const std::string pkg = write("multi.pt2", build_zip({ZEntry{"m/data/aotinductor/other/o.so", "not loaded"},
                                                        ZEntry{"m/data/aotinductor/model/d.so", lib}}));
-  void* h = nullptr;
-  std::string err;
-  Status st = open_model_library(pkg, RTLD_NOW, &h, &err);
-  ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_NE(h, nullptr) << err;
-  dlclose(h);
+  EXPECT_NE(load(pkg), nullptr);
+}
+
+// Issue 21: a package's library used to be opened as /proc/self/fd/<n> of a memory file
+// closed at once; the next package's memory file got the same number, and the dynamic
+// loader, which matches loaded objects by that name, handed it the first package's code.
+TEST_F(ModelPackage, TwoPackagesLoadedAtOnceEachRunTheirOwnCode) {
+  const std::string a = package("a.pt2", "a"), b = package("b.pt2", "b");
+  std::unique_ptr<ModelLibrary> la = load(a);
+  std::unique_ptr<ModelLibrary> lb = load(b);
+  EXPECT_EQ(tag_of(la.get()), "a");
+  EXPECT_EQ(tag_of(lb.get()), "b");
+  // The same package loaded again is a library of its own, with the same code.
+  std::unique_ptr<ModelLibrary> la2 = load(a);
+  EXPECT_EQ(tag_of(la2.get()), "a");
+  EXPECT_EQ(tag_of(la.get()), "a");
+  EXPECT_EQ(tag_of(lb.get()), "b");
+}
+
+// AOTInductor libraries stay loaded after dlclose (their STB_GNU_UNIQUE symbols): a freed
+// package's library must not answer for the next one either (holding each memory file only
+// while its library is in use would not be enough).
+TEST_F(ModelPackage, ALibraryTheLoaderKeepsAfterItsModelIsFreedDoesNotAnswerForTheNext) {
+  const std::string a = package("a.pt2", "a"), b = package("b.pt2", "b");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(tag_of(load(a).get()), "a") << "round " << i;
+    EXPECT_EQ(tag_of(load(b).get()), "b") << "round " << i;
+  }
+}
+
+// A `.so` replaced by rename at the same path while the old one is loaded: the dynamic
+// loader would return the loaded object for the same path string.
+TEST_F(ModelPackage, ARenameReplacedLibraryLoadsTheNewCode) {
+  const std::string so = write("model.so", tagged_library("a"));
+  std::unique_ptr<ModelLibrary> old = load(so);
+  EXPECT_EQ(tag_of(old.get()), "a");
+  const std::string tmp = write("model.so.tmp", tagged_library("b"));
+  ASSERT_EQ(::rename(tmp.c_str(), so.c_str()), 0);
+  std::unique_ptr<ModelLibrary> now = load(so);
+  EXPECT_EQ(tag_of(now.get()), "b");
+  EXPECT_EQ(tag_of(old.get()), "a");
+  // The same file loaded twice is one object; a replaced one is another, also after the old
+  // model is freed (tagged_a stays loaded, as AOTInductor models do).
+  std::unique_ptr<ModelLibrary> again = load(so);
+  ASSERT_NE(again, nullptr);
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(again->handle(), now->handle());
+  old.reset();
+  const std::string tmp2 = write("model.so.tmp2", tagged_library("a"));
+  ASSERT_EQ(::rename(tmp2.c_str(), so.c_str()), 0);
+  EXPECT_EQ(tag_of(load(so).get()), "a");
+  EXPECT_EQ(tag_of(now.get()), "b");
+}
+
+// Another part of the process left libraries loaded under /proc/self/fd/<n> names and
+// closed those descriptors (the same mistake, outside Wharf): packages and `.so` files
+// opened through descriptors of those numbers still get their own code. And a file that the
+// process has already loaded by its path is the same object, as dlopen would say.
+TEST_F(ModelPackage, NamesLeftBehindByOtherCodeAreNotReused) {
+  const std::string c = tagged_library("c");
+  std::vector<void*> foreign;
+  for (int i = 0; i < 8; ++i) {
+    const int fd = ::memfd_create("foreign", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, c.data(), c.size()), ssize_t(c.size()));
+    void* h = dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(), RTLD_NOW | RTLD_LOCAL);
+    ::close(fd);
+    ASSERT_NE(h, nullptr) << dlerror();
+    foreign.push_back(h);
+  }
+  EXPECT_EQ(tag_of(load(package("b.pt2", "b")).get()), "b");
+  EXPECT_EQ(tag_of(load(write("b.so", tagged_library("b"))).get()), "b");
+
+  const std::string so = write("c.so", c);
+  void* by_path = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(by_path, nullptr) << dlerror();
+  std::unique_ptr<ModelLibrary> lib = load(so);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(lib->handle(), by_path);
+  EXPECT_EQ(tag_of(lib.get()), "c");
+  lib.reset();
+  dlclose(by_path);
+  for (void* h : foreign) dlclose(h);
+}
+
+// Wharf keeps a library's descriptor only while the loader may know its name: one per
+// file, however often it is loaded, and none once the library is unloaded.
+TEST_F(ModelPackage, DescriptorsAreHeldOncePerLibraryAndReleasedWhenItIsUnloaded) {
+  const size_t before = model_library_descriptors();
+  const std::string unloadable = write("c.so", tagged_library("c"));
+  for (int i = 0; i < 20; ++i) {
+    std::unique_ptr<ModelLibrary> x = load(unloadable), y = load(unloadable);
+    ASSERT_NE(x, nullptr);
+    ASSERT_NE(y, nullptr);
+    EXPECT_EQ(x->handle(), y->handle());
+    EXPECT_EQ(model_library_descriptors(), before + 1);
+  }
+  EXPECT_EQ(model_library_descriptors(), before);
+  const std::string kept = write("a.so", tagged_library("a"));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(tag_of(load(kept).get()), "a");
+  EXPECT_EQ(model_library_descriptors(), before + 1);  // the loader keeps tagged_a: its name stays taken
 }
 
 // What a load in a child process came to: the status it returned, or that it did not
@@ -320,9 +460,9 @@ ChildLoad load_in_child(const std::string& path, int timeout_ms) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
-    void* h = nullptr;
+    std::unique_ptr<ModelLibrary> lib;
     std::string err;
-    Status st = open_model_library(path, RTLD_NOW, &h, &err);
+    Status st = open_model_library(path, RTLD_NOW, &lib, &err);
     const std::string out = std::to_string(int(st.code())) + " " + st.message() + err;
     ssize_t w = ::write(fds[1], out.data(), out.size());
     (void)w;
