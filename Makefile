@@ -90,19 +90,36 @@ abi-baseline: build
 # javac and swig are found; neither is required (INSTALL_JAR=0: never build the jar).
 INSTALL_BUILD ?= build-install
 INSTALL_JAR ?= auto
-install:
-	@bash scripts/install-deps.sh build
+install: release-build
+	cmake --install $(INSTALL_BUILD) --strip $(if $(PREFIX),--prefix $(PREFIX))
+
+# The release build `make install` and `make dist` share (INSTALL_JAR=1: the jar is required).
+.PHONY: release-build dist test-dist
+release-build:
+	@bash scripts/install-deps.sh $(if $(filter 1,$(INSTALL_JAR)),dist,build)
 	cmake -S . -B $(INSTALL_BUILD) -DWHARF_WITH_CUDA=$(WHARF_WITH_CUDA) -DWHARF_BUILD_TESTS=OFF \
 	  -DWHARF_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(INSTALL_BUILD) -j$(JOBS)
 	@rm -f $(INSTALL_BUILD)/java/wharf-*.jar $(INSTALL_BUILD)/java/wharf.jar
 	@if [ "$(INSTALL_JAR)" = 0 ]; then echo "make install: INSTALL_JAR=0: the Java jar is not built"; \
-	elif command -v javac >/dev/null && command -v swig >/dev/null; then bash java/build.sh $(abspath $(INSTALL_BUILD)); \
+	elif [ "$(INSTALL_JAR)" = 1 ] || (command -v javac >/dev/null && command -v swig >/dev/null); then bash java/build.sh $(abspath $(INSTALL_BUILD)); \
 	else echo "make install: javac or swig not found: the Java jar is not built (install a JDK and SWIG for it)"; fi
-	cmake --install $(INSTALL_BUILD) --strip $(if $(PREFIX),--prefix $(PREFIX))
+
+# The release archive a user downloads: DIST_DIR/wharf-VERSION-linux-ARCH.tar.gz (and .sha256
+# beside it) from the release build above, jar required (scripts/dist.sh says what is in it).
+DIST_DIR ?= dist
+dist:
+	$(MAKE) release-build INSTALL_JAR=1
+	bash scripts/dist.sh $(INSTALL_BUILD) $(DIST_DIR)
+
+# What `make test` runs last (scripts/run-binding-tests.sh): the archive of the test build,
+# unpacked and checked, and the five consumers built against it.
+test-dist: build
+	bash java/build.sh $(abspath $(BUILD))
+	bash tests/consumers/dist_consumers.sh $(BUILD) .
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-tsa build-install gpu-bundle
+	rm -rf $(BUILD) build-asan build-tsan build-tsa build-install gpu-bundle $(DIST_DIR)
 
 # One language binding's tests against the built library (what `make test` runs for all three
 # through scripts/run-binding-tests.sh): go/test.sh, rust/test.sh, java/test.sh BUILD_DIR.

@@ -4,9 +4,12 @@
 # for what is missing, so a second run costs nothing. Run as root (or with sudo available).
 #   install-deps.sh          everything: building, and every test suite (make test)
 #   install-deps.sh build    only what building and installing the library needs (make install)
+#   install-deps.sh dist     that and the Java jar's tools, for the release archive (make dist)
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libcli11-dev)
-if [ "${1:-all}" != build ]; then
+if [ "${1:-all}" = dist ]; then
+  pkgs+=(swig default-jdk-headless)
+elif [ "${1:-all}" != build ]; then
   pkgs+=(googletest libgtest-dev libgmock-dev libbenchmark-dev abigail-tools clang libclang-rt-14-dev
          golang-go swig junit4 default-jdk-headless python3)
   # Rust: a rustup toolchain (~/.cargo) when present, Debian's cargo otherwise.
