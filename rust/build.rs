@@ -5,7 +5,9 @@
 //!    `<prefix>/lib`). It overrides everything else.
 //! 2. `pkg-config` (the command, `$PKG_CONFIG` if set; no crates): `wharf.pc` from an
 //!    installed prefix, found through `PKG_CONFIG_PATH` or the system's search path.
-//! 3. `../build`, the repository's default build directory, for work inside the tree.
+//! 3. Inside the repository (`../include/wharf/wharf.h` beside this crate): `../build`, its
+//!    default build directory. From a packaged crate (crates.io, `cargo package`): the
+//!    dynamic linker's own search path (`-lwharf` with no directory), with a warning.
 //!
 //! Linking: `-L <dir> -lwharf`, which Cargo also applies when linking the crates that
 //! depend on this one. Loading at run time: an rpath to `<dir>` is embedded in this
@@ -25,7 +27,8 @@
 //! ```
 //!
 //! `DEP_WHARF_INCLUDE_DIR` names the directory of `wharf/wharf.h` when it is known, and
-//! `DEP_WHARF_FOUND_BY` says which of the three ways found the library.
+//! `DEP_WHARF_FOUND_BY` says which way found the library (`WHARF_LIB_DIR`, `pkg-config`,
+//! `../build` or `system`; no `DEP_WHARF_LIB_DIR` for `system`).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -48,6 +51,7 @@ fn main() {
     let manifest =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
 
+    let in_repository = manifest.join("../include/wharf/wharf.h").exists();
     let (lib_dir, include_dir, found_by) = match env::var_os("WHARF_LIB_DIR") {
         Some(d) if !d.is_empty() => {
             let dir = PathBuf::from(d);
@@ -59,11 +63,21 @@ fn main() {
         }
         _ => match pkg_config() {
             Some((lib, include)) => (lib, include, "pkg-config"),
-            None => (
+            None if in_repository => (
                 manifest.join("..").join("build"),
-                Some(manifest.join("..").join("include")).filter(|i| i.exists()),
+                Some(manifest.join("..").join("include")),
                 "../build",
             ),
+            None => {
+                // A packaged crate has no build tree beside it: a system install (a folder
+                // of the dynamic linker's search path, e.g. /usr/local/lib after ldconfig).
+                println!(
+                    "cargo:warning=libwharf not found by WHARF_LIB_DIR or pkg-config (no wharf.pc on PKG_CONFIG_PATH): linking -lwharf from the system's library path"
+                );
+                println!("cargo:rustc-link-lib=dylib=wharf");
+                println!("cargo:found_by=system");
+                return;
+            }
         },
     };
     let lib_dir = lib_dir.canonicalize().unwrap_or(lib_dir);

@@ -30,5 +30,15 @@ fi
 # With the experimental tier (models, index access): every test, those of the default
 # features included.
 env -u LD_LIBRARY_PATH "$CARGO" test --offline --features experimental
-# The crate used from another crate outside the tree against an installed prefix:
+# The crate as a registry would serve it: `cargo package` packs what Cargo.toml's include
+# list names and builds the packed crate on its own (its build.rs with no repository beside
+# it, no WHARF_LIB_DIR, no pkg-config path). --allow-dirty: a work tree under test may have
+# uncommitted changes. The tests must stay out of it (they need the repository).
+list=$(env -u WHARF_LIB_DIR -u PKG_CONFIG_PATH "$CARGO" package --offline --allow-dirty --quiet --list)
+for f in Cargo.toml build.rs README.md LICENSE NOTICE src/lib.rs src/sys.rs; do
+  grep -qx "$f" <<<"$list" || { echo "rust/test.sh: cargo package leaves out $f" >&2; exit 1; }
+done
+if grep -E '^(tests/|test\.sh)' <<<"$list"; then echo "rust/test.sh: cargo package packs the tests above" >&2; exit 1; fi
+env -u WHARF_LIB_DIR -u PKG_CONFIG_PATH "$CARGO" package --offline --allow-dirty --quiet
+# The packed crate used from another crate outside the tree, against the release archive:
 # tests/consumers/rust_consumer.sh (scripts/run-binding-tests.sh runs it after this script).
