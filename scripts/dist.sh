@@ -16,8 +16,9 @@
 #
 # BUILD_DIR must be built and hold the jar (java/build.sh BUILD_DIR): `make dist` uses a
 # release build (build-install, as `make install`), `make test` its test build (build/), so
-# the consumers are checked without compiling a second tree. The archive is reproducible:
-# sorted entries, owner 0, every time stamp the commit's (SOURCE_DATE_EPOCH when set).
+# the consumers are checked without compiling a second tree. The tar stream is deterministic:
+# sorted entries, owner 0, every time stamp the commit's (SOURCE_DATE_EPOCH when set); the
+# jars inside keep the times they were built at.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -95,7 +96,7 @@ if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" 
 (cd "$P" && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum) > "$STAGE/SHA256SUMS"
 mv "$STAGE/SHA256SUMS" "$P/SHA256SUMS"
 
-# 5. The archive, reproducible, and its sum beside it.
+# 5. The archive (a deterministic tar stream) and its sum beside it.
 mv "$P" "$STAGE/$NAME"
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}
 rm -f "$OUT/$NAME.tar.gz" "$OUT/$NAME.tar.gz.sha256"
