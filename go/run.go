@@ -142,8 +142,15 @@ func runTensor(run *C.wharf_run, fqn *C.char, owner *handle) (Tensor, error) {
 	}
 	t := tensorFromView(&v, owner)
 	t.noKeep = runTensorNoKeep
+	if v.flags&C.WHARF_VIEW_READ_ONLY != 0 {
+		t.readOnly = foldConstantReadOnly
+	}
 	return t, nil
 }
+
+// The library marks a run's constants read-only; in a fold, all but derived constants and
+// those the update writes (the others share storage with the active generation).
+const foldConstantReadOnly = "it is a constant this update does not write (its storage is the active generation's, which open and new runs read; a fold may write derived constants and the constants its update writes)"
 
 // Generation returns the id of the generation this run pinned (0 once ended).
 func (r *Run) Generation() uint64 {
@@ -225,7 +232,10 @@ func ReadValues[T Element](r *Run, fqn string) ([]T, error) {
 // written, derived constants included. It is valid only during the callback; afterwards
 // its methods, and those of the tensors it gave, fail with ErrClosed. Write derived
 // constants through the tensors (SetValues or WithSlice on the host backend, Pointer for
-// your kernels), launched on Stream; the other constants must only be read.
+// your kernels), launched on Stream. Only derived constants and the constants the update
+// writes are writable: the others share their storage with the active generation, which
+// open and new runs read, so their tensors are read-only (Tensor.Writable is false, and
+// SetValues, SetBytes and WithSlice fail with ErrFailedPrecondition).
 type FoldRun struct {
 	h handle
 }

@@ -275,14 +275,14 @@ typedef enum wharf_device_type {
 #define WHARF_MAX_DIMS 8
 
 /**
- * wharf_tensor_view.flags: the memory must not be written. The library sets it on every
- * output view it fills whose memory others read: constants in a run (which share their
- * storage with other generations, containers and open runs; in a fold callback's run, the
- * constants other than derived ones and the ones the update wrote), tensors of a map
- * loaded from a file (a read-only mapping) and offloaded slots. Session state, a model's
- * outputs and the views a caller put into a map keep their writability (a map keeps the
- * flag a caller set). Writing through a read-only view is undefined; the bindings refuse
- * it. Since 0.3.
+ * wharf_tensor_view.flags: the memory must not be written. The library sets it on the
+ * output views it fills whose memory others read: constants in a run (their storage is
+ * shared with other generations, containers and open runs; in a fold callback's run, every
+ * constant except derived ones and the ones the update gave fresh storage), the entries of
+ * a map loaded from a file (a read-only mapping) and offloaded slots. Session state, a
+ * model's outputs and the entries of a map the caller built (the caller's memory) carry 0.
+ * Writing through a read-only view is undefined behaviour that changes what others read;
+ * the bindings refuse it. Since 0.3.
  */
 #define WHARF_VIEW_READ_ONLY 0x1u
 
@@ -695,9 +695,10 @@ typedef enum wharf_update_target {
  * transposed or quantised weight) with the caller's own kernels. `target` is a run over
  * that generation: wharf_run_get_tensor gives every constant, derived ones included, and
  * wharf_run_stream the stream to launch on. Only derived constants and the constants this
- * update wrote (fresh storage) may be written: every other constant's view is
- * WHARF_VIEW_READ_ONLY, because its storage is the active generation's and open runs read
- * it. The callback must not end the run. Return
+ * update gave fresh storage may be written (in a weight store update's fold: derived ones
+ * only, the others being shared by the store's members): every other constant's view is
+ * WHARF_VIEW_READ_ONLY, because its storage is shared with the active generation, which
+ * open and new runs read. The callback must not end the run. Return
  * NULL on success or a status (made with wharf_status_create; ownership passes to Wharf)
  * to abort the update: the update then fails with that status's code, and its message
  * after a prefix naming the container ("container 'm': fold callback: " + message).

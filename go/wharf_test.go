@@ -1116,6 +1116,82 @@ func TestFold(t *testing.T) {
 	wantCode(t, err, ErrInvalidArgument, "derived")
 }
 
+// A fold may write only derived constants and the constants its update writes: the others
+// share their storage with the active generation, which open and new runs read (issue 23,
+// defect 1). Writing one used to change what the open run below read, with no swap.
+func TestFoldCannotWriteConstantsItsUpdateDidNotWrite(t *testing.T) {
+	rt := hostRuntime(t)
+	c, err := NewContainer(rt, &ContainerOptions{Name: "folded", Constants: []ConstantDecl{
+		{FQN: "a", DType: DTypeF32, Shape: []int64{4}},
+		{FQN: "b", DType: DTypeF32, Shape: []int64{4}},
+		{FQN: "d", DType: DTypeF32, Shape: []int64{4}, Flags: ConstantDerived},
+	}})
+	must(t, err)
+	defer c.Close()
+	sum := func(r *FoldRun) error {
+		a, err := r.Tensor("a")
+		if err != nil {
+			return err
+		}
+		b, err := r.Tensor("b")
+		if err != nil {
+			return err
+		}
+		d, err := r.Tensor("d")
+		if err != nil {
+			return err
+		}
+		av, err := Values[float32](a)
+		if err != nil {
+			return err
+		}
+		bv, err := Values[float32](b)
+		if err != nil {
+			return err
+		}
+		return SetValues(d, []float32{av[0] + bv[0], av[1] + bv[1], av[2] + bv[2], av[3] + bv[3]})
+	}
+	must(t, c.UpdateFromHost([]HostTensor{
+		HostTensorOf("a", []int64{4}, []float32{1, 1, 1, 1}),
+		HostTensorOf("b", []int64{4}, []float32{10, 10, 10, 10}),
+	}, &UpdateOptions{Fold: sum}))
+	must(t, c.Swap())
+
+	open, err := c.BeginRun()
+	must(t, err)
+	defer open.End()
+	var writeB, writeA, writable error
+	must(t, c.UpdateFromHost([]HostTensor{HostTensorOf("a", []int64{4}, []float32{2, 2, 2, 2})},
+		&UpdateOptions{Fold: func(r *FoldRun) error {
+			b, err := r.Tensor("b") // not written by this update: the active generation's
+			if err != nil {
+				return err
+			}
+			if b.Writable() {
+				writable = errors.New("b is writable")
+			}
+			writeB = SetValues(b, []float32{99, 99, 99, 99})
+			a, err := r.Tensor("a") // written by this update: fresh storage
+			if err != nil {
+				return err
+			}
+			writeA = SetValues(a, []float32{3, 3, 3, 3})
+			return sum(r)
+		}}))
+	if writable != nil {
+		t.Fatal(writable)
+	}
+	wantCode(t, writeB, ErrFailedPrecondition, "read-only", "does not write")
+	must(t, writeA)
+	if v, err := ReadValues[float32](open, "b"); err != nil || !equal(v, []float32{10, 10, 10, 10}) {
+		t.Fatalf("the open run reads b = %v, %v", v, err)
+	}
+	must(t, c.Swap())
+	if v, _ := readRun[float32](t, c, "d"); !equal(v, []float32{13, 13, 13, 13}) {
+		t.Fatalf("derived d = %v", v)
+	}
+}
+
 func TestFoldPanicIsReraised(t *testing.T) {
 	c := foldContainer(t)
 	w := []HostTensor{HostTensorOf("w", []int64{2, 3}, make([]float32, 6))}

@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::sys;
 use crate::types::{DType, Device, Element};
 
@@ -543,12 +543,16 @@ impl RawTensor<'_> {
 }
 
 /// A constant of the generation a fold callback is writing
-/// ([`FoldRun::tensor`](crate::FoldRun::tensor)). Derived constants are written through
-/// [`data_ptr`](Self::data_ptr) (host memory on the host backend, device memory for your
-/// kernels on CUDA), so access is raw: the binding cannot know what else touches it.
+/// ([`FoldRun::tensor`](crate::FoldRun::tensor)). Derived constants, and the constants the
+/// update writes, are written through [`data_ptr_mut`](Self::data_ptr_mut) (host memory on
+/// the host backend, device memory for your kernels on CUDA), so access is raw: the binding
+/// cannot know what else touches it. Every other constant is read-only
+/// ([`is_read_only`](Self::is_read_only)): its storage is the active generation's, which
+/// open and new runs read, and `data_ptr_mut` refuses it.
 #[derive(Debug, Clone)]
 pub struct FoldTensor {
     data: *mut c_void,
+    read_only: bool,
     meta: Meta,
 }
 
@@ -560,13 +564,35 @@ impl FoldTensor {
         // SAFETY: forwarded from the caller.
         Ok(FoldTensor {
             data: v.data,
+            read_only: v.flags & sys::WHARF_VIEW_READ_ONLY != 0,
             meta: unsafe { Meta::from_c(v)? },
         })
     }
 
-    /// The address of the first element. Valid only during the fold callback.
-    pub fn data_ptr(&self) -> *mut c_void {
+    /// The address of the first element, for reading. Valid only during the fold callback.
+    pub fn data_ptr(&self) -> *const c_void {
         self.data
+    }
+
+    /// The address of the first element, for writing: a derived constant, or one the update
+    /// writes. Valid only during the fold callback. Errors: `FailedPrecondition` for a
+    /// read-only constant (see [`is_read_only`](Self::is_read_only)).
+    pub fn data_ptr_mut(&self) -> Result<*mut c_void> {
+        if self.read_only {
+            return Err(Error::new(
+                Code::FailedPrecondition,
+                "the constant is read-only in this fold: this update does not write it, so its \
+                 storage is the active generation's, which open and new runs read (a fold \
+                 writes derived constants and the constants its update writes)",
+            ));
+        }
+        Ok(self.data)
+    }
+
+    /// Whether the library marked the constant read-only (`WHARF_VIEW_READ_ONLY`): neither
+    /// derived nor written by this update.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The element type.

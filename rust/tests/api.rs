@@ -747,7 +747,7 @@ fn transpose(run: &wharf::FoldRun<'_>) -> FoldResult {
     // this update and touched by nothing else while the callback runs.
     unsafe {
         let src = std::slice::from_raw_parts(w.data_ptr().cast::<f32>(), 6);
-        let dst = std::slice::from_raw_parts_mut(wt.data_ptr().cast::<f32>(), 6);
+        let dst = std::slice::from_raw_parts_mut(wt.data_ptr_mut().unwrap().cast::<f32>(), 6);
         for i in 0..2 {
             for j in 0..3 {
                 dst[j * 2 + i] = src[i * 3 + j];
@@ -755,6 +755,72 @@ fn transpose(run: &wharf::FoldRun<'_>) -> FoldResult {
         }
     }
     Ok(())
+}
+
+/// A fold may write only derived constants and the constants its update writes: the others
+/// share their storage with the active generation, which open and new runs read (issues 21
+/// and 23). `data_ptr_mut` refuses them; they are read through `data_ptr`.
+#[test]
+fn fold_cannot_write_constants_its_update_did_not_write() {
+    let rt = host();
+    let c = Container::new(
+        &rt,
+        "summed",
+        &[
+            ConstantDecl::new("a", DType::F32, &[4]),
+            ConstantDecl::new("b", DType::F32, &[4]),
+            ConstantDecl::new("d", DType::F32, &[4]).derived(true),
+        ],
+    )
+    .unwrap();
+    let sum = |run: &wharf::FoldRun<'_>| -> FoldResult {
+        let (a, b, d) = (run.tensor("a")?, run.tensor("b")?, run.tensor("d")?);
+        // SAFETY: host backend: three host arrays of 4 floats; "d" is fresh for this update
+        // and touched by nothing else while the callback runs.
+        unsafe {
+            let a = std::slice::from_raw_parts(a.data_ptr().cast::<f32>(), 4);
+            let b = std::slice::from_raw_parts(b.data_ptr().cast::<f32>(), 4);
+            let d = std::slice::from_raw_parts_mut(d.data_ptr_mut()?.cast::<f32>(), 4);
+            for ((d, a), b) in d.iter_mut().zip(a).zip(b) {
+                *d = a + b;
+            }
+        }
+        Ok(())
+    };
+    let mut both = ConstantMap::new().unwrap();
+    both.set_slice("a", &[4], &[1f32; 4]).unwrap();
+    both.set_slice("b", &[4], &[10f32; 4]).unwrap();
+    c.update_with_fold(&both, &UpdateOptions::new(), sum)
+        .unwrap();
+    c.swap().unwrap();
+
+    let open = c.begin_run().unwrap();
+    let mut only_a = ConstantMap::new().unwrap();
+    only_a.set_slice("a", &[4], &[2f32; 4]).unwrap();
+    let flags = Mutex::new(Vec::new());
+    c.update_with_fold(&only_a, &UpdateOptions::new(), |run| {
+        let b = run.tensor("b")?;
+        let refused = b.data_ptr_mut().unwrap_err();
+        assert_eq!(refused.code(), Code::FailedPrecondition);
+        assert!(refused.to_string().contains("read-only"), "{refused}");
+        flags.lock().unwrap().extend([
+            run.tensor("a")?.is_read_only(),
+            b.is_read_only(),
+            run.tensor("d")?.is_read_only(),
+        ]);
+        sum(run)
+    })
+    .unwrap();
+    assert_eq!(*flags.lock().unwrap(), vec![false, true, false]);
+    let mut b = [0u8; 16];
+    open.read("b", 0, &mut b).unwrap();
+    assert_eq!(f32::from_ne_bytes(b[..4].try_into().unwrap()), 10.0);
+    drop(open);
+    c.swap().unwrap();
+    let run = c.begin_run().unwrap();
+    let mut d = [0u8; 16];
+    run.read("d", 0, &mut d).unwrap();
+    assert_eq!(f32::from_ne_bytes(d[..4].try_into().unwrap()), 12.0);
 }
 
 #[test]

@@ -315,7 +315,7 @@ fn container_update_from_file_with_fold() -> wharf::Result<()> {
         // SAFETY: host backend: "twice" is host memory of 2 floats, fresh for this update
         // and touched by nothing else while the callback runs.
         unsafe {
-            std::ptr::copy_nonoverlapping(doubled.as_ptr(), twice.data_ptr().cast::<u8>(), 8)
+            std::ptr::copy_nonoverlapping(doubled.as_ptr(), twice.data_ptr_mut()?.cast::<u8>(), 8)
         };
         Ok(())
     })?;

@@ -336,7 +336,11 @@ fn store_update_with_fold_recomputes_derived_constants() -> wharf::Result<()> {
                 .collect();
             // SAFETY: host memory of 4 f32s that only this fold writes.
             unsafe {
-                std::ptr::copy_nonoverlapping(values.as_ptr(), scaled.data_ptr().cast::<f32>(), 4)
+                std::ptr::copy_nonoverlapping(
+                    values.as_ptr(),
+                    scaled.data_ptr_mut()?.cast::<f32>(),
+                    4,
+                )
             };
             Ok(())
         }

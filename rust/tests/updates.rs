@@ -383,7 +383,7 @@ fn times_ten(run: &wharf::FoldRun<'_>) -> FoldResult {
     let t = run.tensor("d")?;
     // SAFETY: host memory (host backend) of 4 f32s of the generation being written, which
     // only this fold touches.
-    unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), t.data_ptr().cast::<f32>(), 4) };
+    unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), t.data_ptr_mut()?.cast::<f32>(), 4) };
     Ok(())
 }
 

@@ -38,7 +38,7 @@ WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map, c
     WHARF_API_REQUIRE(map && fqn && out, "wharf_constant_map_find: map, fqn and out must not be NULL");
     const MapEntry* e = map->map->find(fqn);
     if (!e) return NotFound("constant " + quote_name(fqn) + " is not in the map");
-    api::view_from_meta(e->meta, e->data, out);
+    api::view_from_meta(e->meta, e->data, out, map->map->mapped() ? WHARF_VIEW_READ_ONLY : 0u);
     return Status::Ok();
   });
 }
@@ -48,7 +48,7 @@ WHARF_API size_t wharf_constant_map_num_entries(const wharf_constant_map* map) {
 }
 
 WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* map, size_t i,
-                                                 const char** fqn, wharf_tensor_view* out) {
+                                                     const char** fqn, wharf_tensor_view* out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(map && out, "wharf_constant_map_get_entry: map and out must not be NULL");
     if (i >= map->map->size())
@@ -56,7 +56,7 @@ WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* m
                              " out of range (map has " + std::to_string(map->map->size()) + " entries)");
     const MapEntry& e = map->map->entry(i);
     if (fqn) *fqn = e.fqn.c_str();
-    api::view_from_meta(e.meta, e.data, out);
+    api::view_from_meta(e.meta, e.data, out, map->map->mapped() ? WHARF_VIEW_READ_ONLY : 0u);
     return Status::Ok();
   });
 }

@@ -240,10 +240,11 @@ Status from_c(wharf_status* st) {
 namespace {
 
 wharf_tensor_view base_view(void* data, DType dtype, DeviceType device_type, int device_index,
-                            const std::vector<int64_t>& shape, const int64_t* strides) {
+                            const std::vector<int64_t>& shape, const int64_t* strides, uint32_t flags) {
   wharf_tensor_view v;
   std::memset(&v, 0, sizeof v);
   v.struct_size = sizeof v;
+  v.flags = flags;
   v.data = data;
   v.dtype = static_cast<wharf_dtype>(dtype);
   v.device_type = device_type == DeviceType::kCuda ? WHARF_DEVICE_CUDA : WHARF_DEVICE_CPU;
@@ -256,9 +257,9 @@ wharf_tensor_view base_view(void* data, DType dtype, DeviceType device_type, int
 
 }  // namespace
 
-void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out) {
+void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out, uint32_t flags) {
   write_view(base_view(data, meta.dtype, meta.device_type, meta.device_index, meta.shape,
-                       meta.strides.empty() ? nullptr : meta.strides.data()),
+                       meta.strides.empty() ? nullptr : meta.strides.data(), flags),
              out);
 }
 
@@ -289,7 +290,9 @@ const int64_t* contiguous_strides(const std::vector<int64_t>& shape) {
 }
 
 void view_from_bound(const BoundTensor& b, wharf_tensor_view* out) {
-  write_view(base_view(b.data, b.dtype, b.device_type, b.device_index, *b.shape, contiguous_strides(*b.shape)), out);
+  write_view(base_view(b.data, b.dtype, b.device_type, b.device_index, *b.shape, contiguous_strides(*b.shape),
+                       b.read_only ? WHARF_VIEW_READ_ONLY : 0u),
+             out);
 }
 
 }  // namespace api

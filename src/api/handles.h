@@ -49,9 +49,11 @@ Status from_c(wharf_status* st);
 // Reads a caller's tensor view (struct_size rules, enums, rank) and copies its metadata (not
 // data); `*data` is the view's data + byte_offset.
 Status meta_from_view(const wharf_tensor_view& v, const std::string& what, TensorMeta* out, void** data);
-// Fills a caller's output view whose shape/strides point into `meta` (which must outlive the view).
-void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out);
-// Fills a caller's output view of a run's tensor, with contiguous row-major strides.
+// Fills a caller's output view whose shape/strides point into `meta` (which must outlive the
+// view); `flags` are its WHARF_VIEW_* flags.
+void view_from_meta(const TensorMeta& meta, void* data, wharf_tensor_view* out, uint32_t flags = 0);
+// Fills a caller's output view of a run's tensor, with contiguous row-major strides
+// (WHARF_VIEW_READ_ONLY when b.read_only).
 void view_from_bound(const BoundTensor& b, wharf_tensor_view* out);
 // Row-major strides of `shape`, interned for the process's life (nullptr for a scalar).
 const int64_t* contiguous_strides(const std::vector<int64_t>& shape);

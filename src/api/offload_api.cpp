@@ -188,6 +188,7 @@ WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* 
       b.dtype = d.dtype;
       b.shape = &d.shape;
       b.nbytes = d.nbytes;
+      b.read_only = true;  // a copy of a constant that later layers' prefetches reuse
       b.device_type = c.device_type_of(Placement::kDevice);
       b.device_index = b.device_type == DeviceType::kCuda ? offloader->o->container()->runtime().device().index() : 0;
       api::view_from_bound(b, &views[i]);

@@ -59,6 +59,8 @@ class ConstantMap {
   Status set(std::string fqn, TensorMeta meta, void* data);
   const MapEntry* find(std::string_view fqn) const;
   size_t size() const { return entries_.size(); }
+  // Loaded from a file: its views point into a read-only mapping.
+  bool mapped() const { return !files_.empty(); }
   const MapEntry& entry(size_t i) const { return entries_[i]; }
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
   // Sets metadata `key` to `value` ("__metadata__" when saved): a new key is appended, an

@@ -347,13 +347,21 @@ std::shared_ptr<Generation> Container::next_generation_locked() const {
   return gen;
 }
 
-Status Container::fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts) {
+Status Container::fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts,
+                            const std::vector<int>& written) {
   // The fold computes derived constants; a container without any has nothing to fold (a
   // store update's fold is written for the containers that do).
   if (!opts.fold || !has_derived_) return Status::Ok();
+  gen->fold_writable.assign(decls_.size(), false);
+  for (int i : written) gen->fold_writable[size_t(i)] = true;
   for (size_t i = 0; i < decls_.size(); ++i)
-    if (decls_[i].derived()) WHARF_RETURN_IF_ERROR(allocate_slot(int(i), &gen->slots[i]));
-  return run_fold(opts, gen);
+    if (decls_[i].derived()) {
+      WHARF_RETURN_IF_ERROR(allocate_slot(int(i), &gen->slots[i]));
+      gen->fold_writable[i] = true;
+    }
+  Status st = run_fold(opts, gen);
+  gen->fold_writable.clear();
+  return st;
 }
 
 void Container::stage_locked(std::shared_ptr<Generation> gen, DeadList* dead) {
@@ -417,7 +425,9 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   WHARF_RETURN_IF_ERROR(allocate_and_copy(gen, to_copy, wait_for));
   const Clock::time_point t2 = Clock::now();
   const bool folded = opts.fold && has_derived_;
-  WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
+  std::vector<int> written;
+  for (const Planned& p : to_copy) written.push_back(p.index);
+  WHARF_RETURN_IF_ERROR(fold_into(gen, opts, written));
   const Clock::time_point t3 = Clock::now();
   std::vector<std::shared_ptr<Slot>> offered;
   for (int i : fresh) offered.push_back(gen->slots[size_t(i)]);
@@ -568,7 +578,10 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
       ++fresh_count;
     }
   WHARF_RETURN_IF_ERROR(copy_into(gen, plan, wait_for));
-  WHARF_RETURN_IF_ERROR(fold_into(gen, opts));
+  std::vector<int> written;
+  for (size_t k = 0; k < plan.size(); ++k)
+    if (!reuse[k]) written.push_back(plan[k].index);
+  WHARF_RETURN_IF_ERROR(fold_into(gen, opts, written));
   test_hook("container.in_place.before_publish");
   {
     MutexLock lock(mu_);

@@ -178,8 +178,10 @@ class Container : public std::enable_shared_from_this<Container> {
   // earlier constants' copies run (TransferEngine's AllocateFn).
   Status allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
                            const std::vector<Event*>& wait_for);
-  // Allocates derived slots of `gen` and runs the fold (no-op without a fold).
-  Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts);
+  // Allocates derived slots of `gen` and runs the fold (no-op without a fold). `written`:
+  // the constants this update gave fresh storage (the fold may write them).
+  Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts,
+                   const std::vector<int>& written = {});
 
  private:
   // Stages and publishes several containers as one (src/constants/member_set.h): the only

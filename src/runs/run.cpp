@@ -45,7 +45,12 @@ std::unique_ptr<Run> Run::over(std::shared_ptr<Container> container, std::shared
   run->container_ = std::move(container);
   run->gen_ = std::move(gen);  // being written by its update: no id yet
   run->stream_ = &stream;
+  run->fold_ = true;
   return run;
+}
+
+bool Run::constant_read_only(size_t index) const {
+  return !(fold_ && index < gen_->fold_writable.size() && gen_->fold_writable[index]);
 }
 
 Run::~Run() {
@@ -73,6 +78,7 @@ Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
     out->dtype = d.dtype;
     out->shape = &d.shape;
     out->nbytes = d.nbytes;
+    out->read_only = constant_read_only(size_t(idx));
     placement = d.placement;
   }
   out->device_type = container_->device_type_of(placement);
@@ -126,6 +132,7 @@ Status Run::tensor_at(int index, BoundTensor* out) const {
   out->dtype = d.dtype;
   out->shape = &d.shape;
   out->nbytes = d.nbytes;
+  out->read_only = constant_read_only(size_t(index));
   out->device_type = container_->device_type_of(d.placement);
   out->device_index = out->device_type == DeviceType::kCuda ? container_->runtime().device().index() : 0;
   return Status::Ok();

@@ -24,6 +24,10 @@ struct BoundTensor {
   uint64_t nbytes = 0;
   DeviceType device_type = DeviceType::kCpu;
   int device_index = 0;
+  // The memory must not be written: a constant (its storage is shared with other
+  // generations, containers and open runs), except in a fold's run a derived constant or
+  // one the update gave fresh storage (Generation::fold_writable).
+  bool read_only = false;
 };
 
 class Run {
@@ -38,6 +42,8 @@ class Run {
   ~Run();
 
   Status tensor(const std::string& fqn, BoundTensor* out) const;
+  // Whether constant `index` must not be written through this run (BoundTensor::read_only).
+  bool constant_read_only(size_t index) const;
   // Copies [offset, offset+bytes) of a constant to host memory, ordered on the run's stream.
   Status read(const std::string& fqn, uint64_t offset, void* dst, uint64_t bytes) const;
   uint64_t generation() const { return gen_id_; }
@@ -54,6 +60,7 @@ class Run {
   Stream* stream_ = nullptr;
   uint64_t gen_id_ = 0;
   bool leased_ = false;  // end() must retire it
+  bool fold_ = false;    // a fold callback's run (over()): some constants are writable
 
  public:
   // Index access for the C API's hot path (no name lookup for constants): constant `index`

@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
   CHECK(wharf_run_generation(old_run) == g1 && wharf_run_stream(old_run) == NULL);
   ok(wharf_run_get_tensor(old_run, "layers.0.bias", &got), "run_tensor");
   CHECK(got.dtype == WHARF_DTYPE_F32 && got.ndim == 1 && got.shape[0] == 2 && got.device_type == WHARF_DEVICE_CPU);
+  CHECK(got.flags == WHARF_VIEW_READ_ONLY); /* a run's constants are shared: read-only */
   expect(wharf_run_get_tensor(old_run, "missing", &got), WHARF_NOT_FOUND, "missing", "run_tensor");
   ok(wharf_run_read(old_run, "layers.0.weight", 0, back, sizeof back), "run_read");
   CHECK(back[0] == 1 && back[3] == 4);

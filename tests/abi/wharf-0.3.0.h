@@ -275,14 +275,14 @@ typedef enum wharf_device_type {
 #define WHARF_MAX_DIMS 8
 
 /**
- * wharf_tensor_view.flags: the memory must not be written. The library sets it on every
- * output view it fills whose memory others read: constants in a run (which share their
- * storage with other generations, containers and open runs; in a fold callback's run, the
- * constants other than derived ones and the ones the update wrote), tensors of a map
- * loaded from a file (a read-only mapping) and offloaded slots. Session state, a model's
- * outputs and the views a caller put into a map keep their writability (a map keeps the
- * flag a caller set). Writing through a read-only view is undefined; the bindings refuse
- * it. Since 0.3.
+ * wharf_tensor_view.flags: the memory must not be written. The library sets it on the
+ * output views it fills whose memory others read: constants in a run (their storage is
+ * shared with other generations, containers and open runs; in a fold callback's run, every
+ * constant except derived ones and the ones the update gave fresh storage), the entries of
+ * a map loaded from a file (a read-only mapping) and offloaded slots. Session state, a
+ * model's outputs and the entries of a map the caller built (the caller's memory) carry 0.
+ * Writing through a read-only view is undefined behaviour that changes what others read;
+ * the bindings refuse it. Since 0.3.
  */
 #define WHARF_VIEW_READ_ONLY 0x1u
 
@@ -487,7 +487,11 @@ WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* m
 
 /**
  * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
- * into the mapping, in file order). The mapping lives as long as the map. The whole file is
+ * into the mapping, in file order). The mapping lives as long as the map, and the file must
+ * not be truncated meanwhile: touching a view of a page the file lost raises SIGBUS (the
+ * mapping's nature; replace files by rename, which keeps the mapped file intact). The
+ * *_update_from_file calls read files with pread instead and report a shrunk file as
+ * WHARF_IO_ERROR. The whole file is
  * validated first, by the rules of the reference implementation (the `safetensors` crate):
  * header length (at most 100,000,000 bytes) and JSON, dtype names, shape x dtype bits = byte
  * range, and tensors that tile the data section exactly (sorted by offset, the first at 0,
@@ -691,9 +695,10 @@ typedef enum wharf_update_target {
  * transposed or quantised weight) with the caller's own kernels. `target` is a run over
  * that generation: wharf_run_get_tensor gives every constant, derived ones included, and
  * wharf_run_stream the stream to launch on. Only derived constants and the constants this
- * update wrote (fresh storage) may be written: every other constant's view is
- * WHARF_VIEW_READ_ONLY, because its storage is the active generation's and open runs read
- * it. The callback must not end the run. Return
+ * update gave fresh storage may be written (in a weight store update's fold: derived ones
+ * only, the others being shared by the store's members): every other constant's view is
+ * WHARF_VIEW_READ_ONLY, because its storage is shared with the active generation, which
+ * open and new runs read. The callback must not end the run. Return
  * NULL on success or a status (made with wharf_status_create; ownership passes to Wharf)
  * to abort the update: the update then fails with that status's code, and its message
  * after a prefix naming the container ("container 'm': fold callback: " + message).
@@ -759,24 +764,29 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container,
                                                const wharf_update_options* opts);
 
 /**
- * wharf_container_update from a file: memory-maps the safetensors file at `path` (or, for a
+ * wharf_container_update from a file: opens the safetensors file at `path` (or, for a
  * path ending in ".json", every shard of a sharded checkpoint's index; see
  * wharf_constant_map_load_safetensors), validates all of it, then writes its tensors into the
  * container as wharf_container_update writes a map's, as one update. The file may be partial:
  * it names a subset of the container's constants (opts->require_full demands all of them).
- * Its pages are read straight from the mapping (the page cache) into the pinned staging
- * ring, so no host copy of the file is made: extra host memory is the staging ring. The
- * mapping is released before the call returns. `path` and `opts` (NULL: defaults) are
- * borrowed for the call.
+ * The file is not memory-mapped: its header is read, then its tensors are read with pread
+ * (from the page cache) straight into the pinned staging ring, so no host copy of the file is
+ * made: extra host memory is the staging ring (and the header while it is parsed). Every file
+ * is closed before the call returns. `path` and `opts` (NULL: defaults) are borrowed for the
+ * call.
  *
  * Validated first, changing nothing on failure: the file (WHARF_NOT_FOUND, WHARF_IO_ERROR,
  * WHARF_DATA_CORRUPT, WHARF_UNSUPPORTED as wharf_constant_map_load_safetensors; a corrupt
  * shard of an index fails the whole set), then every tensor against the container
  * (WHARF_NOT_FOUND for a tensor the container does not declare, WHARF_INVALID_ARGUMENT for a
  * dtype or shape that differs, each naming it). The other errors and the rules of targets,
- * fold callbacks and concurrency (WHARF_BUSY) are wharf_container_update's. The file must not
- * be truncated while the call reads it (the mapping would fault); replace model files by
- * rename, as wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
+ * fold callbacks and concurrency (WHARF_BUSY) are wharf_container_update's. A file that
+ * shrinks after it was validated is WHARF_IO_ERROR naming the file (and, where a read ran
+ * short, the tensor and the offset), never a crash: truncated before the copy starts, nothing
+ * is written; while the copy runs, the update into the inactive generation stages nothing,
+ * but an in-place update (WHARF_TARGET_ACTIVE_IN_PLACE) may leave the constants it was
+ * overwriting with part of the new bytes. Replace model files by rename, as
+ * wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
  */
 WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* container, const char* path,
                                                          const wharf_update_options* opts);
@@ -880,9 +890,10 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
  * Errors: WHARF_FAILED_PRECONDITION (no active weights yet; states declared and `session`
  * NULL), WHARF_INVALID_ARGUMENT (the session does not cover this container), WHARF_BUSY
  * (the session has an open run: one run at a time per session), WHARF_OUT_OF_MEMORY.
- * Session state is initialised on `stream` asynchronously: host code that touches state
- * memory (host backend) must first wait for the stream (wharf_run_read or
- * wharf_runtime_synchronize), as for any work on it.
+ * Session state is initialised on `stream`, in stream order: kernels launched on it after
+ * this call see it. On the host backend, where the caller's thread is the kernel, this call
+ * waits for that work itself: the run's memory, session state included, is ready when it
+ * returns.
  * Thread-safe. Never waits for a copy-into-inactive update; waits while an in-place update
  * writes reused storage (so a thread must not begin an in-place update while it holds an
  * open run of the same container: that update waits for the run, up to its
@@ -982,10 +993,10 @@ WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
 
 /**
  * wharf_weight_store_update from a safetensors file or a sharded checkpoint's index (a path
- * ending in ".json"), memory-mapped, validated whole, and written as one store update (see
- * wharf_container_update_from_file for the file rules, what is read and when the mapping is
- * released). All or nothing across the store's members, and a corrupt file or shard stages
- * nothing anywhere. `path` and `opts` are borrowed for the call. Errors: those of
+ * ending in ".json"), validated whole and written as one store update (see
+ * wharf_container_update_from_file for the file rules and how the file is read). All or
+ * nothing across the store's members: a corrupt file or shard, or one that shrinks while it
+ * is read (WHARF_IO_ERROR), stages nothing anywhere. `path` and `opts` are borrowed for the call. Errors: those of
  * wharf_constant_map_load_safetensors, then wharf_weight_store_update's. Thread-safe.
  * Since 0.3.
  */
@@ -1164,23 +1175,24 @@ WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t 
 #define wharf_model_options_init(opts) wharf_model_options_init_sized((opts), sizeof(*(opts)))
 
 /**
- * Loads the compiled model at `so_path` on `runtime` (a CUDA runtime) with `weights`
- * (borrowed for the call). `so_path` is the model's `.so`, or a `.pt2` package written by
+ * Loads the compiled model at `so_path` on `runtime` (a CUDA runtime) with `weights` (borrowed
+ * for the call). `so_path` is the model's `.so`, or a `.pt2` package written by
  * aoti_compile_and_package, whose model library is read into an anonymous memory file (no
- * temporary file; the model named "model" when the package holds several; the package's
- * own weights are not read). Every parameter the model declares must be in `weights` by
- * original FQN with the model's dtype and byte size (its shape is taken from there); a
- * mutated buffer found in `weights` gives the state's shape and initial value (absent: a
- * 1-D zero state of the buffer's size). The weights are copied in and made active: the
- * model is ready to run. The first load in a process opens libwharf_aoti_shim.so with
- * global symbol scope (compiled models import its aoti_torch_* functions). The caller owns
- * `*out`. Errors: WHARF_UNSUPPORTED (host backend; the shim library missing; the process
- * already provides aoti_torch_* from libtorch; a shim function the model needs that Wharf
- * lacks, named; a compressed package entry), WHARF_DATA_CORRUPT (a malformed package, naming
- * the entry), WHARF_INVALID_ARGUMENT (not an AOTInductor model; a package with no single
- * model library; a weight of the wrong dtype or size, named), WHARF_NOT_FOUND (a parameter
- * missing from `weights`, named; a missing file), WHARF_OUT_OF_MEMORY. Nothing is left
- * behind on error. Since 0.3 (experimental).
+ * temporary file; the model named "model" when the package holds several; the package's own
+ * weights are not read). Every parameter the model declares must be in `weights` by original
+ * FQN with the model's dtype and byte size (its shape is taken from there); a mutated buffer
+ * found in `weights` gives the state's shape and initial value (absent: a 1-D zero state of
+ * the buffer's size). The weights are copied in and made active: the model is ready to run.
+ * The first load in a process opens libwharf_aoti_shim.so with global symbol scope (compiled
+ * models import its aoti_torch_* functions). The caller owns `*out`. Errors: WHARF_UNSUPPORTED
+ * (host backend; the shim library missing; the process already provides aoti_torch_* from
+ * libtorch; a shim function the model needs that Wharf lacks, named; a compressed package
+ * entry), WHARF_DATA_CORRUPT (a malformed package, naming the entry), WHARF_INVALID_ARGUMENT
+ * (not an AOTInductor model; a package with no single model library; a weight of the wrong
+ * dtype or size, named), WHARF_NOT_FOUND (a parameter missing from `weights`, named; a missing
+ * file), WHARF_IO_ERROR (a path that is not a regular file, e.g. a FIFO or a directory,
+ * refused at once without waiting on it; a file that cannot be opened), WHARF_OUT_OF_MEMORY.
+ * Nothing is left behind on error. Since 0.3 (experimental).
  */
 WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path,
                                          const wharf_constant_map* weights,

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <string>
@@ -514,6 +515,151 @@ TEST(Container, FoldComputesDerivedConstants) {
   EXPECT_NE(derived.msg().find("derived"), std::string::npos);
   wharf_constant_map_free(bad);
   wharf_constant_map_free(m);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+// What a fold callback's run marks read-only (issue 21, item 5): every constant the update
+// did not give fresh storage shares its slot with the active generation, which open and new
+// runs read; only derived constants and the constants the update wrote may be written.
+struct FoldFlags {
+  int calls = 0;
+  uint32_t by_name[3] = {0, 0, 0};   // a, b, d through wharf_run_get_tensor
+  uint32_t by_index[3] = {0, 0, 0};  // the same through wharf_run_get_tensor_at
+};
+
+wharf_status* recording_fold(wharf_run* run, void* user) {
+  auto* f = static_cast<FoldFlags*>(user);
+  ++f->calls;
+  const char* names[3] = {"a", "b", "d"};
+  for (int i = 0; i < 3; ++i) {
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    if (wharf_status* st = wharf_run_get_tensor(run, names[i], &v)) return st;
+    f->by_name[i] = v.flags;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    if (wharf_status* st = wharf_run_get_tensor_at(run, size_t(i), &v)) return st;
+    f->by_index[i] = v.flags;
+  }
+  // d = a + b, written through its (writable) view.
+  wharf_tensor_view a, b, d;
+  a.struct_size = b.struct_size = d.struct_size = sizeof(wharf_tensor_view);
+  if (wharf_status* st = wharf_run_get_tensor(run, "a", &a)) return st;
+  if (wharf_status* st = wharf_run_get_tensor(run, "b", &b)) return st;
+  if (wharf_status* st = wharf_run_get_tensor(run, "d", &d)) return st;
+  for (int i = 0; i < 4; ++i)
+    static_cast<float*>(d.data)[i] = static_cast<const float*>(a.data)[i] + static_cast<const float*>(b.data)[i];
+  return nullptr;
+}
+
+TEST(Container, FoldRunMarksEveryConstantItMayNotWriteReadOnly) {
+  wharf_runtime* rt = host_runtime();
+  int64_t s4[1] = {4};
+  wharf_constant_decl decls[3] = {
+      {sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "d", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.name = "folded";
+  co.constants = decls;
+  co.num_constants = 3;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &co, &c));
+  float a[4] = {1, 1, 1, 1}, b[4] = {10, 10, 10, 10}, a2[4] = {2, 2, 2, 2}, b3[4] = {30, 30, 30, 30};
+  auto map_of = [&](std::vector<std::pair<const char*, float*>> entries) {
+    wharf_constant_map* m = nullptr;
+    EXPECT_EQ(wharf_constant_map_create(&m), nullptr);
+    for (auto& e : entries) {
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, e.second, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, s4, nullptr};
+      St st(wharf_constant_map_set(m, e.first, &v));
+      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    }
+    return m;
+  };
+  const uint32_t RO = WHARF_VIEW_READ_ONLY;
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.fold = recording_fold;
+
+  // The first update writes everything: all fresh, all writable.
+  FoldFlags first;
+  o.fold_user = &first;
+  wharf_constant_map* full = map_of({{"a", a}, {"b", b}});
+  ASSERT_OK(wharf_container_update(c, full, &o));
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(first.calls, 1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(first.by_name[i] & RO, 0u) << i;
+
+  // A run holds the active generation while a partial update folds: "b" is that
+  // generation's slot, read-only in the fold; "a" (fresh) and "d" (derived) are writable.
+  wharf_run* open = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &open));
+  FoldFlags partial;
+  o.fold_user = &partial;
+  wharf_constant_map* only_a = map_of({{"a", a2}});
+  ASSERT_OK(wharf_container_update(c, only_a, &o));
+  EXPECT_EQ(partial.calls, 1);
+  EXPECT_EQ(partial.by_name[0], 0u);
+  EXPECT_EQ(partial.by_name[1], RO);
+  EXPECT_EQ(partial.by_name[2], 0u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(partial.by_index[i], partial.by_name[i]) << i;
+  ASSERT_OK(wharf_container_swap(c));
+
+  // In place: the fresh "b" is writable, "a" (shared with the generation the open run
+  // pinned... and the rollback generation) is not.
+  FoldFlags in_place;
+  o.fold_user = &in_place;
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  o.in_place_max_wait_ms = 0;
+  wharf_constant_map* only_b = map_of({{"b", b3}});
+  ASSERT_OK(wharf_container_update(c, only_b, &o));
+  EXPECT_EQ(in_place.calls, 1);
+  EXPECT_EQ(in_place.by_name[0], RO);
+  EXPECT_EQ(in_place.by_name[1], 0u);
+  EXPECT_EQ(in_place.by_name[2], 0u);
+
+  // In an ordinary run every constant is read-only.
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  const char* names[3] = {"a", "b", "d"};
+  for (const char* n : names) {
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    ASSERT_OK(wharf_run_get_tensor(run, n, &v));
+    EXPECT_EQ(v.flags, RO) << n;
+  }
+  float d[4];
+  ASSERT_OK(wharf_run_read(run, "d", 0, d, sizeof d));
+  EXPECT_EQ(d[0], 32);  // a2 + b3: the folds wrote what they were allowed to
+  ASSERT_OK(wharf_run_end(run));
+  ASSERT_OK(wharf_run_read(open, "d", 0, d, sizeof d));
+  EXPECT_EQ(d[0], 11);  // the open run's generation is untouched
+  ASSERT_OK(wharf_run_end(open));
+
+  // A caller's map hands back its own (writable) memory; a map loaded from a file a
+  // read-only mapping.
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  ASSERT_OK(wharf_constant_map_find(full, "a", &v));
+  EXPECT_EQ(v.flags, 0u);
+  const std::string path = ::testing::TempDir() + "fold_flags.safetensors";
+  ASSERT_OK(wharf_constant_map_save_safetensors(full, path.c_str()));
+  wharf_constant_map* loaded = nullptr;
+  ASSERT_OK(wharf_constant_map_load_safetensors(path.c_str(), &loaded));
+  ASSERT_OK(wharf_constant_map_find(loaded, "a", &v));
+  EXPECT_EQ(v.flags, RO);
+  const char* fqn = nullptr;
+  ASSERT_OK(wharf_constant_map_get_entry(loaded, 0, &fqn, &v));
+  EXPECT_EQ(v.flags, RO);
+  wharf_constant_map_free(loaded);
+  std::remove(path.c_str());
+
+  wharf_constant_map_free(full);
+  wharf_constant_map_free(only_a);
+  wharf_constant_map_free(only_b);
   wharf_container_free(c);
   wharf_runtime_free(rt);
 }

@@ -32,6 +32,8 @@ public final class FoldRun extends NativeHandle<SWIGTYPE_p_wharf_run> {
    * dtype, shape and storage {@link TensorView#address() address}, valid during the
    * callback. Derived constants are written there by the caller's own code (native kernels on
    * {@link #stream()} on CUDA; on the host backend, through the copy {@link #writableBuffer} gives).
+   * Only derived constants and the constants the update writes may be written: the others
+   * are {@link TensorView#isReadOnly() read-only} (their storage is the active generation's).
    *
    * @param fqn the constant's name
    * @return the constant's view
@@ -62,13 +64,21 @@ public final class FoldRun extends NativeHandle<SWIGTYPE_p_wharf_run> {
    * @param fqn the constant's name
    * @return a native-order heap buffer of the constant's bytes, positioned at 0
    * @throws WharfException {@link WharfException.Code#NOT_FOUND} naming {@code fqn}
-   * @throws UnsupportedOperationException if the constant is in CUDA memory, or larger than
-   *     a Java buffer can hold (2 GiB)
+   * @throws UnsupportedOperationException if the constant is read-only in this fold (it is
+   *     neither derived nor written by this update: its storage is the active generation's,
+   *     which open and new runs read; read it with {@link TensorView#asByteBuffer()}), in
+   *     CUDA memory, or larger than a Java buffer can hold (2 GiB)
    * @throws IllegalStateException once the callback has returned
    */
   public ByteBuffer writableBuffer(String fqn) {
     Objects.requireNonNull(fqn, "fqn");
     TensorView view = tensor(fqn);
+    if (view.isReadOnly()) {
+      throw new UnsupportedOperationException("constant '" + fqn + "' of " + container + " is read-only in this fold:"
+          + " this update does not write it, so its storage is the active generation's, which open and new runs"
+          + " read (a fold writes derived constants and the constants its update writes); read it with"
+          + " tensor(fqn).asByteBuffer()");
+    }
     if (view.deviceType() != DeviceType.CPU) {
       throw new UnsupportedOperationException("constant '" + fqn + "' is in CUDA memory; write it with a kernel");
     }

@@ -34,15 +34,17 @@ public final class TensorView {
   private final long address;
   private final boolean contiguous;
   private final long byteSize;
+  private final boolean readOnly;      // the library marked it WHARF_VIEW_READ_ONLY
 
   private TensorView(NativeHandle<?> owner, String name, DType dtype, long[] shape,
-      DeviceType deviceType, int deviceIndex, long address, boolean contiguous) {
-    this(owner, null, false, name, dtype, shape, deviceType, deviceIndex, address, contiguous);
+      DeviceType deviceType, int deviceIndex, long address, boolean contiguous, boolean readOnly) {
+    this(owner, null, false, name, dtype, shape, deviceType, deviceIndex, address, contiguous, readOnly);
   }
 
   private TensorView(NativeHandle<?> owner, ByteBuffer host, boolean output, String name, DType dtype,
-      long[] shape, DeviceType deviceType, int deviceIndex, long address, boolean contiguous) {
+      long[] shape, DeviceType deviceType, int deviceIndex, long address, boolean contiguous, boolean readOnly) {
     this.owner = owner;
+    this.readOnly = readOnly;
     this.host = host;
     this.output = output;
     this.name = name;
@@ -61,7 +63,7 @@ public final class TensorView {
     for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
     return new TensorView(owner, name, DType.fromValue(view.getDtype()), shape,
         DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
-        view.contiguous() != 0);
+        view.contiguous() != 0, (view.getFlags() & WharfNativeConstants.WHARF_VIEW_READ_ONLY) != 0);
   }
 
   /** Copies an output view filled by {@code wharf_model_run}; call while the run's lock is held. */
@@ -70,7 +72,7 @@ public final class TensorView {
     for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
     return new TensorView(run, null, true, "output " + index, DType.fromValue(view.getDtype()), shape,
         DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
-        view.contiguous() != 0);
+        view.contiguous() != 0, (view.getFlags() & WharfNativeConstants.WHARF_VIEW_READ_ONLY) != 0);
   }
 
   /**
@@ -103,7 +105,7 @@ public final class TensorView {
     ByteBuffer slice = data.slice().order(ByteOrder.nativeOrder());
     NativeLibrary.load();
     long address = WharfNative.wharf_swig_direct_buffer_address(slice);
-    return new TensorView(null, slice, false, "host tensor", dtype, dims, DeviceType.CPU, 0, address, true);
+    return new TensorView(null, slice, false, "host tensor", dtype, dims, DeviceType.CPU, 0, address, true, false);
   }
 
   /**
@@ -126,7 +128,7 @@ public final class TensorView {
     if (address == 0) throw new IllegalArgumentException("device tensor at address 0");
     Shapes.checkRank("device tensor", dims);
     Shapes.byteSize(dtype, dims);
-    return new TensorView(null, null, false, "device tensor", dtype, dims, DeviceType.CUDA, deviceIndex, address, true);
+    return new TensorView(null, null, false, "device tensor", dtype, dims, DeviceType.CUDA, deviceIndex, address, true, false);
   }
 
   /** The run or map whose memory this is, or null for the caller's own (ofHost, ofDevice). */
@@ -225,6 +227,19 @@ public final class TensorView {
    */
   public long address() {
     return address;
+  }
+
+  /**
+   * Whether the library marked the memory read-only ({@code WHARF_VIEW_READ_ONLY}): a
+   * constant of a run, which other generations, containers and runs share; in a
+   * {@link FoldRun}, every constant except derived ones and the ones the update writes; an
+   * entry of a map loaded from a file. Such memory must not be written, by native code
+   * through {@link #address()} either; {@link FoldRun#writableBuffer} refuses it.
+   *
+   * @return true if the memory must not be written
+   */
+  public boolean isReadOnly() {
+    return readOnly;
   }
 
   /**

@@ -64,6 +64,54 @@ public class FoldTest {
     }
   }
 
+  /**
+   * A fold may write only derived constants and the constants its update writes: the others
+   * share their storage with the active generation, which open and new runs read (issue 23,
+   * defect 1). writableBuffer used to hand out a copy of any constant and write it back, which
+   * changed what the open run below read, with no swap.
+   */
+  @Test
+  public void foldCannotWriteConstantsItsUpdateDidNotWrite() {
+    try (Container c = Container.create(runtime, "summed", Arrays.asList(
+            ConstantDecl.of("a", DType.F32, 4), ConstantDecl.of("b", DType.F32, 4),
+            ConstantDecl.of("d", DType.F32, 4).derived()));
+        ConstantMap both = ConstantMap.create();
+        ConstantMap onlyA = ConstantMap.create()) {
+      both.put("a", new float[] {1, 1, 1, 1}, 4);
+      both.put("b", new float[] {10, 10, 10, 10}, 4);
+      onlyA.put("a", new float[] {2, 2, 2, 2}, 4);
+      Fold sum = run -> {
+        float[] a = floats(run.tensor("a"));
+        float[] b = floats(run.tensor("b"));
+        FloatBuffer d = run.writableBuffer("d").asFloatBuffer();
+        for (int i = 0; i < 4; i++) d.put(i, a[i] + b[i]);
+      };
+      c.update(both, UpdateOptions.builder().fold(sum).build());
+      c.swap();
+      try (Run open = c.beginRun()) {
+        boolean[] flags = new boolean[3];
+        c.update(onlyA, UpdateOptions.builder().fold(run -> {
+          flags[0] = run.tensor("a").isReadOnly();
+          flags[1] = run.tensor("b").isReadOnly();
+          flags[2] = run.tensor("d").isReadOnly();
+          UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+              () -> run.writableBuffer("b"));
+          assertTrue(e.getMessage(), e.getMessage().contains("'b'") && e.getMessage().contains("read-only"));
+          run.writableBuffer("a").asFloatBuffer().put(0, 3f); // written by this update: fresh storage
+          sum.apply(run);
+        }).build());
+        assertArrayEquals(new boolean[] {false, true, false}, flags);
+        assertArrayEquals(new float[] {10, 10, 10, 10}, floats(open.tensor("b")), 0f);
+        assertTrue(open.tensor("b").isReadOnly()); // a run's constants are read-only
+      }
+      c.swap();
+      try (Run run = c.beginRun()) {
+        assertArrayEquals(new float[] {3, 2, 2, 2}, floats(run.tensor("a")), 0f);
+        assertArrayEquals(new float[] {12, 12, 12, 12}, floats(run.tensor("d")), 0f);
+      }
+    }
+  }
+
   @Test
   public void foldStatusReachesTheCallerWithItsCodeAndMessage() {
     WharfException mine = new WharfException(WharfException.Code.RESOURCE_EXHAUSTED,
