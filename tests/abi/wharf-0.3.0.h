@@ -1176,23 +1176,27 @@ WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t 
 
 /**
  * Loads the compiled model at `so_path` on `runtime` (a CUDA runtime) with `weights` (borrowed
- * for the call). `so_path` is the model's `.so`, or a `.pt2` package written by
+ * for the call). `so_path` is a file path (a relative one from the working directory; the
+ * dynamic loader's search path is not used): the model's `.so`, or a `.pt2` package written by
  * aoti_compile_and_package, whose model library is read into an anonymous memory file (no
  * temporary file; the model named "model" when the package holds several; the package's own
- * weights are not read). Every parameter the model declares must be in `weights` by original
- * FQN with the model's dtype and byte size (its shape is taken from there); a mutated buffer
- * found in `weights` gives the state's shape and initial value (absent: a 1-D zero state of
- * the buffer's size). The weights are copied in and made active: the model is ready to run.
- * The first load in a process opens libwharf_aoti_shim.so with global symbol scope (compiled
- * models import its aoti_torch_* functions). The caller owns `*out`. Errors: WHARF_UNSUPPORTED
- * (host backend; the shim library missing; the process already provides aoti_torch_* from
- * libtorch; a shim function the model needs that Wharf lacks, named; a compressed package
- * entry), WHARF_DATA_CORRUPT (a malformed package, naming the entry), WHARF_INVALID_ARGUMENT
- * (not an AOTInductor model; a package with no single model library; a weight of the wrong
- * dtype or size, named), WHARF_NOT_FOUND (a parameter missing from `weights`, named; a missing
- * file), WHARF_IO_ERROR (a path that is not a regular file, e.g. a FIFO or a directory,
- * refused at once without waiting on it; a file that cannot be opened), WHARF_OUT_OF_MEMORY.
- * Nothing is left behind on error. Since 0.3 (experimental).
+ * weights are not read). Each load gets the code of the file its path names now: a `.so`
+ * replaced by rename is loaded anew beside the old one, and every package is a library of its
+ * own; two loads of one unchanged `.so` share its loaded code. Every parameter the model
+ * declares must be in `weights` by original FQN with the model's dtype and byte size (its
+ * shape is taken from there); a mutated buffer found in `weights` gives the state's shape and
+ * initial value (absent: a 1-D zero state of the buffer's size). The weights are copied in and
+ * made active: the model is ready to run. The first load in a process opens
+ * libwharf_aoti_shim.so with global symbol scope (compiled models import its aoti_torch_*
+ * functions). The caller owns `*out`. Errors: WHARF_UNSUPPORTED (host backend; the shim
+ * library missing; the process already provides aoti_torch_* from libtorch; a shim function
+ * the model needs that Wharf lacks, named; a compressed package entry), WHARF_DATA_CORRUPT (a
+ * malformed package, naming the entry), WHARF_INVALID_ARGUMENT (not an AOTInductor model; a
+ * package with no single model library; a weight of the wrong dtype or size, named),
+ * WHARF_NOT_FOUND (a parameter missing from `weights`, named; a missing file), WHARF_IO_ERROR
+ * (a path that is not a regular file, e.g. a FIFO or a directory, refused at once without
+ * waiting on it; a file that cannot be opened), WHARF_OUT_OF_MEMORY. Nothing is left behind on
+ * error. Since 0.3 (experimental).
  */
 WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path,
                                          const wharf_constant_map* weights,
