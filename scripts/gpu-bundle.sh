@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Collects what the lent GPU machine needs into one small folder (< 64 MiB): libwharf.so,
-# the CLI, the test and benchmark binaries, and the script that runs them all.
+# the CLI, the test and benchmark binaries, the test data, and the script that runs them all.
+# Nothing in it refers to the build machine's folders.
 # usage: scripts/gpu-bundle.sh BUILD_DIR OUT_DIR
 set -euo pipefail
 BUILD=${1:-build}; OUT=${2:-gpu-bundle}
@@ -18,10 +19,11 @@ if [ -f "$BUILD"/libwharf_aoti_shim.so ]; then
   cudart=$(ldd "$BUILD"/libwharf_aoti_shim.so | awk '/libcudart/ {print $3}')
   [ -n "$cudart" ] && cp "$(readlink -f "$cudart")" "$OUT"/"$(basename "$cudart")"
 fi
-mkdir -p "$OUT"/models
-cp -r "$ROOT"/tests/data/models/tiny_decoder "$OUT"/models/
-# The offloaded model of tests/gpu/offload_model_gpu_test.cpp (tools/aoti/compile_offload_model.py).
-[ -d "$ROOT"/tests/data/models/offload_tiny ] && cp -r "$ROOT"/tests/data/models/offload_tiny "$OUT"/models/
+# Every test data file (tests/data: the compiled models, the reference implementations'
+# safetensors files, PyTorch's references), laid out as there: the bundle is the tests' data
+# folder (gpu-run.sh sets WHARF_TEST_DATA to it; tests/common/test_paths.h), and
+# models/tiny_decoder is where the demo and the benchmarks look too.
+cp -r "$ROOT"/tests/data/. "$OUT"/
 # PyTorch's side of the model benchmark (run on the GPU machine, which has PyTorch).
 mkdir -p "$OUT"/aoti
 cp "$ROOT"/tools/aoti/*.py "$OUT"/aoti/
@@ -43,3 +45,8 @@ cp "$ROOT"/scripts/gpu-run.sh "$OUT"/
 strip --strip-debug "$OUT"/wharf_* "$OUT"/*_bench "$OUT"/libwharf.so.*.*.* "$OUT"/libwharf_aoti_shim.so 2>/dev/null || true
 du -sh "$OUT"
 ls -la "$OUT"
+size=$(du -sb "$OUT" | cut -f1)
+if [ "$size" -ge $((64 * 1024 * 1024)) ]; then
+  echo "gpu-bundle: $OUT is $size bytes, over the 64 MiB the GPU machine takes" >&2
+  exit 1
+fi

@@ -10,6 +10,10 @@ set -uo pipefail
 DIR=${1:-$(dirname "$0")}; PHASE=${2:-all}
 cd "$DIR"
 export LD_LIBRARY_PATH=$PWD:${LD_LIBRARY_PATH:-}
+# The tests read their data from the bundle (scripts/gpu-bundle.sh lays tests/data out here),
+# never from the build machine's source tree compiled into them.
+[ -f torch_reference.json ] && export WHARF_TEST_DATA=${WHARF_TEST_DATA:-$PWD}
+echo "test data: ${WHARF_TEST_DATA:-the source tree compiled into the tests}"
 # NCCL for replica groups (libwharf dlopens libnccl.so.2): the loader's own, else the CUDA
 # toolkit's, else PyTorch's pip package (nvidia-nccl-cu*); named through WHARF_NCCL_LIBRARY so
 # nothing else is looked up there. Without it the replica GPU tests skip and say why.

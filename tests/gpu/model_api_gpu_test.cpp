@@ -13,6 +13,7 @@
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
+#include "common/test_paths.h"
 #include "wharf/wharf.h"
 
 namespace {
@@ -32,9 +33,7 @@ struct St {
 
 std::string dir() {
   if (const char* e = std::getenv("WHARF_MODEL_DIR")) return e;
-  struct stat st;
-  if (::stat("models/tiny_decoder/tiny_decoder.so", &st) == 0) return "models/tiny_decoder";
-  return std::string(WHARF_TEST_DATA_DIR) + "/models/tiny_decoder";
+  return wharf_test::test_data("models/tiny_decoder");
 }
 
 TEST(ModelApiGpu, GreedyDecodingThroughTheCApi) {

@@ -2,9 +2,10 @@
 // wharf_model_load's refusals, through the C API on a CUDA runtime: a compiled model that
 // imports a shim function Wharf lacks (UNSUPPORTED, naming the function), a library that is
 // not an AOTInductor model (INVALID_ARGUMENT, naming the missing entry point), a `.so` or
-// `.pt2` path that does not exist (NOT_FOUND), a FIFO (IO_ERROR, at once). Each leaves nothing behind: no model, no device or pinned memory, and the
-// runtime loads the real model afterwards. The broken libraries are built from
-// tests/gpu/fakes/ (fakes/ in the GPU bundle).
+// `.pt2` path that does not exist (NOT_FOUND), a FIFO (IO_ERROR, at once). Each leaves
+// nothing behind: no model, no device or pinned memory, and the runtime loads the real model
+// afterwards. The broken libraries are built from
+// tests/gpu/fakes/ into fakes/ beside the test binary (in the GPU bundle too).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #define WHARF_EXPERIMENTAL
+#include "common/test_paths.h"
 #include "wharf/wharf.h"
 
 namespace {
@@ -32,15 +34,8 @@ struct St {
   std::string msg() const { return s ? wharf_status_message(s) : ""; }
 };
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-std::string fakes_dir() {
-  if (exists("fakes/not_a_model.so")) return "fakes";  // the GPU bundle
-  return WHARF_TEST_FAKES_DIR;
-}
+// Built into tests/fakes/ beside this binary (the GPU bundle carries them the same way).
+std::string fakes_dir() { return wharf_test::binary_dir() + "/fakes"; }
 
 struct Memory {
   uint64_t device = 0, pinned = 0;

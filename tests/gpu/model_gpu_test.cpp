@@ -3,8 +3,8 @@
 // (tests/data/models/tiny_decoder, docs/aoti-compile.md) against PyTorch's own outputs for
 // the same model, then a hot weight update in the middle of a conversation.
 //
-// The model files are found in $WHARF_MODEL_DIR, ./models/tiny_decoder (the GPU bundle), or
-// the source tree. Every test skips with a reason when no GPU is visible or the compiled
+// The model files are found in $WHARF_MODEL_DIR, else in models/tiny_decoder of the test
+// data (tests/common/test_paths.h: $WHARF_TEST_DATA, which the GPU bundle sets, or the source tree). Every test skips with a reason when no GPU is visible or the compiled
 // model cannot be loaded on this machine's C library (it was built on the GPU machine).
 #include <gtest/gtest.h>
 
@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "constants/constant_map.h"
 #include "constants/weight_store.h"
 #include "device/runtime.h"
@@ -40,12 +41,7 @@ bool exists(const std::string& p) {
 
 std::string model_dir() {
   if (const char* e = std::getenv("WHARF_MODEL_DIR")) return e;
-  if (exists("models/tiny_decoder/tiny_decoder.so")) return "models/tiny_decoder";
-#ifdef WHARF_TEST_DATA_DIR
-  return std::string(WHARF_TEST_DATA_DIR) + "/models/tiny_decoder";
-#else
-  return "tests/data/models/tiny_decoder";
-#endif
+  return wharf_test::test_data("models/tiny_decoder");
 }
 
 constexpr int kVocab = 256, kLayers = 2, kHeads = 4, kMaxSeq = 64, kHeadDim = 16;

@@ -6,8 +6,9 @@
 // equal the resident model's exactly and PyTorch's within rounding; a hot update of an
 // offloaded layer mid-conversation changes later outputs only.
 //
-// The model files are found in $WHARF_OFFLOAD_MODEL_DIR, ./models/offload_tiny (the GPU
-// bundle), or the source tree. Every test skips with a reason when no GPU is visible or the
+// The model files are found in $WHARF_OFFLOAD_MODEL_DIR, else in models/offload_tiny of the
+// test data (tests/common/test_paths.h: $WHARF_TEST_DATA, which the GPU bundle sets, or the
+// source tree). Every test skips with a reason when no GPU is visible or the
 // compiled model cannot be loaded on this machine's C library (it was built on the GPU machine).
 #define WHARF_EXPERIMENTAL 1
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "constants/constant_map.h"
 #include "device/runtime.h"
 #include "models/model.h"
@@ -40,12 +42,7 @@ bool exists(const std::string& p) {
 
 std::string data_dir(const char* env, const std::string& name) {
   if (const char* e = std::getenv(env)) return e;
-  if (exists("models/" + name)) return "models/" + name;
-#ifdef WHARF_TEST_DATA_DIR
-  return std::string(WHARF_TEST_DATA_DIR) + "/models/" + name;
-#else
-  return "tests/data/models/" + name;
-#endif
+  return wharf_test::test_data("models/" + name);
 }
 
 constexpr int kLayers = 6, kBatch = 4, kDim = 64, kSteps = 6, kUpdateAfter = 3, kUpdatedLayer = 3;

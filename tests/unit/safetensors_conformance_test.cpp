@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "constants/constant_map.h"
 #include "core/dtype.h"
 #include "io/json.h"
@@ -585,7 +586,7 @@ std::string reference_pattern(DType d, uint64_t n) {
 }
 
 TEST_F(SafetensorsWriterConformance, FilesWrittenByTheReferenceReadBackAndWharfWritesTheSameBytes) {
-  const std::string dir = std::string(WHARF_TEST_DATA_DIR) + "/safetensors/";
+  const std::string dir = wharf_test::test_data("safetensors/");
   json::Value manifest;
   {
     const std::string text = slurp(dir + "manifest.json");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "io/json.h"
 #include "wharf/wharf.h"
 
@@ -20,7 +21,7 @@ namespace {
 
 namespace json = wharf::io::json;
 
-std::string data_path(const char* name) { return std::string(WHARF_TEST_DATA_DIR) + "/" + name; }
+std::string data_path(const char* name) { return wharf_test::test_data(name); }
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_paths.h"
 #include "core/text.h"
 #include "models/package.h"
 
@@ -243,12 +244,7 @@ class ModelPackage : public ::testing::Test {
   // tests/unit/libs/tagged_library.c built as tagged_<tag>.so into unit-libs/ beside this
   // test binary (in the build tree and in the GPU bundle alike).
   static std::string tagged_library_path(const std::string& tag) {
-    char exe[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    EXPECT_GT(n, 0);
-    std::string dir(exe, size_t(n > 0 ? n : 0));
-    dir = dir.substr(0, dir.rfind('/'));
-    return dir + "/unit-libs/tagged_" + tag + ".so";
+    return wharf_test::binary_dir() + "/unit-libs/tagged_" + tag + ".so";
   }
   static std::string tagged_library(const std::string& tag) {
     const std::string bytes = read(tagged_library_path(tag));
