@@ -15,6 +15,8 @@
 #include <utility>
 
 #include "core/logging.h"
+#include "core/sync.h"
+#include "core/text.h"
 #include "replicas/broadcaster.h"
 
 namespace wharf {
@@ -68,7 +70,7 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
   api->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!api->handle) {
     const char* why = dlerror();
-    return Unsupported("NCCL could not be loaded from '" + path + "': " + (why ? why : "unknown loader error") +
+    return Unsupported("NCCL could not be loaded from " + quote_path(path) + ": " + (why ? why : "unknown loader error") +
                        " (install NCCL 2, or point WHARF_NCCL_LIBRARY at libnccl.so.2)");
   }
   auto resolve = [&](const char* name, auto* fn) -> Status {
@@ -76,7 +78,7 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
     void* sym = dlsym(api->handle, name);
     if (!sym) {
       const char* why = dlerror();
-      return Unsupported("NCCL library '" + path + "' has no " + name + ": " + (why ? why : "symbol not found") +
+      return Unsupported("NCCL library " + quote_path(path) + " has no " + name + ": " + (why ? why : "symbol not found") +
                          " (NCCL 2.4 or later is needed)");
     }
     *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(sym);
@@ -93,23 +95,28 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
   WHARF_RETURN_IF_ERROR(resolve("ncclGetErrorString", &api->GetErrorString));
   int v = 0;
   nccl::Result r = api->GetVersion(&v);
-  if (r != nccl::kSuccess) return Unsupported("NCCL library '" + path + "': ncclGetVersion failed: " + api->error(r));
+  if (r != nccl::kSuccess) return Unsupported("NCCL library " + quote_path(path) + ": ncclGetVersion failed: " + api->error(r));
   if (version) *version = v;
   *out = std::move(api);
   return Status::Ok();
 }
 
+namespace {
+// The process's NCCL, loaded once (never unloaded: communicators may outlive any group).
+Mutex g_nccl_mu;
+std::shared_ptr<const NcclApi> g_nccl WHARF_GUARDED_BY(g_nccl_mu);
+}  // namespace
+
 Status nccl_api(std::shared_ptr<const NcclApi>* out) {
-  static std::mutex mu;
-  static std::shared_ptr<const NcclApi> loaded;
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(g_nccl_mu);
+  std::shared_ptr<const NcclApi>& loaded = g_nccl;
   if (!loaded) {
     // A failure is not remembered: a later call (after the environment is fixed) retries.
     std::shared_ptr<const NcclApi> api;
     int version = 0;
     WHARF_RETURN_IF_ERROR(open_nccl(nccl_library_path(), &api, &version));
     const_cast<NcclApi&>(*api).close_on_destroy = false;
-    WHARF_LOG(kInfo, "NCCL " + std::to_string(version) + " loaded from '" + api->path + "'");
+    WHARF_LOG(kInfo, "NCCL " + std::to_string(version) + " loaded from " + quote_path(api->path));
     loaded = std::move(api);
   }
   *out = loaded;
