@@ -30,6 +30,7 @@ const (
 	CodeIOError            Code = C.WHARF_IO_ERROR            // reading or writing a file failed
 	CodeDataCorrupt        Code = C.WHARF_DATA_CORRUPT        // a file's contents are malformed
 	CodeInternal           Code = C.WHARF_INTERNAL            // a bug in Wharf
+	CodeCancelled          Code = C.WHARF_CANCELLED           // a progress callback cancelled the call; nothing changed
 )
 
 // String returns the library's name for the code ("INVALID_ARGUMENT"), or "UNKNOWN".
@@ -75,6 +76,7 @@ var (
 	ErrIOError            = &Error{Code: CodeIOError}
 	ErrDataCorrupt        = &Error{Code: CodeDataCorrupt}
 	ErrInternal           = &Error{Code: CodeInternal}
+	ErrCancelled          = &Error{Code: CodeCancelled}
 )
 
 // ErrClosed is matched (errors.Is) by the error a method returns when its handle, or the

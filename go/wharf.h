@@ -138,7 +138,8 @@ typedef enum wharf_code {
   WHARF_DEVICE_ERROR = 9,       /* the CUDA driver or runtime reported an error */
   WHARF_IO_ERROR = 10,          /* reading or writing a file failed */
   WHARF_DATA_CORRUPT = 11,      /* a file's contents are malformed */
-  WHARF_INTERNAL = 12           /* a bug in Wharf; please report it */
+  WHARF_INTERNAL = 12,          /* a bug in Wharf; please report it */
+  WHARF_CANCELLED = 13          /* the caller's progress callback cancelled the call; nothing changed */
 } wharf_code;
 
 /** Opaque error. NULL always means success. Immutable once returned; any thread may read it. Since 0.3. */
@@ -620,6 +621,19 @@ typedef struct wharf_state_decl {
   const wharf_tensor_view* initial;
 } wharf_state_decl;
 
+/**
+ * Progress of a long call (an update, a load), and the caller's way to cancel it: `done` of
+ * `total` bytes have been copied (`total` is known when the call starts and does not change).
+ * Called on the calling thread, never concurrently with itself, at least once per 64 MiB
+ * copied (today every 16 MiB), and once more with done == total before the call publishes
+ * or stages anything.
+ * Return 0 to go on; any other value cancels: the call stops copying, waits for the copies
+ * already in flight (so nothing still reads the sources), releases what it allocated and
+ * returns WHARF_CANCELLED, having changed nothing. The callback must not call into the object
+ * being updated (it would answer WHARF_BUSY). Since 0.3.
+ */
+typedef int32_t (*wharf_progress_fn)(uint64_t done, uint64_t total, void* user);
+
 /** Since 0.3. */
 typedef struct wharf_container_options {
   uint32_t struct_size;
@@ -634,6 +648,10 @@ typedef struct wharf_container_options {
   /** Budget for the state of all live sessions that cover this container, in bytes
    *  (0 = none): a session whose creation would pass it gets WHARF_RESOURCE_EXHAUSTED. */
   uint64_t max_session_bytes;
+  /** wharf_container_create_from_map: progress and cancellation of loading the map
+   *  (wharf_progress_fn); NULL = none. Not used by wharf_container_create. */
+  wharf_progress_fn progress;
+  void* progress_user;
 } wharf_container_options;
 
 /**
@@ -723,6 +741,10 @@ typedef struct wharf_update_options {
    *  constant before giving that constant fresh storage instead (its bytes of extra
    *  memory). Default 1000; 0 = never wait. */
   uint32_t in_place_max_wait_ms;
+  /** Progress and cancellation (wharf_progress_fn); NULL = none. `progress_user` is passed
+   *  to it. For a weight store or replica group update, `total` counts each source byte once. */
+  wharf_progress_fn progress;
+  void* progress_user;
 } wharf_update_options;
 
 /**
@@ -1168,6 +1190,9 @@ typedef struct wharf_model_options {
   /* Appended: offload the layers these options select (borrowed for the call; NULL: none).
    * See wharf_model_get_offloader. */
   const struct wharf_offloader_options* offload;
+  /** Progress and cancellation of loading the weights (wharf_progress_fn); NULL = none. */
+  wharf_progress_fn progress;
+  void* progress_user;
 } wharf_model_options;
 
 /** Fills the defaults (all zero/NULL) up to `struct_size`. Since 0.3 (experimental). */

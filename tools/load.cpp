@@ -17,11 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Tensors are written in batches of about this many bytes, one update each, so progress
-// moves during a long load; every batch lands in the inactive generation and the swap after
-// the last one publishes them together.
-constexpr uint64_t kBatchBytes = 64ull << 20;
-
 // One line on stderr, rewritten in place, only when stderr is a terminal: piped or redirected
 // output gets nothing extra. It is erased when the work is done, so the summary line that
 // follows on stdout starts clean.
@@ -33,8 +28,9 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
   ~Progress() { finish(); }
 
-  void advance(uint64_t bytes) {
-    done_ += bytes;
+  // `done` bytes of the total are written (from the update's progress callback).
+  void set(uint64_t done) {
+    done_ = done;
     if (!tty_) return;
     const Clock::time_point now = Clock::now();
     // At most ten redraws a second, but always the first and the last.
@@ -169,8 +165,9 @@ bool entries_of(const wharf_constant_map* map, const std::string& file, std::vec
   return true;
 }
 
-// Writes `file`'s tensors into the inactive generation of `c` in batches, then swaps.
-// Reports a step on success, the error otherwise (then false).
+// Writes `file`'s tensors into the inactive generation of `c` in one update, the progress
+// line drawn from the update's progress callback, then swaps. Reports a step on success, the
+// error otherwise (then false).
 bool write_file(wharf_container* c, const std::string& file, const char* verb, Report* report) {
   wharf_constant_map* raw = nullptr;
   if (report->failed(wharf_constant_map_load_safetensors(file.c_str(), &raw), file, nullptr)) return false;
@@ -181,23 +178,17 @@ bool write_file(wharf_container* c, const std::string& file, const char* verb, R
   const Clock::time_point t0 = Clock::now();
   {
     Progress progress(std::string(verb) + " " + shown(file), total);
-    progress.advance(0);
-    for (size_t i = 0; i < entries.size();) {
-      wharf_constant_map* batch_raw = nullptr;
-      if (report->failed(wharf_constant_map_create(&batch_raw), "", "building a batch")) return false;
-      MapPtr batch(batch_raw);
-      uint64_t bytes = 0;
-      for (; i < entries.size() && (bytes == 0 || bytes + entries[i].bytes <= kBatchBytes); ++i) {
-        if (report->failed(wharf_constant_map_set(batch.get(), entries[i].name, &entries[i].view), "",
-                           "building a batch"))
-          return false;
-        bytes += entries[i].bytes;
-      }
-      if (wharf_status* st = wharf_container_update(c, batch.get(), nullptr)) {
-        progress.finish();
-        return !report->failed(st, file, nullptr);
-      }
-      progress.advance(bytes);
+    progress.set(0);
+    wharf_update_options uo;
+    wharf_update_options_init(&uo);
+    uo.progress = [](uint64_t done, uint64_t, void* user) -> int32_t {
+      static_cast<Progress*>(user)->set(done);
+      return 0;
+    };
+    uo.progress_user = &progress;
+    if (wharf_status* st = wharf_container_update(c, map.get(), &uo)) {
+      progress.finish();
+      return !report->failed(st, file, nullptr);
     }
   }
   if (report->failed(wharf_container_swap(c), file, nullptr)) return false;

@@ -35,6 +35,8 @@ pub enum Code {
     DataCorrupt,
     /// A bug in Wharf.
     Internal,
+    /// The caller's progress callback cancelled the call; nothing changed.
+    Cancelled,
     /// Not a library code: a fold callback passed to
     /// [`Container::update_with_fold`](crate::Container::update_with_fold) returned an
     /// error (available from [`std::error::Error::source`]).
@@ -60,6 +62,7 @@ impl Code {
             sys::WHARF_IO_ERROR => Code::IoError,
             sys::WHARF_DATA_CORRUPT => Code::DataCorrupt,
             sys::WHARF_INTERNAL => Code::Internal,
+            sys::WHARF_CANCELLED => Code::Cancelled,
             other => Code::Unknown(other),
         })
     }
@@ -80,6 +83,7 @@ impl Code {
             Code::IoError => sys::WHARF_IO_ERROR,
             Code::DataCorrupt => sys::WHARF_DATA_CORRUPT,
             Code::Internal => sys::WHARF_INTERNAL,
+            Code::Cancelled => sys::WHARF_CANCELLED,
             Code::Unknown(raw) => raw,
         }
     }
@@ -100,6 +104,7 @@ impl Code {
             Code::IoError => sys::WHARF_IO_ERROR,
             Code::DataCorrupt => sys::WHARF_DATA_CORRUPT,
             Code::Internal => sys::WHARF_INTERNAL,
+            Code::Cancelled => sys::WHARF_CANCELLED,
             Code::Callback => return "CALLBACK",
             Code::Unknown(raw) => raw,
         };

@@ -53,6 +53,7 @@ pub const WHARF_DEVICE_ERROR: wharf_code = 9;
 pub const WHARF_IO_ERROR: wharf_code = 10;
 pub const WHARF_DATA_CORRUPT: wharf_code = 11;
 pub const WHARF_INTERNAL: wharf_code = 12;
+pub const WHARF_CANCELLED: wharf_code = 13;
 
 // --- logging ----------------------------------------------------------------------------
 

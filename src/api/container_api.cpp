@@ -88,6 +88,7 @@ Status update_from_c(const wharf_update_options& o, UpdateOptions* out) {
   out->require_full = o.require_full != 0;
   out->wait_stream = o.wait_stream;
   out->in_place_max_wait_ms = o.in_place_max_wait_ms;
+  out->progress = api::progress_from_c(o.progress, o.progress_user);
   if (o.fold) {
     wharf_fold_fn fn = o.fold;
     void* user = o.fold_user;
@@ -106,6 +107,11 @@ Status update_from_c(const wharf_update_options& o, UpdateOptions* out) {
 
 namespace wharf {
 namespace api {
+ProgressFn progress_from_c(wharf_progress_fn fn, void* user) {
+  if (!fn) return nullptr;
+  return [fn, user](uint64_t done, uint64_t total) { return fn(done, total, user) == 0; };
+}
+
 Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out) {
   wharf_update_options o;
   wharf_update_options_init(&o);
@@ -174,7 +180,7 @@ WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, 
     }
     std::shared_ptr<Container> c;
     WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, std::move(cfg), &c));
-    WHARF_RETURN_IF_ERROR(c->load(m));
+    WHARF_RETURN_IF_ERROR(c->load(m, api::progress_from_c(o.progress, o.progress_user)));
     auto h = std::make_unique<wharf_container>();
     h->c = std::move(c);
     *out = h.release();

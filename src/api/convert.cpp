@@ -231,7 +231,7 @@ Status meta_from_view(const wharf_tensor_view& in, const std::string& what, Tens
 Status from_c(wharf_status* st) {
   if (!st) return Status::Ok();
   int code = int(wharf_status_code(st));
-  Status out(code > 0 && code <= int(Code::kInternal) ? static_cast<Code>(code) : Code::kInternal,
+  Status out(code > 0 && code <= int(kLastCode) ? static_cast<Code>(code) : Code::kInternal,
              wharf_status_message(st));
   wharf_status_free(st);
   return out;

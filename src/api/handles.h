@@ -60,6 +60,8 @@ const int64_t* contiguous_strides(const std::vector<int64_t>& shape);
 // Reads versioned update options (NULL: defaults) and checks them; a fold callback becomes
 // a function that hands the C callback a run over the generation being written.
 Status update_options_from_c(const wharf_update_options* opts, UpdateOptions* out);
+// A C progress callback as a ProgressFn (empty for NULL): nonzero from the callback cancels.
+ProgressFn progress_from_c(wharf_progress_fn fn, void* user);
 
 }  // namespace api
 }  // namespace wharf

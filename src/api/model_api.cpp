@@ -55,6 +55,7 @@ WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_
     if (o.store) mo.store = o.store->store;
     mo.max_session_bytes = o.max_session_bytes;
     if (o.shim_path) mo.shim_path = o.shim_path;
+    mo.progress = api::progress_from_c(o.progress, o.progress_user);
     if (o.offload) {
       auto oc = std::make_shared<OffloaderConfig>();
       WHARF_RETURN_IF_ERROR(api::offloader_config_from_c(o.offload, "wharf_model_load: offload", oc.get()));

@@ -13,6 +13,7 @@
 using namespace wharf;
 
 static_assert(int(WHARF_INTERNAL) == int(Code::kInternal), "wharf_code and Code must match");
+static_assert(int(WHARF_CANCELLED) == int(kLastCode), "wharf_code and Code must match, up to the last code");
 static_assert(int(WHARF_DATA_CORRUPT) == int(Code::kDataCorrupt), "wharf_code and Code must match");
 static_assert(int(WHARF_BUSY) == int(Code::kBusy), "wharf_code and Code must match");
 static_assert(int(WHARF_DTYPE_BOOL) == int(DType::kBool), "wharf_dtype and DType must match");
@@ -62,7 +63,7 @@ WHARF_API wharf_status* wharf_status_create(wharf_code code, const char* message
   const int32_t c = api::enum_int(code);
   if (c == int32_t(WHARF_OK)) return nullptr;
   const char* m = message ? message : "";
-  if (c < 0 || c > int32_t(WHARF_INTERNAL)) {
+  if (c < 0 || c > int32_t(WHARF_CANCELLED)) {
     try {
       return api::make_status(Code::kInternal,
                               ("wharf_status_create: unknown code " + std::to_string(c) + ": " + m).c_str());
@@ -87,7 +88,7 @@ WHARF_API void wharf_status_free(wharf_status* status) {
 
 WHARF_API const char* wharf_code_name(wharf_code code) {
   const int32_t c = api::enum_int(code);
-  if (c < 0 || c > int32_t(WHARF_INTERNAL)) return "UNKNOWN";
+  if (c < 0 || c > int32_t(WHARF_CANCELLED)) return "UNKNOWN";
   return code_name(static_cast<Code>(c));
 }
 

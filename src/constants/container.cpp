@@ -249,7 +249,7 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
 }
 
 Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
-                                    const std::vector<Event*>& wait_for) {
+                                    const std::vector<Event*>& wait_for, Progress* progress, uint64_t base) {
   std::vector<CopyRequest> reqs;
   std::vector<int> index;  // request -> constant
   reqs.reserve(plan.size());
@@ -272,8 +272,11 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
   };
   TransferEngine* engine = nullptr;
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
-  return engine->copy(reqs, wait_for, nullptr, allocate)
-      .with_context("container " + quote_name(name_) + ": copying " + std::to_string(plan.size()) + " constants");
+  CopyProgressFn on_progress;
+  if (progress && progress->enabled()) on_progress = [&](uint64_t done) { return progress->report(base + done); };
+  Status st = engine->copy(reqs, wait_for, nullptr, allocate, on_progress);
+  if (st.code() == Code::kCancelled) return st;  // its message already names the call
+  return st.with_context("container " + quote_name(name_) + ": copying " + std::to_string(plan.size()) + " constants");
 }
 
 Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen) {
@@ -294,6 +297,10 @@ Status record_wait_stream(Runtime& runtime, void* wait_stream, const std::string
 }
 
 Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
+  if (opts.in_place && opts.progress)
+    return Unsupported("container " + quote_name(name_) +
+                       ": an in-place update cannot take a progress callback: it overwrites storage that runs read "
+                       "once it returns, so it cannot be cancelled midway (update the inactive generation instead)");
   std::vector<Planned> plan;
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
@@ -309,9 +316,10 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   return opts.in_place ? update_in_place(plan, opts, ready.get()) : update_inactive(plan, opts, ready.get());
 }
 
-Status Container::load(const ConstantMap& map) {
+Status Container::load(const ConstantMap& map, const ProgressFn& progress) {
   UpdateOptions opts;
   opts.require_full = true;
+  opts.progress = progress;
   std::vector<Planned> plan;
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
@@ -422,12 +430,16 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   const Clock::time_point t1 = Clock::now();
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready);
-  WHARF_RETURN_IF_ERROR(allocate_and_copy(gen, to_copy, wait_for));
+  uint64_t total = 0;  // the bytes this update copies (constants the store serves cost none)
+  for (const Planned& p : to_copy) total += decls_[p.index].nbytes;
+  Progress progress(opts.progress, total, "container " + quote_name(name_) + ": update");
+  WHARF_RETURN_IF_ERROR(allocate_and_copy(gen, to_copy, wait_for, &progress));
   const Clock::time_point t2 = Clock::now();
   const bool folded = opts.fold && has_derived_;
   std::vector<int> written;
   for (const Planned& p : to_copy) written.push_back(p.index);
   WHARF_RETURN_IF_ERROR(fold_into(gen, opts, written));
+  WHARF_RETURN_IF_ERROR(progress.finish());  // the last chance to cancel: nothing is staged yet
   const Clock::time_point t3 = Clock::now();
   std::vector<std::shared_ptr<Slot>> offered;
   for (int i : fresh) offered.push_back(gen->slots[size_t(i)]);

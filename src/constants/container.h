@@ -32,6 +32,7 @@
 
 #include "constants/constant_map.h"
 #include "constants/generation.h"
+#include "core/progress.h"
 #include "core/sync.h"
 #include "core/tensor.h"
 #include "device/runtime.h"
@@ -66,6 +67,8 @@ struct UpdateOptions {
   // In place: how long to wait for open runs that pinned a written constant before giving
   // that constant fresh storage instead (0 = do not wait).
   uint32_t in_place_max_wait_ms = 1000;
+  // Progress and cancellation (wharf_progress_fn); empty = none. Not with in_place.
+  ProgressFn progress;
 };
 
 // A per-session mutable tensor. `initial` holds the captured initial value (device memory,
@@ -126,7 +129,7 @@ class Container : public std::enable_shared_from_this<Container> {
   // Loads a complete first set of weights from `map` and publishes it, as one write: the
   // update and the swap run under one writer admission, so no weight store update can stage
   // between them (a store member created from a map is never left with its own swap refused).
-  Status load(const ConstantMap& map) WHARF_EXCLUDES(mu_);
+  Status load(const ConstantMap& map, const ProgressFn& progress = nullptr) WHARF_EXCLUDES(mu_);
   // The first constant a write of `written` (by constant index; derived ones count as
   // written when `folds`) would leave without storage in the next generation, or -1.
   int first_missing(const std::vector<bool>& written, bool folds) const WHARF_EXCLUDES(mu_);
@@ -175,9 +178,10 @@ class Container : public std::enable_shared_from_this<Container> {
   // Fresh storage for constant `index`.
   Status allocate_slot(int index, std::shared_ptr<Slot>* out);
   // Gives each planned constant a fresh slot in `gen` and copies into it, allocating while
-  // earlier constants' copies run (TransferEngine's AllocateFn).
+  // earlier constants' copies run (TransferEngine's AllocateFn). `progress` (optional) is
+  // told base + the bytes done so far.
   Status allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
-                           const std::vector<Event*>& wait_for);
+                           const std::vector<Event*>& wait_for, Progress* progress = nullptr, uint64_t base = 0);
   // Allocates derived slots of `gen` and runs the fold (no-op without a fold). `written`:
   // the constants this update gave fresh storage (the fold may write them).
   Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts,

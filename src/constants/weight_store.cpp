@@ -265,8 +265,16 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
-  WHARF_RETURN_IF_ERROR(engine->copy(reqs, wait_for, nullptr, allocate)
-                            .with_context("weight store update: copying " + std::to_string(map.size()) + " constants"));
+  uint64_t total = 0;
+  for (const CopyRequest& r : reqs) total += r.bytes;
+  Progress progress(opts.progress, total, "weight store update");
+  CopyProgressFn on_progress;
+  if (progress.enabled()) on_progress = [&](uint64_t done) { return progress.report(done); };
+  {
+    Status st = engine->copy(reqs, wait_for, nullptr, allocate, on_progress);
+    if (st.code() == Code::kCancelled) return st;  // its message already names the call
+    WHARF_RETURN_IF_ERROR(st.with_context("weight store update: copying " + std::to_string(map.size()) + " constants"));
+  }
 
   // 4. Build every container's next generation; publish only when all are built.
   for (size_t t = 0; t < targets.size(); ++t) {
@@ -276,6 +284,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     }
     WHARF_RETURN_IF_ERROR(targets[t].fold_into(staged[t].gen, opts).with_context("weight store update: container " + quote_name(targets[t].name())));
   }
+  WHARF_RETURN_IF_ERROR(progress.finish());  // the last chance to cancel: nothing is staged yet
   test_hook("store.update.before_stage");
 
   // 5. Stage everywhere at once (MemberSet's rebase rule for members that swapped, rolled

@@ -18,6 +18,7 @@ const char* code_name(Code code) noexcept {
     case Code::kIoError: return "IO_ERROR";
     case Code::kDataCorrupt: return "DATA_CORRUPT";
     case Code::kInternal: return "INTERNAL";
+    case Code::kCancelled: return "CANCELLED";
   }
   return "UNKNOWN";
 }

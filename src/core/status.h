@@ -24,7 +24,10 @@ enum class Code : int {
   kIoError = 10,
   kDataCorrupt = 11,
   kInternal = 12,
+  kCancelled = 13,
 };
+// The largest code (codes are only appended).
+constexpr Code kLastCode = Code::kCancelled;
 
 const char* code_name(Code code) noexcept;
 
@@ -61,6 +64,7 @@ inline Status DeviceError(std::string m) { return {Code::kDeviceError, std::move
 inline Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
 inline Status DataCorrupt(std::string m) { return {Code::kDataCorrupt, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
 
 }  // namespace wharf
 

@@ -40,6 +40,7 @@
 #include <unordered_map>
 
 #include "core/logging.h"
+#include "core/progress.h"
 #include "core/sync.h"
 #include "core/test_hooks.h"
 #include "core/text.h"
@@ -216,6 +217,29 @@ struct Job {
   // Set on the first error so no thread starts another piece; pieces already running finish.
   std::atomic<bool> failed{false};
 
+  // Progress (only when the caller asked for it): bytes the workers have read from their
+  // sources, and a wake-up for the calling thread each Progress::kInterval of them and when
+  // the workers are done.
+  bool progress_on = false;
+  std::atomic<uint64_t> read_bytes{0};
+  std::atomic<uint32_t> workers_left{0};
+  Mutex progress_mu;
+  std::condition_variable progress_cv;
+  void advance(uint64_t n) WHARF_EXCLUDES(progress_mu) {
+    if (!progress_on) return;
+    const uint64_t before = read_bytes.fetch_add(n, std::memory_order_relaxed);
+    if (before / Progress::kInterval != (before + n) / Progress::kInterval) {
+      MutexLock lock(progress_mu);
+      progress_cv.notify_all();
+    }
+  }
+  void worker_done() WHARF_EXCLUDES(progress_mu) {
+    if (!progress_on) return;
+    workers_left.fetch_sub(1, std::memory_order_acq_rel);
+    MutexLock lock(progress_mu);
+    progress_cv.notify_all();
+  }
+
   Mutex mu;
   Status error WHARF_GUARDED_BY(mu);  // the first error
 
@@ -224,7 +248,7 @@ struct Job {
   bool host_waited WHARF_GUARDED_BY(host_mu) = false;  // wait_for synchronized on the host
   Status host_wait_status WHARF_GUARDED_BY(host_mu);
 
-  void fail(Status st) WHARF_EXCLUDES(mu, ready_mu) {
+  void fail(Status st) WHARF_EXCLUDES(mu, ready_mu, progress_mu) {
     WHARF_DCHECK(!st.ok(), "transfer: failing a job with an OK status");
     {
       MutexLock lock(mu);
@@ -232,8 +256,14 @@ struct Job {
       failed.store(true, std::memory_order_relaxed);
     }
     // Workers waiting for a destination that will never come must see the failure.
-    MutexLock lock(ready_mu);
-    ready_cv.notify_all();
+    {
+      MutexLock lock(ready_mu);
+      ready_cv.notify_all();
+    }
+    if (progress_on) {
+      MutexLock lock(progress_mu);
+      progress_cv.notify_all();
+    }
   }
 
   // Publishes request i's destination (requests are published in order).
@@ -330,7 +360,7 @@ struct TransferEngine::Impl {
   void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
   void run_host(Job& job);
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-              TransferStats* stats, const AllocateFn& allocate) WHARF_EXCLUDES(mu);
+              TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress) WHARF_EXCLUDES(mu);
 };
 
 Status TransferEngine::Impl::ensure_ring() {
@@ -422,6 +452,7 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
       job.fail(st.with_context("recording the event of staging chunk " + std::to_string(c) + " after its copy"));
       return;
     }
+    job.advance(off);
     test_hook("transfer.staged.enqueued");  // a fill's DMAs are on the stream
   }
 }
@@ -444,6 +475,7 @@ void TransferEngine::Impl::run_host(Job& job) {
       job.fail(st);
       return;
     }
+    job.advance(s.bytes);
   }
 }
 
@@ -473,13 +505,14 @@ void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::t
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-                                  TransferStats* stats, const AllocateFn& allocate) {
+                                  TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress) {
   test_hook("transfer.copy.begin");  // before the engine's lock: a test may change a source file here
   MutexLock lock(mu);
   if (stats) *stats = TransferStats{};
   Job job;
   job.requests = &requests;
   job.trace.on = log_enabled(LogLevel::kDebug);
+  job.progress_on = bool(progress);
   if (job.trace.on) job.trace.t0 = Clock::now();
 
   // 1. Validate and classify everything first: an invalid request copies nothing.
@@ -621,9 +654,34 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     } catch (...) {
       job.fail(Internal("transfer copy thread: unknown exception"));
     }
+    job.worker_done();
   };
   const bool pooled = first.ok() && (stage_n > 0 || host_n > 0);
-  if (pooled) pool.begin(std::max(stage_n, host_n), work);
+  // Direct copies' progress: an event after the direct copy that passes each interval mark,
+  // completed in stream order (only when the caller asked for progress).
+  struct Mark {
+    std::unique_ptr<Event> event;
+    uint64_t direct_done;
+  };
+  std::vector<Mark> marks;
+  uint64_t direct_enqueued = 0, direct_done = 0;
+  size_t next_mark = 0;
+  // Reports what is done so far; a refusal fails the job (nothing more is enqueued).
+  auto report = [&]() {
+    if (!progress || job.failed.load(std::memory_order_relaxed)) return;
+    while (next_mark < marks.size()) {
+      bool fired = false;
+      if (!marks[next_mark].event->query(&fired).ok() || !fired) break;
+      direct_done = marks[next_mark++].direct_done;
+    }
+    Status st = progress(job.read_bytes.load(std::memory_order_relaxed) + direct_done);
+    if (!st.ok()) job.fail(st);
+  };
+  if (pooled) {
+    const uint32_t n = std::max(stage_n, host_n);
+    job.workers_left.store(n, std::memory_order_relaxed);
+    pool.begin(n, work);
+  }
   if (!first.ok()) job.fail(first);
   for (size_t i = 0; i < requests.size() && !job.failed.load(std::memory_order_relaxed); ++i) {
     const CopyRequest& r = requests[i];
@@ -645,7 +703,10 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       }
     }
     job.publish(i, static_cast<char*>(d));
-    if (!is_direct[i]) continue;
+    if (!is_direct[i]) {
+      if (progress) report();
+      continue;
+    }
     Status st = stream->copy_async(d, r.src, r.bytes);
     job.trace.enqueued();
     if (!st.ok()) {
@@ -653,6 +714,44 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
                                std::to_string(r.bytes) + " bytes from " + kind_name(device->query_pointer(r.src).kind) +
                                " memory"));
       break;
+    }
+    if (!progress) continue;
+    const uint64_t before = direct_enqueued;
+    direct_enqueued += r.bytes;
+    if (before / Progress::kInterval != direct_enqueued / Progress::kInterval || i + 1 == requests.size()) {
+      Mark m{nullptr, direct_enqueued};
+      st = device->create_event(&m.event);
+      if (st.ok()) st = stream->record(*m.event);
+      if (!st.ok()) {
+        job.fail(st.with_context("copy: recording a progress event after copy request " + std::to_string(i)));
+        break;
+      }
+      marks.push_back(std::move(m));
+    }
+    report();
+  }
+  if (progress) {
+    // Until the workers are done and every mark has fired: wake at each interval the workers
+    // pass (or every few ms, for the direct copies' marks) and report.
+    while (!job.failed.load(std::memory_order_relaxed)) {
+      const bool workers_done = !pooled || job.workers_left.load(std::memory_order_acquire) == 0;
+      if (workers_done && next_mark == marks.size()) break;
+      if (workers_done) {
+        Status st = marks[next_mark].event->synchronize();
+        if (!st.ok()) {
+          job.fail(st.with_context("copy: waiting for a progress event"));
+          break;
+        }
+      } else {
+        const uint64_t seen = job.read_bytes.load(std::memory_order_relaxed);
+        UniqueLock lock(job.progress_mu);
+        lock.wait_for(job.progress_cv, std::chrono::milliseconds(5), [&] {
+          return job.failed.load(std::memory_order_relaxed) ||
+                 job.workers_left.load(std::memory_order_acquire) == 0 ||
+                 job.read_bytes.load(std::memory_order_relaxed) / Progress::kInterval != seen / Progress::kInterval;
+        });
+      }
+      report();
     }
   }
   if (pooled) pool.wait();
@@ -694,8 +793,8 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
 }
 
 Status TransferEngine::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-                            TransferStats* stats, const AllocateFn& allocate) {
-  return impl_->copy(requests, wait_for, stats, allocate);
+                            TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress) {
+  return impl_->copy(requests, wait_for, stats, allocate, progress);
 }
 
 }  // namespace wharf

@@ -43,6 +43,12 @@ struct CopyRequest {
 // *dst. The caller of copy() owns what it allocates (the engine only writes into it).
 using AllocateFn = std::function<Status(size_t i, void** dst)>;
 
+// Told, on the calling thread, how many bytes of this copy() are done (read from their
+// source into the ring or a pinned destination, or, for direct copies, complete on the
+// device), at least every Progress::kInterval bytes; a status other than OK (e.g. CANCELLED)
+// stops the copy: nothing more is enqueued, what is in flight drains, and copy() returns it.
+using CopyProgressFn = std::function<Status(uint64_t done)>;
+
 struct TransferOptions {
   uint32_t threads = 4;                  // host threads that fill staging chunks
   uint64_t staging_bytes = 32ull << 20;  // ring size; split into chunks of chunk_bytes
@@ -75,8 +81,12 @@ class TransferEngine {
   // kIoError before any destination is written. A file that shrinks while it is read fails
   // the call with kIoError naming the file, the tensor (`name`) and the offset; destinations
   // may then hold part of the new bytes (the caller drops them: an update stages nothing).
+  //
+  // `progress` (optional) is called as described at CopyProgressFn; a non-OK answer fails
+  // the copy with that status after draining, like any other error.
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-              TransferStats* stats = nullptr, const AllocateFn& allocate = nullptr);
+              TransferStats* stats = nullptr, const AllocateFn& allocate = nullptr,
+              const CopyProgressFn& progress = nullptr);
 
  private:
   struct Impl;

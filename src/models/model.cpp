@@ -441,7 +441,11 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     for (int idx : chosen) cfg.constants[size_t(idx)].placement = Placement::kHost;
   }
   WHARF_RETURN_IF_ERROR(Container::create(runtime, std::move(cfg), &m->container_).with_context(what));
-  WHARF_RETURN_IF_ERROR(m->container_->load(*params).with_context(what + ": loading its weights"));
+  {
+    Status st = m->container_->load(*params, opts.progress);
+    if (st.code() == Code::kCancelled) return st;
+    WHARF_RETURN_IF_ERROR(st.with_context(what + ": loading its weights"));
+  }
   if (opts.offload) {
     WHARF_RETURN_IF_ERROR(Offloader::create(m->container_, *opts.offload, &m->offloader_).with_context(what));
     const Offloader& o = *m->offloader_;

@@ -47,6 +47,7 @@ struct ModelOptions {
   // and bound to the offloader's slots; the model must call Wharf's offload ops at its layer
   // boundaries (tools/aoti/compile_offload_model.py), and must not fold constants.
   std::shared_ptr<const OffloaderConfig> offload;
+  ProgressFn progress;  // of loading the weights; empty = none
 };
 
 // A tensor passed to or returned by a model: device (or host) memory, dtype, shape, strides.

@@ -166,9 +166,11 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
   uint64_t broadcast_bytes = 0;
-  WHARF_RETURN_IF_ERROR(fill(plan, gens, wait_for, &broadcast_bytes));
   uint64_t source_bytes = 0;
   for (const Container::Planned& p : plan) source_bytes += first.decls()[size_t(p.index)].nbytes;
+  Progress progress(opts.progress, source_bytes, "replica group update");
+  WHARF_RETURN_IF_ERROR(fill(plan, gens, wait_for, &progress, &broadcast_bytes));
+  WHARF_RETURN_IF_ERROR(progress.finish());  // the last chance to cancel: nothing is staged yet
   test_hook("replica.update.before_stage");
 
   // 5. Stage everywhere at once. Members refuse writes of their own, so no base moved and
@@ -186,7 +188,7 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
 
 Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
                           const std::vector<std::shared_ptr<Generation>>& gens, const std::vector<Event*>& wait_for,
-                          uint64_t* broadcast_bytes) {
+                          Progress* progress, uint64_t* broadcast_bytes) {
   const size_t n = replicas_.size();
   Container& first = *replicas_[0];
   // In batches of about batch_bytes_, so that the broadcast of one batch (NCCL over NVLink,
@@ -197,6 +199,7 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
   std::vector<std::vector<CopyRequest>> host_copies(n);
   Status st;    // the copies into replica 0
   Status sent;  // the broadcaster's
+  uint64_t copied = 0;  // source bytes of the batches before this one (progress)
   for (size_t begin = 0; begin < plan.size() && st.ok() && sent.ok();) {
     std::vector<Container::Planned> batch;
     uint64_t bytes = 0;
@@ -208,8 +211,12 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
     }
     // Replica 0's slots are allocated while earlier ones are copied, and pageable sources go
     // through its staging ring, as in a container update; returns when the batch is in place.
-    st = first.allocate_and_copy(gens[0], batch, wait_for).with_context("replica group update: " + replica_name(0));
-    if (!st.ok()) break;
+    st = first.allocate_and_copy(gens[0], batch, wait_for, progress, copied);
+    if (!st.ok()) {
+      if (st.code() != Code::kCancelled) st = st.with_context("replica group update: " + replica_name(0));
+      break;
+    }
+    copied += bytes;
     // Replica 0 -> the others: device constants through the broadcaster, host-placed ones
     // (pinned host memory) by each replica's own copy engine from replica 0's copy.
     std::vector<BroadcastBuffer> buffers;

@@ -85,7 +85,8 @@ class ReplicaGroup {
   // Copies the planned sources into replica 0's `gens[0]` and from there into every other
   // replica's generation (batches of batch_bytes_, broadcast overlapping the next copy).
   Status fill(const std::vector<Container::Planned>& plan, const std::vector<std::shared_ptr<Generation>>& gens,
-              const std::vector<Event*>& wait_for, uint64_t* broadcast_bytes) WHARF_REQUIRES(op_mu_);
+              const std::vector<Event*>& wait_for, Progress* progress, uint64_t* broadcast_bytes)
+      WHARF_REQUIRES(op_mu_);
 
   std::vector<std::shared_ptr<Container>> replicas_;
   MemberSet members_;                           // the replicas, staged and swapped as one

@@ -46,6 +46,8 @@ public class WharfException extends RuntimeException {
     DATA_CORRUPT(11),
     /** A bug in Wharf. */
     INTERNAL(12),
+    /** The caller's progress callback cancelled the call; nothing changed. */
+    CANCELLED(13),
     /** A code newer than this binding; {@link WharfException#rawCode()} has its value. */
     UNKNOWN(-1);
 
