@@ -166,7 +166,7 @@ public class LibraryTest {
         wharf_code.WHARF_ALREADY_EXISTS, wharf_code.WHARF_OUT_OF_MEMORY, wharf_code.WHARF_RESOURCE_EXHAUSTED,
         wharf_code.WHARF_FAILED_PRECONDITION, wharf_code.WHARF_BUSY, wharf_code.WHARF_UNSUPPORTED,
         wharf_code.WHARF_DEVICE_ERROR, wharf_code.WHARF_IO_ERROR, wharf_code.WHARF_DATA_CORRUPT,
-        wharf_code.WHARF_INTERNAL};
+        wharf_code.WHARF_INTERNAL, wharf_code.WHARF_CANCELLED};
     assertEquals(values.length + 1, WharfException.Code.values().length); // + UNKNOWN
     for (int i = 0; i < values.length; i++) {
       WharfException.Code c = WharfException.Code.values()[i];
