@@ -9,6 +9,7 @@ package wharf
 import "C"
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"runtime/cgo"
@@ -68,6 +69,9 @@ type ContainerOptions struct {
 	// MaxSessionBytes caps the state bytes of all live sessions covering the container
 	// (0 = no cap): NewSession and Session.Fork past it fail with ErrResourceExhausted.
 	MaxSessionBytes uint64
+	// Progress, for NewContainerFromMapOptions and NewContainerFromMapContext only, is told
+	// how many of the map's bytes have been loaded, as UpdateOptions.Progress. Since 0.3.
+	Progress func(done, total uint64)
 }
 
 // ConstantInfo describes one declared constant of a container.
@@ -296,7 +300,7 @@ func NewContainer(rt *Runtime, opts *ContainerOptions) (*Container, error) {
 // loads them and makes them active: the container is ready to run. name may be "" (for
 // "model"). The map is only read during the call. Errors: as Update.
 func NewContainerFromMap(rt *Runtime, m *ConstantMap, name string) (*Container, error) {
-	return newContainerFromMap("NewContainerFromMap", rt, m, &ContainerOptions{Name: name})
+	return newContainerFromMap("NewContainerFromMap", context.Background(), rt, m, &ContainerOptions{Name: name})
 }
 
 // NewContainerFromMapOptions is NewContainerFromMap with options: their Constants must be
@@ -308,10 +312,20 @@ func NewContainerFromMapOptions(rt *Runtime, m *ConstantMap, opts *ContainerOpti
 	if opts == nil {
 		opts = &ContainerOptions{}
 	}
-	return newContainerFromMap("NewContainerFromMapOptions", rt, m, opts)
+	return newContainerFromMap("NewContainerFromMapOptions", context.Background(), rt, m, opts)
 }
 
-func newContainerFromMap(what string, rt *Runtime, m *ConstantMap, opts *ContainerOptions) (*Container, error) {
+// NewContainerFromMapContext is NewContainerFromMapOptions that ctx can cancel (see
+// Container.UpdateContext): a cancelled load creates nothing and returns an error matching
+// both ErrCancelled and ctx.Err(). Since 0.3.
+func NewContainerFromMapContext(ctx context.Context, rt *Runtime, m *ConstantMap, opts *ContainerOptions) (*Container, error) {
+	if opts == nil {
+		opts = &ContainerOptions{}
+	}
+	return newContainerFromMap("NewContainerFromMapContext", ctx, rt, m, opts)
+}
+
+func newContainerFromMap(what string, ctx context.Context, rt *Runtime, m *ConstantMap, opts *ContainerOptions) (*Container, error) {
 	var arena cArena
 	defer arena.free()
 	co, err := containerOptions(what, &arena, opts)
@@ -331,7 +345,12 @@ func newContainerFromMap(what string, rt *Runtime, m *ConstantMap, opts *Contain
 	}
 	defer rt.h.release()
 	var out *C.wharf_container
-	err = statusError(C.wharf_container_create_from_map((*C.wharf_runtime)(rp), (*C.wharf_constant_map)(mp), &co.o, &out))
+	err = withProgress(what, ctx, opts.Progress, func(progress C.uintptr_t) error {
+		if progress != 0 {
+			C.wharf_go_container_progress(&co.o, progress)
+		}
+		return statusError(C.wharf_container_create_from_map((*C.wharf_runtime)(rp), (*C.wharf_constant_map)(mp), &co.o, &out))
+	})
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(rt)
 	if err != nil {
@@ -384,6 +403,14 @@ type UpdateOptions struct {
 	// not wait. nil means none; it must be nil on the host backend (ErrInvalidArgument).
 	// Host sources are read as the call reads them.
 	WaitStream unsafe.Pointer
+	// Progress, if set, is told how many of the update's bytes have been copied (done of
+	// total; total is fixed for the call): every 16 MiB and once with done == total before
+	// anything is staged. It runs on a goroutine of its own while the calling goroutine
+	// waits, and must not call into the object being updated (ErrBusy). A panic or
+	// runtime.Goexit in it cancels the update (which changes nothing) and is re-raised on
+	// the calling goroutine once the library has returned. To cancel, use the *Context
+	// variants (UpdateContext). Since 0.3.
+	Progress func(done, total uint64)
 	// InPlaceMaxWait bounds, for TargetActiveInPlace, how long the update waits for open
 	// runs that pinned a written constant before giving that constant fresh storage
 	// instead (its bytes of extra memory). 0 means the library's default (1 s); a negative
@@ -437,36 +464,39 @@ func (e *FoldError) Error() string {
 func (e *FoldError) Unwrap() error { return e.Err }
 
 // withUpdate runs call (which performs the C update) with opts translated, and turns a
-// fold callback's failure into the update's result.
+// fold callback's failure, or a cancellation by ctx, into the update's result.
 // store is the weight store being updated (nil for a container's update). A callback that
 // panicked is re-panicked here, and one that called runtime.Goexit makes this goroutine
 // exit too, once the library has returned (and so changed nothing).
-func withUpdate(store *handle, opts *UpdateOptions, call func(args *C.wharf_go_update_args) *C.wharf_status) error {
+func withUpdate(what string, ctx context.Context, store *handle, opts *UpdateOptions, call func(args *C.wharf_go_update_args) *C.wharf_status) error {
 	if opts == nil {
 		opts = &UpdateOptions{}
 	}
-	args := updateArgs(opts)
-	var fc *foldCall
-	if opts.Fold != nil {
-		fc = &foldCall{fn: opts.Fold, store: store}
-		h := cgo.NewHandle(fc)
-		defer h.Delete()
-		args.fold_handle = C.uintptr_t(h)
-	}
-	err := statusError(call(&args))
-	if fc != nil {
-		if fc.panicked {
-			panic(fc.panicVal)
+	return withProgress(what, ctx, opts.Progress, func(progress C.uintptr_t) error {
+		args := updateArgs(opts)
+		args.progress_handle = progress
+		var fc *foldCall
+		if opts.Fold != nil {
+			fc = &foldCall{fn: opts.Fold, store: store}
+			h := cgo.NewHandle(fc)
+			defer h.Delete()
+			args.fold_handle = C.uintptr_t(h)
 		}
-		if fc.goexit {
-			runtime.Goexit()
+		err := statusError(call(&args))
+		if fc != nil {
+			if fc.panicked {
+				panic(fc.panicVal)
+			}
+			if fc.goexit {
+				runtime.Goexit()
+			}
+			if err != nil && fc.err != nil {
+				status, _ := err.(*Error)
+				return &FoldError{Err: fc.err, Status: status}
+			}
 		}
-		if err != nil && fc.err != nil {
-			status, _ := err.(*Error)
-			return &FoldError{Err: fc.err, Status: status}
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // Update writes the map's tensors into the container and returns when the data is in
@@ -482,7 +512,18 @@ func withUpdate(store *handle, opts *UpdateOptions, call func(args *C.wharf_go_u
 // pinned after that, or shared, gets fresh storage. Open runs never see their data change,
 // and runs begun after the call returns see only new data (a new generation id).
 func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
-	const what = "Container.Update"
+	return c.update("Container.Update", context.Background(), m, opts)
+}
+
+// UpdateContext is Update that ctx can cancel: the library checks ctx every 16 MiB copied
+// and before it stages anything. A cancelled update changes nothing (the generation and
+// the values stay as they were) and returns an error matching both ErrCancelled and
+// ctx.Err() under errors.Is; so does a ctx already done when the call starts. Since 0.3.
+func (c *Container) UpdateContext(ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
+	return c.update("Container.UpdateContext", ctx, m, opts)
+}
+
+func (c *Container) update(what string, ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
 	mp, err := m.read(what)
 	if err != nil {
 		return err
@@ -493,7 +534,7 @@ func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, ctx, nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update((*C.wharf_container)(cp), mp, args)
 	})
 	runtime.KeepAlive(m)
@@ -512,7 +553,15 @@ func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 // not be truncated during the call (replace model files by rename, as Save does).
 // Since 0.3.
 func (c *Container) UpdateFromFile(path string, opts *UpdateOptions) error {
-	const what = "Container.UpdateFromFile"
+	return c.updateFromFile("Container.UpdateFromFile", context.Background(), path, opts)
+}
+
+// UpdateFromFileContext is UpdateFromFile that ctx can cancel, as UpdateContext. Since 0.3.
+func (c *Container) UpdateFromFileContext(ctx context.Context, path string, opts *UpdateOptions) error {
+	return c.updateFromFile("Container.UpdateFromFileContext", ctx, path, opts)
+}
+
+func (c *Container) updateFromFile(what string, ctx context.Context, path string, opts *UpdateOptions) error {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	cp, err := c.h.acquire(what)
@@ -520,7 +569,7 @@ func (c *Container) UpdateFromFile(path string, opts *UpdateOptions) error {
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, ctx, nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update_from_file((*C.wharf_container)(cp), cpath, args)
 	})
 	runtime.KeepAlive(c)
@@ -634,7 +683,7 @@ func (c *Container) updatePacked(what string, base unsafe.Pointer, tensors []Pac
 		return err
 	}
 	defer c.h.release()
-	err = withUpdate(nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, context.Background(), nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_update_packed((*C.wharf_container)(cp), base, a.cNames(), a.cDTypes(), a.cNDims(),
 			a.cShapes(), a.cOffsets(), C.size_t(a.n), args)
 	})

@@ -20,6 +20,15 @@ static wharf_status* fold_trampoline(wharf_run* target, void* user) {
   return wharfGoFold(target, (uintptr_t)user);
 }
 
+int32_t wharf_go_progress(uint64_t done, uint64_t total, void* user) {
+  return wharfGoProgress(done, total, (uintptr_t)user);
+}
+
+void wharf_go_container_progress(wharf_container_options* o, uintptr_t h) {
+  o->progress = wharf_go_progress;
+  o->progress_user = (void*)h;
+}
+
 static void update_options(wharf_update_options* o, const wharf_go_update_args* a) {
   wharf_update_options_init_sized(o, sizeof(*o));
   o->target = (wharf_update_target)a->target;
@@ -29,6 +38,10 @@ static void update_options(wharf_update_options* o, const wharf_go_update_args* 
     o->fold_user = (void*)a->fold_handle;
   }
   o->wait_stream = (void*)a->wait_stream;
+  if (a->progress_handle) {
+    o->progress = wharf_go_progress;
+    o->progress_user = (void*)a->progress_handle;
+  }
   if (a->in_place_max_wait_ms >= 0)
     o->in_place_max_wait_ms = a->in_place_max_wait_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)a->in_place_max_wait_ms;
 }

@@ -24,6 +24,7 @@ typedef struct wharf_go_update_args {
   uintptr_t fold_handle;
   uintptr_t wait_stream; /* a cudaStream_t, 0 = none */
   int64_t in_place_max_wait_ms;
+  uintptr_t progress_handle; /* != 0: the Go progress trampoline (wharfGoProgress) */
 } wharf_go_update_args;
 
 /* wharf_container_update with the options of args. */
@@ -59,6 +60,14 @@ wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf,
  * receives release_handle). */
 wharf_status* wharf_go_bind(wharf_container* container, const char* fqn, const wharf_tensor_view* view,
                             const int64_t* shape, uintptr_t release_handle);
+
+/* The progress callback of the Go binding: calls wharfGoProgress with user as its
+ * runtime/cgo.Handle. */
+int32_t wharf_go_progress(uint64_t done, uint64_t total, void* user);
+
+/* Installs wharf_go_progress with the handle h in container options (model options, of
+ * the experimental tier: model.go's preamble). */
+void wharf_go_container_progress(wharf_container_options* o, uintptr_t h);
 
 /* Routes the library's log lines to wharfGoLog (enable != 0) or restores the default. */
 void wharf_go_set_log(int enable, wharf_log_level min_level);

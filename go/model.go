@@ -9,11 +9,17 @@ package wharf
 /*
 #define WHARF_EXPERIMENTAL
 #include <stdlib.h>
-#include "wharf.h"
+#include "helpers.h"
+
+static void wharf_go_model_progress(wharf_model_options* o, uintptr_t h) {
+  o->progress = wharf_go_progress;
+  o->progress_user = (void*)h;
+}
 */
 import "C"
 
 import (
+	"context"
 	"runtime"
 	"strconv"
 	"unsafe"
@@ -34,6 +40,9 @@ type ModelOptions struct {
 	// ShimPath is the path of libwharf_aoti_shim.so; "" means $WHARF_AOTI_SHIM, else the
 	// file next to libwharf.
 	ShimPath string
+	// Progress is told how many of the weights' bytes have been loaded, as
+	// UpdateOptions.Progress; LoadModelContext's ctx cancels the load.
+	Progress func(done, total uint64)
 }
 
 // Model is a model compiled by PyTorch's AOTInductor without libtorch, executed by Wharf
@@ -96,7 +105,19 @@ func modelOptions(what string, arena *cArena, opts *ModelOptions) (C.wharf_model
 //
 // Experimental: part of wharf.h's experimental tier; it may change in any minor release.
 func LoadModel(rt *Runtime, soPath string, weights *ConstantMap, opts *ModelOptions) (*Model, error) {
-	const what = "LoadModel"
+	return loadModel("LoadModel", context.Background(), rt, soPath, weights, opts)
+}
+
+// LoadModelContext is LoadModel that ctx can cancel while the weights are copied in (see
+// Container.UpdateContext): a cancelled load leaves nothing behind and returns an error
+// matching both ErrCancelled and ctx.Err().
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+func LoadModelContext(ctx context.Context, rt *Runtime, soPath string, weights *ConstantMap, opts *ModelOptions) (*Model, error) {
+	return loadModel("LoadModelContext", ctx, rt, soPath, weights, opts)
+}
+
+func loadModel(what string, ctx context.Context, rt *Runtime, soPath string, weights *ConstantMap, opts *ModelOptions) (*Model, error) {
 	if rt == nil {
 		return nil, invalidArgument("%s: the runtime is nil", what)
 	}
@@ -129,7 +150,16 @@ func LoadModel(rt *Runtime, soPath string, weights *ConstantMap, opts *ModelOpti
 	}
 	defer rt.h.release()
 	var out *C.wharf_model
-	err = statusError(C.wharf_model_load((*C.wharf_runtime)(rp), arena.cstring(soPath), wp, &o, &out))
+	var progress func(done, total uint64)
+	if opts != nil {
+		progress = opts.Progress
+	}
+	err = withProgress(what, ctx, progress, func(h C.uintptr_t) error {
+		if h != 0 {
+			C.wharf_go_model_progress(&o, h)
+		}
+		return statusError(C.wharf_model_load((*C.wharf_runtime)(rp), arena.cstring(soPath), wp, &o, &out))
+	})
 	runtime.KeepAlive(rt)
 	runtime.KeepAlive(weights)
 	if err != nil {

@@ -109,7 +109,8 @@ func TestModelOptionsRoundTrip(t *testing.T) {
 	if unsafe.Pointer(o.store) == ws.h.ptr && store == &ws.h {
 		got.Store = ws
 	}
-	if got != want || uintptr(o.struct_size) != unsafe.Sizeof(o) {
+	if got.Name != want.Name || got.Store != want.Store || got.MaxSessionBytes != want.MaxSessionBytes ||
+		got.ShimPath != want.ShimPath || uintptr(o.struct_size) != unsafe.Sizeof(o) {
 		t.Fatalf("round trip: %+v, want %+v", got, want)
 	}
 	if ws.h.deps.Load() != 1 {

@@ -9,6 +9,7 @@ package wharf
 import "C"
 
 import (
+	"context"
 	"runtime"
 	"unsafe"
 )
@@ -105,7 +106,16 @@ func (s *WeightStore) Stats() (WeightStoreStats, error) {
 // dtype or shape (ErrInvalidArgument) is found before anything is copied, and a failure
 // stages nothing anywhere. ErrBusy: a member container is being updated.
 func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
-	const what = "WeightStore.Update"
+	return s.update("WeightStore.Update", context.Background(), m, opts)
+}
+
+// UpdateContext is Update that ctx can cancel (see Container.UpdateContext): a cancelled
+// store update stages nothing anywhere. Progress counts each source byte once. Since 0.3.
+func (s *WeightStore) UpdateContext(ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
+	return s.update("WeightStore.UpdateContext", ctx, m, opts)
+}
+
+func (s *WeightStore) update(what string, ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
 	if err := checkNotInStoreFold(&s.h, what); err != nil {
 		return err
 	}
@@ -119,7 +129,7 @@ func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(&s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, ctx, &s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update((*C.wharf_weight_store)(sp), mp, args)
 	})
 	runtime.KeepAlive(m)
@@ -133,7 +143,16 @@ func (s *WeightStore) Update(m *ConstantMap, opts *UpdateOptions) error {
 // corrupt file or shard stages nothing anywhere. Errors: those of LoadSafetensors, then
 // Update's. Since 0.3.
 func (s *WeightStore) UpdateFromFile(path string, opts *UpdateOptions) error {
-	const what = "WeightStore.UpdateFromFile"
+	return s.updateFromFile("WeightStore.UpdateFromFile", context.Background(), path, opts)
+}
+
+// UpdateFromFileContext is UpdateFromFile that ctx can cancel (see
+// Container.UpdateContext). Since 0.3.
+func (s *WeightStore) UpdateFromFileContext(ctx context.Context, path string, opts *UpdateOptions) error {
+	return s.updateFromFile("WeightStore.UpdateFromFileContext", ctx, path, opts)
+}
+
+func (s *WeightStore) updateFromFile(what string, ctx context.Context, path string, opts *UpdateOptions) error {
 	if err := checkNotInStoreFold(&s.h, what); err != nil {
 		return err
 	}
@@ -144,7 +163,7 @@ func (s *WeightStore) UpdateFromFile(path string, opts *UpdateOptions) error {
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(&s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, ctx, &s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update_from_file((*C.wharf_weight_store)(sp), cpath, args)
 	})
 	runtime.KeepAlive(s)
@@ -193,7 +212,7 @@ func (s *WeightStore) updatePacked(what string, base unsafe.Pointer, tensors []P
 		return err
 	}
 	defer s.h.release()
-	err = withUpdate(&s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, context.Background(), &s.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_store_update_packed((*C.wharf_weight_store)(sp), base, a.cNames(), a.cDTypes(), a.cNDims(),
 			a.cShapes(), a.cOffsets(), C.size_t(a.n), args)
 	})
