@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::constant_map::{path_cstring, ConstantMap};
 use crate::container_options::ContainerOptions;
 use crate::error::{Code, Error, Result};
+use crate::progress::{with_progress, Progress};
 use crate::runtime::Runtime;
 use crate::session::Session;
 use crate::sys;
@@ -408,6 +409,41 @@ impl Container {
         Container::wrap(runtime, out)
     }
 
+    /// [`from_map_with_options`](Self::from_map_with_options) that reports how many of the
+    /// map's bytes are loaded and can be cancelled ([`Progress`]): a cancelled load creates
+    /// nothing and returns [`Code::Cancelled`]. Since 0.3.
+    pub fn from_map_with_progress(
+        runtime: &Runtime,
+        map: &ConstantMap<'_>,
+        options: &ContainerOptions<'_>,
+        progress: Progress<'_>,
+    ) -> Result<Container> {
+        if options.has_constants() {
+            return Err(Error::invalid(
+                "Container::from_map_with_progress: the options must declare no constants (the map declares them)",
+            ));
+        }
+        options.check_runtime(runtime)?;
+        let mut out = std::ptr::null_mut();
+        options.with_c(|o| {
+            let mut o = *o;
+            with_progress(progress, |f, user| {
+                o.progress = f;
+                o.progress_user = user;
+                // SAFETY: as from_map_with_options.
+                unsafe {
+                    Error::check(sys::wharf_container_create_from_map(
+                        runtime.handle.as_ptr(),
+                        map.as_ptr(),
+                        &o,
+                        &mut out,
+                    ))
+                }
+            })
+        })??;
+        Container::wrap(runtime, out)
+    }
+
     fn wrap(runtime: &Runtime, out: *mut sys::wharf_container) -> Result<Container> {
         let raw = NonNull::new(out)
             .ok_or_else(|| Error::new(Code::Internal, "wharf_container_create returned NULL"))?;
@@ -568,6 +604,50 @@ impl Container {
                     self.ptr(),
                     cpath.as_ptr(),
                     o,
+                ))
+            }
+        })
+    }
+
+    /// [`update`](Self::update) that reports its progress and can be cancelled (see
+    /// [`Progress`]): a cancelled update returns [`Code::Cancelled`] and changes nothing
+    /// (no generation is staged, the values and the generation stay as they were). An
+    /// in-place update ([`UpdateTarget::ActiveInPlace`]) refuses a progress callback
+    /// (`Unsupported`: it cannot stop midway). Since 0.3.
+    pub fn update_with_progress(
+        &self,
+        map: &ConstantMap<'_>,
+        options: &UpdateOptions,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        let mut o = options.to_c();
+        with_progress(progress, |f, user| {
+            o.progress = f;
+            o.progress_user = user;
+            // SAFETY: a live container and map; options outlive the call.
+            unsafe { Error::check(sys::wharf_container_update(self.ptr(), map.as_ptr(), &o)) }
+        })
+    }
+
+    /// [`update_from_file`](Self::update_from_file) with [`Progress`], as
+    /// [`update_with_progress`](Self::update_with_progress). Since 0.3.
+    pub fn update_from_file_with_progress(
+        &self,
+        path: impl AsRef<Path>,
+        options: &UpdateOptions,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        let cpath = path_cstring(path.as_ref())?;
+        let mut o = options.to_c();
+        with_progress(progress, |f, user| {
+            o.progress = f;
+            o.progress_user = user;
+            // SAFETY: a live container, a valid C string and options that outlive the call.
+            unsafe {
+                Error::check(sys::wharf_container_update_from_file(
+                    self.ptr(),
+                    cpath.as_ptr(),
+                    &o,
                 ))
             }
         })

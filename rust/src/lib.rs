@@ -80,6 +80,7 @@ mod error;
 mod log;
 #[cfg(feature = "experimental")]
 mod model;
+mod progress;
 mod runtime;
 mod session;
 mod store;
@@ -97,6 +98,7 @@ pub use error::{Code, Error, Result};
 pub use log::{reset_log_callback, set_log_callback};
 #[cfg(feature = "experimental")]
 pub use model::{Model, ModelOptions, OutputView};
+pub use progress::{CancelToken, Progress};
 pub use runtime::{DeviceInfo, MemoryStats, Runtime, RuntimeOptions};
 pub use session::{Session, SessionOptions};
 pub use store::{WeightStore, WeightStoreStats};

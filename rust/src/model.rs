@@ -11,6 +11,7 @@ use std::ptr::NonNull;
 use crate::constant_map::{path_cstring, ConstantMap};
 use crate::container::{Container, Run};
 use crate::error::{Code, Error, Result};
+use crate::progress::{with_progress, Progress};
 use crate::runtime::Runtime;
 use crate::store::WeightStore;
 use crate::sys;
@@ -236,6 +237,24 @@ impl Model {
         weights: &ConstantMap<'_>,
         options: &ModelOptions<'_>,
     ) -> Result<Model> {
+        // SAFETY: the caller's promises, passed on.
+        unsafe { Model::load_with_progress(runtime, path, weights, options, Progress::default()) }
+    }
+
+    /// [`load`](Self::load) that reports how many of the weights' bytes are copied in and
+    /// can be cancelled ([`Progress`]): a cancelled load leaves nothing behind and returns
+    /// [`Code::Cancelled`].
+    ///
+    /// # Safety
+    ///
+    /// As [`load`](Self::load).
+    pub unsafe fn load_with_progress(
+        runtime: &Runtime,
+        path: impl AsRef<Path>,
+        weights: &ConstantMap<'_>,
+        options: &ModelOptions<'_>,
+        progress: Progress<'_>,
+    ) -> Result<Model> {
         let path = path.as_ref();
         if let Some(store) = options.store {
             if !store.runtime().same_as(runtime) {
@@ -247,18 +266,23 @@ impl Model {
         let cpath = path_cstring(path)?;
         let mut out = std::ptr::null_mut();
         options.with_c(|o| {
-            // SAFETY: a live runtime and map (whose data is valid by its borrowing
-            // contract); the options and their strings outlive the call; the caller
-            // vouches for the file's code.
-            unsafe {
-                Error::check(sys::wharf_model_load(
-                    runtime.handle.as_ptr(),
-                    cpath.as_ptr(),
-                    weights.as_ptr(),
-                    o,
-                    &mut out,
-                ))
-            }
+            let mut o = *o;
+            with_progress(progress, |f, user| {
+                o.progress = f;
+                o.progress_user = user;
+                // SAFETY: a live runtime and map (whose data is valid by its borrowing
+                // contract); the options and their strings outlive the call; the caller
+                // vouches for the file's code.
+                unsafe {
+                    Error::check(sys::wharf_model_load(
+                        runtime.handle.as_ptr(),
+                        cpath.as_ptr(),
+                        weights.as_ptr(),
+                        &o,
+                        &mut out,
+                    ))
+                }
+            })
         })??;
         let raw = NonNull::new(out)
             .ok_or_else(|| Error::new(Code::Internal, "wharf_model_load returned NULL"))?;

@@ -7,6 +7,7 @@ use std::ptr::NonNull;
 use crate::constant_map::{path_cstring, ConstantMap};
 use crate::container::{call_with_fold, FoldRun, UpdateOptions};
 use crate::error::{Code, Error, Result};
+use crate::progress::{with_progress, Progress};
 use crate::runtime::Runtime;
 use crate::sys;
 
@@ -177,6 +178,54 @@ impl WeightStore {
                     self.as_raw(),
                     map.as_ptr(),
                     o,
+                ))
+            }
+        })
+    }
+
+    /// [`update`](Self::update) that reports its progress (each source byte counted once)
+    /// and can be cancelled ([`Progress`]): a cancelled store update stages nothing in any
+    /// member and returns [`Code::Cancelled`](crate::Code::Cancelled). Since 0.3.
+    pub fn update_with_progress(
+        &self,
+        map: &ConstantMap<'_>,
+        options: &UpdateOptions,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        let mut o = options.to_c();
+        with_progress(progress, |f, user| {
+            o.progress = f;
+            o.progress_user = user;
+            // SAFETY: a live store and map; the options outlive the call; thread-safe.
+            unsafe {
+                Error::check(sys::wharf_weight_store_update(
+                    self.as_raw(),
+                    map.as_ptr(),
+                    &o,
+                ))
+            }
+        })
+    }
+
+    /// [`update_from_file`](Self::update_from_file) with [`Progress`], as
+    /// [`update_with_progress`](Self::update_with_progress). Since 0.3.
+    pub fn update_from_file_with_progress(
+        &self,
+        path: impl AsRef<Path>,
+        options: &UpdateOptions,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        let cpath = path_cstring(path.as_ref())?;
+        let mut o = options.to_c();
+        with_progress(progress, |f, user| {
+            o.progress = f;
+            o.progress_user = user;
+            // SAFETY: a live store, a valid C string; the options outlive the call.
+            unsafe {
+                Error::check(sys::wharf_weight_store_update_from_file(
+                    self.as_raw(),
+                    cpath.as_ptr(),
+                    &o,
                 ))
             }
         })

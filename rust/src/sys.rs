@@ -213,7 +213,13 @@ pub struct wharf_container_options {
     pub states: *const wharf_state_decl,
     pub num_states: usize,
     pub max_session_bytes: u64,
+    pub progress: wharf_progress_fn,
+    pub progress_user: *mut c_void,
 }
+
+/// Progress of a long call; a non-zero answer cancels it (`WHARF_CANCELLED`). Since 0.3.
+pub type wharf_progress_fn =
+    Option<unsafe extern "C" fn(done: u64, total: u64, user: *mut c_void) -> i32>;
 
 pub type wharf_update_target = u32;
 pub const WHARF_TARGET_INACTIVE: wharf_update_target = 0;
@@ -232,6 +238,8 @@ pub struct wharf_update_options {
     pub fold_user: *mut c_void,
     pub wait_stream: *mut c_void,
     pub in_place_max_wait_ms: u32,
+    pub progress: wharf_progress_fn,
+    pub progress_user: *mut c_void,
 }
 
 #[repr(C)]
@@ -496,6 +504,9 @@ pub struct wharf_model_options {
     pub store: *mut wharf_weight_store,
     pub max_session_bytes: u64,
     pub shim_path: *const c_char,
+    pub offload: *const c_void,
+    pub progress: wharf_progress_fn,
+    pub progress_user: *mut c_void,
 }
 
 #[cfg(feature = "experimental")]
@@ -611,7 +622,9 @@ mod tests {
         assert_eq!(offset_of!(wharf_constant_decl, placement), 32);
         assert_eq!(offset_of!(wharf_constant_decl, flags), 36);
 
-        assert_eq!(size_of::<wharf_container_options>(), 64);
+        assert_eq!(size_of::<wharf_container_options>(), 80);
+        assert_eq!(offset_of!(wharf_container_options, progress), 64);
+        assert_eq!(offset_of!(wharf_container_options, progress_user), 72);
         assert_eq!(offset_of!(wharf_container_options, name), 8);
         assert_eq!(offset_of!(wharf_container_options, num_constants), 24);
         assert_eq!(offset_of!(wharf_container_options, store), 32);
@@ -640,7 +653,9 @@ mod tests {
         assert_eq!(offset_of!(wharf_weight_store_stats, num_references), 24);
         assert_eq!(offset_of!(wharf_weight_store_stats, saved_bytes), 32);
 
-        assert_eq!(size_of::<wharf_update_options>(), 48);
+        assert_eq!(size_of::<wharf_update_options>(), 64);
+        assert_eq!(offset_of!(wharf_update_options, progress), 48);
+        assert_eq!(offset_of!(wharf_update_options, progress_user), 56);
         assert_eq!(offset_of!(wharf_update_options, wait_stream), 32);
         assert_eq!(offset_of!(wharf_update_options, in_place_max_wait_ms), 40);
         assert_eq!(offset_of!(wharf_update_options, require_full), 8);
@@ -659,10 +674,13 @@ mod tests {
         assert_eq!(offset_of!(wharf_state_info, nbytes), 32);
 
         // wharf_model_options (experimental): 4, padded to 8, + name 8 + store 8 +
-        // max_session_bytes 8 + shim_path 8 = 40.
+        // max_session_bytes 8 + shim_path 8 + offload 8 + progress 8 + progress_user 8 = 64.
         #[cfg(feature = "experimental")]
         {
-            assert_eq!(size_of::<wharf_model_options>(), 40);
+            assert_eq!(size_of::<wharf_model_options>(), 64);
+            assert_eq!(offset_of!(wharf_model_options, offload), 40);
+            assert_eq!(offset_of!(wharf_model_options, progress), 48);
+            assert_eq!(offset_of!(wharf_model_options, progress_user), 56);
             assert_eq!(offset_of!(wharf_model_options, name), 8);
             assert_eq!(offset_of!(wharf_model_options, store), 16);
             assert_eq!(offset_of!(wharf_model_options, max_session_bytes), 24);
