@@ -159,6 +159,8 @@ WHARF_WRAP(wharf_model_input_name)
 %ignore wharf_constant_info::shape;
 %ignore wharf_update_options::fold;
 %ignore wharf_update_options::fold_user;
+%ignore wharf_update_options::progress;      /* wharf_swig_update_options_set_progress */
+%ignore wharf_update_options::progress_user;
 %ignore wharf_update_options::wait_stream; /* a cudaStream_t: wharf_swig_update_options_set_wait_stream */
 %ignore wharf_state_info;                  /* not wrapped yet */
 %immutable wharf_tensor_view::struct_size;
@@ -410,6 +412,11 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
 %typemap(jni) jobject fold_call "jobject"
 %typemap(jtype) jobject fold_call "Object"
 %typemap(jstype) jobject fold_call "Object"
+
+/* --- a progress callback's Java bridge (dev.wharf.ProgressCall) -------------------------- */
+%typemap(jni) jobject progress_call "jobject"
+%typemap(jtype) jobject progress_call "Object"
+%typemap(jstype) jobject progress_call "Object"
 
 #endif /* SWIGJAVA */
 
@@ -1233,6 +1240,158 @@ static int wharf_swig_fold_begin(JNIEnv* jenv, jobject fold_call, wharf_swig_fol
   o->fold = wharf_swig_fold_trampoline;
   o->fold_user = f;
   return 1;
+}
+%}
+
+%{
+/* A progress callback's bridge object (dev.wharf.ProgressCall, a global reference for the
+ * call) and its `boolean invoke(long done, long total)`: true goes on, false cancels. The
+ * library calls it on the calling thread, a Java thread; it is attached for the call
+ * otherwise, as the fold trampoline does. */
+typedef struct wharf_swig_progress {
+  JavaVM* vm;
+  jobject call;
+  jmethodID invoke;
+} wharf_swig_progress;
+
+static int32_t wharf_swig_progress_trampoline(uint64_t done, uint64_t total, void* user) {
+  wharf_swig_progress* p = (wharf_swig_progress*)user;
+  JNIEnv* env = NULL;
+  int attached = 0;
+  jboolean go_on;
+  if ((*p->vm)->GetEnv(p->vm, (void**)&env, JNI_VERSION_1_6) != JNI_OK) {
+    if ((*p->vm)->AttachCurrentThread(p->vm, (void**)&env, NULL) != JNI_OK) return 1;
+    attached = 1;
+  }
+  if ((*env)->ExceptionCheck(env)) {
+    go_on = JNI_FALSE; /* no Java code may run now: cancel */
+  } else {
+    go_on = (*env)->CallBooleanMethod(env, p->call, p->invoke, (jlong)done, (jlong)total);
+    if ((*env)->ExceptionCheck(env)) { /* ProgressCall.invoke catches everything; OOM */
+      (*env)->ExceptionClear(env);
+      go_on = JNI_FALSE;
+    }
+  }
+  if (attached) (*p->vm)->DetachCurrentThread(p->vm);
+  return go_on ? 0 : 1;
+}
+
+/* A bridge for `progress_call` (NULL: none, returns NULL with no exception). NULL with a
+ * Java exception pending on failure. */
+static wharf_swig_progress* wharf_swig_progress_new(JNIEnv* jenv, jobject progress_call, int* failed) {
+  wharf_swig_progress* p;
+  jclass cls;
+  *failed = 0;
+  if (!progress_call) return NULL;
+  *failed = 1;
+  p = (wharf_swig_progress*)calloc(1, sizeof *p);
+  if (!p) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "allocating a progress bridge");
+    return NULL;
+  }
+  if ((*jenv)->GetJavaVM(jenv, &p->vm) != JNI_OK) {
+    free(p);
+    SWIG_JavaThrowException(jenv, SWIG_JavaRuntimeException, "GetJavaVM failed");
+    return NULL;
+  }
+  cls = (*jenv)->GetObjectClass(jenv, progress_call);
+  p->invoke = (*jenv)->GetMethodID(jenv, cls, "invoke", "(JJ)Z");
+  (*jenv)->DeleteLocalRef(jenv, cls);
+  if (!p->invoke) { /* NoSuchMethodError pending */
+    free(p);
+    return NULL;
+  }
+  p->call = (*jenv)->NewGlobalRef(jenv, progress_call);
+  if (!p->call) {
+    free(p);
+    SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "a global reference for the progress bridge");
+    return NULL;
+  }
+  *failed = 0;
+  return p;
+}
+
+static void wharf_swig_progress_free(JNIEnv* jenv, wharf_swig_progress* p) {
+  if (!p) return;
+  (*jenv)->DeleteGlobalRef(jenv, p->call);
+  free(p);
+}
+%}
+
+%inline %{
+/**
+ * Installs a dev.wharf.ProgressCall as the options' progress callback (NULL: none); the
+ * bridge lives until wharf_swig_update_options_clear_progress, which the caller must call
+ * before deleting the options. Returns 0 with a Java exception pending on failure.
+ */
+int32_t wharf_swig_update_options_set_progress(JNIEnv* jenv, wharf_update_options* opts, jobject progress_call) {
+  int failed;
+  wharf_swig_progress* p;
+  if (!opts) return 0;
+  p = wharf_swig_progress_new(jenv, progress_call, &failed);
+  if (failed) return 0;
+  opts->progress = p ? wharf_swig_progress_trampoline : NULL;
+  opts->progress_user = p;
+  return 1;
+}
+
+/**
+ * wharf_swig_container_create_from_map with a dev.wharf.ProgressCall (NULL: none) as the
+ * options' progress callback for the call.
+ */
+wharf_container* wharf_swig_container_create_from_map_progress(JNIEnv* jenv, wharf_runtime* runtime,
+                                                               const wharf_constant_map* map, const char* name,
+                                                               wharf_weight_store* store,
+                                                               wharf_swig_state_list* states,
+                                                               uint64_t max_session_bytes, jobject progress_call,
+                                                               wharf_status** status_out) {
+  wharf_container* container = NULL;
+  wharf_container_options opts;
+  int failed;
+  wharf_swig_progress* p = wharf_swig_progress_new(jenv, progress_call, &failed);
+  if (failed) return NULL;
+  wharf_swig_fill_container_options(&opts, name, NULL, store, states, max_session_bytes);
+  if (p) {
+    opts.progress = wharf_swig_progress_trampoline;
+    opts.progress_user = p;
+  }
+  *status_out = wharf_container_create_from_map(runtime, map, &opts, &container);
+  wharf_swig_progress_free(jenv, p);
+  return *status_out ? NULL : container;
+}
+
+/** wharf_swig_model_load with a dev.wharf.ProgressCall (NULL: none) for the call. */
+wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime, const char* so_path,
+                                            const wharf_constant_map* weights, const char* name,
+                                            wharf_weight_store* store, uint64_t max_session_bytes,
+                                            const char* shim_path, jobject progress_call,
+                                            wharf_status** status_out) {
+  wharf_model* model = NULL;
+  wharf_model_options opts;
+  int failed;
+  wharf_swig_progress* p = wharf_swig_progress_new(jenv, progress_call, &failed);
+  if (failed) return NULL;
+  wharf_model_options_init_sized(&opts, sizeof opts);
+  opts.name = name;
+  opts.store = store;
+  opts.max_session_bytes = max_session_bytes;
+  opts.shim_path = shim_path;
+  if (p) {
+    opts.progress = wharf_swig_progress_trampoline;
+    opts.progress_user = p;
+  }
+  *status_out = wharf_model_load(runtime, so_path, weights, &opts, &model);
+  wharf_swig_progress_free(jenv, p);
+  return *status_out ? NULL : model;
+}
+
+/** Removes and frees what wharf_swig_update_options_set_progress installed. */
+void wharf_swig_update_options_clear_progress(JNIEnv* jenv, wharf_update_options* opts) {
+  if (!opts) return;
+  if (opts->progress == wharf_swig_progress_trampoline)
+    wharf_swig_progress_free(jenv, (wharf_swig_progress*)opts->progress_user);
+  opts->progress = NULL;
+  opts->progress_user = NULL;
 }
 %}
 

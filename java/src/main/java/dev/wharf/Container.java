@@ -250,9 +250,10 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     Objects.requireNonNull(options, "options");
     String label = name == null ? DEFAULT_NAME : name;
     // The map's lock is taken last, as everywhere else.
+    ProgressCall progress = ProgressCall.of(options.progress(), false);
     return withParents(runtime, options, (rt, store) -> map.withPointer(m -> withStates(label, options,
-        states -> adopt(WharfNative.wharf_swig_container_create_from_map(rt, m, name, store, states,
-            options.maxSessionBytes()), runtime, options.store(), label))));
+        states -> progress.around(() -> adopt(WharfNative.wharf_swig_container_create_from_map_progress(rt, m, name,
+            store, states, options.maxSessionBytes(), progress), runtime, options.store(), label)))));
   }
 
   /** Wraps a new native container; call while holding the runtime's and the store's locks. */
@@ -322,7 +323,9 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    *     does not declare, {@link WharfException.Code#INVALID_ARGUMENT} for a wrong dtype or
    *     shape or a missing constant with {@link UpdateOptions#requireFull()}, each naming
    *     the constant; {@link WharfException.Code#OUT_OF_MEMORY};
-   *     {@link WharfException.Code#BUSY} while another update of this container runs
+   *     {@link WharfException.Code#BUSY} while another update of this container runs;
+   *     {@link WharfException.Code#CANCELLED} when the options' {@link ProgressListener}
+   *     cancelled it or the calling thread was interrupted (its interrupt status stays set)
    * @throws IllegalStateException if the container or the map has been closed
    */
   public void update(ConstantMap map, UpdateOptions options) {

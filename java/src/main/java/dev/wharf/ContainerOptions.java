@@ -32,11 +32,23 @@ public final class ContainerOptions {
   private final WeightStore store;
   private final List<StateDecl> states;
   private final long maxSessionBytes;
+  private final ProgressListener progress;
 
   private ContainerOptions(Builder b) {
     this.store = b.store;
     this.states = Collections.unmodifiableList(new ArrayList<>(b.states));
     this.maxSessionBytes = b.maxSessionBytes;
+    this.progress = b.progress;
+  }
+
+  /**
+   * The listener told loading the map (Container.fromMap only)'s progress, which may cancel it.
+   *
+   * @return the listener; null by default
+   * @since 0.3
+   */
+  public ProgressListener progress() {
+    return progress;
   }
 
   /**
@@ -95,6 +107,7 @@ public final class ContainerOptions {
     private WeightStore store;
     private final List<StateDecl> states = new ArrayList<>();
     private long maxSessionBytes;
+    private ProgressListener progress;
 
     private Builder() {}
 
@@ -177,6 +190,20 @@ public final class ContainerOptions {
     public Builder maxSessionBytes(long bytes) {
       if (bytes < 0) throw new IllegalArgumentException("maxSessionBytes is negative: " + bytes);
       this.maxSessionBytes = bytes;
+      return this;
+    }
+
+    /**
+     * A listener told loading the map (Container.fromMap only)'s progress (done of total bytes), which cancels it by returning
+     * false or throwing; see {@link ProgressListener}. Interrupting the calling thread cancels
+     * it with or without one.
+     *
+     * @param listener the listener; null for none
+     * @return this builder
+     * @since 0.3
+     */
+    public Builder progress(ProgressListener listener) {
+      this.progress = listener;
       return this;
     }
 

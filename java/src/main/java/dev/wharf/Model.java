@@ -114,9 +114,10 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
     if (store != null) parents.add(store);
     parents.add(weights);
     return withPointers(parents, () -> {
-      SWIGTYPE_p_wharf_model pointer = WharfNative.wharf_swig_model_load(runtime.pointerWhileLocked(), file,
-          weights.pointerWhileLocked(), options.name(), store == null ? null : store.pointerWhileLocked(),
-          options.maxSessionBytes(), shim);
+      ProgressCall progress = ProgressCall.of(options.progress(), false);
+      SWIGTYPE_p_wharf_model pointer = progress.around(() -> WharfNative.wharf_swig_model_load_progress(
+          runtime.pointerWhileLocked(), file, weights.pointerWhileLocked(), options.name(),
+          store == null ? null : store.pointerWhileLocked(), options.maxSessionBytes(), shim, progress));
       Model model;
       try {
         model = new Model(pointer, runtime, store, file);

@@ -25,12 +25,24 @@ public final class ModelOptions {
   private final WeightStore store;
   private final long maxSessionBytes;
   private final Path shimPath;
+  private final ProgressListener progress;
 
   private ModelOptions(Builder b) {
     this.name = b.name;
     this.store = b.store;
     this.maxSessionBytes = b.maxSessionBytes;
     this.shimPath = b.shimPath;
+    this.progress = b.progress;
+  }
+
+  /**
+   * The listener told loading the weights's progress, which may cancel it.
+   *
+   * @return the listener; null by default
+   * @since 0.3
+   */
+  public ProgressListener progress() {
+    return progress;
   }
 
   /**
@@ -102,6 +114,7 @@ public final class ModelOptions {
     private WeightStore store;
     private long maxSessionBytes;
     private Path shimPath;
+    private ProgressListener progress;
 
     private Builder() {}
 
@@ -150,6 +163,20 @@ public final class ModelOptions {
      */
     public Builder shimPath(Path path) {
       this.shimPath = path;
+      return this;
+    }
+
+    /**
+     * A listener told loading the weights's progress (done of total bytes), which cancels it by returning
+     * false or throwing; see {@link ProgressListener}. Interrupting the calling thread cancels
+     * it with or without one.
+     *
+     * @param listener the listener; null for none
+     * @return this builder
+     * @since 0.3
+     */
+    public Builder progress(ProgressListener listener) {
+      this.progress = listener;
       return this;
     }
 

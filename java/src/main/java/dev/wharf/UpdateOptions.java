@@ -22,6 +22,7 @@ public final class UpdateOptions {
   private final Fold fold;
   private final long inPlaceMaxWaitMillis;
   private final long waitStream;
+  private final ProgressListener progress;
 
   private UpdateOptions(Builder b) {
     this.target = b.target;
@@ -29,6 +30,7 @@ public final class UpdateOptions {
     this.fold = b.fold;
     this.inPlaceMaxWaitMillis = b.inPlaceMaxWaitMillis;
     this.waitStream = b.waitStream;
+    this.progress = b.progress;
   }
 
   /**
@@ -106,6 +108,16 @@ public final class UpdateOptions {
   }
 
   /** The native options (filled by the sized init; the caller deletes them). */
+  /**
+   * The listener told the update's progress, which may cancel it.
+   *
+   * @return the listener; null by default
+   * @since 0.3
+   */
+  public ProgressListener progress() {
+    return progress;
+  }
+
   wharf_update_options toNative() {
     wharf_update_options o = new wharf_update_options();
     o.setTarget(target.value());
@@ -123,14 +135,23 @@ public final class UpdateOptions {
   void run(NativeHandle<?> updating, Consumer<wharf_update_options> plain,
       BiConsumer<wharf_update_options, FoldCall> folded) {
     wharf_update_options o = toNative();
+    ProgressCall progressCall = ProgressCall.of(progress, target == UpdateTarget.ACTIVE_IN_PLACE);
     try {
+      WharfNative.wharf_swig_update_options_set_progress(o, progressCall);
+      Runnable call;
       if (fold == null) {
-        plain.accept(o);
+        call = () -> plain.accept(o);
       } else {
-        FoldCall call = new FoldCall(fold, updating);
-        call.around(() -> folded.accept(o, call));
+        FoldCall foldCall = new FoldCall(fold, updating);
+        call = () -> foldCall.around(() -> folded.accept(o, foldCall));
+      }
+      if (progressCall == null) {
+        call.run();
+      } else {
+        progressCall.run(call);
       }
     } finally {
+      WharfNative.wharf_swig_update_options_clear_progress(o);
       o.delete();
     }
   }
@@ -139,7 +160,8 @@ public final class UpdateOptions {
   public String toString() {
     return "UpdateOptions{target=" + target + ", requireFull=" + requireFull + ", fold=" + (fold != null)
         + ", inPlaceMaxWait=" + inPlaceMaxWaitMillis + " ms"
-        + (waitStream != 0 ? ", waitStream=0x" + Long.toHexString(waitStream) : "") + "}";
+        + (waitStream != 0 ? ", waitStream=0x" + Long.toHexString(waitStream) : "")
+        + (progress != null ? ", progress" : "") + "}";
   }
 
   /** Builds {@link UpdateOptions}. Not thread-safe. */
@@ -149,8 +171,25 @@ public final class UpdateOptions {
     private Fold fold;
     private long inPlaceMaxWaitMillis = 1000;
     private long waitStream;
+    private ProgressListener progress;
 
     private Builder() {}
+
+    /**
+     * A listener told the update's progress (done of total bytes), which cancels it by
+     * returning false or throwing; see {@link ProgressListener}. Interrupting the calling
+     * thread cancels an update with or without one. An in-place update
+     * ({@link UpdateTarget#ACTIVE_IN_PLACE}) refuses a listener
+     * ({@link WharfException.Code#UNSUPPORTED}: it cannot stop midway).
+     *
+     * @param listener the listener; null for none
+     * @return this builder
+     * @since 0.3
+     */
+    public Builder progress(ProgressListener listener) {
+      this.progress = listener;
+      return this;
+    }
 
     /**
      * For {@link UpdateTarget#ACTIVE_IN_PLACE}: how long to wait for open runs that pinned a
