@@ -17,10 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/test_paths.h"
@@ -436,6 +438,26 @@ TEST_F(ModelPackage, DescriptorsAreHeldOncePerLibraryAndReleasedWhenItIsUnloaded
   const std::string kept = write("a.so", tagged_library("a"));
   for (int i = 0; i < 20; ++i) EXPECT_EQ(tag_of(load(kept).get()), "a");
   EXPECT_EQ(model_library_descriptors(), before + 1);  // the loader keeps tagged_a: its name stays taken
+}
+
+// Loads and frees from many threads at once: each gets its own code, and afterwards only
+// the descriptor of the library the loader keeps (tagged_b) remains; the packages' copies of
+// tagged_c are unloaded and their memory files closed.
+TEST_F(ModelPackage, ConcurrentLoadsEachGetTheirOwnCode) {
+  const std::string pkg = package("c.pt2", "c"), so = write("b.so", tagged_library("b"));
+  const size_t before = model_library_descriptors();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        std::unique_ptr<ModelLibrary> lib = load(t % 2 ? pkg : so);
+        if (tag_of(lib.get()) != (t % 2 ? "c" : "b")) ++wrong;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(model_library_descriptors(), before + 1);
 }
 
 // What a load in a child process came to: the status it returned, or that it did not
