@@ -190,7 +190,10 @@ int run_model_demo(const std::string& dir) {
       // 1.5, into the inactive generation, then an O(1) swap between two decode steps.
       wharf_constant_map* upd = nullptr;
       std::vector<std::vector<float>> copies;
-      wharf_constant_map_create(&upd);
+      if (failed(wharf_constant_map_create(&upd), "creating the update map")) {
+        rc = 1;
+        break;
+      }
       for (size_t i = 0; i < wharf_constant_map_num_entries(weights); ++i) {
         const char* name = nullptr;
         wharf_tensor_view v;

@@ -64,8 +64,10 @@ typedef int64_t wharf_swig_dim;
 %include <stdint.i>
 %include <exception.i>
 
-/* wharf.h's export macro means nothing to SWIG. */
+/* wharf.h's export and result macros mean nothing to SWIG (the C wrappers it generates, and
+ * the helpers above, are compiled with the real ones and use every status). */
 #define WHARF_API
+#define WHARF_NODISCARD
 
 /* Enums cross as plain integer constants; the hand-written layer maps them to its own types. */
 #if defined(SWIGJAVA)
@@ -200,6 +202,9 @@ WHARF_WRAP(wharf_model_input_name)
 %immutable wharf_weight_store_stats::unique_bytes;
 %immutable wharf_weight_store_stats::num_references;
 %immutable wharf_weight_store_stats::saved_bytes;
+/* Not used by the Java layer: no setter (a generated one would copy the string and leak it,
+ * SWIG warning 451). */
+%immutable wharf_offloader_options::layer_pattern;
 /* struct_size of the options structs is set by their constructors (below). */
 %immutable wharf_runtime_options::struct_size;
 %immutable wharf_update_options::struct_size;

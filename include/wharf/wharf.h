@@ -116,6 +116,15 @@
 #  define WHARF_API
 #endif
 
+/* On every function returning wharf_status*: ignoring the result warns (an unread status is
+ * an unhandled error and a leak). GCC does not accept a (void) cast as using it: free it.
+ * Since 0.3. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define WHARF_NODISCARD __attribute__((warn_unused_result))
+#else
+#  define WHARF_NODISCARD
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -154,7 +163,7 @@ typedef struct wharf_status wharf_status;
  * memory runs out, a static WHARF_OUT_OF_MEMORY status is returned (wharf_status_free
  * knows it). Thread-safe. Since 0.3.
  */
-WHARF_API wharf_status* wharf_status_create(wharf_code code, const char* message);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_status_create(wharf_code code, const char* message);
 
 /** The status's code; WHARF_OK for NULL. Since 0.3. */
 WHARF_API wharf_code wharf_status_code(const wharf_status* status);
@@ -264,7 +273,7 @@ WHARF_API size_t wharf_dtype_bits(wharf_dtype dtype);
 WHARF_API const char* wharf_dtype_name(wharf_dtype dtype);
 
 /** Parses a safetensors dtype name. WHARF_NOT_FOUND for an unknown name. Since 0.3. */
-WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out);
 
 /** Since 0.3. */
 typedef enum wharf_device_type {
@@ -354,8 +363,8 @@ WHARF_API void wharf_runtime_options_init_sized(wharf_runtime_options* opts, siz
  * (bad option values), WHARF_UNSUPPORTED (CUDA asked for in a build without CUDA, or no
  * device), WHARF_DEVICE_ERROR (CUDA failed to initialise). Since 0.3.
  */
-WHARF_API wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
-                                             wharf_runtime** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
+                                                             wharf_runtime** out);
 
 /**
  * Releases the caller's reference. Containers, weight stores and sessions created from the
@@ -385,14 +394,14 @@ typedef struct wharf_device_info {
  * it are not written). Thread-safe. Errors: WHARF_INVALID_ARGUMENT, WHARF_DEVICE_ERROR.
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_runtime_get_device_info(const wharf_runtime* runtime,
-                                                  wharf_device_info* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_get_device_info(const wharf_runtime* runtime,
+                                                                  wharf_device_info* out);
 
 /**
  * Waits until all work Wharf enqueued on the runtime's own streams has finished.
  * Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work). Since 0.3.
  */
-WHARF_API wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
 
 /* --- memory accounting ---------------------------------------------------------------- */
 
@@ -431,8 +440,8 @@ typedef struct wharf_memory_stats {
  * Errors: WHARF_INVALID_ARGUMENT (NULL arguments, a struct_size that ends inside a field).
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_runtime_get_memory_stats(const wharf_runtime* runtime,
-                                                   wharf_memory_stats* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_get_memory_stats(const wharf_runtime* runtime,
+                                                                   wharf_memory_stats* out);
 
 /** Sets every peak figure to its current value. Thread-safe. NULL is a no-op. Since 0.3. */
 WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime);
@@ -453,7 +462,7 @@ WHARF_API void wharf_runtime_reset_peak(wharf_runtime* runtime);
 typedef struct wharf_constant_map wharf_constant_map;
 
 /** Creates an empty map owned by the caller (free with wharf_constant_map_free). Since 0.3. */
-WHARF_API wharf_status* wharf_constant_map_create(wharf_constant_map** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_create(wharf_constant_map** out);
 
 /**
  * Adds `fqn` -> `view`. The name, shape and strides are copied; `view->data` is borrowed
@@ -465,16 +474,16 @@ WHARF_API wharf_status* wharf_constant_map_create(wharf_constant_map** out);
  * struct_size), WHARF_UNSUPPORTED (non-zero fields of a newer header), WHARF_ALREADY_EXISTS
  * (the name is in the map). On error the map is unchanged. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_set(wharf_constant_map* map, const char* fqn,
-                                               const wharf_tensor_view* view);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_set(wharf_constant_map* map, const char* fqn,
+                                                               const wharf_tensor_view* view);
 
 /**
  * Looks up `fqn`. On success `*out` is a view whose shape/strides point into the map
  * (valid while the map lives and is not modified); see wharf_tensor_view for how its
  * struct_size is used. Errors: WHARF_NOT_FOUND naming fqn. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map,
-                                                const char* fqn, wharf_tensor_view* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_find(const wharf_constant_map* map,
+                                                                const char* fqn, wharf_tensor_view* out);
 
 /** Number of entries; 0 for NULL. Since 0.3. */
 WHARF_API size_t wharf_constant_map_num_entries(const wharf_constant_map* map);
@@ -483,8 +492,8 @@ WHARF_API size_t wharf_constant_map_num_entries(const wharf_constant_map* map);
  * The i-th entry in insertion order. `*fqn` (may be NULL to skip) and the view's arrays
  * point into the map. Errors: WHARF_INVALID_ARGUMENT for i >= size. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* map, size_t i,
-                                                 const char** fqn, wharf_tensor_view* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* map, size_t i,
+                                                                 const char** fqn, wharf_tensor_view* out);
 
 /**
  * Memory-maps a safetensors file read-only and returns a map of its tensors (CPU views
@@ -514,8 +523,8 @@ WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* m
  * WHARF_MAX_DIMS dimensions, a dimension above INT64_MAX, an empty name, NUL in a name or in
  * metadata; named), WHARF_INVALID_ARGUMENT (NULL arguments). Thread-safe. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
-                                                            wharf_constant_map** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_load_safetensors(const char* path,
+                                                                            wharf_constant_map** out);
 
 /**
  * Number of `__metadata__` entries of a map loaded from safetensors (0 for other maps).
@@ -523,9 +532,9 @@ WHARF_API wharf_status* wharf_constant_map_load_safetensors(const char* path,
  */
 WHARF_API size_t wharf_constant_map_num_metadata_entries(const wharf_constant_map* map);
 /** The i-th `__metadata__` key/value (strings owned by the map). Since 0.3. */
-WHARF_API wharf_status* wharf_constant_map_get_metadata_entry(const wharf_constant_map* map,
-                                                          size_t i, const char** key,
-                                                          const char** value);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_get_metadata_entry(const wharf_constant_map* map,
+                                                                          size_t i, const char** key,
+                                                                          const char** value);
 
 /**
  * Sets `__metadata__` entry `key` to `value` (both copied), on any map: a new key is
@@ -537,8 +546,8 @@ WHARF_API wharf_status* wharf_constant_map_get_metadata_entry(const wharf_consta
  * WHARF_INVALID_ARGUMENT (NULL arguments, invalid UTF-8; naming the key), and then the map is
  * unchanged. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map, const char* key,
-                                                        const char* value);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map, const char* key,
+                                                                        const char* value);
 
 /**
  * Writes every entry of `map` to a safetensors file at `path` (created or replaced
@@ -546,8 +555,8 @@ WHARF_API wharf_status* wharf_constant_map_set_metadata(wharf_constant_map* map,
  * (WHARF_DEVICE_CPU); strided views are written contiguous. Errors: WHARF_INVALID_ARGUMENT
  * (a CUDA view, naming it), WHARF_IO_ERROR. Since 0.3.
  */
-WHARF_API wharf_status* wharf_constant_map_save_safetensors(const wharf_constant_map* map,
-                                                            const char* path);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_constant_map_save_safetensors(const wharf_constant_map* map,
+                                                                            const char* path);
 
 /**
  * Releases the caller's reference, which is a map's only one: frees the map (and its file
@@ -677,9 +686,9 @@ WHARF_API void wharf_container_options_init_sized(wharf_container_options* opts,
  * the same FQN: the message names both containers), WHARF_UNSUPPORTED (non-zero fields of
  * a newer header), WHARF_OUT_OF_MEMORY. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
-                                               const wharf_container_options* opts,
-                                               wharf_container** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_create(wharf_runtime* runtime,
+                                                               const wharf_container_options* opts,
+                                                               wharf_container** out);
 
 /**
  * Declares one device-placed constant per entry of `map` (in map order), loads them and
@@ -690,10 +699,10 @@ WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime,
  * The map is borrowed for the call. Errors: as wharf_container_create and _update.
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
-                                                        const wharf_constant_map* map,
-                                                        const wharf_container_options* opts,
-                                                        wharf_container** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_create_from_map(wharf_runtime* runtime,
+                                                                        const wharf_constant_map* map,
+                                                                        const wharf_container_options* opts,
+                                                                        wharf_container** out);
 
 /**
  * Releases the caller's reference. Sessions over the container and its open runs keep it
@@ -781,9 +790,9 @@ WHARF_API void wharf_update_options_init_sized(wharf_update_options* opts, size_
  * and the constant gets fresh storage (its bytes of extra memory). Open runs never see
  * their data change. The inactive generation, if any, is not changed. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_update(wharf_container* container,
-                                               const wharf_constant_map* map,
-                                               const wharf_update_options* opts);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_update(wharf_container* container,
+                                                               const wharf_constant_map* map,
+                                                               const wharf_update_options* opts);
 
 /**
  * wharf_container_update from a file: opens the safetensors file at `path` (or, for a
@@ -810,8 +819,8 @@ WHARF_API wharf_status* wharf_container_update(wharf_container* container,
  * overwriting with part of the new bytes. Replace model files by rename, as
  * wharf_constant_map_save_safetensors does. Thread-safe. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* container, const char* path,
-                                                         const wharf_update_options* opts);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_update_from_file(wharf_container* container, const char* path,
+                                                                         const wharf_update_options* opts);
 
 /**
  * Makes the inactive generation active, in O(1) without synchronizing the device: runs
@@ -824,14 +833,14 @@ WHARF_API wharf_status* wharf_container_update_from_file(wharf_container* contai
  * own swap would break the store swap's atomicity: publish them with
  * wharf_weight_store_swap); WHARF_BUSY while an in-place update runs. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_swap(wharf_container* container);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_swap(wharf_container* container);
 
 /**
  * Releases the inactive generation (stream-ordered: after the runs that read it).
  * Errors: WHARF_FAILED_PRECONDITION (it holds an unpublished weight store update),
  * WHARF_BUSY (an in-place update runs). Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_free_inactive(wharf_container* container);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_free_inactive(wharf_container* container);
 
 /** The active generation's id (0 before the first swap); every swap or in-place update gives a new, larger id. Since 0.3. */
 WHARF_API uint64_t wharf_container_generation(const wharf_container* container);
@@ -855,8 +864,8 @@ typedef struct wharf_constant_info {
 } wharf_constant_info;
 
 /** The i-th declaration (the caller sets out->struct_size). WHARF_INVALID_ARGUMENT past the end. Since 0.3. */
-WHARF_API wharf_status* wharf_container_get_constant_info(const wharf_container* container, size_t i,
-                                                      wharf_constant_info* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_get_constant_info(const wharf_container* container, size_t i,
+                                                                      wharf_constant_info* out);
 
 /** Number of state declarations; 0 for NULL. Since 0.3. */
 WHARF_API size_t wharf_container_num_states(const wharf_container* container);
@@ -875,8 +884,8 @@ typedef struct wharf_state_info {
  * The i-th state declaration, in declaration order (the caller sets out->struct_size).
  * WHARF_INVALID_ARGUMENT past the end. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_get_state_info(const wharf_container* container, size_t i,
-                                                   wharf_state_info* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_get_state_info(const wharf_container* container, size_t i,
+                                                                   wharf_state_info* out);
 
 /**
  * Called once no generation and no run references a user-managed constant's memory any
@@ -892,11 +901,11 @@ typedef void (*wharf_release_fn)(void* data, void* user);
  * NULL) is called with data + byte_offset when Wharf no longer references it. Errors as
  * wharf_container_update; on error `release` is not called and nothing changes. Since 0.3.
  */
-WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* container,
-                                                           const char* fqn,
-                                                           const wharf_tensor_view* view,
-                                                           wharf_release_fn release,
-                                                           void* user);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_bind_user_constant(wharf_container* container,
+                                                                           const char* fqn,
+                                                                           const wharf_tensor_view* view,
+                                                                           wharf_release_fn release,
+                                                                           void* user);
 
 /* --- runs ------------------------------------------------------------------------------ */
 
@@ -921,8 +930,8 @@ WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* cont
  * open run of the same container: that update waits for the run, up to its
  * in_place_max_wait_ms). Since 0.3.
  */
-WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session,
-                                        void* stream, wharf_run** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_begin(wharf_container* container, wharf_session* session,
+                                                        void* stream, wharf_run** out);
 
 /**
  * Resolves `fqn` in the run's generation, then in its session's state: a view of the
@@ -932,8 +941,8 @@ WHARF_API wharf_status* wharf_run_begin(wharf_container* container, wharf_sessio
  * derived constants and the constants the update wrote; session state is writable.
  * Errors: WHARF_NOT_FOUND. Thread-safe for concurrent calls on the same run. Since 0.3.
  */
-WHARF_API wharf_status* wharf_run_get_tensor(const wharf_run* run, const char* fqn,
-                                         wharf_tensor_view* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_tensor(const wharf_run* run, const char* fqn,
+                                                         wharf_tensor_view* out);
 
 /** The id of the generation this run pinned. Since 0.3. */
 WHARF_API uint64_t wharf_run_generation(const wharf_run* run);
@@ -948,8 +957,8 @@ WHARF_API void* wharf_run_stream(const wharf_run* run);
  * for the stream), not for the serving path. Errors: WHARF_NOT_FOUND, WHARF_INVALID_ARGUMENT
  * (range past the constant's bytes, NULL dst), WHARF_DEVICE_ERROR. Thread-safe. Since 0.3.
  */
-WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
-                                       void* dst, uint64_t bytes);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, uint64_t offset,
+                                                       void* dst, uint64_t bytes);
 
 /**
  * Ends a run: records its completion on its stream (nothing the run could read is freed or
@@ -957,7 +966,7 @@ WHARF_API wharf_status* wharf_run_read(const wharf_run* run, const char* fqn, ui
  * no-op returning NULL. Errors: WHARF_DEVICE_ERROR (recording failed; the generation is
  * then held until the container is freed). Since 0.3.
  */
-WHARF_API wharf_status* wharf_run_end(wharf_run* run);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_end(wharf_run* run);
 
 /* ======================================================================================
  * Weight store: one copy of each weight shared by every container that uses it
@@ -978,7 +987,7 @@ WHARF_API wharf_status* wharf_run_end(wharf_run* run);
  * ====================================================================================== */
 
 /** Creates an empty store on `runtime` (which it keeps alive). The caller owns `*out`. Since 0.3. */
-WHARF_API wharf_status* wharf_weight_store_create(wharf_runtime* runtime, wharf_weight_store** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_weight_store_create(wharf_runtime* runtime, wharf_weight_store** out);
 
 /** Releases the caller's reference; containers that use the store keep it alive. NULL is a no-op. Since 0.3. */
 WHARF_API void wharf_weight_store_free(wharf_weight_store* store);
@@ -993,8 +1002,8 @@ typedef struct wharf_weight_store_stats {
 } wharf_weight_store_stats;
 
 /** Fills `out` (the caller sets out->struct_size). Thread-safe. Since 0.3. */
-WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* store,
-                                                     wharf_weight_store_stats* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* store,
+                                                                     wharf_weight_store_stats* out);
 
 /**
  * Writes every entry of `map` once (one allocation and one copy per FQN) and stages it in
@@ -1009,9 +1018,9 @@ WHARF_API wharf_status* wharf_weight_store_get_stats(const wharf_weight_store* s
  * WHARF_BUSY (a member container is being updated), WHARF_UNSUPPORTED (in-place target).
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
-                                                  const wharf_constant_map* map,
-                                                  const wharf_update_options* opts);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_weight_store_update(wharf_weight_store* store,
+                                                                  const wharf_constant_map* map,
+                                                                  const wharf_update_options* opts);
 
 /**
  * wharf_weight_store_update from a safetensors file or a sharded checkpoint's index (a path
@@ -1022,8 +1031,8 @@ WHARF_API wharf_status* wharf_weight_store_update(wharf_weight_store* store,
  * wharf_constant_map_load_safetensors, then wharf_weight_store_update's. Thread-safe.
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_weight_store_update_from_file(wharf_weight_store* store, const char* path,
-                                                            const wharf_update_options* opts);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_weight_store_update_from_file(wharf_weight_store* store, const char* path,
+                                                                            const wharf_update_options* opts);
 
 /**
  * Swaps every member container staged by wharf_weight_store_update, atomically with respect
@@ -1031,7 +1040,7 @@ WHARF_API wharf_status* wharf_weight_store_update_from_file(wharf_weight_store* 
  * new ones in another. Errors: WHARF_FAILED_PRECONDITION (nothing staged by a store update).
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_weight_store_swap(wharf_weight_store* store);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_weight_store_swap(wharf_weight_store* store);
 
 /* ======================================================================================
  * Sessions: per-conversation mutable state over shared weights
@@ -1072,18 +1081,18 @@ WHARF_API void wharf_session_options_init_sized(wharf_session_options* opts, siz
  * max_state_bytes or a container's max_session_bytes), WHARF_OUT_OF_MEMORY (eager).
  * Since 0.3.
  */
-WHARF_API wharf_status* wharf_session_create(wharf_runtime* runtime,
-                                             wharf_container* const* containers,
-                                             size_t num_containers,
-                                             const wharf_session_options* opts,
-                                             wharf_session** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_session_create(wharf_runtime* runtime,
+                                                             wharf_container* const* containers,
+                                                             size_t num_containers,
+                                                             const wharf_session_options* opts,
+                                                             wharf_session** out);
 
 /**
  * Restores every state to its initial value, stream-ordered after the session's last run
  * (on the runtime's stream; the next run waits for it). Returns without waiting for the
  * device. Errors: WHARF_BUSY (a run is open). Since 0.3.
  */
-WHARF_API wharf_status* wharf_session_reset(wharf_session* session);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_session_reset(wharf_session* session);
 
 /**
  * Creates a session over the same containers whose state is a copy of `src`'s (branching a
@@ -1091,7 +1100,7 @@ WHARF_API wharf_status* wharf_session_reset(wharf_session* session);
  * `*out`. Errors: WHARF_BUSY (src has an open run), WHARF_RESOURCE_EXHAUSTED,
  * WHARF_OUT_OF_MEMORY. Since 0.3.
  */
-WHARF_API wharf_status* wharf_session_fork(const wharf_session* src, wharf_session** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_session_fork(const wharf_session* src, wharf_session** out);
 
 /** Bytes of state this session holds (or will hold at its first run). Since 0.3. */
 WHARF_API uint64_t wharf_session_state_bytes(const wharf_session* session);
@@ -1150,21 +1159,21 @@ WHARF_API int32_t wharf_container_has_staged(const wharf_container* container);
  * (in a fold over a fresh container, a constant not written yet). Thread-safe for
  * concurrent calls on the same run. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_get_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_tensor_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
 
 /**
  * wharf_run_get_tensor for state `index` of the container's state declarations, in the run's
  * session. Errors: WHARF_INVALID_ARGUMENT (index out of range), WHARF_FAILED_PRECONDITION
  * (the run has no session, as a fold callback's run). Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_get_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
 
 /**
  * The session this run was begun with: `*out` is a new reference the caller owns (free it
  * with wharf_session_free), or NULL when the run has none (a container without states, or
  * a fold callback's run). Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_get_session(const wharf_run* run, wharf_session** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_session(const wharf_run* run, wharf_session** out);
 
 /* --- models: AOTInductor-compiled models executed by Wharf ---------------------------- */
 
@@ -1223,9 +1232,9 @@ WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t 
  * waiting on it; a file that cannot be opened), WHARF_OUT_OF_MEMORY. Nothing is left behind on
  * error. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path,
-                                         const wharf_constant_map* weights,
-                                         const wharf_model_options* opts, wharf_model** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path,
+                                                         const wharf_constant_map* weights,
+                                                         const wharf_model_options* opts, wharf_model** out);
 
 /** Releases the caller's reference; open runs keep what they use. NULL is a no-op. Since 0.3 (experimental). */
 WHARF_API void wharf_model_free(wharf_model* model);
@@ -1257,9 +1266,9 @@ WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i)
  * unsupported dtype), WHARF_INTERNAL (the model failed; the message says why).
  * Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run,
-                                        const wharf_tensor_view* inputs, size_t num_inputs,
-                                        wharf_tensor_view* outputs, size_t num_outputs);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_run(wharf_model* model, wharf_run* run,
+                                                        const wharf_tensor_view* inputs, size_t num_inputs,
+                                                        wharf_tensor_view* outputs, size_t num_outputs);
 
 /**
  * Copies `bytes` bytes from `src` to `dst` (each host memory or device memory of the run's
@@ -1269,7 +1278,7 @@ WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run,
  * wharf_model_run). Errors: WHARF_INVALID_ARGUMENT (NULL pointers with bytes > 0),
  * WHARF_DEVICE_ERROR. Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
 
 /* --- offloaders: layer weights in pinned host memory, prefetched into device slots ----- */
 
@@ -1343,7 +1352,7 @@ WHARF_API void wharf_offloader_options_init_sized(wharf_offloader_options* opts,
  * than step_compute_us at the H2D bandwidth: the message gives bytes, times and the excess),
  * WHARF_DEVICE_ERROR (measuring the bandwidth). Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_offloader_create(wharf_container* container, const wharf_offloader_options* opts, wharf_offloader** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_offloader_create(wharf_container* container, const wharf_offloader_options* opts, wharf_offloader** out);
 
 /**
  * Releases the caller's reference. A run that began offloading keeps the offloader until it
@@ -1384,7 +1393,7 @@ typedef struct wharf_offloader_budget {
  * must be set. Errors: WHARF_INVALID_ARGUMENT (NULL, a struct_size below 4 or cutting a
  * field). Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_offloader_get_budget(const wharf_offloader* offloader, wharf_offloader_budget* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_offloader_get_budget(const wharf_offloader* offloader, wharf_offloader_budget* out);
 
 /** Number of layers the offloader spans (the largest layer number + 1); 0 for NULL. Since 0.3 (experimental). */
 WHARF_API uint32_t wharf_offloader_num_layers(const wharf_offloader* offloader);
@@ -1415,7 +1424,7 @@ WHARF_API const char* wharf_offloader_layer_constant(const wharf_offloader* offl
  * offloader. Use it for wharf_offloader_get_budget and the layer queries. Errors:
  * WHARF_INVALID_ARGUMENT (NULL). Thread-safe. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_model_get_offloader(wharf_model* model, wharf_offloader** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_get_offloader(wharf_model* model, wharf_offloader** out);
 
 /**
  * Begins offloading in `run` (a run of the offloader's container): the copy stream forks
@@ -1425,7 +1434,7 @@ WHARF_API wharf_status* wharf_model_get_offloader(wharf_model* model, wharf_offl
  * WHARF_FAILED_PRECONDITION (this run already began; a fold callback's run),
  * WHARF_DEVICE_ERROR. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_begin_offload(wharf_run* run, wharf_offloader* offloader);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_begin_offload(wharf_run* run, wharf_offloader* offloader);
 
 /**
  * Makes the run's stream wait (on the device) for `layer`'s copy and fills `views[i]` for
@@ -1438,7 +1447,7 @@ WHARF_API wharf_status* wharf_run_begin_offload(wharf_run* run, wharf_offloader*
  * the previous offloaded layer not marked issued, named), WHARF_DEVICE_ERROR.
  * Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* offloader, uint32_t layer, wharf_tensor_view* views, size_t num_views);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* offloader, uint32_t layer, wharf_tensor_view* views, size_t num_views);
 
 /**
  * Records that the run's stream has been given all of `layer`'s work: the copy that reuses
@@ -1447,7 +1456,7 @@ WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* 
  * WHARF_FAILED_PRECONDITION (not waited for first, or already issued), WHARF_DEVICE_ERROR.
  * Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_mark_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_mark_offload_issued(wharf_run* run, wharf_offloader* offloader, uint32_t layer);
 
 /**
  * Ends offloading in `run`: the run's stream joins the copy stream (so the run's completion
@@ -1456,7 +1465,7 @@ WHARF_API wharf_status* wharf_run_mark_offload_issued(wharf_run* run, wharf_offl
  * WHARF_FAILED_PRECONDITION (offloading not begun in this run), WHARF_DEVICE_ERROR.
  * Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_run_end_offload(wharf_run* run, wharf_offloader* offloader);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_end_offload(wharf_run* run, wharf_offloader* offloader);
 
 /* --- replica groups: one container per GPU of a host, updated once, swapped together --- */
 
@@ -1504,8 +1513,8 @@ typedef struct wharf_replica_group wharf_replica_group;
  * changes on error. A group of one CUDA replica uses NCCL when it loads and does without
  * otherwise (nothing to broadcast). Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_replica_group_create(wharf_container* const* containers, size_t num_containers,
-                                                   wharf_replica_group** out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create(wharf_container* const* containers, size_t num_containers,
+                                                                   wharf_replica_group** out);
 
 /**
  * Frees the group (its NCCL communicators included): the containers leave it and may be
@@ -1528,8 +1537,8 @@ WHARF_API size_t wharf_replica_group_num_replicas(const wharf_replica_group* gro
  * WHARF_DEVICE_ERROR (NCCL; the message says which call and replica). On any error no
  * replica changes. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_replica_group_update(wharf_replica_group* group, const wharf_constant_map* map,
-                                                   const wharf_update_options* opts);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_update(wharf_replica_group* group, const wharf_constant_map* map,
+                                                                   const wharf_update_options* opts);
 
 /**
  * Swaps every replica at once: publishes what group updates staged, or, when nothing is
@@ -1538,14 +1547,14 @@ WHARF_API wharf_status* wharf_replica_group_update(wharf_replica_group* group, c
  * wait. Errors: WHARF_FAILED_PRECONDITION (nothing to swap in, replica named; nothing is
  * swapped anywhere). Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_replica_group_swap(wharf_replica_group* group);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_swap(wharf_replica_group* group);
 
 /**
  * Frees every replica's inactive generation (a staged group update, or the rollback
  * generation), as wharf_container_free_inactive on each; runs in flight keep what they
  * pinned. Since 0.3 (experimental).
  */
-WHARF_API wharf_status* wharf_replica_group_free_inactive(wharf_replica_group* group);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_free_inactive(wharf_replica_group* group);
 
 /** Counters of a group (the caller sets struct_size). Since 0.3 (experimental). */
 typedef struct wharf_replica_group_stats {
@@ -1560,8 +1569,8 @@ typedef struct wharf_replica_group_stats {
 } wharf_replica_group_stats;
 
 /** Fills `out` up to its struct_size. Thread-safe. Since 0.3 (experimental). */
-WHARF_API wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group,
-                                                      wharf_replica_group_stats* out);
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group,
+                                                                      wharf_replica_group_stats* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -61,6 +61,11 @@ while read -r name since tier tagged; do
   if [ "$tier" = stable ] && [ "$tagged" = tagged ]; then err "type $name: tagged experimental outside the experimental tier"; fi
 done <<< "$types"
 
+# Every function returning a status is WHARF_NODISCARD (an ignored status warns).
+while read -r line; do
+  [ -n "$line" ] && err "returns a status without WHARF_NODISCARD: $line"
+done <<< "$(grep -E '^WHARF_API +wharf_status *\*' "$header" || true)"
+
 major=$(awk '/#define WHARF_VERSION_MAJOR/ {print $3}' "$header")
 minor=$(awk '/#define WHARF_VERSION_MINOR/ {print $3}' "$header")
 

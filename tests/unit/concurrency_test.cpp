@@ -585,7 +585,7 @@ wharf_status* in_place_fold_begins_a_run(wharf_run* run, void* user) {
   r->begin_code = St(wharf_run_begin(r->c, nullptr, nullptr, &inner)).code();
   if (inner) {
     r->seen = first(inner, "s");
-    wharf_run_end(inner);
+    wharf_status_free(wharf_run_end(inner));
   }
   return times_ten(run, nullptr);
 }

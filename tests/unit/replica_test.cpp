@@ -570,7 +570,7 @@ TEST_P(ReplicaGroupN, ConcurrentRunsDuringGroupUpdatesAndSwapsNeverSeeAMix) {
         const float v = version_of(run);
         if (v < 0) mixes++;
         else if (v < float(floor)) stale++;
-        wharf_run_end(run);
+        wharf_status_free(wharf_run_end(run));
         runs++;
         r = (r + 1) % n;
       }
