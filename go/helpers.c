@@ -29,7 +29,7 @@ void wharf_go_container_progress(wharf_container_options* o, uintptr_t h) {
   o->progress_user = (void*)h;
 }
 
-static void update_options(wharf_update_options* o, const wharf_go_update_args* a) {
+void wharf_go_update_options(wharf_update_options* o, const wharf_go_update_args* a) {
   wharf_update_options_init_sized(o, sizeof(*o));
   o->target = (wharf_update_target)a->target;
   o->require_full = a->require_full;
@@ -49,28 +49,28 @@ static void update_options(wharf_update_options* o, const wharf_go_update_args* 
 wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map,
                               const wharf_go_update_args* args) {
   wharf_update_options o;
-  update_options(&o, args);
+  wharf_go_update_options(&o, args);
   return wharf_container_update(container, map, &o);
 }
 
 wharf_status* wharf_go_store_update(wharf_weight_store* store, const wharf_constant_map* map,
                                     const wharf_go_update_args* args) {
   wharf_update_options o;
-  update_options(&o, args);
+  wharf_go_update_options(&o, args);
   return wharf_weight_store_update(store, map, &o);
 }
 
 wharf_status* wharf_go_update_from_file(wharf_container* container, const char* path,
                                         const wharf_go_update_args* args) {
   wharf_update_options o;
-  update_options(&o, args);
+  wharf_go_update_options(&o, args);
   return wharf_container_update_from_file(container, path, &o);
 }
 
 wharf_status* wharf_go_store_update_from_file(wharf_weight_store* store, const char* path,
                                               const wharf_go_update_args* args) {
   wharf_update_options o;
-  update_options(&o, args);
+  wharf_go_update_options(&o, args);
   return wharf_weight_store_update_from_file(store, path, &o);
 }
 
@@ -113,7 +113,7 @@ wharf_status* wharf_go_update_packed(wharf_container* container, void* buf, cons
   wharf_status* st = packed_map(buf, names, dtypes, ndims, shapes, offsets, n, &map);
   if (st) return st;
   wharf_update_options o;
-  update_options(&o, args);
+  wharf_go_update_options(&o, args);
   st = wharf_container_update(container, map, &o);
   // The update returned, so the library no longer reads buf; the map (holding the only
   // copies of the pointers into buf) is freed before control returns to Go.
@@ -128,7 +128,7 @@ wharf_status* wharf_go_store_update_packed(wharf_weight_store* store, void* buf,
   wharf_status* st = packed_map(buf, names, dtypes, ndims, shapes, offsets, n, &map);
   if (st) return st;
   wharf_update_options o;
-  update_options(&o, args);
+  wharf_go_update_options(&o, args);
   st = wharf_weight_store_update(store, map, &o);
   wharf_constant_map_free(map);  // as in wharf_go_update_packed: no pointer into buf survives
   return st;

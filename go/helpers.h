@@ -27,6 +27,9 @@ typedef struct wharf_go_update_args {
   uintptr_t progress_handle; /* != 0: the Go progress trampoline (wharfGoProgress) */
 } wharf_go_update_args;
 
+/* Fills o (a caller's struct, initialised here) from args. */
+void wharf_go_update_options(wharf_update_options* o, const wharf_go_update_args* args);
+
 /* wharf_container_update with the options of args. */
 wharf_status* wharf_go_update(wharf_container* container, const wharf_constant_map* map,
                               const wharf_go_update_args* args);

@@ -40,6 +40,10 @@ type ModelOptions struct {
 	// ShimPath is the path of libwharf_aoti_shim.so; "" means $WHARF_AOTI_SHIM, else the
 	// file next to libwharf.
 	ShimPath string
+	// Offload, if not nil, keeps the layers it selects in pinned host memory and prefetches
+	// them into device slots as the model runs (see Offloader; Model.Offloader returns the
+	// model's). A model with run-time constant folding cannot be offloaded (ErrUnsupported).
+	Offload *OffloaderOptions
 	// Progress is told how many of the weights' bytes have been loaded, as
 	// UpdateOptions.Progress; LoadModelContext's ctx cancels the load.
 	Progress func(done, total uint64)
@@ -78,6 +82,11 @@ func modelOptions(what string, arena *cArena, opts *ModelOptions) (C.wharf_model
 		o.shim_path = arena.cstring(opts.ShimPath)
 	}
 	o.max_session_bytes = C.uint64_t(opts.MaxSessionBytes)
+	if opts.Offload != nil {
+		oo := (*C.wharf_offloader_options)(arena.alloc(int(C.sizeof_wharf_offloader_options)))
+		offloaderOptions(arena, opts.Offload, oo)
+		o.offload = oo
+	}
 	if opts.Store != nil {
 		p, err := opts.Store.h.acquire(what + " (the weight store)")
 		if err != nil {

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package wharf
+
+// Replica groups: the experimental tier of wharf.h (WHARF_EXPERIMENTAL is defined in this
+// file's preamble only); every declaration here may change in any minor release.
+
+/*
+#define WHARF_EXPERIMENTAL
+#include <stdlib.h>
+#include "helpers.h"
+
+static wharf_status* wharf_go_replica_update(wharf_replica_group* g, const wharf_constant_map* map,
+                                             const wharf_go_update_args* args) {
+  wharf_update_options o;
+  wharf_go_update_options(&o, args);
+  return wharf_replica_group_update(g, map, &o);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"unsafe"
+)
+
+// ReplicaGroup is the same model on several devices of one host (data-parallel replicas,
+// wharf_replica_group): one Container per device, each on a Runtime of its own, updated
+// together (the sources are read once: copied into replica 0, then broadcast with NCCL on
+// CUDA, copied between replicas on the host backend) and swapped together: a run begun on
+// any replica after Swap returns sees the new weights, and no run sees old weights on one
+// replica beside new ones on another. A failure anywhere stages nothing on any replica.
+//
+// While a container is in a group it is written only through the group: its own Update,
+// UpdateFromFile, BindTensor, Swap and FreeInactive fail with ErrFailedPrecondition. Runs
+// and sessions of each replica are used as usual. Close the group to let the containers
+// go their own ways again. A ReplicaGroup is safe for concurrent use (group calls run one
+// at a time). It keeps its containers alive.
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+type ReplicaGroup struct {
+	h        handle
+	replicas []*Container
+}
+
+// ReplicaGroupStats are a group's counters (wharf_replica_group_stats).
+type ReplicaGroupStats struct {
+	NumReplicas    int
+	NCCLVersion    int    // ncclGetVersion when the group broadcasts with NCCL; 0 otherwise
+	NumUpdates     uint64 // group updates that staged
+	NumSwaps       uint64 // group swaps, rollbacks included
+	SourceBytes    uint64 // bytes read from update sources (once per update)
+	BroadcastBytes uint64 // bytes written into replicas 1..N-1 from replica 0
+	NumBroadcasts  uint64 // broadcast rounds (NCCL group calls, or host copies)
+}
+
+// NewReplicaGroup groups containers (at least one), each on its own runtime (on CUDA, each
+// on a different GPU), declared alike: the same constants in the same order with the same
+// FQN, dtype, shape and placement, and the same states. They should hold the same weights,
+// or none (an update with RequireFull makes them equal). Errors: ErrInvalidArgument (no
+// containers, one given twice, two on one runtime, mixed backends, declarations that
+// differ: the first difference is named), ErrUnsupported (NCCL cannot be loaded for a CUDA
+// group of two or more; derived constants; a weight store member), ErrFailedPrecondition
+// (a container already in a group, or with an update staged and not swapped), ErrBusy (a
+// container is being updated), ErrDeviceError. Nothing changes on error.
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+func NewReplicaGroup(containers ...*Container) (*ReplicaGroup, error) {
+	const what = "NewReplicaGroup"
+	if len(containers) == 0 {
+		return nil, invalidArgument("%s: no containers", what)
+	}
+	mem := C.calloc(C.size_t(len(containers)), C.size_t(unsafe.Sizeof(uintptr(0))))
+	if mem == nil {
+		return nil, &Error{Code: CodeOutOfMemory, Message: what + ": the container array"}
+	}
+	defer C.free(mem)
+	ptrs := unsafe.Slice((**C.wharf_container)(mem), len(containers))
+	for i, c := range containers {
+		if c == nil {
+			for _, held := range containers[:i] {
+				held.h.release()
+			}
+			return nil, invalidArgument("%s: container %d is nil", what, i)
+		}
+		p, err := c.h.acquire(what)
+		if err != nil {
+			for _, held := range containers[:i] {
+				held.h.release()
+			}
+			return nil, err
+		}
+		ptrs[i] = (*C.wharf_container)(p)
+	}
+	var out *C.wharf_replica_group
+	err := statusError(C.wharf_replica_group_create(&ptrs[0], C.size_t(len(containers)), &out))
+	// The C group holds its own references to the containers.
+	for _, c := range containers {
+		c.h.release()
+		runtime.KeepAlive(c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g := &ReplicaGroup{replicas: append([]*Container{}, containers...)}
+	g.h.init("replica group", unsafe.Pointer(out), func(p unsafe.Pointer) error {
+		C.wharf_replica_group_free((*C.wharf_replica_group)(p))
+		return nil
+	})
+	runtime.SetFinalizer(g, func(g *ReplicaGroup) { leaked(&g.h, "Close") })
+	return g, nil
+}
+
+// Close frees the group: its containers leave it and may be updated and swapped on their
+// own again (their handles stay valid). Close is idempotent (and a no-op on a nil
+// *ReplicaGroup) and waits for no call: the group is freed when the last call in progress
+// returns.
+func (g *ReplicaGroup) Close() error {
+	if g == nil {
+		return nil
+	}
+	_, err := g.h.close()
+	return err
+}
+
+// NumReplicas returns the number of replicas (0 once closed).
+func (g *ReplicaGroup) NumReplicas() int {
+	p, err := g.h.acquire("ReplicaGroup.NumReplicas")
+	if err != nil {
+		return 0
+	}
+	defer g.h.release()
+	return int(C.wharf_replica_group_num_replicas((*C.wharf_replica_group)(p)))
+}
+
+// Replicas returns the containers, in the order given to NewReplicaGroup (replica 0 first).
+func (g *ReplicaGroup) Replicas() []*Container { return append([]*Container{}, g.replicas...) }
+
+// Update stages m in the inactive generation of every replica, as Container.Update would on
+// each (validation first: a bad map changes nothing), reading the sources once; Swap
+// publishes. Only TargetInactive is supported (ErrUnsupported otherwise); Fold does not
+// apply (groups hold no derived constants). Errors: those of Container.Update, the replica
+// named; ErrDeviceError (NCCL). On any error no replica changes.
+func (g *ReplicaGroup) Update(m *ConstantMap, opts *UpdateOptions) error {
+	return g.update("ReplicaGroup.Update", context.Background(), m, opts)
+}
+
+// UpdateContext is Update that ctx can cancel (see Container.UpdateContext): a cancelled
+// group update stages nothing on any replica. Progress counts each source byte once,
+// however many replicas.
+func (g *ReplicaGroup) UpdateContext(ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
+	return g.update("ReplicaGroup.UpdateContext", ctx, m, opts)
+}
+
+func (g *ReplicaGroup) update(what string, ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
+	mp, err := m.read(what)
+	if err != nil {
+		return err
+	}
+	defer m.done()
+	gp, err := g.h.acquire(what)
+	if err != nil {
+		return err
+	}
+	defer g.h.release()
+	err = withUpdate(what, ctx, nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+		return C.wharf_go_replica_update((*C.wharf_replica_group)(gp), mp, args)
+	})
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(g)
+	return err
+}
+
+// Swap publishes what group updates staged on every replica at once or, when nothing is
+// staged, rolls every replica back to its previous generation. Errors:
+// ErrFailedPrecondition (nothing to swap in, the replica named; nothing is swapped).
+func (g *ReplicaGroup) Swap() error {
+	return g.call("ReplicaGroup.Swap", func(p *C.wharf_replica_group) *C.wharf_status {
+		return C.wharf_replica_group_swap(p)
+	})
+}
+
+// FreeInactive frees every replica's inactive generation (a staged update, or the
+// rollback generation); runs in flight keep what they pinned.
+func (g *ReplicaGroup) FreeInactive() error {
+	return g.call("ReplicaGroup.FreeInactive", func(p *C.wharf_replica_group) *C.wharf_status {
+		return C.wharf_replica_group_free_inactive(p)
+	})
+}
+
+func (g *ReplicaGroup) call(what string, fn func(*C.wharf_replica_group) *C.wharf_status) error {
+	p, err := g.h.acquire(what)
+	if err != nil {
+		return err
+	}
+	defer g.h.release()
+	err = statusError(fn((*C.wharf_replica_group)(p)))
+	runtime.KeepAlive(g)
+	return err
+}
+
+// Stats returns the group's counters.
+func (g *ReplicaGroup) Stats() (ReplicaGroupStats, error) {
+	p, err := g.h.acquire("ReplicaGroup.Stats")
+	if err != nil {
+		return ReplicaGroupStats{}, err
+	}
+	defer g.h.release()
+	s := C.wharf_replica_group_stats{struct_size: C.sizeof_wharf_replica_group_stats}
+	err = statusError(C.wharf_replica_group_get_stats((*C.wharf_replica_group)(p), &s))
+	runtime.KeepAlive(g)
+	if err != nil {
+		return ReplicaGroupStats{}, err
+	}
+	return ReplicaGroupStats{
+		NumReplicas:    int(s.num_replicas),
+		NCCLVersion:    int(s.nccl_version),
+		NumUpdates:     uint64(s.num_updates),
+		NumSwaps:       uint64(s.num_swaps),
+		SourceBytes:    uint64(s.source_bytes),
+		BroadcastBytes: uint64(s.broadcast_bytes),
+		NumBroadcasts:  uint64(s.num_broadcasts),
+	}, nil
+}
