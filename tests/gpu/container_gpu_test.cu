@@ -13,11 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "device/device.h"
 #include "test_kernels.h"
 #include "wharf/wharf.h"
 
 namespace {
+
+using wharf_test::St;
 
 __global__ void count_mismatch_kernel(const float* p, uint64_t n, float expect, unsigned long long* bad) {
   unsigned long long local = 0;
@@ -53,19 +56,6 @@ struct Counters {
   }
   unsigned long long* at(int i) { return d + i; }
 };
-
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return wharf_status_message(s); }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
 
 constexpr int kTensors = 8;
 constexpr int64_t kElems = 1 << 20;  // 4 MiB of F32 each

@@ -14,22 +14,12 @@
 
 #define WHARF_EXPERIMENTAL
 #include "common/test_paths.h"
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                                             \
-  do {                                                              \
-    St _st(expr);                                                   \
-    ASSERT_EQ(_st.code(), WHARF_OK) << #expr << ": " << _st.msg();  \
-  } while (0)
+using wharf_test::St;
 
 std::string dir() {
   if (const char* e = std::getenv("WHARF_MODEL_DIR")) return e;

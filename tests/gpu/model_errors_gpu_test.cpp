@@ -22,17 +22,12 @@
 
 #define WHARF_EXPERIMENTAL
 #include "common/test_paths.h"
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
+using wharf_test::St;
 
 // Built into tests/fakes/ beside this binary (the GPU bundle carries them the same way).
 std::string fakes_dir() { return wharf_test::binary_dir() + "/fakes"; }

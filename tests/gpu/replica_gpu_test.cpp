@@ -20,6 +20,7 @@
 #define WHARF_EXPERIMENTAL
 #include "api/handles.h"
 #include "api/replica_api.h"
+#include "common/test_support.h"
 #include "replicas/broadcaster.h"
 #include "replicas/replica_group.h"
 #include "test_kernels.h"
@@ -27,23 +28,12 @@
 
 namespace {
 
+using wharf_test::St;
+
 using wharf_test::launch_check;
 using wharf_test::launch_spin;
 using wharf_test::pattern;
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  St(const St&) = delete;
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
 int gpu_count() {
@@ -86,15 +76,7 @@ struct Sources {
 };
 
 wharf_runtime* cuda_runtime(int device, uint64_t limit = 0) {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_CUDA;
-  o.device_index = device;
-  o.device_memory_limit = limit;
-  wharf_runtime* rt = nullptr;
-  St st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  return rt;
+  return wharf_test::make_runtime(WHARF_BACKEND_CUDA, {limit, 0, 0, device});
 }
 
 wharf_container* declare(wharf_runtime* rt, const std::string& name) {

@@ -22,11 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "common/test_support.h"
 #include "device/device.h"
 #include "test_kernels.h"
 #include "wharf/wharf.h"
 
 namespace {
+
+using wharf_test::St;
 
 using wharf_test::launch_check;
 using wharf_test::launch_check_value;
@@ -34,23 +37,6 @@ using wharf_test::launch_fill;
 using wharf_test::launch_spin;
 using wharf_test::pattern;
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
-#define EXPECT_CODE(expr, want)                                 \
-  do {                                                          \
-    St _st(expr);                                               \
-    EXPECT_EQ(_st.code(), want) << #expr << ": " << _st.msg(); \
-  } while (0)
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
 // Mismatch counters in device memory, zeroed before any kernel uses them.

@@ -13,36 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  explicit St(wharf_status* st) : s(st) {}
-  ~St() { wharf_status_free(s); }
-  St(const St&) = delete;
-  St& operator=(const St&) = delete;
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return wharf_status_message(s); }
-  bool has(const std::string& needle) const { return msg().find(needle) != std::string::npos; }
-};
+using wharf_test::St;
 
-#define ASSERT_OK(call)                                   \
-  do {                                                    \
-    St st_(call);                                         \
-    ASSERT_EQ(st_.code(), WHARF_OK) << #call << ": " << st_.msg(); \
-  } while (0)
-
-wharf_runtime* host_runtime() {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_HOST;
-  wharf_runtime* rt = nullptr;
-  St st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  return rt;
-}
+wharf_runtime* host_runtime() { return wharf_test::make_runtime(WHARF_BACKEND_HOST); }
 
 wharf_tensor_view f32_view(float* data, int32_t ndim, const int64_t* shape) {
   wharf_tensor_view v;

@@ -7,28 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct StatusGuard {
-  wharf_status* s;
-  explicit StatusGuard(wharf_status* st) : s(st) {}
-  ~StatusGuard() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string message() const { return wharf_status_message(s); }
-};
+using wharf_test::St;
 
-wharf_runtime* host_runtime(uint64_t limit = 0) {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_HOST;
-  o.device_memory_limit = limit;
-  wharf_runtime* rt = nullptr;
-  StatusGuard st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.message();
-  return rt;
-}
+wharf_runtime* host_runtime(uint64_t limit = 0) { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit}); }
 
 TEST(CApi, StatusBasics) {
   EXPECT_EQ(wharf_status_code(nullptr), WHARF_OK);
@@ -57,8 +43,8 @@ TEST(CApi, RuntimeOptionsStructSize) {
   o.device_memory_limit = 123;
   o.struct_size = offsetof(wharf_runtime_options, device_index);
   {
-    StatusGuard st(wharf_runtime_create(&o, &rt));
-    ASSERT_EQ(st.code(), WHARF_OK) << st.message();
+    St st(wharf_runtime_create(&o, &rt));
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
   }
   wharf_memory_stats ms;
   std::memset(&ms, 0, sizeof(ms));
@@ -68,9 +54,9 @@ TEST(CApi, RuntimeOptionsStructSize) {
   wharf_runtime_free(rt);
 
   o.struct_size = 2;
-  StatusGuard st(wharf_runtime_create(&o, &rt));
+  St st(wharf_runtime_create(&o, &rt));
   EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
-  EXPECT_NE(st.message().find("struct_size"), std::string::npos);
+  EXPECT_NE(st.msg().find("struct_size"), std::string::npos);
   EXPECT_EQ(rt, nullptr);
 }
 
@@ -79,10 +65,10 @@ TEST(CApi, RuntimeCreateRejectsBadValues) {
   wharf_runtime_options_init(&o);
   o.backend = static_cast<wharf_backend>(9);
   wharf_runtime* rt = nullptr;
-  StatusGuard st(wharf_runtime_create(&o, &rt));
+  St st(wharf_runtime_create(&o, &rt));
   EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
-  EXPECT_NE(st.message().find("backend"), std::string::npos);
-  StatusGuard st2(wharf_runtime_create(nullptr, nullptr));
+  EXPECT_NE(st.msg().find("backend"), std::string::npos);
+  St st2(wharf_runtime_create(nullptr, nullptr));
   EXPECT_EQ(st2.code(), WHARF_INVALID_ARGUMENT);
 }
 
@@ -135,10 +121,10 @@ TEST(CApi, ConstantMapSetFindEntry) {
   EXPECT_STREQ(name, "layers.0.b");
   EXPECT_EQ(out.strides, nullptr);
 
-  StatusGuard nf(wharf_constant_map_find(map, "nope", &out));
+  St nf(wharf_constant_map_find(map, "nope", &out));
   EXPECT_EQ(nf.code(), WHARF_NOT_FOUND);
-  EXPECT_NE(nf.message().find("'nope'"), std::string::npos);
-  StatusGuard oob(wharf_constant_map_get_entry(map, 2, &name, &out));
+  EXPECT_NE(nf.msg().find("'nope'"), std::string::npos);
+  St oob(wharf_constant_map_get_entry(map, 2, &name, &out));
   EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
   wharf_constant_map_free(map);
 }
@@ -162,22 +148,22 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
       {"negdim", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr}, WHARF_INVALID_ARGUMENT, "negative"},
   };
   for (const auto& c : cases) {
-    StatusGuard st(wharf_constant_map_set(map, c.name, &c.v));
+    St st(wharf_constant_map_set(map, c.name, &c.v));
     EXPECT_EQ(st.code(), c.code) << c.name;
-    EXPECT_NE(st.message().find(std::string("'") + c.name + "'"), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find(c.needle), std::string::npos) << st.message();
+    EXPECT_NE(st.msg().find(std::string("'") + c.name + "'"), std::string::npos) << st.msg();
+    EXPECT_NE(st.msg().find(c.needle), std::string::npos) << st.msg();
   }
   EXPECT_EQ(wharf_constant_map_num_entries(map), 0u);
   wharf_tensor_view ok{sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
-  StatusGuard empty(wharf_constant_map_set(map, "", &ok));
+  St empty(wharf_constant_map_set(map, "", &ok));
   EXPECT_EQ(empty.code(), WHARF_INVALID_ARGUMENT);
-  StatusGuard nullname(wharf_constant_map_set(map, nullptr, &ok));
+  St nullname(wharf_constant_map_set(map, nullptr, &ok));
   EXPECT_EQ(nullname.code(), WHARF_INVALID_ARGUMENT);
   // Zero elements need no data.
   int64_t zero[1] = {0};
   wharf_tensor_view z{sizeof(wharf_tensor_view), 0, nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, zero, nullptr};
-  StatusGuard zs(wharf_constant_map_set(map, "empty", &z));
-  EXPECT_EQ(zs.code(), WHARF_OK) << zs.message();
+  St zs(wharf_constant_map_set(map, "empty", &z));
+  EXPECT_EQ(zs.code(), WHARF_OK) << zs.msg();
   wharf_constant_map_free(map);
 }
 
@@ -194,7 +180,7 @@ TEST(CApi, LogCallbackReceivesRuntimeChoice) {
   wharf_runtime_options o;
   wharf_runtime_options_init(&o);  // AUTO logs which backend it chose
   wharf_runtime* rt = nullptr;
-  StatusGuard st(wharf_runtime_create(&o, &rt));
+  St st(wharf_runtime_create(&o, &rt));
   ASSERT_EQ(st.code(), WHARF_OK);
   wharf_runtime_free(rt);
   wharf_log_set_callback(nullptr, WHARF_LOG_WARN, nullptr);
@@ -210,7 +196,7 @@ TEST(CApi, DtypeFunctions) {
   EXPECT_EQ(wharf_dtype_size(static_cast<wharf_dtype>(77)), 0u);
   EXPECT_EQ(wharf_dtype_name(static_cast<wharf_dtype>(77)), nullptr);
   wharf_dtype d;
-  StatusGuard ok(wharf_dtype_from_name("BF16", &d));
+  St ok(wharf_dtype_from_name("BF16", &d));
   EXPECT_EQ(ok.code(), WHARF_OK);
   EXPECT_EQ(d, WHARF_DTYPE_BF16);
 }

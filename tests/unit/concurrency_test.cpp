@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "common/test_support.h"
 #include "core/test_hooks.h"
 #include "wharf/wharf.h"
 #ifdef WHARF_HAVE_CUDA
@@ -26,56 +27,10 @@
 
 namespace {
 
+using wharf_test::finishes_within;
+using wharf_test::St;
+
 using namespace std::chrono_literals;
-
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                                   \
-  do {                                                    \
-    St _st(expr);                                         \
-    ASSERT_EQ(_st.code(), WHARF_OK) << #expr << ": " << _st.msg(); \
-  } while (0)
-#define EXPECT_OK(expr)                                   \
-  do {                                                    \
-    St _st(expr);                                         \
-    EXPECT_EQ(_st.code(), WHARF_OK) << #expr << ": " << _st.msg(); \
-  } while (0)
-#define EXPECT_CODE(expr, want)                                  \
-  do {                                                           \
-    St _st(expr);                                                \
-    EXPECT_EQ(_st.code(), want) << #expr << ": " << _st.msg();   \
-  } while (0)
-
-// A test that would hang before its fix must fail instead: run `fn` on a thread and give
-// up (ending the process with a message) if it does not finish in time.
-void finishes_within(std::chrono::milliseconds limit, const char* what, std::function<void()> fn) {
-  auto fut = std::async(std::launch::async, std::move(fn));
-  if (fut.wait_for(limit) != std::future_status::ready) {
-    std::fprintf(stderr, "FATAL: %s did not finish within %lld ms (deadlock)\n", what,
-                 static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::_Exit(1);
-  }
-  fut.get();
-}
-
-// A runtime of `backend`, or null (with the reason) when this machine has none.
-wharf_runtime* make_runtime(wharf_backend backend, std::string* why) {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = backend;
-  o.copy_threads = 2;
-  o.staging_bytes = 1 << 20;
-  wharf_runtime* rt = nullptr;
-  St st(wharf_runtime_create(&o, &rt));
-  if (st.code() != WHARF_OK) *why = st.msg();
-  return rt;
-}
 
 uint64_t constants_bytes(wharf_runtime* rt) {
   wharf_memory_stats ms;
@@ -162,18 +117,9 @@ std::vector<float> now(wharf_container* c, std::initializer_list<const char*> fq
 }
 
 // Every test runs on the host backend, and on the CUDA backend where a GPU is visible.
-class Concurrency : public ::testing::TestWithParam<wharf_backend> {
+class Concurrency : public wharf_test::BackendTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    rt = make_runtime(GetParam(), &why);
-    if (!rt) {
-      if (GetParam() == WHARF_BACKEND_HOST) FAIL() << why;
-      GTEST_SKIP() << "no CUDA runtime here: " << why;
-    }
-  }
-  void TearDown() override { wharf_runtime_free(rt); }
-  wharf_runtime* rt = nullptr;
+  Concurrency() { config = {0, 2, 1 << 20}; }
 };
 
 // 1. A run begun before a swap of A only pins the old generation, which shares B's storage
@@ -893,10 +839,6 @@ TEST_P(Concurrency, EveryRunSeesOneWholeGenerationUnderStress) {
   wharf_container_free(c);
 }
 
-std::string backend_name(const ::testing::TestParamInfo<wharf_backend>& info) {
-  return info.param == WHARF_BACKEND_CUDA ? "Cuda" : "Host";
-}
-INSTANTIATE_TEST_SUITE_P(Backends, Concurrency, ::testing::Values(WHARF_BACKEND_HOST, WHARF_BACKEND_CUDA),
-                         backend_name);
+WHARF_TEST_ON_BACKENDS(Concurrency);
 
 }  // namespace

@@ -14,35 +14,15 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose, for EXPECT_* brevity
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return wharf_status_message(s); }
-};
-#define ASSERT_OK(expr)                                \
-  do {                                                 \
-    St _st(expr);                                      \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg();      \
-  } while (0)
+using wharf_test::St;
 
-wharf_runtime* host_runtime(uint64_t limit = 0) {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_HOST;
-  o.device_memory_limit = limit;
-  o.copy_threads = 3;
-  o.staging_bytes = 1 << 20;
-  wharf_runtime* rt = nullptr;
-  St st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  return rt;
-}
+// Three copy threads and a 1 MiB staging ring: small enough that updates cycle through it.
+wharf_runtime* host_runtime(uint64_t limit = 0) { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 3, 1 << 20}); }
 
 // A set of float tensors in pageable memory, and a map over them.
 struct Weights {

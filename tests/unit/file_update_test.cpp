@@ -26,32 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "common/test_support.h"
 #include "core/test_hooks.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct CStatus {
-  wharf_status* s;
-  explicit CStatus(wharf_status* st) : s(st) {}
-  ~CStatus() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return wharf_status_message(s); }
-};
-
-#define ASSERT_OK(expr)                                \
-  do {                                                 \
-    CStatus st_(expr);                                 \
-    ASSERT_EQ(st_.code(), WHARF_OK) << st_.msg();      \
-  } while (0)
-
-#define EXPECT_FAILS(expr, want, fragment)                                                      \
-  do {                                                                                          \
-    CStatus st_(expr);                                                                          \
-    EXPECT_EQ(st_.code(), (want)) << st_.msg();                                                 \
-    EXPECT_NE(st_.msg().find(fragment), std::string::npos) << "message: " << st_.msg()         \
-                                                           << "\nexpected: " << (fragment);     \
-  } while (0)
+using wharf_test::St;
 
 std::string le64(uint64_t n) {
   std::string s(8, '\0');
@@ -86,25 +67,18 @@ std::string bytes_of(const std::vector<V>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(V));
 }
 
-class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
+class FileUpdate : public wharf_test::BackendTest {
  protected:
   void SetUp() override {
     static std::atomic<int> counter{0};
     dir_ = ::testing::TempDir() + "wharf_fileupd_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
     ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0);
-    wharf_runtime_options o;
-    wharf_runtime_options_init(&o);
-    o.backend = GetParam();
-    CStatus st(wharf_runtime_create(&o, &rt_));
-    if (st.code() != WHARF_OK) {
-      ASSERT_NE(GetParam(), WHARF_BACKEND_HOST) << st.msg();
-      GTEST_SKIP() << "no CUDA runtime here: " << st.msg();
-    }
+    BackendTest::SetUp();
   }
   void TearDown() override {
     for (wharf_container* c : containers_) wharf_container_free(c);
     wharf_weight_store_free(store_);
-    wharf_runtime_free(rt_);
+    BackendTest::TearDown();
     for (auto it = files_.rbegin(); it != files_.rend(); ++it)
       if (::unlink(it->c_str()) != 0) ::rmdir(it->c_str());
     ::rmdir(dir_.c_str());
@@ -141,7 +115,7 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
     o.num_constants = 4;
     o.store = store;
     wharf_container* c = nullptr;
-    CStatus st(wharf_container_create(rt_, &o, &c));
+    St st(wharf_container_create(rt, &o, &c));
     EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     containers_.push_back(c);
     return c;
@@ -161,11 +135,11 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
   // Reads constant `fqn` of the container's active generation.
   std::string read(wharf_container* c, const char* fqn, size_t bytes) {
     wharf_run* run = nullptr;
-    CStatus st(wharf_run_begin(c, nullptr, nullptr, &run));
+    St st(wharf_run_begin(c, nullptr, nullptr, &run));
     EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     if (!run) return "";
     std::string out(bytes, '\0');
-    CStatus rs(wharf_run_read(run, fqn, 0, &out[0], bytes));
+    St rs(wharf_run_read(run, fqn, 0, &out[0], bytes));
     EXPECT_EQ(rs.code(), WHARF_OK) << rs.msg();
     wharf_status_free(wharf_run_end(run));
     return out;
@@ -179,7 +153,7 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
     wharf_memory_stats ms;
     std::memset(&ms, 0, sizeof ms);
     ms.struct_size = sizeof ms;
-    EXPECT_EQ(wharf_runtime_get_memory_stats(rt_, &ms), nullptr);
+    EXPECT_EQ(wharf_runtime_get_memory_stats(rt, &ms), nullptr);
     return ms.current[WHARF_MEM_CONSTANTS];
   }
 
@@ -187,7 +161,7 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
   void expect_unchanged(wharf_container* c, const std::vector<T>& active, uint64_t gen, uint64_t bytes) {
     EXPECT_EQ(wharf_container_generation(c), gen);
     EXPECT_EQ(constant_bytes(), bytes);
-    CStatus sw(wharf_container_swap(c));
+    St sw(wharf_container_swap(c));
     EXPECT_EQ(sw.code(), WHARF_FAILED_PRECONDITION) << sw.msg();
     expect_model(c, active);
   }
@@ -203,7 +177,6 @@ class FileUpdate : public ::testing::TestWithParam<wharf_backend> {
 
   std::string dir_;
   std::vector<std::string> files_;
-  wharf_runtime* rt_ = nullptr;
   wharf_weight_store* store_ = nullptr;
   std::vector<wharf_container*> containers_;
 };
@@ -451,7 +424,7 @@ TEST_P(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
     const std::string idx = write(std::string("i") + std::to_string(&k - cases.data()) + ".index.json", k.json);
     wharf_constant_map* map = nullptr;
     {
-      CStatus st(wharf_constant_map_load_safetensors(idx.c_str(), &map));
+      St st(wharf_constant_map_load_safetensors(idx.c_str(), &map));
       EXPECT_EQ(st.code(), k.code) << st.msg();
       EXPECT_NE(st.msg().find(k.fragment), std::string::npos) << st.msg();
       EXPECT_EQ(map, nullptr);
@@ -471,7 +444,7 @@ TEST_P(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
 // --- weight stores ---------------------------------------------------------------------------
 
 TEST_P(FileUpdate, StoreUpdateFromFileIsAllOrNothingAcrossMembers) {
-  ASSERT_OK(wharf_weight_store_create(rt_, &store_));
+  ASSERT_OK(wharf_weight_store_create(rt, &store_));
   wharf_container* prefill = make_container("prefill", store_);
   wharf_container* decode = make_container("decode", store_);
   const std::string p1 = write("v1.safetensors", st_file(model(1)));
@@ -541,7 +514,7 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
                                         static_cast<const wharf_update_options*>(&in_place)}) {
     const std::string p = write("v2.safetensors", v2);
     TruncateAtCopy cut(p, off_t(v2.size() - 1));  // the last tensor loses a byte
-    CStatus st(wharf_container_update_from_file(c, p.c_str(), o));
+    St st(wharf_container_update_from_file(c, p.c_str(), o));
     EXPECT_TRUE(cut.done());
     EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
     for (const std::string& want : {std::string("updating from '") + p + "'", std::string("truncated"),
@@ -550,7 +523,7 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
     expect_unchanged(c, model(1), gen, bytes);
   }
   // A weight store's update: nothing staged in any member.
-  ASSERT_OK(wharf_weight_store_create(rt_, &store_));
+  ASSERT_OK(wharf_weight_store_create(rt, &store_));
   wharf_container* m1 = make_container("m1", store_);
   wharf_container* m2 = make_container("m2", store_);
   ASSERT_OK(wharf_weight_store_update_from_file(store_, write("s1.safetensors", st_file(model(1))).c_str(), nullptr));
@@ -559,7 +532,7 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
   {
     const std::string p = write("s2.safetensors", v2);
     TruncateAtCopy cut(p, 8);  // the header is gone
-    CStatus st(wharf_weight_store_update_from_file(store_, p.c_str(), nullptr));
+    St st(wharf_weight_store_update_from_file(store_, p.c_str(), nullptr));
     EXPECT_TRUE(cut.done());
     EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
     EXPECT_NE(st.msg().find(p), std::string::npos) << st.msg();
@@ -577,7 +550,7 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
                                                                          {"u", "x2.safetensors"}, {"q", "x2.safetensors"}}));
   {
     TruncateAtCopy cut(x2_path, off_t(x2.size() - 2));
-    CStatus st(wharf_container_update_from_file(c, idx.c_str(), nullptr));
+    St st(wharf_container_update_from_file(c, idx.c_str(), nullptr));
     EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
     EXPECT_NE(st.msg().find("x2.safetensors"), std::string::npos) << st.msg();
   }
@@ -589,14 +562,14 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
 // generation being built is dropped (nothing staged, its memory freed) and the process lives.
 TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
   // A small ring (128 KiB chunks, 2 threads), so a 2 MiB tensor takes 16 fills.
-  wharf_runtime_free(rt_);
-  rt_ = nullptr;
+  wharf_runtime_free(rt);
+  rt = nullptr;
   wharf_runtime_options ro;
   wharf_runtime_options_init(&ro);
   ro.backend = GetParam();
   ro.copy_threads = 2;
   ro.staging_bytes = 256 << 10;
-  ASSERT_OK(wharf_runtime_create(&ro, &rt_));
+  ASSERT_OK(wharf_runtime_create(&ro, &rt));
   constexpr int64_t kFloats = 512 << 10;
   static const int64_t shape[] = {kFloats};
   const wharf_constant_decl d = {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0};
@@ -605,7 +578,7 @@ TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
   co.constants = &d;
   co.num_constants = 1;
   wharf_container* c = nullptr;
-  ASSERT_OK(wharf_container_create(rt_, &co, &c));
+  ASSERT_OK(wharf_container_create(rt, &co, &c));
   containers_.push_back(c);
   auto values = [](float base) {
     std::vector<float> v(kFloats);
@@ -626,7 +599,7 @@ TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
         EXPECT_EQ(::truncate(p.c_str(), off_t(v2.size() / 2)), 0);
       }
     });
-    CStatus st(wharf_container_update_from_file(c, p.c_str(), nullptr));
+    St st(wharf_container_update_from_file(c, p.c_str(), nullptr));
     EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
     for (const std::string& want : {std::string("updating from '") + p + "'", std::string("('w')"),
                                     std::string("at offset"), std::string("shrank while being read")})
@@ -649,7 +622,7 @@ TEST_P(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   o.constants = &d;
   o.num_constants = 1;
   wharf_container* c = nullptr;
-  EXPECT_FAILS(wharf_container_create(rt_, &o, &c), WHARF_INVALID_ARGUMENT,
+  EXPECT_FAILS(wharf_container_create(rt, &o, &c), WHARF_INVALID_ARGUMENT,
                "'odd': shape [3] of F6_E2M3 is 18 bits, not a whole number of bytes");
   EXPECT_EQ(c, nullptr);
   // A strided view of packed elements cannot be put in a map.
@@ -664,9 +637,6 @@ TEST_P(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   wharf_constant_map_free(map);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, FileUpdate, ::testing::Values(WHARF_BACKEND_HOST, WHARF_BACKEND_CUDA),
-                         [](const ::testing::TestParamInfo<wharf_backend>& i) {
-                           return std::string(i.param == WHARF_BACKEND_HOST ? "Host" : "Cuda");
-                         });
+WHARF_TEST_ON_BACKENDS(FileUpdate);
 
 }  // namespace

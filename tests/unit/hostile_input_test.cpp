@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "constants/constant_map.h"
 #include "core/text.h"
 #include "io/mapped_file.h"
@@ -28,6 +29,8 @@
 
 namespace wharf {
 namespace {
+
+using wharf_test::St;
 
 class HostileInputTest : public ::testing::Test {
  protected:
@@ -85,14 +88,6 @@ void expect_clean_message(const std::string& msg) {
   EXPECT_EQ(msg.find("\xE2\x80\xAE"), std::string::npos) << quote_name(msg, 100000);
 }
 
-struct CStatus {
-  explicit CStatus(wharf_status* st) : s(st) {}
-  ~CStatus() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return wharf_status_message(s); }
-  wharf_status* s;
-};
-
 // --- 1. special files --------------------------------------------------------------------------
 
 // Runs `open` on its own thread and fails (instead of hanging the suite) if it has not returned
@@ -138,7 +133,7 @@ TEST_F(HostileInputTest, FifoIsRefusedWithoutBlocking) {
   }));
   check(open_with_deadline(fifo, [&] {
     wharf_constant_map* map = nullptr;
-    CStatus st(wharf_constant_map_load_safetensors(fifo.c_str(), &map));
+    St st(wharf_constant_map_load_safetensors(fifo.c_str(), &map));
     EXPECT_EQ(st.code(), WHARF_IO_ERROR);
     EXPECT_EQ(map, nullptr);
     return Status(Code::kIoError, st.msg());
@@ -257,14 +252,14 @@ TEST_F(HostileInputTest, TensorNameWithEscapesIsQuotedInMessages) {
   const std::string p = path("evil\n\x1b[31m.safetensors");
   write_file(p, bytes);
   wharf_constant_map* map = nullptr;
-  CStatus cst(wharf_constant_map_load_safetensors(p.c_str(), &map));
+  St cst(wharf_constant_map_load_safetensors(p.c_str(), &map));
   EXPECT_EQ(cst.code(), WHARF_UNSUPPORTED);
   EXPECT_EQ(map, nullptr);
   expect_clean_message(cst.msg());
   EXPECT_NE(cst.msg().find("evil\\n\\u001b[31m.safetensors'"), std::string::npos) << cst.msg();
 
   // A missing file whose name carries escapes.
-  CStatus nf(wharf_constant_map_load_safetensors((dir_ + "/nope\r\n\x1b]0;title\x07").c_str(), &map));
+  St nf(wharf_constant_map_load_safetensors((dir_ + "/nope\r\n\x1b]0;title\x07").c_str(), &map));
   EXPECT_EQ(nf.code(), WHARF_NOT_FOUND);
   expect_clean_message(nf.msg());
 }
@@ -312,7 +307,7 @@ TEST(HostileNames, CApiMessagesQuoteNamesFromCallers) {
   wharf_tensor_view out;
   std::memset(&out, 0, sizeof out);
   out.struct_size = sizeof out;
-  CStatus missing(wharf_constant_map_find(map, name.c_str(), &out));
+  St missing(wharf_constant_map_find(map, name.c_str(), &out));
   EXPECT_EQ(missing.code(), WHARF_NOT_FOUND);
   EXPECT_NE(missing.msg().find("constant 'w\\n\\u001b[31m' is not in the map"), std::string::npos) << missing.msg();
   expect_clean_message(missing.msg());
@@ -321,13 +316,13 @@ TEST(HostileNames, CApiMessagesQuoteNamesFromCallers) {
   bad.struct_size = sizeof bad;
   bad.dtype = WHARF_DTYPE_F32;
   bad.ndim = -1;
-  CStatus negative(wharf_constant_map_set(map, name.c_str(), &bad));
+  St negative(wharf_constant_map_set(map, name.c_str(), &bad));
   EXPECT_EQ(negative.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_NE(negative.msg().find("constant 'w\\n\\u001b[31m'"), std::string::npos) << negative.msg();
   expect_clean_message(negative.msg());
   wharf_constant_map_free(map);
   wharf_dtype dt;
-  CStatus dtype(wharf_dtype_from_name(name.c_str(), &dt));
+  St dtype(wharf_dtype_from_name(name.c_str(), &dt));
   EXPECT_EQ(dtype.code(), WHARF_NOT_FOUND);
   EXPECT_NE(dtype.msg().find("unknown dtype name 'w\\n\\u001b[31m'"), std::string::npos) << dtype.msg();
   expect_clean_message(dtype.msg());
@@ -355,7 +350,7 @@ TEST_F(HostileInputTest, NulInMetadataIsRefused) {
     const std::string p = path("meta.safetensors");
     write_file(p, image(c.header));
     wharf_constant_map* map = nullptr;
-    CStatus cst(wharf_constant_map_load_safetensors(p.c_str(), &map));
+    St cst(wharf_constant_map_load_safetensors(p.c_str(), &map));
     EXPECT_EQ(cst.code(), WHARF_UNSUPPORTED);
     EXPECT_EQ(map, nullptr);
   }
@@ -421,7 +416,7 @@ TEST(HostileNames, CApiConstantMapRefusesBadNames) {
   int64_t shape[1] = {2};
   wharf_tensor_view v{sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape, nullptr};
   for (const std::string& name : bad_utf8_names()) {
-    CStatus st(wharf_constant_map_set(map, name.c_str(), &v));
+    St st(wharf_constant_map_set(map, name.c_str(), &v));
     EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << quote_name(name);
     EXPECT_NE(st.msg().find("name is not valid UTF-8"), std::string::npos) << st.msg();
     expect_clean_message(st.msg());

@@ -8,17 +8,12 @@
 #include <string>
 
 #define WHARF_EXPERIMENTAL
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
+using wharf_test::St;
 
 TEST(ModelApi, HostBackendAndBadArgumentsAreRefusedCleanly) {
   wharf_runtime_options ro;

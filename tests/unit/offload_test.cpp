@@ -15,29 +15,13 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "common/test_support.h"
 #include "offload/offloader.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose, for EXPECT_* brevity
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return wharf_status_message(s); }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
-#define EXPECT_CODE(expr, want, substr)                                          \
-  do {                                                                           \
-    St _st(expr);                                                                \
-    EXPECT_EQ(_st.code(), want) << _st.msg();                                    \
-    EXPECT_NE(_st.msg().find(substr), std::string::npos) << _st.msg();           \
-  } while (0)
+using wharf_test::St;
 
 constexpr int64_t kElems = 64;
 
@@ -394,32 +378,32 @@ TEST_F(Offload, CreationErrorsNameWhatIsWrong) {
   wharf_offloader_options_init(&oo);
   oo.prefetch_step = 3;
   oo.slot_capacity = 2;
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "prefetch_step 3 needs slot_capacity >= 3");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "prefetch_step 3 needs slot_capacity >= 3");
   wharf_offloader_options_init(&oo);
   oo.layer_pattern = "layers.";
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "{layer}");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "{layer}");
   oo.layer_pattern = "blocks.{layer}.";
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "no constant's name matches");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "no constant's name matches");
   wharf_offloader_options_init(&oo);
   oo.group_size = 4;
   oo.num_in_group = 5;
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "num_in_group 5");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "num_in_group 5");
   wharf_offloader_options_init(&oo);
   const char* unknown[] = {"layers.9.w"};
   oo.fqns = unknown;
   oo.num_fqns = 1;
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_NOT_FOUND, "'layers.9.w'");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_NOT_FOUND, "'layers.9.w'");
   const char* nolayer[] = {"embed"};
   oo.fqns = nolayer;
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "'embed' carries no layer number");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "'embed' carries no layer number");
   const char* twice[] = {"layers.1.w", "layers.1.w"};
   oo.fqns = twice;
   oo.num_fqns = 2;
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_ALREADY_EXISTS, "listed twice");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_ALREADY_EXISTS, "listed twice");
   oo.num_fqns = 1;
   oo.fqns = nullptr;
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "fqns is NULL");
-  EXPECT_CODE(wharf_offloader_create(nullptr, nullptr, &o), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &o), WHARF_INVALID_ARGUMENT, "fqns is NULL");
+  EXPECT_FAILS(wharf_offloader_create(nullptr, nullptr, &o), WHARF_INVALID_ARGUMENT, "must not be NULL");
   // A newer header's field this library does not know.
   struct Bigger {
     wharf_offloader_options o;
@@ -429,7 +413,7 @@ TEST_F(Offload, CreationErrorsNameWhatIsWrong) {
   wharf_offloader_options_init(&big.o);
   big.o.struct_size = sizeof big;
   big.future = 1;
-  EXPECT_CODE(wharf_offloader_create(c, &big.o, &o), WHARF_UNSUPPORTED, "wharf_offloader_options");
+  EXPECT_FAILS(wharf_offloader_create(c, &big.o, &o), WHARF_UNSUPPORTED, "wharf_offloader_options");
   EXPECT_EQ(o, nullptr);
   EXPECT_EQ(offload_bytes(), 0u);
 }
@@ -437,7 +421,7 @@ TEST_F(Offload, CreationErrorsNameWhatIsWrong) {
 TEST_F(Offload, DevicePlacedConstantsAreRefused) {
   ASSERT_NO_FATAL_FAILURE(make(2, /*device_placed=*/true));
   wharf_offloader* o = nullptr;
-  EXPECT_CODE(wharf_offloader_create(c, nullptr, &o), WHARF_FAILED_PRECONDITION, "WHARF_PLACEMENT_HOST");
+  EXPECT_FAILS(wharf_offloader_create(c, nullptr, &o), WHARF_FAILED_PRECONDITION, "WHARF_PLACEMENT_HOST");
   EXPECT_EQ(o, nullptr);
 }
 
@@ -448,30 +432,30 @@ TEST_F(Offload, RunErrorsNameTheLayerAndTheRule) {
   wharf_tensor_view v[2];
   std::memset(v, 0, sizeof v);
   v[0].struct_size = v[1].struct_size = sizeof v[0];
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
-  EXPECT_CODE(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
-  EXPECT_CODE(wharf_run_end_offload(r, off), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
+  EXPECT_FAILS(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
+  EXPECT_FAILS(wharf_run_end_offload(r, off), WHARF_FAILED_PRECONDITION, "wharf_run_begin_offload first");
   ASSERT_OK(wharf_run_begin_offload(r, off));
-  EXPECT_CODE(wharf_run_begin_offload(r, off), WHARF_FAILED_PRECONDITION, "already began");
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 7, v, 2), WHARF_INVALID_ARGUMENT, "layer 7 is out of range");
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 0, v, 1), WHARF_INVALID_ARGUMENT, "views holds 1");
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "the next is layer 0");
-  EXPECT_CODE(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "was not waited for");
+  EXPECT_FAILS(wharf_run_begin_offload(r, off), WHARF_FAILED_PRECONDITION, "already began");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 7, v, 2), WHARF_INVALID_ARGUMENT, "layer 7 is out of range");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 0, v, 1), WHARF_INVALID_ARGUMENT, "views holds 1");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "the next is layer 0");
+  EXPECT_FAILS(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "was not waited for");
   ASSERT_OK(wharf_run_wait_offload(r, off, 0, v, 2));
   void* first = v[0].data;
   ASSERT_OK(wharf_run_wait_offload(r, off, 0, v, 2));  // again before issued: the same slot
   EXPECT_EQ(v[0].data, first);
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "layer 0 was not marked issued");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "layer 0 was not marked issued");
   ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));
-  EXPECT_CODE(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "already marked issued");
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "already issued");
+  EXPECT_FAILS(wharf_run_mark_offload_issued(r, off, 0), WHARF_FAILED_PRECONDITION, "already marked issued");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 0, v, 2), WHARF_FAILED_PRECONDITION, "already issued");
   ASSERT_OK(wharf_run_wait_offload(r, off, 1, nullptr, 0));  // wait only
-  EXPECT_CODE(wharf_run_wait_offload(r, off, 1, nullptr, 3), WHARF_INVALID_ARGUMENT, "views is NULL");
+  EXPECT_FAILS(wharf_run_wait_offload(r, off, 1, nullptr, 3), WHARF_INVALID_ARGUMENT, "views is NULL");
   // Another run of the container meanwhile: BUSY, naming the container.
   wharf_run* r2 = begin_run();
-  EXPECT_CODE(wharf_run_begin_offload(r2, off), WHARF_BUSY, "'toy'");
-  EXPECT_CODE(wharf_run_wait_offload(r2, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "another run holds");
-  EXPECT_CODE(wharf_run_begin_offload(nullptr, off), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  EXPECT_FAILS(wharf_run_begin_offload(r2, off), WHARF_BUSY, "'toy'");
+  EXPECT_FAILS(wharf_run_wait_offload(r2, off, 1, v, 2), WHARF_FAILED_PRECONDITION, "another run holds");
+  EXPECT_FAILS(wharf_run_begin_offload(nullptr, off), WHARF_INVALID_ARGUMENT, "must not be NULL");
   ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_run_end(r));
   // Now free for r2.
@@ -493,7 +477,7 @@ TEST_F(Offload, ARunOfAnotherContainerIsRefused) {
   wharf_constant_map_free(m);
   wharf_run* r = nullptr;
   ASSERT_OK(wharf_run_begin(other, nullptr, nullptr, &r));
-  EXPECT_CODE(wharf_run_begin_offload(r, off), WHARF_INVALID_ARGUMENT, "the offloader is over container 'toy'");
+  EXPECT_FAILS(wharf_run_begin_offload(r, off), WHARF_INVALID_ARGUMENT, "the offloader is over container 'toy'");
   ASSERT_OK(wharf_run_end(r));
   wharf_container_free(other);
 }
@@ -709,7 +693,7 @@ TEST_F(Offload, BudgetRefusalChangesNothing) {
   oo.step_compute_us = 400;
   oo.refuse_if_exposed = 1;
   off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));  // overwritten with NULL on failure
-  EXPECT_CODE(wharf_offloader_create(c, &oo, &off), WHARF_RESOURCE_EXHAUSTED,
+  EXPECT_FAILS(wharf_offloader_create(c, &oo, &off), WHARF_RESOURCE_EXHAUSTED,
               "offloader over container 'toy': offloading 4 layers moves 1.1 KiB per step: 1.0 ms at 1.2 MB/s H2D "
               "(given), 2.5x the 400.0 us step compute time given; prefetch cannot hide 600.0 us (refused: "
               "refuse_if_exposed is set)");
@@ -794,10 +778,10 @@ TEST_F(Offload, BudgetQueryWritesOnlyTheCallersSize) {
   EXPECT_EQ(tail, 0x5A);
   // Sizes that cut a field or are missing are refused, naming the struct.
   b.struct_size = offsetof(wharf_offloader_budget, bytes_per_step) + 4;
-  EXPECT_CODE(wharf_offloader_get_budget(off, &b), WHARF_INVALID_ARGUMENT, "wharf_offloader_budget");
+  EXPECT_FAILS(wharf_offloader_get_budget(off, &b), WHARF_INVALID_ARGUMENT, "wharf_offloader_budget");
   b.struct_size = 0;
-  EXPECT_CODE(wharf_offloader_get_budget(off, &b), WHARF_INVALID_ARGUMENT, "struct_size 0");
-  EXPECT_CODE(wharf_offloader_get_budget(nullptr, &b), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  EXPECT_FAILS(wharf_offloader_get_budget(off, &b), WHARF_INVALID_ARGUMENT, "struct_size 0");
+  EXPECT_FAILS(wharf_offloader_get_budget(nullptr, &b), WHARF_INVALID_ARGUMENT, "must not be NULL");
 }
 
 // --- model-level options (the GPU suite runs offloaded models) ----------------------------------
@@ -820,7 +804,7 @@ TEST(OffloadModelOptions, OffloadOptionsAreReadBeforeTheModelAndOldCallersHaveNo
   EXPECT_EQ(raw[old_size], 0x6B);
   wharf_model* m = nullptr;
   // Past the options, the host backend is refused: the offload field was not read.
-  EXPECT_CODE(wharf_model_load(rt, "model.so", w, mo, &m), WHARF_UNSUPPORTED, "CUDA backend");
+  EXPECT_FAILS(wharf_model_load(rt, "model.so", w, mo, &m), WHARF_UNSUPPORTED, "CUDA backend");
   // Offload options are checked as wharf_offloader_create checks them, naming the call.
   wharf_model_options full;
   wharf_model_options_init(&full);
@@ -828,14 +812,14 @@ TEST(OffloadModelOptions, OffloadOptionsAreReadBeforeTheModelAndOldCallersHaveNo
   wharf_offloader_options_init(&oo);
   oo.struct_size = 2;
   full.offload = &oo;
-  EXPECT_CODE(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT, "wharf_offloader_options");
+  EXPECT_FAILS(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT, "wharf_offloader_options");
   wharf_offloader_options_init(&oo);
   oo.num_fqns = 1;
-  EXPECT_CODE(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT,
+  EXPECT_FAILS(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT,
               "wharf_model_load: offload: fqns is NULL");
   EXPECT_EQ(m, nullptr);
   wharf_offloader* off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));
-  EXPECT_CODE(wharf_model_get_offloader(nullptr, &off), WHARF_INVALID_ARGUMENT, "must not be NULL");
+  EXPECT_FAILS(wharf_model_get_offloader(nullptr, &off), WHARF_INVALID_ARGUMENT, "must not be NULL");
   wharf_constant_map_free(w);
   wharf_runtime_free(rt);
 }

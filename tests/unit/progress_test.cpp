@@ -18,22 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                                              \
-  do {                                                               \
-    St _st(expr);                                                    \
-    ASSERT_EQ(_st.code(), WHARF_OK) << #expr << ": " << _st.msg();   \
-  } while (0)
+using wharf_test::St;
 
 constexpr int64_t kFloats = 4 << 20;  // 16 MiB per tensor
 const int64_t kShape[1] = {kFloats};
@@ -81,29 +71,12 @@ struct Weights {
   Weights(const Weights&) = delete;
 };
 
-class Progress : public ::testing::TestWithParam<wharf_backend> {
+class Progress : public wharf_test::BackendTest {
  protected:
-  void SetUp() override {
-    rt = make_runtime();
-    if (!rt) {
-      if (GetParam() == WHARF_BACKEND_HOST) FAIL() << why;
-      GTEST_SKIP() << "no CUDA runtime here: " << why;
-    }
-  }
+  Progress() { config = {0, 2, 1 << 20}; }  // a small ring: full whenever a callback runs mid-copy
   void TearDown() override {
     for (wharf_runtime* r : extra) wharf_runtime_free(r);
-    wharf_runtime_free(rt);
-  }
-  wharf_runtime* make_runtime() {
-    wharf_runtime_options o;
-    wharf_runtime_options_init(&o);
-    o.backend = GetParam();
-    o.copy_threads = 2;
-    o.staging_bytes = 1 << 20;  // a small ring: full whenever a callback runs mid-copy
-    wharf_runtime* r = nullptr;
-    St st(wharf_runtime_create(&o, &r));
-    if (st.code() != WHARF_OK) why = st.msg();
-    return r;
+    BackendTest::TearDown();
   }
   uint64_t constants_bytes(wharf_runtime* r = nullptr) {
     wharf_memory_stats ms;
@@ -161,8 +134,6 @@ class Progress : public ::testing::TestWithParam<wharf_backend> {
     }
   }
 
-  std::string why;
-  wharf_runtime* rt = nullptr;
   std::vector<wharf_runtime*> extra;
 };
 
@@ -337,7 +308,7 @@ TEST_P(Progress, CancelAReplicaGroupUpdateStagesNoReplica) {
   Weights v1(1);
   std::vector<wharf_container*> cs{container(v1)};
   if (GetParam() == WHARF_BACKEND_HOST) {
-    wharf_runtime* r2 = make_runtime();
+    wharf_runtime* r2 = another_runtime();
     ASSERT_NE(r2, nullptr);
     extra.push_back(r2);
     cs.push_back(container(v1, r2));
@@ -412,9 +383,6 @@ TEST(ProgressCodes, CancelledHasANameAndRoundTrips) {
   wharf_status_free(s);
 }
 
-std::string backend_name(const ::testing::TestParamInfo<wharf_backend>& info) {
-  return info.param == WHARF_BACKEND_CUDA ? "Cuda" : "Host";
-}
-INSTANTIATE_TEST_SUITE_P(Backends, Progress, ::testing::Values(WHARF_BACKEND_HOST, WHARF_BACKEND_CUDA), backend_name);
+WHARF_TEST_ON_BACKENDS(Progress);
 
 }  // namespace

@@ -19,6 +19,7 @@
 #define WHARF_EXPERIMENTAL
 #include "api/handles.h"
 #include "api/replica_api.h"
+#include "common/test_support.h"
 #include "core/test_hooks.h"
 #include "replicas/broadcaster.h"
 #include "replicas/replica_group.h"
@@ -26,21 +27,9 @@
 
 namespace {
 
-using namespace std::chrono_literals;
+using wharf_test::St;
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose, for EXPECT_* brevity
-  ~St() { wharf_status_free(s); }
-  St(const St&) = delete;
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
+using namespace std::chrono_literals;
 
 // The model every replica declares: three device constants, one host-placed (and, for the
 // session tests, one state).
@@ -61,18 +50,7 @@ uint64_t model_bytes() {
   return b;
 }
 
-wharf_runtime* host_runtime(uint64_t limit = 0) {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_HOST;
-  o.device_memory_limit = limit;
-  o.copy_threads = 2;
-  o.staging_bytes = 1 << 20;
-  wharf_runtime* rt = nullptr;
-  St st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  return rt;
-}
+wharf_runtime* host_runtime(uint64_t limit = 0) { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20}); }
 
 // Declares the model; `change` alters constant 1 (for mismatch tests): 1 shape, 2 dtype,
 // 3 name, 4 placement, 5 one constant fewer, 6 a derived constant, 7 another state shape.

@@ -14,22 +14,12 @@
 #include <vector>
 
 #include "api/handles.h"  // the runtime's stream, to make it slow
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
+using wharf_test::St;
 
 constexpr auto kSlow = std::chrono::milliseconds(150);
 

@@ -12,39 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
-struct St {
-  wharf_status* s;
-  St(wharf_status* st) : s(st) {}  // NOLINT: implicit on purpose
-  ~St() { wharf_status_free(s); }
-  wharf_code code() const { return wharf_status_code(s); }
-  std::string msg() const { return s ? wharf_status_message(s) : ""; }
-};
-#define ASSERT_OK(expr)                           \
-  do {                                            \
-    St _st(expr);                                 \
-    ASSERT_EQ(_st.code(), WHARF_OK) << _st.msg(); \
-  } while (0)
-#define EXPECT_CODE(expr, want)                        \
-  do {                                                 \
-    St _st(expr);                                      \
-    EXPECT_EQ(_st.code(), want) << #expr << ": " << _st.msg(); \
-  } while (0)
+using wharf_test::St;
 
-wharf_runtime* host_runtime() {
-  wharf_runtime_options o;
-  wharf_runtime_options_init(&o);
-  o.backend = WHARF_BACKEND_HOST;
-  o.copy_threads = 2;
-  o.staging_bytes = 1 << 20;
-  wharf_runtime* rt = nullptr;
-  St st(wharf_runtime_create(&o, &rt));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  return rt;
-}
+wharf_runtime* host_runtime() { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {0, 2, 1 << 20}); }
 
 uint64_t mem(wharf_runtime* rt, wharf_memory_tag tag) {
   wharf_memory_stats ms;
