@@ -80,7 +80,11 @@ mod error;
 mod log;
 #[cfg(feature = "experimental")]
 mod model;
+#[cfg(feature = "experimental")]
+mod offload;
 mod progress;
+#[cfg(feature = "experimental")]
+mod replica;
 mod runtime;
 mod session;
 mod store;
@@ -98,7 +102,13 @@ pub use error::{Code, Error, Result};
 pub use log::{reset_log_callback, set_log_callback};
 #[cfg(feature = "experimental")]
 pub use model::{Model, ModelOptions, OutputView};
+#[cfg(feature = "experimental")]
+pub use offload::{
+    H2dSource, OffloadLayer, OffloadRun, Offloader, OffloaderBudget, OffloaderOptions,
+};
 pub use progress::{CancelToken, Progress};
+#[cfg(feature = "experimental")]
+pub use replica::{ReplicaGroup, ReplicaGroupStats};
 pub use runtime::{DeviceInfo, MemoryStats, Runtime, RuntimeOptions};
 pub use session::{Session, SessionOptions};
 pub use store::{WeightStore, WeightStoreStats};

@@ -11,6 +11,7 @@ use std::ptr::NonNull;
 use crate::constant_map::{path_cstring, ConstantMap};
 use crate::container::{Container, Run};
 use crate::error::{Code, Error, Result};
+use crate::offload::OffloaderOptions;
 use crate::progress::{with_progress, Progress};
 use crate::runtime::Runtime;
 use crate::store::WeightStore;
@@ -28,6 +29,7 @@ pub struct ModelOptions<'a> {
     store: Option<&'a WeightStore>,
     max_session_bytes: u64,
     shim_path: Option<PathBuf>,
+    offload: Option<OffloaderOptions>,
 }
 
 impl<'a> ModelOptions<'a> {
@@ -66,9 +68,29 @@ impl<'a> ModelOptions<'a> {
         self
     }
 
+    /// Offloads the layers `offload` selects: their parameters in pinned host memory,
+    /// prefetched into device slots as the model runs ([`Model::offloader`] gives the
+    /// offloader). A model with run-time constant folding cannot be offloaded
+    /// (`Unsupported`).
+    pub fn offload(mut self, offload: OffloaderOptions) -> ModelOptions<'a> {
+        self.offload = Some(offload);
+        self
+    }
+
     /// Builds the C options and passes them to `f`, which must not keep them past its
     /// return.
     fn with_c<R>(&self, f: impl FnOnce(&sys::wharf_model_options) -> R) -> Result<R> {
+        match &self.offload {
+            Some(offload) => offload.with_c(|oo| self.with_c_offload(oo, f))?,
+            None => self.with_c_offload(std::ptr::null(), f),
+        }
+    }
+
+    fn with_c_offload<R>(
+        &self,
+        offload: *const sys::wharf_offloader_options,
+        f: impl FnOnce(&sys::wharf_model_options) -> R,
+    ) -> Result<R> {
         let name = self
             .name
             .as_deref()
@@ -88,6 +110,7 @@ impl<'a> ModelOptions<'a> {
         o.store = self.store.map_or(std::ptr::null_mut(), WeightStore::as_raw);
         o.max_session_bytes = self.max_session_bytes;
         o.shim_path = shim.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+        o.offload = offload;
         // `name` and `shim` outlive the call.
         Ok(f(&o))
     }

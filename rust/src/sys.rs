@@ -504,7 +504,7 @@ pub struct wharf_model_options {
     pub store: *mut wharf_weight_store,
     pub max_session_bytes: u64,
     pub shim_path: *const c_char,
-    pub offload: *const c_void,
+    pub offload: *const wharf_offloader_options,
     pub progress: wharf_progress_fn,
     pub progress_user: *mut c_void,
 }
@@ -561,6 +561,139 @@ extern "C" {
         dst: *mut c_void,
         src: *const c_void,
         bytes: u64,
+    ) -> *mut wharf_status;
+}
+
+#[cfg(feature = "experimental")]
+opaque!(wharf_offloader, wharf_replica_group);
+
+/// Options of wharf_offloader_create (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_offloader_options {
+    pub struct_size: u32,
+    pub fqns: *const *const c_char,
+    pub num_fqns: usize,
+    pub layer_pattern: *const c_char,
+    pub group_size: u32,
+    pub num_in_group: u32,
+    pub prefetch_step: u32,
+    pub slot_capacity: u32,
+    pub step_compute_us: u64,
+    pub h2d_bytes_per_second: u64,
+    pub refuse_if_exposed: i32,
+}
+
+#[cfg(feature = "experimental")]
+pub type wharf_h2d_source = i32;
+#[cfg(feature = "experimental")]
+pub const WHARF_H2D_GIVEN: wharf_h2d_source = 0;
+#[cfg(feature = "experimental")]
+pub const WHARF_H2D_MEASURED: wharf_h2d_source = 1;
+#[cfg(feature = "experimental")]
+pub const WHARF_H2D_ASSUMED: wharf_h2d_source = 2;
+
+/// wharf_offloader_budget (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_offloader_budget {
+    pub struct_size: u32,
+    pub num_offloaded_layers: u32,
+    pub bytes_per_step: u64,
+    pub h2d_bytes_per_second: u64,
+    pub h2d_source: i32,
+    pub copy_us: f64,
+    pub compute_us: f64,
+    pub exposed_us: f64,
+}
+
+/// wharf_replica_group_stats (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_replica_group_stats {
+    pub struct_size: u32,
+    pub num_replicas: u32,
+    pub nccl_version: i32,
+    pub num_updates: u64,
+    pub num_swaps: u64,
+    pub source_bytes: u64,
+    pub broadcast_bytes: u64,
+    pub num_broadcasts: u64,
+}
+
+#[cfg(feature = "experimental")]
+extern "C" {
+    // offloaders
+    pub fn wharf_offloader_options_init_sized(
+        opts: *mut wharf_offloader_options,
+        struct_size: usize,
+    );
+    pub fn wharf_offloader_create(
+        container: *mut wharf_container,
+        opts: *const wharf_offloader_options,
+        out: *mut *mut wharf_offloader,
+    ) -> *mut wharf_status;
+    pub fn wharf_offloader_free(offloader: *mut wharf_offloader);
+    pub fn wharf_offloader_get_budget(
+        offloader: *const wharf_offloader,
+        out: *mut wharf_offloader_budget,
+    ) -> *mut wharf_status;
+    pub fn wharf_offloader_num_layers(offloader: *const wharf_offloader) -> u32;
+    pub fn wharf_offloader_num_layer_constants(
+        offloader: *const wharf_offloader,
+        layer: u32,
+    ) -> usize;
+    pub fn wharf_offloader_layer_constant(
+        offloader: *const wharf_offloader,
+        layer: u32,
+        i: usize,
+    ) -> *const c_char;
+    pub fn wharf_model_get_offloader(
+        model: *mut wharf_model,
+        out: *mut *mut wharf_offloader,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_begin_offload(
+        run: *mut wharf_run,
+        offloader: *mut wharf_offloader,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_wait_offload(
+        run: *mut wharf_run,
+        offloader: *mut wharf_offloader,
+        layer: u32,
+        views: *mut wharf_tensor_view,
+        num_views: usize,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_mark_offload_issued(
+        run: *mut wharf_run,
+        offloader: *mut wharf_offloader,
+        layer: u32,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_end_offload(
+        run: *mut wharf_run,
+        offloader: *mut wharf_offloader,
+    ) -> *mut wharf_status;
+
+    // replica groups
+    pub fn wharf_replica_group_create(
+        containers: *const *mut wharf_container,
+        num_containers: usize,
+        out: *mut *mut wharf_replica_group,
+    ) -> *mut wharf_status;
+    pub fn wharf_replica_group_free(group: *mut wharf_replica_group);
+    pub fn wharf_replica_group_num_replicas(group: *const wharf_replica_group) -> usize;
+    pub fn wharf_replica_group_update(
+        group: *mut wharf_replica_group,
+        map: *const wharf_constant_map,
+        opts: *const wharf_update_options,
+    ) -> *mut wharf_status;
+    pub fn wharf_replica_group_swap(group: *mut wharf_replica_group) -> *mut wharf_status;
+    pub fn wharf_replica_group_free_inactive(group: *mut wharf_replica_group) -> *mut wharf_status;
+    pub fn wharf_replica_group_get_stats(
+        group: *const wharf_replica_group,
+        out: *mut wharf_replica_group_stats,
     ) -> *mut wharf_status;
 }
 
@@ -679,6 +812,19 @@ mod tests {
         {
             assert_eq!(size_of::<wharf_model_options>(), 64);
             assert_eq!(offset_of!(wharf_model_options, offload), 40);
+            assert_eq!(size_of::<wharf_offloader_options>(), 72);
+            assert_eq!(offset_of!(wharf_offloader_options, layer_pattern), 24);
+            assert_eq!(offset_of!(wharf_offloader_options, group_size), 32);
+            assert_eq!(offset_of!(wharf_offloader_options, slot_capacity), 44);
+            assert_eq!(offset_of!(wharf_offloader_options, step_compute_us), 48);
+            assert_eq!(offset_of!(wharf_offloader_options, refuse_if_exposed), 64);
+            assert_eq!(size_of::<wharf_offloader_budget>(), 56);
+            assert_eq!(offset_of!(wharf_offloader_budget, h2d_source), 24);
+            assert_eq!(offset_of!(wharf_offloader_budget, copy_us), 32);
+            assert_eq!(offset_of!(wharf_offloader_budget, exposed_us), 48);
+            assert_eq!(size_of::<wharf_replica_group_stats>(), 56);
+            assert_eq!(offset_of!(wharf_replica_group_stats, num_updates), 16);
+            assert_eq!(offset_of!(wharf_replica_group_stats, num_broadcasts), 48);
             assert_eq!(offset_of!(wharf_model_options, progress), 48);
             assert_eq!(offset_of!(wharf_model_options, progress_user), 56);
             assert_eq!(offset_of!(wharf_model_options, name), 8);
