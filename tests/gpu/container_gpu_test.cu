@@ -287,6 +287,99 @@ TEST_F(GpuContainer, FoldKernelComputesDerivedConstant) {
   ASSERT_OK(wharf_run_end(run));
 }
 
+__global__ void add_kernel(const float* a, const float* b, float* d, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    d[i] = a[i] + b[i];
+}
+
+// Records each constant's view flags, then d = a + b on the fold's stream.
+struct SumFold {
+  uint32_t flags[3] = {~0u, ~0u, ~0u};
+};
+wharf_status* sum_fold(wharf_run* run, void* user) {
+  auto* f = static_cast<SumFold*>(user);
+  wharf_tensor_view v[3];
+  const char* names[3] = {"a", "b", "d"};
+  for (int i = 0; i < 3; ++i) {
+    std::memset(&v[i], 0, sizeof v[i]);
+    v[i].struct_size = sizeof v[i];
+    if (wharf_status* st = wharf_run_get_tensor(run, names[i], &v[i])) return st;
+    f->flags[i] = v[i].flags;
+  }
+  if (v[2].flags & WHARF_VIEW_READ_ONLY) return wharf_status_create(WHARF_INTERNAL, "the derived constant is read-only");
+  auto s = static_cast<cudaStream_t>(wharf_run_stream(run));
+  add_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(v[0].data), static_cast<const float*>(v[1].data),
+                                static_cast<float*>(v[2].data), uint64_t(v[0].shape[0]));
+  return nullptr;
+}
+
+// A fold's run marks read-only every constant it may not write (issue 21, item 5): those its
+// update did not write share their device storage with the active generation, which a
+// kernel of an open run reads. Derived constants and the written ones are writable.
+TEST_F(GpuContainer, FoldRunMarksConstantsItsUpdateDidNotWriteReadOnly) {
+  int64_t n = 4096;
+  wharf_constant_decl d[3] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+                              {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+                              {sizeof(wharf_constant_decl), "d", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE,
+                               WHARF_CONSTANT_DERIVED}};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.constants = d;
+  o.num_constants = 3;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  std::vector<float> a(4096, 1.0f), b(4096, 10.0f), a2(4096, 2.0f);
+  auto map_of = [&](std::vector<std::pair<const char*, float*>> entries) {
+    wharf_constant_map* m = nullptr;
+    EXPECT_EQ(wharf_constant_map_create(&m), nullptr);
+    for (auto& e : entries) {
+      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, e.second, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &n, nullptr};
+      EXPECT_EQ(wharf_constant_map_set(m, e.first, &v), nullptr);
+    }
+    return m;
+  };
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.fold = sum_fold;
+  SumFold first;
+  u.fold_user = &first;
+  wharf_constant_map* both = map_of({{"a", a.data()}, {"b", b.data()}});
+  ASSERT_OK(wharf_container_update(c, both, &u));
+  ASSERT_OK(wharf_container_swap(c));
+  for (uint32_t f : first.flags) EXPECT_EQ(f, 0u);
+
+  wharf_run* open = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &open));
+  wharf_tensor_view ob;
+  std::memset(&ob, 0, sizeof ob);
+  ob.struct_size = sizeof ob;
+  ASSERT_OK(wharf_run_get_tensor(open, "b", &ob));
+  EXPECT_EQ(ob.flags, WHARF_VIEW_READ_ONLY);
+  EXPECT_EQ(ob.device_type, WHARF_DEVICE_CUDA);
+  SumFold partial;
+  u.fold_user = &partial;
+  wharf_constant_map* only_a = map_of({{"a", a2.data()}});
+  ASSERT_OK(wharf_container_update(c, only_a, &u));
+  EXPECT_EQ(partial.flags[0], 0u);
+  EXPECT_EQ(partial.flags[1], WHARF_VIEW_READ_ONLY);
+  EXPECT_EQ(partial.flags[2], 0u);
+  // The open run's kernel still reads b = 10 everywhere.
+  Counters bad(1);
+  count_mismatch(static_cast<cudaStream_t>(wharf_run_stream(open)), ob, 10.0f, bad.at(0));
+  ASSERT_OK(wharf_run_end(open));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(bad[0], 0ull);
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  std::vector<float> out(4096);
+  ASSERT_OK(wharf_run_read(run, "d", 0, out.data(), 4096 * 4));
+  EXPECT_EQ(out[0], 12.0f);
+  EXPECT_EQ(out[4095], 12.0f);
+  ASSERT_OK(wharf_run_end(run));
+  wharf_constant_map_free(both);
+  wharf_constant_map_free(only_a);
+}
+
 TEST_F(GpuContainer, PartialUpdateCostsTheUpdatedBytesOnDevice) {
   load(1.0f);
   uint64_t model = constants_bytes();
