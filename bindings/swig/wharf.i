@@ -138,6 +138,19 @@ WHARF_WRAP(wharf_model_container)
 WHARF_WRAP(wharf_model_num_inputs)
 WHARF_WRAP(wharf_model_num_outputs)
 WHARF_WRAP(wharf_model_input_name)
+/* offloaders and replica groups (0.3.0, experimental tier) */
+WHARF_WRAP(wharf_offloader_num_layers)
+WHARF_WRAP(wharf_offloader_num_layer_constants)
+WHARF_WRAP(wharf_offloader_layer_constant)
+WHARF_WRAP(wharf_offloader_get_budget)
+WHARF_WRAP(wharf_run_begin_offload)
+WHARF_WRAP(wharf_run_mark_offload_issued)
+WHARF_WRAP(wharf_run_end_offload)
+WHARF_WRAP(wharf_replica_group_num_replicas)
+WHARF_WRAP(wharf_replica_group_update)
+WHARF_WRAP(wharf_replica_group_swap)
+WHARF_WRAP(wharf_replica_group_free_inactive)
+WHARF_WRAP(wharf_replica_group_get_stats)
 /* the helpers of this file */
 %rename("%s", regextarget=1) "^wharf_swig_";
 /* The functions that free a handle: helpers under the Java names of the originals (see
@@ -149,6 +162,8 @@ WHARF_WRAP(wharf_model_input_name)
 %rename(wharf_weight_store_free) wharf_swig_weight_store_free;
 %rename(wharf_session_free) wharf_swig_session_free;
 %rename(wharf_model_free) wharf_swig_model_free;
+%rename(wharf_offloader_free) wharf_swig_offloader_free;
+%rename(wharf_replica_group_free) wharf_swig_replica_group_free;
 
 /* Struct members that cannot cross as they are: raw pointers and fixed arrays are read
  * through the %extend accessors below, callbacks are not wrapped (see the top). */
@@ -172,6 +187,7 @@ WHARF_WRAP(wharf_model_input_name)
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
+%ignore wharf_offloader_options;           /* built by wharf_swig_offloader_options_new */
 
 /* Output structs are filled by the library; the target language only reads them. */
 %immutable wharf_tensor_view::dtype;
@@ -202,6 +218,22 @@ WHARF_WRAP(wharf_model_input_name)
 %immutable wharf_weight_store_stats::unique_bytes;
 %immutable wharf_weight_store_stats::num_references;
 %immutable wharf_weight_store_stats::saved_bytes;
+%immutable wharf_offloader_budget::struct_size;
+%immutable wharf_offloader_budget::num_offloaded_layers;
+%immutable wharf_offloader_budget::bytes_per_step;
+%immutable wharf_offloader_budget::h2d_bytes_per_second;
+%immutable wharf_offloader_budget::h2d_source;
+%immutable wharf_offloader_budget::copy_us;
+%immutable wharf_offloader_budget::compute_us;
+%immutable wharf_offloader_budget::exposed_us;
+%immutable wharf_replica_group_stats::struct_size;
+%immutable wharf_replica_group_stats::num_replicas;
+%immutable wharf_replica_group_stats::nccl_version;
+%immutable wharf_replica_group_stats::num_updates;
+%immutable wharf_replica_group_stats::num_swaps;
+%immutable wharf_replica_group_stats::source_bytes;
+%immutable wharf_replica_group_stats::broadcast_bytes;
+%immutable wharf_replica_group_stats::num_broadcasts;
 /* Not used by the Java layer: no setter (a generated one would copy the string and leak it,
  * SWIG warning 451). */
 %immutable wharf_offloader_options::layer_pattern;
@@ -454,6 +486,14 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   $action
   if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_session_options");
 }
+%exception wharf_offloader_budget::wharf_offloader_budget {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_offloader_budget");
+}
+%exception wharf_replica_group_stats::wharf_replica_group_stats {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_replica_group_stats");
+}
 %exception wharf_weight_store_stats::wharf_weight_store_stats {
   $action
   if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_weight_store_stats");
@@ -562,6 +602,22 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   }
 }
 
+%extend wharf_offloader_budget {
+  wharf_offloader_budget() {
+    wharf_offloader_budget* o = (wharf_offloader_budget*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_offloader_budget() { free($self); }
+}
+%extend wharf_replica_group_stats {
+  wharf_replica_group_stats() {
+    wharf_replica_group_stats* o = (wharf_replica_group_stats*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_replica_group_stats() { free($self); }
+}
 %extend wharf_weight_store_stats {
   wharf_weight_store_stats() {
     wharf_weight_store_stats* o = (wharf_weight_store_stats*)calloc(1, sizeof(*o));
@@ -995,6 +1051,117 @@ wharf_model* wharf_swig_model_load(wharf_runtime* runtime, const char* so_path, 
   return *status_out ? NULL : model;
 }
 
+/**
+ * Offloader options (wharf_offloader_options filled through the sized init) owning copies
+ * of their strings; free with wharf_swig_offloader_options_free. `layer_pattern` may be
+ * NULL (the default). NULL when out of memory.
+ */
+wharf_offloader_options* wharf_swig_offloader_options_new(const char* layer_pattern, uint32_t group_size,
+                                                          uint32_t num_in_group, uint32_t prefetch_step,
+                                                          uint32_t slot_capacity, uint64_t step_compute_us,
+                                                          uint64_t h2d_bytes_per_second, int32_t refuse_if_exposed) {
+  wharf_offloader_options* o = (wharf_offloader_options*)calloc(1, sizeof *o);
+  if (!o) return NULL;
+  wharf_offloader_options_init_sized(o, sizeof *o);
+  if (layer_pattern) {
+    char* copy = (char*)malloc(strlen(layer_pattern) + 1);
+    if (!copy) {
+      free(o);
+      return NULL;
+    }
+    strcpy(copy, layer_pattern);
+    o->layer_pattern = copy;
+  }
+  o->group_size = group_size;
+  o->num_in_group = num_in_group;
+  o->prefetch_step = prefetch_step;
+  o->slot_capacity = slot_capacity;
+  o->step_compute_us = step_compute_us;
+  o->h2d_bytes_per_second = h2d_bytes_per_second;
+  o->refuse_if_exposed = refuse_if_exposed;
+  return o;
+}
+
+/** Appends `fqn` (copied) to the explicit list of offloaded constants; 0 when out of memory. */
+int32_t wharf_swig_offloader_options_add_fqn(wharf_offloader_options* o, const char* fqn) {
+  const char** grown;
+  char* copy;
+  if (!o || !fqn) return 0;
+  copy = (char*)malloc(strlen(fqn) + 1);
+  if (!copy) return 0;
+  strcpy(copy, fqn);
+  grown = (const char**)realloc((void*)o->fqns, (o->num_fqns + 1) * sizeof(char*));
+  if (!grown) {
+    free(copy);
+    return 0;
+  }
+  grown[o->num_fqns++] = copy;
+  o->fqns = grown;
+  return 1;
+}
+
+/** Frees options made by wharf_swig_offloader_options_new; NULL is a no-op. */
+void wharf_swig_offloader_options_free(wharf_offloader_options* o) {
+  size_t i;
+  if (!o) return;
+  for (i = 0; i < o->num_fqns; ++i) free((void*)o->fqns[i]);
+  free((void*)o->fqns);
+  free((void*)o->layer_pattern);
+  free(o);
+}
+
+/** wharf_offloader_create; `opts` may be NULL (defaults). */
+wharf_offloader* wharf_swig_offloader_create(wharf_container* container, const wharf_offloader_options* opts,
+                                             wharf_status** status_out) {
+  wharf_offloader* off = NULL;
+  *status_out = wharf_offloader_create(container, opts, &off);
+  return *status_out ? NULL : off;
+}
+
+/** wharf_model_get_offloader: NULL (and no status) for a model loaded without offload. */
+wharf_offloader* wharf_swig_model_get_offloader(wharf_model* model, wharf_status** status_out) {
+  wharf_offloader* off = NULL;
+  *status_out = wharf_model_get_offloader(model, &off);
+  return *status_out ? NULL : off;
+}
+
+/**
+ * wharf_run_wait_offload for `layer`, copying the view of its offloaded constant `i` into
+ * `out` (waiting again for the same layer before it is issued returns the same views).
+ */
+wharf_status* wharf_swig_run_wait_offload_view(wharf_run* run, wharf_offloader* offloader, uint32_t layer,
+                                               size_t i, wharf_tensor_view* out) {
+  size_t n = wharf_offloader_num_layer_constants(offloader, layer);
+  wharf_tensor_view* views;
+  wharf_status* st;
+  if (i >= n) return wharf_status_create(WHARF_INVALID_ARGUMENT, "offloaded constant index out of range");
+  views = (wharf_tensor_view*)calloc(n, sizeof *views);
+  if (!views) return wharf_status_create(WHARF_OUT_OF_MEMORY, "host memory exhausted allocating offload views");
+  for (size_t k = 0; k < n; ++k) views[k].struct_size = (uint32_t)sizeof *views;
+  st = wharf_run_wait_offload(run, offloader, layer, views, n);
+  if (!st && out) {
+    uint32_t size = out->struct_size;
+    *out = views[i];
+    out->struct_size = size;
+  }
+  free(views);
+  return st;
+}
+
+/** wharf_run_wait_offload without views (a layer that is not offloaded, or a wait only). */
+wharf_status* wharf_swig_run_wait_offload(wharf_run* run, wharf_offloader* offloader, uint32_t layer) {
+  return wharf_run_wait_offload(run, offloader, layer, NULL, 0);
+}
+
+/** wharf_replica_group_create over the containers of `containers`. */
+wharf_replica_group* wharf_swig_replica_group_create(const wharf_swig_container_list* containers,
+                                                     wharf_status** status_out) {
+  wharf_replica_group* group = NULL;
+  *status_out = wharf_replica_group_create(containers ? containers->containers : NULL,
+                                           containers ? containers->size : 0, &group);
+  return *status_out ? NULL : group;
+}
+
 /** Tensor views for wharf_swig_model_run, built one at a time; owns copies of the shapes. */
 typedef struct wharf_swig_view_list wharf_swig_view_list;
 
@@ -1108,6 +1275,8 @@ wharf_status* wharf_swig_run_end(wharf_run* freed) { return wharf_run_end(freed)
 void wharf_swig_weight_store_free(wharf_weight_store* freed) { wharf_weight_store_free(freed); }
 void wharf_swig_session_free(wharf_session* freed) { wharf_session_free(freed); }
 void wharf_swig_model_free(wharf_model* freed) { wharf_model_free(freed); }
+void wharf_swig_offloader_free(wharf_offloader* freed) { wharf_offloader_free(freed); }
+void wharf_swig_replica_group_free(wharf_replica_group* freed) { wharf_replica_group_free(freed); }
 
 /**
  * A java.nio.ByteBuffer over `size` bytes at `address` (JNI NewDirectByteBuffer). The buffer
@@ -1369,8 +1538,8 @@ wharf_container* wharf_swig_container_create_from_map_progress(JNIEnv* jenv, wha
 wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime, const char* so_path,
                                             const wharf_constant_map* weights, const char* name,
                                             wharf_weight_store* store, uint64_t max_session_bytes,
-                                            const char* shim_path, jobject progress_call,
-                                            wharf_status** status_out) {
+                                            const char* shim_path, const wharf_offloader_options* offload,
+                                            jobject progress_call, wharf_status** status_out) {
   wharf_model* model = NULL;
   wharf_model_options opts;
   int failed;
@@ -1381,6 +1550,7 @@ wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime
   opts.store = store;
   opts.max_session_bytes = max_session_bytes;
   opts.shim_path = shim_path;
+  opts.offload = offload;
   if (p) {
     opts.progress = wharf_swig_progress_trampoline;
     opts.progress_user = p;

@@ -115,9 +115,15 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
     parents.add(weights);
     return withPointers(parents, () -> {
       ProgressCall progress = ProgressCall.of(options.progress(), false);
-      SWIGTYPE_p_wharf_model pointer = progress.around(() -> WharfNative.wharf_swig_model_load_progress(
-          runtime.pointerWhileLocked(), file, weights.pointerWhileLocked(), options.name(),
-          store == null ? null : store.pointerWhileLocked(), options.maxSessionBytes(), shim, progress));
+      SWIGTYPE_p_wharf_offloader_options offload = options.offload() == null ? null : options.offload().toNative();
+      SWIGTYPE_p_wharf_model pointer;
+      try {
+        pointer = progress.around(() -> WharfNative.wharf_swig_model_load_progress(
+            runtime.pointerWhileLocked(), file, weights.pointerWhileLocked(), options.name(),
+            store == null ? null : store.pointerWhileLocked(), options.maxSessionBytes(), shim, offload, progress));
+      } finally {
+        WharfNative.wharf_swig_offloader_options_free(offload);
+      }
       Model model;
       try {
         model = new Model(pointer, runtime, store, file);
@@ -237,6 +243,23 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
    */
   public int numOutputs() {
     return numOutputs;
+  }
+
+  /**
+   * The offloader of a model loaded with {@link ModelOptions.Builder#offload} (a new handle:
+   * close it; the model keeps its own), or null for a model loaded without. The model passes
+   * its offload points itself ({@link #run}): use it for {@link Offloader#budget()} and the
+   * layer queries, not for {@link Run#beginOffload}.
+   *
+   * @return the offloader, or null
+   * @throws IllegalStateException if the model has been closed
+   * @since 0.3
+   */
+  public Offloader offloader() {
+    return withPointer(p -> {
+      SWIGTYPE_p_wharf_offloader off = WharfNative.wharf_swig_model_get_offloader(p);
+      return off == null ? null : Offloader.adopt(off, this, "Offloader of " + describe());
+    });
   }
 
   @Override

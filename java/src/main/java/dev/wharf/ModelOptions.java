@@ -26,6 +26,7 @@ public final class ModelOptions {
   private final long maxSessionBytes;
   private final Path shimPath;
   private final ProgressListener progress;
+  private final OffloaderOptions offload;
 
   private ModelOptions(Builder b) {
     this.name = b.name;
@@ -33,6 +34,7 @@ public final class ModelOptions {
     this.maxSessionBytes = b.maxSessionBytes;
     this.shimPath = b.shimPath;
     this.progress = b.progress;
+    this.offload = b.offload;
   }
 
   /**
@@ -43,6 +45,16 @@ public final class ModelOptions {
    */
   public ProgressListener progress() {
     return progress;
+  }
+
+  /**
+   * The layers to offload.
+   *
+   * @return the offloader options; null (the default) offloads nothing
+   * @since 0.3
+   */
+  public OffloaderOptions offload() {
+    return offload;
   }
 
   /**
@@ -115,6 +127,7 @@ public final class ModelOptions {
     private long maxSessionBytes;
     private Path shimPath;
     private ProgressListener progress;
+    private OffloaderOptions offload;
 
     private Builder() {}
 
@@ -177,6 +190,21 @@ public final class ModelOptions {
      */
     public Builder progress(ProgressListener listener) {
       this.progress = listener;
+      return this;
+    }
+
+    /**
+     * Offloads the layers {@code offload} selects: their parameters in pinned host memory,
+     * prefetched into device slots as the model runs ({@link Model#offloader()} gives the
+     * offloader). A model with run-time constant folding cannot be offloaded
+     * ({@link WharfException.Code#UNSUPPORTED}).
+     *
+     * @param offload the selection; null for none
+     * @return this builder
+     * @since 0.3
+     */
+    public Builder offload(OffloaderOptions offload) {
+      this.offload = offload;
       return this;
     }
 

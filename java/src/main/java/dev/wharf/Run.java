@@ -226,6 +226,106 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
     }
   }
 
+  /**
+   * Begins offloading in this run (a run of the offloader's container): the copy stream
+   * forks from the run's stream and the first prefetch-step offloaded layers are copied.
+   * Experimental tier.
+   *
+   * @param offloader the offloader
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (a run of another
+   *     container), {@link WharfException.Code#BUSY} (another open run holds the offloader),
+   *     {@link WharfException.Code#FAILED_PRECONDITION} (this run already began),
+   *     {@link WharfException.Code#DEVICE_ERROR}
+   * @throws IllegalStateException if the run or the offloader has been closed
+   * @since 0.3
+   */
+  public void beginOffload(Offloader offloader) {
+    withOffloaderDo(offloader, o -> WharfNative.wharf_run_begin_offload(pointerWhileLocked(), o));
+  }
+
+  /**
+   * Makes the run's stream wait (on the device) for a layer's copy and returns the slots of
+   * its offloaded constants ({@link Offloader#layerConstants} order; none for a layer that
+   * is not offloaded): read-only views of device memory (host memory on the host backend)
+   * whose contents are this run's until {@link #markOffloadIssued} for the layer. Read them
+   * from work on the run's stream. Experimental tier.
+   *
+   * @param offloader the offloader this run began
+   * @param layer the layer, in increasing order
+   * @return the layer's slots
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (layer out of
+   *     range), {@link WharfException.Code#FAILED_PRECONDITION} (not begun; a layer out of
+   *     order, or the previous offloaded layer not issued, named),
+   *     {@link WharfException.Code#DEVICE_ERROR}
+   * @throws IllegalStateException if the run or the offloader has been closed
+   * @since 0.3
+   */
+  public List<TensorView> waitOffload(Offloader offloader, int layer) {
+    if (layer < 0) throw new IllegalArgumentException("layer " + layer + " is negative");
+    return withOffloader(offloader, o -> {
+      SWIGTYPE_p_wharf_run p = pointerWhileLocked();
+      List<String> names = offloader.layerConstants(layer);
+      if (names.isEmpty()) {
+        WharfNative.wharf_swig_run_wait_offload(p, o, layer);
+        return Collections.<TensorView>emptyList();
+      }
+      List<TensorView> out = new ArrayList<>(names.size());
+      wharf_tensor_view view = new wharf_tensor_view();
+      try {
+        for (int i = 0; i < names.size(); i++) {
+          WharfNative.wharf_swig_run_wait_offload_view(p, o, layer, i, view);
+          out.add(TensorView.copyOf(this, names.get(i), view));
+        }
+      } finally {
+        view.delete();
+      }
+      return Collections.unmodifiableList(out);
+    });
+  }
+
+  /**
+   * Records that the run's stream has been given all of a layer's work: its slot may be
+   * refilled once the device gets there, and the next prefetch is issued. Experimental tier.
+   *
+   * @param offloader the offloader this run began
+   * @param layer the layer waited for last
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (layer out of
+   *     range), {@link WharfException.Code#FAILED_PRECONDITION} (not waited for first, or
+   *     already issued), {@link WharfException.Code#DEVICE_ERROR}
+   * @throws IllegalStateException if the run or the offloader has been closed
+   * @since 0.3
+   */
+  public void markOffloadIssued(Offloader offloader, int layer) {
+    if (layer < 0) throw new IllegalArgumentException("layer " + layer + " is negative");
+    withOffloaderDo(offloader, o -> WharfNative.wharf_run_mark_offload_issued(pointerWhileLocked(), o, layer));
+  }
+
+  /**
+   * Ends offloading in this run: the run's stream joins the copy stream and the offloader is
+   * free for the next run. Closing the run does it otherwise. Experimental tier.
+   *
+   * @param offloader the offloader this run began
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} (not begun),
+   *     {@link WharfException.Code#DEVICE_ERROR}
+   * @throws IllegalStateException if the run or the offloader has been closed
+   * @since 0.3
+   */
+  public void endOffload(Offloader offloader) {
+    withOffloaderDo(offloader, o -> WharfNative.wharf_run_end_offload(pointerWhileLocked(), o));
+  }
+
+  private <R> R withOffloader(Offloader offloader, java.util.function.Function<SWIGTYPE_p_wharf_offloader, R> op) {
+    Objects.requireNonNull(offloader, "offloader");
+    return withPointers(Arrays.asList(this, offloader), () -> op.apply(offloader.pointerWhileLocked()));
+  }
+
+  private void withOffloaderDo(Offloader offloader, java.util.function.Consumer<SWIGTYPE_p_wharf_offloader> op) {
+    withOffloader(offloader, o -> {
+      op.accept(o);
+      return null;
+    });
+  }
+
   @Override
   public String toString() {
     return describe() + (isClosed() ? "{closed}" : "");
