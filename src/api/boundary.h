@@ -207,6 +207,25 @@ Status write_output(const T& full, T* out, const char* what) {
   return Status::Ok();
 }
 
+// The size an output view's caller states: 0, garbage from an uninitialised struct, or a
+// size cutting a field gives the 0.3 layout (every caller has at least that much).
+size_t output_view_size(const wharf_tensor_view* out) noexcept;
+
+// An array of output views the library fills, walked at the element size its first element
+// states (see output_view_size), so a caller built against another header's view is written
+// at its own stride. The stride is read once, before any element is written (writing one
+// sets its struct_size to the bytes written).
+class OutputViewArray {
+ public:
+  explicit OutputViewArray(wharf_tensor_view* base) noexcept
+      : base_(reinterpret_cast<unsigned char*>(base)), stride_(base ? output_view_size(base) : 0) {}
+  wharf_tensor_view* at(size_t i) const noexcept { return reinterpret_cast<wharf_tensor_view*>(base_ + i * stride_); }
+
+ private:
+  unsigned char* base_;
+  size_t stride_;
+};
+
 // Writes an output tensor view as far as the caller's struct_size covers it (the 0.3 layout
 // for 0 or a value that is not a layout: every caller has at least that much); on return
 // struct_size says how many bytes were written.

@@ -179,14 +179,18 @@ Status check_output_size(size_t size, const StructLayout& L, const std::string& 
   return Status::Ok();
 }
 
-void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept {
+size_t output_view_size(const wharf_tensor_view* out) noexcept {
   const StructLayout& L = layout_of(out);
-  size_t size = stated_size(out);
-  // 0, garbage from an uninitialised struct, or a size cutting a field: the 0.3 layout (every
-  // caller has at least that much); never past this library's struct.
+  const size_t size = stated_size(out);
   // (The 0.3 layout ends with byte_offset: keep it so when fields are appended.)
   constexpr size_t kLayout0_3 = offsetof(wharf_tensor_view, byte_offset) + sizeof(uint64_t);
-  if (size < L.min_size || size > kMaxStructSize || field_cut_by(size, L)) size = kLayout0_3;
+  return size < L.min_size || size > kMaxStructSize || field_cut_by(size, L) ? kLayout0_3 : size;
+}
+
+void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept {
+  const StructLayout& L = layout_of(out);
+  // Never past this library's struct.
+  const size_t size = output_view_size(out);
   const size_t n = size < L.size ? size : L.size;
   std::memcpy(static_cast<void*>(out), &full, n);
   out->struct_size = uint32_t(n);

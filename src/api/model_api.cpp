@@ -111,7 +111,8 @@ WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run, cons
     WHARF_RETURN_IF_ERROR(model->m->run(*run->run, in, outs.get()));
     // The views' shape and stride arrays live as long as the run.
     run->run->at_end([outs] {});
-    for (size_t i = 0; i < num_outputs; ++i) api::view_from_meta((*outs)[i].meta, (*outs)[i].data, &outputs[i]);
+    const api::OutputViewArray out_views(outputs);
+    for (size_t i = 0; i < num_outputs; ++i) api::view_from_meta((*outs)[i].meta, (*outs)[i].data, out_views.at(i));
     return Status::Ok();
   });
 }

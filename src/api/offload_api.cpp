@@ -181,6 +181,7 @@ WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* 
     if (!views || !slot) return Status::Ok();
     const Container& c = *offloader->o->container();
     const std::vector<OffloadedConstant>& cs = offloader->o->layer_constants(layer);
+    const api::OutputViewArray out_views(views);
     for (size_t i = 0; i < cs.size(); ++i) {
       const ConstantDecl& d = c.decls()[size_t(cs[i].index)];
       BoundTensor b;
@@ -191,7 +192,7 @@ WHARF_API wharf_status* wharf_run_wait_offload(wharf_run* run, wharf_offloader* 
       b.read_only = true;  // a copy of a constant that later layers' prefetches reuse
       b.device_type = c.device_type_of(Placement::kDevice);
       b.device_index = b.device_type == DeviceType::kCuda ? offloader->o->container()->runtime().device().index() : 0;
-      api::view_from_bound(b, &views[i]);
+      api::view_from_bound(b, out_views.at(i));
     }
     return Status::Ok();
   });

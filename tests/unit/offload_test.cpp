@@ -248,6 +248,39 @@ TEST_F(Offload, PoolIsAllocatedOnceWithStableAddresses) {
   EXPECT_NE(first[0], first[1]);
 }
 
+// Output view arrays are walked at the element size their first element states, as input
+// arrays are: a caller whose views are larger (built against a newer header) gets each one
+// at its own stride, nothing written into the bytes past this library's view; the views are
+// marked read-only (slots hold copies of constants that later prefetches reuse).
+TEST_F(Offload, OutputViewsAreWrittenAtTheCallersStrideAndReadOnly) {
+  ASSERT_NO_FATAL_FAILURE(make(4));
+  ASSERT_NO_FATAL_FAILURE(create(1, 2));
+  wharf_tensor_view plain[2];
+  std::memset(plain, 0, sizeof plain);
+  plain[0].struct_size = plain[1].struct_size = sizeof plain[0];
+  struct Newer {
+    wharf_tensor_view v;
+    uint64_t future;
+  } newer[2];
+  std::memset(newer, 0xAB, sizeof newer);
+  newer[0].v.struct_size = newer[1].v.struct_size = sizeof(Newer);
+  wharf_run* r = begin_run();
+  ASSERT_OK(wharf_run_begin_offload(r, off));
+  ASSERT_OK(wharf_run_wait_offload(r, off, 0, plain, 2));
+  ASSERT_OK(wharf_run_wait_offload(r, off, 0, &newer[0].v, 2));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(newer[i].v.data, plain[i].data) << i;
+    EXPECT_EQ(newer[i].v.ndim, plain[i].ndim) << i;
+    EXPECT_EQ(newer[i].v.struct_size, sizeof(wharf_tensor_view)) << i;  // the bytes written
+    EXPECT_EQ(newer[i].future, 0xABABABABABABABABull) << i;             // nothing past them
+    EXPECT_EQ(plain[i].flags, WHARF_VIEW_READ_ONLY) << i;
+  }
+  EXPECT_NE(plain[0].data, plain[1].data);
+  ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));
+  ASSERT_OK(wharf_run_end_offload(r, off));
+  ASSERT_OK(wharf_run_end(r));
+}
+
 // The forced order: the run's stream is parked before layer 0's reader while the copy of
 // layer 1 into the same slot (prefetch_step = slot_capacity = 1) is already issued. The
 // copy must wait for the reader, so the reader sees layer 0 however long it is parked.
