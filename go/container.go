@@ -345,7 +345,7 @@ func newContainerFromMap(what string, ctx context.Context, rt *Runtime, m *Const
 	}
 	defer rt.h.release()
 	var out *C.wharf_container
-	err = withProgress(what, ctx, opts.Progress, func(progress C.uintptr_t) error {
+	err = withProgress(what, ctx, opts.Progress, false, func(progress C.uintptr_t) error {
 		if progress != 0 {
 			C.wharf_go_container_progress(&co.o, progress)
 		}
@@ -472,7 +472,7 @@ func withUpdate(what string, ctx context.Context, store *handle, opts *UpdateOpt
 	if opts == nil {
 		opts = &UpdateOptions{}
 	}
-	return withProgress(what, ctx, opts.Progress, func(progress C.uintptr_t) error {
+	return withProgress(what, ctx, opts.Progress, opts.Target == TargetActiveInPlace, func(progress C.uintptr_t) error {
 		args := updateArgs(opts)
 		args.progress_handle = progress
 		var fc *foldCall
@@ -518,7 +518,9 @@ func (c *Container) Update(m *ConstantMap, opts *UpdateOptions) error {
 // UpdateContext is Update that ctx can cancel: the library checks ctx every 16 MiB copied
 // and before it stages anything. A cancelled update changes nothing (the generation and
 // the values stay as they were) and returns an error matching both ErrCancelled and
-// ctx.Err() under errors.Is; so does a ctx already done when the call starts. Since 0.3.
+// ctx.Err() under errors.Is; so does a ctx already done when the call starts. An in-place
+// update (TargetActiveInPlace) cannot stop midway: it checks ctx only before it starts, and
+// refuses a Progress func (ErrUnsupported). Since 0.3.
 func (c *Container) UpdateContext(ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
 	return c.update("Container.UpdateContext", ctx, m, opts)
 }

@@ -3,6 +3,7 @@
 package wharf_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -182,6 +183,46 @@ func Example_sessions() {
 	// new conversation: [0 0 0 0]
 	// decode reads: [1 2 3 4]
 	// decode reads: [0 0 0 0]
+}
+
+// The README's cancellation example: an update that its context cancels changes nothing.
+func Example_cancellation() {
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	rt, err := wharf.NewRuntime(&wharf.RuntimeOptions{Backend: wharf.BackendHost})
+	check(err)
+	defer rt.Close()
+	buf, err := wharf.NewHostBufferFrom([]float32{1, 2, 3, 4})
+	check(err)
+	defer buf.Close()
+	w, err := buf.Tensor(0, wharf.DTypeF32, []int64{4})
+	check(err)
+	weights, err := wharf.NewConstantMap()
+	check(err)
+	defer weights.Close()
+	check(weights.Set("w", w))
+	model, err := wharf.NewContainerFromMap(rt, weights, "demo")
+	check(err)
+	defer model.Close()
+
+	// Progress is told the bytes copied (every 16 MiB, and once at the end, before
+	// anything is staged); the library checks ctx at each of these points.
+	ctx, cancel := context.WithCancel(context.Background())
+	err = model.UpdateContext(ctx, weights, &wharf.UpdateOptions{
+		Progress: func(done, total uint64) {
+			fmt.Println("copied", done, "of", total, "bytes; cancelling")
+			cancel() // as a deadline or a client going away would
+		},
+	})
+	fmt.Println(errors.Is(err, context.Canceled), errors.Is(err, wharf.ErrCancelled))
+	fmt.Println("staged:", model.Swap() == nil) // a cancelled update changes nothing
+	// Output:
+	// copied 16 of 16 bytes; cancelling
+	// true true
+	// staged: false
 }
 
 // The README's model example (experimental tier): the committed tiny decoder

@@ -163,7 +163,7 @@ func loadModel(what string, ctx context.Context, rt *Runtime, soPath string, wei
 	if opts != nil {
 		progress = opts.Progress
 	}
-	err = withProgress(what, ctx, progress, func(h C.uintptr_t) error {
+	err = withProgress(what, ctx, progress, false, func(h C.uintptr_t) error {
 		if h != 0 {
 			C.wharf_go_model_progress(&o, h)
 		}

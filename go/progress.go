@@ -46,7 +46,9 @@ func newProgressCall(ctx context.Context, fn func(done, total uint64)) *progress
 // user pointer (0 = no callback) and turns its status into the call's error: a panic or a
 // runtime.Goexit of Progress is re-raised here, once the library has returned (having
 // changed nothing), and a cancellation the context caused is wrapped with ctx.Err().
-func withProgress(what string, ctx context.Context, fn func(done, total uint64), call func(h C.uintptr_t) error) error {
+// inPlace: an in-place update, which refuses a callback (it cannot stop midway): without a
+// Progress func it gets none, and ctx is checked only before the call.
+func withProgress(what string, ctx context.Context, fn func(done, total uint64), inPlace bool, call func(h C.uintptr_t) error) error {
 	if ctx == nil {
 		return invalidArgument("%s: the context is nil", what)
 	}
@@ -54,7 +56,7 @@ func withProgress(what string, ctx context.Context, fn func(done, total uint64),
 		return &cancelledError{status: &Error{Code: CodeCancelled, Message: what + ": the context was done before the call"}, cause: err}
 	}
 	pc := newProgressCall(ctx, fn)
-	if pc == nil {
+	if pc == nil || (inPlace && fn == nil) {
 		return call(0)
 	}
 	h := cgo.NewHandle(pc)

@@ -218,3 +218,21 @@ func TestStoreFileAndCreateContextsCancel(t *testing.T) {
 		t.Fatalf("member values %v after the store update", v)
 	}
 }
+
+func TestInPlaceUpdateContextWatchesTheContextOnlyBeforeTheCall(t *testing.T) {
+	rt := hostRuntime(t)
+	c, err := NewContainerFromMap(rt, replicaMap(t, 1), "m")
+	must(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inPlace := &UpdateOptions{Target: TargetActiveInPlace}
+	must(t, c.UpdateContext(ctx, replicaMap(t, 2), inPlace)) // no callback: the library refuses one here
+	if w, _ := readRun[float32](t, c, "w"); w[0] != 2 {
+		t.Fatalf("in-place update with a context: %v", w)
+	}
+	wantCode(t, c.UpdateContext(ctx, replicaMap(t, 3), &UpdateOptions{Target: TargetActiveInPlace,
+		Progress: func(done, total uint64) {}}), ErrUnsupported)
+	cancel()
+	wantCancelled(t, c.UpdateContext(ctx, replicaMap(t, 3), inPlace), context.Canceled)
+}
