@@ -111,3 +111,32 @@ fn readme_store_and_sessions() -> wharf::Result<()> {
     run.end()?;
     Ok(())
 }
+
+/// The README's progress and cancellation example.
+#[test]
+fn readme_cancellation() -> wharf::Result<()> {
+    use std::ops::ControlFlow;
+    use wharf::{CancelToken, Code, Progress};
+
+    let rt = Runtime::new(&RuntimeOptions::new().backend(Backend::Host))?;
+    let weights = [1.0f32, 2.0, 3.0, 4.0];
+    let mut map = ConstantMap::new()?;
+    map.set_slice("w", &[4], &weights)?;
+    let model = Container::from_map(&rt, &map, "demo")?;
+
+    // The closure is told the bytes copied (every 16 MiB, and once at the end, before
+    // anything is staged); Break, a panic or a cancelled token stops the update.
+    let token = CancelToken::new(); // clone it into whatever decides to stop
+    let progress = Progress::new(|done, total| {
+        println!("copied {done} of {total} bytes");
+        token.cancel(); // as a deadline or a client going away would
+        ControlFlow::Continue(())
+    })
+    .cancel_token(&token);
+    let err = model
+        .update_with_progress(&map, &UpdateOptions::new(), progress)
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Cancelled);
+    assert!(model.swap().is_err()); // a cancelled update changes nothing
+    Ok(())
+}
