@@ -8,6 +8,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotEquals;
 
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TemporaryFolder;
@@ -104,6 +105,34 @@ public class ReadmeExampleTest {
         try (Run d = decode.beginRun(chat)) {
           assertArrayEquals(new float[] {5f, 6f, 7f, 8f}, readFloats(d, "embed"), 0f);
         }
+      }
+    }
+  }
+
+  /** java/README.md's progress and cancellation example. */
+  @Test
+  public void cancellation() {
+    try (WharfRuntime runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.HOST).build());
+         ConstantMap weights = ConstantMap.create()) {
+      weights.put("w", new float[] {1f, 2f, 3f, 4f}, 4);
+      try (Container model = Container.fromMap(runtime, weights, "demo")) {
+        AtomicBoolean stop = new AtomicBoolean(true);
+        long[] seen = new long[2];
+        UpdateOptions options = UpdateOptions.builder()
+            .progress((done, total) -> {
+              seen[0] = done;
+              seen[1] = total;
+              return !stop.get();
+            })
+            .build();
+        WharfException e = org.junit.Assert.assertThrows(WharfException.class, () -> model.update(weights, options));
+        assertEquals(WharfException.Code.CANCELLED, e.code());
+        assertArrayEquals(new long[] {16, 16}, seen);
+        assertEquals(WharfException.Code.FAILED_PRECONDITION,
+            org.junit.Assert.assertThrows(WharfException.class, model::swap).code()); // nothing staged
+        stop.set(false);
+        model.update(weights, options);
+        model.swap();
       }
     }
   }
