@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the C++ tests (tests/unit, tests/gpu) share for calling the C API: the status guard
 // St, ASSERT_OK / EXPECT_OK / EXPECT_CODE / EXPECT_FAILS, runtimes made with chosen options,
-// the fixture of suites that run on the host backend and on CUDA where a GPU is visible, and
-// finishes_within for tests that would hang before their fix. One copy, so every suite
-// reports a failed call the same way (the expression, then the status's message).
+// float views, declarations and maps, a one-constant Model, the fixture of suites that run
+// on the host backend and on CUDA where a GPU is visible, and finishes_within for tests that
+// would hang before their fix. One copy, so every suite reports a failed call the same way
+// (the expression, then the status's message).
 #ifndef WHARF_TESTS_COMMON_TEST_SUPPORT_H_
 #define WHARF_TESTS_COMMON_TEST_SUPPORT_H_
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <string>
@@ -64,6 +66,79 @@ inline wharf_runtime* make_runtime(wharf_backend backend, const RuntimeConfig& c
   }
   return rt;
 }
+
+// A contiguous CPU view of float data.
+inline wharf_tensor_view f32_view(float* data, int32_t ndim, const int64_t* shape) {
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  v.data = data;
+  v.dtype = WHARF_DTYPE_F32;
+  v.device_type = WHARF_DEVICE_CPU;
+  v.ndim = ndim;
+  v.shape = shape;
+  return v;
+}
+
+// The declaration of a one-dimensional float constant.
+inline wharf_constant_decl f32_decl(const char* fqn, const int64_t* shape, uint32_t flags = 0) {
+  wharf_constant_decl d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.fqn = fqn;
+  d.dtype = WHARF_DTYPE_F32;
+  d.ndim = 1;
+  d.shape = shape;
+  d.flags = flags;
+  return d;
+}
+
+// A map of one one-dimensional float tensor (the caller frees it; `data` must outlive it).
+inline wharf_constant_map* map_of(const char* fqn, float* data, const int64_t* shape) {
+  wharf_constant_map* map = nullptr;
+  EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+  wharf_tensor_view v = f32_view(data, 1, shape);
+  EXPECT_EQ(wharf_constant_map_set(map, fqn, &v), nullptr);
+  return map;
+}
+
+// A model of one [4] float constant "w", loaded with `value` and made active, on a host
+// runtime of default options.
+struct Model {
+  wharf_runtime* rt = make_runtime(WHARF_BACKEND_HOST);
+  wharf_container* c = nullptr;
+  float data[4];
+  int64_t shape[1] = {4};
+  explicit Model(float value, const char* name = "m") {
+    for (float& x : data) x = value;
+    wharf_constant_map* map = map_of("w", data, shape);
+    wharf_container_options o;
+    wharf_container_options_init(&o);
+    o.name = name;
+    St st(wharf_container_create_from_map(rt, map, &o, &c));
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    wharf_constant_map_free(map);
+  }
+  ~Model() {
+    wharf_container_free(c);
+    wharf_runtime_free(rt);
+  }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  // The first float of "w", through a run.
+  float first() {
+    wharf_run* run = nullptr;
+    float x = -1;
+    if (wharf_status* s = wharf_run_begin(c, nullptr, nullptr, &run)) {
+      ADD_FAILURE() << wharf_status_message(s);
+      wharf_status_free(s);
+      return x;
+    }
+    EXPECT_EQ(wharf_run_read(run, "w", 0, &x, sizeof x), nullptr);
+    EXPECT_EQ(wharf_run_end(run), nullptr);
+    return x;
+  }
+};
 
 // Suites whose every test runs on the host backend and, where a GPU is visible, on CUDA:
 // derive (TEST_P), set `config` in the constructor if the defaults do not fit, and

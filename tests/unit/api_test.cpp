@@ -12,6 +12,7 @@
 
 namespace {
 
+using wharf_test::map_of;
 using wharf_test::St;
 
 wharf_runtime* host_runtime(uint64_t limit = 0) { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit}); }
@@ -199,6 +200,52 @@ TEST(CApi, DtypeFunctions) {
   St ok(wharf_dtype_from_name("BF16", &d));
   EXPECT_EQ(ok.code(), WHARF_OK);
   EXPECT_EQ(d, WHARF_DTYPE_BF16);
+}
+
+// Statuses made by callers, version numbers, references the caller gives up.
+
+TEST(AbiStatus, CreateCopiesTheMessageAndOkIsNull) {
+  EXPECT_EQ(wharf_status_create(WHARF_OK, "fine"), nullptr);
+  std::string msg = "budget of 4 bytes exceeded";
+  wharf_status* s = wharf_status_create(WHARF_RESOURCE_EXHAUSTED, msg.c_str());
+  msg.assign("overwritten");
+  EXPECT_EQ(wharf_status_code(s), WHARF_RESOURCE_EXHAUSTED);
+  EXPECT_STREQ(wharf_status_message(s), "budget of 4 bytes exceeded");
+  wharf_status_free(s);
+  St empty(wharf_status_create(WHARF_NOT_FOUND, nullptr));
+  EXPECT_EQ(empty.code(), WHARF_NOT_FOUND);
+  EXPECT_EQ(empty.msg(), "");
+  St unknown(wharf_status_create(static_cast<wharf_code>(99), "from the future"));
+  EXPECT_EQ(unknown.code(), WHARF_INTERNAL);
+  EXPECT_TRUE(unknown.has("99") && unknown.has("from the future")) << unknown.msg();
+}
+
+TEST(AbiVersion, NumberEncodesMajorMinorPatch) {
+  EXPECT_EQ(WHARF_VERSION_NUMBER, WHARF_VERSION_MAJOR * 10000 + WHARF_VERSION_MINOR * 100 + WHARF_VERSION_PATCH);
+  EXPECT_EQ(wharf_version_number(), uint32_t(WHARF_VERSION_NUMBER));
+  EXPECT_GE(wharf_version_number(), 300u);  // this test uses 0.3 functions
+  const std::string v = wharf_version();
+  EXPECT_EQ(v, std::to_string(WHARF_VERSION_MAJOR) + "." + std::to_string(WHARF_VERSION_MINOR) + "." +
+                   std::to_string(WHARF_VERSION_PATCH));
+}
+
+TEST(AbiContracts, FreeReleasesTheCallersReference) {
+  wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_HOST);
+  float x[4] = {4, 4, 4, 4};
+  int64_t shape[1] = {4};
+  wharf_constant_map* map = map_of("w", x, shape);
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create_from_map(rt, map, nullptr, &c));
+  wharf_constant_map_free(map);
+  wharf_runtime_free(rt);  // the container keeps the runtime alive
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  float got = 0;
+  ASSERT_OK(wharf_run_read(run, "w", 0, &got, sizeof got));
+  EXPECT_EQ(got, 4);
+  wharf_container_free(c);  // the open run keeps the container alive
+  ASSERT_OK(wharf_run_read(run, "w", 0, &got, sizeof got));
+  ASSERT_OK(wharf_run_end(run));
 }
 
 }  // namespace

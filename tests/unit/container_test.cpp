@@ -19,6 +19,10 @@
 
 namespace {
 
+using wharf_test::f32_decl;
+using wharf_test::f32_view;
+using wharf_test::map_of;
+using wharf_test::Model;
 using wharf_test::St;
 
 // Three copy threads and a 1 MiB staging ring: small enough that updates cycle through it.
@@ -788,6 +792,190 @@ TEST_F(Fixture, HostBackendRejectsNativeStreams) {
   EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(run, nullptr);
   EXPECT_EQ(wharf_run_end(nullptr), nullptr);
+}
+
+// A fold callback's status, the 0.3 queries of containers and runs, and update options'
+// wait_stream / in_place_max_wait_ms.
+
+wharf_status* budget_exceeded_fold(wharf_run* target, void* user) {
+  wharf_tensor_view w;
+  std::memset(&w, 0, sizeof w);
+  if (wharf_status* s = wharf_run_get_tensor(target, "w", &w)) return s;
+  ++*static_cast<int*>(user);
+  return wharf_status_create(WHARF_RESOURCE_EXHAUSTED, "fold: scratch budget of 64 bytes exceeded");
+}
+
+TEST(AbiStatus, FoldCallbackStatusReachesTheCallerWithItsCodeAndMessage) {
+  wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_HOST);
+  int64_t shape[1] = {4};
+  wharf_constant_decl decls[2] = {f32_decl("w", shape), f32_decl("scaled", shape, WHARF_CONSTANT_DERIVED)};
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "folded";
+  o.constants = decls;
+  o.num_constants = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  float w[4] = {1, 2, 3, 4};
+  wharf_constant_map* map = map_of("w", w, shape);
+  int calls = 0;
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.fold = budget_exceeded_fold;
+  u.fold_user = &calls;
+  St st(wharf_container_update(c, map, &u));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(st.code(), WHARF_RESOURCE_EXHAUSTED);
+  // The callback's message, verbatim, after the container's context.
+  EXPECT_EQ(st.msg(), "container 'folded': fold callback: fold: scratch budget of 64 bytes exceeded");
+  EXPECT_EQ(wharf_container_has_staged(c), 0);
+  wharf_constant_map_free(map);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+TEST(AbiQueries, NameStatesIndicesStagedAndRunSession) {
+  wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_HOST);
+  int64_t shape[1] = {4}, hshape[1] = {2};
+  wharf_constant_decl decls[2] = {f32_decl("a", shape), f32_decl("b", shape)};
+  wharf_state_decl states[2];
+  std::memset(states, 0, sizeof states);
+  for (int i = 0; i < 2; ++i) {
+    states[i].struct_size = sizeof states[i];
+    states[i].fqn = i == 0 ? "kv" : "h";
+    states[i].dtype = WHARF_DTYPE_F32;
+    states[i].ndim = 1;
+    states[i].shape = hshape;
+  }
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = "decode";
+  o.constants = decls;
+  o.num_constants = 2;
+  o.states = states;
+  o.num_states = 2;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create(rt, &o, &c));
+  EXPECT_STREQ(wharf_container_name(c), "decode");
+  EXPECT_STREQ(wharf_container_name(nullptr), "");
+  ASSERT_EQ(wharf_container_num_states(c), 2u);
+  wharf_state_info si;
+  si.struct_size = sizeof si;
+  ASSERT_OK(wharf_container_get_state_info(c, 1, &si));
+  EXPECT_STREQ(si.fqn, "h");
+  EXPECT_EQ(si.ndim, 1);
+  EXPECT_EQ(si.shape[0], 2);
+  EXPECT_EQ(si.nbytes, 8u);
+  St past(wharf_container_get_state_info(c, 2, &si));
+  EXPECT_EQ(past.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_EQ(wharf_container_find_constant(c, "b"), 1);
+  EXPECT_EQ(wharf_container_find_constant(c, "kv"), -1);
+  EXPECT_EQ(wharf_container_find_state(c, "kv"), 0);
+  EXPECT_EQ(wharf_container_find_state(c, "nope"), -1);
+  EXPECT_EQ(wharf_container_find_state(nullptr, "kv"), -1);
+
+  EXPECT_EQ(wharf_container_has_staged(c), 0);
+  float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+  wharf_constant_map* map = nullptr;
+  ASSERT_OK(wharf_constant_map_create(&map));
+  wharf_tensor_view va = f32_view(a, 1, shape), vb = f32_view(b, 1, shape);
+  ASSERT_OK(wharf_constant_map_set(map, "a", &va));
+  ASSERT_OK(wharf_constant_map_set(map, "b", &vb));
+  ASSERT_OK(wharf_container_update(c, map, nullptr));
+  EXPECT_EQ(wharf_container_has_staged(c), 1);
+  ASSERT_OK(wharf_container_swap(c));
+  EXPECT_EQ(wharf_container_has_staged(c), 0);
+  wharf_constant_map_free(map);
+
+  wharf_session* session = nullptr;
+  ASSERT_OK(wharf_session_create(rt, &c, 1, nullptr, &session));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, session, nullptr, &run));
+  // Index access gives what name access gives.
+  wharf_tensor_view by_name, by_index;
+  std::memset(&by_name, 0, sizeof by_name);
+  std::memset(&by_index, 0, sizeof by_index);
+  ASSERT_OK(wharf_run_get_tensor(run, "b", &by_name));
+  ASSERT_OK(wharf_run_get_tensor_at(run, 1, &by_index));
+  EXPECT_EQ(by_index.data, by_name.data);
+  EXPECT_EQ(by_index.shape[0], 4);
+  EXPECT_EQ(by_index.strides[0], 1);
+  ASSERT_OK(wharf_run_get_tensor(run, "h", &by_name));
+  ASSERT_OK(wharf_run_get_state_at(run, 1, &by_index));
+  EXPECT_EQ(by_index.data, by_name.data);
+  St oob(wharf_run_get_tensor_at(run, 2, &by_index));
+  EXPECT_EQ(oob.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(oob.has("index 2") && oob.has("'decode'")) << oob.msg();
+  St soob(wharf_run_get_state_at(run, 7, &by_index));
+  EXPECT_EQ(soob.code(), WHARF_INVALID_ARGUMENT);
+  // The run's session: a new reference, independent of the caller's.
+  wharf_session* again = nullptr;
+  ASSERT_OK(wharf_run_get_session(run, &again));
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(again, session);
+  EXPECT_EQ(wharf_session_state_bytes(again), wharf_session_state_bytes(session));
+  wharf_session_free(session);  // the run and `again` keep the session
+  ASSERT_OK(wharf_run_get_tensor_at(run, 0, &by_index));
+  ASSERT_OK(wharf_run_end(run));
+  wharf_session_free(again);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+TEST(AbiQueries, RunWithoutSessionHasNone) {
+  Model m(1);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(m.c, nullptr, nullptr, &run));
+  wharf_session* s = reinterpret_cast<wharf_session*>(0x1);
+  ASSERT_OK(wharf_run_get_session(run, &s));
+  EXPECT_EQ(s, nullptr);
+  ASSERT_OK(wharf_run_end(run));
+}
+
+TEST(AbiUpdate, WaitStreamMustBeNullOnTheHostBackend) {
+  Model m(1);
+  float y[4] = {2, 2, 2, 2};
+  wharf_constant_map* map = map_of("w", y, m.shape);
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  int not_a_stream = 0;
+  u.wait_stream = &not_a_stream;
+  St st(wharf_container_update(m.c, map, &u));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_TRUE(st.has("wait_stream")) << st.msg();
+  wharf_constant_map_free(map);
+}
+
+TEST(AbiUpdate, InPlaceGivesANewGenerationAndHonoursItsWaitBound) {
+  Model m(1);
+  const uint64_t g0 = wharf_container_generation(m.c);
+  float y[4] = {2, 2, 2, 2};
+  wharf_constant_map* map = map_of("w", y, m.shape);
+  wharf_update_options u;
+  wharf_update_options_init(&u);
+  u.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  ASSERT_OK(wharf_container_update(m.c, map, &u));
+  const uint64_t g1 = wharf_container_generation(m.c);
+  EXPECT_GT(g1, g0);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(m.c, nullptr, nullptr, &run));
+  EXPECT_EQ(wharf_run_generation(run), g1);
+  // An open run pins "w"; with in_place_max_wait_ms 0 the update does not wait for it: "w"
+  // gets fresh storage and the open run keeps reading its data.
+  float z[4] = {3, 3, 3, 3};
+  wharf_constant_map* map2 = map_of("w", z, m.shape);
+  u.in_place_max_wait_ms = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_OK(wharf_container_update(m.c, map2, &u));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+  EXPECT_GT(wharf_container_generation(m.c), g1);
+  float got = 0;
+  ASSERT_OK(wharf_run_read(run, "w", 0, &got, sizeof got));
+  EXPECT_EQ(got, 2);
+  ASSERT_OK(wharf_run_end(run));
+  EXPECT_EQ(m.first(), 3);
+  wharf_constant_map_free(map);
+  wharf_constant_map_free(map2);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // updates with an atomic swap across containers; session isolation, shared state across
 // containers, initial values, reset, fork, one run at a time, budgets, lazy allocation,
 // and state that survives weight swaps.
+#define WHARF_EXPERIMENTAL 1  // wharf_container_has_staged
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 
 namespace {
 
+using wharf_test::map_of;
 using wharf_test::St;
 
 wharf_runtime* host_runtime() { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {0, 2, 1 << 20}); }
@@ -726,6 +728,39 @@ TEST_F(SessionTest, StateDeclarationErrors) {
   EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, &wrong}}), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, &h_init}}), WHARF_OK);
   EXPECT_EQ(mem(rt, WHARF_MEM_STATE), 8u * 4) << "refused and freed containers leave no templates behind";
+}
+
+// A store member may not swap a pending store update on its own.
+
+TEST(AbiContracts, StoreMemberSwapOfPendingStoreUpdateIsRefused) {
+  wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_HOST);
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  float x[4] = {1, 1, 1, 1}, y[4] = {2, 2, 2, 2};
+  int64_t shape[1] = {4};
+  wharf_constant_map* map = map_of("w", x, shape);
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.store = store;
+  wharf_container *p = nullptr, *d = nullptr;
+  o.name = "prefill";
+  ASSERT_OK(wharf_container_create_from_map(rt, map, &o, &p));
+  o.name = "decode";
+  ASSERT_OK(wharf_container_create_from_map(rt, map, &o, &d));
+  wharf_constant_map_free(map);
+  map = map_of("w", y, shape);
+  ASSERT_OK(wharf_weight_store_update(store, map, nullptr));
+  EXPECT_EQ(wharf_container_has_staged(p), 1);
+  St st(wharf_container_swap(p));
+  EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION);
+  EXPECT_TRUE(st.has("wharf_weight_store_swap")) << st.msg();
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(wharf_container_has_staged(p), 0);
+  wharf_constant_map_free(map);
+  wharf_container_free(p);
+  wharf_container_free(d);
+  wharf_weight_store_free(store);
+  wharf_runtime_free(rt);
 }
 
 }  // namespace
