@@ -2,7 +2,8 @@
 // wharf_update_options.wait_stream on the CUDA backend: an update's reads of device sources
 // wait, on the device, for the work enqueued so far on the stream that produces them (a
 // trainer's, an NCCL receive's), with no host synchronisation by the caller. Skips without a
-// CUDA build or a visible GPU; on the host backend wait_stream must be NULL (abi_struct_test).
+// CUDA build or a visible GPU; on the host backend wait_stream must be NULL
+// (AbiUpdate.WaitStreamMustBeNullOnTheHostBackend in container_test.cpp).
 #include <gtest/gtest.h>
 
 #include <chrono>
