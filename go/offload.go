@@ -14,6 +14,7 @@ import "C"
 
 import (
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -247,6 +248,40 @@ func (m *Model) Offloader() (*Offloader, error) {
 	return newOffloader(out), nil
 }
 
+// offloadSlots are the handles owning the slot tensors WaitOffload handed out, one per
+// layer waited for: each holds the run and the offloader (so the slot pool cannot be freed
+// under a tensor) and is closed when its layer is issued, offloading ends or the run ends,
+// after which the tensors answer ErrClosed.
+type offloadSlots struct {
+	mu   sync.Mutex
+	open map[*Offloader][]*handle
+}
+
+func (s *offloadSlots) add(o *Offloader, h *handle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open == nil {
+		s.open = map[*Offloader][]*handle{}
+	}
+	s.open[o] = append(s.open[o], h)
+}
+
+// closeFor closes the slot handles of o (every offloader's when o is nil).
+func (s *offloadSlots) closeFor(o *Offloader) {
+	s.mu.Lock()
+	var hs []*handle
+	for k, v := range s.open {
+		if o == nil || k == o {
+			hs = append(hs, v...)
+			delete(s.open, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, h := range hs {
+		_, _ = h.close() // the free function cannot fail
+	}
+}
+
 // withOffload calls fn with the run's and the offloader's C pointers, each held for the call.
 func (r *Run) withOffload(what string, o *Offloader, fn func(*C.wharf_run, *C.wharf_offloader) error) error {
 	if o == nil {
@@ -283,7 +318,8 @@ func (r *Run) BeginOffload(o *Offloader) error {
 // WaitOffload makes the run's stream wait (on the device) for layer's copy and returns the
 // tensors of its offloaded constants (Offloader.LayerConstants order; none for a layer that
 // is not offloaded): device memory of the slot, read-only, valid until MarkOffloadIssued
-// for this layer (the slot is refilled after that). Errors: ErrInvalidArgument (layer out
+// for this layer (the slot is refilled after that), EndOffload or End, after which they
+// answer ErrClosed. Errors: ErrInvalidArgument (layer out
 // of range), ErrFailedPrecondition (offloading not begun in this run; a layer out of
 // order, or the previous offloaded layer not marked issued, named), ErrDeviceError.
 //
@@ -311,8 +347,14 @@ func (r *Run) WaitOffload(o *Offloader, layer int) ([]Tensor, error) {
 		if err := statusError(C.wharf_run_wait_offload(rp, op, C.uint32_t(layer), &views[0], C.size_t(n))); err != nil {
 			return err
 		}
+		// The tensors' owner holds the run and the offloader until the layer is issued.
+		r.h.retain()
+		o.h.retain()
+		slots := &handle{}
+		slots.init("offload slot", unsafe.Pointer(slots), func(unsafe.Pointer) error { return nil }, &r.h, &o.h)
+		r.slots.add(o, slots)
 		for i := range views {
-			t := tensorFromView(&views[i], &r.h)
+			t := tensorFromView(&views[i], slots)
 			t.noKeep = runTensorNoKeep
 			t.readOnly = offloadSlotReadOnly
 			out = append(out, t)
@@ -334,9 +376,13 @@ func (r *Run) MarkOffloadIssued(o *Offloader, layer int) error {
 	if layer < 0 || layer > int(^uint32(0)) {
 		return invalidArgument("Run.MarkOffloadIssued: layer %d out of range", layer)
 	}
-	return r.withOffload("Run.MarkOffloadIssued", o, func(rp *C.wharf_run, op *C.wharf_offloader) error {
+	err := r.withOffload("Run.MarkOffloadIssued", o, func(rp *C.wharf_run, op *C.wharf_offloader) error {
 		return statusError(C.wharf_run_mark_offload_issued(rp, op, C.uint32_t(layer)))
 	})
+	if err == nil {
+		r.slots.closeFor(o) // only the issued layer's slots are open: layers go in order
+	}
+	return err
 }
 
 // EndOffload ends offloading in the run: the run's stream joins the copy stream and the
@@ -345,6 +391,7 @@ func (r *Run) MarkOffloadIssued(o *Offloader, layer int) error {
 //
 // Experimental: part of wharf.h's experimental tier; it may change in any minor release.
 func (r *Run) EndOffload(o *Offloader) error {
+	r.slots.closeFor(o)
 	return r.withOffload("Run.EndOffload", o, func(rp *C.wharf_run, op *C.wharf_offloader) error {
 		return statusError(C.wharf_run_end_offload(rp, op))
 	})

@@ -284,3 +284,35 @@ func TestOffloaderRefusesDevicePlacedConstants(t *testing.T) {
 	_, err = NewOffloader(c, nil)
 	wantCode(t, err, ErrFailedPrecondition, "layers.0.w")
 }
+
+func TestOffloadSlotTensorsEndWithTheirLayer(t *testing.T) {
+	rt := hostRuntime(t)
+	c := offloadContainer(t, rt, 2, 1)
+	off, err := NewOffloader(c, &OffloaderOptions{SlotCapacity: 2})
+	must(t, err)
+	r, err := c.BeginRun()
+	must(t, err)
+	must(t, r.BeginOffload(off))
+	views, err := r.WaitOffload(off, 0)
+	must(t, err)
+	must(t, rt.Synchronize())
+	if v, err := Values[float32](views[0]); err != nil || v[0] != 1000 {
+		t.Fatalf("slot 0: %v, %v", v, err)
+	}
+	must(t, r.MarkOffloadIssued(off, 0))
+	_, err = Values[float32](views[0]) // the slot may be refilled now
+	wantClosed(t, err)
+	last, err := r.WaitOffload(off, 1)
+	must(t, err)
+	// Closing the offloader while a layer's tensors are out does not free the slot pool
+	// under them; ending offloading (or the run) ends the tensors.
+	must(t, off.Close())
+	must(t, rt.Synchronize())
+	if v, err := Values[float32](last[0]); err != nil || v[0] != 1001 {
+		t.Fatalf("slot 1 after Offloader.Close: %v, %v", v, err)
+	}
+	wantClosed(t, r.EndOffload(off)) // the handle is closed: the run's end ends offloading
+	must(t, r.End())
+	_, err = Values[float32](last[0])
+	wantClosed(t, err)
+}

@@ -19,9 +19,10 @@ import (
 // states with Tensor, launch work, then call End. A Run is safe for concurrent use; it
 // keeps its Container (and so the Runtime) and its Session alive until it ends.
 type Run struct {
-	h handle
-	c *Container
-	s *Session // nil without a session
+	h     handle
+	c     *Container
+	s     *Session     // nil without a session
+	slots offloadSlots // owners of the offload slot tensors handed out (offload.go)
 }
 
 // BeginRun begins a run without a session, on the active generation and the runtime's
@@ -87,7 +88,7 @@ func (c *Container) beginRun(what string, session *Session) (*Run, error) {
 	r.h.init("run", unsafe.Pointer(out), func(p unsafe.Pointer) error {
 		return statusError(C.wharf_run_end((*C.wharf_run)(p)))
 	}, held...)
-	runtime.SetFinalizer(r, func(r *Run) { leaked(&r.h, "End") })
+	runtime.SetFinalizer(r, func(r *Run) { r.slots.closeFor(nil); leaked(&r.h, "End") })
 	return r, nil
 }
 
@@ -105,6 +106,7 @@ func (r *Run) End() error {
 	if r == nil {
 		return nil
 	}
+	r.slots.closeFor(nil) // they hold the run
 	_, err := r.h.close()
 	return err
 }
