@@ -38,6 +38,7 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final Container container;
   private final Session session;
   private final long generation;
+  private final List<OffloadSlots> slots = new ArrayList<>(); // guarded by itself
 
   private Run(SWIGTYPE_p_wharf_run pointer, Container container, Session session, long generation) {
     super(pointer, WharfNative::wharf_run_end, // frees the handle even when it throws
@@ -79,6 +80,7 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
    */
   @Override
   public void close() {
+    closeSlots(null); // they depend on this run
     super.close();
   }
 
@@ -248,7 +250,9 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
    * its offloaded constants ({@link Offloader#layerConstants} order; none for a layer that
    * is not offloaded): read-only views of device memory (host memory on the host backend)
    * whose contents are this run's until {@link #markOffloadIssued} for the layer. Read them
-   * from work on the run's stream. Experimental tier.
+   * from work on the run's stream ({@link TensorView#read} and {@link TensorView#toByteArray}
+   * copy on it). They are closed when the layer is issued, offloading ends or the run is
+   * closed (then they throw {@link IllegalStateException}). Experimental tier.
    *
    * @param offloader the offloader this run began
    * @param layer the layer, in increasing order
@@ -270,11 +274,18 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
         return Collections.<TensorView>emptyList();
       }
       List<TensorView> out = new ArrayList<>(names.size());
+      OffloadSlots owner = null;
       wharf_tensor_view view = new wharf_tensor_view();
       try {
         for (int i = 0; i < names.size(); i++) {
           WharfNative.wharf_swig_run_wait_offload_view(p, o, layer, i, view);
-          out.add(TensorView.copyOf(this, names.get(i), view));
+          if (owner == null) {
+            owner = new OffloadSlots(p, this, offloader, layer);
+            synchronized (slots) {
+              slots.add(owner);
+            }
+          }
+          out.add(TensorView.slotOf(owner, names.get(i), view));
         }
       } finally {
         view.delete();
@@ -298,6 +309,20 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   public void markOffloadIssued(Offloader offloader, int layer) {
     if (layer < 0) throw new IllegalArgumentException("layer " + layer + " is negative");
     withOffloaderDo(offloader, o -> WharfNative.wharf_run_mark_offload_issued(pointerWhileLocked(), o, layer));
+    closeSlots(offloader); // only the issued layer's are open: layers go in order
+  }
+
+  /** Closes the owners of the slot views handed out for {@code offloader} (all when null). */
+  private void closeSlots(Offloader offloader) {
+    List<OffloadSlots> closing = new ArrayList<>();
+    synchronized (slots) {
+      slots.removeIf(s -> {
+        boolean match = offloader == null || s.offloader() == offloader;
+        if (match) closing.add(s);
+        return match;
+      });
+    }
+    for (OffloadSlots s : closing) s.close();
   }
 
   /**
@@ -311,6 +336,7 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
    * @since 0.3
    */
   public void endOffload(Offloader offloader) {
+    closeSlots(offloader);
     withOffloaderDo(offloader, o -> WharfNative.wharf_run_end_offload(pointerWhileLocked(), o));
   }
 

@@ -66,6 +66,15 @@ public final class TensorView {
         view.contiguous() != 0, (view.getFlags() & WharfNativeConstants.WHARF_VIEW_READ_ONLY) != 0);
   }
 
+  /** Copies a slot view filled by {@code wharf_run_wait_offload}; call while the slots' lock is held. */
+  static TensorView slotOf(OffloadSlots slots, String name, wharf_tensor_view view) {
+    long[] shape = new long[view.getNdim()];
+    for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
+    return new TensorView(slots, null, true, name, DType.fromValue(view.getDtype()), shape,
+        DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
+        view.contiguous() != 0, true);
+  }
+
   /** Copies an output view filled by {@code wharf_model_run}; call while the run's lock is held. */
   static TensorView outputOf(Run run, int index, wharf_tensor_view view) {
     long[] shape = new long[view.getNdim()];
@@ -277,7 +286,7 @@ public final class TensorView {
       host.duplicate().get(bytes);
       return bytes;
     }
-    if (owner instanceof Run) {
+    if (owner instanceof Run || owner instanceof OffloadSlots) {
       ByteBuffer copy = ByteBuffer.allocateDirect((int) byteSize);
       if (output) {
         read(0, copy);
@@ -315,7 +324,7 @@ public final class TensorView {
    */
   public void read(long offset, ByteBuffer dst) {
     Objects.requireNonNull(dst, "dst");
-    if (!(owner instanceof Run)) {
+    if (!(owner instanceof Run) && !(owner instanceof OffloadSlots)) {
       throw new UnsupportedOperationException("tensor '" + name + "' is not a run's; copy it with toByteArray()");
     }
     if (!dst.isDirect()) {
@@ -330,7 +339,10 @@ public final class TensorView {
     }
     if (!contiguous) throw new UnsupportedOperationException("tensor '" + name + "' is strided, not contiguous");
     try {
-      ((Run) owner).withPointer(p -> {
+      // A run's view, or an offload slot's (whose owner's pointer is the run's).
+      @SuppressWarnings("unchecked")
+      NativeHandle<SWIGTYPE_p_wharf_run> runOwner = (NativeHandle<SWIGTYPE_p_wharf_run>) owner;
+      runOwner.withPointer(p -> {
         if (bytes > 0) {
           WharfNative.wharf_swig_run_copy(p, WharfNative.wharf_swig_direct_buffer_address(dst) + position,
               address + offset, bytes);

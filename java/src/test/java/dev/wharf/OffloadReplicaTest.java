@@ -140,6 +140,26 @@ public class OffloadReplicaTest {
     }
   }
 
+  @Test
+  public void slotViewsEndWithTheirLayer() {
+    Container c = layered(2, 1);
+    Offloader off = Offloader.create(c, OffloaderOptions.builder().slotCapacity(2).build());
+    TensorView last;
+    try (Run run = c.beginRun()) {
+      run.beginOffload(off);
+      TensorView first = run.waitOffload(off, 0).get(0);
+      assertEquals(1000f, floats(first)[0], 0f);
+      run.markOffloadIssued(off, 0);
+      assertThrows(IllegalStateException.class, first::toByteArray); // the slot may be refilled
+      last = run.waitOffload(off, 1).get(0);
+      // Closing the offloader while a layer's views are out does not free the slot pool under
+      // them; ending offloading (here: closing the run) ends the views.
+      off.close();
+      assertEquals(1001f, floats(last)[0], 0f);
+    }
+    assertThrows(IllegalStateException.class, last::toByteArray);
+  }
+
   private static ConstantMap groupMap(float v) {
     ConstantMap m = ConstantMap.create();
     m.put("w", new float[] {v, v, v, v}, 4);
