@@ -11,7 +11,7 @@ use crate::error::{Code, Error, Result};
 use crate::model::Model;
 use crate::sys;
 use crate::tensor::TensorView;
-use crate::types::cstring;
+use crate::types::{cstring, Device};
 
 /// Which layers an [`Offloader`] keeps in pinned host memory and how it prefetches them
 /// (`wharf_offloader_options`). `OffloaderOptions::new()` offloads every layer matching
@@ -304,6 +304,7 @@ impl Model {
 #[derive(Debug)]
 pub struct OffloadRun<'r> {
     run: *mut sys::wharf_run,
+    container: &'r Container,
     offloader: &'r Offloader,
     ended: bool,
     _run: std::marker::PhantomData<&'r Run<'r>>,
@@ -336,6 +337,7 @@ impl<'c> Run<'c> {
         };
         Ok(OffloadRun {
             run: self.as_raw(),
+            container: self.container(),
             offloader,
             ended: false,
             _run: std::marker::PhantomData,
@@ -379,6 +381,12 @@ impl<'r> OffloadRun<'r> {
             // issued, which needs this borrow of `self` to end.
             .map(|v| unsafe { TensorView::from_c(v) })
             .collect::<Result<Vec<_>>>()?;
+        // Host-memory slots (the host backend) are readable from safe code (as_slice): wait
+        // for the copy the run's stream waits for, so that no slice is read while the copy
+        // writes it. Device slots are for kernels on the run's stream, which waits itself.
+        if tensors.iter().any(|t| t.device() == Device::Cpu) {
+            self.container.runtime().synchronize()?;
+        }
         Ok(OffloadLayer {
             run: self.run,
             offloader: self.offloader,
@@ -424,9 +432,9 @@ impl OffloadLayer<'_> {
     }
 
     /// The slots of the layer's offloaded constants, in
-    /// [`Offloader::layer_constants`] order: device memory (host memory on the host
-    /// backend) that the copy the run's stream waited for fills; read them from work on
-    /// the run's stream.
+    /// [`Offloader::layer_constants`] order: device memory that the copy the run's stream
+    /// waits for fills (read it from work on the run's stream), or, on the host backend,
+    /// host memory already filled ([`OffloadRun::wait`] waited for the copy).
     pub fn tensors(&self) -> &[TensorView<'_>] {
         &self.tensors
     }
