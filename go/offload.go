@@ -319,7 +319,8 @@ func (r *Run) BeginOffload(o *Offloader) error {
 // tensors of its offloaded constants (Offloader.LayerConstants order; none for a layer that
 // is not offloaded): device memory of the slot, read-only, valid until MarkOffloadIssued
 // for this layer (the slot is refilled after that), EndOffload or End, after which they
-// answer ErrClosed. Errors: ErrInvalidArgument (layer out
+// answer ErrClosed. Host-memory slots (the host backend) are filled when it returns (it
+// waits for their copy); device slots are for kernels on the run's stream. Errors: ErrInvalidArgument (layer out
 // of range), ErrFailedPrecondition (offloading not begun in this run; a layer out of
 // order, or the previous offloaded layer not marked issued, named), ErrDeviceError.
 //
@@ -353,11 +354,18 @@ func (r *Run) WaitOffload(o *Offloader, layer int) ([]Tensor, error) {
 		slots := &handle{}
 		slots.init("offload slot", unsafe.Pointer(slots), func(unsafe.Pointer) error { return nil }, &r.h, &o.h)
 		r.slots.add(o, slots)
+		host := false
 		for i := range views {
 			t := tensorFromView(&views[i], slots)
 			t.noKeep = runTensorNoKeep
 			t.readOnly = offloadSlotReadOnly
+			host = host || t.device == DeviceCPU
 			out = append(out, t)
+		}
+		if host {
+			// Host-memory slots (the host backend) are read by Go code: wait for the copy the
+			// run's stream waits for, so that no read races it.
+			return r.c.rt.Synchronize()
 		}
 		return nil
 	})
