@@ -179,6 +179,7 @@ WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, 
       decls.push_back(std::move(d));
     }
     std::shared_ptr<Container> c;
+    cfg.loading = true;  // loaded right below
     WHARF_RETURN_IF_ERROR(Container::create(runtime->rt, std::move(cfg), &c));
     WHARF_RETURN_IF_ERROR(c->load(m, api::progress_from_c(o.progress, o.progress_user)));
     auto h = std::make_unique<wharf_container>();

@@ -88,11 +88,13 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     c->states_.push_back(std::move(sd));
   }
 
+  c->loading_.store(config.loading, std::memory_order_release);  // before the store can see it
   if (config.store) {
     if (&config.store->runtime() != c->runtime_.get())
       return InvalidArgument("container " + quote_name(c->name_) + ": its weight store belongs to another runtime");
     WHARF_RETURN_IF_ERROR(config.store->join(c.get(), c->name_, c->decls_));
     c->store_ = std::move(config.store);  // from here on ~Container leaves the store
+    test_hook("container.create.after_join");  // a member of the store, not loaded yet
   }
 
   // Capture initial values into device templates: one copy now, device-to-device copies
@@ -317,6 +319,11 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
 }
 
 Status Container::load(const ConstantMap& map, const ProgressFn& progress) {
+  // However it ends, the container is no longer being loaded by its creator.
+  struct Loaded {
+    std::atomic<bool>& flag;
+    ~Loaded() { flag.store(false, std::memory_order_release); }
+  } loaded{loading_};
   UpdateOptions opts;
   opts.require_full = true;
   opts.progress = progress;

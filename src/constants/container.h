@@ -99,6 +99,10 @@ struct ContainerConfig {
   std::vector<StateInit> states;
   std::shared_ptr<WeightStore> store;  // null = no sharing
   uint64_t max_session_bytes = 0;      // 0 = no budget
+  // The creator loads the container right after creating it (Container::load): until that
+  // load returns, weight store updates answer BUSY instead of admitting it, so a container
+  // created from a map never fails because a store update ran at the same time.
+  bool loading = false;
 };
 
 // Checks a source tensor against a declaration (dtype, shape, contiguity, device).
@@ -133,6 +137,8 @@ class Container : public std::enable_shared_from_this<Container> {
   // The first constant a write of `written` (by constant index; derived ones count as
   // written when `folds`) would leave without storage in the next generation, or -1.
   int first_missing(const std::vector<bool>& written, bool folds) const WHARF_EXCLUDES(mu_);
+  // Whether the creator's first load is still running (ContainerConfig::loading).
+  bool being_loaded() const { return loading_.load(std::memory_order_acquire); }
   Status bind_user_constant(const std::string& fqn, UserConstant uc) WHARF_EXCLUDES(mu_);
   Status swap() WHARF_EXCLUDES(mu_);
   Status free_inactive() WHARF_EXCLUDES(mu_);
@@ -242,6 +248,7 @@ class Container : public std::enable_shared_from_this<Container> {
   std::unordered_map<std::string, int> state_index_;
   uint64_t max_session_bytes_ = 0;
   std::atomic<uint64_t> session_bytes_{0};
+  std::atomic<bool> loading_{false};  // ContainerConfig::loading, until the first load returns
   std::shared_ptr<WeightStore> store_;
 
   mutable Mutex mu_;

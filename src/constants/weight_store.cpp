@@ -206,6 +206,11 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     if (c->has_derived() && !opts.fold)
       return InvalidArgument("weight store update: container " + quote_name(c->name()) +
                              " declares derived constants; the update needs a fold callback to recompute them");
+    // A member its creator is still loading (created from a map, or a model's container)
+    // takes its weights from that load: this update waits its turn instead of racing it.
+    if (c->being_loaded())
+      return Busy("weight store update: container " + quote_name(c->name()) +
+                  " is being loaded by its creator (created from a map or a model); nothing was staged: retry");
     // A member this update would leave incomplete is refused before it is admitted (and
     // checked again on its base below): admitting it would make its own first load answer
     // BUSY for nothing.

@@ -440,6 +440,7 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     WHARF_RETURN_IF_ERROR(Offloader::select(cfg.constants, *opts.offload, what + ": offload", &chosen));
     for (int idx : chosen) cfg.constants[size_t(idx)].placement = Placement::kHost;
   }
+  cfg.loading = true;  // loaded right below
   WHARF_RETURN_IF_ERROR(Container::create(runtime, std::move(cfg), &m->container_).with_context(what));
   {
     Status st = m->container_->load(*params, opts.progress);
