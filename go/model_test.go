@@ -3,6 +3,8 @@
 package wharf
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -221,5 +223,55 @@ func TestRunReadWriteTensor(t *testing.T) {
 	must(t, err)
 	if v, err := ReadTensorValues[float32](r2, kv2); err != nil || v[1] != 5 {
 		t.Fatalf("the session kept %v, %v", v, err)
+	}
+}
+
+// LoadModelContext on a GPU (skipped without one): a load its context cancels leaves
+// nothing behind; the next load reports progress up to the total and has no offloader.
+func TestLoadModelContextCancelsOnTheGPU(t *testing.T) {
+	rt, err := NewRuntime(&RuntimeOptions{Backend: BackendCUDA})
+	if err != nil {
+		t.Skipf("needs a GPU: %v", err)
+	}
+	defer rt.Close()
+	dir := tinyDecoderDir()
+	weights, err := LoadSafetensors(filepath.Join(dir, "tiny_decoder.safetensors"))
+	must(t, err)
+	defer weights.Close()
+	zeros, err := NewHostBuffer(4 * 64 * 16 * 4)
+	must(t, err)
+	defer zeros.Close()
+	cache, err := zeros.Tensor(0, DTypeF32, []int64{1, 4, 64, 16})
+	must(t, err)
+	for _, name := range []string{"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"} {
+		must(t, weights.Set(name, cache))
+	}
+	so := filepath.Join(dir, "tiny_decoder.so")
+	before, err := rt.MemoryStats()
+	must(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := LoadModelContext(ctx, rt, so, weights, &ModelOptions{Progress: func(done, total uint64) { cancel() }})
+	if m != nil || !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled load: %v, %v", m, err)
+	}
+	after, err := rt.MemoryStats()
+	must(t, err)
+	if after.Current[MemConstants] != before.Current[MemConstants] {
+		t.Fatalf("a cancelled load left %d bytes of constants", after.Current[MemConstants]-before.Current[MemConstants])
+	}
+
+	var last [2]uint64
+	m, err = LoadModelContext(context.Background(), rt, so, weights, &ModelOptions{
+		Progress: func(done, total uint64) { last = [2]uint64{done, total} },
+	})
+	must(t, err)
+	defer m.Close()
+	if last[0] == 0 || last[0] != last[1] {
+		t.Fatalf("load progress ended at %v", last)
+	}
+	off, err := m.Offloader()
+	if off != nil || err != nil {
+		t.Fatalf("a model loaded without offload has an offloader: %v, %v", off, err)
 	}
 }
