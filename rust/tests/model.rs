@@ -279,3 +279,72 @@ fn tiny_decoder_follows_pytorch_on_the_gpu() -> wharf::Result<()> {
     drop(chat);
     Ok(())
 }
+
+/// `Model::load_with_progress` on a GPU (skipped without one): a load its token cancels
+/// leaves nothing behind; the next load reports progress up to the total and has no
+/// offloader.
+#[test]
+fn load_with_progress_cancels_on_the_gpu() -> wharf::Result<()> {
+    use std::ops::ControlFlow;
+    use wharf::{CancelToken, MemoryTag, Progress};
+
+    let rt = match Runtime::new(&RuntimeOptions::new().backend(Backend::Cuda)) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("skipped: no CUDA runtime ({e})");
+            return Ok(());
+        }
+    };
+    let dir = model_dir();
+    let zeros = vec![0.0f32; 4 * 64 * 16];
+    // SAFETY: nothing modifies the file while it is mapped.
+    let mut weights =
+        unsafe { ConstantMap::load_safetensors(dir.join("tiny_decoder.safetensors"))? };
+    for name in [
+        "layers.0.k_cache",
+        "layers.0.v_cache",
+        "layers.1.k_cache",
+        "layers.1.v_cache",
+    ] {
+        weights.set_slice(name, &[1, 4, 64, 16], &zeros)?;
+    }
+    let before = rt.memory_stats()?.current_of(MemoryTag::Constants);
+    let token = CancelToken::new();
+    token.cancel();
+    // SAFETY: the committed AOTInductor model.
+    let cancelled = unsafe {
+        Model::load_with_progress(
+            &rt,
+            dir.join("tiny_decoder.so"),
+            &weights,
+            &ModelOptions::new(),
+            Progress::cancelled_by(&token),
+        )
+    };
+    match cancelled {
+        Err(e) if e.message().contains("GLIBC") => {
+            eprintln!("skipped: the compiled model needs a newer C library: {e}");
+            return Ok(());
+        }
+        Err(e) => assert_eq!(e.code(), Code::Cancelled, "{e}"),
+        Ok(_) => panic!("a cancelled load returned a model"),
+    }
+    assert_eq!(rt.memory_stats()?.current_of(MemoryTag::Constants), before);
+    let mut last = (0, 0);
+    // SAFETY: as above.
+    let model = unsafe {
+        Model::load_with_progress(
+            &rt,
+            dir.join("tiny_decoder.so"),
+            &weights,
+            &ModelOptions::new(),
+            Progress::new(|done, total| {
+                last = (done, total);
+                ControlFlow::Continue(())
+            }),
+        )?
+    };
+    assert!(last.0 > 0 && last.0 == last.1, "{last:?}");
+    assert!(model.offloader()?.is_none());
+    Ok(())
+}
