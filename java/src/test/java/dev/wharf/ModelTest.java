@@ -127,4 +127,40 @@ public class ModelTest {
     assertThrows(IllegalArgumentException.class, () -> TensorView.ofDevice(0, DType.F32, 0, 4));
     assertThrows(IllegalArgumentException.class, () -> TensorView.ofDevice(16, DType.F32, 0, -1));
   }
+
+  /**
+   * A load its listener cancels leaves nothing behind; the next load reports progress up to
+   * its total and has no offloader. Needs a GPU (skipped otherwise).
+   */
+  @Test
+  public void loadProgressAndCancellationOnTheGpu() {
+    WharfRuntime runtime;
+    try {
+      runtime = WharfRuntime.create(RuntimeOptions.builder().backend(Backend.CUDA).build());
+    } catch (WharfException e) {
+      org.junit.Assume.assumeNoException("needs a GPU", e);
+      return;
+    }
+    Path so = tinyDecoder();
+    try (WharfRuntime rt = runtime;
+        ConstantMap weights = ConstantMap.loadSafetensors(so.resolveSibling("tiny_decoder.safetensors"))) {
+      for (String name : new String[] {"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"}) {
+        weights.put(name, new float[4 * 64 * 16], 1, 4, 64, 16);
+      }
+      long before = rt.memoryStats().current(MemoryTag.CONSTANTS);
+      assertWharfError(WharfException.Code.CANCELLED,
+          () -> Model.load(rt, so, weights, ModelOptions.builder().progress((done, total) -> false).build()));
+      assertEquals(before, rt.memoryStats().current(MemoryTag.CONSTANTS));
+      long[] last = new long[2];
+      try (Model model = Model.load(rt, so, weights, ModelOptions.builder().progress((done, total) -> {
+        last[0] = done;
+        last[1] = total;
+        return true;
+      }).build())) {
+        assertTrue(last[0] > 0);
+        assertEquals(last[1], last[0]);
+        assertNull(model.offloader());
+      }
+    }
+  }
 }
