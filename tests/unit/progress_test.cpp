@@ -145,7 +145,7 @@ TEST_P(Progress, UpdateReportsOnTheCallingThreadUpToTheTotal) {
   wharf_update_options o = options(&calls);
   ASSERT_OK(wharf_container_update(c, v2.map, &o));
   expect_contract(calls, 3 * kTensorBytes, true);
-  EXPECT_GE(calls.seen.size(), 3u) << "48 MiB with a 16 MiB interval: calls mid-copy and a final one";
+  EXPECT_GE(calls.seen.size(), 2u) << "48 MiB: at least one call mid-copy (every 64 MiB at most apart) and a final one";
   ASSERT_OK(wharf_container_swap(c));
   EXPECT_EQ(values(c), (std::vector<float>{2, 2, 2}));
   wharf_container_free(c);
