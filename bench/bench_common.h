@@ -20,13 +20,13 @@ namespace bench {
 
 using Clock = std::chrono::steady_clock;
 
-#define CUDA_OK(x)                                                                              \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
+#define CUDA_OK(x)                                                                             \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                             \
-    }                                                                                           \
+      std::exit(2);                                                                            \
+    }                                                                                          \
   } while (0)
 
 inline void wharf_ok(wharf_status* st, const char* what) {

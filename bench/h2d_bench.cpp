@@ -68,14 +68,19 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) die("option " + s + " needs a value");
       return argv[++i];
     };
-    if (s == "--csv") a.csv = value();
-    else if (s == "--sweep-gib") a.sweep_gib = std::atof(value().c_str());
-    else if (s == "--reps") a.reps = std::atoi(value().c_str());
+    if (s == "--csv")
+      a.csv = value();
+    else if (s == "--sweep-gib")
+      a.sweep_gib = std::atof(value().c_str());
+    else if (s == "--reps")
+      a.reps = std::atoi(value().c_str());
     else if (s == "-h" || s == "--help") {
       std::printf("usage: h2d_bench [GIB=4] [--csv PATH] [--sweep-gib G=1] [--reps N=5]\n");
       std::exit(0);
-    } else if (!s.empty() && s[0] != '-') a.gib = std::atof(s.c_str());
-    else die("unknown option " + s);
+    } else if (!s.empty() && s[0] != '-')
+      a.gib = std::atof(s.c_str());
+    else
+      die("unknown option " + s);
   }
   if (a.gib <= 0 || a.sweep_gib <= 0 || a.reps < 1) die("sizes must be positive and --reps at least 1");
   return a;
@@ -138,9 +143,8 @@ void print_row(const Row& r) {
   char range[48];
   std::snprintf(range, sizeof(range), "%.1f-%.1f", gbps(r.bytes, r.t.max_s), gbps(r.bytes, r.t.min_s));
   std::printf("%-38s %7s %8s %9s %6.2f %9.2f %7.1f %11s %7.1f%%\n", r.name.c_str(),
-              r.threads ? std::to_string(r.threads).c_str() : "-", size_str(r.chunk).c_str(),
-              size_str(r.ring).c_str(), double(r.bytes) / double(GiB), r.t.median_s * 1e3, g, range,
-              100.0 * g / r.ceiling_gbps);
+              r.threads ? std::to_string(r.threads).c_str() : "-", size_str(r.chunk).c_str(), size_str(r.ring).c_str(),
+              double(r.bytes) / double(GiB), r.t.median_s * 1e3, g, range, 100.0 * g / r.ceiling_gbps);
   std::fflush(stdout);
 }
 
@@ -204,7 +208,8 @@ int main(int argc, char** argv) {
   std::memcpy(pinned.data(), pageable.get(), bytes);
   char* const src = pageable.get();
   void* const d = dst.data();
-  if (dev->query_pointer(src).kind != wharf::PointerKind::kPageableHost) die("the pageable source is not seen as pageable");
+  if (dev->query_pointer(src).kind != wharf::PointerKind::kPageableHost)
+    die("the pageable source is not seen as pageable");
 
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -212,21 +217,26 @@ int main(int argc, char** argv) {
     check(cudaMemcpyAsync(d, pinned.data(), n, cudaMemcpyHostToDevice, s), "pinned cudaMemcpyAsync");
     check(cudaStreamSynchronize(s), "pinned cudaMemcpyAsync");
   };
-  auto zero_dst = [&] { check(cudaMemset(d, 0, bytes), "cudaMemset"); check(cudaDeviceSynchronize(), "cudaMemset"); };
+  auto zero_dst = [&] {
+    check(cudaMemset(d, 0, bytes), "cudaMemset");
+    check(cudaDeviceSynchronize(), "cudaMemset");
+  };
 
   std::vector<Row> rows;
   std::printf("\n%-38s %7s %8s %9s %6s %9s %7s %11s %8s\n", "case", "threads", "chunk", "ring", "GiB", "median ms",
               "GB/s", "GB/s range", "% pinned");
 
-  Row ceiling{"(1) pinned cudaMemcpyAsync (ceiling)", 0, 0, 0, bytes, measure(args.reps, [&] { pinned_copy(bytes); }), 0};
+  Row ceiling{"(1) pinned cudaMemcpyAsync (ceiling)",          0, 0, 0, bytes,
+              measure(args.reps, [&] { pinned_copy(bytes); }), 0};
   ceiling.ceiling_gbps = gbps(bytes, ceiling.t.median_s);
   const double ceil_gbps = ceiling.ceiling_gbps;
   rows.push_back(ceiling);
   print_row(rows.back());
 
-  rows.push_back({"(2) pageable cudaMemcpy", 0, 0, 0, bytes, measure(args.reps, [&] {
-                    check(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice), "pageable cudaMemcpy");
-                  }), ceil_gbps});
+  rows.push_back(
+      {"(2) pageable cudaMemcpy", 0, 0, 0, bytes,
+       measure(args.reps, [&] { check(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice), "pageable cudaMemcpy"); }),
+       ceil_gbps});
   print_row(rows.back());
 
   {
@@ -261,8 +271,13 @@ int main(int argc, char** argv) {
   }
 
   // (5) The sweep, against a ceiling measured at its own size.
-  Row sweep_ceiling{"(5) pinned cudaMemcpyAsync, sweep size", 0, 0, 0, sweep_bytes,
-                    measure(args.reps, [&] { pinned_copy(sweep_bytes); }), 0};
+  Row sweep_ceiling{"(5) pinned cudaMemcpyAsync, sweep size",
+                    0,
+                    0,
+                    0,
+                    sweep_bytes,
+                    measure(args.reps, [&] { pinned_copy(sweep_bytes); }),
+                    0};
   sweep_ceiling.ceiling_gbps = gbps(sweep_bytes, sweep_ceiling.t.median_s);
   rows.push_back(sweep_ceiling);
   print_row(rows.back());
@@ -272,17 +287,18 @@ int main(int argc, char** argv) {
       zero_dst();
       Timing t = measure(args.reps, [&] { check(eng->copy({{d, src, sweep_bytes}}, {}), "TransferEngine copy"); });
       verify("sweep", d, src, sweep_bytes, scratch, s);
-      rows.push_back({"    pageable sweep", threads, chunk, 2ull * threads * chunk, sweep_bytes, t,
-                      sweep_ceiling.ceiling_gbps});
+      rows.push_back(
+          {"    pageable sweep", threads, chunk, 2ull * threads * chunk, sweep_bytes, t, sweep_ceiling.ceiling_gbps});
       print_row(rows.back());
     }
   }
 
-  std::printf("\nstaging ring (4): %s under tag 'staging' (accounting), %s pinned in all (incl. the bench's own "
-              "%s source and %s read-back buffer);\n  device memory in use changed by %+.2f MiB across ring creation "
-              "(cudaMemGetInfo; the ring is host memory, so ~0 expected)\n",
-              size_str(staging_bytes).c_str(), size_str(pinned_total).c_str(), size_str(bytes).c_str(),
-              size_str(scratch.size()).c_str(), double(device_delta) / double(MiB));
+  std::printf(
+      "\nstaging ring (4): %s under tag 'staging' (accounting), %s pinned in all (incl. the bench's own "
+      "%s source and %s read-back buffer);\n  device memory in use changed by %+.2f MiB across ring creation "
+      "(cudaMemGetInfo; the ring is host memory, so ~0 expected)\n",
+      size_str(staging_bytes).c_str(), size_str(pinned_total).c_str(), size_str(bytes).c_str(),
+      size_str(scratch.size()).c_str(), double(device_delta) / double(MiB));
   std::printf("TransferEngine pageable (4): %.1f%% of the pinned ceiling (target >= 85%%)\n",
               100.0 * engine_pageable_gbps / ceil_gbps);
 
@@ -293,8 +309,8 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       const double g = gbps(r.bytes, r.t.median_s);
       std::fprintf(f, "\"%s\",%u,%llu,%llu,%llu,%.6f,%.6f,%.6f,%.3f,%.2f\n", r.name.c_str(), r.threads,
-                   (unsigned long long)r.chunk, (unsigned long long)r.ring, (unsigned long long)r.bytes,
-                   r.t.median_s, r.t.min_s, r.t.max_s, g, 100.0 * g / r.ceiling_gbps);
+                   (unsigned long long)r.chunk, (unsigned long long)r.ring, (unsigned long long)r.bytes, r.t.median_s,
+                   r.t.min_s, r.t.max_s, g, 100.0 * g / r.ceiling_gbps);
     }
     if (std::fclose(f) != 0) die("writing " + args.csv);
     std::printf("wrote %s\n", args.csv.c_str());

@@ -108,12 +108,15 @@ std::vector<double> decode(Ctx& x, cudaStream_t stream, int steps) {
 int main(int argc, char** argv) {
   std::string dir, csv;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) dir = argv[++i];
-    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    if (!std::strcmp(argv[i], "--model") && i + 1 < argc)
+      dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv = argv[++i];
   }
   if (dir.empty()) {
     struct stat st;
-    dir = ::stat("models/tiny_decoder/tiny_decoder.so", &st) == 0 ? "models/tiny_decoder" : "tests/data/models/tiny_decoder";
+    dir = ::stat("models/tiny_decoder/tiny_decoder.so", &st) == 0 ? "models/tiny_decoder"
+                                                                  : "tests/data/models/tiny_decoder";
   }
   Ctx x;
   wharf_runtime_options ro;
@@ -215,9 +218,10 @@ int main(int argc, char** argv) {
 
   std::printf("model_bench: tiny decoder (AOTInductor, no libtorch), %d decode steps, one token each\n", steps);
   std::printf("%-46s %10s %10s %10s\n", "", "median", "min", "max");
-  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "wharf decode step (begin+model+read+end)", one.med, one.lo, one.hi);
-  std::printf("%-46s %8.2f us %8.2f us %8.2f us\n", "wharf run overhead (begin+end, no work)", overhead.med, overhead.lo,
-              overhead.hi);
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "wharf decode step (begin+model+read+end)", one.med, one.lo,
+              one.hi);
+  std::printf("%-46s %8.2f us %8.2f us %8.2f us\n", "wharf run overhead (begin+end, no work)", overhead.med,
+              overhead.lo, overhead.hi);
   std::printf("%-46s %8.0f /s  (1 conversation: %.0f /s, %.2fx)\n", "4 conversations on 4 streams, steps", par, seq,
               par / seq);
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "first step after update+swap (rebind+refold)", first.med, first.lo,

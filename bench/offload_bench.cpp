@@ -118,13 +118,22 @@ void load(wharf_runtime* rt, const Params& p, const void* host_w, uint64_t compu
   wharf_constant_map* m = nullptr;
   wharf_ok(wharf_constant_map_create(&m), "map create");
   for (int L = 0; L < p.layers; ++L) {
-    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, const_cast<void*>(host_w), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &p.elems, nullptr};
+    wharf_tensor_view v{sizeof(wharf_tensor_view),
+                        0,
+                        const_cast<void*>(host_w),
+                        WHARF_DTYPE_F32,
+                        WHARF_DEVICE_CPU,
+                        0,
+                        1,
+                        &p.elems,
+                        nullptr};
     wharf_ok(wharf_constant_map_set(m, names[size_t(L)].c_str(), &v), "map set");
   }
   wharf_ok(wharf_container_update(cf->c, m, nullptr), "update");
   wharf_ok(wharf_container_swap(cf->c), "swap");
   wharf_constant_map_free(m);
-  for (int L = 0; L < p.layers; ++L) cf->index.push_back(wharf_container_find_constant(cf->c, names[size_t(L)].c_str()));
+  for (int L = 0; L < p.layers; ++L)
+    cf->index.push_back(wharf_container_find_constant(cf->c, names[size_t(L)].c_str()));
   if (cf->offload) {
     wharf_offloader_options oo;
     wharf_offloader_options_init(&oo);
@@ -204,16 +213,24 @@ int main(int argc, char** argv) {
   Params p;
   for (int i = 1; i < argc; ++i) {
     auto is = [&](const char* f) { return !std::strcmp(argv[i], f) && i + 1 < argc; };
-    if (is("--layers")) p.layers = std::atoi(argv[++i]);
-    else if (is("--layer-mib")) p.layer_mib = std::atof(argv[++i]);
-    else if (is("--compute-ratio")) p.compute_ratio = std::atof(argv[++i]);
-    else if (is("--prefetch")) p.prefetch = uint32_t(std::atoi(argv[++i]));
-    else if (is("--slots")) p.slots = uint32_t(std::atoi(argv[++i]));
-    else if (is("--reps")) p.reps = std::atoi(argv[++i]);
-    else if (is("--csv")) p.csv = argv[++i];
+    if (is("--layers"))
+      p.layers = std::atoi(argv[++i]);
+    else if (is("--layer-mib"))
+      p.layer_mib = std::atof(argv[++i]);
+    else if (is("--compute-ratio"))
+      p.compute_ratio = std::atof(argv[++i]);
+    else if (is("--prefetch"))
+      p.prefetch = uint32_t(std::atoi(argv[++i]));
+    else if (is("--slots"))
+      p.slots = uint32_t(std::atoi(argv[++i]));
+    else if (is("--reps"))
+      p.reps = std::atoi(argv[++i]);
+    else if (is("--csv"))
+      p.csv = argv[++i];
     else {
-      std::fprintf(stderr, "usage: offload_bench [--layers N] [--layer-mib M] [--compute-ratio R] [--prefetch K] "
-                           "[--slots S] [--reps N] [--csv PATH]\n");
+      std::fprintf(stderr,
+                   "usage: offload_bench [--layers N] [--layer-mib M] [--compute-ratio R] [--prefetch K] "
+                   "[--slots S] [--reps N] [--csv PATH]\n");
       return 1;
     }
   }
@@ -253,9 +270,11 @@ int main(int argc, char** argv) {
   const double layer_copy_ms = median(time_ms(s, p.reps, copies(1)));
   const int probe = 256;
   p.work = probe;
-  const double probe_ms = median(time_ms(s, p.reps, [&] { CUDA_OK(offload_bench::launch_layer(s, h, dev_w, p.elems, probe)); }));
+  const double probe_ms =
+      median(time_ms(s, p.reps, [&] { CUDA_OK(offload_bench::launch_layer(s, h, dev_w, p.elems, probe)); }));
   p.work = std::max(1, int(double(probe) * layer_copy_ms * p.compute_ratio / probe_ms));
-  const double layer_ms = median(time_ms(s, p.reps, [&] { CUDA_OK(offload_bench::launch_layer(s, h, dev_w, p.elems, p.work)); }));
+  const double layer_ms =
+      median(time_ms(s, p.reps, [&] { CUDA_OK(offload_bench::launch_layer(s, h, dev_w, p.elems, p.work)); }));
   const double h2d_gbs = double(layer_bytes) / (layer_copy_ms * 1e6);
 
   std::vector<Config> cfgs(4);
@@ -299,11 +318,12 @@ int main(int argc, char** argv) {
 
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("offload_bench on %s: %d layers x %.1f MiB F32 (%.1f MiB), %d FMA/element (%.3f ms/layer compute, "
-              "%.3f ms/layer pinned H2D = %.1f GB/s), prefetch_step %u, slot_capacity %u, medians of %d steps "
-              "[min, max]\n",
-              prop.name, p.layers, p.layer_mib, p.layer_mib * p.layers, p.work, layer_ms, layer_copy_ms, h2d_gbs,
-              p.prefetch, p.slots, p.reps);
+  std::printf(
+      "offload_bench on %s: %d layers x %.1f MiB F32 (%.1f MiB), %d FMA/element (%.3f ms/layer compute, "
+      "%.3f ms/layer pinned H2D = %.1f GB/s), prefetch_step %u, slot_capacity %u, medians of %d steps "
+      "[min, max]\n",
+      prop.name, p.layers, p.layer_mib, p.layer_mib * p.layers, p.work, layer_ms, layer_copy_ms, h2d_gbs, p.prefetch,
+      p.slots, p.reps);
   std::printf("%-16s %9s %26s %10s %10s %10s %7s %11s %22s %12s\n", "config", "offloaded", "step ms", "compute ms",
               "copy ms", "bound ms", "ratio", "device MiB", "saved MiB (wharf/mgi)", "budget exp.");
   const Config& res = cfgs[0];
@@ -318,32 +338,34 @@ int main(int argc, char** argv) {
     std::snprintf(saved, sizeof saved, "%.1f / %.1f", (double(res.wharf_device) - double(cf.wharf_device)) / (1 << 20),
                   (double(res.mgi_device) - double(cf.mgi_device)) / (1 << 20));
     std::printf("%-16s %6u/%-2d %26s %10.3f %10.3f %10.3f %7.3f %11.1f %22s %12s\n", cf.name.c_str(), cf.offloaded,
-                p.layers, step, compute_ms, cf.copy_ms.median, cf.bound_ms, cf.ratio, double(cf.wharf_device) / (1 << 20),
-                saved, budget);
+                p.layers, step, compute_ms, cf.copy_ms.median, cf.bound_ms, cf.ratio,
+                double(cf.wharf_device) / (1 << 20), saved, budget);
   }
   char gstep[64];
   std::snprintf(gstep, sizeof gstep, "%.3f [%.3f, %.3f]", graph_ms.median, graph_ms.min, graph_ms.max);
-  std::printf("%-16s %6u/%-2d %26s %10.3f %10.3f %10.3f %7.3f\n", "N/2 graph replay", cfgs[2].offloaded, p.layers, gstep,
-              compute_ms, cfgs[2].copy_ms.median, graph_bound, graph_ms.median / graph_bound);
+  std::printf("%-16s %6u/%-2d %26s %10.3f %10.3f %10.3f %7.3f\n", "N/2 graph replay", cfgs[2].offloaded, p.layers,
+              gstep, compute_ms, cfgs[2].copy_ms.median, graph_bound, graph_ms.median / graph_bound);
   double worst = graph_ms.median / graph_bound;
   for (int i = 1; i < 3; ++i) worst = std::max(worst, cfgs[size_t(i)].ratio);
-  std::printf("target: step <= 1.10 x max(compute, copy) for 0, N/4, N/2 offloaded (and the graph replay): worst %.3f, %s\n",
-              worst, worst <= 1.10 ? "met" : "NOT met");
+  std::printf(
+      "target: step <= 1.10 x max(compute, copy) for 0, N/4, N/2 offloaded (and the graph replay): worst %.3f, %s\n",
+      worst, worst <= 1.10 ? "met" : "NOT met");
 
   if (p.csv) {
     FILE* f = std::fopen(p.csv, "w");
     if (f) {
-      std::fprintf(f, "config,offloaded,layers,step_ms_median,step_ms_min,step_ms_max,compute_ms,copy_ms,bound_ms,ratio,"
-                      "device_bytes_wharf,device_bytes_mgi,budget_exposed_us,budget_h2d_bytes_per_second\n");
+      std::fprintf(f,
+                   "config,offloaded,layers,step_ms_median,step_ms_min,step_ms_max,compute_ms,copy_ms,bound_ms,ratio,"
+                   "device_bytes_wharf,device_bytes_mgi,budget_exposed_us,budget_h2d_bytes_per_second\n");
       for (const Config& cf : cfgs)
         std::fprintf(f, "\"%s\",%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%llu,%llu,%.1f,%llu\n", cf.name.c_str(),
                      cf.offloaded, p.layers, cf.step_ms.median, cf.step_ms.min, cf.step_ms.max, compute_ms,
                      cf.copy_ms.median, cf.bound_ms, cf.ratio, (unsigned long long)cf.wharf_device,
                      (unsigned long long)cf.mgi_device, cf.budget.exposed_us,
                      (unsigned long long)cf.budget.h2d_bytes_per_second);
-      std::fprintf(f, "\"N/2 graph replay\",%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,,,,\n", cfgs[2].offloaded, p.layers,
-                   graph_ms.median, graph_ms.min, graph_ms.max, compute_ms, cfgs[2].copy_ms.median, graph_bound,
-                   graph_ms.median / graph_bound);
+      std::fprintf(f, "\"N/2 graph replay\",%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,,,,\n", cfgs[2].offloaded,
+                   p.layers, graph_ms.median, graph_ms.min, graph_ms.max, compute_ms, cfgs[2].copy_ms.median,
+                   graph_bound, graph_ms.median / graph_bound);
       std::fclose(f);
     }
   }

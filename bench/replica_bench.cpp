@@ -62,11 +62,16 @@ int main(int argc, char** argv) {
   int tensors = 64, reps = 5, want_gpus = 0;
   const char* csv = nullptr;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--gib") && i + 1 < argc) gib = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--tensors") && i + 1 < argc) tensors = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc) want_gpus = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    if (!std::strcmp(argv[i], "--gib") && i + 1 < argc)
+      gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tensors") && i + 1 < argc)
+      tensors = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--gpus") && i + 1 < argc)
+      want_gpus = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv = argv[++i];
     else {
       std::fprintf(stderr, "usage: replica_bench [--gib N] [--tensors N] [--reps N] [--gpus N] [--csv PATH]\n");
       return 1;
@@ -103,9 +108,10 @@ int main(int argc, char** argv) {
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   wharf_ok(wharf_runtime_get_device_info(rts[0], &info), "device info");
-  std::printf("replica_bench: %d x %s, model %d x %.0f MiB BF16 = %.2f GiB (pageable host source), %d reps "
-              "(median [min, max])\n",
-              gpus, info.name, tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), reps);
+  std::printf(
+      "replica_bench: %d x %s, model %d x %.0f MiB BF16 = %.2f GiB (pageable host source), %d reps "
+      "(median [min, max])\n",
+      gpus, info.name, tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), reps);
 
   // Pageable sources, every page touched (first-touch faults are not measured).
   char* host = static_cast<char*>(std::malloc(total));
@@ -214,9 +220,10 @@ int main(int argc, char** argv) {
   std::printf("\nupdated bytes per replica: %.0f MiB (extra_MiB/replica target)\n", double(total) / (1 << 20));
   std::printf("target: group update time <= 1.2 x a single GPU's update (x_single of the group rows)\n");
   if (gpus < 2)
-    std::printf("note: the N >= 2 rows (NCCL broadcast between GPUs) need more GPUs; this machine has %d. The N = 1 "
-                "group row runs NCCL with one rank.\n",
-                gpus);
+    std::printf(
+        "note: the N >= 2 rows (NCCL broadcast between GPUs) need more GPUs; this machine has %d. The N = 1 "
+        "group row runs NCCL with one rank.\n",
+        gpus);
   if (csv) {
     FILE* f = std::fopen(csv, "w");
     if (f) {

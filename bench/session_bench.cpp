@@ -81,16 +81,24 @@ int main(int argc, char** argv) {
   const char* csv = nullptr;
   for (int i = 1; i < argc; ++i) {
     auto is = [&](const char* f) { return !std::strcmp(argv[i], f) && i + 1 < argc; };
-    if (is("--iters")) iters = std::atoi(argv[++i]);
-    else if (is("--baseline-iters")) baseline_iters = std::atoi(argv[++i]);
-    else if (is("--sessions")) num_sessions = std::atoi(argv[++i]);
-    else if (is("--layers")) layers = std::atoi(argv[++i]);
-    else if (is("--tokens")) tokens = std::atoi(argv[++i]);
-    else if (is("--lookups")) lookups = std::atoi(argv[++i]);
-    else if (is("--csv")) csv = argv[++i];
+    if (is("--iters"))
+      iters = std::atoi(argv[++i]);
+    else if (is("--baseline-iters"))
+      baseline_iters = std::atoi(argv[++i]);
+    else if (is("--sessions"))
+      num_sessions = std::atoi(argv[++i]);
+    else if (is("--layers"))
+      layers = std::atoi(argv[++i]);
+    else if (is("--tokens"))
+      tokens = std::atoi(argv[++i]);
+    else if (is("--lookups"))
+      lookups = std::atoi(argv[++i]);
+    else if (is("--csv"))
+      csv = argv[++i];
     else {
-      std::fprintf(stderr, "usage: session_bench [--iters N] [--baseline-iters N] [--sessions N] [--layers N] "
-                           "[--tokens N] [--lookups N] [--csv PATH]\n");
+      std::fprintf(stderr,
+                   "usage: session_bench [--iters N] [--baseline-iters N] [--sessions N] [--layers N] "
+                   "[--tokens N] [--lookups N] [--csv PATH]\n");
       return 1;
     }
   }
@@ -122,14 +130,23 @@ int main(int argc, char** argv) {
   wharf_constant_map* map = nullptr;
   wharf_ok(wharf_constant_map_create(&map), "map");
   for (int l = 0; l < layers; ++l) {
-    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, static_cast<char*>(wsrc) + wbytes * l, WHARF_DTYPE_BF16, WHARF_DEVICE_CUDA, 0, 2, wshape, nullptr};
+    wharf_tensor_view v{sizeof(wharf_tensor_view),
+                        0,
+                        static_cast<char*>(wsrc) + wbytes * l,
+                        WHARF_DTYPE_BF16,
+                        WHARF_DEVICE_CUDA,
+                        0,
+                        2,
+                        wshape,
+                        nullptr};
     wharf_ok(wharf_constant_map_set(map, wnames[size_t(l)].c_str(), &v), "map set");
   }
   const int64_t sshape[3] = {tokens, heads, dims};
   const uint64_t per_state = uint64_t(tokens) * heads * dims * 2;
   const uint64_t per_session = per_state * snames.size();
   std::vector<wharf_state_decl> sdecls;
-  for (const std::string& n : snames) sdecls.push_back({sizeof(wharf_state_decl), n.c_str(), WHARF_DTYPE_BF16, 3, sshape, nullptr});
+  for (const std::string& n : snames)
+    sdecls.push_back({sizeof(wharf_state_decl), n.c_str(), WHARF_DTYPE_BF16, 3, sshape, nullptr});
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.name = "decoder";
@@ -139,16 +156,19 @@ int main(int argc, char** argv) {
   wharf_ok(wharf_container_create_from_map(rt, map, &co, &c), "container");
   wharf_constant_map_free(map);
 
-  std::printf("session_bench: %s; state per session: KV cache 2 x %d layers x [%d tokens, %d heads, %d dims] BF16 = "
-              "%zu tensors, %.0f MiB; %d sessions round robin; %d lookups per run; %d runs (wharf), %d (baseline)\n",
-              info.name, layers, tokens, heads, dims, snames.size(), double(per_session) / (1 << 20), num_sessions,
-              lookups, iters, baseline_iters);
+  std::printf(
+      "session_bench: %s; state per session: KV cache 2 x %d layers x [%d tokens, %d heads, %d dims] BF16 = "
+      "%zu tensors, %.0f MiB; %d sessions round robin; %d lookups per run; %d runs (wharf), %d (baseline)\n",
+      info.name, layers, tokens, heads, dims, snames.size(), double(per_session) / (1 << 20), num_sessions, lookups,
+      iters, baseline_iters);
 
   // FQNs resolved per run: half weights, half state, spread over the layers.
   std::vector<std::string> look;
   for (int i = 0; i < lookups; ++i) {
-    if (i % 2 == 0) look.push_back(wnames[size_t((i / 2) * 7 % layers)]);
-    else look.push_back(snames[size_t((i / 2) * 13 % snames.size())]);
+    if (i % 2 == 0)
+      look.push_back(wnames[size_t((i / 2) * 7 % layers)]);
+    else
+      look.push_back(snames[size_t((i / 2) * 13 % snames.size())]);
   }
 
   cudaStream_t s;
@@ -274,7 +294,15 @@ int main(int argc, char** argv) {
     wharf_constant_map* m2 = nullptr;
     wharf_ok(wharf_constant_map_create(&m2), "map");
     for (int l = 0; l < layers; ++l) {
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, static_cast<char*>(wsrc) + wbytes * l, WHARF_DTYPE_BF16, WHARF_DEVICE_CUDA, 0, 2, wshape, nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view),
+                          0,
+                          static_cast<char*>(wsrc) + wbytes * l,
+                          WHARF_DTYPE_BF16,
+                          WHARF_DEVICE_CUDA,
+                          0,
+                          2,
+                          wshape,
+                          nullptr};
       wharf_ok(wharf_constant_map_set(m2, wnames[size_t(l)].c_str(), &v), "map set");
     }
     wharf_ok(wharf_container_create_from_map(rt, m2, nullptr, &plain), "stateless container");
@@ -413,9 +441,8 @@ int main(int argc, char** argv) {
     }
     rows.push_back({"session create (eager)", n, dist(eager),
                     std::to_string(snames.size()) + " pool allocations + zeroing enqueued, not waited for"});
-    rows.push_back({"first run of a lazy session + sync", n, dist(first_run), "allocate + zero " +
-                                                                                 std::to_string(per_session >> 20) +
-                                                                                 " MiB + begin/end"});
+    rows.push_back({"first run of a lazy session + sync", n, dist(first_run),
+                    "allocate + zero " + std::to_string(per_session >> 20) + " MiB + begin/end"});
     rows.push_back({"session free (allocated, idle)", n, dist(destroy), "returns the state memory"});
     // For scale: the same bytes as one allocation, and as one allocation per state tensor.
     std::vector<double> one, one_free, many, many_free;
@@ -456,16 +483,18 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     std::printf("%-36s %7d %12.3f %10.3f %10.3f  %s\n", r.what.c_str(), r.iters, r.us.median, r.us.p99, r.us.mean,
                 r.note.c_str());
-  std::printf("\nbytes per session: %.2f MiB declared (wharf_session_state_bytes), %.2f MiB accounted (WHARF_MEM_STATE), "
-              "%.2f MiB cudaMemGetInfo (mean of %d sessions)\n",
-              double(wharf_session_state_bytes(sessions[0])) / (1 << 20), double(acct_per_session) / (1 << 20),
-              double(mgi_per_session) / (1 << 20), num_sessions);
+  std::printf(
+      "\nbytes per session: %.2f MiB declared (wharf_session_state_bytes), %.2f MiB accounted (WHARF_MEM_STATE), "
+      "%.2f MiB cudaMemGetInfo (mean of %d sessions)\n",
+      double(wharf_session_state_bytes(sessions[0])) / (1 << 20), double(acct_per_session) / (1 << 20),
+      double(mgi_per_session) / (1 << 20), num_sessions);
   std::printf("baseline extra: one shared state buffer of %.0f MiB, and %.0f MiB of D2D traffic per run\n",
               double(per_session) / (1 << 20), 2.0 * double(per_session) / (1 << 20));
-  std::printf("ratios (median): contiguous baseline / wharf run (host) = %.0fx; / wharf run + sync = %.1fx; "
-              "per-tensor baseline / wharf run + sync = %.1fx; wharf run (host) %.3f us vs target < 5 us: %s\n",
-              base.median / ours.median, base.median / ours_sync.median, base_pt.median / ours_sync.median, ours.median,
-              ours.median < 5.0 ? "met" : "NOT met");
+  std::printf(
+      "ratios (median): contiguous baseline / wharf run (host) = %.0fx; / wharf run + sync = %.1fx; "
+      "per-tensor baseline / wharf run + sync = %.1fx; wharf run (host) %.3f us vs target < 5 us: %s\n",
+      base.median / ours.median, base.median / ours_sync.median, base_pt.median / ours_sync.median, ours.median,
+      ours.median < 5.0 ? "met" : "NOT met");
 
   if (csv) {
     FILE* f = std::fopen(csv, "w");
@@ -474,8 +503,10 @@ int main(int argc, char** argv) {
       for (const Row& r : rows)
         std::fprintf(f, "\"%s\",%d,%.4f,%.4f,%.4f,\"%s\"\n", r.what.c_str(), r.iters, r.us.median, r.us.p99, r.us.mean,
                      r.note.c_str());
-      std::fprintf(f, "\"bytes per session (accounting)\",%d,%llu,,,\n", num_sessions, (unsigned long long)acct_per_session);
-      std::fprintf(f, "\"bytes per session (cudaMemGetInfo)\",%d,%llu,,,\n", num_sessions, (unsigned long long)mgi_per_session);
+      std::fprintf(f, "\"bytes per session (accounting)\",%d,%llu,,,\n", num_sessions,
+                   (unsigned long long)acct_per_session);
+      std::fprintf(f, "\"bytes per session (cudaMemGetInfo)\",%d,%llu,,,\n", num_sessions,
+                   (unsigned long long)mgi_per_session);
       std::fclose(f);
     }
   }

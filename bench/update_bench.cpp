@@ -309,8 +309,10 @@ int probe(uint64_t bytes, int reps, double hold_gib) {
   rows.push_back(Row{"probe", "one copy (ceiling)", "pinned", bytes, pieces(bytes, false)});
   rows.push_back(Row{"probe", "copies of 128 MiB", "pinned", bytes, pieces(128ull << 20, false)});
   for (uint64_t mib : {4, 8, 16}) {
-    rows.push_back(Row{"probe", "copies of " + std::to_string(mib) + " MiB", "pinned", bytes, pieces(mib << 20, false)});
-    rows.push_back(Row{"probe", "copies of " + std::to_string(mib) + " MiB + event", "pinned", bytes, pieces(mib << 20, true)});
+    rows.push_back(
+        Row{"probe", "copies of " + std::to_string(mib) + " MiB", "pinned", bytes, pieces(mib << 20, false)});
+    rows.push_back(
+        Row{"probe", "copies of " + std::to_string(mib) + " MiB + event", "pinned", bytes, pieces(mib << 20, true)});
   }
   rows.push_back(Row{"probe", "128 MiB, fresh dst, pool releases", "pinned", bytes, fresh(pool_release)});
   rows.push_back(Row{"probe", "128 MiB, fresh dst, pool keeps", "pinned", bytes, fresh(pool_keep)});
@@ -318,9 +320,10 @@ int probe(uint64_t bytes, int reps, double hold_gib) {
   rows.push_back(Row{"probe", "128 MiB, releases, sync+trim per free", "pinned", bytes, fresh(pool_release, 2)});
   measure(rows, reps);
   const double ceil = median(rows[0].samples);
-  std::printf("probe: %.2f GiB from pinned memory, %d reps after one warm-up, rows interleaved; %zu GiB of other "
-              "device memory held\n",
-              double(bytes) / double(1ull << 30), reps, held.size());
+  std::printf(
+      "probe: %.2f GiB from pinned memory, %d reps after one warm-up, rows interleaved; %zu GiB of other "
+      "device memory held\n",
+      double(bytes) / double(1ull << 30), reps, held.size());
   std::printf("%-40s %9s %9s %9s %8s %7s\n", "what", "median_s", "min_s", "max_s", "GB/s", "x_ceil");
   for (const Row& r : rows) {
     const double med = median(r.samples);
@@ -352,25 +355,40 @@ int main(int argc, char** argv) {
   std::string file_dir = "/tmp";
   std::string peer_script;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--gib") && i + 1 < argc) gib = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--tensors") && i + 1 < argc) tensors = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--small-gib") && i + 1 < argc) small_gib = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--file-gib") && i + 1 < argc) file_gib = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--file-dir") && i + 1 < argc) file_dir = argv[++i];
-    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) peer_script = argv[++i];
-    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
-    else if (!std::strcmp(argv[i], "--probe")) do_probe = true;
-    else if (!std::strcmp(argv[i], "--no-baselines")) baselines = false;
-    else if (!std::strcmp(argv[i], "--settle-ms") && i + 1 < argc) g_settle_ms = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--probe-hold-gib") && i + 1 < argc) hold_gib = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--copy-threads") && i + 1 < argc) copy_threads = uint32_t(std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--staging-mib") && i + 1 < argc) staging_mib = uint64_t(std::atoll(argv[++i]));
+    if (!std::strcmp(argv[i], "--gib") && i + 1 < argc)
+      gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tensors") && i + 1 < argc)
+      tensors = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--small-gib") && i + 1 < argc)
+      small_gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--file-gib") && i + 1 < argc)
+      file_gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--file-dir") && i + 1 < argc)
+      file_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--peer") && i + 1 < argc)
+      peer_script = argv[++i];
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--probe"))
+      do_probe = true;
+    else if (!std::strcmp(argv[i], "--no-baselines"))
+      baselines = false;
+    else if (!std::strcmp(argv[i], "--settle-ms") && i + 1 < argc)
+      g_settle_ms = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--probe-hold-gib") && i + 1 < argc)
+      hold_gib = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--copy-threads") && i + 1 < argc)
+      copy_threads = uint32_t(std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--staging-mib") && i + 1 < argc)
+      staging_mib = uint64_t(std::atoll(argv[++i]));
     else {
-      std::fprintf(stderr,
-                   "usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR] "
-                   "[--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]] [--copy-threads N] [--staging-mib N] "
-                   "[--no-baselines] [--settle-ms N]\n");
+      std::fprintf(
+          stderr,
+          "usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR] "
+          "[--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]] [--copy-threads N] [--staging-mib N] "
+          "[--no-baselines] [--settle-ms N]\n");
       return 2;
     }
   }
@@ -389,8 +407,10 @@ int main(int argc, char** argv) {
 
   const uint64_t per_tensor = (uint64_t(gib * double(1ull << 30)) / uint64_t(tensors)) & ~uint64_t(4095);
   const uint64_t total = per_tensor * uint64_t(tensors);
-  const std::vector<uint64_t> small_sizes = sizes_for(kSmallMiB, std::size(kSmallMiB), uint64_t(small_gib * double(1ull << 30)));
-  const std::vector<uint64_t> file_sizes = sizes_for(kFileMiB, std::size(kFileMiB), uint64_t(file_gib * double(1ull << 30)));
+  const std::vector<uint64_t> small_sizes =
+      sizes_for(kSmallMiB, std::size(kSmallMiB), uint64_t(small_gib * double(1ull << 30)));
+  const std::vector<uint64_t> file_sizes =
+      sizes_for(kFileMiB, std::size(kFileMiB), uint64_t(file_gib * double(1ull << 30)));
   uint64_t small_total = 0, file_total = 0;
   for (uint64_t b : small_sizes) small_total += b;
   for (uint64_t b : file_sizes) file_total += b;
@@ -407,13 +427,15 @@ int main(int argc, char** argv) {
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
-  std::printf("update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
-              "staging %llu MiB (0: defaults); settle %d ms\n",
-              info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms);
-  std::printf("  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
-              "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",
-              tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), small_sizes.size(),
-              double(small_total) / (1ull << 30), file_sizes.size(), double(file_total) / (1ull << 30));
+  std::printf(
+      "update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
+      "staging %llu MiB (0: defaults); settle %d ms\n",
+      info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms);
+  std::printf(
+      "  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
+      "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",
+      tensors, double(per_tensor) / (1 << 20), double(total) / (1ull << 30), small_sizes.size(),
+      double(small_total) / (1ull << 30), file_sizes.size(), double(file_total) / (1ull << 30));
 
   // Sources: pageable, pinned and device bytes, large enough for every group.
   std::vector<char> pageable(host_bytes);
@@ -476,8 +498,8 @@ int main(int argc, char** argv) {
       b.once = [&, count] {
         auto t0 = Clock::now();
         for (int i = 0; i < count; ++i)
-          CUDA_OK(cudaMemcpy(static_cast<char*>(full) + uint64_t(i) * per_tensor, pageable.data() + uint64_t(i) * per_tensor,
-                             per_tensor, cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(static_cast<char*>(full) + uint64_t(i) * per_tensor,
+                             pageable.data() + uint64_t(i) * per_tensor, per_tensor, cudaMemcpyHostToDevice));
         return seconds_since(t0);
       };
       if (baselines) rows.push_back(std::move(b));
@@ -486,14 +508,18 @@ int main(int argc, char** argv) {
       a.once = [&, count, bytes] {
         auto t0 = Clock::now();
         for (int i = 0; i < count; ++i)
-          CUDA_OK(cudaMemcpy(static_cast<char*>(tmp) + uint64_t(i) * per_tensor, pageable.data() + uint64_t(i) * per_tensor,
-                             per_tensor, cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemcpy(static_cast<char*>(tmp) + uint64_t(i) * per_tensor,
+                             pageable.data() + uint64_t(i) * per_tensor, per_tensor, cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemcpy(full, tmp, bytes, cudaMemcpyDeviceToDevice));
         CUDA_OK(cudaDeviceSynchronize());
         return seconds_since(t0);
       };
       if (baselines) rows.push_back(std::move(a));
-      struct Src { const char* name; char* base; wharf_device_type dt; };
+      struct Src {
+        const char* name;
+        char* base;
+        wharf_device_type dt;
+      };
       const Src srcs[] = {{"pinned", static_cast<char*>(pinned), WHARF_DEVICE_CPU},
                           {"pageable", pageable.data(), WHARF_DEVICE_CPU},
                           {"device", static_cast<char*>(dsrc), WHARF_DEVICE_CUDA}};
@@ -502,7 +528,10 @@ int main(int argc, char** argv) {
         maps.push_back(m);
         rows.push_back(Row{group, "wharf update", s.name, bytes});
         Row* row = &rows.back();
-        row->once = [rt, c, m, row] { return timed_update(rt, c, [=] { return wharf_container_update(c, m, nullptr); }, row); };
+        row->once = [rt, c, m, row] {
+          return timed_update(
+              rt, c, [=] { return wharf_container_update(c, m, nullptr); }, row);
+        };
       }
       measure(rows, reps);
       keep(rows);
@@ -517,7 +546,8 @@ int main(int argc, char** argv) {
     const std::string group = "small-100";
     std::vector<std::string> names;
     for (size_t i = 0; i < small_sizes.size(); ++i) names.push_back("blocks." + std::to_string(i) + ".norm");
-    wharf_constant_map* init = make_map(names, small_sizes, static_cast<char*>(pinned), WHARF_DEVICE_CPU, small_sizes.size());
+    wharf_constant_map* init =
+        make_map(names, small_sizes, static_cast<char*>(pinned), WHARF_DEVICE_CPU, small_sizes.size());
     wharf_container* c = nullptr;
     wharf_ok(wharf_container_create_from_map(rt, init, nullptr, &c), "load small");
     wharf_constant_map_free(init);
@@ -530,7 +560,10 @@ int main(int argc, char** argv) {
       maps.push_back(m);
       rows.push_back(Row{group, "wharf update", name, small_total});
       Row* row = &rows.back();
-      row->once = [rt, c, m, row] { return timed_update(rt, c, [=] { return wharf_container_update(c, m, nullptr); }, row); };
+      row->once = [rt, c, m, row] {
+        return timed_update(
+            rt, c, [=] { return wharf_container_update(c, m, nullptr); }, row);
+      };
     }
     measure(rows, reps);
     keep(rows);
@@ -574,7 +607,8 @@ int main(int argc, char** argv) {
     {
       Row* row = &rows.back();
       row->once = [&, row] {
-        return timed_update(rt, c, [&] { return wharf_container_update_from_file(c, path.c_str(), nullptr); }, row);
+        return timed_update(
+            rt, c, [&] { return wharf_container_update_from_file(c, path.c_str(), nullptr); }, row);
       };
     }
     Peer peer;
@@ -620,14 +654,21 @@ int main(int argc, char** argv) {
       if (r.group == group && r.name == name && r.source == source && !r.samples.empty()) return median(r.samples);
     return 0.0;
   };
-  struct Target { std::string what; double got, want; };
+  struct Target {
+    std::string what;
+    double got, want;
+  };
   std::vector<Target> targets;
   for (const char* g : {"large-25", "large-100"}) {
-    targets.push_back({std::string(g) + " pinned vs ceiling", ceiling_of(g) / med_of(g, "wharf update", "pinned"), 0.95});
-    targets.push_back({std::string(g) + " pageable vs ceiling", ceiling_of(g) / med_of(g, "wharf update", "pageable"), 0.90});
+    targets.push_back(
+        {std::string(g) + " pinned vs ceiling", ceiling_of(g) / med_of(g, "wharf update", "pinned"), 0.95});
+    targets.push_back(
+        {std::string(g) + " pageable vs ceiling", ceiling_of(g) / med_of(g, "wharf update", "pageable"), 0.90});
   }
-  targets.push_back({"small-100 pageable vs ceiling", ceiling_of("small-100") / med_of("small-100", "wharf update", "pageable"), 0.80});
-  targets.push_back({"small-100 pinned vs ceiling", ceiling_of("small-100") / med_of("small-100", "wharf update", "pinned"), 0.80});
+  targets.push_back({"small-100 pageable vs ceiling",
+                     ceiling_of("small-100") / med_of("small-100", "wharf update", "pageable"), 0.80});
+  targets.push_back(
+      {"small-100 pinned vs ceiling", ceiling_of("small-100") / med_of("small-100", "wharf update", "pinned"), 0.80});
   const double load_s = med_of("file", "wharf load (map + container)", "file");
   targets.push_back({"file load vs ceiling", ceiling_of("file") / load_s, 0.80});
   targets.push_back({"file update_from_file vs ceiling",
@@ -641,7 +682,9 @@ int main(int argc, char** argv) {
   if (csv) {
     FILE* f = std::fopen(csv, "w");
     if (f) {
-      std::fprintf(f, "group,path,source,bytes,median_s,min_s,max_s,gbps,x_ceiling,extra_device_bytes,extra_memgetinfo_bytes,samples\n");
+      std::fprintf(f,
+                   "group,path,source,bytes,median_s,min_s,max_s,gbps,x_ceiling,extra_device_bytes,extra_memgetinfo_"
+                   "bytes,samples\n");
       for (const Row& r : all) {
         if (r.samples.empty()) continue;
         const double med = median(r.samples);

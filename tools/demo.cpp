@@ -55,9 +55,7 @@ std::vector<DemoTensor> demo_model() {
   return t;
 }
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 uint64_t constants_peak(wharf_runtime* rt, uint64_t* current) {
   wharf_memory_stats ms;
@@ -93,8 +91,10 @@ int cmd_demo(const DemoOptions& o) {
       int rc = run_model_demo(model_dir);
       // No CUDA device: the model demo said why; the host backend, asked for by name, does
       // not say it a second time (backend AUTO would log the same reason as a warning).
-      if (rc == 4) host_backend = true;
-      else if (rc != 3) return rc;
+      if (rc == 4)
+        host_backend = true;
+      else if (rc != 3)
+        return rc;
     }
   }
   std::printf("== wharf %s demo: hot weight updates while serving ==\n\n", wharf_version());
@@ -122,8 +122,15 @@ int cmd_demo(const DemoOptions& o) {
     for (const DemoTensor& t : model) {
       storage.emplace_back(t.numel(), 0.0f);
       model_bytes += t.numel() * 4;
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, storage.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(t.shape.size()), t.shape.data(), nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view),
+                          0,
+                          storage.back().data(),
+                          WHARF_DTYPE_F32,
+                          WHARF_DEVICE_CPU,
+                          0,
+                          int32_t(t.shape.size()),
+                          t.shape.data(),
+                          nullptr};
       if (failed(wharf_constant_map_set(src, t.name.c_str(), &v), t.name.c_str())) return 1;
     }
     const char* tmpdir = std::getenv("TMPDIR");
@@ -157,8 +164,15 @@ int cmd_demo(const DemoOptions& o) {
   if (failed(wharf_constant_map_create(&full), "creating a map")) return 1;
   for (size_t i = 0; i < model.size(); ++i) {
     host[i].assign(model[i].numel(), 0.0f);
-    wharf_tensor_view v{sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                        int32_t(model[i].shape.size()), model[i].shape.data(), nullptr};
+    wharf_tensor_view v{sizeof(wharf_tensor_view),
+                        0,
+                        host[i].data(),
+                        WHARF_DTYPE_F32,
+                        WHARF_DEVICE_CPU,
+                        0,
+                        int32_t(model[i].shape.size()),
+                        model[i].shape.data(),
+                        nullptr};
     if (failed(wharf_constant_map_set(full, model[i].name.c_str(), &v), "building the map")) return 1;
   }
   wharf_container_options copts;
@@ -235,8 +249,15 @@ int cmd_demo(const DemoOptions& o) {
       std::fill(host[i].begin(), host[i].end(), float(r));
       next[i] = float(r);
       bytes += host[i].size() * 4;
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(model[i].shape.size()), model[i].shape.data(), nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view),
+                          0,
+                          host[i].data(),
+                          WHARF_DTYPE_F32,
+                          WHARF_DEVICE_CPU,
+                          0,
+                          int32_t(model[i].shape.size()),
+                          model[i].shape.data(),
+                          nullptr};
       if (failed(wharf_constant_map_set(m, model[i].name.c_str(), &v), "building the update")) return 1;
     }
     wharf_runtime_reset_peak(rt);
@@ -263,17 +284,17 @@ int cmd_demo(const DemoOptions& o) {
   readers.finish();
 
   double gbps = double(updated_bytes_total) / update_ms_total / 1e6;
-  std::printf("serving:   %d threads ran %llu leases during %d updates; torn reads: %llu, errors: %llu\n",
-              num_readers,
+  std::printf("serving:   %d threads ran %llu leases during %d updates; torn reads: %llu, errors: %llu\n", num_readers,
               (unsigned long long)runs.load(), rounds, (unsigned long long)torn.load(),
               (unsigned long long)errors.load());
-  std::printf("update:    %d x 25%% of the weights (%s each) from pageable memory: %.1f ms each, %.2f GB/s\n",
-              rounds, human_bytes(updated_bytes_total / rounds).c_str(), update_ms_total / rounds, gbps);
+  std::printf("update:    %d x 25%% of the weights (%s each) from pageable memory: %.1f ms each, %.2f GB/s\n", rounds,
+              human_bytes(updated_bytes_total / rounds).c_str(), update_ms_total / rounds, gbps);
   std::printf("swap:      %.1f us at most (O(1), no device synchronisation)\n", swap_us_max);
-  std::printf("memory:    peak extra device memory %s = %.2fx the bytes updated; a full-size inactive\n"
-              "           buffer would cost %s (%.1fx more)\n",
-              human_bytes(peak_extra).c_str(), extra_ratio, human_bytes(model_bytes).c_str(),
-              double(model_bytes) / double(peak_extra));
+  std::printf(
+      "memory:    peak extra device memory %s = %.2fx the bytes updated; a full-size inactive\n"
+      "           buffer would cost %s (%.1fx more)\n",
+      human_bytes(peak_extra).c_str(), extra_ratio, human_bytes(model_bytes).c_str(),
+      double(model_bytes) / double(peak_extra));
   bool ok = torn == 0 && errors == 0 && (runs > 0 || num_readers == 0);
   std::printf("\n%s\n", ok ? "demo finished: every run saw exactly one generation"
                            : "demo FAILED: some runs saw a mix of generations or failed");

@@ -78,9 +78,7 @@ struct Entry {
   uint64_t bytes;
 };
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // What `wharf load` reports: a summary line per file on stdout, errors on stderr; with --json,
 // one object at the end instead: {"backend", "device", "steps": [...], "error": null or
@@ -89,8 +87,7 @@ class Report {
  public:
   explicit Report(bool json) : json_(json) { steps_.begin_array(); }
 
-  void step(const char* verb, const std::string& file, size_t tensors, uint64_t bytes, double ms,
-            uint64_t generation) {
+  void step(const char* verb, const std::string& file, size_t tensors, uint64_t bytes, double ms, uint64_t generation) {
     const double gbps = ms > 0 ? double(bytes) / ms / 1e6 : 0.0;
     if (json_) {
       steps_.begin_object().key("action").string(verb).key("file").string(file).key("tensors").uint(tensors);
@@ -129,14 +126,20 @@ class Report {
     steps_.end_array();
     wharf::io::json::Writer w;
     w.begin_object().key("backend");
-    if (backend_.empty()) w.null();
-    else w.string(backend_);
+    if (backend_.empty())
+      w.null();
+    else
+      w.string(backend_);
     w.key("device");
-    if (device_.empty()) w.null();
-    else w.string(device_);
+    if (device_.empty())
+      w.null();
+    else
+      w.string(device_);
     w.key("steps").value(steps_).key("error");
-    if (failed_) w.value(error_);
-    else w.null();
+    if (failed_)
+      w.value(error_);
+    else
+      w.null();
     w.end_object();
     std::printf("%s\n", w.text().c_str());
     return rc;
@@ -214,8 +217,7 @@ int cmd_load(const LoadOptions& o) {
 
   // Declare the container from the checkpoint's tensors (no data yet), then fill it.
   wharf_constant_map* raw = nullptr;
-  if (report.failed(wharf_constant_map_load_safetensors(o.file.c_str(), &raw), o.file, nullptr))
-    return report.finish();
+  if (report.failed(wharf_constant_map_load_safetensors(o.file.c_str(), &raw), o.file, nullptr)) return report.finish();
   MapPtr map(raw);
   std::vector<Entry> entries;
   uint64_t total = 0;

@@ -13,8 +13,7 @@ namespace wharf_cli {
 
 bool failed(wharf_status* st, const char* what) {
   if (!st) return false;
-  std::fprintf(stderr, "wharf: %s: %s: %s\n", what, wharf_code_name(wharf_status_code(st)),
-               wharf_status_message(st));
+  std::fprintf(stderr, "wharf: %s: %s: %s\n", what, wharf_code_name(wharf_status_code(st)), wharf_status_message(st));
   wharf_status_free(st);
   return true;
 }
@@ -75,9 +74,12 @@ std::string shape_str(const wharf_tensor_view& v) {
 
 const char* backend_str(wharf_backend b) {
   switch (b) {
-    case WHARF_BACKEND_CUDA: return "cuda";
-    case WHARF_BACKEND_HOST: return "host";
-    default: return "auto";
+    case WHARF_BACKEND_CUDA:
+      return "cuda";
+    case WHARF_BACKEND_HOST:
+      return "host";
+    default:
+      return "auto";
   }
 }
 
@@ -110,8 +112,10 @@ int cmd_info(bool json) {
     w.key("compute").string(std::to_string(info.compute_major) + "." + std::to_string(info.compute_minor));
     w.key("total_memory").uint(info.total_memory).key("free_memory").uint(info.free_memory);
     w.key("cuda_unavailable");
-    if (why_not_cuda.empty()) w.null();
-    else w.string(why_not_cuda);
+    if (why_not_cuda.empty())
+      w.null();
+    else
+      w.string(why_not_cuda);
     w.end_object();
     std::printf("%s\n", w.text().c_str());
   } else {
@@ -296,10 +300,10 @@ int main(int argc, char** argv) {
   auto* l = app.add_subcommand("load",
                                "load a checkpoint into a container on the device, then apply updates from "
                                "files (progress on a terminal)");
-  l->add_option("file", load.file, "a safetensors file or a sharded checkpoint's *.safetensors.index.json")
-      ->required();
-  l->add_option("--update", load.updates, "a safetensors file of some of its tensors, applied and swapped in "
-                                           "after the load (repeatable, in order)");
+  l->add_option("file", load.file, "a safetensors file or a sharded checkpoint's *.safetensors.index.json")->required();
+  l->add_option("--update", load.updates,
+                "a safetensors file of some of its tensors, applied and swapped in "
+                "after the load (repeatable, in order)");
   l->add_option("--backend", load.backend, "auto (default), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}));
   l->add_flag("--json", load.json,
@@ -329,8 +333,7 @@ int main(int argc, char** argv) {
                              command_list(app) + ")",
                          "wharf");
     if (!find_command(app, arg))
-      return usage_error("unknown command " + wharf::quote_name(argv[i]) + "; the commands are " +
-                             command_list(app),
+      return usage_error("unknown command " + wharf::quote_name(argv[i]) + "; the commands are " + command_list(app),
                          "wharf");
     break;
   }
@@ -351,10 +354,11 @@ int main(int argc, char** argv) {
     }
     const CLI::App* topic = find_command(app, help_topic);
     if (!topic || topic == help)
-      return usage_error("help: unknown command " + wharf::quote_name(help_topic) + "; the commands are " +
-                             command_list(app),
-                         "wharf");
-    std::printf("%s", app.get_formatter()->make_help(topic, "wharf " + topic->get_name(), CLI::AppFormatMode::Normal).c_str());
+      return usage_error(
+          "help: unknown command " + wharf::quote_name(help_topic) + "; the commands are " + command_list(app),
+          "wharf");
+    std::printf(
+        "%s", app.get_formatter()->make_help(topic, "wharf " + topic->get_name(), CLI::AppFormatMode::Normal).c_str());
     return 0;
   }
   if (version->parsed()) {

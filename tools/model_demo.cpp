@@ -227,7 +227,8 @@ int run_model_demo(const std::string& dir) {
         next = forward(c, model, *conv, conv->prompt, 0, &ms);
         conv->prefill_ms = ms;
       } else {
-        next = forward(c, model, *conv, {conv->tokens.back()}, int64_t(conv->prompt.size() + conv->tokens.size() - 1), &ms);
+        next = forward(c, model, *conv, {conv->tokens.back()}, int64_t(conv->prompt.size() + conv->tokens.size() - 1),
+                       &ms);
         conv->step_ms.push_back(ms);
       }
       if (next < 0) {
@@ -239,7 +240,8 @@ int run_model_demo(const std::string& dir) {
   }
   if (rc == 0) {
     for (Conversation* conv : {&a, &b})
-      std::printf("%s: prompt [%s] -> tokens [%s]\n", conv->name, join(conv->prompt).c_str(), join(conv->tokens).c_str());
+      std::printf("%s: prompt [%s] -> tokens [%s]\n", conv->name, join(conv->prompt).c_str(),
+                  join(conv->tokens).c_str());
     std::vector<int64_t> head(a.tokens.begin(), a.tokens.begin() + std::min(a.tokens.size(), want.size()));
     const bool match = !want.empty() && head == want;
     std::printf("\nreference: conversation A's first %zu tokens %s PyTorch's for the same model [%s]\n", want.size(),

@@ -86,14 +86,15 @@ struct FieldInfo {
 };
 
 struct StructLayout {
-  const char* name;          // "wharf_update_options"
-  const FieldInfo* fields;   // the library's fields, in offset order (struct_size first)
+  const char* name;         // "wharf_update_options"
+  const FieldInfo* fields;  // the library's fields, in offset order (struct_size first)
   size_t num_fields;
-  size_t size;               // sizeof the struct in this library
-  size_t min_size;           // the smallest struct_size accepted
+  size_t size;      // sizeof the struct in this library
+  size_t min_size;  // the smallest struct_size accepted
 };
 
-#define WHARF_FIELD(T, f) ::wharf::api::FieldInfo{#f, offsetof(T, f), sizeof(static_cast<T*>(nullptr)->f)}
+#define WHARF_FIELD(T, f) \
+  ::wharf::api::FieldInfo { #f, offsetof(T, f), sizeof(static_cast <T*>(nullptr)->f) }
 
 // The layout of each versioned struct (defined in convert.cpp).
 const StructLayout& layout_of(const wharf_runtime_options*);
@@ -128,8 +129,8 @@ Status read_options(const T* in, T* defaults, const char* what) {
   const StructLayout& L = layout_of(in);
   const uint32_t size = stated_size(in);
   if (size < L.min_size)
-    return InvalidArgument(std::string(what) + ": struct_size " + std::to_string(size) +
-                           " is too small; call " + what + "_init first");
+    return InvalidArgument(std::string(what) + ": struct_size " + std::to_string(size) + " is too small; call " + what +
+                           "_init first");
   WHARF_RETURN_IF_ERROR(check_input_size(in, size, L, what));
   const size_t n = size < sizeof(T) ? size : sizeof(T);
   std::memcpy(static_cast<void*>(defaults), in, n);
@@ -231,8 +232,8 @@ class OutputViewArray {
 // struct_size says how many bytes were written.
 void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept;
 
-#define WHARF_API_REQUIRE(cond, what) \
-  do {                                \
+#define WHARF_API_REQUIRE(cond, what)                   \
+  do {                                                  \
     if (!(cond)) return ::wharf::InvalidArgument(what); \
   } while (0)
 

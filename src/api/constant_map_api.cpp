@@ -43,17 +43,15 @@ WHARF_API wharf_status* wharf_constant_map_find(const wharf_constant_map* map, c
   });
 }
 
-WHARF_API size_t wharf_constant_map_num_entries(const wharf_constant_map* map) {
-  return map ? map->map->size() : 0;
-}
+WHARF_API size_t wharf_constant_map_num_entries(const wharf_constant_map* map) { return map ? map->map->size() : 0; }
 
-WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* map, size_t i,
-                                                     const char** fqn, wharf_tensor_view* out) {
+WHARF_API wharf_status* wharf_constant_map_get_entry(const wharf_constant_map* map, size_t i, const char** fqn,
+                                                     wharf_tensor_view* out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(map && out, "wharf_constant_map_get_entry: map and out must not be NULL");
     if (i >= map->map->size())
-      return InvalidArgument("wharf_constant_map_get_entry: index " + std::to_string(i) +
-                             " out of range (map has " + std::to_string(map->map->size()) + " entries)");
+      return InvalidArgument("wharf_constant_map_get_entry: index " + std::to_string(i) + " out of range (map has " +
+                             std::to_string(map->map->size()) + " entries)");
     const MapEntry& e = map->map->entry(i);
     if (fqn) *fqn = e.fqn.c_str();
     api::view_from_meta(e.meta, e.data, out, map->map->mapped() ? WHARF_VIEW_READ_ONLY : 0u);
@@ -76,14 +74,14 @@ WHARF_API size_t wharf_constant_map_num_metadata_entries(const wharf_constant_ma
   return map ? map->map->metadata().size() : 0;
 }
 
-WHARF_API wharf_status* wharf_constant_map_get_metadata_entry(const wharf_constant_map* map, size_t i,
-                                                          const char** key, const char** value) {
+WHARF_API wharf_status* wharf_constant_map_get_metadata_entry(const wharf_constant_map* map, size_t i, const char** key,
+                                                              const char** value) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(map, "wharf_constant_map_get_metadata_entry: map is NULL");
     const auto& md = map->map->metadata();
     if (i >= md.size())
-      return InvalidArgument("wharf_constant_map_get_metadata_entry: index " + std::to_string(i) +
-                             " out of range (" + std::to_string(md.size()) + " entries)");
+      return InvalidArgument("wharf_constant_map_get_metadata_entry: index " + std::to_string(i) + " out of range (" +
+                             std::to_string(md.size()) + " entries)");
     if (key) *key = md[i].first.c_str();
     if (value) *value = md[i].second.c_str();
     return Status::Ok();

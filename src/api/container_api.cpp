@@ -15,7 +15,8 @@ namespace {
 
 // The checks a C declaration (constant or state) needs before its fields are read.
 Status check_decl(const char* kind, size_t i, const char* fqn, int32_t dtype, int32_t ndim, const int64_t* shape) {
-  std::string what = fqn ? std::string(kind) + " " + quote_name(fqn) : std::string(kind) + " declaration " + std::to_string(i);
+  std::string what =
+      fqn ? std::string(kind) + " " + quote_name(fqn) : std::string(kind) + " declaration " + std::to_string(i);
   if (!fqn || !*fqn) return InvalidArgument(what + ": fqn is NULL or empty");
   if (ndim < 0 || ndim > WHARF_MAX_DIMS)
     return InvalidArgument(what + ": ndim " + std::to_string(ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
@@ -63,7 +64,8 @@ Status states_from_c(const wharf_container_options& o, std::vector<StateInit>* o
     si.shape.assign(c.shape, c.shape + c.ndim);
     if (c.initial) {
       void* data = nullptr;
-      WHARF_RETURN_IF_ERROR(api::meta_from_view(*c.initial, "initial value of state " + quote_name(si.fqn), &si.meta, &data));
+      WHARF_RETURN_IF_ERROR(
+          api::meta_from_view(*c.initial, "initial value of state " + quote_name(si.fqn), &si.meta, &data));
       si.has_initial = true;
       si.data = data;
     }
@@ -156,8 +158,7 @@ WHARF_API wharf_status* wharf_container_create(wharf_runtime* runtime, const wha
 }
 
 WHARF_API wharf_status* wharf_container_create_from_map(wharf_runtime* runtime, const wharf_constant_map* map,
-                                                        const wharf_container_options* opts,
-                                                        wharf_container** out) {
+                                                        const wharf_container_options* opts, wharf_container** out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(runtime && map && out, "wharf_container_create_from_map: runtime, map and out must not be NULL");
     *out = nullptr;
@@ -224,7 +225,7 @@ WHARF_API size_t wharf_container_num_constants(const wharf_container* container)
 }
 
 WHARF_API wharf_status* wharf_container_get_constant_info(const wharf_container* container, size_t i,
-                                                      wharf_constant_info* out) {
+                                                          wharf_constant_info* out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(container, "wharf_container_get_constant_info: container is NULL");
     const auto& decls = container->c->decls();
@@ -247,8 +248,8 @@ WHARF_API wharf_status* wharf_container_get_constant_info(const wharf_container*
 }
 
 WHARF_API wharf_status* wharf_container_bind_user_constant(wharf_container* container, const char* fqn,
-                                                           const wharf_tensor_view* view,
-                                                           wharf_release_fn release, void* user) {
+                                                           const wharf_tensor_view* view, wharf_release_fn release,
+                                                           void* user) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(container && fqn && view,
                       "wharf_container_bind_user_constant: container, fqn and view must not be NULL");
@@ -300,7 +301,8 @@ WHARF_API void* wharf_run_stream(const wharf_run* run) { return run ? run->run->
 WHARF_API wharf_status* wharf_run_end(wharf_run* run) {
   if (!run) return nullptr;
   // A fold callback's run belongs to the update (it lives on the update's stack).
-  if (!run->owned) return api::make_status(Code::kInvalidArgument, "wharf_run_end: a fold callback's run is ended by the update");
+  if (!run->owned)
+    return api::make_status(Code::kInvalidArgument, "wharf_run_end: a fold callback's run is ended by the update");
   std::unique_ptr<wharf_run> h(run);  // freed on every path
   return api::guarded(__func__, [&]() -> Status { return h->owned->end(); });
 }
@@ -313,7 +315,8 @@ WHARF_API size_t wharf_container_num_states(const wharf_container* container) {
   return container ? container->c->states().size() : 0;
 }
 
-WHARF_API wharf_status* wharf_container_get_state_info(const wharf_container* container, size_t i, wharf_state_info* out) {
+WHARF_API wharf_status* wharf_container_get_state_info(const wharf_container* container, size_t i,
+                                                       wharf_state_info* out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(container, "wharf_container_get_state_info: container is NULL");
     const auto& states = container->c->states();

@@ -25,17 +25,18 @@ StructLayout leading(const char* name, const FieldInfo (&fields)[N]) {
 
 const StructLayout& layout_of(const wharf_runtime_options*) {
   using T = wharf_runtime_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),         WHARF_FIELD(T, backend),
-                                WHARF_FIELD(T, device_index),        WHARF_FIELD(T, device_memory_limit),
-                                WHARF_FIELD(T, copy_threads),        WHARF_FIELD(T, staging_bytes)};
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),  WHARF_FIELD(T, backend),
+                                WHARF_FIELD(T, device_index), WHARF_FIELD(T, device_memory_limit),
+                                WHARF_FIELD(T, copy_threads), WHARF_FIELD(T, staging_bytes)};
   static const StructLayout l = leading<T>("wharf_runtime_options", f);
   return l;
 }
 
 const StructLayout& layout_of(const wharf_update_options*) {
   using T = wharf_update_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, target),      WHARF_FIELD(T, require_full),
-                                WHARF_FIELD(T, fold),        WHARF_FIELD(T, fold_user),   WHARF_FIELD(T, wait_stream),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),         WHARF_FIELD(T, target),
+                                WHARF_FIELD(T, require_full),        WHARF_FIELD(T, fold),
+                                WHARF_FIELD(T, fold_user),           WHARF_FIELD(T, wait_stream),
                                 WHARF_FIELD(T, in_place_max_wait_ms)};
   static const StructLayout l = leading<T>("wharf_update_options", f);
   return l;
@@ -51,8 +52,9 @@ const StructLayout& layout_of(const wharf_session_options*) {
 
 const StructLayout& layout_of(const wharf_container_options*) {
   using T = wharf_container_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name),       WHARF_FIELD(T, constants),
-                                WHARF_FIELD(T, num_constants), WHARF_FIELD(T, store),    WHARF_FIELD(T, states),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name),
+                                WHARF_FIELD(T, constants),   WHARF_FIELD(T, num_constants),
+                                WHARF_FIELD(T, store),       WHARF_FIELD(T, states),
                                 WHARF_FIELD(T, num_states),  WHARF_FIELD(T, max_session_bytes)};
   static const StructLayout l = leading<T>("wharf_container_options", f);
   return l;
@@ -60,9 +62,9 @@ const StructLayout& layout_of(const wharf_container_options*) {
 
 const StructLayout& layout_of(const wharf_tensor_view*) {
   using T = wharf_tensor_view;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, flags),        WHARF_FIELD(T, data),
-                                WHARF_FIELD(T, dtype),       WHARF_FIELD(T, device_type),  WHARF_FIELD(T, device_index),
-                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape),        WHARF_FIELD(T, strides),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, flags),       WHARF_FIELD(T, data),
+                                WHARF_FIELD(T, dtype),       WHARF_FIELD(T, device_type), WHARF_FIELD(T, device_index),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape),       WHARF_FIELD(T, strides),
                                 WHARF_FIELD(T, byte_offset)};
   static const StructLayout l = leading<T>("wharf_tensor_view", f);
   return l;
@@ -87,8 +89,9 @@ const StructLayout& layout_of(const wharf_state_decl*) {
 
 const StructLayout& layout_of(const wharf_device_info*) {
   using T = wharf_device_info;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),  WHARF_FIELD(T, backend),      WHARF_FIELD(T, device_index),
-                                WHARF_FIELD(T, name),         WHARF_FIELD(T, total_memory), WHARF_FIELD(T, free_memory),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),   WHARF_FIELD(T, backend),
+                                WHARF_FIELD(T, device_index),  WHARF_FIELD(T, name),
+                                WHARF_FIELD(T, total_memory),  WHARF_FIELD(T, free_memory),
                                 WHARF_FIELD(T, compute_major), WHARF_FIELD(T, compute_minor)};
   static const StructLayout l = leading<T>("wharf_device_info", f);
   return l;
@@ -96,9 +99,10 @@ const StructLayout& layout_of(const wharf_device_info*) {
 
 const StructLayout& layout_of(const wharf_memory_stats*) {
   using T = wharf_memory_stats;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),    WHARF_FIELD(T, current),     WHARF_FIELD(T, peak),
-                                WHARF_FIELD(T, device_current), WHARF_FIELD(T, device_peak), WHARF_FIELD(T, pinned_host_current),
-                                WHARF_FIELD(T, pinned_host_peak)};
+  static const FieldInfo f[] = {
+      WHARF_FIELD(T, struct_size),     WHARF_FIELD(T, current),     WHARF_FIELD(T, peak),
+      WHARF_FIELD(T, device_current),  WHARF_FIELD(T, device_peak), WHARF_FIELD(T, pinned_host_current),
+      WHARF_FIELD(T, pinned_host_peak)};
   static const StructLayout l = leading<T>("wharf_memory_stats", f);
   return l;
 }
@@ -123,7 +127,8 @@ const StructLayout& layout_of(const wharf_state_info*) {
 const StructLayout& layout_of(const wharf_weight_store_stats*) {
   using T = wharf_weight_store_stats;
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, num_unique_constants),
-                                WHARF_FIELD(T, unique_bytes), WHARF_FIELD(T, num_references), WHARF_FIELD(T, saved_bytes)};
+                                WHARF_FIELD(T, unique_bytes), WHARF_FIELD(T, num_references),
+                                WHARF_FIELD(T, saved_bytes)};
   static const StructLayout l = leading<T>("wharf_weight_store_stats", f);
   return l;
 }
@@ -154,9 +159,10 @@ Status check_size_shape(size_t size, const StructLayout& L, const std::string& w
                            std::to_string(L.min_size) + ".." + std::to_string(kMaxStructSize) + " (set it to sizeof(" +
                            L.name + "))");
   if (const FieldInfo* f = field_cut_by(size, L))
-    return InvalidArgument(what + ": struct_size " + std::to_string(size) + " ends inside field " + quote_name(f->name) +
-                           " (bytes " + std::to_string(f->offset) + ".." + std::to_string(f->offset + f->size) +
-                           " of " + L.name + "); a struct_size is sizeof the struct as compiled");
+    return InvalidArgument(what + ": struct_size " + std::to_string(size) + " ends inside field " +
+                           quote_name(f->name) + " (bytes " + std::to_string(f->offset) + ".." +
+                           std::to_string(f->offset + f->size) + " of " + L.name +
+                           "); a struct_size is sizeof the struct as compiled");
   return Status::Ok();
 }
 
@@ -205,8 +211,7 @@ Status meta_from_view(const wharf_tensor_view& in, const std::string& what, Tens
     return Unsupported(what + ": wharf_tensor_view flags " + std::to_string(v.flags) +
                        " hold bits this library does not know (it knows WHARF_VIEW_READ_ONLY)");
   if (v.ndim < 0 || v.ndim > WHARF_MAX_DIMS)
-    return InvalidArgument(what + ": ndim " + std::to_string(v.ndim) + " outside 0.." +
-                           std::to_string(WHARF_MAX_DIMS));
+    return InvalidArgument(what + ": ndim " + std::to_string(v.ndim) + " outside 0.." + std::to_string(WHARF_MAX_DIMS));
   if (v.ndim > 0 && !v.shape) return InvalidArgument(what + ": shape is NULL with ndim " + std::to_string(v.ndim));
   const int32_t dtype = api::enum_int(v.dtype), device_type = api::enum_int(v.device_type);
   if (!dtype_valid(dtype)) return InvalidArgument(what + ": unknown dtype value " + std::to_string(dtype));
@@ -235,8 +240,7 @@ Status meta_from_view(const wharf_tensor_view& in, const std::string& what, Tens
 Status from_c(wharf_status* st) {
   if (!st) return Status::Ok();
   int code = int(wharf_status_code(st));
-  Status out(code > 0 && code <= int(kLastCode) ? static_cast<Code>(code) : Code::kInternal,
-             wharf_status_message(st));
+  Status out(code > 0 && code <= int(kLastCode) ? static_cast<Code>(code) : Code::kInternal, wharf_status_message(st));
   wharf_status_free(st);
   return out;
 }

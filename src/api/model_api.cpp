@@ -24,9 +24,8 @@ namespace api {
 
 const StructLayout& layout_of(const wharf_model_options*) {
   using T = wharf_model_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name), WHARF_FIELD(T, store),
-                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path),
-                                WHARF_FIELD(T, offload)};
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),       WHARF_FIELD(T, name),      WHARF_FIELD(T, store),
+                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path), WHARF_FIELD(T, offload)};
   static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -45,7 +44,8 @@ WHARF_API void wharf_model_options_init_sized(wharf_model_options* opts, size_t 
 WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_path, const wharf_constant_map* weights,
                                          const wharf_model_options* opts, wharf_model** out) {
   return api::guarded(__func__, [&]() -> Status {
-    WHARF_API_REQUIRE(runtime && so_path && weights && out, "wharf_model_load: runtime, so_path, weights and out must not be NULL");
+    WHARF_API_REQUIRE(runtime && so_path && weights && out,
+                      "wharf_model_load: runtime, so_path, weights and out must not be NULL");
     *out = nullptr;
     wharf_model_options o;
     wharf_model_options_init(&o);

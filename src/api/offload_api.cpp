@@ -19,14 +19,13 @@ namespace {
 
 const api::StructLayout& offloader_options_layout() {
   using T = wharf_offloader_options;
-  static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),   WHARF_FIELD(T, fqns),
-                                     WHARF_FIELD(T, num_fqns),      WHARF_FIELD(T, layer_pattern),
-                                     WHARF_FIELD(T, group_size),    WHARF_FIELD(T, num_in_group),
-                                     WHARF_FIELD(T, prefetch_step), WHARF_FIELD(T, slot_capacity),
-                                     WHARF_FIELD(T, step_compute_us), WHARF_FIELD(T, h2d_bytes_per_second),
+  static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),      WHARF_FIELD(T, fqns),
+                                     WHARF_FIELD(T, num_fqns),         WHARF_FIELD(T, layer_pattern),
+                                     WHARF_FIELD(T, group_size),       WHARF_FIELD(T, num_in_group),
+                                     WHARF_FIELD(T, prefetch_step),    WHARF_FIELD(T, slot_capacity),
+                                     WHARF_FIELD(T, step_compute_us),  WHARF_FIELD(T, h2d_bytes_per_second),
                                      WHARF_FIELD(T, refuse_if_exposed)};
-  static const api::StructLayout l{"wharf_offloader_options", f, sizeof(f) / sizeof(f[0]), sizeof(T),
-                                   sizeof(uint32_t)};
+  static const api::StructLayout l{"wharf_offloader_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
@@ -36,8 +35,7 @@ const api::StructLayout& budget_layout() {
                                      WHARF_FIELD(T, bytes_per_step), WHARF_FIELD(T, h2d_bytes_per_second),
                                      WHARF_FIELD(T, h2d_source),     WHARF_FIELD(T, copy_us),
                                      WHARF_FIELD(T, compute_us),     WHARF_FIELD(T, exposed_us)};
-  static const api::StructLayout l{"wharf_offloader_budget", f, sizeof(f) / sizeof(f[0]), sizeof(T),
-                                   sizeof(uint32_t)};
+  static const api::StructLayout l{"wharf_offloader_budget", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
@@ -65,8 +63,7 @@ Status read_offloader_options(const wharf_offloader_options* in, wharf_offloader
 }
 
 Status offloader_run(wharf_run* run, wharf_offloader* offloader, const char* fn, Run** out) {
-  if (!run || !run->run || !offloader)
-    return InvalidArgument(std::string(fn) + ": run and offloader must not be NULL");
+  if (!run || !run->run || !offloader) return InvalidArgument(std::string(fn) + ": run and offloader must not be NULL");
   if (!run->owned)
     return FailedPrecondition(std::string(fn) + ": a fold callback's run cannot offload (it is no lease)");
   *out = run->run;

@@ -19,7 +19,7 @@ const api::StructLayout& stats_layout() {
   using T = wharf_replica_group_stats;
   static const api::FieldInfo f[] = {WHARF_FIELD(T, struct_size),     WHARF_FIELD(T, num_replicas),
                                      WHARF_FIELD(T, nccl_version),    WHARF_FIELD(T, num_updates),
-                                     WHARF_FIELD(T, num_swaps),           WHARF_FIELD(T, source_bytes),
+                                     WHARF_FIELD(T, num_swaps),       WHARF_FIELD(T, source_bytes),
                                      WHARF_FIELD(T, broadcast_bytes), WHARF_FIELD(T, num_broadcasts)};
   static const api::StructLayout l{"wharf_replica_group_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T),
                                    sizeof(uint32_t)};
@@ -52,7 +52,9 @@ WHARF_API wharf_status* wharf_replica_group_create(wharf_container* const* conta
 
 WHARF_API void wharf_replica_group_free(wharf_replica_group* group) { delete group; }
 
-WHARF_API size_t wharf_replica_group_num_replicas(const wharf_replica_group* group) { return group ? group->g->size() : 0; }
+WHARF_API size_t wharf_replica_group_num_replicas(const wharf_replica_group* group) {
+  return group ? group->g->size() : 0;
+}
 
 WHARF_API wharf_status* wharf_replica_group_update(wharf_replica_group* group, const wharf_constant_map* map,
                                                    const wharf_update_options* opts) {
@@ -78,7 +80,8 @@ WHARF_API wharf_status* wharf_replica_group_free_inactive(wharf_replica_group* g
   });
 }
 
-WHARF_API wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group, wharf_replica_group_stats* out) {
+WHARF_API wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group,
+                                                      wharf_replica_group_stats* out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(group && out, "wharf_replica_group_get_stats: group and out must not be NULL");
     const uint32_t size = out->struct_size;

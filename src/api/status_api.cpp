@@ -74,13 +74,9 @@ WHARF_API wharf_status* wharf_status_create(wharf_code code, const char* message
   return api::make_status(static_cast<Code>(c), m);
 }
 
-WHARF_API wharf_code wharf_status_code(const wharf_status* status) {
-  return status ? status->code : WHARF_OK;
-}
+WHARF_API wharf_code wharf_status_code(const wharf_status* status) { return status ? status->code : WHARF_OK; }
 
-WHARF_API const char* wharf_status_message(const wharf_status* status) {
-  return status ? status->message.c_str() : "";
-}
+WHARF_API const char* wharf_status_message(const wharf_status* status) { return status ? status->message.c_str() : ""; }
 
 WHARF_API void wharf_status_free(wharf_status* status) {
   if (status && status != oom_status()) delete status;
@@ -143,7 +139,9 @@ WHARF_API size_t wharf_dtype_size(wharf_dtype dtype) { return dtype_size(static_
 
 WHARF_API size_t wharf_dtype_bits(wharf_dtype dtype) { return dtype_bits(static_cast<DType>(api::enum_int(dtype))); }
 
-WHARF_API const char* wharf_dtype_name(wharf_dtype dtype) { return dtype_name(static_cast<DType>(api::enum_int(dtype))); }
+WHARF_API const char* wharf_dtype_name(wharf_dtype dtype) {
+  return dtype_name(static_cast<DType>(api::enum_int(dtype)));
+}
 
 WHARF_API wharf_status* wharf_dtype_from_name(const char* name, wharf_dtype* out) {
   return api::guarded(__func__, [&]() -> Status {

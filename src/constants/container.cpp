@@ -25,8 +25,7 @@ std::string hex_u32(uint32_t v) {
 
 }  // namespace
 
-Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig config,
-                         std::shared_ptr<Container>* out) {
+Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig config, std::shared_ptr<Container>* out) {
   std::shared_ptr<Container> c(new Container());
   c->runtime_ = std::move(runtime);
   c->name_ = config.name.empty() ? "model" : std::move(config.name);
@@ -78,7 +77,9 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
       as_decl.shape = si.shape;
       as_decl.nbytes = m.nbytes();
       Status st = validate_constant_source(*c->runtime_, as_decl, si.meta, si.data);
-      if (!st.ok()) return InvalidArgument("container " + quote_name(c->name_) + ": initial value of " + what + ": " + st.message());
+      if (!st.ok())
+        return InvalidArgument("container " + quote_name(c->name_) + ": initial value of " + what + ": " +
+                               st.message());
     }
     StateDecl sd;
     sd.fqn = si.fqn;
@@ -93,7 +94,7 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     if (&config.store->runtime() != c->runtime_.get())
       return InvalidArgument("container " + quote_name(c->name_) + ": its weight store belongs to another runtime");
     WHARF_RETURN_IF_ERROR(config.store->join(c.get(), c->name_, c->decls_));
-    c->store_ = std::move(config.store);  // from here on ~Container leaves the store
+    c->store_ = std::move(config.store);       // from here on ~Container leaves the store
     test_hook("container.create.after_join");  // a member of the store, not loaded yet
   }
 
@@ -104,14 +105,15 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     const StateInit& si = config.states[i];
     StateDecl& sd = c->states_[i];
     if (!si.has_initial || sd.nbytes == 0) continue;
-    WHARF_RETURN_IF_ERROR(c->runtime_->device().allocate(MemKind::kDevice, MemTag::kState, sd.nbytes,
-                                                         "initial value of state " + quote_name(sd.fqn) + "", &sd.initial));
+    WHARF_RETURN_IF_ERROR(c->runtime_->device().allocate(
+        MemKind::kDevice, MemTag::kState, sd.nbytes, "initial value of state " + quote_name(sd.fqn) + "", &sd.initial));
     reqs.push_back({sd.initial.data(), si.data, sd.nbytes});
   }
   if (!reqs.empty()) {
     TransferEngine* engine = nullptr;
     WHARF_RETURN_IF_ERROR(c->runtime_->transfers(&engine));
-    WHARF_RETURN_IF_ERROR(engine->copy(reqs, {}).with_context("container " + quote_name(c->name_) + ": capturing initial state values"));
+    WHARF_RETURN_IF_ERROR(
+        engine->copy(reqs, {}).with_context("container " + quote_name(c->name_) + ": capturing initial state values"));
   }
   *out = std::move(c);
   return Status::Ok();
@@ -157,7 +159,7 @@ int Container::find(const std::string& fqn) const {
 
 DeviceType Container::device_type_of(Placement placement) const {
   return placement == Placement::kDevice && runtime_->backend() == Backend::kCuda ? DeviceType::kCuda
-                                                                                   : DeviceType::kCpu;
+                                                                                  : DeviceType::kCpu;
 }
 
 uint64_t Container::generation() const {
@@ -199,8 +201,7 @@ Status Container::validate_source(const ConstantDecl& d, const TensorMeta& src, 
   return validate_constant_source(*runtime_, d, src, data);
 }
 
-Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts,
-                               std::vector<Planned>* plan) const {
+Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts, std::vector<Planned>* plan) const {
   plan->clear();
   plan->reserve(map.size());
   for (size_t i = 0; i < map.size(); ++i) {
@@ -209,7 +210,8 @@ Status Container::validate_map(const ConstantMap& map, const UpdateOptions& opts
     if (idx < 0) return NotFound(quoted(e.fqn) + " is not declared by container " + quote_name(name_) + "");
     const ConstantDecl& d = decls_[idx];
     if (d.derived())
-      return InvalidArgument(quoted(e.fqn) + " is derived (computed by the fold callback); it cannot be supplied by a map");
+      return InvalidArgument(quoted(e.fqn) +
+                             " is derived (computed by the fold callback); it cannot be supplied by a map");
     WHARF_RETURN_IF_ERROR(validate_source(d, e.meta, e.source()));
     plan->push_back({idx, &e});
   }
@@ -246,8 +248,8 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
     reqs.push_back(copy_request(*p.entry, gen->slots[p.index]->data(), decls_[p.index].nbytes));
   TransferEngine* engine = nullptr;
   WHARF_RETURN_IF_ERROR(runtime_->transfers(&engine));
-  return engine->copy(reqs, wait_for).with_context("container " + quote_name(name_) + ": copying " +
-                                                   std::to_string(plan.size()) + " constants");
+  return engine->copy(reqs, wait_for)
+      .with_context("container " + quote_name(name_) + ": copying " + std::to_string(plan.size()) + " constants");
 }
 
 Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
@@ -284,14 +286,16 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
 Status Container::run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen) {
   if (!opts.fold || !has_derived_) return Status::Ok();
   Stream& stream = runtime_->stream();
-  WHARF_RETURN_IF_ERROR(opts.fold(shared_from_this(), gen, stream).with_context("container " + quote_name(name_) + ": fold callback"));
+  WHARF_RETURN_IF_ERROR(
+      opts.fold(shared_from_this(), gen, stream).with_context("container " + quote_name(name_) + ": fold callback"));
   // The update returns when everything is in place, folded constants included.
   return stream.synchronize().with_context("container " + quote_name(name_) + ": waiting for the fold's work");
 }
 
 Status record_wait_stream(Runtime& runtime, void* wait_stream, const std::string& what, std::unique_ptr<Event>* out) {
   if (!wait_stream) return Status::Ok();
-  if (runtime.backend() != Backend::kCuda) return InvalidArgument(what + ": wait_stream must be NULL on the host backend");
+  if (runtime.backend() != Backend::kCuda)
+    return InvalidArgument(what + ": wait_stream must be NULL on the host backend");
   std::unique_ptr<Stream> s;
   WHARF_RETURN_IF_ERROR(runtime.device().wrap_stream(wait_stream, &s));
   WHARF_RETURN_IF_ERROR(runtime.device().create_event(out));
@@ -307,7 +311,8 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
   if (!ulock.owns_lock())
-    return Busy("container " + quote_name(name_) + ": another update is in progress (updates, binds and weight store "
+    return Busy("container " + quote_name(name_) +
+                ": another update is in progress (updates, binds and weight store "
                 "updates of one container run one at a time)");
   {
     MutexLock lock(mu_);
@@ -331,7 +336,8 @@ Status Container::load(const ConstantMap& map, const ProgressFn& progress) {
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
   if (!ulock.owns_lock())
-    return Busy("container " + quote_name(name_) + ": another update is in progress (updates, binds and weight store "
+    return Busy("container " + quote_name(name_) +
+                ": another update is in progress (updates, binds and weight store "
                 "updates of one container run one at a time)");
   {
     MutexLock lock(mu_);
@@ -458,7 +464,8 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
       // of the update ordered after it: its constants over the current base. Derived
       // constants were computed from the old base and cannot be carried over.
       if (folded)
-        return Busy("container " + quote_name(name_) + ": its generations changed during the update (a swap, rollback or "
+        return Busy("container " + quote_name(name_) +
+                    ": its generations changed during the update (a swap, rollback or "
                     "free_inactive ran meanwhile) and the fold computed derived constants from the previous base; "
                     "nothing was staged: retry the update");
       std::shared_ptr<Generation> rebased = next_generation_locked();
@@ -519,7 +526,8 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
   {
     MutexLock lock(mu_);
     if (!active_)
-      return FailedPrecondition("container " + quote_name(name_) + ": no active generation to update in place (update and swap first)");
+      return FailedPrecondition("container " + quote_name(name_) +
+                                ": no active generation to update in place (update and swap first)");
     for (const Planned& p : plan)
       if (active_->slots[p.index]->user_managed())
         return FailedPrecondition(quoted(decls_[p.index].fqn) +
@@ -664,22 +672,25 @@ Status Container::check_swap_locked(bool by_store) const {
   if (in_place_)
     return Busy("container " + quote_name(name_) + ": an in-place update is running; swap after it returns");
   if (store_pending_ && !by_store)
-    return FailedPrecondition("container " + quote_name(name_) +
-                              ": a weight store update staged weights here that are not published yet; publish them "
-                              "with wharf_weight_store_swap (a member's own swap would break the store swap's atomicity)");
+    return FailedPrecondition(
+        "container " + quote_name(name_) +
+        ": a weight store update staged weights here that are not published yet; publish them "
+        "with wharf_weight_store_swap (a member's own swap would break the store swap's atomicity)");
   if (!inactive_)
     return FailedPrecondition(
         "container " + quote_name(name_) + ": nothing to swap in: " +
         (no_inactive_ == NoInactive::kFreed
              ? std::string("the inactive generation was freed and no update has succeeded since")
          : no_inactive_ == NoInactive::kFirstSwap
-             ? std::string("no update has succeeded since the first swap, and there is no earlier generation to roll back to")
+             ? std::string(
+                   "no update has succeeded since the first swap, and there is no earlier generation to roll back to")
              : std::string("no update has succeeded yet (a failed update stages nothing)")));
   for (size_t i = 0; i < decls_.size(); ++i)
     if (!inactive_->slots[i])
       return FailedPrecondition("container " + quote_name(name_) + ": " + quoted(decls_[i].fqn) +
-                                (decls_[i].derived() ? " was never computed (run an update with a fold)"
-                                                     : " was never written; the first update must cover every constant"));
+                                (decls_[i].derived()
+                                     ? " was never computed (run an update with a fold)"
+                                     : " was never written; the first update must cover every constant"));
   return Status::Ok();
 }
 
@@ -698,7 +709,9 @@ Status Container::free_inactive() {
   DeadList dead;
   MutexLock lock(mu_);
   WHARF_RETURN_IF_ERROR(check_not_replica_locked("freeing the inactive generation"));
-  if (in_place_) return Busy("container " + quote_name(name_) + ": an in-place update is running; free the inactive generation after it returns");
+  if (in_place_)
+    return Busy("container " + quote_name(name_) +
+                ": an in-place update is running; free the inactive generation after it returns");
   if (store_pending_)
     return FailedPrecondition("container " + quote_name(name_) +
                               ": the inactive generation holds a weight store update not published yet; "

@@ -87,7 +87,7 @@ struct StateInit {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   bool has_initial = false;
-  TensorMeta meta;            // of the initial value
+  TensorMeta meta;  // of the initial value
   const void* data = nullptr;
 };
 

@@ -41,8 +41,8 @@ class Slot {
 struct Generation {
   std::vector<std::shared_ptr<Slot>> slots;  // by declaration index; null = never written
   // Both guarded by the owning container's mutex (set when published; runs counted there).
-  uint64_t id = 0;     // set when it becomes active
-  int open_runs = 0;   // runs begun and not yet ended
+  uint64_t id = 0;    // set when it becomes active
+  int open_runs = 0;  // runs begun and not yet ended
   // Only while a fold callback runs over this generation (before it is staged): the
   // constants the fold may write, by index: derived ones and those this update gave fresh
   // storage. Every other slot is shared with the active generation or a weight store, and

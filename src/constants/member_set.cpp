@@ -77,7 +77,8 @@ Status MemberSet::swap_all(bool by_store, const std::function<std::string(size_t
   for (size_t i = 0; i < members_.size(); ++i) {
     Container& c = *members_[i];
     locks.holds(c.mu_);
-    WHARF_DCHECK(!by_store || c.store_pending_, "a member staged by the store keeps its store update until the store swap");
+    WHARF_DCHECK(!by_store || c.store_pending_,
+                 "a member staged by the store keeps its store update until the store swap");
     WHARF_RETURN_IF_ERROR(c.check_swap_locked(by_store).with_context(refused(i)));
   }
   for (const auto& p : members_) {

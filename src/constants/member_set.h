@@ -84,8 +84,8 @@ class MemberSet {
   // failure is wrapped by `refused(i)`. `by_store`: the weight store publishing its update.
   // `then` runs under the same locks after the swap (the store updates its entries there, so
   // nobody sees the members swapped and the entries not).
-  Status swap_all(bool by_store, const std::function<std::string(size_t)>& refused,
-                  const std::function<void()>& then, DeadList* dead) const;
+  Status swap_all(bool by_store, const std::function<std::string(size_t)>& refused, const std::function<void()>& then,
+                  DeadList* dead) const;
   // Drops every member's inactive generation (a replica group's free_inactive).
   void drop_inactive_all(DeadList* dead) const;
 

@@ -36,9 +36,9 @@ Status WeightStore::join(Container* c, const std::string& name, const std::vecto
     if (it == entries_.end()) continue;
     const ConstantDecl& e = it->second.decl;
     if (e.dtype != d.dtype || e.shape != d.shape || e.placement != d.placement)
-      return InvalidArgument("weight store: constant " + quote_name(d.fqn) + " of container " + quote_name(name) + " is declared " +
-                             describe(d) + ", but container " + quote_name(it->second.declared_by) + " declared it " +
-                             describe(e) + " in the same store; a shared FQN must name one weight");
+      return InvalidArgument("weight store: constant " + quote_name(d.fqn) + " of container " + quote_name(name) +
+                             " is declared " + describe(d) + ", but container " + quote_name(it->second.declared_by) +
+                             " declared it " + describe(e) + " in the same store; a shared FQN must name one weight");
   }
   for (const ConstantDecl& d : decls) {
     if (d.derived()) continue;
@@ -139,7 +139,8 @@ size_t WeightStore::staged_members_for_test() const {
 
 Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   if (opts.in_place)
-    return Unsupported("weight store update: only the inactive target is supported (update a container in place instead)");
+    return Unsupported(
+        "weight store update: only the inactive target is supported (update a container in place instead)");
   WHARF_RETURN_IF_ERROR(check_not_reentrant("weight store update"));
   std::lock_guard<std::mutex> serial(update_mu_);
   owner_.store(std::this_thread::get_id());
@@ -153,7 +154,8 @@ namespace {
 // A member without weights for `d` cannot take a store update that does not write it.
 Status unloaded(const Container& c, const ConstantDecl& d) {
   return FailedPrecondition("weight store update: container " + quote_name(c.name()) + " has no weights for constant " +
-                            quote_name(d.fqn) + " yet, so this update would stage an incomplete generation there; "
+                            quote_name(d.fqn) +
+                            " yet, so this update would stage an incomplete generation there; "
                             "load it first (wharf_container_update and wharf_container_swap, or create it from a map)");
 }
 
@@ -168,14 +170,15 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     MutexLock lock(mu_);
     staged_.erase(std::remove_if(staged_.begin(), staged_.end(), [](const auto& w) { return w.expired(); }),
                   staged_.end());
-    pending_slots_.erase(std::remove_if(pending_slots_.begin(), pending_slots_.end(),
-                                        [](const auto& p) { return p.second.expired(); }),
-                         pending_slots_.end());
+    pending_slots_.erase(
+        std::remove_if(pending_slots_.begin(), pending_slots_.end(), [](const auto& p) { return p.second.expired(); }),
+        pending_slots_.end());
     for (size_t i = 0; i < map.size(); ++i) {
       const MapEntry& e = map.entry(i);
       auto it = entries_.find(e.fqn);
       if (it == entries_.end())
-        return NotFound("weight store update: constant " + quote_name(e.fqn) + " is not declared by any container of the store");
+        return NotFound("weight store update: constant " + quote_name(e.fqn) +
+                        " is not declared by any container of the store");
       decls.push_back(it->second.decl);
     }
     members = live_members_locked();
@@ -287,7 +290,9 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
       staged[t].gen->slots[size_t(w.first)] = slots[w.second];
       staged[t].written.emplace_back(w.first, slots[w.second]);
     }
-    WHARF_RETURN_IF_ERROR(targets[t].fold_into(staged[t].gen, opts).with_context("weight store update: container " + quote_name(targets[t].name())));
+    WHARF_RETURN_IF_ERROR(targets[t]
+                              .fold_into(staged[t].gen, opts)
+                              .with_context("weight store update: container " + quote_name(targets[t].name())));
   }
   WHARF_RETURN_IF_ERROR(progress.finish());  // the last chance to cancel: nothing is staged yet
   test_hook("store.update.before_stage");
@@ -305,8 +310,10 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
   for (size_t i = 0; i < map.size(); ++i) {
     auto it = std::find_if(pending_slots_.begin(), pending_slots_.end(),
                            [&](const auto& p) { return p.first == map.entry(i).fqn; });
-    if (it != pending_slots_.end()) it->second = slots[i];
-    else pending_slots_.emplace_back(map.entry(i).fqn, slots[i]);
+    if (it != pending_slots_.end())
+      it->second = slots[i];
+    else
+      pending_slots_.emplace_back(map.entry(i).fqn, slots[i]);
   }
   return Status::Ok();
 }

@@ -15,8 +15,8 @@
 // `update_mu_`s (try-lock: BUSY, never a wait), then member `mu_`s in address order, then
 // store `mu_`. Multi-member staging and publishing go through MemberSet
 // (src/constants/member_set.h); a store swap moves its entries under the members' locks, so
-// no reader sees the members swapped and the entries not. A store call made from inside a store update's fold callback (same thread)
-// fails with FAILED_PRECONDITION instead of deadlocking.
+// no reader sees the members swapped and the entries not. A store call made from inside a store update's fold callback
+// (same thread) fails with FAILED_PRECONDITION instead of deadlocking.
 #pragma once
 
 #include <atomic>
@@ -67,9 +67,9 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
  private:
   struct Entry {
     ConstantDecl decl;
-    std::string declared_by;              // the first container's name, for messages
-    std::vector<Container*> users;        // containers that declare it
-    std::weak_ptr<Slot> slot;             // current shared storage
+    std::string declared_by;        // the first container's name, for messages
+    std::vector<Container*> users;  // containers that declare it
+    std::weak_ptr<Slot> slot;       // current shared storage
   };
   struct Member {
     Container* raw;

@@ -8,11 +8,7 @@
 namespace wharf {
 
 // a * b into *out; false on overflow.
-inline bool checked_mul(uint64_t a, uint64_t b, uint64_t* out) {
-  return !__builtin_mul_overflow(a, b, out);
-}
-inline bool checked_add(uint64_t a, uint64_t b, uint64_t* out) {
-  return !__builtin_add_overflow(a, b, out);
-}
+inline bool checked_mul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+inline bool checked_add(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
 
 }  // namespace wharf

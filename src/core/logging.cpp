@@ -61,8 +61,7 @@ void set_log_sink(LogSink sink, LogLevel min_level, void* user) {
 }
 
 bool log_enabled(LogLevel level) {
-  return static_cast<int>(level) >= state().min_level.load(std::memory_order_relaxed) &&
-         level != LogLevel::kOff;
+  return static_cast<int>(level) >= state().min_level.load(std::memory_order_relaxed) && level != LogLevel::kOff;
 }
 
 void log_message(LogLevel level, const std::string& message) {

@@ -17,8 +17,7 @@ void log_message(LogLevel level, const std::string& message);
 
 }  // namespace wharf
 
-#define WHARF_LOG(level, msg)                                                   \
-  do {                                                                          \
-    if (::wharf::log_enabled(::wharf::LogLevel::level))                         \
-      ::wharf::log_message(::wharf::LogLevel::level, (msg));                    \
+#define WHARF_LOG(level, msg)                                                                                  \
+  do {                                                                                                         \
+    if (::wharf::log_enabled(::wharf::LogLevel::level)) ::wharf::log_message(::wharf::LogLevel::level, (msg)); \
   } while (0)

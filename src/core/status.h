@@ -70,8 +70,8 @@ inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}
 
 #define WHARF_CONCAT_INNER(a, b) a##b
 #define WHARF_CONCAT(a, b) WHARF_CONCAT_INNER(a, b)
-#define WHARF_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                   \
-    ::wharf::Status WHARF_CONCAT(_st_, __LINE__) = (expr);               \
+#define WHARF_RETURN_IF_ERROR(expr)                                              \
+  do {                                                                           \
+    ::wharf::Status WHARF_CONCAT(_st_, __LINE__) = (expr);                       \
     if (!WHARF_CONCAT(_st_, __LINE__).ok()) return WHARF_CONCAT(_st_, __LINE__); \
   } while (0)

@@ -39,13 +39,12 @@
 // location and the broken invariant. Compiled out of release builds (the condition is not
 // evaluated there, so it must have no side effects).
 #if !defined(NDEBUG) || defined(WHARF_ENABLE_DCHECK)
-#define WHARF_DCHECK(cond, what)                                                              \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      std::fprintf(stderr, "wharf: invariant broken at %s:%d: %s (%s)\n", __FILE__, __LINE__, \
-                   what, #cond);                                                              \
-      std::abort();                                                                           \
-    }                                                                                         \
+#define WHARF_DCHECK(cond, what)                                                                            \
+  do {                                                                                                      \
+    if (!(cond)) {                                                                                          \
+      std::fprintf(stderr, "wharf: invariant broken at %s:%d: %s (%s)\n", __FILE__, __LINE__, what, #cond); \
+      std::abort();                                                                                         \
+    }                                                                                                       \
   } while (0)
 #else
 #define WHARF_DCHECK(cond, what) \
@@ -96,7 +95,9 @@ class WHARF_SCOPED_CAPABILITY UniqueLock {
   void unlock() WHARF_RELEASE() { lock_.unlock(); }
   void lock() WHARF_ACQUIRE() { lock_.lock(); }
   template <typename Pred>
-  void wait(std::condition_variable& cv, Pred pred) { cv.wait(lock_, pred); }
+  void wait(std::condition_variable& cv, Pred pred) {
+    cv.wait(lock_, pred);
+  }
   template <typename Rep, typename Period, typename Pred>
   bool wait_for(std::condition_variable& cv, const std::chrono::duration<Rep, Period>& d, Pred pred) {
     return cv.wait_for(lock_, d, pred);

@@ -27,8 +27,7 @@ Status TensorMeta::validate(const std::string& what) const {
   // is as valid as [0, 2^62, 2^62, 4], so the product is formed only when no dimension is 0.
   bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0)
-      return InvalidArgument(what + ": negative dimension in shape " + shape_string(shape));
+    if (shape[i] < 0) return InvalidArgument(what + ": negative dimension in shape " + shape_string(shape));
     if (shape[i] == 0) empty = true;
   }
   uint64_t n = empty ? 0 : 1;
@@ -44,7 +43,8 @@ Status TensorMeta::validate(const std::string& what) const {
     if (bits % 8 != 0)
       return InvalidArgument(what + ": shape " + shape_string(shape) + " of " + dtype_name(dtype) + " is " +
                              std::to_string(bits) + " bits, not a whole number of bytes (a " +
-                             std::to_string(dtype_bits(dtype)) + "-bit dtype needs an element count that makes "
+                             std::to_string(dtype_bits(dtype)) +
+                             "-bit dtype needs an element count that makes "
                              "a multiple of 8 bits)");
   } else if (!checked_mul(n, dtype_size(dtype), &bytes) || bytes > (uint64_t(1) << 62)) {
     return InvalidArgument(what + ": byte size of shape " + shape_string(shape) + " overflows");
@@ -68,8 +68,7 @@ Status TensorMeta::validate(const std::string& what) const {
   }
   if (device_type != DeviceType::kCpu && device_type != DeviceType::kCuda)
     return InvalidArgument(what + ": unknown device type " + std::to_string(static_cast<int>(device_type)));
-  if (device_index < 0)
-    return InvalidArgument(what + ": negative device index " + std::to_string(device_index));
+  if (device_index < 0) return InvalidArgument(what + ": negative device index " + std::to_string(device_index));
   return Status::Ok();
 }
 

@@ -28,8 +28,8 @@ struct TensorMeta {
   // elements are not byte-addressable). `what` names the tensor in messages ("constant 'w'").
   Status validate(const std::string& what) const;
 
-  uint64_t numel() const;      // product of shape (1 for a scalar); call validate() first
-  uint64_t nbytes() const;     // numel * dtype_bits / 8 (packed for sub-byte dtypes)
+  uint64_t numel() const;   // product of shape (1 for a scalar); call validate() first
+  uint64_t nbytes() const;  // numel * dtype_bits / 8 (packed for sub-byte dtypes)
   // No strides, strides equal to the row-major ones (size-1 dimensions may carry any stride),
   // or no element at all (a zero-element view is contiguous whatever its strides).
   bool contiguous() const;

@@ -18,16 +18,20 @@ void append_u4(std::string* out, uint32_t cp) {
 uint32_t utf8_decode(std::string_view s, size_t i, size_t len) {
   const auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
   switch (len) {
-    case 1: return byte(0);
-    case 2: return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
-    case 3: return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
-    default: return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
+    case 1:
+      return byte(0);
+    case 2:
+      return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
+    case 3:
+      return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+    default:
+      return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
   }
 }
 
 bool escaped_when_shown(uint32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
-         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
 }
 
 namespace {
@@ -46,12 +50,16 @@ Lead lead_of(unsigned char c) {
     l.len = 2;
   } else if (c >= 0xE0 && c <= 0xEF) {
     l.len = 3;
-    if (c == 0xE0) l.lo = 0xA0;       // overlong below U+0800
-    else if (c == 0xED) l.hi = 0x9F;  // surrogates
+    if (c == 0xE0)
+      l.lo = 0xA0;  // overlong below U+0800
+    else if (c == 0xED)
+      l.hi = 0x9F;  // surrogates
   } else if (c >= 0xF0 && c <= 0xF4) {
     l.len = 4;
-    if (c == 0xF0) l.lo = 0x90;       // overlong below U+10000
-    else if (c == 0xF4) l.hi = 0x8F;  // above U+10FFFF
+    if (c == 0xF0)
+      l.lo = 0x90;  // overlong below U+10000
+    else if (c == 0xF4)
+      l.hi = 0x8F;  // above U+10FFFF
   }
   return l;
 }
@@ -122,16 +130,32 @@ std::string quote_name(std::string_view s, size_t max_bytes) {
     }
     const uint32_t cp = utf8_decode(shown, i, len);
     switch (cp) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\\': out += "\\\\"; break;
-      case '\'': out += "\\'"; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
       default:
-        if (escaped_when_shown(cp)) append_u4(&out, cp);
-        else out.append(shown.data() + i, len);
+        if (escaped_when_shown(cp))
+          append_u4(&out, cp);
+        else
+          out.append(shown.data() + i, len);
     }
     i += len;
   }
@@ -146,10 +170,12 @@ Status check_fqn(const std::string& what, const std::string& fqn) {
   if (fqn.empty()) return InvalidArgument(what + ": empty name");
   const size_t nul = fqn.find('\0');
   if (nul != std::string::npos)
-    return InvalidArgument(what + " " + quote_name(fqn) + ": name contains a NUL byte (byte " + std::to_string(nul) + ")");
+    return InvalidArgument(what + " " + quote_name(fqn) + ": name contains a NUL byte (byte " + std::to_string(nul) +
+                           ")");
   const size_t bad = utf8_error_offset(fqn);
   if (bad != fqn.size())
-    return InvalidArgument(what + " " + quote_name(fqn) + ": name is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+    return InvalidArgument(what + " " + quote_name(fqn) + ": name is not valid UTF-8 (byte " + std::to_string(bad) +
+                           ")");
   return Status::Ok();
 }
 

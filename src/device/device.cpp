@@ -5,8 +5,10 @@ namespace wharf {
 
 const char* backend_name(Backend b) {
   switch (b) {
-    case Backend::kCuda: return "cuda";
-    case Backend::kHost: return "host";
+    case Backend::kCuda:
+      return "cuda";
+    case Backend::kHost:
+      return "host";
   }
   return "unknown";
 }
@@ -34,8 +36,7 @@ void Buffer::reset() {
   size_ = 0;
 }
 
-Status Device::allocate(MemKind kind, MemTag tag, uint64_t bytes, const std::string& what,
-                        Buffer* out) {
+Status Device::allocate(MemKind kind, MemTag tag, uint64_t bytes, const std::string& what, Buffer* out) {
   WHARF_RETURN_IF_ERROR(accounting_.reserve(kind, tag, bytes, what));
   void* p = nullptr;
   if (bytes > 0) {
@@ -57,8 +58,9 @@ Status Device::allocate(MemKind kind, MemTag tag, uint64_t bytes, const std::str
 
 #ifndef WHARF_HAVE_CUDA
 Status create_cuda_device(const DeviceOptions&, std::shared_ptr<Device>*) {
-  return Unsupported("this build of Wharf has no CUDA backend (configured with WHARF_WITH_CUDA=OFF "
-                     "or no CUDA toolkit found)");
+  return Unsupported(
+      "this build of Wharf has no CUDA backend (configured with WHARF_WITH_CUDA=OFF "
+      "or no CUDA toolkit found)");
 }
 bool cuda_device_available(int, std::string* reason) {
   if (reason) *reason = "built without CUDA";

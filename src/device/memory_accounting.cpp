@@ -7,12 +7,18 @@ namespace wharf {
 
 const char* mem_tag_name(MemTag tag) {
   switch (tag) {
-    case MemTag::kConstants: return "constants";
-    case MemTag::kState: return "state";
-    case MemTag::kStaging: return "staging";
-    case MemTag::kWorkspace: return "workspace";
-    case MemTag::kOffload: return "offload";
-    case MemTag::kGraph: return "graph";
+    case MemTag::kConstants:
+      return "constants";
+    case MemTag::kState:
+      return "state";
+    case MemTag::kStaging:
+      return "staging";
+    case MemTag::kWorkspace:
+      return "workspace";
+    case MemTag::kOffload:
+      return "offload";
+    case MemTag::kGraph:
+      return "graph";
   }
   return "unknown";
 }
@@ -24,9 +30,8 @@ Status MemoryAccounting::reserve(MemKind kind, MemTag tag, uint64_t bytes, const
   if (kind == MemKind::kDevice) {
     if (device_limit_ != 0 && (bytes > device_limit_ || s_.device_current > device_limit_ - bytes))
       return OutOfMemory("allocating " + std::to_string(bytes) + " bytes for " + what +
-                         " would exceed the runtime's device_memory_limit of " +
-                         std::to_string(device_limit_) + " bytes (" +
-                         std::to_string(s_.device_current) + " in use)");
+                         " would exceed the runtime's device_memory_limit of " + std::to_string(device_limit_) +
+                         " bytes (" + std::to_string(s_.device_current) + " in use)");
     s_.device_current += bytes;
     s_.device_peak = std::max(s_.device_peak, s_.device_current);
   } else {

@@ -13,7 +13,12 @@
 namespace wharf {
 
 enum class MemTag : int {
-  kConstants = 0, kState = 1, kStaging = 2, kWorkspace = 3, kOffload = 4, kGraph = 5,
+  kConstants = 0,
+  kState = 1,
+  kStaging = 2,
+  kWorkspace = 3,
+  kOffload = 4,
+  kGraph = 5,
 };
 constexpr int kMemTagCapacity = 16;
 const char* mem_tag_name(MemTag tag);

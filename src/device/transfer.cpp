@@ -86,7 +86,7 @@ class WorkerPool {
         threads_.emplace_back([this, i] { loop(i); });
       } catch (const std::system_error& e) {
         return Status(Code::kResourceExhausted, "starting transfer copy thread " + std::to_string(i + 1) + " of " +
-                                 std::to_string(n) + ": " + e.what());
+                                                    std::to_string(n) + ": " + e.what());
       }
     }
     return Status::Ok();
@@ -200,7 +200,7 @@ struct Job {
   const std::vector<CopyRequest>* requests = nullptr;
   std::vector<Segment> staged;  // pageable/file -> device, via the ring
   std::vector<Fill> fills;
-  std::vector<Segment> host;    // pageable -> pinned host: plain memcpy, no DMA
+  std::vector<Segment> host;  // pageable -> pinned host: plain memcpy, no DMA
   const std::vector<Event*>* wait_for = nullptr;
 
   // Destinations by request. Requests [0, ready) have theirs: given by the caller or
@@ -277,9 +277,8 @@ struct Job {
   char* wait_dst(size_t i) WHARF_EXCLUDES(ready_mu) {
     if (ready.load(std::memory_order_acquire) <= i) {
       UniqueLock lock(ready_mu);
-      lock.wait(ready_cv, [&] {
-        return ready.load(std::memory_order_acquire) > i || failed.load(std::memory_order_relaxed);
-      });
+      lock.wait(ready_cv,
+                [&] { return ready.load(std::memory_order_acquire) > i || failed.load(std::memory_order_relaxed); });
       if (ready.load(std::memory_order_acquire) <= i) return nullptr;
     }
     return dst[i];
@@ -325,9 +324,12 @@ struct Job {
 
 const char* kind_name(PointerKind k) {
   switch (k) {
-    case PointerKind::kPageableHost: return "pageable host";
-    case PointerKind::kPinnedHost: return "pinned host";
-    case PointerKind::kDevice: return "device";
+    case PointerKind::kPageableHost:
+      return "pageable host";
+    case PointerKind::kPinnedHost:
+      return "pinned host";
+    case PointerKind::kDevice:
+      return "device";
   }
   return "unknown";
 }
@@ -359,8 +361,8 @@ struct TransferEngine::Impl {
   Status ensure_ring() WHARF_REQUIRES(mu);
   void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
   void run_host(Job& job);
-  Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-              TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress) WHARF_EXCLUDES(mu);
+  Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for, TransferStats* stats,
+              const AllocateFn& allocate, const CopyProgressFn& progress) WHARF_EXCLUDES(mu);
 };
 
 Status TransferEngine::Impl::ensure_ring() {
@@ -495,13 +497,14 @@ void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::t
   std::snprintf(rate, sizeof rate, "%.2f GB/s", total ? double(bytes) / double(total) : 0.0);
   WHARF_LOG(kDebug, "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
                         mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
-                        ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate + "; first DMA enqueued at " +
-                        (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) +
-                        ", drain from " + ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) +
-                        " allocations " + ms(tr.alloc_ns) + " (longest " + ms(tr.alloc_max_ns) + "); " +
-                        std::to_string(job.fills.size()) + " fills: reads " + ms(tr.read_ns.load()) + ", chunk waits " +
-                        ms(tr.chunk_wait_ns.load()) + ", destination waits " + ms(tr.dst_wait_ns.load()) +
-                        ", enqueue calls " + ms(tr.enqueue_ns.load()) + " (summed over threads)");
+                        ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate +
+                        "; first DMA enqueued at " + (first == UINT64_MAX ? std::string("-") : ms(first)) +
+                        ", last at " + ms(last) + ", drain from " + ms(drain_from) + " to " + ms(total) + "; " +
+                        std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) + " (longest " +
+                        ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills: reads " +
+                        ms(tr.read_ns.load()) + ", chunk waits " + ms(tr.chunk_wait_ns.load()) +
+                        ", destination waits " + ms(tr.dst_wait_ns.load()) + ", enqueue calls " +
+                        ms(tr.enqueue_ns.load()) + " (summed over threads)");
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
@@ -615,8 +618,8 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   for (size_t i : host) {
     const CopyRequest& r = requests[i];
     for (uint64_t off = 0; off < r.bytes; off += chunk_bytes)
-      job.host.push_back({r.src ? static_cast<const char*>(r.src) + off : nullptr, off,
-                          std::min(chunk_bytes, r.bytes - off), i});
+      job.host.push_back(
+          {r.src ? static_cast<const char*>(r.src) + off : nullptr, off, std::min(chunk_bytes, r.bytes - off), i});
   }
   std::vector<bool> is_direct(requests.size(), false);
   for (size_t i : direct) is_direct[i] = true;
@@ -746,8 +749,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
         const uint64_t seen = job.read_bytes.load(std::memory_order_relaxed);
         UniqueLock lock(job.progress_mu);
         lock.wait_for(job.progress_cv, std::chrono::milliseconds(5), [&] {
-          return job.failed.load(std::memory_order_relaxed) ||
-                 job.workers_left.load(std::memory_order_acquire) == 0 ||
+          return job.failed.load(std::memory_order_relaxed) || job.workers_left.load(std::memory_order_acquire) == 0 ||
                  job.read_bytes.load(std::memory_order_relaxed) / Progress::kInterval != seen / Progress::kInterval;
         });
       }
@@ -774,8 +776,8 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
   if (!device) return InvalidArgument("transfer engine: no device");
   if (!out) return InvalidArgument("transfer engine: null output pointer");
   if (opts.threads < 1 || opts.threads > kMaxThreads)
-    return InvalidArgument("transfer engine option threads: " + std::to_string(opts.threads) +
-                           " is outside 1.." + std::to_string(kMaxThreads));
+    return InvalidArgument("transfer engine option threads: " + std::to_string(opts.threads) + " is outside 1.." +
+                           std::to_string(kMaxThreads));
   if (opts.chunk_bytes < kMinChunkBytes)
     return InvalidArgument("transfer engine option chunk_bytes: " + std::to_string(opts.chunk_bytes) +
                            " is below the minimum " + std::to_string(kMinChunkBytes) +
@@ -786,7 +788,8 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
   auto impl = std::make_unique<Impl>();
   impl->device = std::move(device);
   impl->opts = opts;
-  WHARF_RETURN_IF_ERROR(impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
+  WHARF_RETURN_IF_ERROR(
+      impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
   WHARF_RETURN_IF_ERROR(impl->pool.start(opts.threads));
   out->reset(new TransferEngine(std::move(impl)));
   return Status::Ok();

@@ -4,8 +4,8 @@
 // host), at the hardware's limit. Pinned and device sources go straight to copy_async on the
 // engine's copy stream; pageable sources and files go through a ring of pinned staging chunks
 // that a pool of host threads fills (memcpy, or pread for a file) while the DMA engine drains
-// the previous chunks (an event per chunk), so host reads and DMA overlap. One per runtime; the staging ring is allocated on first use under
-// MemTag::kStaging and kept.
+// the previous chunks (an event per chunk), so host reads and DMA overlap. One per runtime; the staging ring is
+// allocated on first use under MemTag::kStaging and kept.
 //
 // Threads: copy() is safe to call from many threads; calls are serialised (one transfer
 // uses the whole ring and every copy thread).
@@ -21,7 +21,9 @@
 #include "device/device.h"
 
 namespace wharf {
-namespace io { class ReadOnlyFile; }
+namespace io {
+class ReadOnlyFile;
+}
 
 struct CopyRequest {
   void* dst = nullptr;        // device or pinned host memory of the engine's device; null:

@@ -50,12 +50,18 @@ std::string describe(char c) {
 
 const char* kind_name(Kind kind) {
   switch (kind) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return "boolean";
-    case Kind::kNumber: return "number";
-    case Kind::kString: return "string";
-    case Kind::kArray: return "array";
-    case Kind::kObject: return "object";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return "boolean";
+    case Kind::kNumber:
+      return "number";
+    case Kind::kString:
+      return "string";
+    case Kind::kArray:
+      return "array";
+    case Kind::kObject:
+      return "object";
   }
   return "unknown";
 }
@@ -81,11 +87,22 @@ Status Cursor::peek(Kind* kind) {
   if (pos_ >= s_.size()) return error(pos_, "unexpected end of input, expected a value");
   const char c = s_[pos_];
   switch (c) {
-    case '{': *kind = Kind::kObject; return Status::Ok();
-    case '[': *kind = Kind::kArray; return Status::Ok();
-    case '"': *kind = Kind::kString; return Status::Ok();
-    case 't': case 'f': *kind = Kind::kBool; return Status::Ok();
-    case 'n': *kind = Kind::kNull; return Status::Ok();
+    case '{':
+      *kind = Kind::kObject;
+      return Status::Ok();
+    case '[':
+      *kind = Kind::kArray;
+      return Status::Ok();
+    case '"':
+      *kind = Kind::kString;
+      return Status::Ok();
+    case 't':
+    case 'f':
+      *kind = Kind::kBool;
+      return Status::Ok();
+    case 'n':
+      *kind = Kind::kNull;
+      return Status::Ok();
     default:
       if (c == '-' || is_digit(c)) {
         *kind = Kind::kNumber;
@@ -98,8 +115,7 @@ Status Cursor::peek(Kind* kind) {
 Status Cursor::expect_kind(Kind want) {
   Kind k;
   WHARF_RETURN_IF_ERROR(peek(&k));
-  if (k != want)
-    return error(pos_, std::string("expected a JSON ") + kind_name(want) + ", found " + kind_name(k));
+  if (k != want) return error(pos_, std::string("expected a JSON ") + kind_name(want) + ", found " + kind_name(k));
   return Status::Ok();
 }
 
@@ -159,8 +175,7 @@ Status Cursor::read_number(Number* value) {
     n.integer = false;
     ++pos_;
     if (!at_end() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-    if (at_end() || !is_digit(s_[pos_]))
-      return error(start, "invalid number: expected a digit in the exponent");
+    if (at_end() || !is_digit(s_[pos_])) return error(start, "invalid number: expected a digit in the exponent");
     while (!at_end() && is_digit(s_[pos_])) ++pos_;
   }
   n.fits_u64 = n.integer && fits;
@@ -217,16 +232,34 @@ Status Cursor::read_string(std::string* out) {
     pos_ += 2;
     char simple = 0;
     switch (e) {
-      case '"': simple = '"'; break;
-      case '\\': simple = '\\'; break;
-      case '/': simple = '/'; break;
-      case 'b': simple = '\b'; break;
-      case 'f': simple = '\f'; break;
-      case 'n': simple = '\n'; break;
-      case 'r': simple = '\r'; break;
-      case 't': simple = '\t'; break;
-      case 'u': break;
-      default: return error(esc, "invalid escape character " + describe(e) + " after '\\'");
+      case '"':
+        simple = '"';
+        break;
+      case '\\':
+        simple = '\\';
+        break;
+      case '/':
+        simple = '/';
+        break;
+      case 'b':
+        simple = '\b';
+        break;
+      case 'f':
+        simple = '\f';
+        break;
+      case 'n':
+        simple = '\n';
+        break;
+      case 'r':
+        simple = '\r';
+        break;
+      case 't':
+        simple = '\t';
+        break;
+      case 'u':
+        break;
+      default:
+        return error(esc, "invalid escape character " + describe(e) + " after '\\'");
     }
     if (simple != 0) {
       if (out) out->push_back(simple);
@@ -262,7 +295,7 @@ Status Cursor::push(bool object, bool track_keys) {
   f.first = true;
   f.track_keys = track_keys;
   f.keys.clear();  // O(size), unlike clearing a hash set with many buckets
-  ++pos_;  // '[' or '{'
+  ++pos_;          // '[' or '{'
   return Status::Ok();
 }
 
@@ -346,7 +379,8 @@ Status Cursor::skip_value() {
   WHARF_RETURN_IF_ERROR(peek(&k));
   bool more = true;
   switch (k) {
-    case Kind::kNull: return read_null();
+    case Kind::kNull:
+      return read_null();
     case Kind::kBool: {
       bool b;
       return read_bool(&b);
@@ -355,7 +389,8 @@ Status Cursor::skip_value() {
       Number n;
       return read_number(&n);
     }
-    case Kind::kString: return read_string(nullptr);
+    case Kind::kString:
+      return read_string(nullptr);
     case Kind::kArray:
       WHARF_RETURN_IF_ERROR(begin_array());
       for (;;) {
@@ -422,8 +457,10 @@ Status parse_value(Cursor* c, Value* out) {
   out->kind_ = k;
   bool more = true;
   switch (k) {
-    case Kind::kNull: return c->read_null();
-    case Kind::kBool: return c->read_bool(&out->bool_);
+    case Kind::kNull:
+      return c->read_null();
+    case Kind::kBool:
+      return c->read_bool(&out->bool_);
     case Kind::kNumber: {
       Number n;
       WHARF_RETURN_IF_ERROR(c->read_number(&n));
@@ -434,7 +471,8 @@ Status parse_value(Cursor* c, Value* out) {
       out->text_.assign(n.text.data(), n.text.size());
       return Status::Ok();
     }
-    case Kind::kString: return c->read_string(&out->text_);
+    case Kind::kString:
+      return c->read_string(&out->text_);
     case Kind::kArray:
       WHARF_RETURN_IF_ERROR(c->begin_array());
       for (;;) {
@@ -488,16 +526,32 @@ void append_string(std::string* out, std::string_view s, bool terminal_safe) {
     }
     const uint32_t cp = utf8_decode(s, i, len);
     switch (cp) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
       default:
-        if (cp < 0x20 || (terminal_safe && escaped_when_shown(cp))) u4(cp);
-        else out->append(s.data() + i, len);
+        if (cp < 0x20 || (terminal_safe && escaped_when_shown(cp)))
+          u4(cp);
+        else
+          out->append(s.data() + i, len);
     }
     i += len;
   }

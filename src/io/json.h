@@ -62,8 +62,7 @@ class Cursor {
  public:
   // The cursor views `text`, which must outlive it (a temporary std::string is refused).
   explicit Cursor(std::string_view text, const ParseOptions& options = {});
-  explicit Cursor(const char* text, const ParseOptions& options = {})
-      : Cursor(std::string_view(text), options) {}
+  explicit Cursor(const char* text, const ParseOptions& options = {}) : Cursor(std::string_view(text), options) {}
   Cursor(std::string&&, const ParseOptions& = {}) = delete;
 
   // Kind of the next value, without consuming it. Fails at the end of the input or on a byte
@@ -117,7 +116,7 @@ class Cursor {
   size_t pos_ = 0;
   std::vector<Frame> frames_;  // frames_[0, depth_) are open; deeper ones kept for reuse
   size_t depth_ = 0;
-  std::string scratch_;        // key storage when the caller does not want the key
+  std::string scratch_;  // key storage when the caller does not want the key
 };
 
 class Value {
@@ -137,9 +136,9 @@ class Value {
   // Accessors for the wrong kind return false / an empty value rather than invoking UB, so a
   // caller that forgot a kind check reads "nothing" instead of crashing.
   bool as_bool() const { return kind_ == Kind::kBool && bool_; }
-  const std::string& as_string() const;         // the decoded UTF-8 text of a string
-  const std::vector<Value>& as_array() const;   // elements of an array
-  const std::vector<Member>& as_object() const; // members of an object, in source order
+  const std::string& as_string() const;          // the decoded UTF-8 text of a string
+  const std::vector<Value>& as_array() const;    // elements of an array
+  const std::vector<Member>& as_object() const;  // members of an object, in source order
 
   // Numbers. number_text() is the exact source spelling ("12", "-0", "2.5e3").
   const std::string& number_text() const;

@@ -92,8 +92,8 @@ class SafetensorsFile {
   // The tensor named `name`, or nullptr. O(log n).
   const SafetensorsTensor* find(std::string_view name) const;
 
-  uint64_t header_size() const { return header_size_; }  // N, the JSON length
-  uint64_t data_size() const { return data_size_; }      // bytes after the header
+  uint64_t header_size() const { return header_size_; }      // N, the JSON length
+  uint64_t data_size() const { return data_size_; }          // bytes after the header
   uint64_t data_offset() const { return 8 + header_size_; }  // where the data section begins
   // The open file of open_for_reading (null otherwise).
   const std::shared_ptr<const ReadOnlyFile>& file() const { return file_; }
@@ -105,7 +105,7 @@ class SafetensorsFile {
   // whose data section is at `data_section` (null: not in memory).
   Status init_header(const uint8_t* header, uint64_t n, uint64_t size, const uint8_t* data_section);
 
-  std::unique_ptr<MappedFile> mapping_;  // open() only
+  std::unique_ptr<MappedFile> mapping_;       // open() only
   std::shared_ptr<const ReadOnlyFile> file_;  // open_for_reading() only
   std::vector<SafetensorsTensor> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;

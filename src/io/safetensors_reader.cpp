@@ -83,7 +83,7 @@ Status read_count(json::Cursor* c, const Field& f, uint64_t max, uint64_t* out) 
 
 // What one header entry says, as read; checked against the reference's rules by check_entry.
 struct Entry {
-  std::optional<DType> dtype;   // empty: a dtype name this library does not know
+  std::optional<DType> dtype;    // empty: a dtype name this library does not know
   uint64_t dims[kMaxDims] = {};  // the first kMaxDims dimensions
   size_t rank = 0;               // the number of dimensions (may exceed kMaxDims)
   bool numel_overflows = false;  // the running product of the dimensions left 64 bits
@@ -203,11 +203,12 @@ Status check_entry(const std::string& name, const Entry& e, uint64_t data_size) 
     return corrupt(name, "bit size of " + shape_desc() + " overflows 64 bits");
   if (nbits % 8 != 0)
     return corrupt(name, shape_desc() + " is " + std::to_string(nbits) + " bits, not a whole number of bytes (a " +
-                             std::to_string(dtype_bits(*e.dtype)) + "-bit dtype needs an element count that makes "
+                             std::to_string(dtype_bits(*e.dtype)) +
+                             "-bit dtype needs an element count that makes "
                              "a multiple of 8 bits)");
   if (end - begin != nbits / 8)
-    return corrupt(name, range() + " cover " + std::to_string(end - begin) + " bytes but " + shape_desc() +
-                             " needs " + std::to_string(nbits / 8));
+    return corrupt(name, range() + " cover " + std::to_string(end - begin) + " bytes but " + shape_desc() + " needs " +
+                             std::to_string(nbits / 8));
   return Status::Ok();
 }
 
@@ -219,8 +220,7 @@ Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::st
   WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
   if (k == json::Kind::kNull) return syntax(c->read_null());
   if (k != json::Kind::kObject)
-    return DataCorrupt("__metadata__ is a JSON " + std::string(json::kind_name(k)) +
-                       ", expected an object of strings");
+    return DataCorrupt("__metadata__ is a JSON " + std::string(json::kind_name(k)) + ", expected an object of strings");
   WHARF_RETURN_IF_ERROR(syntax(c->begin_object()));
   for (;;) {
     bool more;
@@ -229,14 +229,13 @@ Status read_metadata(json::Cursor* c, std::vector<std::pair<std::string, std::st
     if (!more) return Status::Ok();
     WHARF_RETURN_IF_ERROR(syntax(c->peek(&k)));
     if (k != json::Kind::kString)
-      return DataCorrupt("__metadata__ key " + quote_name(key) + " has a JSON " +
-                         json::kind_name(k) + " value, expected a string");
+      return DataCorrupt("__metadata__ key " + quote_name(key) + " has a JSON " + json::kind_name(k) +
+                         " value, expected a string");
     WHARF_RETURN_IF_ERROR(syntax(c->read_string(&value)));
     // Metadata crosses the C ABI as NUL-terminated strings too: "a\0b" would read as "a".
     // Empty keys and values are allowed (the format does not forbid them).
     if (!valid_utf8(key)) return DataCorrupt("__metadata__ key " + quote_name(key) + " is not valid UTF-8");
-    if (!valid_utf8(value))
-      return DataCorrupt("__metadata__ key " + quote_name(key) + ": value is not valid UTF-8");
+    if (!valid_utf8(value)) return DataCorrupt("__metadata__ key " + quote_name(key) + ": value is not valid UTF-8");
     const bool nul_key = key.find('\0') != std::string::npos, nul_value = value.find('\0') != std::string::npos;
     if ((nul_key || nul_value) && unsupported->ok())
       *unsupported = Unsupported("__metadata__ key " + quote_name(key) + (nul_key ? " contains" : ": value contains") +
@@ -260,7 +259,7 @@ Status check_coverage(const std::vector<SafetensorsTensor>& tensors, uint64_t da
     if (x.end != y.end) return x.end < y.end;
     return a < b;
   });
-  uint64_t expected = 0;  // where the next tensor must begin
+  uint64_t expected = 0;                    // where the next tensor must begin
   const SafetensorsTensor* last = nullptr;  // the tensor that ends at `expected`
   for (size_t i : order) {
     const SafetensorsTensor& t = tensors[i];
@@ -270,8 +269,8 @@ Status check_coverage(const std::vector<SafetensorsTensor>& tensors, uint64_t da
         return corrupt(t.name, range + ": the first tensor must begin at offset 0 of the data section; bytes [0, " +
                                    std::to_string(t.begin) + ") belong to no tensor");
       return corrupt(t.name, range + " leave a hole after tensor " + quote_name(last->name) + " data_offsets " +
-                                 offsets_string(last->begin, last->end) + ": bytes [" + std::to_string(expected) + ", " +
-                                 std::to_string(t.begin) + ") belong to no tensor");
+                                 offsets_string(last->begin, last->end) + ": bytes [" + std::to_string(expected) +
+                                 ", " + std::to_string(t.begin) + ") belong to no tensor");
     }
     if (t.begin < expected) {
       if (t.begin == t.end)
@@ -279,8 +278,9 @@ Status check_coverage(const std::vector<SafetensorsTensor>& tensors, uint64_t da
                                        " contain zero-size tensor " + quote_name(t.name) + " data_offsets " +
                                        offsets_string(t.begin, t.end) +
                                        " (a tensor may begin only where the previous one ends)");
-      return DataCorrupt("tensor " + quote_name(last->name) + ": data_offsets " + offsets_string(last->begin, last->end) +
-                         " overlap tensor " + quote_name(t.name) + " " + range);
+      return DataCorrupt("tensor " + quote_name(last->name) + ": data_offsets " +
+                         offsets_string(last->begin, last->end) + " overlap tensor " + quote_name(t.name) + " " +
+                         range);
     }
     expected = t.end;
     last = &t;
@@ -289,10 +289,10 @@ Status check_coverage(const std::vector<SafetensorsTensor>& tensors, uint64_t da
     if (!last)
       return DataCorrupt("the header declares no tensor but the data section has " + std::to_string(data_size) +
                          " bytes: bytes [0, " + std::to_string(data_size) + ") belong to no tensor");
-    return corrupt(last->name, "data_offsets " + offsets_string(last->begin, last->end) +
-                                   " end the last tensor at " + std::to_string(expected) + " but the data section has " +
-                                   std::to_string(data_size) + " bytes: bytes [" + std::to_string(expected) + ", " +
-                                   std::to_string(data_size) + ") belong to no tensor");
+    return corrupt(last->name, "data_offsets " + offsets_string(last->begin, last->end) + " end the last tensor at " +
+                                   std::to_string(expected) + " but the data section has " + std::to_string(data_size) +
+                                   " bytes: bytes [" + std::to_string(expected) + ", " + std::to_string(data_size) +
+                                   ") belong to no tensor");
   }
   return Status::Ok();
 }
@@ -374,8 +374,7 @@ Status SafetensorsFile::init_header(const uint8_t* header, uint64_t n, uint64_t 
 
   by_name_.resize(tensors_.size());
   for (size_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
-  std::sort(by_name_.begin(), by_name_.end(),
-            [&](size_t a, size_t b) { return tensors_[a].name < tensors_[b].name; });
+  std::sort(by_name_.begin(), by_name_.end(), [&](size_t a, size_t b) { return tensors_[a].name < tensors_[b].name; });
   for (size_t i = 1; i < by_name_.size(); ++i)
     if (tensors_[by_name_[i]].name == tensors_[by_name_[i - 1]].name)
       return corrupt(tensors_[by_name_[i]].name, "appears twice in the header");
@@ -406,8 +405,7 @@ Status SafetensorsFile::parse(const void* bytes, size_t size, std::unique_ptr<Sa
     *out = std::move(f);
     return Status::Ok();
   } catch (const std::bad_alloc&) {
-    return OutOfMemory("parsing a safetensors buffer of " + std::to_string(size) +
-                       " bytes: out of host memory");
+    return OutOfMemory("parsing a safetensors buffer of " + std::to_string(size) + " bytes: out of host memory");
   } catch (const std::exception& e) {
     return Internal(std::string("parsing a safetensors buffer: ") + e.what());
   }

@@ -87,8 +87,7 @@ bool write_gathered(FileWriter* w, const TensorMeta& m, const uint8_t* src) {
   std::vector<int64_t> idx(nd, 0);  // odometer over the outer nd - 1 dimensions
   for (;;) {
     uint64_t base = 0;
-    for (size_t d = 0; d + 1 < nd; ++d)
-      base += static_cast<uint64_t>(idx[d]) * static_cast<uint64_t>(m.strides[d]);
+    for (size_t d = 0; d + 1 < nd; ++d) base += static_cast<uint64_t>(idx[d]) * static_cast<uint64_t>(m.strides[d]);
     if (inner_stride == 1) {
       if (!w->append(src + base * es, inner * es)) return false;
     } else {
@@ -109,8 +108,7 @@ bool write_gathered(FileWriter* w, const TensorMeta& m, const uint8_t* src) {
 std::string tensor_what(const TensorToWrite& t) { return "tensor " + quote_name(t.name); }
 
 Status validate_inputs(const std::vector<TensorToWrite>& tensors,
-                       const std::vector<std::pair<std::string, std::string>>& metadata,
-                       std::vector<uint64_t>* sizes) {
+                       const std::vector<std::pair<std::string, std::string>>& metadata, std::vector<uint64_t>* sizes) {
   std::unordered_set<std::string_view> keys;
   for (const auto& kv : metadata) {
     const std::string what = "metadata key " + quote_name(kv.first);
@@ -234,8 +232,7 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   const std::string header = build_header(tensors, metadata, sizes, order);
   if (header.size() > kMaxSafetensorsHeaderBytes)
     return InvalidArgument("writing " + quote_path(path) + ": the header would be " + std::to_string(header.size()) +
-                           " bytes, more than the " + std::to_string(kMaxSafetensorsHeaderBytes) +
-                           " a reader accepts");
+                           " bytes, more than the " + std::to_string(kMaxSafetensorsHeaderBytes) + " a reader accepts");
 
   // pid + a process-wide counter: concurrent writers of one path, in this process or another,
   // never share a temporary file. A stale one left by a crashed process is simply truncated.
@@ -249,8 +246,8 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   // write: O_NONBLOCK makes a FIFO fail (ENXIO) or open at once instead of waiting for a reader,
   // O_NOFOLLOW refuses a symbolic link, and fstat refuses anything but a regular file.
   do {
-    *tmp.fd() = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY,
-                       0644);
+    *tmp.fd() =
+        ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, 0644);
   } while (*tmp.fd() < 0 && errno == EINTR);
   if (*tmp.fd() < 0) {
     const int err = errno;
@@ -265,7 +262,8 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
                    " exists and is not a regular file");
   }
   const int flags = ::fcntl(*tmp.fd(), F_GETFL);
-  if (flags < 0 || ::fcntl(*tmp.fd(), F_SETFL, flags & ~O_NONBLOCK) != 0) return fail("cannot clear O_NONBLOCK on", errno);
+  if (flags < 0 || ::fcntl(*tmp.fd(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    return fail("cannot clear O_NONBLOCK on", errno);
 
   FileWriter w(*tmp.fd());
   uint8_t len[8];
@@ -288,8 +286,8 @@ Status write_impl(const std::string& path, const std::vector<TensorToWrite>& ten
   if (::close(fd) != 0) return fail("cannot close", errno);  // e.g. deferred NFS write errors
   if (::rename(tmp.path().c_str(), path.c_str()) != 0) {
     const int err = errno;
-    return IoError("writing " + quote_path(path) + ": cannot rename " + quote_path(tmp.path()) + " to it: " +
-                   errno_text(err));
+    return IoError("writing " + quote_path(path) + ": cannot rename " + quote_path(tmp.path()) +
+                   " to it: " + errno_text(err));
   }
   tmp.committed();
 

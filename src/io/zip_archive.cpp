@@ -16,7 +16,9 @@ constexpr uint32_t kCentralSig = 0x02014b50, kLocalSig = 0x04034b50;
 constexpr size_t kEocdSize = 22, kZip64LocatorSize = 20, kZip64EocdSize = 56, kCentralSize = 46, kLocalSize = 30;
 
 uint16_t u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
-uint32_t u32(const uint8_t* p) { return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24); }
+uint32_t u32(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
 uint64_t u64(const uint8_t* p) { return uint64_t(u32(p)) | (uint64_t(u32(p + 4)) << 32); }
 
 std::array<uint32_t, 256> make_crc_table() {
@@ -66,7 +68,8 @@ Status ZipArchive::parse() {
   auto corrupt = [&](const std::string& what) { return DataCorrupt(label_ + ": " + what); };
   // 1. The end of central directory record: the last 22 bytes, or earlier by its comment's
   // length. Scanning back at most 64 KiB (the longest comment) from the end.
-  if (size_ < kEocdSize) return corrupt("not a ZIP archive: " + std::to_string(size_) + " bytes is shorter than its end record");
+  if (size_ < kEocdSize)
+    return corrupt("not a ZIP archive: " + std::to_string(size_) + " bytes is shorter than its end record");
   size_t eocd = SIZE_MAX;
   const size_t lowest = size_ - kEocdSize > 0xFFFF ? size_ - kEocdSize - 0xFFFF : 0;
   for (size_t p = size_ - kEocdSize + 1; p-- > lowest;) {
@@ -86,12 +89,14 @@ Status ZipArchive::parse() {
   if (eocd >= kZip64LocatorSize && u32(data_ + eocd - kZip64LocatorSize) == kZip64LocatorSig) {
     const uint8_t* l = data_ + eocd - kZip64LocatorSize;
     const uint64_t z64 = u64(l + 8);
-    if (u32(l + 4) != 0 || u32(l + 16) > 1) return Unsupported(label_ + ": a multi-disk ZIP64 archive is not supported");
+    if (u32(l + 4) != 0 || u32(l + 16) > 1)
+      return Unsupported(label_ + ": a multi-disk ZIP64 archive is not supported");
     if (z64 > eocd - kZip64LocatorSize || eocd - kZip64LocatorSize - z64 < kZip64EocdSize)
       return corrupt("the ZIP64 end record offset " + std::to_string(z64) + " does not fit before its locator");
     const uint8_t* r = data_ + z64;
     if (u32(r) != kZip64EocdSig) return corrupt("no ZIP64 end record at offset " + std::to_string(z64));
-    if (u32(r + 16) != 0 || u32(r + 20) != 0) return Unsupported(label_ + ": a multi-disk ZIP64 archive is not supported");
+    if (u32(r + 16) != 0 || u32(r + 20) != 0)
+      return Unsupported(label_ + ": a multi-disk ZIP64 archive is not supported");
     count = u64(r + 32);
     cd_size = u64(r + 40);
     cd_offset = u64(r + 48);
@@ -100,10 +105,12 @@ Status ZipArchive::parse() {
     return corrupt("its end record asks for ZIP64 values but there is no ZIP64 locator");
   }
   if (cd_offset > cd_end_limit || cd_size > cd_end_limit - cd_offset)
-    return corrupt("the central directory (" + std::to_string(cd_size) + " bytes at offset " + std::to_string(cd_offset) +
-                   ") does not fit before its end record at " + std::to_string(cd_end_limit));
+    return corrupt("the central directory (" + std::to_string(cd_size) + " bytes at offset " +
+                   std::to_string(cd_offset) + ") does not fit before its end record at " +
+                   std::to_string(cd_end_limit));
   if (count > cd_size / kCentralSize)
-    return corrupt(std::to_string(count) + " entries cannot fit in a central directory of " + std::to_string(cd_size) + " bytes");
+    return corrupt(std::to_string(count) + " entries cannot fit in a central directory of " + std::to_string(cd_size) +
+                   " bytes");
 
   // 3. The central directory.
   std::vector<ZipEntry> entries;
@@ -125,7 +132,8 @@ Status ZipArchive::parse() {
     const uint64_t n = u16(c + 28), x = u16(c + 30), m = u16(c + 32);
     const uint16_t disk = u16(c + 34);
     z.local_header_offset = u32(c + 42);
-    if (end - p - kCentralSize < n + x + m) return corrupt(where + ": its name, extra field and comment overrun the directory");
+    if (end - p - kCentralSize < n + x + m)
+      return corrupt(where + ": its name, extra field and comment overrun the directory");
     z.name.assign(reinterpret_cast<const char*>(c + kCentralSize), size_t(n));
     if (z.name.find('\0') != std::string::npos) return corrupt(where + ": its name contains a NUL byte");
     const std::string entry = "entry " + quote_name(z.name);
@@ -145,7 +153,8 @@ Status ZipArchive::parse() {
           return true;
         };
         if (z.size == 0xFFFFFFFF && !take(&z.size)) return corrupt(entry + ": a short ZIP64 extra field");
-        if (z.compressed_size == 0xFFFFFFFF && !take(&z.compressed_size)) return corrupt(entry + ": a short ZIP64 extra field");
+        if (z.compressed_size == 0xFFFFFFFF && !take(&z.compressed_size))
+          return corrupt(entry + ": a short ZIP64 extra field");
         if (z.local_header_offset == 0xFFFFFFFF && !take(&z.local_header_offset))
           return corrupt(entry + ": a short ZIP64 extra field");
       }
@@ -155,7 +164,8 @@ Status ZipArchive::parse() {
     if (!names.insert(z.name).second) return corrupt("two entries are named " + quote_name(z.name));
     // Its local header and data lie before the central directory.
     const uint64_t lh = z.local_header_offset;
-    if (lh > cd_offset || cd_offset - lh < kLocalSize) return corrupt(entry + ": its local header offset " + std::to_string(lh) + " is outside the archive's data");
+    if (lh > cd_offset || cd_offset - lh < kLocalSize)
+      return corrupt(entry + ": its local header offset " + std::to_string(lh) + " is outside the archive's data");
     const uint8_t* l = data_ + lh;
     if (u32(l) != kLocalSig) return corrupt(entry + ": no local header at offset " + std::to_string(lh));
     const uint64_t ln = u16(l + 26), lx = u16(l + 28);

@@ -25,11 +25,11 @@ namespace wharf::io {
 
 struct ZipEntry {
   std::string name;
-  uint16_t method = 0;            // 0: stored
+  uint16_t method = 0;  // 0: stored
   uint16_t flags = 0;
   uint32_t crc32 = 0;
   uint64_t compressed_size = 0;
-  uint64_t size = 0;              // uncompressed
+  uint64_t size = 0;  // uncompressed
   uint64_t local_header_offset = 0;
 };
 
@@ -38,7 +38,8 @@ class ZipArchive {
   // Maps `path` and reads its central directory (MappedFile's errors for the file itself).
   static Status open(const std::string& path, std::unique_ptr<ZipArchive>* out);
   // The same over bytes the caller keeps alive (tests build archives in memory).
-  static Status from_bytes(const uint8_t* data, size_t size, const std::string& label, std::unique_ptr<ZipArchive>* out);
+  static Status from_bytes(const uint8_t* data, size_t size, const std::string& label,
+                           std::unique_ptr<ZipArchive>* out);
 
   const std::vector<ZipEntry>& entries() const { return entries_; }
   const ZipEntry* find(const std::string& name) const;

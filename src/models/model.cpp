@@ -57,25 +57,51 @@ using UnguardFn = int32_t (*)(void* guard);
 // PyTorch's dtype codes for Wharf's dtypes, and back.
 bool to_torch_dtype(DType d, int32_t* out) {
   switch (d) {
-    case DType::kF32: *out = 6; return true;
-    case DType::kF16: *out = 5; return true;
-    case DType::kBF16: *out = 15; return true;
-    case DType::kF64: *out = 7; return true;
-    case DType::kF8E4M3: *out = 24; return true;
-    case DType::kF8E5M2: *out = 23; return true;
-    case DType::kI8: *out = 1; return true;
-    case DType::kU8: *out = 0; return true;
-    case DType::kI16: *out = 2; return true;
-    case DType::kI32: *out = 3; return true;
-    case DType::kI64: *out = 4; return true;
-    case DType::kBool: *out = 11; return true;
-    default: return false;  // dtypes without a PyTorch code AOTInductor models use
+    case DType::kF32:
+      *out = 6;
+      return true;
+    case DType::kF16:
+      *out = 5;
+      return true;
+    case DType::kBF16:
+      *out = 15;
+      return true;
+    case DType::kF64:
+      *out = 7;
+      return true;
+    case DType::kF8E4M3:
+      *out = 24;
+      return true;
+    case DType::kF8E5M2:
+      *out = 23;
+      return true;
+    case DType::kI8:
+      *out = 1;
+      return true;
+    case DType::kU8:
+      *out = 0;
+      return true;
+    case DType::kI16:
+      *out = 2;
+      return true;
+    case DType::kI32:
+      *out = 3;
+      return true;
+    case DType::kI64:
+      *out = 4;
+      return true;
+    case DType::kBool:
+      *out = 11;
+      return true;
+    default:
+      return false;  // dtypes without a PyTorch code AOTInductor models use
   }
 }
 bool from_torch_dtype(int32_t t, DType* out) {
-  static const std::pair<int32_t, DType> table[] = {
-      {6, DType::kF32}, {5, DType::kF16},  {15, DType::kBF16}, {7, DType::kF64}, {24, DType::kF8E4M3}, {23, DType::kF8E5M2},
-      {1, DType::kI8},  {0, DType::kU8},   {2, DType::kI16},   {3, DType::kI32}, {4, DType::kI64},     {11, DType::kBool}};
+  static const std::pair<int32_t, DType> table[] = {{6, DType::kF32}, {5, DType::kF16},     {15, DType::kBF16},
+                                                    {7, DType::kF64}, {24, DType::kF8E4M3}, {23, DType::kF8E5M2},
+                                                    {1, DType::kI8},  {0, DType::kU8},      {2, DType::kI16},
+                                                    {3, DType::kI32}, {4, DType::kI64},     {11, DType::kBool}};
   for (const auto& e : table)
     if (e.first == t) {
       *out = e.second;
@@ -372,9 +398,9 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     bool folded = false;
     int32_t type = 0, tdtype = 0;
     size_t bytes = 0;
-    if (lib->constant_name(h, i, &name) != 0 || lib->constant_fqn(h, i, &fqn) != 0 || lib->from_folded(h, i, &folded) != 0 ||
-        lib->constant_type(h, i, &type) != 0 || lib->constant_dtype(h, i, &tdtype) != 0 ||
-        lib->constant_size(h, i, &bytes) != 0 || !name || !fqn)
+    if (lib->constant_name(h, i, &name) != 0 || lib->constant_fqn(h, i, &fqn) != 0 ||
+        lib->from_folded(h, i, &folded) != 0 || lib->constant_type(h, i, &type) != 0 ||
+        lib->constant_dtype(h, i, &tdtype) != 0 || lib->constant_size(h, i, &bytes) != 0 || !name || !fqn)
       return InvalidArgument(what + ": reading constant " + std::to_string(i) + " of its table failed");
     if (folded || type == kFoldedConstant) {  // recomputed by the model from the parameters
       ++num_folded;
@@ -399,8 +425,9 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
         return InvalidArgument(what + ": " + label + ": dtype " + dtype_name(dt) + " expected, the weights have " +
                                dtype_name(e->meta.dtype));
       if (e->meta.nbytes() != bytes)
-        return InvalidArgument(what + ": " + label + ": " + std::to_string(bytes) + " bytes expected, the weights have " +
-                               shape_string(e->meta.shape) + " (" + std::to_string(e->meta.nbytes()) + " bytes)");
+        return InvalidArgument(what + ": " + label + ": " + std::to_string(bytes) +
+                               " bytes expected, the weights have " + shape_string(e->meta.shape) + " (" +
+                               std::to_string(e->meta.nbytes()) + " bytes)");
       shape = e->meta.shape;
     } else {
       shape = {int64_t(bytes / dtype_size(dt))};  // a buffer without an initial value: zeros
@@ -551,14 +578,16 @@ Status Model::bind(Instance& inst, const Run& run) {
     AHandle h = nullptr;
     if (shim.from_blob(t.data, int64_t(t.shape->size()), t.shape->data(), strides.data(), 0, b.torch_dtype,
                        t.device_type == DeviceType::kCuda ? 1 : 0, dev, &h, 0, nullptr, 0) != 0)
-      return Internal("model " + quote_name(name_) + ": making a tensor for " + quote_name(b.internal_name) + shim_error(shim));
+      return Internal("model " + quote_name(name_) + ": making a tensor for " + quote_name(b.internal_name) +
+                      shim_error(shim));
     mine.push_back(h);
     pairs.push_back({b.internal_name.c_str(), h});
   }
   std::vector<void*> kept;
   inst.bound = false;
   shim.capture(&keep_handle, &kept);
-  AOTIErr e = lib_->bind_pairs(inst.handle, pairs.data(), pairs.size(), /*use_inactive=*/false, /*validate_full=*/false);
+  AOTIErr e =
+      lib_->bind_pairs(inst.handle, pairs.data(), pairs.size(), /*use_inactive=*/false, /*validate_full=*/false);
   shim.capture(nullptr, nullptr);
   if (e != 0) {
     for (void* k : kept) inst.kept.push_back(k);  // possibly referenced: freed with the instance
@@ -577,11 +606,11 @@ Status Model::bind(Instance& inst, const Run& run) {
 
 Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) {
   if (run.container() != container_)
-    return InvalidArgument("model " + quote_name(name_) + ": the run is of container " + quote_name(run.container()->name()) +
-                           ", not of this model's");
+    return InvalidArgument("model " + quote_name(name_) + ": the run is of container " +
+                           quote_name(run.container()->name()) + ", not of this model's");
   if (inputs.size() != input_names_.size())
-    return InvalidArgument("model " + quote_name(name_) + ": " + std::to_string(input_names_.size()) + " inputs expected, got " +
-                           std::to_string(inputs.size()));
+    return InvalidArgument("model " + quote_name(name_) + ": " + std::to_string(input_names_.size()) +
+                           " inputs expected, got " + std::to_string(inputs.size()));
   const Shim& shim = *lib_->shim;
   MemoryAccounting* accounting = &runtime_->device().accounting();
   AccountingScope scope(accounting);
@@ -591,14 +620,16 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     const ModelTensor& t = inputs[i];
     int32_t td = 0;
     if (!to_torch_dtype(t.meta.dtype, &td))
-      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) + ": unsupported dtype");
+      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) +
+                             ": unsupported dtype");
     std::vector<int64_t> strides = t.meta.strides.empty() ? t.meta.contiguous_strides() : t.meta.strides;
     const bool on_host = t.meta.device_type != DeviceType::kCuda;
     AHandle blob = nullptr;
     if (shim.from_blob(t.data, int64_t(t.meta.shape.size()), t.meta.shape.data(), strides.data(), 0, td,
                        on_host ? 0 : 1, dev, &blob, 0, nullptr, 0) != 0) {
       for (AHandle h : in) shim.del(h);
-      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) + shim_error(shim));
+      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) +
+                             shim_error(shim));
     }
     if (!on_host) {
       in[i] = blob;
@@ -617,15 +648,14 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     if (!ok) {
       shim.del(dev_t);
       for (AHandle h : in) shim.del(h);
-      return DeviceError("model " + quote_name(name_) + ": copying input " + quote_name(input_names_[i]) + " to the device" +
-                         shim_error(shim));
+      return DeviceError("model " + quote_name(name_) + ": copying input " + quote_name(input_names_[i]) +
+                         " to the device" + shim_error(shim));
     }
     in[i] = dev_t;
   }
   std::unique_ptr<Instance> inst;
   Status st = take_instance(run, &inst);
-  if (st.ok() && !inst->bound_to(run))
-    st = bind(*inst, run);
+  if (st.ok() && !inst->bound_to(run)) st = bind(*inst, run);
   if (!st.ok()) {
     for (AHandle h : in) shim.del(h);
     if (inst) give_back(std::move(inst));
@@ -657,11 +687,11 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     const uint32_t passed = offloader_->issued_count(run);
     offload_status = offloader_->end(run);
     if (offload_status.ok() && e == 0 && passed != offloader_->num_offloaded_layers())
-      offload_status = FailedPrecondition(
-          "model " + quote_name(name_) + " passed the offload points of " + std::to_string(passed) + " of its " +
-          std::to_string(offloader_->num_offloaded_layers()) +
-          " offloaded layers: it was not compiled with Wharf's offload ops at every layer boundary "
-          "(tools/aoti/compile_offload_model.py); its outputs are not valid");
+      offload_status =
+          FailedPrecondition("model " + quote_name(name_) + " passed the offload points of " + std::to_string(passed) +
+                             " of its " + std::to_string(offloader_->num_offloaded_layers()) +
+                             " offloaded layers: it was not compiled with Wharf's offload ops at every layer boundary "
+                             "(tools/aoti/compile_offload_model.py); its outputs are not valid");
   }
   // Outputs belong to the run: freed (stream-ordered, on the run's stream) when it ends.
   std::vector<AHandle> owned;

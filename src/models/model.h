@@ -39,10 +39,10 @@ namespace wharf {
 class WeightStore;
 
 struct ModelOptions {
-  std::string name;                      // the container's name (default: the file's stem)
-  std::shared_ptr<WeightStore> store;    // share parameters with other containers of the store
+  std::string name;                    // the container's name (default: the file's stem)
+  std::shared_ptr<WeightStore> store;  // share parameters with other containers of the store
   uint64_t max_session_bytes = 0;
-  std::string shim_path;                 // libwharf_aoti_shim.so; empty: next to libwharf, or $WHARF_AOTI_SHIM
+  std::string shim_path;  // libwharf_aoti_shim.so; empty: next to libwharf, or $WHARF_AOTI_SHIM
   // Offload the layers this selects (null: none). Their constants are placed in host memory
   // and bound to the offloader's slots; the model must call Wharf's offload ops at its layer
   // boundaries (tools/aoti/compile_offload_model.py), and must not fold constants.

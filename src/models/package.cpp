@@ -109,8 +109,10 @@ Status extract_model_library(const std::string& path, Fd* fd, std::string* entry
   if (libs.size() > 1) {
     std::string names;
     for (const io::ZipEntry* e : libs) names += (names.empty() ? "" : ", ") + quote_name(e->name);
-    return InvalidArgument(what + " holds " + std::to_string(libs.size()) + " model libraries and none is the default "
-                           "'model': " + names);
+    return InvalidArgument(what + " holds " + std::to_string(libs.size()) +
+                           " model libraries and none is the default "
+                           "'model': " +
+                           names);
   }
   const uint8_t* bytes = nullptr;
   uint64_t n = 0;

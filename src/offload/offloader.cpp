@@ -14,7 +14,7 @@ namespace wharf {
 namespace {
 
 constexpr int64_t kMaxLayers = int64_t(1) << 20;  // per-layer tables are dense
-constexpr uint64_t kSlotAlign = 256;  // as cudaMalloc: every constant in a slot starts aligned
+constexpr uint64_t kSlotAlign = 256;              // as cudaMalloc: every constant in a slot starts aligned
 
 uint64_t align_up(uint64_t v) { return (v + kSlotAlign - 1) / kSlotAlign * kSlotAlign; }
 
@@ -45,8 +45,8 @@ Status Offloader::select(const std::vector<ConstantDecl>& decls, const Offloader
   const std::string prefix = config.layer_pattern.substr(0, m);
   const std::string suffix = config.layer_pattern.substr(m + marker.size());
   if (config.group_size > 0 && (config.num_in_group == 0 || config.num_in_group > config.group_size))
-    return InvalidArgument(where + ": num_in_group " + std::to_string(config.num_in_group) +
-                           " must be in 1.." + std::to_string(config.group_size) + " (group_size)");
+    return InvalidArgument(where + ": num_in_group " + std::to_string(config.num_in_group) + " must be in 1.." +
+                           std::to_string(config.group_size) + " (group_size)");
   const uint32_t k = config.prefetch_step;
   uint32_t cap = config.slot_capacity == 0 ? std::max<uint32_t>(k, 1) : config.slot_capacity;
   if (k > cap)
@@ -302,7 +302,8 @@ std::string Offloader::layer_name(uint32_t layer) const {
 Status Offloader::check_holder_locked(const Run& run, const char* what) const {
   if (holder_ == &run) return Status::Ok();
   if (!holder_)
-    return FailedPrecondition(std::string(what) + ": the run has not begun offloading (call "
+    return FailedPrecondition(std::string(what) +
+                              ": the run has not begun offloading (call "
                               "wharf_run_begin_offload first) on the offloader over container " +
                               quote_name(container_->name()));
   return FailedPrecondition(std::string(what) + ": another run holds the offloader over container " +
@@ -327,8 +328,7 @@ Status Offloader::begin(Run& run) {
   if (run.container().get() != container_.get())
     return InvalidArgument("wharf_run_begin_offload: the run is of container " + quote_name(run.container()->name()) +
                            ", the offloader is over container " + quote_name(container_->name()));
-  if (!run.pinned_generation())
-    return FailedPrecondition("wharf_run_begin_offload: the run has ended");
+  if (!run.pinned_generation()) return FailedPrecondition("wharf_run_begin_offload: the run has ended");
   bool capturing = false;
   WHARF_RETURN_IF_ERROR(stream_is_capturing(run.stream(), &capturing));
   MutexLock lock(mu_);
@@ -400,8 +400,9 @@ Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
   MutexLock lock(mu_);
   WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_wait_offload"));
   if (layer >= num_layers_)
-    return InvalidArgument("wharf_run_wait_offload: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
-                           quote_name(container_->name()) + " spans " + std::to_string(num_layers_) + " layers)");
+    return InvalidArgument("wharf_run_wait_offload: layer " + std::to_string(layer) +
+                           " is out of range (the offloader over container " + quote_name(container_->name()) +
+                           " spans " + std::to_string(num_layers_) + " layers)");
   const int pj = pos_[layer];
   if (pj < 0) return Status::Ok();  // not offloaded: its constants are where the run's table says
   const uint32_t j = uint32_t(pj);
@@ -410,7 +411,8 @@ Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
   } else if (j == waited_) {
     if (issued_ != j)
       return FailedPrecondition("wharf_run_wait_offload: " + layer_name(layer) + ": the previous offloaded layer " +
-                                std::to_string(offloaded_[j - 1]) + " was not marked issued (wharf_run_mark_offload_issued)");
+                                std::to_string(offloaded_[j - 1]) +
+                                " was not marked issued (wharf_run_mark_offload_issued)");
     if (copied_ == j) WHARF_RETURN_IF_ERROR(issue_copy_locked(j));  // prefetch_step 0
     WHARF_RETURN_IF_ERROR(stream_->wait(*copy_done_[j]));
     ++waited_;
@@ -430,13 +432,15 @@ Status Offloader::issued(Run& run, uint32_t layer) {
   MutexLock lock(mu_);
   WHARF_RETURN_IF_ERROR(check_holder_locked(run, "wharf_run_mark_offload_issued"));
   if (layer >= num_layers_)
-    return InvalidArgument("wharf_run_mark_offload_issued: layer " + std::to_string(layer) + " is out of range (the offloader over container " +
-                           quote_name(container_->name()) + " spans " + std::to_string(num_layers_) + " layers)");
+    return InvalidArgument("wharf_run_mark_offload_issued: layer " + std::to_string(layer) +
+                           " is out of range (the offloader over container " + quote_name(container_->name()) +
+                           " spans " + std::to_string(num_layers_) + " layers)");
   const int pj = pos_[layer];
   if (pj < 0) return Status::Ok();
   const uint32_t j = uint32_t(pj);
   if (j < issued_)
-    return FailedPrecondition("wharf_run_mark_offload_issued: " + layer_name(layer) + " was already marked issued in this run");
+    return FailedPrecondition("wharf_run_mark_offload_issued: " + layer_name(layer) +
+                              " was already marked issued in this run");
   if (j != issued_ || waited_ != j + 1)
     return FailedPrecondition("wharf_run_mark_offload_issued: " + layer_name(layer) +
                               " was not waited for (wharf_run_wait_offload) before being marked issued");

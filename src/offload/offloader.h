@@ -164,10 +164,10 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   uint32_t k_ = 1;
   uint32_t capacity_ = 1;
   uint64_t slot_bytes_ = 0;
-  std::vector<int> pos_;                                  // layer -> offloaded index, or -1
-  std::vector<uint32_t> offloaded_;                       // offloaded index -> layer
-  std::vector<std::vector<OffloadedConstant>> layers_;    // by layer
-  Buffer pool_;                                           // capacity_ * slot_bytes_, tag kOffload
+  std::vector<int> pos_;                                // layer -> offloaded index, or -1
+  std::vector<uint32_t> offloaded_;                     // offloaded index -> layer
+  std::vector<std::vector<OffloadedConstant>> layers_;  // by layer
+  Buffer pool_;                                         // capacity_ * slot_bytes_, tag kOffload
   std::unique_ptr<Stream> copy_stream_;
   std::vector<std::unique_ptr<Event>> copy_done_;  // by offloaded index (copy stream)
   std::vector<std::unique_ptr<Event>> released_;   // by offloaded index (run stream, at issued)
@@ -176,12 +176,12 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
 
   mutable Mutex mu_;
   const Run* holder_ WHARF_GUARDED_BY(mu_) = nullptr;
-  Stream* stream_ WHARF_GUARDED_BY(mu_) = nullptr;  // the holder's stream
+  Stream* stream_ WHARF_GUARDED_BY(mu_) = nullptr;         // the holder's stream
   std::shared_ptr<Generation> gen_ WHARF_GUARDED_BY(mu_);  // the holder's generation
   bool capturing_ WHARF_GUARDED_BY(mu_) = false;
-  uint32_t copied_ WHARF_GUARDED_BY(mu_) = 0;  // offloaded indices whose copies are issued
-  uint32_t waited_ WHARF_GUARDED_BY(mu_) = 0;  // ... whose copies the run's stream waited for
-  uint32_t issued_ WHARF_GUARDED_BY(mu_) = 0;  // ... marked issued
+  uint32_t copied_ WHARF_GUARDED_BY(mu_) = 0;          // offloaded indices whose copies are issued
+  uint32_t waited_ WHARF_GUARDED_BY(mu_) = 0;          // ... whose copies the run's stream waited for
+  uint32_t issued_ WHARF_GUARDED_BY(mu_) = 0;          // ... marked issued
   bool prev_end_valid_ WHARF_GUARDED_BY(mu_) = false;  // prev_end_ recorded outside a capture
   std::vector<Retired> retired_ WHARF_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Generation>> captured_gens_ WHARF_GUARDED_BY(mu_);

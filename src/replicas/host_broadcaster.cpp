@@ -18,8 +18,10 @@ class HostBroadcaster final : public Broadcaster {
     for (size_t r = 1; r < replicas_.size(); ++r)
       for (const BroadcastBuffer& b : buffers) {
         if (b.bytes == 0) continue;
-        WHARF_RETURN_IF_ERROR(replicas_[r]->stream().copy_async(b.ptrs[r], b.ptrs[0], b.bytes).with_context(
-            "replica " + std::to_string(r) + ": broadcast copy"));
+        WHARF_RETURN_IF_ERROR(replicas_[r]
+                                  ->stream()
+                                  .copy_async(b.ptrs[r], b.ptrs[0], b.bytes)
+                                  .with_context("replica " + std::to_string(r) + ": broadcast copy"));
       }
     return Status::Ok();
   }
@@ -28,7 +30,8 @@ class HostBroadcaster final : public Broadcaster {
     Status first;
     for (size_t r = 1; r < replicas_.size(); ++r) {
       Status st = replicas_[r]->stream().synchronize();
-      if (!st.ok() && first.ok()) first = st.with_context("replica " + std::to_string(r) + ": waiting for the broadcast");
+      if (!st.ok() && first.ok())
+        first = st.with_context("replica " + std::to_string(r) + ": waiting for the broadcast");
     }
     return first;
   }

@@ -22,7 +22,7 @@
 namespace wharf {
 
 namespace nccl {
-using Result = int;  // ncclResult_t
+using Result = int;           // ncclResult_t
 using Comm = struct Opaque*;  // ncclComm_t
 constexpr Result kSuccess = 0;
 constexpr Result kInProgress = 7;
@@ -70,7 +70,8 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
   api->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!api->handle) {
     const char* why = dlerror();
-    return Unsupported("NCCL could not be loaded from " + quote_path(path) + ": " + (why ? why : "unknown loader error") +
+    return Unsupported("NCCL could not be loaded from " + quote_path(path) + ": " +
+                       (why ? why : "unknown loader error") +
                        " (install NCCL 2, or point WHARF_NCCL_LIBRARY at libnccl.so.2)");
   }
   auto resolve = [&](const char* name, auto* fn) -> Status {
@@ -78,8 +79,8 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
     void* sym = dlsym(api->handle, name);
     if (!sym) {
       const char* why = dlerror();
-      return Unsupported("NCCL library " + quote_path(path) + " has no " + name + ": " + (why ? why : "symbol not found") +
-                         " (NCCL 2.4 or later is needed)");
+      return Unsupported("NCCL library " + quote_path(path) + " has no " + name + ": " +
+                         (why ? why : "symbol not found") + " (NCCL 2.4 or later is needed)");
     }
     *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(sym);
     return Status::Ok();
@@ -95,7 +96,8 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
   WHARF_RETURN_IF_ERROR(resolve("ncclGetErrorString", &api->GetErrorString));
   int v = 0;
   nccl::Result r = api->GetVersion(&v);
-  if (r != nccl::kSuccess) return Unsupported("NCCL library " + quote_path(path) + ": ncclGetVersion failed: " + api->error(r));
+  if (r != nccl::kSuccess)
+    return Unsupported("NCCL library " + quote_path(path) + ": ncclGetVersion failed: " + api->error(r));
   if (version) *version = v;
   *out = std::move(api);
   return Status::Ok();
@@ -180,7 +182,8 @@ class NcclBroadcaster final : public Broadcaster {
       // The group is always closed, also after a failed call inside it.
       r = nccl_->GroupEnd();
       if (issue != nccl::kSuccess) return failed(DeviceError(at + " failed: " + nccl_->error(issue)));
-      if (r != nccl::kSuccess && r != nccl::kInProgress) return failed(DeviceError("ncclGroupEnd failed: " + nccl_->error(r)));
+      if (r != nccl::kSuccess && r != nccl::kInProgress)
+        return failed(DeviceError("ncclGroupEnd failed: " + nccl_->error(r)));
     }
     return Status::Ok();
   }
@@ -198,7 +201,8 @@ class NcclBroadcaster final : public Broadcaster {
     for (size_t k = 0; k < comms_.size() && st.ok(); ++k) {
       nccl::Result async = nccl::kSuccess;
       nccl::Result r = nccl_->CommGetAsyncError(comms_[k], &async);
-      if (r != nccl::kSuccess) st = DeviceError("ncclCommGetAsyncError of replica " + std::to_string(k) + ": " + nccl_->error(r));
+      if (r != nccl::kSuccess)
+        st = DeviceError("ncclCommGetAsyncError of replica " + std::to_string(k) + ": " + nccl_->error(r));
       else if (async != nccl::kSuccess)
         st = DeviceError("NCCL communicator of replica " + std::to_string(k) + ": " + nccl_->error(async));
     }

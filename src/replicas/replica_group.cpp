@@ -17,8 +17,8 @@ namespace {
 const char* placement_word(Placement p) { return p == Placement::kHost ? "host" : "device"; }
 
 std::string describe_constant(const ConstantDecl& d) {
-  return quote_name(d.fqn) + " " + dtype_name(d.dtype) + " " + shape_string(d.shape) + " " + placement_word(d.placement) +
-         (d.derived() ? " derived" : "");
+  return quote_name(d.fqn) + " " + dtype_name(d.dtype) + " " + shape_string(d.shape) + " " +
+         placement_word(d.placement) + (d.derived() ? " derived" : "");
 }
 
 std::string describe_state(const StateDecl& d) {
@@ -43,7 +43,8 @@ Status ReplicaGroup::check_declarations() const {
     for (size_t i = 0; i < n; ++i) {
       const ConstantDecl& a = c.decls()[i];
       const ConstantDecl& b = first.decls()[i];
-      if (a.fqn != b.fqn || a.dtype != b.dtype || a.shape != b.shape || a.placement != b.placement || a.flags != b.flags)
+      if (a.fqn != b.fqn || a.dtype != b.dtype || a.shape != b.shape || a.placement != b.placement ||
+          a.flags != b.flags)
         return differ(r, "constant " + std::to_string(i), describe_constant(a), describe_constant(b));
     }
     if (c.decls().size() != first.decls().size())
@@ -57,7 +58,8 @@ Status ReplicaGroup::check_declarations() const {
         return differ(r, "state " + std::to_string(i), describe_state(a), describe_state(b));
     }
     if (c.states().size() != first.states().size())
-      return differ(r, "its states", std::to_string(c.states().size()) + " states", std::to_string(first.states().size()));
+      return differ(r, "its states", std::to_string(c.states().size()) + " states",
+                    std::to_string(first.states().size()));
   }
   return Status::Ok();
 }
@@ -75,11 +77,12 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
       Container& p = *g->replicas_[q];
       if (&p == &c)
         return InvalidArgument("replica group: containers " + std::to_string(q) + " and " + std::to_string(r) +
-                               " are the same container " + quote_name(c.name()) + " (each replica is its own container)");
+                               " are the same container " + quote_name(c.name()) +
+                               " (each replica is its own container)");
       if (p.runtime().backend() != c.runtime().backend())
-        return InvalidArgument("replica group: " + g->replica_name(r) + " uses the " + backend_name(c.runtime().backend()) +
-                               " backend, " + g->replica_name(q) + " the " + backend_name(p.runtime().backend()) +
-                               " backend; all replicas use one backend");
+        return InvalidArgument("replica group: " + g->replica_name(r) + " uses the " +
+                               backend_name(c.runtime().backend()) + " backend, " + g->replica_name(q) + " the " +
+                               backend_name(p.runtime().backend()) + " backend; all replicas use one backend");
       if (p.runtime_ptr() == c.runtime_ptr())
         return InvalidArgument("replica group: " + g->replica_name(q) + " and " + g->replica_name(r) +
                                " share one runtime; each replica has a runtime (and device) of its own");
@@ -118,8 +121,8 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
     if (st.ok()) {
       WHARF_RETURN_IF_ERROR(make_nccl_broadcaster(nccl, runtimes, &g->broadcaster_).with_context("replica group"));
     } else if (n >= 2) {
-      return Unsupported("replica group of " + std::to_string(n) + " CUDA replicas: the broadcast needs NCCL: " +
-                         st.message());
+      return Unsupported("replica group of " + std::to_string(n) +
+                         " CUDA replicas: the broadcast needs NCCL: " + st.message());
     } else {
       WHARF_LOG(kInfo, "replica group of one CUDA replica without NCCL (nothing to broadcast): " + st.message());
     }
@@ -134,8 +137,9 @@ ReplicaGroup::~ReplicaGroup() { members_.leave_group(this); }
 
 Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
   if (opts.in_place)
-    return Unsupported("replica group update: only the inactive target is supported (an in-place write cannot be "
-                       "published on every replica at once)");
+    return Unsupported(
+        "replica group update: only the inactive target is supported (an in-place write cannot be "
+        "published on every replica at once)");
   Container& first = *replicas_[0];
   std::vector<Container::Planned> plan;
   WHARF_RETURN_IF_ERROR(first.validate_map(map, opts, &plan).with_context("replica group update"));
@@ -160,7 +164,8 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
   //    short of memory fails the update before any source is read.
   for (size_t r = 1; r < n; ++r)
     for (const Container::Planned& p : plan)
-      WHARF_RETURN_IF_ERROR(replicas_[r]->allocate_slot(p.index, &gens[r]->slots[size_t(p.index)])
+      WHARF_RETURN_IF_ERROR(replicas_[r]
+                                ->allocate_slot(p.index, &gens[r]->slots[size_t(p.index)])
                                 .with_context("replica group update: " + replica_name(r)));
   // 3-4. The sources are read once, into replica 0, and sent on from there.
   std::vector<Event*> wait_for;
@@ -177,7 +182,8 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
   //    the rebase rule never applies here.
   for (size_t r = 0; r < n; ++r) {
     writes[r].gen = std::move(gens[r]);
-    for (const Container::Planned& p : plan) writes[r].written.emplace_back(p.index, writes[r].gen->slots[size_t(p.index)]);
+    for (const Container::Planned& p : plan)
+      writes[r].written.emplace_back(p.index, writes[r].gen->slots[size_t(p.index)]);
   }
   WHARF_RETURN_IF_ERROR(members_.stage_all(&writes, MemberSet::Staging::kLockstep, "replica group update", &dead));
   updates_.fetch_add(1);
@@ -197,8 +203,8 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
   // broadcast. Every batch's buffers stay alive until finish() has waited for them.
   std::vector<std::vector<BroadcastBuffer>> issued;
   std::vector<std::vector<CopyRequest>> host_copies(n);
-  Status st;    // the copies into replica 0
-  Status sent;  // the broadcaster's
+  Status st;            // the copies into replica 0
+  Status sent;          // the broadcaster's
   uint64_t copied = 0;  // source bytes of the batches before this one (progress)
   for (size_t begin = 0; begin < plan.size() && st.ok() && sent.ok();) {
     std::vector<Container::Planned> batch;
@@ -255,8 +261,9 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
     if (host_copies[r].empty()) continue;
     TransferEngine* engine = nullptr;
     WHARF_RETURN_IF_ERROR(replicas_[r]->runtime().transfers(&engine));
-    WHARF_RETURN_IF_ERROR(engine->copy(host_copies[r], {}).with_context("replica group update: " + replica_name(r) +
-                                                                        ": copying host-placed constants"));
+    WHARF_RETURN_IF_ERROR(
+        engine->copy(host_copies[r], {})
+            .with_context("replica group update: " + replica_name(r) + ": copying host-placed constants"));
   }
   return Status::Ok();
 }

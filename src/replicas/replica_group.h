@@ -89,9 +89,9 @@ class ReplicaGroup {
       WHARF_REQUIRES(op_mu_);
 
   std::vector<std::shared_ptr<Container>> replicas_;
-  MemberSet members_;                           // the replicas, staged and swapped as one
-  std::unique_ptr<Broadcaster> broadcaster_;    // null: one replica, nothing to broadcast
-  Mutex op_mu_;                                 // one group call at a time
+  MemberSet members_;                         // the replicas, staged and swapped as one
+  std::unique_ptr<Broadcaster> broadcaster_;  // null: one replica, nothing to broadcast
+  Mutex op_mu_;                               // one group call at a time
   // Broadcast batch (see fill). Each batch's copy into replica 0 ends by draining the copy
   // engine, so fewer, larger batches lose less; the last batch's broadcast is the tail the
   // copy cannot hide (1 GiB over NVLink: a few ms against ~180 ms for 8 GiB from the host).

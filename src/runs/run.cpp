@@ -39,8 +39,7 @@ Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session>
   return Status::Ok();
 }
 
-std::unique_ptr<Run> Run::over(std::shared_ptr<Container> container, std::shared_ptr<Generation> gen,
-                               Stream& stream) {
+std::unique_ptr<Run> Run::over(std::shared_ptr<Container> container, std::shared_ptr<Generation> gen, Stream& stream) {
   std::unique_ptr<Run> run(new Run());
   run->container_ = std::move(container);
   run->gen_ = std::move(gen);  // being written by its update: no id yet
@@ -62,7 +61,9 @@ Status Run::tensor(const std::string& fqn, BoundTensor* out) const {
   int idx = container_->find(fqn);
   Placement placement = Placement::kDevice;  // session state always lives with the device
   if (idx < 0) {
-    if (!session_) return NotFound("constant " + quote_name(fqn) + " is not declared by container " + quote_name(container_->name()) + "");
+    if (!session_)
+      return NotFound("constant " + quote_name(fqn) + " is not declared by container " +
+                      quote_name(container_->name()) + "");
     StateView v;
     WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
     out->data = v.data;
@@ -124,7 +125,9 @@ void Run::at_end(std::function<void()> fn) {
 Status Run::tensor_at(int index, BoundTensor* out) const {
   const auto& decls = container_->decls();
   if (index < 0 || size_t(index) >= decls.size())
-    return InvalidArgument("constant index " + std::to_string(index) + " out of range (container " + quote_name(container_->name()) + " declares " + std::to_string(decls.size()) + " constants)");
+    return InvalidArgument("constant index " + std::to_string(index) + " out of range (container " +
+                           quote_name(container_->name()) + " declares " + std::to_string(decls.size()) +
+                           " constants)");
   const ConstantDecl& d = decls[size_t(index)];
   const std::shared_ptr<Slot>& slot = gen_->slots[size_t(index)];
   if (!slot) return FailedPrecondition("constant " + quote_name(d.fqn) + " has no storage in this generation yet");
@@ -141,10 +144,12 @@ Status Run::tensor_at(int index, BoundTensor* out) const {
 Status Run::state_at(int index, BoundTensor* out) const {
   const auto& states = container_->states();
   if (index < 0 || size_t(index) >= states.size())
-    return InvalidArgument("state index " + std::to_string(index) + " out of range (container " + quote_name(container_->name()) + " declares " + std::to_string(states.size()) + " states)");
+    return InvalidArgument("state index " + std::to_string(index) + " out of range (container " +
+                           quote_name(container_->name()) + " declares " + std::to_string(states.size()) + " states)");
   const std::string& fqn = states[size_t(index)].fqn;
   if (!session_)
-    return FailedPrecondition("state " + quote_name(fqn) + ": this run has no session (a fold callback's run reads constants only)");
+    return FailedPrecondition("state " + quote_name(fqn) +
+                              ": this run has no session (a fold callback's run reads constants only)");
   StateView v;
   WHARF_RETURN_IF_ERROR(session_->find(fqn, &v));
   out->data = v.data;

@@ -56,7 +56,7 @@ class Run {
   std::shared_ptr<Container> container_;
   std::shared_ptr<Generation> gen_;
   std::shared_ptr<Session> session_;  // null: no session
-  std::unique_ptr<Stream> wrapped_;  // when the caller gave a stream
+  std::unique_ptr<Stream> wrapped_;   // when the caller gave a stream
   Stream* stream_ = nullptr;
   uint64_t gen_id_ = 0;
   bool leased_ = false;  // end() must retire it

@@ -176,7 +176,8 @@ Status Session::end_run(Stream& stream) {
 
 Status Session::find(const std::string& fqn, StateView* out) const {
   auto it = index_.find(fqn);
-  if (it == index_.end()) return NotFound(quote_name(fqn) + " is neither a constant of the container nor a state of the session");
+  if (it == index_.end())
+    return NotFound(quote_name(fqn) + " is neither a constant of the container nor a state of the session");
   MutexLock lock(mu_);
   WHARF_DCHECK(in_run_, "session: a state is handed out only to the open run");
   const State& st = states_[it->second];
@@ -210,8 +211,9 @@ Status Session::fork(std::shared_ptr<Session>* out) {
     WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
     for (size_t i = 0; i < states_.size(); ++i)
       if (states_[i].nbytes > 0)
-        WHARF_RETURN_IF_ERROR(stream.copy_async(s->states_[i].buffer.data(), states_[i].buffer.data(), states_[i].nbytes)
-                                  .with_context("session fork: copying state " + quote_name(states_[i].fqn)));
+        WHARF_RETURN_IF_ERROR(
+            stream.copy_async(s->states_[i].buffer.data(), states_[i].buffer.data(), states_[i].nbytes)
+                .with_context("session fork: copying state " + quote_name(states_[i].fqn)));
     // Both wait for the copy: the new one before it is used, the source before it is written.
     WHARF_RETURN_IF_ERROR(s->record_last_locked(stream));
     WHARF_RETURN_IF_ERROR(record_last_locked(stream));

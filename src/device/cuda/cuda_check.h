@@ -17,9 +17,7 @@ namespace wharf {
 namespace cuda {
 
 // "cudaErrorInvalidValue: invalid argument"
-inline std::string error_text(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-}
+inline std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 
 inline std::string hex_ptr(const void* p) {
   char buf[2 + 2 * sizeof(void*) + 1];
@@ -68,9 +66,8 @@ inline Status error_status(cudaError_t e, const std::string& what) {
 // Runs `call`; on failure returns error_status(e, what). `what` is an expression building
 // the description and is evaluated only on failure, so hot paths (one copy per staging
 // chunk) pay no string formatting.
-#define WHARF_CUDA_RETURN_IF_ERROR(call, what)                          \
-  do {                                                                  \
-    const cudaError_t wharf_cuda_err_ = (call);                         \
-    if (wharf_cuda_err_ != cudaSuccess)                                 \
-      return ::wharf::cuda::error_status(wharf_cuda_err_, (what));      \
+#define WHARF_CUDA_RETURN_IF_ERROR(call, what)                                                       \
+  do {                                                                                               \
+    const cudaError_t wharf_cuda_err_ = (call);                                                      \
+    if (wharf_cuda_err_ != cudaSuccess) return ::wharf::cuda::error_status(wharf_cuda_err_, (what)); \
   } while (0)

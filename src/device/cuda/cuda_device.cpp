@@ -160,18 +160,17 @@ class CudaStream final : public Stream {
     if (bytes == 0) return Status::Ok();
     // Checked here rather than left to CUDA so both backends answer a null pointer alike.
     if (!dst || !src)
-      return InvalidArgument("copy of " + std::to_string(bytes) + " bytes with a null pointer (" +
-                             hex_ptr(src) + " -> " + hex_ptr(dst) + ") on " + h_->label());
+      return InvalidArgument("copy of " + std::to_string(bytes) + " bytes with a null pointer (" + hex_ptr(src) +
+                             " -> " + hex_ptr(dst) + ") on " + h_->label());
     WHARF_RETURN_IF_ERROR(set_device(h_->device));
     // cudaMemcpyDefault: with unified addressing the driver infers the direction from the
     // pointers, so one call covers pageable/pinned/device in any combination. Only pinned
     // and device memory are truly asynchronous: a pageable source is staged by the driver
     // before the call returns, and a pageable destination makes the call wait for the copy
     // (why the runtime's H2D path uses its own pinned staging ring).
-    WHARF_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault, h_->stream),
-        "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes " + hex_ptr(src) + " -> " +
-            hex_ptr(dst) + " on " + h_->label());
+    WHARF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault, h_->stream),
+                               "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes " + hex_ptr(src) + " -> " +
+                                   hex_ptr(dst) + " on " + h_->label());
     return Status::Ok();
   }
 
@@ -265,7 +264,8 @@ class DevicePool {
     cudaError_t e = cudaStreamSynchronize(stream_);
     if (e != cudaSuccess) log_cuda_failure(e, "draining the memory pool stream of " + device_label(device_));
     e = cudaStreamDestroy(stream_);
-    if (e != cudaSuccess) log_cuda_failure(e, "cudaStreamDestroy of the memory pool stream of " + device_label(device_));
+    if (e != cudaSuccess)
+      log_cuda_failure(e, "cudaStreamDestroy of the memory pool stream of " + device_label(device_));
     e = cudaMemPoolDestroy(pool_);
     if (e != cudaSuccess) log_cuda_failure(e, "cudaMemPoolDestroy on " + device_label(device_));
   }
@@ -333,9 +333,10 @@ class CudaDevice final : public Device {
 
   Status wrap_stream(void* native, std::unique_ptr<Stream>* out) override {
     if (!native)
-      return InvalidArgument("wrap_stream: a NULL cudaStream_t cannot be wrapped (the legacy default "
-                             "stream would serialize with everything); pass NULL to the runtime API "
-                             "to use the runtime's own stream");
+      return InvalidArgument(
+          "wrap_stream: a NULL cudaStream_t cannot be wrapped (the legacy default "
+          "stream would serialize with everything); pass NULL to the runtime API "
+          "to use the runtime's own stream");
     auto s = static_cast<cudaStream_t>(native);
     WHARF_RETURN_IF_ERROR(set_device(index_));
 #if CUDART_VERSION >= 12080
@@ -472,7 +473,8 @@ class CudaDevice final : public Device {
         pool = pool_.get();  // set before any device allocation succeeded
       }
       e = pool ? pool->free(ptr) : cudaFree(ptr);
-      if (e != cudaSuccess) log_cuda_failure(e, "freeing device memory " + hex_ptr(ptr) + " on " + device_label(index_));
+      if (e != cudaSuccess)
+        log_cuda_failure(e, "freeing device memory " + hex_ptr(ptr) + " on " + device_label(index_));
     } else {
       e = cudaFreeHost(ptr);
       if (e != cudaSuccess) log_cuda_failure(e, "cudaFreeHost of " + hex_ptr(ptr));
@@ -520,13 +522,12 @@ CudaStream::~CudaStream() {
 
 Status CudaStream::memset_async(void* dst, int value, uint64_t bytes) {
   if (bytes == 0) return Status::Ok();
-  if (!dst)
-    return InvalidArgument("memset of " + std::to_string(bytes) + " bytes at a null pointer on " + h_->label());
+  if (!dst) return InvalidArgument("memset of " + std::to_string(bytes) + " bytes at a null pointer on " + h_->label());
   if (dev_->query_pointer(dst).kind == PointerKind::kDevice) {
     WHARF_RETURN_IF_ERROR(set_device(h_->device));
-    WHARF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, value, static_cast<size_t>(bytes), h_->stream),
-                               "cudaMemsetAsync of " + std::to_string(bytes) + " bytes at " + hex_ptr(dst) +
-                                   " on " + h_->label());
+    WHARF_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(dst, value, static_cast<size_t>(bytes), h_->stream),
+        "cudaMemsetAsync of " + std::to_string(bytes) + " bytes at " + hex_ptr(dst) + " on " + h_->label());
     return Status::Ok();
   }
   // Host memory (pinned or pageable): a host memset in stream order. Setting pinned memory
@@ -560,8 +561,8 @@ bool cuda_device_available(int index, std::string* reason) {
       why = "no CUDA device visible";
       if (e == cudaErrorInsufficientDriver)
         why += ": the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
-               std::to_string(driver % 1000 / 10) + ", this build needs " +
-               std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
+               std::to_string(driver % 1000 / 10) + ", this build needs " + std::to_string(CUDART_VERSION / 1000) +
+               "." + std::to_string(CUDART_VERSION % 1000 / 10);
       why += " (" + error_text(e) + ")";
     }
   } else if (count <= 0) {
@@ -585,8 +586,7 @@ Status create_cuda_device(const DeviceOptions& opts, std::shared_ptr<Device>* ou
   // the classic way before), so a device in exclusive-process mode held by another process,
   // or a broken one, fails here rather than at the first allocation.
   WHARF_RETURN_IF_ERROR(set_device(opts.device_index));
-  WHARF_CUDA_RETURN_IF_ERROR(cudaFree(nullptr),
-                             "initializing the CUDA context of " + device_label(opts.device_index));
+  WHARF_CUDA_RETURN_IF_ERROR(cudaFree(nullptr), "initializing the CUDA context of " + device_label(opts.device_index));
   cudaDeviceProp prop{};
   WHARF_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, opts.device_index),
                              "cudaGetDeviceProperties of " + device_label(opts.device_index));

@@ -38,20 +38,58 @@ namespace {
 
 // PyTorch's codes.
 enum : int32_t {
-  kU8 = 0, kI8 = 1, kI16 = 2, kI32 = 3, kI64 = 4, kF16 = 5, kF32 = 6, kF64 = 7, kC32 = 8, kC64 = 9,
-  kC128 = 10, kBool = 11, kBF16 = 15, kF8E5M2 = 23, kF8E4M3FN = 24, kF8E5M2FNUZ = 25, kF8E4M3FNUZ = 26,
-  kU16 = 27, kU32 = 28, kU64 = 29,
+  kU8 = 0,
+  kI8 = 1,
+  kI16 = 2,
+  kI32 = 3,
+  kI64 = 4,
+  kF16 = 5,
+  kF32 = 6,
+  kF64 = 7,
+  kC32 = 8,
+  kC64 = 9,
+  kC128 = 10,
+  kBool = 11,
+  kBF16 = 15,
+  kF8E5M2 = 23,
+  kF8E4M3FN = 24,
+  kF8E5M2FNUZ = 25,
+  kF8E4M3FNUZ = 26,
+  kU16 = 27,
+  kU32 = 28,
+  kU64 = 29,
 };
 enum : int32_t { kCpu = 0, kCuda = 1, kMeta = 9, kXpu = 12, kMps = 13, kPrivateUse1 = 20 };
 
 size_t element_size(int32_t dtype) {
   switch (dtype) {
-    case kU8: case kI8: case kBool: case kF8E5M2: case kF8E4M3FN: case kF8E5M2FNUZ: case kF8E4M3FNUZ: return 1;
-    case kI16: case kF16: case kBF16: case kU16: return 2;
-    case kI32: case kF32: case kU32: case kC32: return 4;
-    case kI64: case kF64: case kU64: case kC64: return 8;
-    case kC128: return 16;
-    default: return 0;
+    case kU8:
+    case kI8:
+    case kBool:
+    case kF8E5M2:
+    case kF8E4M3FN:
+    case kF8E5M2FNUZ:
+    case kF8E4M3FNUZ:
+      return 1;
+    case kI16:
+    case kF16:
+    case kBF16:
+    case kU16:
+      return 2;
+    case kI32:
+    case kF32:
+    case kU32:
+    case kC32:
+      return 4;
+    case kI64:
+    case kF64:
+    case kU64:
+    case kC64:
+      return 8;
+    case kC128:
+      return 16;
+    default:
+      return 0;
   }
 }
 
@@ -188,8 +226,8 @@ AOTITorchError allocate(uint64_t bytes, int32_t device_type, int32_t device_inde
       cudaError_t e = cudaMallocAsync(&s->base, bytes, s->stream);
       if (e != cudaSuccess) {
         s->owned = false;
-        return cuda_fail(e, "cudaMallocAsync of " + std::to_string(bytes) + " bytes on CUDA device " +
-                                std::to_string(device_index));
+        return cuda_fail(
+            e, "cudaMallocAsync of " + std::to_string(bytes) + " bytes on CUDA device " + std::to_string(device_index));
       }
     }
   } else if (device_type == kCpu) {
@@ -443,9 +481,9 @@ SHIM_API AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t n
 
 SHIM_API AOTITorchError aoti_torch_create_tensor_from_blob_v2(void* data, int64_t ndim, const int64_t* sizes,
                                                               const int64_t* strides, int64_t storage_offset,
-                                                              int32_t dtype, int32_t device_type,
-                                                              int32_t device_index, AtenTensorHandle* ret,
-                                                              int32_t layout, const uint8_t* opaque_metadata,
+                                                              int32_t dtype, int32_t device_type, int32_t device_index,
+                                                              AtenTensorHandle* ret, int32_t layout,
+                                                              const uint8_t* opaque_metadata,
                                                               int64_t opaque_metadata_size) {
   if (layout != 0) return fail("aoti_torch_create_tensor_from_blob_v2: only the strided layout is supported");
   if (opaque_metadata_size != 0) return fail("aoti_torch_create_tensor_from_blob_v2: opaque metadata is not supported");
@@ -493,7 +531,8 @@ SHIM_API AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle
   return guarded("aoti_torch_clone", [&] {
     if (!self || !ret) return fail("aoti_torch_clone: NULL argument");
     if (!dense(*self))
-      return fail("aoti_torch_clone: a tensor with gaps or overlaps (sizes/strides that are not dense) is not supported");
+      return fail(
+          "aoti_torch_clone: a tensor with gaps or overlaps (sizes/strides that are not dense) is not supported");
     const uint64_t bytes = uint64_t(numel(*self)) * element_size(self->dtype);
     std::shared_ptr<Storage> s;
     if (allocate(bytes, self->device_type, self->device_index, &s) != kOk) return kFail;
@@ -523,7 +562,8 @@ SHIM_API AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle
   return guarded("aoti_torch_copy_", [&] {
     if (!self || !src) return fail("aoti_torch_copy_: NULL tensor");
     if (self->dtype != src->dtype || self->sizes != src->sizes || self->strides != src->strides || !dense(*self))
-      return fail("aoti_torch_copy_: only copies between dense tensors of equal dtype, sizes and strides are supported");
+      return fail(
+          "aoti_torch_copy_: only copies between dense tensors of equal dtype, sizes and strides are supported");
     if (copy_bytes(self->data(), src->data(), uint64_t(numel(*self)) * element_size(self->dtype)) != kOk) return kFail;
     if (!non_blocking && t_stream == nullptr) {
       cudaError_t e = cudaStreamSynchronize(nullptr);
@@ -549,8 +589,7 @@ SHIM_API AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, Aten
 // tensor (Inductor may write in place into a buffer it believes it owns).
 
 namespace {
-AOTITorchError offload_point(const char* fn, int32_t point, AtenTensorHandle x, int64_t layer,
-                             AtenTensorHandle* ret) {
+AOTITorchError offload_point(const char* fn, int32_t point, AtenTensorHandle x, int64_t layer, AtenTensorHandle* ret) {
   return guarded(fn, [&] {
     if (!x || !ret) return fail(std::string(fn) + ": NULL argument");
     // No host hook (an older libwharf): no offloader, the weights are where they were bound.
