@@ -40,6 +40,21 @@ unsafe extern "C" fn trampoline(
 /// Routes the library's log lines at `min_level` and above to `callback`
 /// (process-wide), replacing any earlier callback.
 ///
+/// The crate depends on no logging framework; an application that uses one forwards the
+/// lines itself. With the `log` crate:
+///
+/// ```ignore
+/// wharf::set_log_callback(wharf::LogLevel::Info, |level, line| match level {
+///     wharf::LogLevel::Error => log::error!(target: "wharf", "{line}"),
+///     wharf::LogLevel::Warn => log::warn!(target: "wharf", "{line}"),
+///     wharf::LogLevel::Info => log::info!(target: "wharf", "{line}"),
+///     _ => log::debug!(target: "wharf", "{line}"),
+/// });
+/// ```
+///
+/// and with `tracing`, the same match on `tracing::error!(target: "wharf", "{line}")` and
+/// its siblings. (The example is not compiled: this crate cannot depend on either.)
+///
 /// The callback may be called from any thread, including the library's worker threads,
 /// and concurrently. It must return quickly and must not call into this crate (the
 /// library may be logging while it holds its own locks). A panic in it is caught and the
