@@ -170,7 +170,7 @@ TEST_P(Progress, CancelMidCopyThroughTheStagingRingChangesNothing) {
   EXPECT_EQ(wharf_container_has_staged(c), 0);
   EXPECT_EQ(wharf_container_generation(c), gen);
   EXPECT_EQ(constants_bytes(), before) << "the cancelled update's slots were released";
-  EXPECT_EQ(wharf_status_code(wharf_container_swap(c)), WHARF_FAILED_PRECONDITION);  // nothing to swap in
+  EXPECT_CODE(wharf_container_swap(c), WHARF_FAILED_PRECONDITION);  // nothing to swap in
   EXPECT_EQ(values(c), (std::vector<float>{1, 1, 1}));
   ASSERT_OK(wharf_container_update(c, v2.map, nullptr));
   ASSERT_OK(wharf_container_swap(c));
@@ -287,7 +287,7 @@ TEST_P(Progress, CancelAWeightStoreUpdateStagesNoMember) {
   St st(wharf_weight_store_update(store, v2.map, &o));
   EXPECT_EQ(st.code(), WHARF_CANCELLED) << st.msg();
   EXPECT_NE(st.msg().find("weight store update"), std::string::npos) << st.msg();
-  EXPECT_EQ(wharf_status_code(wharf_weight_store_swap(store)), WHARF_FAILED_PRECONDITION);  // nothing staged
+  EXPECT_CODE(wharf_weight_store_swap(store), WHARF_FAILED_PRECONDITION);  // nothing staged
   EXPECT_EQ(constants_bytes(), before);
   EXPECT_EQ(values(p), (std::vector<float>{1, 1, 1}));
   EXPECT_EQ(values(d), (std::vector<float>{1, 1, 1}));
