@@ -182,34 +182,34 @@ inline void finishes_within(std::chrono::milliseconds limit, const char* what, s
 }  // namespace wharf_test
 
 // Test names read as Backends/Suite.Test/Host and .../Cuda.
-#define WHARF_TEST_ON_BACKENDS(Suite)                                                            \
+#define WHARF_TEST_ON_BACKENDS(Suite)                                                                  \
   INSTANTIATE_TEST_SUITE_P(Backends, Suite, ::testing::Values(WHARF_BACKEND_HOST, WHARF_BACKEND_CUDA), \
                            ::wharf_test::backend_name)
 
 // A C API call that must succeed; a failure prints the call and the status's message.
-#define ASSERT_OK(expr)                                                \
-  do {                                                                 \
-    ::wharf_test::St st_(expr);                                        \
-    ASSERT_EQ(st_.code(), WHARF_OK) << #expr << ": " << st_.msg();     \
+#define ASSERT_OK(expr)                                            \
+  do {                                                             \
+    ::wharf_test::St st_(expr);                                    \
+    ASSERT_EQ(st_.code(), WHARF_OK) << #expr << ": " << st_.msg(); \
   } while (0)
-#define EXPECT_OK(expr)                                                \
-  do {                                                                 \
-    ::wharf_test::St st_(expr);                                        \
-    EXPECT_EQ(st_.code(), WHARF_OK) << #expr << ": " << st_.msg();     \
+#define EXPECT_OK(expr)                                            \
+  do {                                                             \
+    ::wharf_test::St st_(expr);                                    \
+    EXPECT_EQ(st_.code(), WHARF_OK) << #expr << ": " << st_.msg(); \
   } while (0)
 // A C API call that must fail with `want`...
-#define EXPECT_CODE(expr, want)                                        \
-  do {                                                                 \
-    ::wharf_test::St st_(expr);                                        \
-    EXPECT_EQ(st_.code(), (want)) << #expr << ": " << st_.msg();       \
+#define EXPECT_CODE(expr, want)                                  \
+  do {                                                           \
+    ::wharf_test::St st_(expr);                                  \
+    EXPECT_EQ(st_.code(), (want)) << #expr << ": " << st_.msg(); \
   } while (0)
 // ... and with a message that contains `fragment`.
-#define EXPECT_FAILS(expr, want, fragment)                                                   \
-  do {                                                                                       \
-    ::wharf_test::St st_(expr);                                                              \
-    EXPECT_EQ(st_.code(), (want)) << #expr << ": " << st_.msg();                             \
-    EXPECT_NE(st_.msg().find(fragment), std::string::npos) << "message: " << st_.msg()      \
-                                                           << "\nexpected: " << (fragment); \
+#define EXPECT_FAILS(expr, want, fragment)                           \
+  do {                                                               \
+    ::wharf_test::St st_(expr);                                      \
+    EXPECT_EQ(st_.code(), (want)) << #expr << ": " << st_.msg();     \
+    EXPECT_NE(st_.msg().find(fragment), std::string::npos)           \
+        << "message: " << st_.msg() << "\nexpected: " << (fragment); \
   } while (0)
 
 #endif  // WHARF_TESTS_COMMON_TEST_SUPPORT_H_

@@ -26,7 +26,9 @@ using wharf_test::Model;
 using wharf_test::St;
 
 // Three copy threads and a 1 MiB staging ring: small enough that updates cycle through it.
-wharf_runtime* host_runtime(uint64_t limit = 0) { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 3, 1 << 20}); }
+wharf_runtime* host_runtime(uint64_t limit = 0) {
+  return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 3, 1 << 20});
+}
 
 // A set of float tensors in pageable memory, and a map over them.
 struct Weights {

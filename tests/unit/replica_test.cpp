@@ -50,7 +50,9 @@ uint64_t model_bytes() {
   return b;
 }
 
-wharf_runtime* host_runtime(uint64_t limit = 0) { return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20}); }
+wharf_runtime* host_runtime(uint64_t limit = 0) {
+  return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20});
+}
 
 // Declares the model; `change` alters constant 1 (for mismatch tests): 1 shape, 2 dtype,
 // 3 name, 4 placement, 5 one constant fewer, 6 a derived constant, 7 another state shape.
