@@ -10,8 +10,8 @@ pkgs=(cmake g++ make pkg-config libcli11-dev)
 if [ "${1:-all}" = dist ]; then
   pkgs+=(swig default-jdk-headless)
 elif [ "${1:-all}" != build ]; then
-  pkgs+=(googletest libgtest-dev libgmock-dev libbenchmark-dev abigail-tools clang libclang-rt-14-dev
-         golang-go swig junit4 default-jdk-headless python3)
+  pkgs+=(googletest libgtest-dev libgmock-dev libbenchmark-dev abigail-tools clang clang-format
+         libclang-rt-14-dev golang-go swig junit4 default-jdk-headless python3)
   # Rust: a rustup toolchain (~/.cargo) when present, Debian's cargo otherwise.
   if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then pkgs+=(cargo); fi
 fi

@@ -83,7 +83,8 @@ class GpuContainer : public ::testing::Test {
     EXPECT_EQ(wharf_constant_map_create(&m), nullptr);
     for (int i = 0; i < count; ++i) {
       std::fill(host[i].begin(), host[i].end(), stamp);
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+      wharf_tensor_view v{
+          sizeof(wharf_tensor_view), 0, host[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
       EXPECT_EQ(wharf_constant_map_set(m, name(i).c_str(), &v), nullptr);
     }
     return m;
@@ -119,7 +120,8 @@ TEST_F(GpuContainer, SourcesOfEveryKindLandOnTheDevice) {
   ASSERT_EQ(cudaMemcpy(dev, staging.data(), kElems * 4, cudaMemcpyHostToDevice), cudaSuccess);
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view v0{sizeof(wharf_tensor_view), 0, pageable.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
+  wharf_tensor_view v0{
+      sizeof(wharf_tensor_view), 0, pageable.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
   wharf_tensor_view v1{sizeof(wharf_tensor_view), 0, pinned, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shape, nullptr};
   wharf_tensor_view v2{sizeof(wharf_tensor_view), 0, dev, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 1, &shape, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "a", &v0));
@@ -254,14 +256,16 @@ wharf_status* double_fold(wharf_run* run, void*) {
   if (st) return st;
   if ((st = wharf_run_get_tensor(run, "w2", &w2))) return st;
   auto s = static_cast<cudaStream_t>(wharf_run_stream(run));
-  scale_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(w.data), static_cast<float*>(w2.data), uint64_t(w.shape[0]), 2.0f);
+  scale_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(w.data), static_cast<float*>(w2.data), uint64_t(w.shape[0]),
+                                  2.0f);
   return nullptr;
 }
 
 TEST_F(GpuContainer, FoldKernelComputesDerivedConstant) {
   int64_t n = 4096;
-  wharf_constant_decl d[2] = {{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
-                              {sizeof(wharf_constant_decl), "w2", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl d[2] = {
+      {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "w2", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = d;
@@ -306,7 +310,8 @@ wharf_status* sum_fold(wharf_run* run, void* user) {
     if (wharf_status* st = wharf_run_get_tensor(run, names[i], &v[i])) return st;
     f->flags[i] = v[i].flags;
   }
-  if (v[2].flags & WHARF_VIEW_READ_ONLY) return wharf_status_create(WHARF_INTERNAL, "the derived constant is read-only");
+  if (v[2].flags & WHARF_VIEW_READ_ONLY)
+    return wharf_status_create(WHARF_INTERNAL, "the derived constant is read-only");
   auto s = static_cast<cudaStream_t>(wharf_run_stream(run));
   add_kernel<<<64, 256, 0, s>>>(static_cast<const float*>(v[0].data), static_cast<const float*>(v[1].data),
                                 static_cast<float*>(v[2].data), uint64_t(v[0].shape[0]));
@@ -318,10 +323,10 @@ wharf_status* sum_fold(wharf_run* run, void* user) {
 // kernel of an open run reads. Derived constants and the written ones are writable.
 TEST_F(GpuContainer, FoldRunMarksConstantsItsUpdateDidNotWriteReadOnly) {
   int64_t n = 4096;
-  wharf_constant_decl d[3] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
-                              {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
-                              {sizeof(wharf_constant_decl), "d", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE,
-                               WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl d[3] = {
+      {sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "d", WHARF_DTYPE_F32, 1, &n, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = d;
@@ -392,7 +397,7 @@ TEST_F(GpuContainer, PartialUpdateCostsTheUpdatedBytesOnDevice) {
   ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
   uint64_t updated = uint64_t(kTensors / 4) * kElems * 4;
   EXPECT_EQ(constants_bytes() - model, updated);
-  EXPECT_GE(free0 - free1, updated);           // the driver agrees
+  EXPECT_GE(free0 - free1, updated);                // the driver agrees
   EXPECT_LT(free0 - free1, updated + (64u << 20));  // and it is not a model copy
 }
 
@@ -428,8 +433,10 @@ TEST_F(GpuContainer, ConcurrentRunsSeeExactlyOneGenerationOnDevice) {
         for (int i = 0; i < kTensors; ++i) {
           wharf_tensor_view v;
           St ts(wharf_run_get_tensor(run, name(i).c_str(), &v));
-          if (ts.code() != WHARF_OK) ++errors;
-          else count_mismatch(s, v, expect, bad.at(0));
+          if (ts.code() != WHARF_OK)
+            ++errors;
+          else
+            count_mismatch(s, v, expect, bad.at(0));
         }
         St end(wharf_run_end(run));
         if (end.code() != WHARF_OK) ++errors;

@@ -29,14 +29,14 @@
 namespace wharf {
 namespace {
 
-#define ASSERT_OK(expr)                                                 \
-  do {                                                                  \
-    const ::wharf::Status assert_ok_st_ = (expr);                       \
+#define ASSERT_OK(expr)                                                          \
+  do {                                                                           \
+    const ::wharf::Status assert_ok_st_ = (expr);                                \
     ASSERT_TRUE(assert_ok_st_.ok()) << #expr << ": " << assert_ok_st_.message(); \
   } while (0)
-#define EXPECT_OK(expr)                                                 \
-  do {                                                                  \
-    const ::wharf::Status expect_ok_st_ = (expr);                       \
+#define EXPECT_OK(expr)                                                          \
+  do {                                                                           \
+    const ::wharf::Status expect_ok_st_ = (expr);                                \
     EXPECT_TRUE(expect_ok_st_.ok()) << #expr << ": " << expect_ok_st_.message(); \
   } while (0)
 
@@ -135,7 +135,7 @@ TEST_F(CudaTest, AllocationAccountingPerTag) {
   ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kState, 0, "empty", &z));
   ASSERT_NE(a.data(), nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % 256, 0u);  // cudaMalloc's alignment
-  EXPECT_TRUE(z);  // zero bytes: a live, empty buffer
+  EXPECT_TRUE(z);                                              // zero bytes: a live, empty buffer
   EXPECT_EQ(z.data(), nullptr);
   EXPECT_EQ(a.size(), 3 * kMiB);
   EXPECT_EQ(a.kind(), MemKind::kDevice);
@@ -243,8 +243,7 @@ TEST_F(CudaTest, AllocationMatchesCudaMemGetInfo) {
   Buffer b;
   ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kOffload, 256 * kMiB, "offload", &b));
   ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
-  EXPECT_GE(int64_t(free0) - int64_t(free1), int64_t(256 * kMiB))
-      << "free before " << free0 << ", after " << free1;
+  EXPECT_GE(int64_t(free0) - int64_t(free1), int64_t(256 * kMiB)) << "free before " << free0 << ", after " << free1;
   EXPECT_EQ(snap().current[tag_index(MemTag::kOffload)], 256 * kMiB);
   EXPECT_EQ(snap().device_current, 256 * kMiB);
   DeviceInfo info;
@@ -565,7 +564,10 @@ TEST_F(CudaTest, DeviceSynchronizeWhileStreamsComeAndGo) {
   std::thread churn([&] {
     for (int i = 0; i < 200; ++i) {
       std::unique_ptr<Stream> s;
-      if (!dev_->create_stream(&s).ok()) { ++failures; continue; }
+      if (!dev_->create_stream(&s).ok()) {
+        ++failures;
+        continue;
+      }
       if (wharf_test::launch_spin(native(*s), 20'000) != cudaSuccess) ++failures;  // 20 us
     }  // each stream is destroyed with work possibly still queued
     stop = true;

@@ -74,7 +74,8 @@ class ModelErrorsGpu : public ::testing::Test {
     if (st.code() == WHARF_UNSUPPORTED && st.msg().find("libwharf_aoti_shim") != std::string::npos)
       GTEST_SKIP() << "the shim library is not here: " << st.msg();
     EXPECT_EQ(st.code(), code) << st.msg();
-    for (const char* f : fragments) EXPECT_NE(st.msg().find(f), std::string::npos) << "want '" << f << "' in: " << st.msg();
+    for (const char* f : fragments)
+      EXPECT_NE(st.msg().find(f), std::string::npos) << "want '" << f << "' in: " << st.msg();
     EXPECT_EQ(m, nullptr);
     const Memory after = memory(rt_);
     EXPECT_EQ(after.device, before.device);
@@ -87,8 +88,9 @@ class ModelErrorsGpu : public ::testing::Test {
 };
 
 TEST_F(ModelErrorsGpu, AMissingShimFunctionIsNamed) {
-  expect_refused(fakes_dir() + "/missing_shim_model.so", WHARF_UNSUPPORTED,
-                 {"missing_shim_model.so", "needs a shim function Wharf does not provide", "aoti_torch_wharf_test_missing"});
+  expect_refused(
+      fakes_dir() + "/missing_shim_model.so", WHARF_UNSUPPORTED,
+      {"missing_shim_model.so", "needs a shim function Wharf does not provide", "aoti_torch_wharf_test_missing"});
 }
 
 TEST_F(ModelErrorsGpu, ALibraryThatIsNotAModelIsRefused) {

@@ -4,8 +4,9 @@
 // the same model, then a hot weight update in the middle of a conversation.
 //
 // The model files are found in $WHARF_MODEL_DIR, else in models/tiny_decoder of the test
-// data (tests/common/test_paths.h: $WHARF_TEST_DATA, which the GPU bundle sets, or the source tree). Every test skips with a reason when no GPU is visible or the compiled
-// model cannot be loaded on this machine's C library (it was built on the GPU machine).
+// data (tests/common/test_paths.h: $WHARF_TEST_DATA, which the GPU bundle sets, or the source tree). Every test skips
+// with a reason when no GPU is visible or the compiled model cannot be loaded on this machine's C library (it was built
+// on the GPU machine).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -141,9 +142,9 @@ class ModelGpu : public ::testing::Test {
   std::vector<float> prefill_logits_, decode_logits_;
 };
 
-#define SKIP_IF_UNLOADABLE(st)                                                                      \
-  do {                                                                                               \
-    if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                             \
+#define SKIP_IF_UNLOADABLE(st)                                                                              \
+  do {                                                                                                      \
+    if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                                    \
       GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << (st).message(); \
   } while (0)
 
@@ -154,8 +155,8 @@ TEST_F(ModelGpu, PrefillAndDecodeMatchPyTorch) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(m->num_inputs(), 2u);
   EXPECT_EQ(m->num_outputs(), 1u);
-  EXPECT_EQ(m->container()->decls().size(), 21u);   // parameters; folded constants are the model's
-  EXPECT_EQ(m->container()->states().size(), 4u);   // the KV caches: session state
+  EXPECT_EQ(m->container()->decls().size(), 21u);  // parameters; folded constants are the model's
+  EXPECT_EQ(m->container()->states().size(), 4u);  // the KV caches: session state
   std::shared_ptr<Session> session;
   ASSERT_TRUE(Session::create(rt_, {m->container()}, SessionOptions{}, &session).ok());
 
@@ -165,7 +166,8 @@ TEST_F(ModelGpu, PrefillAndDecodeMatchPyTorch) {
   st = step(*m, *run, prompt_, 0, &logits);
   ASSERT_TRUE(st.ok()) << st.message();
   double max_err = 0;
-  for (size_t i = 0; i < logits.size(); ++i) max_err = std::max(max_err, double(std::fabs(logits[i] - prefill_logits_[i])));
+  for (size_t i = 0; i < logits.size(); ++i)
+    max_err = std::max(max_err, double(std::fabs(logits[i] - prefill_logits_[i])));
   EXPECT_LT(max_err, 2e-3) << "prefill logits differ from PyTorch's";
   int next = argmax(&logits[(prompt_.size() - 1) * kVocab]);
   EXPECT_EQ(next, tokens_[0]);
@@ -178,7 +180,8 @@ TEST_F(ModelGpu, PrefillAndDecodeMatchPyTorch) {
     st = step(*m, *run, {int64_t(next)}, pos++, &logits);
     ASSERT_TRUE(st.ok()) << st.message();
     double err = 0;
-    for (int i = 0; i < kVocab; ++i) err = std::max(err, double(std::fabs(logits[i] - decode_logits_[(k - 1) * kVocab + i])));
+    for (int i = 0; i < kVocab; ++i)
+      err = std::max(err, double(std::fabs(logits[i] - decode_logits_[(k - 1) * kVocab + i])));
     EXPECT_LT(err, 2e-3) << "decode step " << k;
     next = argmax(logits.data());
     EXPECT_EQ(next, tokens_[k]) << "decode step " << k;
@@ -439,7 +442,8 @@ void write_package(const std::string& path, const std::string& so) {
                          le(so.size(), 4) + le(so.size(), 4) + le(name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) +
                          le(0, 2) + le(0, 4) + le(0, 4) + name;
   const uint64_t cd_off = out.size();
-  out += cd + le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(1, 2) + le(1, 2) + le(cd.size(), 4) + le(cd_off, 4) + le(0, 2);
+  out +=
+      cd + le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(1, 2) + le(1, 2) + le(cd.size(), 4) + le(cd_off, 4) + le(0, 2);
   std::ofstream(path, std::ios::binary) << out;
 }
 
@@ -484,7 +488,8 @@ TEST_F(ModelGpu, TwoDifferentPackagesAndARenameReplacedLibraryEachRunTheirOwnCod
     ASSERT_TRUE(st.ok()) << what << ": " << st.message();
     ASSERT_TRUE(run->end().ok());
     double err = 0;
-    for (int i = 0; i < kVocab; ++i) err = std::max(err, double(std::fabs(logits[size_t(i)] - prefill_logits_[size_t(i)])));
+    for (int i = 0; i < kVocab; ++i)
+      err = std::max(err, double(std::fabs(logits[size_t(i)] - prefill_logits_[size_t(i)])));
     EXPECT_LT(err, 2e-3) << what;
   };
   auto expect_prefill = [&](Model& m, const char* what) {
@@ -513,9 +518,7 @@ TEST_F(ModelGpu, TwoDifferentPackagesAndARenameReplacedLibraryEachRunTheirOwnCod
   // A `.so` replaced by rename while the old one is loaded.
   std::shared_ptr<Model> old_so, new_so;
   ASSERT_TRUE(Model::load(rt_, so, *weights_, mo, &old_so).ok());
-  {
-    std::ofstream(so + ".new", std::ios::binary) << read_bytes(dir_ + "/tiny_decoder.so");
-  }
+  { std::ofstream(so + ".new", std::ios::binary) << read_bytes(dir_ + "/tiny_decoder.so"); }
   ASSERT_EQ(::rename((so + ".new").c_str(), so.c_str()), 0);
   st = Model::load(rt_, so, *weights_, mo, &new_so);
   ASSERT_TRUE(st.ok()) << st.message();

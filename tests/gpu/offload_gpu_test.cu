@@ -105,11 +105,13 @@ class GpuOffload : public ::testing::Test {
     for (int L = 0; L < kLayers; ++L) {
       data.emplace_back(size_t(kD));
       for (int64_t i = 0; i < kD; ++i) data.back()[size_t(i)] = wval(stamp, L, i);
-      wharf_tensor_view wv{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &wshape, nullptr};
+      wharf_tensor_view wv{
+          sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &wshape, nullptr};
       ASSERT_OK(wharf_constant_map_set(m, wname(L).c_str(), &wv));
       data.emplace_back(size_t(kB));
       for (int64_t i = 0; i < kB; ++i) data.back()[size_t(i)] = bval(stamp, L, i);
-      wharf_tensor_view bv{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &bshape, nullptr};
+      wharf_tensor_view bv{
+          sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &bshape, nullptr};
       ASSERT_OK(wharf_constant_map_set(m, bname(L).c_str(), &bv));
     }
     St st(wharf_container_update(c, m, nullptr));
@@ -156,7 +158,8 @@ class GpuOffload : public ::testing::Test {
       }
       ASSERT_EQ(v[0].device_type, WHARF_DEVICE_CUDA) << "layer " << L;
       if (spin_ns) ASSERT_CUDA(wharf_test::launch_spin(s, spin_ns));
-      layer_kernel<<<256, 256, 0, s>>>(h, static_cast<const float*>(v[0].data), static_cast<const float*>(v[1].data), kD);
+      layer_kernel<<<256, 256, 0, s>>>(h, static_cast<const float*>(v[0].data), static_cast<const float*>(v[1].data),
+                                       kD);
       ASSERT_CUDA(cudaGetLastError());
       if (with_offload) ASSERT_OK(wharf_run_mark_offload_issued(run, off, L));
     }

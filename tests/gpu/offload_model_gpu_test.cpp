@@ -48,10 +48,10 @@ std::string data_dir(const char* env, const std::string& name) {
 constexpr int kLayers = 6, kBatch = 4, kDim = 64, kSteps = 6, kUpdateAfter = 3, kUpdatedLayer = 3;
 constexpr size_t kStepElems = size_t(kBatch) * kDim;
 
-#define SKIP_IF_UNLOADABLE(st)                                                                                     \
-  do {                                                                                                             \
-    if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                                          \
-      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << (st).message();       \
+#define SKIP_IF_UNLOADABLE(st)                                                                              \
+  do {                                                                                                      \
+    if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                                    \
+      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << (st).message(); \
   } while (0)
 
 class OffloadModelGpu : public ::testing::Test {
@@ -293,7 +293,15 @@ TEST_F(OffloadModelGpu, CApiLoadsAnOffloadedModel) {
   wharf_run* run = nullptr;
   ASSERT_EQ(wharf_run_begin(c, s, nullptr, &run), nullptr);
   int64_t shape[2] = {kBatch, kDim};
-  wharf_tensor_view in{sizeof(wharf_tensor_view), 0, const_cast<float*>(ref("x", 0)), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr};
+  wharf_tensor_view in{sizeof(wharf_tensor_view),
+                       0,
+                       const_cast<float*>(ref("x", 0)),
+                       WHARF_DTYPE_F32,
+                       WHARF_DEVICE_CPU,
+                       0,
+                       2,
+                       shape,
+                       nullptr};
   wharf_tensor_view outv;
   std::memset(&outv, 0, sizeof outv);
   outv.struct_size = sizeof outv;

@@ -395,7 +395,8 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
         v.struct_size = sizeof v;
         uint32_t head = 0;
         int version = -1;
-        if (wharf_status* st = wharf_run_get_tensor(run, kNames[0], &v)) wharf_status_free(st);
+        if (wharf_status* st = wharf_run_get_tensor(run, kNames[0], &v))
+          wharf_status_free(st);
         else if (cudaMemcpyAsync(&head, v.data, sizeof head, cudaMemcpyDeviceToHost, g.streams[i]) == cudaSuccess &&
                  cudaStreamSynchronize(g.streams[i]) == cudaSuccess)
           for (int k = 0; k <= kRounds; ++k)
@@ -406,9 +407,11 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
             wharf_tensor_view t;
             std::memset(&t, 0, sizeof t);
             t.struct_size = sizeof t;
-            if (wharf_status* st = wharf_run_get_tensor(run, kNames[c], &t)) wharf_status_free(st);
-            else launch_check(g.streams[i], static_cast<const uint32_t*>(t.data), uint64_t(kCounts[c]),
-                              seed_of(version) + uint32_t(c), g.bad[i]);
+            if (wharf_status* st = wharf_run_get_tensor(run, kNames[c], &t))
+              wharf_status_free(st);
+            else
+              launch_check(g.streams[i], static_cast<const uint32_t*>(t.data), uint64_t(kCounts[c]),
+                           seed_of(version) + uint32_t(c), g.bad[i]);
           }
           if (cudaMemcpyAsync(&bad, g.bad[i], sizeof bad, cudaMemcpyDeviceToHost, g.streams[i]) != cudaSuccess ||
               cudaStreamSynchronize(g.streams[i]) != cudaSuccess)
@@ -418,8 +421,10 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
           wharf_status_free(st);
           errors++;
         }
-        if (version < 0 || bad != 0) mixes++;
-        else if (version < floor) stale++;
+        if (version < 0 || bad != 0)
+          mixes++;
+        else if (version < floor)
+          stale++;
         runs++;
       }
     });
@@ -470,7 +475,8 @@ TEST_F(ReplicaGpu, WithoutNcclTwoGpusAreUnsupportedAndOneGpuWorks) {
     Gpus g;
     St st(g.create());
     if (g.n >= 2) {
-      const bool ok = st.code() == WHARF_UNSUPPORTED && st.msg().find("/nonexistent/libnccl.so.2") != std::string::npos &&
+      const bool ok = st.code() == WHARF_UNSUPPORTED &&
+                      st.msg().find("/nonexistent/libnccl.so.2") != std::string::npos &&
                       st.msg().find("No such file") != std::string::npos;
       if (!ok) std::fprintf(stderr, "unexpected: %s\n", st.msg().c_str());
       return ok ? 0 : 1;

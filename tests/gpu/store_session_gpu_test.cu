@@ -92,7 +92,8 @@ struct Weights {
     map = nullptr;
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &shapes[i], nullptr};
+      wharf_tensor_view v{
+          sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &shapes[i], nullptr};
       St st(wharf_constant_map_set(map, names[i].c_str(), &v));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     }
@@ -433,7 +434,8 @@ class StoreSessionSessionGpu : public StoreSessionBase {
     if (IsSkipped() || HasFatalFailure()) return;
     h_init.resize(kHElems);
     for (int64_t i = 0; i < kHElems; ++i) h_init[size_t(i)] = pattern(kHInitSeed, uint64_t(i));
-    h_view = wharf_tensor_view{sizeof(wharf_tensor_view), 0, h_init.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &h_shape, nullptr};
+    h_view = wharf_tensor_view{
+        sizeof(wharf_tensor_view), 0, h_init.data(), WHARF_DTYPE_I32, WHARF_DEVICE_CPU, 0, 1, &h_shape, nullptr};
     // prefill: "kv" (zeros) and "h" (initial value); decode: "kv". Both share the weight "w".
     wharf_state_decl ps[2] = {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_I32, 1, &kv_shape, nullptr},
                               {sizeof(wharf_state_decl), "h", WHARF_DTYPE_I32, 1, &h_shape, &h_view}};
@@ -631,8 +633,7 @@ TEST_F(StoreSessionSessionGpu, FreeingASessionWhileItsKernelRunsIsSafe) {
   const uint64_t after_free = mem(WHARF_MEM_STATE);
   const cudaError_t q = cudaStreamQuery(s);
   EXPECT_EQ(after_free, templates) << "WHARF_MEM_STATE did not drop at free";
-  if (after_free == templates)
-    EXPECT_EQ(q, cudaSuccess) << "the state was released before the run's kernel finished";
+  if (after_free == templates) EXPECT_EQ(q, cudaSuccess) << "the state was released before the run's kernel finished";
   ASSERT_CUDA(cudaStreamSynchronize(s));
   EXPECT_EQ(mem(WHARF_MEM_STATE), templates);
 

@@ -237,8 +237,7 @@ TEST(AbiTensorView, SizeMustBeSetPrefixesAreReadAndNewerFieldsRefused) {
   v.struct_size = 0;
   St zero(wharf_constant_map_set(map, "zero", &v));
   EXPECT_EQ(zero.code(), WHARF_INVALID_ARGUMENT);
-  EXPECT_TRUE(zero.has("constant 'zero'") && zero.has("struct_size 0") && zero.has("wharf_tensor_view"))
-      << zero.msg();
+  EXPECT_TRUE(zero.has("constant 'zero'") && zero.has("struct_size 0") && zero.has("wharf_tensor_view")) << zero.msg();
   // A prefix that stops before byte_offset: byte_offset takes its default (0), whatever
   // sits there.
   v.struct_size = offsetof(wharf_tensor_view, byte_offset);
@@ -274,8 +273,7 @@ TEST(AbiTensorView, SizeMustBeSetPrefixesAreReadAndNewerFieldsRefused) {
   newer.future = 1;
   St nz(wharf_constant_map_set(map, "newer", &newer.v));
   EXPECT_EQ(nz.code(), WHARF_UNSUPPORTED);
-  EXPECT_TRUE(nz.has("wharf_tensor_view") && nz.has("byte " + std::to_string(sizeof(wharf_tensor_view))))
-      << nz.msg();
+  EXPECT_TRUE(nz.has("wharf_tensor_view") && nz.has("byte " + std::to_string(sizeof(wharf_tensor_view)))) << nz.msg();
   newer.future = 0;
   ASSERT_OK(wharf_constant_map_set(map, "newer", &newer.v));
   EXPECT_EQ(wharf_constant_map_num_entries(map), 4u);
@@ -392,8 +390,9 @@ TEST(AbiDeclArrays, ElementSizeComesFromTheFirstElementAndMustAgree) {
   wharf_runtime* rt = host_runtime();
   int64_t shape[1] = {4};
   // Positional declarations, struct_size first.
-  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0},
-                                  {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0}};
+  wharf_constant_decl decls[2] = {
+      {sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "b", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = decls;

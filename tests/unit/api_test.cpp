@@ -27,8 +27,8 @@ TEST(CApi, StatusBasics) {
 
 TEST(CApi, Versions) {
   EXPECT_EQ(wharf_abi_version(), uint32_t(WHARF_ABI_VERSION));
-  std::string v = std::to_string(WHARF_VERSION_MAJOR) + "." + std::to_string(WHARF_VERSION_MINOR) +
-                  "." + std::to_string(WHARF_VERSION_PATCH);
+  std::string v = std::to_string(WHARF_VERSION_MAJOR) + "." + std::to_string(WHARF_VERSION_MINOR) + "." +
+                  std::to_string(WHARF_VERSION_PATCH);
   EXPECT_EQ(v, wharf_version());
 }
 
@@ -103,8 +103,10 @@ TEST(CApi, ConstantMapSetFindEntry) {
   ASSERT_EQ(wharf_status_code(wharf_constant_map_create(&map)), WHARF_OK);
   std::vector<float> a(6, 1.0f), b(4, 2.0f);
   int64_t shape_a[2] = {2, 3}, shape_b[1] = {4}, strides_a[2] = {1, 2};
-  wharf_tensor_view va{sizeof(wharf_tensor_view), 0, a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape_a, strides_a};
-  wharf_tensor_view vb{sizeof(wharf_tensor_view), 0, b.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape_b, nullptr};
+  wharf_tensor_view va{
+      sizeof(wharf_tensor_view), 0, a.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape_a, strides_a};
+  wharf_tensor_view vb{
+      sizeof(wharf_tensor_view), 0, b.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape_b, nullptr};
   ASSERT_EQ(wharf_status_code(wharf_constant_map_set(map, "layers.0.w", &va)), WHARF_OK);
   ASSERT_EQ(wharf_status_code(wharf_constant_map_set(map, "layers.0.b", &vb)), WHARF_OK);
   // The map copied shape and strides: changing the caller's arrays changes nothing.
@@ -141,12 +143,30 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
     wharf_code code;
     const char* needle;
   } cases[] = {
-      {"nulldata", {sizeof(wharf_tensor_view), 0, nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "null data"},
-      {"baddtype", {sizeof(wharf_tensor_view), 0, x, static_cast<wharf_dtype>(42), WHARF_DEVICE_CPU, 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "dtype"},
-      {"baddev", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, static_cast<wharf_device_type>(5), 0, 2, shape, nullptr}, WHARF_INVALID_ARGUMENT, "device type"},
-      {"rank", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 9, shape, nullptr}, WHARF_INVALID_ARGUMENT, "ndim"},
-      {"noshape", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, nullptr, nullptr}, WHARF_INVALID_ARGUMENT, "shape"},
-      {"negdim", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr}, WHARF_INVALID_ARGUMENT, "negative"},
+      {"nulldata",
+       {sizeof(wharf_tensor_view), 0, nullptr, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, shape, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "null data"},
+      {"baddtype",
+       {sizeof(wharf_tensor_view), 0, x, static_cast<wharf_dtype>(42), WHARF_DEVICE_CPU, 0, 2, shape, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "dtype"},
+      {"baddev",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, static_cast<wharf_device_type>(5), 0, 2, shape, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "device type"},
+      {"rank",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 9, shape, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "ndim"},
+      {"noshape",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, nullptr, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "shape"},
+      {"negdim",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, neg, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "negative"},
   };
   for (const auto& c : cases) {
     St st(wharf_constant_map_set(map, c.name, &c.v));

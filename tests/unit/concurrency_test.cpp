@@ -564,7 +564,8 @@ TEST_P(Concurrency, ReentrantCallsFromFoldsFailInsteadOfHanging) {
   Map s3({{"s", 3}});
   o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
   o.fold = in_place_fold_begins_a_run;
-  finishes_within(5s, "in-place update whose fold begins a run", [&] { EXPECT_OK(wharf_container_update(c, s3.map, &o)); });
+  finishes_within(5s, "in-place update whose fold begins a run",
+                  [&] { EXPECT_OK(wharf_container_update(c, s3.map, &o)); });
   EXPECT_EQ(r.begin_code, WHARF_OK);
   EXPECT_EQ(r.seen, 2.0f);  // the run begun inside the fold sees the weights before the update
   EXPECT_EQ(now(c, {"s", "d"}), (std::vector<float>{3, 30}));
@@ -862,7 +863,9 @@ TEST_P(Concurrency, EveryRunSeesOneWholeGenerationUnderStress) {
       Map m({{"A", float(i)}, {"B", float(i)}});
       wharf::Status st;
       switch (i % 4) {
-        case 0: st = update_in_place_waiting(c, m, 5); break;
+        case 0:
+          st = update_in_place_waiting(c, m, 5);
+          break;
         default: {
           wharf_update_options o;
           wharf_update_options_init(&o);

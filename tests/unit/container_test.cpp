@@ -52,8 +52,15 @@ struct Weights {
     wharf_constant_map_free(map);
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0,
-                          int32_t(shapes[i].size()), shapes[i].data(), nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view),
+                          0,
+                          data[i].data(),
+                          WHARF_DTYPE_F32,
+                          WHARF_DEVICE_CPU,
+                          0,
+                          int32_t(shapes[i].size()),
+                          shapes[i].data(),
+                          nullptr};
       St st(wharf_constant_map_set(map, names[i].c_str(), &v));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     }
@@ -203,11 +210,26 @@ TEST_F(Fixture, ValidationChangesNothing) {
     wharf_code code;
     const char* needle;
   } cases[] = {
-      {"layers.9.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_NOT_FOUND, "not declared"},
-      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "dtype F32 expected, got F16"},
-      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, bad, nullptr}, WHARF_INVALID_ARGUMENT, "shape [32, 32] expected, got [32, 16]"},
-      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, strides}, WHARF_INVALID_ARGUMENT, "non-contiguous"},
-      {"layers.0.w", {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 2, good, nullptr}, WHARF_INVALID_ARGUMENT, "host backend"},
+      {"layers.9.w",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, nullptr},
+       WHARF_NOT_FOUND,
+       "not declared"},
+      {"layers.0.w",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 2, good, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "dtype F32 expected, got F16"},
+      {"layers.0.w",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, bad, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "shape [32, 32] expected, got [32, 16]"},
+      {"layers.0.w",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, good, strides},
+       WHARF_INVALID_ARGUMENT,
+       "non-contiguous"},
+      {"layers.0.w",
+       {sizeof(wharf_tensor_view), 0, x, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 0, 2, good, nullptr},
+       WHARF_INVALID_ARGUMENT,
+       "host backend"},
   };
   uint64_t bytes = constants_bytes(rt);
   for (const auto& cs : cases) {
@@ -289,7 +311,8 @@ TEST(Container, BadDeclarationsAreRefused) {
   int64_t s[1] = {4}, neg[1] = {-4};
   wharf_constant_decl dup[2] = {{sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0},
                                 {sizeof(wharf_constant_decl), "a", WHARF_DTYPE_F32, 1, s, WHARF_PLACEMENT_DEVICE, 0}};
-  wharf_constant_decl negd[1] = {{sizeof(wharf_constant_decl), "n", WHARF_DTYPE_F32, 1, neg, WHARF_PLACEMENT_DEVICE, 0}};
+  wharf_constant_decl negd[1] = {
+      {sizeof(wharf_constant_decl), "n", WHARF_DTYPE_F32, 1, neg, WHARF_PLACEMENT_DEVICE, 0}};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = dup;
@@ -378,7 +401,11 @@ TEST_F(Fixture, RunKeepsItsGenerationAcrossSwaps) {
 TEST_F(Fixture, StorageOutlivesRunUntilTheDeviceIsDone) {
   // Block the runtime's stream: the run's end event cannot complete until released.
   std::atomic<bool> release{false};
-  ASSERT_TRUE(rt->rt->stream().enqueue_host([&] { while (!release) std::this_thread::yield(); }).ok());
+  ASSERT_TRUE(rt->rt->stream()
+                  .enqueue_host([&] {
+                    while (!release) std::this_thread::yield();
+                  })
+                  .ok());
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   ASSERT_OK(wharf_run_end(run));
@@ -411,11 +438,11 @@ TEST_F(Fixture, InPlaceUpdateUsesNoExtraMemoryAndWaitsForRuns) {
     done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  EXPECT_FALSE(done.load());                          // waits for the open run
-  EXPECT_EQ(read_first(open, "layers.0.w"), 1.0f);   // which still sees old data
+  EXPECT_FALSE(done.load());                        // waits for the open run
+  EXPECT_EQ(read_first(open, "layers.0.w"), 1.0f);  // which still sees old data
   ASSERT_OK(wharf_run_end(open));
   t.join();
-  EXPECT_EQ(constants_bytes(rt, true), before);       // no extra memory at any point
+  EXPECT_EQ(constants_bytes(rt, true), before);  // no extra memory at any point
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   EXPECT_EQ(read_first(run, "layers.0.w"), 8.0f);
@@ -449,8 +476,9 @@ wharf_status* failing_fold(wharf_run*, void*) {
 TEST(Container, FoldComputesDerivedConstants) {
   wharf_runtime* rt = host_runtime();
   int64_t sw[2] = {2, 3}, swt[2] = {3, 2};
-  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 2, sw, WHARF_PLACEMENT_DEVICE, 0},
-                                  {sizeof(wharf_constant_decl), "wt", WHARF_DTYPE_F32, 2, swt, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl decls[2] = {
+      {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 2, sw, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "wt", WHARF_DTYPE_F32, 2, swt, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.constants = decls;
@@ -672,14 +700,15 @@ TEST_F(Fixture, UserManagedConstantReleasedOnceWhenUnreferenced) {
   EXPECT_EQ(address_of(run, "norm"), mine.data());  // bound, not copied
   ASSERT_OK(wharf_run_end(run));
   Weights w;
-  update_swap({"norm"}, 1.0f, &w);          // replaces it in the new active generation
-  EXPECT_EQ(log.calls.load(), 0);           // the inactive generation still holds it
+  update_swap({"norm"}, 1.0f, &w);  // replaces it in the new active generation
+  EXPECT_EQ(log.calls.load(), 0);   // the inactive generation still holds it
   ASSERT_OK(wharf_runtime_synchronize(rt));
   ASSERT_OK(wharf_container_free_inactive(c));
   EXPECT_EQ(log.calls.load(), 1);
   EXPECT_EQ(log.last, mine.data());
   int64_t bad[1] = {31};
-  wharf_tensor_view vb{sizeof(wharf_tensor_view), 0, mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, bad, nullptr};
+  wharf_tensor_view vb{
+      sizeof(wharf_tensor_view), 0, mine.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, bad, nullptr};
   St st(wharf_container_bind_user_constant(c, "norm", &vb, on_release, &log));
   EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(log.calls.load(), 1);  // not called on error
@@ -699,8 +728,10 @@ TEST_F(Fixture, MixedSourceKindsInOneMap) {
   w.add("embed", {64, 32}, 2.0f);
   wharf_constant_map* m = w.build();
   int64_t s[2] = {32, 32};
-  wharf_tensor_view vp{sizeof(wharf_tensor_view), 0, pinned.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
-  wharf_tensor_view vd{sizeof(wharf_tensor_view), 0, device.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
+  wharf_tensor_view vp{
+      sizeof(wharf_tensor_view), 0, pinned.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
+  wharf_tensor_view vd{
+      sizeof(wharf_tensor_view), 0, device.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 2, s, nullptr};
   ASSERT_OK(wharf_constant_map_set(m, "layers.0.w", &vp));
   ASSERT_OK(wharf_constant_map_set(m, "layers.1.w", &vd));
   ASSERT_OK(wharf_container_update(c, m, nullptr));
@@ -768,8 +799,10 @@ TEST_F(Fixture, ConcurrentUpdatesAreNeverInterleaved) {
     std::atomic<int> ok{0}, busy{0};
     auto updater = [&](wharf_constant_map* m) {
       St st(wharf_container_update(c, m, nullptr));
-      if (st.code() == WHARF_OK) ++ok;
-      else if (st.code() == WHARF_BUSY) ++busy;
+      if (st.code() == WHARF_OK)
+        ++ok;
+      else if (st.code() == WHARF_BUSY)
+        ++busy;
     };
     std::thread t1(updater, a.map), t2(updater, b.map);
     t1.join();

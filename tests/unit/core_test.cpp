@@ -26,11 +26,15 @@ TEST(Status, OkAndContext) {
 }
 
 TEST(DType, SizesAndNames) {
-  const struct { DType d; size_t size; const char* name; } cases[] = {
-      {DType::kF32, 4, "F32"},     {DType::kF16, 2, "F16"},        {DType::kBF16, 2, "BF16"},
-      {DType::kF64, 8, "F64"},     {DType::kF8E4M3, 1, "F8_E4M3"}, {DType::kF8E5M2, 1, "F8_E5M2"},
-      {DType::kI8, 1, "I8"},       {DType::kU8, 1, "U8"},          {DType::kI16, 2, "I16"},
-      {DType::kI32, 4, "I32"},     {DType::kI64, 8, "I64"},        {DType::kBool, 1, "BOOL"},
+  const struct {
+    DType d;
+    size_t size;
+    const char* name;
+  } cases[] = {
+      {DType::kF32, 4, "F32"}, {DType::kF16, 2, "F16"},        {DType::kBF16, 2, "BF16"},
+      {DType::kF64, 8, "F64"}, {DType::kF8E4M3, 1, "F8_E4M3"}, {DType::kF8E5M2, 1, "F8_E5M2"},
+      {DType::kI8, 1, "I8"},   {DType::kU8, 1, "U8"},          {DType::kI16, 2, "I16"},
+      {DType::kI32, 4, "I32"}, {DType::kI64, 8, "I64"},        {DType::kBool, 1, "BOOL"},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(dtype_size(c.d), c.size) << c.name;
@@ -81,7 +85,6 @@ TEST(TensorMeta, ValidateAndSizes) {
   bad_strides.strides = {1};
   EXPECT_EQ(bad_strides.validate("b").code(), Code::kInvalidArgument);
 }
-
 
 // Shapes with a zero dimension address no element, so any dimension may be huge (the validator
 // checks only the byte size, 0). The contiguous strides are still defined, without signed
@@ -143,18 +146,31 @@ TEST(Text, QuoteNameEscapesJsonStyle) {
   EXPECT_EQ(quote_name(std::string("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80")),
             "'caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80'");
   // C1 controls (U+009B is CSI to some terminals), separators and bidi controls are escaped.
-  EXPECT_EQ(quote_name(std::string("\xC2\x9B" "31m\xC2\x85")), "'\\u009b31m\\u0085'");
-  EXPECT_EQ(quote_name(std::string("a\xE2\x80\xA8" "b\xE2\x80\xAE" "c\xE2\x81\xA6" "d\xE2\x80\x8F")),
+  EXPECT_EQ(quote_name(std::string("\xC2\x9B"
+                                   "31m\xC2\x85")),
+            "'\\u009b31m\\u0085'");
+  EXPECT_EQ(quote_name(std::string("a\xE2\x80\xA8"
+                                   "b\xE2\x80\xAE"
+                                   "c\xE2\x81\xA6"
+                                   "d\xE2\x80\x8F")),
             "'a\\u2028b\\u202ec\\u2066d\\u200f'");
   // Bytes that are not UTF-8 are shown as \xNN, one by one.
-  EXPECT_EQ(quote_name(std::string("a\xC0\xAF" "b")), "'a\\xc0\\xafb'");
+  EXPECT_EQ(quote_name(std::string("a\xC0\xAF"
+                                   "b")),
+            "'a\\xc0\\xafb'");
   EXPECT_EQ(quote_name(std::string("\xED\xA0\x80")), "'\\xed\\xa0\\x80'");
   EXPECT_EQ(quote_name(std::string("x\xE2\x82")), "'x\\xe2\\x82'");
   EXPECT_EQ(quote_name(std::string("\xFF")), "'\\xff'");
   // Long names are cut at a character boundary and marked.
   EXPECT_EQ(quote_name(std::string(300, 'x')), "'" + std::string(kMaxQuotedNameBytes, 'x') + "'... (300 bytes)");
-  EXPECT_EQ(quote_name("ab\xC3\xA9" "cd", 3), "'ab'... (6 bytes)");
-  EXPECT_EQ(quote_name("ab\xC3\xA9" "cd", 4), "'ab\xC3\xA9'... (6 bytes)");
+  EXPECT_EQ(quote_name("ab\xC3\xA9"
+                       "cd",
+                       3),
+            "'ab'... (6 bytes)");
+  EXPECT_EQ(quote_name("ab\xC3\xA9"
+                       "cd",
+                       4),
+            "'ab\xC3\xA9'... (6 bytes)");
   EXPECT_EQ(quote_name("abc", 3), "'abc'");
   EXPECT_EQ(quote_path("/tmp/" + std::string(1000, 'p')), "'/tmp/" + std::string(1000, 'p') + "'");
 
@@ -176,25 +192,27 @@ TEST(Text, ValidUtf8IsStrict) {
   EXPECT_TRUE(valid_utf8("\xC2\x80\xDF\xBF\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF"));
   EXPECT_TRUE(valid_utf8("\xF0\x90\x80\x80\xF4\x8F\xBF\xBF"));  // U+10000, U+10FFFF
   const char* bad[] = {
-      "\xC0\xAF",          // overlong '/'
-      "\xC1\xBF",          // overlong
-      "\xE0\x80\xAF",      // overlong 3-byte
-      "\xE0\x9F\xBF",      // overlong below U+0800
-      "\xF0\x80\x80\xAF",  // overlong 4-byte
-      "\xF0\x8F\xBF\xBF",  // overlong below U+10000
-      "\xED\xA0\x80",      // U+D800, high surrogate
-      "\xED\xBF\xBF",      // U+DFFF, low surrogate
+      "\xC0\xAF",                  // overlong '/'
+      "\xC1\xBF",                  // overlong
+      "\xE0\x80\xAF",              // overlong 3-byte
+      "\xE0\x9F\xBF",              // overlong below U+0800
+      "\xF0\x80\x80\xAF",          // overlong 4-byte
+      "\xF0\x8F\xBF\xBF",          // overlong below U+10000
+      "\xED\xA0\x80",              // U+D800, high surrogate
+      "\xED\xBF\xBF",              // U+DFFF, low surrogate
       "\xED\xA0\xBD\xED\xB8\x80",  // a surrogate pair spelled as two 3-byte forms (CESU-8)
-      "\xF4\x90\x80\x80",  // U+110000
-      "\xF5\x80\x80\x80",  // past U+10FFFF
-      "\xF8\x88\x80\x80\x80",  // 5-byte form
-      "\xFE", "\xFF",
-      "\x80",              // lone continuation byte
+      "\xF4\x90\x80\x80",          // U+110000
+      "\xF5\x80\x80\x80",          // past U+10FFFF
+      "\xF8\x88\x80\x80\x80",      // 5-byte form
+      "\xFE",
+      "\xFF",
+      "\x80",  // lone continuation byte
       "a\xBF",
-      "\xC2",              // truncated 2-byte
-      "\xE2\x82",          // truncated 3-byte
-      "\xF0\x9F\x98",      // truncated 4-byte
-      "\xE2\x82" "a",      // continuation missing mid-string
+      "\xC2",          // truncated 2-byte
+      "\xE2\x82",      // truncated 3-byte
+      "\xF0\x9F\x98",  // truncated 4-byte
+      "\xE2\x82"
+      "a",  // continuation missing mid-string
       "\xC2\xC2\x80",
   };
   for (const char* b : bad) EXPECT_FALSE(valid_utf8(b)) << quote_name(std::string(b));
@@ -219,7 +237,10 @@ TEST(Text, CheckFqn) {
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_EQ(st.message(), "state 'kv\\u0000cache': name contains a NUL byte (byte 2)");
 
-  struct Case { std::string name, shown; size_t at; };
+  struct Case {
+    std::string name, shown;
+    size_t at;
+  };
   const Case cases[] = {
       {"a\xC0\xAF", "'a\\xc0\\xaf'", 1},
       {"\xED\xA0\x80", "'\\xed\\xa0\\x80'", 0},
@@ -230,8 +251,8 @@ TEST(Text, CheckFqn) {
   for (const Case& c : cases) {
     st = check_fqn("container 'm': constant", c.name);
     EXPECT_EQ(st.code(), Code::kInvalidArgument);
-    EXPECT_EQ(st.message(), "container 'm': constant " + c.shown + ": name is not valid UTF-8 (byte " +
-                                std::to_string(c.at) + ")");
+    EXPECT_EQ(st.message(),
+              "container 'm': constant " + c.shown + ": name is not valid UTF-8 (byte " + std::to_string(c.at) + ")");
   }
 }
 

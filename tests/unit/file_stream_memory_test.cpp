@@ -47,7 +47,8 @@ void write_file(const std::string& path, float base) {
   for (int k = 0; k < kTensors; ++k) {
     if (k) h += ",";
     h += "\"t" + std::to_string(k) + "\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(kFloats) +
-         "],\"data_offsets\":[" + std::to_string(uint64_t(k) * kBytes) + "," + std::to_string(uint64_t(k + 1) * kBytes) + "]}";
+         "],\"data_offsets\":[" + std::to_string(uint64_t(k) * kBytes) + "," +
+         std::to_string(uint64_t(k + 1) * kBytes) + "]}";
   }
   h += "}";
   h.resize((h.size() + 7) / 8 * 8, ' ');
@@ -89,7 +90,8 @@ int child(const std::string& first, const std::string& second) {
   for (int k = 0; k < kTensors; ++k) names.push_back("t" + std::to_string(k));
   std::vector<wharf_constant_decl> decls(kTensors);
   for (int k = 0; k < kTensors; ++k)
-    decls[size_t(k)] = {sizeof(wharf_constant_decl), names[size_t(k)].c_str(), WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0};
+    decls[size_t(k)] = {
+        sizeof(wharf_constant_decl), names[size_t(k)].c_str(), WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0};
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.constants = decls.data();

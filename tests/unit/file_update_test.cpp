@@ -128,7 +128,9 @@ class FileUpdate : public wharf_test::BackendTest {
     for (int i = 0; i < 6; ++i) b[i] = uint16_t(0x3f80 + seed * 8 + i);
     std::string q = {char(0x10 + seed), char(0x32 + seed), char(0x54 + seed), char(0x76 + seed)};
     // In the reference's order: F32, BF16, U16, F4.
-    return {{"a", "F32", "[4]", bytes_of(a)}, {"b", "BF16", "[2,3]", bytes_of(b)}, {"u", "U16", "[3]", bytes_of(u)},
+    return {{"a", "F32", "[4]", bytes_of(a)},
+            {"b", "BF16", "[2,3]", bytes_of(b)},
+            {"u", "U16", "[3]", bytes_of(u)},
             {"q", "F4", "[2,4]", q}};
   }
 
@@ -238,7 +240,12 @@ TEST_P(FileUpdate, CorruptOrMismatchingFilesChangeNothing) {
   const uint64_t gen = wharf_container_generation(c), bytes = constant_bytes();
   const std::string good = st_file(model(2));
 
-  struct Case { const char* label; std::string bytes; wharf_code code; std::string fragment; };
+  struct Case {
+    const char* label;
+    std::string bytes;
+    wharf_code code;
+    std::string fragment;
+  };
   std::vector<T> wrong_shape = model(2);
   wrong_shape[0].shape = "[2,2]";
   std::vector<T> unknown = model(2);
@@ -275,8 +282,8 @@ TEST_P(FileUpdate, CorruptOrMismatchingFilesChangeNothing) {
   wharf_update_options o;
   wharf_update_options_init(&o);
   o.target = static_cast<wharf_update_target>(7);
-  EXPECT_FAILS(wharf_container_update_from_file(c, (dir_ + "/absent.safetensors").c_str(), &o),
-               WHARF_INVALID_ARGUMENT, "target");
+  EXPECT_FAILS(wharf_container_update_from_file(c, (dir_ + "/absent.safetensors").c_str(), &o), WHARF_INVALID_ARGUMENT,
+               "target");
   expect_unchanged(c, model(1), gen, bytes);
 }
 
@@ -308,11 +315,11 @@ TEST_P(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
   write("model-00001-of-00002.safetensors", st_file({v[0], v[3]}));
   subdir("sub");
   write("sub/model-00002-of-00002.safetensors", st_file({v[1], v[2]}, R"({"format":"pt"})"));
-  const std::string idx = write("model.safetensors.index.json",
-                                index_json({{"b", "sub/model-00002-of-00002.safetensors"},
-                                            {"a", "model-00001-of-00002.safetensors"},
-                                            {"u", "sub/model-00002-of-00002.safetensors"},
-                                            {"q", "model-00001-of-00002.safetensors"}}));
+  const std::string idx =
+      write("model.safetensors.index.json", index_json({{"b", "sub/model-00002-of-00002.safetensors"},
+                                                        {"a", "model-00001-of-00002.safetensors"},
+                                                        {"u", "sub/model-00002-of-00002.safetensors"},
+                                                        {"q", "model-00001-of-00002.safetensors"}}));
 
   // As one map: the index's order and metadata (strings, numbers as text; nested values left out).
   wharf_constant_map* map = nullptr;
@@ -361,9 +368,9 @@ TEST_P(FileUpdate, ACorruptShardChangesNothing) {
   write("s1.safetensors", st_file({v[0], v[1]}));
   const std::string s2 = st_file({v[2], v[3]});
   write("s2.safetensors", s2 + "x");  // one trailing byte: corrupt
-  const std::string idx =
-      write("m.safetensors.index.json", index_json({{"a", "s1.safetensors"}, {"b", "s1.safetensors"},
-                                                    {"u", "s2.safetensors"}, {"q", "s2.safetensors"}}));
+  const std::string idx = write(
+      "m.safetensors.index.json",
+      index_json({{"a", "s1.safetensors"}, {"b", "s1.safetensors"}, {"u", "s2.safetensors"}, {"q", "s2.safetensors"}}));
   EXPECT_FAILS(wharf_container_update_from_file(c, idx.c_str(), nullptr), WHARF_DATA_CORRUPT,
                "shard 's2.safetensors': safetensors file '" + dir_ + "/s2.safetensors': tensor 'q'");
   expect_unchanged(c, model(1), gen, bytes);
@@ -381,7 +388,12 @@ TEST_P(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
   write("s2.safetensors", st_file({v[2], v[3]}));
   const std::vector<std::pair<std::string, std::string>> ok = {
       {"a", "s1.safetensors"}, {"b", "s1.safetensors"}, {"u", "s2.safetensors"}, {"q", "s2.safetensors"}};
-  struct Case { const char* label; std::string json; wharf_code code; std::string fragment; };
+  struct Case {
+    const char* label;
+    std::string json;
+    wharf_code code;
+    std::string fragment;
+  };
   auto with = [&](size_t i, std::string shard) {
     auto m = ok;
     m[i].second = std::move(shard);
@@ -399,8 +411,12 @@ TEST_P(FileUpdate, IndexMustAgreeWithItsShardsAndStayInItsDirectory) {
       {"absolute path", with(0, dir_ + "/s1.safetensors"), WHARF_DATA_CORRUPT, "is an absolute path"},
       {"empty shard name", with(0, ""), WHARF_DATA_CORRUPT, "is empty, expected a file name"},
       {"a missing shard", with(0, "s9.safetensors"), WHARF_NOT_FOUND, "s9.safetensors"},
-      {"a tensor not in its shard", index_json({{"a", "s1.safetensors"}, {"b", "s1.safetensors"}, {"u", "s2.safetensors"},
-                                                {"q", "s2.safetensors"}, {"zz", "s2.safetensors"}}),
+      {"a tensor not in its shard",
+       index_json({{"a", "s1.safetensors"},
+                   {"b", "s1.safetensors"},
+                   {"u", "s2.safetensors"},
+                   {"q", "s2.safetensors"},
+                   {"zz", "s2.safetensors"}}),
        WHARF_DATA_CORRUPT, "tensor 'zz' is listed in shard 's2.safetensors', which does not hold it"},
       {"a tensor listed in the wrong shard", with(1, "s2.safetensors"), WHARF_DATA_CORRUPT,
        "tensor 'b' is listed in shard 's2.safetensors', which does not hold it"},
@@ -460,9 +476,9 @@ TEST_P(FileUpdate, StoreUpdateFromFileIsAllOrNothingAcrossMembers) {
   write("s1.safetensors", st_file({v[0], v[1]}));
   const std::string s2 = st_file({v[2], v[3]});
   write("s2.safetensors", s2.substr(0, s2.size() - 1));
-  const std::string idx = write("m.safetensors.index.json",
-                                index_json({{"a", "s1.safetensors"}, {"b", "s1.safetensors"}, {"u", "s2.safetensors"},
-                                            {"q", "s2.safetensors"}}));
+  const std::string idx = write(
+      "m.safetensors.index.json",
+      index_json({{"a", "s1.safetensors"}, {"b", "s1.safetensors"}, {"u", "s2.safetensors"}, {"q", "s2.safetensors"}}));
   EXPECT_FAILS(wharf_weight_store_update_from_file(store_, idx.c_str(), nullptr), WHARF_DATA_CORRUPT, "s2.safetensors");
   EXPECT_EQ(constant_bytes(), bytes);
   EXPECT_FAILS(wharf_weight_store_swap(store_), WHARF_FAILED_PRECONDITION, "");
@@ -510,15 +526,15 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
   wharf_update_options_init(&in_place);
   in_place.target = WHARF_TARGET_ACTIVE_IN_PLACE;
   // Into the inactive generation, and in place (checked before anything is overwritten).
-  for (const wharf_update_options* o : {static_cast<const wharf_update_options*>(nullptr),
-                                        static_cast<const wharf_update_options*>(&in_place)}) {
+  for (const wharf_update_options* o :
+       {static_cast<const wharf_update_options*>(nullptr), static_cast<const wharf_update_options*>(&in_place)}) {
     const std::string p = write("v2.safetensors", v2);
     TruncateAtCopy cut(p, off_t(v2.size() - 1));  // the last tensor loses a byte
     St st(wharf_container_update_from_file(c, p.c_str(), o));
     EXPECT_TRUE(cut.done());
     EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
-    for (const std::string& want : {std::string("updating from '") + p + "'", std::string("truncated"),
-                                    std::string("nothing was copied")})
+    for (const std::string& want :
+         {std::string("updating from '") + p + "'", std::string("truncated"), std::string("nothing was copied")})
       EXPECT_NE(st.msg().find(want), std::string::npos) << st.msg() << "\nexpected: " << want;
     expect_unchanged(c, model(1), gen, bytes);
   }
@@ -546,8 +562,9 @@ TEST_P(FileUpdate, AFileTruncatedAfterValidationIsAnIoErrorThatChangesNothing) {
   write("x1.safetensors", st_file({v[0], v[1]}));
   const std::string x2 = st_file({v[2], v[3]});
   const std::string x2_path = write("x2.safetensors", x2);
-  const std::string idx = write("x.safetensors.index.json", index_json({{"a", "x1.safetensors"}, {"b", "x1.safetensors"},
-                                                                         {"u", "x2.safetensors"}, {"q", "x2.safetensors"}}));
+  const std::string idx = write(
+      "x.safetensors.index.json",
+      index_json({{"a", "x1.safetensors"}, {"b", "x1.safetensors"}, {"u", "x2.safetensors"}, {"q", "x2.safetensors"}}));
   {
     TruncateAtCopy cut(x2_path, off_t(x2.size() - 2));
     St st(wharf_container_update_from_file(c, idx.c_str(), nullptr));
@@ -572,7 +589,8 @@ TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
   ASSERT_OK(wharf_runtime_create(&ro, &rt));
   constexpr int64_t kFloats = 512 << 10;
   static const int64_t shape[] = {kFloats};
-  const wharf_constant_decl d = {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, shape, WHARF_PLACEMENT_DEVICE, 0};
+  const wharf_constant_decl d = {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, shape,
+                                 WHARF_PLACEMENT_DEVICE,      0};
   wharf_container_options co;
   wharf_container_options_init(&co);
   co.constants = &d;
@@ -616,7 +634,8 @@ TEST_P(FileUpdate, AFileShrunkDuringTheCopyIsAnIoErrorThatStagesNothing) {
 // Sub-byte constants: the container refuses a declaration that is not whole bytes, naming it.
 TEST_P(FileUpdate, ContainersRefuseWhatTheyCannotPlace) {
   static const int64_t s3[] = {3};
-  const wharf_constant_decl d = {sizeof(wharf_constant_decl), "odd", WHARF_DTYPE_F6_E2M3, 1, s3, WHARF_PLACEMENT_DEVICE, 0};
+  const wharf_constant_decl d = {sizeof(wharf_constant_decl), "odd", WHARF_DTYPE_F6_E2M3, 1, s3,
+                                 WHARF_PLACEMENT_DEVICE,      0};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = &d;

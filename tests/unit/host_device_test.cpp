@@ -97,9 +97,9 @@ TEST(HostStream, RunsAsynchronouslyInOrder) {
   std::vector<int> order;
   // The first task blocks until the test releases it: enqueueing must not wait for it.
   ASSERT_TRUE(s->enqueue_host([&] {
-    while (!release) std::this_thread::yield();
-    order.push_back(1);
-  }).ok());
+                 while (!release) std::this_thread::yield();
+                 order.push_back(1);
+               }).ok());
   ASSERT_TRUE(s->enqueue_host([&] { order.push_back(2); }).ok());
   std::unique_ptr<Event> e;
   ASSERT_TRUE(dev->create_event(&e).ok());
@@ -125,7 +125,9 @@ TEST(HostStream, CopyMemsetAndWaitAcrossStreams) {
   std::memset(out.data(), 0, 1024);
   std::atomic<bool> release{false};
   // Stream A: wait for release, then fill the buffer. Stream B must not copy before that.
-  ASSERT_TRUE(a->enqueue_host([&] { while (!release) std::this_thread::yield(); }).ok());
+  ASSERT_TRUE(a->enqueue_host([&] {
+                 while (!release) std::this_thread::yield();
+               }).ok());
   ASSERT_TRUE(a->memset_async(buf.data(), 0x5a, 1024).ok());
   std::unique_ptr<Event> filled;
   ASSERT_TRUE(dev->create_event(&filled).ok());
@@ -156,7 +158,10 @@ TEST(HostStream, DeviceSynchronizeWaitsForAllStreams) {
   ASSERT_TRUE(dev->create_stream(&b).ok());
   std::atomic<int> n{0};
   for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE(a->enqueue_host([&] { std::this_thread::sleep_for(std::chrono::microseconds(100)); ++n; }).ok());
+    ASSERT_TRUE(a->enqueue_host([&] {
+                   std::this_thread::sleep_for(std::chrono::microseconds(100));
+                   ++n;
+                 }).ok());
     ASSERT_TRUE(b->enqueue_host([&] { ++n; }).ok());
   }
   ASSERT_TRUE(dev->synchronize().ok());
@@ -170,7 +175,10 @@ TEST(HostStream, DestructorDrainsQueuedWork) {
     std::unique_ptr<Stream> s;
     ASSERT_TRUE(dev->create_stream(&s).ok());
     for (int i = 0; i < 10; ++i)
-      ASSERT_TRUE(s->enqueue_host([&] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); ++n; }).ok());
+      ASSERT_TRUE(s->enqueue_host([&] {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                     ++n;
+                   }).ok());
   }
   EXPECT_EQ(n.load(), 10);
 }

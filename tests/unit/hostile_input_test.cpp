@@ -37,8 +37,8 @@ class HostileInputTest : public ::testing::Test {
   void SetUp() override {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "wharf_hostile_" + std::to_string(::getpid()) + "_" +
-           std::to_string(counter++) + "_" + info->name();
+    dir_ = ::testing::TempDir() + "wharf_hostile_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) +
+           "_" + info->name();
     ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_ << ": " << std::strerror(errno);
   }
   void TearDown() override {
@@ -201,8 +201,8 @@ TEST_F(HostileInputTest, WriterDoesNotBlockOnAFifoAtItsTemporaryName) {
 // reports itself contiguous (no signed overflow in the strides, which UBSan checks in the
 // sanitizer build), while [huge, huge, 0] overflows before the zero and is refused.
 TEST(HostileShapes, ZeroElementTensorsWithHugeDimensionsLoad) {
-  for (const std::string shape : {"[0,9223372036854775807,4]", "[4294967296,0,4294967296]",
-                                  "[9223372036854775807,0,9223372036854775807,2]"}) {
+  for (const std::string shape :
+       {"[0,9223372036854775807,4]", "[4294967296,0,4294967296]", "[9223372036854775807,0,9223372036854775807,2]"}) {
     SCOPED_TRACE(shape);
     const std::string bytes = image("{\"e\":{\"dtype\":\"F32\",\"shape\":" + shape + ",\"data_offsets\":[0,0]}}");
     std::unique_ptr<io::SafetensorsFile> f;
@@ -239,8 +239,7 @@ TEST(HostileShapes, ZeroElementTensorsWithHugeDimensionsLoad) {
 
 TEST_F(HostileInputTest, TensorNameWithEscapesIsQuotedInMessages) {
   // {"layers.0\n\u001b[31m":{"dtype":"X9",...}}: the JSON escapes decode to a newline and ESC.
-  const std::string header =
-      "{\"layers.0\\n\\u001b[31m\":{\"dtype\":\"X9\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  const std::string header = "{\"layers.0\\n\\u001b[31m\":{\"dtype\":\"X9\",\"shape\":[1],\"data_offsets\":[0,4]}}";
   const std::string bytes = image(header, std::string(4, '\0'));
   Status st = parse(bytes);
   EXPECT_EQ(st.code(), Code::kUnsupported);  // a dtype this library does not know
@@ -268,8 +267,8 @@ TEST_F(HostileInputTest, C1ControlsAndBidiOverridesInNamesAreEscaped) {
   // U+009B (CSI) and U+202E (right-to-left override) are valid UTF-8 and valid JSON.
   for (const std::string name : {"\\u009b31mred", "ok\\u202egnp.exe", "\\u0085next"}) {
     SCOPED_TRACE(name);
-    Status st = parse(image("{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}",
-                            std::string(4, '\0')));
+    Status st = parse(
+        image("{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", std::string(4, '\0')));
     EXPECT_EQ(st.code(), Code::kDataCorrupt);
     expect_clean_message(st.message());
     EXPECT_NE(st.message().find("'" + name + "'"), std::string::npos) << st.message();
@@ -284,8 +283,7 @@ TEST(HostileNames, ConstantMapQuotesNamesFromCallers) {
   Status st = map.set("w\n\x1b[31m", bad, x);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   expect_clean_message(st.message());
-  EXPECT_NE(st.message().find("constant 'w\\n\\u001b[31m': negative dimension"), std::string::npos)
-      << st.message();
+  EXPECT_NE(st.message().find("constant 'w\\n\\u001b[31m': negative dimension"), std::string::npos) << st.message();
 
   TensorMeta good;
   good.shape = {2};
@@ -332,7 +330,11 @@ TEST(HostileNames, CApiMessagesQuoteNamesFromCallers) {
 
 // NUL is valid in safetensors metadata but cannot cross the C API in a C string: UNSUPPORTED.
 TEST_F(HostileInputTest, NulInMetadataIsRefused) {
-  struct Case { const char* label; std::string header; std::string fragment; };
+  struct Case {
+    const char* label;
+    std::string header;
+    std::string fragment;
+  };
   const Case cases[] = {
       {"NUL in a key", R"({"__metadata__":{"format":"pt","ke\u0000y":"v"}})",
        "__metadata__ key 'ke\\u0000y' contains a NUL byte"},
@@ -373,15 +375,15 @@ TEST_F(HostileInputTest, WriterRefusesMetadataTheReaderWouldRefuse) {
 
 const std::vector<std::string>& bad_utf8_names() {
   static const std::vector<std::string> names = {
-      "\xc0\xaf",                // overlong '/'
-      "layers.\xe0\x80\xaf",     // overlong, 3 bytes
-      "\xed\xa0\x80",            // surrogate U+D800
-      "w.\xed\xbf\xbf",          // surrogate U+DFFF
-      "\xf4\x90\x80\x80",        // U+110000
-      "w\xe2\x82",               // truncated 3-byte sequence
-      "w\xf0\x9f\x98",           // truncated 4-byte sequence
-      "\xc3",                    // truncated 2-byte sequence
-      "w\x80",                   // lone continuation byte
+      "\xc0\xaf",             // overlong '/'
+      "layers.\xe0\x80\xaf",  // overlong, 3 bytes
+      "\xed\xa0\x80",         // surrogate U+D800
+      "w.\xed\xbf\xbf",       // surrogate U+DFFF
+      "\xf4\x90\x80\x80",     // U+110000
+      "w\xe2\x82",            // truncated 3-byte sequence
+      "w\xf0\x9f\x98",        // truncated 4-byte sequence
+      "\xc3",                 // truncated 2-byte sequence
+      "w\x80",                // lone continuation byte
       "\xff\xfe",
   };
   return names;
@@ -431,9 +433,8 @@ TEST(HostileNames, SafetensorsReaderRefusesBadUtf8InNamesAndMetadata) {
   };
   for (const std::string& name : bad_utf8_names()) {
     SCOPED_TRACE(quote_name(name));
-    for (const std::string& bytes :
-         {tensor(name), image("{\"__metadata__\":{\"" + name + "\":\"v\"}}"),
-          image("{\"__metadata__\":{\"k\":\"" + name + "\"}}")}) {
+    for (const std::string& bytes : {tensor(name), image("{\"__metadata__\":{\"" + name + "\":\"v\"}}"),
+                                     image("{\"__metadata__\":{\"k\":\"" + name + "\"}}")}) {
       Status st = parse(bytes);
       EXPECT_EQ(st.code(), Code::kDataCorrupt);
       EXPECT_NE(st.message().find("invalid UTF-8"), std::string::npos) << st.message();

@@ -262,14 +262,21 @@ TEST(JsonTest, AppendQuotedRoundTrips) {
 
 TEST(JsonTest, AppendQuotedReplacesBytesThatAreNotUtf8) {
   std::string q;
-  append_quoted(&q, "a\xFF" "b\xC3");
+  append_quoted(&q,
+                "a\xFF"
+                "b\xC3");
   EXPECT_EQ(q, "\"a\\ufffdb\\ufffd\"");
-  EXPECT_EQ(parse_ok(q).as_string(), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ(parse_ok(q).as_string(),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   // One U+FFFD per maximal subpart, as Python's errors="replace": a sequence cut short is
   // one, C0 (always overlong) and a stray continuation byte one each, a surrogate's E0/ED
   // lead stops at the byte out of range.
   q.clear();
-  append_quoted(&q, "\xE2\x82" "a\xC0\xAF\xF0\x9F\x98" "b\xED\xA0\x80");
+  append_quoted(&q,
+                "\xE2\x82"
+                "a\xC0\xAF\xF0\x9F\x98"
+                "b\xED\xA0\x80");
   EXPECT_EQ(q, "\"\\ufffda\\ufffd\\ufffd\\ufffdb\\ufffd\\ufffd\\ufffd\"");
 }
 
@@ -293,7 +300,12 @@ TEST(JsonWriterTest, NestedValuesParseBack) {
 
 TEST(JsonWriterTest, AnyBytesGiveValidJsonAndNoRawControls) {
   // A name that is not UTF-8, C0/C1 controls, DEL, an ESC sequence, a bidi override.
-  const std::string name = std::string("a\xFF\xC0\xAF" "b\x1b[31m\n\"\\", 13) + "\x7F\xC2\x9B\xE2\x80\xAE" "c";
+  const std::string name = std::string(
+                               "a\xFF\xC0\xAF"
+                               "b\x1b[31m\n\"\\",
+                               13) +
+                           "\x7F\xC2\x9B\xE2\x80\xAE"
+                           "c";
   Writer w;
   w.begin_object().key(name).string(name).end_object();
   ASSERT_TRUE(w.complete());
@@ -301,7 +313,10 @@ TEST(JsonWriterTest, AnyBytesGiveValidJsonAndNoRawControls) {
   EXPECT_EQ(w.text().find("\xC2\x9B"), std::string::npos);
   EXPECT_EQ(w.text().find("\xE2\x80\xAE"), std::string::npos);
   Value v = parse_ok(w.text());
-  const std::string want = "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\x1b[31m\n\"\\\x7F\xC2\x9B\xE2\x80\xAE" "c";
+  const std::string want =
+      "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+      "b\x1b[31m\n\"\\\x7F\xC2\x9B\xE2\x80\xAE"
+      "c";
   ASSERT_EQ(v.as_object().size(), 1u);
   EXPECT_EQ(v.as_object()[0].first, want);
   EXPECT_EQ(v.as_object()[0].second.as_string(), want);
@@ -344,8 +359,14 @@ TEST(JsonTest, QuoteForMessage) {
   EXPECT_EQ(quote_for_message(std::string_view("a\n\x1b[0m\x7f", 7)), "'a\\n\\u001b[0m\\u007f'");
   // Long input is cut, never inside a UTF-8 sequence.
   EXPECT_EQ(quote_for_message(std::string(300, 'x')), "'" + std::string(256, 'x') + "'... (300 bytes)");
-  EXPECT_EQ(quote_for_message("ab\xC3\xA9" "cd", 3), "'ab'... (6 bytes)");
-  EXPECT_EQ(quote_for_message("ab\xC3\xA9" "cd", 4), "'ab\xC3\xA9'... (6 bytes)");
+  EXPECT_EQ(quote_for_message("ab\xC3\xA9"
+                              "cd",
+                              3),
+            "'ab'... (6 bytes)");
+  EXPECT_EQ(quote_for_message("ab\xC3\xA9"
+                              "cd",
+                              4),
+            "'ab\xC3\xA9'... (6 bytes)");
   EXPECT_EQ(quote_for_message("abc", 3), "'abc'");
 }
 

@@ -38,7 +38,7 @@ TEST(ModelApi, HostBackendAndBadArgumentsAreRefusedCleanly) {
   std::memset(&big, 0, sizeof big);
   wharf_model_options_init_sized(&big.o, sizeof big);
   EXPECT_EQ(big.o.struct_size, sizeof(wharf_model_options));  // the library's size: it wrote no further
-  big.o.struct_size = sizeof big;                            // as a newer header would
+  big.o.struct_size = sizeof big;                             // as a newer header would
   big.future = 7;
   St newer(wharf_model_load(rt, "model.so", weights, &big.o, &m));
   EXPECT_EQ(newer.code(), WHARF_UNSUPPORTED) << newer.msg();

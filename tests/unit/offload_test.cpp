@@ -90,7 +90,15 @@ class Offload : public ::testing::Test {
       float v = value(stamp, layer) * (is_b ? -1.0f : 1.0f);
       data.emplace_back(size_t(elems), v);
       shapes.push_back(elems);
-      wharf_tensor_view tv{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &shapes.back(), nullptr};
+      wharf_tensor_view tv{sizeof(wharf_tensor_view),
+                           0,
+                           data.back().data(),
+                           WHARF_DTYPE_F32,
+                           WHARF_DEVICE_CPU,
+                           0,
+                           1,
+                           &shapes.back(),
+                           nullptr};
       ASSERT_OK(wharf_constant_map_set(m, nm.c_str(), &tv));
     }
     St st(wharf_container_update(c, m, nullptr));
@@ -236,8 +244,10 @@ TEST_F(Offload, PoolIsAllocatedOnceWithStableAddresses) {
       std::memset(v, 0, sizeof v);
       v[0].struct_size = v[1].struct_size = sizeof v[0];
       ASSERT_OK(wharf_run_wait_offload(r, off, L, v, 2));
-      if (rep == 0) first.push_back(v[0].data);
-      else EXPECT_EQ(first[L], v[0].data) << "layer " << L;
+      if (rep == 0)
+        first.push_back(v[0].data);
+      else
+        EXPECT_EQ(first[L], v[0].data) << "layer " << L;
       ASSERT_OK(wharf_run_mark_offload_issued(r, off, L));
     }
     ASSERT_OK(wharf_run_end_offload(r, off));
@@ -522,8 +532,8 @@ TEST_F(Offload, RunEndReleasesTheOffloaderAfterAnEarlyExit) {
   ASSERT_OK(wharf_run_begin_offload(r, off));
   read_layer(r, 0);
   ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));  // layer 2's copy in flight, never waited
-  ASSERT_OK(wharf_run_end(r));                      // no wharf_run_end_offload
-  ASSERT_OK(wharf_runtime_synchronize(rt));         // layer 0's reader has recorded what it saw
+  ASSERT_OK(wharf_run_end(r));                          // no wharf_run_end_offload
+  ASSERT_OK(wharf_runtime_synchronize(rt));             // layer 0's reader has recorded what it saw
   wharf_run* r2 = begin_run();
   EXPECT_EQ(pass(r2), expected(1, all_layers()));
   ASSERT_OK(wharf_run_end(r2));
@@ -727,9 +737,9 @@ TEST_F(Offload, BudgetRefusalChangesNothing) {
   oo.refuse_if_exposed = 1;
   off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));  // overwritten with NULL on failure
   EXPECT_FAILS(wharf_offloader_create(c, &oo, &off), WHARF_RESOURCE_EXHAUSTED,
-              "offloader over container 'toy': offloading 4 layers moves 1.1 KiB per step: 1.0 ms at 1.2 MB/s H2D "
-              "(given), 2.5x the 400.0 us step compute time given; prefetch cannot hide 600.0 us (refused: "
-              "refuse_if_exposed is set)");
+               "offloader over container 'toy': offloading 4 layers moves 1.1 KiB per step: 1.0 ms at 1.2 MB/s H2D "
+               "(given), 2.5x the 400.0 us step compute time given; prefetch cannot hide 600.0 us (refused: "
+               "refuse_if_exposed is set)");
   EXPECT_EQ(off, nullptr);
   EXPECT_EQ(offload_bytes(), before);  // the slot pool went with it
   // The container is untouched: an offloader without the refusal works.
@@ -849,7 +859,7 @@ TEST(OffloadModelOptions, OffloadOptionsAreReadBeforeTheModelAndOldCallersHaveNo
   wharf_offloader_options_init(&oo);
   oo.num_fqns = 1;
   EXPECT_FAILS(wharf_model_load(rt, "model.so", w, &full, &m), WHARF_INVALID_ARGUMENT,
-              "wharf_model_load: offload: fqns is NULL");
+               "wharf_model_load: offload: fqns is NULL");
   EXPECT_EQ(m, nullptr);
   wharf_offloader* off = reinterpret_cast<wharf_offloader*>(uintptr_t(1));
   EXPECT_FAILS(wharf_model_get_offloader(nullptr, &off), WHARF_INVALID_ARGUMENT, "must not be NULL");

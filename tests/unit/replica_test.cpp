@@ -108,8 +108,15 @@ struct Weights {
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i : which) {
       data.emplace_back(elements(i), v * 100 + float(i));
-      wharf_tensor_view t{sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(kShapes[i].size()),
-                          kShapes[i].data(), nullptr};
+      wharf_tensor_view t{sizeof(wharf_tensor_view),
+                          0,
+                          data.back().data(),
+                          WHARF_DTYPE_F32,
+                          WHARF_DEVICE_CPU,
+                          0,
+                          int32_t(kShapes[i].size()),
+                          kShapes[i].data(),
+                          nullptr};
       St st(wharf_constant_map_set(map, kNames[i], &t));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     }
@@ -438,7 +445,8 @@ TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
     Weights w3(3);
     St st(wharf_replica_group_update(R.group, w3.map, nullptr));
     EXPECT_EQ(st.code(), WHARF_DEVICE_ERROR);
-    EXPECT_NE(st.msg().find("injected broadcast failure on replica " + std::to_string(k)), std::string::npos) << st.msg();
+    EXPECT_NE(st.msg().find("injected broadcast failure on replica " + std::to_string(k)), std::string::npos)
+        << st.msg();
     EXPECT_NE(st.msg().find("nothing was staged"), std::string::npos) << st.msg();
     EXPECT_EQ(R.generations(), gens);
     EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
@@ -511,7 +519,8 @@ TEST_P(ReplicaGroupN, RunsDuringAParkedGroupUpdateSeeTheOldWeights) {
     }
   });
   Weights w2(2);
-  auto updater = std::async(std::launch::async, [&] { return St(wharf_replica_group_update(R.group, w2.map, nullptr)).code(); });
+  auto updater =
+      std::async(std::launch::async, [&] { return St(wharf_replica_group_update(R.group, w2.map, nullptr)).code(); });
   ASSERT_EQ(parked.get_future().wait_for(10s), std::future_status::ready);
   EXPECT_EQ(R.versions(), all(n, 1));
   EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0)) << "nothing is staged before every replica is complete";
@@ -548,8 +557,10 @@ TEST_P(ReplicaGroupN, ConcurrentRunsDuringGroupUpdatesAndSwapsNeverSeeAMix) {
           continue;
         }
         const float v = version_of(run);
-        if (v < 0) mixes++;
-        else if (v < float(floor)) stale++;
+        if (v < 0)
+          mixes++;
+        else if (v < float(floor))
+          stale++;
         wharf_status_free(wharf_run_end(run));
         runs++;
         r = (r + 1) % n;
@@ -821,8 +832,10 @@ struct EnvVar {
     setenv(n, value, 1);
   }
   ~EnvVar() {
-    if (had) setenv(name.c_str(), old.c_str(), 1);
-    else unsetenv(name.c_str());
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
   }
 };
 

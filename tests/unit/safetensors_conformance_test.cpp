@@ -55,7 +55,9 @@ std::string le64(uint64_t n) {
 }
 
 // length prefix + header exactly as given + data
-std::string image(const std::string& header, const std::string& data = "") { return le64(header.size()) + header + data; }
+std::string image(const std::string& header, const std::string& data = "") {
+  return le64(header.size()) + header + data;
+}
 
 std::string tensor_json(const std::string& name, const std::string& dtype, const std::string& shape, uint64_t begin,
                         uint64_t end) {
@@ -71,12 +73,12 @@ Status parse(const std::string& bytes) {
   return parse(bytes, &f);
 }
 
-#define EXPECT_CODE(expr, want, fragment)                                                  \
-  do {                                                                                     \
-    const Status st_ = (expr);                                                             \
-    EXPECT_EQ(st_.code(), (want)) << st_.message();                                        \
-    EXPECT_NE(st_.message().find(fragment), std::string::npos)                             \
-        << "message: " << st_.message() << "\nexpected: " << (fragment);                   \
+#define EXPECT_CODE(expr, want, fragment)                                \
+  do {                                                                   \
+    const Status st_ = (expr);                                           \
+    EXPECT_EQ(st_.code(), (want)) << st_.message();                      \
+    EXPECT_NE(st_.message().find(fragment), std::string::npos)           \
+        << "message: " << st_.message() << "\nexpected: " << (fragment); \
   } while (0)
 
 // --- header length ---------------------------------------------------------------------------
@@ -121,43 +123,87 @@ struct Layout {
 TEST(SafetensorsConformance, TensorsTileTheDataSectionExactly) {
   const std::vector<Layout> layouts = {
       {"one tensor", {tensor_json("a", "F32", "[2]", 0, 8)}, 8, true, ""},
-      {"two, header order reversed", {tensor_json("b", "U8", "[4]", 8, 12), tensor_json("a", "F32", "[2]", 0, 8)}, 12,
-       true, ""},
+      {"two, header order reversed",
+       {tensor_json("b", "U8", "[4]", 8, 12), tensor_json("a", "F32", "[2]", 0, 8)},
+       12,
+       true,
+       ""},
       {"zero-size first, between and last",
-       {tensor_json("z0", "F32", "[0]", 0, 0), tensor_json("a", "F32", "[1]", 0, 4), tensor_json("z1", "I64", "[0,9]", 4, 4),
-        tensor_json("b", "U8", "[2]", 4, 6), tensor_json("z2", "BOOL", "[3,0]", 6, 6)},
-       6, true, ""},
+       {tensor_json("z0", "F32", "[0]", 0, 0), tensor_json("a", "F32", "[1]", 0, 4),
+        tensor_json("z1", "I64", "[0,9]", 4, 4), tensor_json("b", "U8", "[2]", 4, 6),
+        tensor_json("z2", "BOOL", "[3,0]", 6, 6)},
+       6,
+       true,
+       ""},
       {"two zero-size tensors at one offset",
-       {tensor_json("a", "U8", "[1]", 0, 1), tensor_json("y", "U8", "[0]", 1, 1), tensor_json("z", "U8", "[0]", 1, 1)}, 1,
-       true, ""},
-      {"only zero-size tensors, no data", {tensor_json("y", "U8", "[0]", 0, 0), tensor_json("z", "F64", "[0]", 0, 0)}, 0,
-       true, ""},
+       {tensor_json("a", "U8", "[1]", 0, 1), tensor_json("y", "U8", "[0]", 1, 1), tensor_json("z", "U8", "[0]", 1, 1)},
+       1,
+       true,
+       ""},
+      {"only zero-size tensors, no data",
+       {tensor_json("y", "U8", "[0]", 0, 0), tensor_json("z", "F64", "[0]", 0, 0)},
+       0,
+       true,
+       ""},
       {"no tensor, no data", {}, 0, true, ""},
-      {"first tensor at 1", {tensor_json("a", "U8", "[3]", 1, 4)}, 4, false,
+      {"first tensor at 1",
+       {tensor_json("a", "U8", "[3]", 1, 4)},
+       4,
+       false,
        "tensor 'a': data_offsets [1, 4]: the first tensor must begin at offset 0 of the data section; bytes [0, 1)"},
-      {"only a zero-size tensor past 0", {tensor_json("z", "U8", "[0]", 2, 2)}, 2, false,
+      {"only a zero-size tensor past 0",
+       {tensor_json("z", "U8", "[0]", 2, 2)},
+       2,
+       false,
        "the first tensor must begin at offset 0"},
-      {"a hole of one byte", {tensor_json("a", "U8", "[2]", 0, 2), tensor_json("b", "U8", "[2]", 3, 5)}, 5, false,
-       "tensor 'b': data_offsets [3, 5] leave a hole after tensor 'a' data_offsets [0, 2]: bytes [2, 3) belong to no tensor"},
+      {"a hole of one byte",
+       {tensor_json("a", "U8", "[2]", 0, 2), tensor_json("b", "U8", "[2]", 3, 5)},
+       5,
+       false,
+       "tensor 'b': data_offsets [3, 5] leave a hole after tensor 'a' data_offsets [0, 2]: bytes [2, 3) belong to no "
+       "tensor"},
       {"a hole after a zero-size tensor",
-       {tensor_json("a", "U8", "[2]", 0, 2), tensor_json("z", "U8", "[0]", 2, 2), tensor_json("b", "U8", "[2]", 4, 6)}, 6,
-       false, "tensor 'b': data_offsets [4, 6] leave a hole after tensor 'z' data_offsets [2, 2]: bytes [2, 4)"},
-      {"one trailing byte", {tensor_json("a", "U8", "[2]", 0, 2)}, 3, false,
+       {tensor_json("a", "U8", "[2]", 0, 2), tensor_json("z", "U8", "[0]", 2, 2), tensor_json("b", "U8", "[2]", 4, 6)},
+       6,
+       false,
+       "tensor 'b': data_offsets [4, 6] leave a hole after tensor 'z' data_offsets [2, 2]: bytes [2, 4)"},
+      {"one trailing byte",
+       {tensor_json("a", "U8", "[2]", 0, 2)},
+       3,
+       false,
        "tensor 'a': data_offsets [0, 2] end the last tensor at 2 but the data section has 3 bytes: bytes [2, 3) belong "
        "to no tensor"},
-      {"a polyglot payload after the tensors", {tensor_json("a", "F32", "[1]", 0, 4)}, 4 + 4096, false,
+      {"a polyglot payload after the tensors",
+       {tensor_json("a", "F32", "[1]", 0, 4)},
+       4 + 4096,
+       false,
        "bytes [4, 4100) belong to no tensor"},
       {"no tensor but data", {}, 1, false, "the header declares no tensor but the data section has 1 bytes"},
-      {"overlap by one byte", {tensor_json("a", "U8", "[3]", 0, 3), tensor_json("b", "U8", "[3]", 2, 5)}, 5, false,
+      {"overlap by one byte",
+       {tensor_json("a", "U8", "[3]", 0, 3), tensor_json("b", "U8", "[3]", 2, 5)},
+       5,
+       false,
        "tensor 'a': data_offsets [0, 3] overlap tensor 'b' data_offsets [2, 5]"},
-      {"identical ranges", {tensor_json("a", "F32", "[1]", 0, 4), tensor_json("b", "I32", "[1]", 0, 4)}, 4, false,
+      {"identical ranges",
+       {tensor_json("a", "F32", "[1]", 0, 4), tensor_json("b", "I32", "[1]", 0, 4)},
+       4,
+       false,
        "tensor 'a': data_offsets [0, 4] overlap tensor 'b' data_offsets [0, 4]"},
-      {"one inside another", {tensor_json("big", "U8", "[8]", 0, 8), tensor_json("small", "U8", "[2]", 3, 5)}, 8, false,
+      {"one inside another",
+       {tensor_json("big", "U8", "[8]", 0, 8), tensor_json("small", "U8", "[2]", 3, 5)},
+       8,
+       false,
        "tensor 'big': data_offsets [0, 8] overlap tensor 'small' data_offsets [3, 5]"},
-      {"zero-size strictly inside", {tensor_json("big", "U8", "[8]", 0, 8), tensor_json("z", "F32", "[0]", 3, 3)}, 8, false,
+      {"zero-size strictly inside",
+       {tensor_json("big", "U8", "[8]", 0, 8), tensor_json("z", "F32", "[0]", 3, 3)},
+       8,
+       false,
        "tensor 'big': data_offsets [0, 8] contain zero-size tensor 'z' data_offsets [3, 3]"},
-      {"zero-size inside, listed first", {tensor_json("z", "U8", "[0]", 1, 1), tensor_json("big", "U8", "[2]", 0, 2)}, 2,
-       false, "contain zero-size tensor 'z'"},
+      {"zero-size inside, listed first",
+       {tensor_json("z", "U8", "[0]", 1, 1), tensor_json("big", "U8", "[2]", 0, 2)},
+       2,
+       false,
+       "contain zero-size tensor 'z'"},
   };
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.label);
@@ -181,13 +227,16 @@ TEST(SafetensorsConformance, TensorsTileTheDataSectionExactly) {
 // --- shapes, bit sizes, dtypes ---------------------------------------------------------------
 
 // The reference's Dtype::bitsize, by name: the 22 dtypes of the format.
-struct RefDtype { const char* name; size_t bits; };
+struct RefDtype {
+  const char* name;
+  size_t bits;
+};
 const std::vector<RefDtype>& reference_dtypes() {
   static const std::vector<RefDtype> v = {
-      {"BOOL", 8},  {"F4", 4},    {"F6_E2M3", 6},      {"F6_E3M2", 6},      {"U8", 8},   {"I8", 8},
-      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8},
-      {"I16", 16},  {"U16", 16},  {"F16", 16},         {"BF16", 16},        {"I32", 32}, {"U32", 32},
-      {"F32", 32},  {"C64", 64},  {"F64", 64},         {"I64", 64},         {"U64", 64},
+      {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
+      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
+      {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
+      {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64},
   };
   return v;
 }
@@ -266,7 +315,13 @@ TEST(SafetensorsConformance, EveryDtypeLoadsFromAFileBuiltByteByByte) {
 }
 
 TEST(SafetensorsConformance, SubByteTensorsMustBeWholeBytes) {
-  struct Case { const char* dtype; const char* shape; uint64_t bytes; bool valid; const char* fragment; };
+  struct Case {
+    const char* dtype;
+    const char* shape;
+    uint64_t bytes;
+    bool valid;
+    const char* fragment;
+  };
   const Case cases[] = {
       {"F4", "[]", 1, false, "shape [] of F4 is 4 bits, not a whole number of bytes"},
       {"F4", "[1]", 1, false, "shape [1] of F4 is 4 bits"},
@@ -289,7 +344,8 @@ TEST(SafetensorsConformance, SubByteTensorsMustBeWholeBytes) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.dtype) + " " + c.shape);
-    const std::string bytes = image("{" + tensor_json("w", c.dtype, c.shape, 0, c.bytes) + "}", std::string(c.bytes, 'q'));
+    const std::string bytes =
+        image("{" + tensor_json("w", c.dtype, c.shape, 0, c.bytes) + "}", std::string(c.bytes, 'q'));
     std::unique_ptr<SafetensorsFile> f;
     Status st = parse(bytes, &f);
     if (c.valid) {
@@ -302,13 +358,16 @@ TEST(SafetensorsConformance, SubByteTensorsMustBeWholeBytes) {
 }
 
 TEST(SafetensorsConformance, ElementCountIsFoldedLeftToRightAsTheReferenceDoes) {
-  struct Case { const char* shape; bool valid; };
+  struct Case {
+    const char* shape;
+    bool valid;
+  };
   const Case cases[] = {
-      {"[0,4294967296,4294967296]", true},    // 0 first: never overflows
-      {"[4294967296,0,4294967296]", true},    // 2^32, then 0
-      {"[4294967296,4294967296,0]", false},   // 2^64 overflows before the 0
-      {"[18446744073709551615,0]", false},    // fits, then 0... but see below: Wharf cannot hold the dim
-      {"[4294967295,4294967297,0]", true},    // 2^64 - 1 fits exactly, then 0
+      {"[0,4294967296,4294967296]", true},   // 0 first: never overflows
+      {"[4294967296,0,4294967296]", true},   // 2^32, then 0
+      {"[4294967296,4294967296,0]", false},  // 2^64 overflows before the 0
+      {"[18446744073709551615,0]", false},   // fits, then 0... but see below: Wharf cannot hold the dim
+      {"[4294967295,4294967297,0]", true},   // 2^64 - 1 fits exactly, then 0
       {"[4294967296,4294967296]", false},
   };
   for (const Case& c : cases) {
@@ -333,10 +392,12 @@ TEST(SafetensorsConformance, MetadataIsAnObjectOfStringsOrNull) {
   ASSERT_TRUE(parse(image(R"({"__metadata__":null,)" + tensor_json("w", "U8", "[1]", 0, 1) + "}", "x"), &f).ok());
   EXPECT_TRUE(f->metadata().empty());
   // Anywhere in the header, in header order, empty strings allowed.
-  ASSERT_TRUE(parse(image("{" + tensor_json("w", "U8", "[1]", 0, 1) + R"(,"__metadata__":{"b":"2","a":"","":"x"}})", "x"), &f)
-                  .ok());
+  ASSERT_TRUE(
+      parse(image("{" + tensor_json("w", "U8", "[1]", 0, 1) + R"(,"__metadata__":{"b":"2","a":"","":"x"}})", "x"), &f)
+          .ok());
   EXPECT_EQ(f->metadata(), (std::vector<std::pair<std::string, std::string>>{{"b", "2"}, {"a", ""}, {"", "x"}}));
-  EXPECT_CODE(parse(image(R"({"__metadata__":{"k":1}})")), Code::kDataCorrupt, "has a JSON number value, expected a string");
+  EXPECT_CODE(parse(image(R"({"__metadata__":{"k":1}})")), Code::kDataCorrupt,
+              "has a JSON number value, expected a string");
   EXPECT_CODE(parse(image(R"({"__metadata__":{"k":null}})")), Code::kDataCorrupt, "has a JSON null value");
   EXPECT_CODE(parse(image(R"({"__metadata__":[]})")), Code::kDataCorrupt, "__metadata__ is a JSON array");
   EXPECT_CODE(parse(image(R"({"__metadata__":true})")), Code::kDataCorrupt, "__metadata__ is a JSON boolean");
@@ -345,7 +406,12 @@ TEST(SafetensorsConformance, MetadataIsAnObjectOfStringsOrNull) {
 // --- valid files Wharf cannot hold -----------------------------------------------------------
 
 TEST(SafetensorsConformance, ValidFilesWharfCannotHoldAreUnsupportedNotCorrupt) {
-  struct Case { const char* label; std::string header; std::string data; std::string fragment; };
+  struct Case {
+    const char* label;
+    std::string header;
+    std::string data;
+    std::string fragment;
+  };
   const std::vector<Case> cases = {
       {"unknown dtype name", "{" + tensor_json("w", "X9", "[4]", 0, 4) + "}", "abcd",
        "tensor 'w': unknown dtype 'X9' (not one of the 22 safetensors dtypes this version of Wharf knows)"},
@@ -368,8 +434,9 @@ TEST(SafetensorsConformance, ValidFilesWharfCannotHoldAreUnsupportedNotCorrupt) 
   // Corruption wins: the same entries in a file that also breaks a rule are DATA_CORRUPT.
   EXPECT_CODE(parse(image("{" + tensor_json("w", "X9", "[4]", 0, 4) + "}", "abcdXX")), Code::kDataCorrupt,
               "bytes [4, 6) belong to no tensor");
-  EXPECT_CODE(parse(image("{" + tensor_json("", "U8", "[1]", 0, 1) + "," + tensor_json("b", "U8", "[1]", 2, 3) + "}", "abc")),
-              Code::kDataCorrupt, "leave a hole");
+  EXPECT_CODE(
+      parse(image("{" + tensor_json("", "U8", "[1]", 0, 1) + "," + tensor_json("b", "U8", "[1]", 2, 3) + "}", "abc")),
+      Code::kDataCorrupt, "leave a hole");
   EXPECT_CODE(parse(image("{" + tensor_json("w", "U8", "[1,1,1,1,1,1,1,1,2]", 0, 3) + "}", "abc")), Code::kDataCorrupt,
               "cover 3 bytes but shape [1, 1, 1, 1, 1, 1, 1, 1, ... (9 dimensions)] of U8 needs 2");
 }
@@ -418,22 +485,22 @@ TEST_F(SafetensorsWriterConformance, WritesTheReferencesBytes) {
   const double d = 2.0;
   const uint64_t u64 = 5;
   std::vector<TensorToWrite> in = {
-      {"z.bool", meta(DType::kBool, {1}), &b1},   {"a.f4", meta(DType::kF4, {4}), f4},
-      {"m.f16", meta(DType::kF16, {}), &h},       {"c.u16", meta(DType::kU16, {2}), u16},
-      {"b.f32", meta(DType::kF32, {1, 1}), &f},   {"a.f32", meta(DType::kF32, {1}), &f},
-      {"y.f64", meta(DType::kF64, {1}), &d},      {"x.u64", meta(DType::kU64, {1}), &u64},
+      {"z.bool", meta(DType::kBool, {1}), &b1}, {"a.f4", meta(DType::kF4, {4}), f4},
+      {"m.f16", meta(DType::kF16, {}), &h},     {"c.u16", meta(DType::kU16, {2}), u16},
+      {"b.f32", meta(DType::kF32, {1, 1}), &f}, {"a.f32", meta(DType::kF32, {1}), &f},
+      {"y.f64", meta(DType::kF64, {1}), &d},    {"x.u64", meta(DType::kU64, {1}), &u64},
       {"q.f6", meta(DType::kF6E3M2, {4}), f6},
   };
   const std::string p = path("ref.safetensors");
   ASSERT_TRUE(write_safetensors(p, in, {}).ok());
 
   // Expected order: U64(21) F64(19) F32(17: a, b) F16(13) U16(12) F6_E3M2(3) F4(1) BOOL(0).
-  std::string header = "{" + tensor_json("x.u64", "U64", "[1]", 0, 8) + "," + tensor_json("y.f64", "F64", "[1]", 8, 16) +
-                       "," + tensor_json("a.f32", "F32", "[1]", 16, 20) + "," +
-                       tensor_json("b.f32", "F32", "[1,1]", 20, 24) + "," + tensor_json("m.f16", "F16", "[]", 24, 26) +
-                       "," + tensor_json("c.u16", "U16", "[2]", 26, 30) + "," +
-                       tensor_json("q.f6", "F6_E3M2", "[4]", 30, 33) + "," + tensor_json("a.f4", "F4", "[4]", 33, 35) +
-                       "," + tensor_json("z.bool", "BOOL", "[1]", 35, 36) + "}";
+  std::string header =
+      "{" + tensor_json("x.u64", "U64", "[1]", 0, 8) + "," + tensor_json("y.f64", "F64", "[1]", 8, 16) + "," +
+      tensor_json("a.f32", "F32", "[1]", 16, 20) + "," + tensor_json("b.f32", "F32", "[1,1]", 20, 24) + "," +
+      tensor_json("m.f16", "F16", "[]", 24, 26) + "," + tensor_json("c.u16", "U16", "[2]", 26, 30) + "," +
+      tensor_json("q.f6", "F6_E3M2", "[4]", 30, 33) + "," + tensor_json("a.f4", "F4", "[4]", 33, 35) + "," +
+      tensor_json("z.bool", "BOOL", "[1]", 35, 36) + "}";
   header.resize((header.size() + 7) / 8 * 8, ' ');
   std::string data;
   const auto put = [&](const void* p, size_t n) { data.append(static_cast<const char*>(p), n); };
@@ -505,7 +572,8 @@ TEST_F(SafetensorsWriterConformance, SubByteTensorsAreWrittenPackedAndStridedOne
   // 3 F4 elements are 12 bits: no such tensor.
   Status st = write_safetensors(p, {{"odd", meta(DType::kF4, {3}), packed}}, {});
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
-  EXPECT_NE(st.message().find("tensor 'odd': shape [3] of F4 is 12 bits, not a whole number of bytes"), std::string::npos)
+  EXPECT_NE(st.message().find("tensor 'odd': shape [3] of F4 is 12 bits, not a whole number of bytes"),
+            std::string::npos)
       << st.message();
   // A transposed view of packed elements cannot be gathered byte-wise.
   TensorMeta t = meta(DType::kF4, {2, 2});
@@ -528,8 +596,8 @@ TEST_F(SafetensorsWriterConformance, MetadataSetOnANewMapIsWrittenAndReadBack) {
   ASSERT_TRUE(map.set_metadata("note", "caf\xc3\xa9 \"q\"\n").ok());
   ASSERT_TRUE(map.set_metadata("", "").ok());
   ASSERT_TRUE(map.set_metadata("format", "np").ok());  // replaces, keeps the first position
-  EXPECT_EQ(map.metadata(),
-            (std::vector<std::pair<std::string, std::string>>{{"format", "np"}, {"note", "caf\xc3\xa9 \"q\"\n"}, {"", ""}}));
+  EXPECT_EQ(map.metadata(), (std::vector<std::pair<std::string, std::string>>{
+                                {"format", "np"}, {"note", "caf\xc3\xa9 \"q\"\n"}, {"", ""}}));
   // The rules of names, for keys and values: UTF-8, no NUL.
   Status st = map.set_metadata(std::string("k\0x", 3), "v");
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
@@ -556,7 +624,8 @@ TEST_F(SafetensorsWriterConformance, CApiSetsMetadata) {
   ASSERT_EQ(wharf_constant_map_get_metadata_entry(map, 0, &k, &v), nullptr);
   EXPECT_STREQ(k, "format");
   EXPECT_STREQ(v, "pt2");
-  for (auto [key, value] : {std::pair<const char*, const char*>{nullptr, "v"}, {"k", nullptr}, {"\xff", "v"}, {"k", "\xc3"}}) {
+  for (auto [key, value] :
+       {std::pair<const char*, const char*>{nullptr, "v"}, {"k", nullptr}, {"\xff", "v"}, {"k", "\xc3"}}) {
     wharf_status* st = wharf_constant_map_set_metadata(map, key, value);
     ASSERT_NE(st, nullptr);
     EXPECT_EQ(wharf_status_code(st), WHARF_INVALID_ARGUMENT) << wharf_status_message(st);

@@ -30,8 +30,8 @@ class SafetensorsTest : public ::testing::Test {
   void SetUp() override {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "wharf_st_" + std::to_string(::getpid()) + "_" +
-           std::to_string(counter++) + "_" + info->name();
+    dir_ = ::testing::TempDir() + "wharf_st_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
+           info->name();
     ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_ << ": " << std::strerror(errno);
   }
   void TearDown() override {
@@ -102,14 +102,18 @@ std::vector<uint8_t> pattern(size_t n, int seed) {
 // --- round trips -----------------------------------------------------------------------------
 
 TEST_F(SafetensorsTest, RoundTripsEveryDtypeScalarsEmptyTensorsAndMetadata) {
-  struct Case { std::string name; TensorMeta meta; std::vector<uint8_t> bytes; };
+  struct Case {
+    std::string name;
+    TensorMeta meta;
+    std::vector<uint8_t> bytes;
+  };
   std::vector<Case> cases;
   for (int d = 0; d < kNumDTypes; ++d) {
     const auto dt = static_cast<DType>(d);
     TensorMeta m = meta(dt, {2, 4});  // 8 elements: whole bytes for the 4- and 6-bit dtypes too
     cases.push_back({std::string("t.") + dtype_name(dt), m, pattern(m.nbytes(), d)});
     if (dtype_sub_byte(dt)) continue;  // a scalar of 4 or 6 bits is not a whole byte
-    TensorMeta s = meta(dt, {});  // scalar: one element
+    TensorMeta s = meta(dt, {});       // scalar: one element
     cases.push_back({std::string("scalar.") + dtype_name(dt), s, pattern(s.nbytes(), 100 + d)});
   }
   cases.push_back({"empty.0x4", meta(DType::kF32, {0, 4}), {}});
@@ -142,7 +146,7 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeScalarsEmptyTensorsAndMetadata) {
     EXPECT_EQ(t.name, cases[i].name);
     EXPECT_EQ(t.dtype, cases[i].meta.dtype);
     EXPECT_EQ(t.shape, cases[i].meta.shape);
-    EXPECT_EQ(t.begin, offset);        // data laid out in header order, no gaps
+    EXPECT_EQ(t.begin, offset);  // data laid out in header order, no gaps
     // Naturally aligned in the file (the data section starts 8-byte aligned).
     const size_t align = std::max<size_t>(1, dtype_bits(t.dtype) / 8);
     EXPECT_EQ((8 + f->header_size() + t.begin) % align, 0u) << dtype_name(t.dtype);
@@ -331,10 +335,18 @@ TEST_F(SafetensorsTest, WriterRejectsBadArguments) {
       {"non-CPU", {{"gpu.w", cuda, v}}, {}, "tensor 'gpu.w': data is on a device"},
       {"invalid meta", {{"neg", meta(DType::kF32, {-1}), v}}, {}, "tensor 'neg': negative dimension"},
       {"bad dtype", {{"dt", meta(static_cast<DType>(99), {1}), v}}, {}, "tensor 'dt': unknown dtype"},
-      {"duplicate", {{"w", meta(DType::kF32, {1}), v}, {"w", meta(DType::kF32, {1}), v}}, {},
+      {"duplicate",
+       {{"w", meta(DType::kF32, {1}), v}, {"w", meta(DType::kF32, {1}), v}},
+       {},
        "tensor 'w': name appears twice"},
-      {"null data", {{"nul", meta(DType::kF32, {4}), nullptr}}, {}, "tensor 'nul': data is null but the tensor has 16 bytes"},
-      {"empty name", {{"a", meta(DType::kF32, {1}), v}, {"", meta(DType::kF32, {1}), v}}, {}, "tensor #1 has an empty name"},
+      {"null data",
+       {{"nul", meta(DType::kF32, {4}), nullptr}},
+       {},
+       "tensor 'nul': data is null but the tensor has 16 bytes"},
+      {"empty name",
+       {{"a", meta(DType::kF32, {1}), v}, {"", meta(DType::kF32, {1}), v}},
+       {},
+       "tensor #1 has an empty name"},
       {"reserved", {{"__metadata__", meta(DType::kF32, {1}), v}}, {}, "'__metadata__': the name is reserved"},
       {"NUL in name", {{std::string("a\0b", 3), meta(DType::kF32, {1}), v}}, {}, "name contains a NUL"},
       {"bad UTF-8 name", {{"bad\xFF", meta(DType::kF32, {1}), v}}, {}, "name is not valid UTF-8"},
@@ -375,8 +387,7 @@ TEST_F(SafetensorsTest, DirectoryIsIoError) {
 
 TEST_F(SafetensorsTest, CorruptFileMessageNamesPathAndTensor) {
   const std::string p = path("corrupt.safetensors");
-  write_file(p, image(R"({"layers.0.w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})",
-                      std::string(12, '\0')));
+  write_file(p, image(R"({"layers.0.w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})", std::string(12, '\0')));
   std::unique_ptr<SafetensorsFile> f;
   Status st = SafetensorsFile::open(p, &f);
   EXPECT_EQ(st.code(), Code::kDataCorrupt);
@@ -461,8 +472,7 @@ std::vector<Malformed> malformed_corpus() {
   return {
       {"empty file", "", "", "file is 0 bytes, too short for the 8-byte header length"},
       {"7-byte file", std::string(7, '\0'), "", "file is 7 bytes"},
-      {"header length past EOF", le64(100) + "{}", "",
-       "header length 100 runs past the end of the file (10 bytes)"},
+      {"header length past EOF", le64(100) + "{}", "", "header length 100 runs past the end of the file (10 bytes)"},
       {"header length over 100,000,000", le64(100000001) + "{}", "",
        "header length 100000001 exceeds the limit of 100000000 bytes"},
       {"header length 100 MiB", le64(uint64_t(100) << 20) + "{}", "",
@@ -480,10 +490,8 @@ std::vector<Malformed> malformed_corpus() {
       {"entry not an object", image(R"({"w":[1]})"), "w", "entry is a JSON array, expected an object"},
       {"missing dtype", image(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", d16), "w", "missing \"dtype\""},
       {"missing shape", image(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", d16), "w", "missing \"shape\""},
-      {"missing data_offsets", image(R"({"w":{"dtype":"F32","shape":[1]}})", d16), "w",
-       "missing \"data_offsets\""},
-      {"dtype not a string", image(w("4", "[1]", "[0,4]"), d16), "w",
-       "\"dtype\" is a JSON number, expected a string"},
+      {"missing data_offsets", image(R"({"w":{"dtype":"F32","shape":[1]}})", d16), "w", "missing \"data_offsets\""},
+      {"dtype not a string", image(w("4", "[1]", "[0,4]"), d16), "w", "\"dtype\" is a JSON number, expected a string"},
       {"F4 scalar (4 bits)", image(w("\"F4\"", "[]", "[0,1]"), d16), "w",
        "shape [] of F4 is 4 bits, not a whole number of bytes"},
       {"shape not an array", image(w("\"F32\"", "4", "[0,16]"), d16), "w",
@@ -505,8 +513,7 @@ std::vector<Malformed> malformed_corpus() {
       {"three offsets", image(w("\"F32\"", "[1]", "[0,4,8]"), d16), "w",
        "data_offsets has more than 2 elements, expected [begin, end]"},
       {"negative offset", image(w("\"F32\"", "[1]", "[-4,0]"), d16), "w", "data_offsets[0] is -4"},
-      {"float offset", image(w("\"F32\"", "[1]", "[0,4.0]"), d16), "w",
-       "data_offsets[1] is 4.0, expected an integer"},
+      {"float offset", image(w("\"F32\"", "[1]", "[0,4.0]"), d16), "w", "data_offsets[1] is 4.0, expected an integer"},
       {"offset over 2^64", image(w("\"F32\"", "[1]", "[0,18446744073709551616]"), d16), "w",
        "data_offsets[1] is 18446744073709551616, larger than"},
       {"offsets out of range", image(w("\"F32\"", "[2]", "[12,20]"), d16), "w",
@@ -533,17 +540,18 @@ std::vector<Malformed> malformed_corpus() {
        "b", "overlap tensor 'b'"},
       {"contained, listed out of order",
        image(obj(entry("z", "\"U8\"", "[4]", "[12,16]") + "," + entry("small", "\"F32\"", "[1]", "[4,8]") + "," +
-                 entry("big", "\"F32\"", "[3]", "[0,12]")), d16),
+                 entry("big", "\"F32\"", "[3]", "[0,12]")),
+             d16),
        "small", "tensor 'big': data_offsets [0, 12] overlap tensor 'small' data_offsets [4, 8]"},
       {"zero-size tensor inside another",
-       image(obj(entry("big", "\"F32\"", "[4]", "[0,16]") + "," + entry("z", "\"F32\"", "[0]", "[8,8]")), d16),
-       "z", "tensor 'big': data_offsets [0, 16] contain zero-size tensor 'z' data_offsets [8, 8]"},
+       image(obj(entry("big", "\"F32\"", "[4]", "[0,16]") + "," + entry("z", "\"F32\"", "[0]", "[8,8]")), d16), "z",
+       "tensor 'big': data_offsets [0, 16] contain zero-size tensor 'z' data_offsets [8, 8]"},
       {"first tensor not at 0", image(obj(entry("w", "\"F32\"", "[3]", "[4,16]")), d16), "w",
        "data_offsets [4, 16]: the first tensor must begin at offset 0 of the data section; bytes [0, 4) belong to "
        "no tensor"},
       {"hole between tensors",
-       image(obj(entry("b", "\"F32\"", "[2]", "[8,16]") + "," + entry("a", "\"F32\"", "[1]", "[0,4]")), d16),
-       "b", "tensor 'b': data_offsets [8, 16] leave a hole after tensor 'a' data_offsets [0, 4]: bytes [4, 8) belong "
+       image(obj(entry("b", "\"F32\"", "[2]", "[8,16]") + "," + entry("a", "\"F32\"", "[1]", "[0,4]")), d16), "b",
+       "tensor 'b': data_offsets [8, 16] leave a hole after tensor 'a' data_offsets [0, 4]: bytes [4, 8) belong "
        "to no tensor"},
       {"trailing bytes", image(obj(entry("w", "\"F32\"", "[3]", "[0,12]")), d16), "w",
        "tensor 'w': data_offsets [0, 12] end the last tensor at 12 but the data section has 16 bytes: bytes "
@@ -556,8 +564,9 @@ std::vector<Malformed> malformed_corpus() {
       {"metadata nested object", image(R"({"__metadata__":{"k":{}}})"), "", "__metadata__ key 'k' has a JSON object"},
       {"metadata not an object", image(R"({"__metadata__":"x"})"), "",
        "__metadata__ is a JSON string, expected an object of strings"},
-      {"duplicate tensor", image(obj(entry("w", "\"U8\"", "[1]", "[0,1]") + "," + entry("w", "\"U8\"", "[1]", "[1,2]")), d16),
-       "w", "tensor 'w': appears twice in the header"},
+      {"duplicate tensor",
+       image(obj(entry("w", "\"U8\"", "[1]", "[0,1]") + "," + entry("w", "\"U8\"", "[1]", "[1,2]")), d16), "w",
+       "tensor 'w': appears twice in the header"},
       {"duplicate metadata key", image(R"({"__metadata__":{"k":"1","k":"2"}})"), "", "duplicate object key 'k'"},
       {"duplicate __metadata__", image(R"({"__metadata__":{},"__metadata__":{}})"), "",
        "header has two \"__metadata__\" entries"},
@@ -567,8 +576,8 @@ std::vector<Malformed> malformed_corpus() {
        "unpaired high surrogate"},
       {"huge number echoed only in part", image(w("\"U8\"", "[" + std::string(5000, '9') + "]", "[0,1]"), d16), "w",
        "shape[0] is " + std::string(40, '9') + "..., larger than"},
-      {"deep nesting in an extra key",
-       image("{\"w\":{\"x\":" + std::string(100, '[') + std::string(100, ']') + "}}"), "", "nesting deeper than"},
+      {"deep nesting in an extra key", image("{\"w\":{\"x\":" + std::string(100, '[') + std::string(100, ']') + "}}"),
+       "", "nesting deeper than"},
   };
 }
 
@@ -602,8 +611,8 @@ TEST_F(SafetensorsTest, EveryTruncationOfAValidFileIsRejected) {
   const uint16_t h[3] = {1, 2, 3};
   const double d = 2.5;
   const std::string p = path("valid.safetensors");
-  ASSERT_TRUE(write_safetensors(p, {{"h", meta(DType::kF16, {3}), h}, {"d", meta(DType::kF64, {}), &d}},
-                                {{"k", "v"}}).ok());
+  ASSERT_TRUE(
+      write_safetensors(p, {{"h", meta(DType::kF16, {3}), h}, {"d", meta(DType::kF64, {}), &d}}, {{"k", "v"}}).ok());
   const std::string bytes = read_file(p);
   std::unique_ptr<SafetensorsFile> f;
   ASSERT_TRUE(parse_image(bytes, &f).ok());

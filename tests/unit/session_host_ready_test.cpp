@@ -38,7 +38,8 @@ struct SessionHostReadyTest : ::testing::Test {
     o.copy_threads = 1;
     o.staging_bytes = 1 << 20;
     ASSERT_OK(wharf_runtime_create(&o, &rt));
-    h_init = wharf_tensor_view{sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
+    h_init = wharf_tensor_view{
+        sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
     wharf_state_decl states[2] = {{sizeof(wharf_state_decl), "h", WHARF_DTYPE_F32, 1, h_shape, &h_init},
                                   {sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 1, kv_shape, nullptr}};
     wharf_container_options co;
@@ -52,7 +53,8 @@ struct SessionHostReadyTest : ::testing::Test {
     ASSERT_OK(wharf_container_create(rt, &co, &c));
     // Runs need active weights: load "w" and swap it in.
     std::vector<float> w(8, 1.0f);
-    wharf_tensor_view wv{sizeof(wharf_tensor_view), 0, w.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
+    wharf_tensor_view wv{
+        sizeof(wharf_tensor_view), 0, w.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
     wharf_constant_map* map = nullptr;
     ASSERT_OK(wharf_constant_map_create(&map));
     ASSERT_OK(wharf_constant_map_set(map, "w", &wv));

@@ -57,8 +57,15 @@ struct Weights {
     wharf_constant_map_free(map);
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v{sizeof(wharf_tensor_view), 0, data[i].data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, int32_t(shapes[i].size()),
-                          shapes[i].data(), nullptr};
+      wharf_tensor_view v{sizeof(wharf_tensor_view),
+                          0,
+                          data[i].data(),
+                          WHARF_DTYPE_F32,
+                          WHARF_DEVICE_CPU,
+                          0,
+                          int32_t(shapes[i].size()),
+                          shapes[i].data(),
+                          nullptr};
       St st(wharf_constant_map_set(map, names[i].c_str(), &v));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     }
@@ -248,8 +255,7 @@ TEST_F(StoreTest, StoreUpdateWritesOnceAndSwapPublishesEverywhere) {
   ASSERT_OK(wharf_run_begin(d, nullptr, nullptr, &old_run));
   ASSERT_OK(wharf_weight_store_update(store, upd.build(), nullptr));
   // One copy per FQN, whatever the number of containers sharing it.
-  EXPECT_EQ(mem(rt, WHARF_MEM_CONSTANTS),
-            before + pw.bytes("embed") + pw.bytes("norm") + dw.bytes("decode.head"));
+  EXPECT_EQ(mem(rt, WHARF_MEM_CONSTANTS), before + pw.bytes("embed") + pw.bytes("norm") + dw.bytes("decode.head"));
   ASSERT_OK(wharf_weight_store_swap(store));
   EXPECT_EQ(first(old_run, "embed"), 1.0f) << "a run begun before the swap keeps its generation";
   ASSERT_OK(wharf_run_end(old_run));
@@ -372,8 +378,9 @@ wharf_status* doubling_fold(wharf_run* run, void*) {
 
 TEST_F(StoreTest, StoreFoldRunsOnlyForContainersWithDerivedConstants) {
   int64_t s4[1] = {4};
-  wharf_constant_decl decls[2] = {{sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
-                                  {sizeof(wharf_constant_decl), "w2", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
+  wharf_constant_decl decls[2] = {
+      {sizeof(wharf_constant_decl), "w", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, 0},
+      {sizeof(wharf_constant_decl), "w2", WHARF_DTYPE_F32, 1, s4, WHARF_PLACEMENT_DEVICE, WHARF_CONSTANT_DERIVED}};
   wharf_container* c[2] = {nullptr, nullptr};
   const char* names[2] = {"folded", "plain"};
   for (int i = 0; i < 2; ++i) {
@@ -417,10 +424,17 @@ TEST_F(StoreTest, RunsAcrossContainersNeverSeeAMixDuringStoreSwaps) {
   auto reader = [&] {
     while (!stop) {
       wharf_run *rp = nullptr, *rd = nullptr;
-      if (wharf_run_begin(p, nullptr, nullptr, &rp) != nullptr) { ++bad; continue; }
+      if (wharf_run_begin(p, nullptr, nullptr, &rp) != nullptr) {
+        ++bad;
+        continue;
+      }
       float vp = first(rp, "embed");
       if (first(rp, "norm") != vp) ++bad;
-      if (wharf_run_begin(d, nullptr, nullptr, &rd) != nullptr) { ++bad; wharf_status_free(wharf_run_end(rp)); continue; }
+      if (wharf_run_begin(d, nullptr, nullptr, &rd) != nullptr) {
+        ++bad;
+        wharf_status_free(wharf_run_end(rp));
+        continue;
+      }
       float vd = first(rd, "embed");
       if (first(rd, "layers.1.w") != vd || vd < vp) ++bad;
       wharf_status_free(wharf_run_end(rd));
@@ -431,7 +445,12 @@ TEST_F(StoreTest, RunsAcrossContainersNeverSeeAMixDuringStoreSwaps) {
   std::thread a(reader), b(reader);
   for (int r = 2; r < 40; ++r) {
     Weights upd;
-    for (const char* n : kShared) upd.add(n, n == std::string("norm") ? std::vector<int64_t>{32} : n == std::string("embed") ? std::vector<int64_t>{64, 32} : std::vector<int64_t>{32, 32}, float(r));
+    for (const char* n : kShared)
+      upd.add(n,
+              n == std::string("norm")    ? std::vector<int64_t>{32}
+              : n == std::string("embed") ? std::vector<int64_t>{64, 32}
+                                          : std::vector<int64_t>{32, 32},
+              float(r));
     ASSERT_OK(wharf_weight_store_update(store, upd.build(), nullptr));
     ASSERT_OK(wharf_weight_store_swap(store));
     ASSERT_OK(wharf_container_free_inactive(p));
@@ -483,8 +502,10 @@ struct SessionTest : ::testing::Test {
   void SetUp() override {
     rt = host_runtime();
     init_h.assign(8, 0.5f);
-    h_init = wharf_tensor_view{sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
-    prefill_c = make("prefill", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}, {sizeof(wharf_state_decl), "h", WHARF_DTYPE_F32, 1, h_shape, &h_init}});
+    h_init = wharf_tensor_view{
+        sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
+    prefill_c = make("prefill", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr},
+                                 {sizeof(wharf_state_decl), "h", WHARF_DTYPE_F32, 1, h_shape, &h_init}});
     decode_c = make("decode", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}});
     plain = make("plain", {});
   }
@@ -631,10 +652,16 @@ TEST_F(SessionTest, OneRunAtATimePerSessionManySessionsAtOnce) {
       wharf_session* own = nullptr;
       wharf_container* c = t % 2 ? prefill_c : decode_c;
       St st(wharf_session_create(rt, &c, 1, nullptr, &own));
-      if (st.code() != WHARF_OK) { ++bad; return; }
+      if (st.code() != WHARF_OK) {
+        ++bad;
+        return;
+      }
       for (int i = 0; i < 200; ++i) {
         wharf_run* run = nullptr;
-        if (wharf_run_begin(c, own, nullptr, &run) != nullptr) { ++bad; continue; }
+        if (wharf_run_begin(c, own, nullptr, &run) != nullptr) {
+          ++bad;
+          continue;
+        }
         float v = -1;
         wharf_status_free(wharf_run_read(run, "kv", 0, &v, 4));  // waits for the stream
         if (i > 0 && v != float(t)) ++bad;
@@ -652,7 +679,8 @@ TEST_F(SessionTest, BudgetsAndLazyAllocation) {
   const uint64_t per_session = 64 * 4 + 8 * 4;
   const uint64_t templates = mem(rt, WHARF_MEM_STATE);  // "h"'s initial value
   EXPECT_EQ(templates, 8u * 4);
-  wharf_container* limited = make("limited", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}}, 2 * 64 * 4);
+  wharf_container* limited =
+      make("limited", {{sizeof(wharf_state_decl), "kv", WHARF_DTYPE_F32, 2, kv_shape, nullptr}}, 2 * 64 * 4);
   wharf_session* s1 = session({limited});
   wharf_session* s2 = session({limited});
   wharf_session* s3 = session({limited}, WHARF_RESOURCE_EXHAUSTED);
@@ -719,12 +747,15 @@ TEST_F(SessionTest, StateDeclarationErrors) {
     wharf_container_free(c);
     return st.code();
   };
-  EXPECT_EQ(create({{sizeof(wharf_state_decl), "w", WHARF_DTYPE_F32, 1, h_shape, nullptr}}), WHARF_INVALID_ARGUMENT);  // a constant's FQN
-  EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, nullptr}, {sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, nullptr}}),
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "w", WHARF_DTYPE_F32, 1, h_shape, nullptr}}),
+            WHARF_INVALID_ARGUMENT);  // a constant's FQN
+  EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, nullptr},
+                    {sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, nullptr}}),
             WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, bad_shape, nullptr}}), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(create({{sizeof(wharf_state_decl), "", WHARF_DTYPE_F32, 1, h_shape, nullptr}}), WHARF_INVALID_ARGUMENT);
-  wharf_tensor_view wrong{sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
+  wharf_tensor_view wrong{
+      sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F16, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
   EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, &wrong}}), WHARF_INVALID_ARGUMENT);
   EXPECT_EQ(create({{sizeof(wharf_state_decl), "s", WHARF_DTYPE_F32, 1, h_shape, &h_init}}), WHARF_OK);
   EXPECT_EQ(mem(rt, WHARF_MEM_STATE), 8u * 4) << "refused and freed containers leave no templates behind";

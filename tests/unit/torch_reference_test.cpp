@@ -43,11 +43,18 @@ std::string to_hex(const void* p, size_t n) {
 
 // torch's dtype names (str(tensor.dtype) without "torch.") for each safetensors dtype.
 const std::map<std::string, wharf_dtype>& torch_dtypes() {
-  static const std::map<std::string, wharf_dtype> m = {
-      {"float32", WHARF_DTYPE_F32},      {"float16", WHARF_DTYPE_F16},         {"bfloat16", WHARF_DTYPE_BF16},
-      {"float64", WHARF_DTYPE_F64},      {"float8_e4m3fn", WHARF_DTYPE_F8_E4M3}, {"float8_e5m2", WHARF_DTYPE_F8_E5M2},
-      {"int8", WHARF_DTYPE_I8},          {"uint8", WHARF_DTYPE_U8},            {"int16", WHARF_DTYPE_I16},
-      {"int32", WHARF_DTYPE_I32},        {"int64", WHARF_DTYPE_I64},           {"bool", WHARF_DTYPE_BOOL}};
+  static const std::map<std::string, wharf_dtype> m = {{"float32", WHARF_DTYPE_F32},
+                                                       {"float16", WHARF_DTYPE_F16},
+                                                       {"bfloat16", WHARF_DTYPE_BF16},
+                                                       {"float64", WHARF_DTYPE_F64},
+                                                       {"float8_e4m3fn", WHARF_DTYPE_F8_E4M3},
+                                                       {"float8_e5m2", WHARF_DTYPE_F8_E5M2},
+                                                       {"int8", WHARF_DTYPE_I8},
+                                                       {"uint8", WHARF_DTYPE_U8},
+                                                       {"int16", WHARF_DTYPE_I16},
+                                                       {"int32", WHARF_DTYPE_I32},
+                                                       {"int64", WHARF_DTYPE_I64},
+                                                       {"bool", WHARF_DTYPE_BOOL}};
   return m;
 }
 

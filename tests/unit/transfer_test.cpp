@@ -151,10 +151,10 @@ TEST_P(TransferRing, CopiesThroughEveryRingShape) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TransferRing,
-                         ::testing::Values(RingShape{4, 64 * KiB, 128 * KiB},   // 2 chunks: 1 thread
-                                           RingShape{3, 64 * KiB, 64 * KiB},    // 1 chunk
+                         ::testing::Values(RingShape{4, 64 * KiB, 128 * KiB},     // 2 chunks: 1 thread
+                                           RingShape{3, 64 * KiB, 64 * KiB},      // 1 chunk
                                            RingShape{2, 64 * KiB, 7 * 64 * KiB},  // 4 + 3 chunks
-                                           RingShape{12, 1 * MiB, 24 * MiB}));  // the GPU default shape
+                                           RingShape{12, 1 * MiB, 24 * MiB}));    // the GPU default shape
 
 TEST(Transfer, ManySmallRequests) {
   auto dev = host_device();
@@ -277,7 +277,11 @@ TEST(Transfer, WaitsForEventsBeforeCopying) {
   ASSERT_TRUE(dev->create_stream(&other).ok());
   std::atomic<bool> release{false};
   // Stands for work that still uses the destinations (e.g. a kernel reading old constants).
-  ASSERT_TRUE(other->enqueue_host([&] { while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1)); }).ok());
+  ASSERT_TRUE(other
+                  ->enqueue_host([&] {
+                    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                  })
+                  .ok());
   std::unique_ptr<Event> busy;
   ASSERT_TRUE(dev->create_event(&busy).ok());
   ASSERT_TRUE(other->record(*busy).ok());
@@ -320,7 +324,11 @@ TEST(Transfer, ReturnsOnlyWhenComplete) {
   std::unique_ptr<Stream> other;
   ASSERT_TRUE(dev->create_stream(&other).ok());
   std::atomic<bool> release{false};
-  ASSERT_TRUE(other->enqueue_host([&] { while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1)); }).ok());
+  ASSERT_TRUE(other
+                  ->enqueue_host([&] {
+                    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                  })
+                  .ok());
   std::unique_ptr<Event> busy;
   ASSERT_TRUE(dev->create_event(&busy).ok());
   ASSERT_TRUE(other->record(*busy).ok());
@@ -490,7 +498,8 @@ TEST(Transfer, AllocatesNullDestinationsInRequestOrder) {
       r.src = pinned_src.data();
       reqs.push_back(r);
       // Only one request may use the shared pinned source's bytes; give later ones their own.
-      srcs.back().assign(static_cast<unsigned char*>(pinned_src.data()), static_cast<unsigned char*>(pinned_src.data()) + n);
+      srcs.back().assign(static_cast<unsigned char*>(pinned_src.data()),
+                         static_cast<unsigned char*>(pinned_src.data()) + n);
       break;
     }
     reqs.push_back(r);
@@ -670,7 +679,8 @@ TEST(Transfer, FileSourcesAreReadIntoDeviceAndPinnedDestinations) {
   const auto mem = pattern(100 * KiB, 8);
   Buffer m = alloc(dev, MemKind::kDevice, mem.size());
   TransferStats stats;
-  Status st = eng->copy({file_request(a.data(), file.get(), a_off, a_n, "a"), {m.data(), mem.data(), mem.size()},
+  Status st = eng->copy({file_request(a.data(), file.get(), a_off, a_n, "a"),
+                         {m.data(), mem.data(), mem.size()},
                          file_request(b.data(), file.get(), b_off, b_n, "b"),
                          file_request(c.data(), file.get(), c_off, c_n, "c")},
                         {}, &stats);
@@ -735,8 +745,8 @@ TEST(Transfer, AFileShrunkDuringTheCopyIsAnIoError) {
   }
   EXPECT_GE(fills.load(), 3);
   EXPECT_EQ(st.code(), Code::kIoError) << st.message();
-  for (const char* want : {"copy request 0 of 1 ('blocks.3.norm')", tf.path().c_str(), "at offset",
-                           "shrank while being read"})
+  for (const char* want :
+       {"copy request 0 of 1 ('blocks.3.norm')", tf.path().c_str(), "at offset", "shrank while being read"})
     EXPECT_NE(st.message().find(want), std::string::npos) << st.message() << "\nexpected: " << want;
 
   // Pinned host destinations are read with pread directly: the same error.

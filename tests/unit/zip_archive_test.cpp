@@ -44,7 +44,7 @@ struct ZEntry {
   uint16_t flags = 0;
   std::string local_extra;  // e.g. PyTorch's alignment padding
   bool bad_crc = false;
-  std::string local_name;   // if set, the local header names this instead
+  std::string local_name;  // if set, the local header names this instead
 };
 
 // A ZIP archive laid out as PKWARE's APPNOTE describes: local headers and data, the central
@@ -183,9 +183,8 @@ TEST(ZipArchive, MalformedDirectoriesAreDataCorrupt) {
 // ASan in make test, so an out-of-bounds read fails the test).
 TEST(ZipArchive, EveryTruncationAndCorruptedByteIsHandled) {
   for (bool zip64 : {false, true}) {
-    const std::string bytes = build_zip({ZEntry{"pkg/data/aotinductor/model/m.so", std::string(300, 'm')},
-                                         ZEntry{"pkg/version", "1"}},
-                                        zip64);
+    const std::string bytes = build_zip(
+        {ZEntry{"pkg/data/aotinductor/model/m.so", std::string(300, 'm')}, ZEntry{"pkg/version", "1"}}, zip64);
     std::unique_ptr<io::ZipArchive> z;
     for (size_t n = 0; n < bytes.size(); ++n) {
       // Copied so ASan sees exactly n bytes.
@@ -291,14 +290,15 @@ TEST_F(ModelPackage, OpensTheModelLibraryFromAPackageWithoutATemporaryFile) {
 TEST_F(ModelPackage, PackagesWithoutOneModelLibraryAreRefusedByName) {
   std::unique_ptr<ModelLibrary> h;
   std::string err;
-  const std::string none = write("none.pt2", build_zip({ZEntry{"m/archive_format", "pt2"}, ZEntry{"m/data/x.so", "x"}}));
+  const std::string none =
+      write("none.pt2", build_zip({ZEntry{"m/archive_format", "pt2"}, ZEntry{"m/data/x.so", "x"}}));
   Status st = open_model_library(none, RTLD_NOW, &h, &err);
   EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
   EXPECT_NE(st.message().find("holds no compiled model"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("none.pt2"), std::string::npos) << st.message();
 
-  const std::string two = write("two.pt2", build_zip({ZEntry{"m/data/aotinductor/a/x.so", "x"},
-                                                      ZEntry{"m/data/aotinductor/b/y.so", "y"}}));
+  const std::string two =
+      write("two.pt2", build_zip({ZEntry{"m/data/aotinductor/a/x.so", "x"}, ZEntry{"m/data/aotinductor/b/y.so", "y"}}));
   st = open_model_library(two, RTLD_NOW, &h, &err);
   EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.message();
   EXPECT_NE(st.message().find("'m/data/aotinductor/a/x.so', 'm/data/aotinductor/b/y.so'"), std::string::npos)
@@ -336,7 +336,7 @@ TEST_F(ModelPackage, PackagesWithoutOneModelLibraryAreRefusedByName) {
 TEST_F(ModelPackage, SeveralModelsChooseTheDefaultOne) {
   const std::string lib = a_shared_library();
   const std::string pkg = write("multi.pt2", build_zip({ZEntry{"m/data/aotinductor/other/o.so", "not loaded"},
-                                                       ZEntry{"m/data/aotinductor/model/d.so", lib}}));
+                                                        ZEntry{"m/data/aotinductor/model/d.so", lib}}));
   EXPECT_NE(load(pkg), nullptr);
 }
 
@@ -490,7 +490,8 @@ ChildLoad load_in_child(const std::string& path, int timeout_ms) {
   std::string got;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd p{fds[0], POLLIN, 0};
     if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) == 0) {
       r.timed_out = true;
@@ -529,8 +530,8 @@ TEST_F(ModelPackage, AFifoADirectoryOrADeviceIsRefusedWithoutBlocking) {
   } remove_dir{dir_so};
   const struct {
     std::string path, kind;
-  } cases[] = {{fifo_so, "(a FIFO)"}, {fifo_pkg, "(a FIFO)"}, {dir_so, "(a directory)"},
-               {"/dev/null", "(a character device)"}};
+  } cases[] = {
+      {fifo_so, "(a FIFO)"}, {fifo_pkg, "(a FIFO)"}, {dir_so, "(a directory)"}, {"/dev/null", "(a character device)"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.path);
     const ChildLoad r = load_in_child(c.path, 5000);
