@@ -17,7 +17,7 @@ echo "test data: ${WHARF_TEST_DATA:-the source tree compiled into the tests}"
 # NCCL for replica groups (libwharf dlopens libnccl.so.2): the loader's own, else the CUDA
 # toolkit's, else PyTorch's pip package (nvidia-nccl-cu*); named through WHARF_NCCL_LIBRARY so
 # nothing else is looked up there. Without it the replica GPU tests skip and say why.
-if [ -z "${WHARF_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+if [ -z "${WHARF_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libnccl\.so\.2 ' >/dev/null; then
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib \
            "$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)"; do
     if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then export WHARF_NCCL_LIBRARY="$d/libnccl.so.2"; break; fi

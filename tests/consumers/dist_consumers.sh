@@ -10,6 +10,8 @@
 # The prefix must be unchanged afterwards.
 # usage: dist_consumers.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
+# (No `producer | grep -q` below: grep -q exits at the first match, the producer then dies of
+# SIGPIPE, and pipefail turns a found match into a failure now and then.)
 BUILD=$(cd "$1" && pwd); SRC=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT
@@ -49,16 +51,16 @@ for f in "${expect[@]}"; do [ -f "$P/$f" ] || fail "$f is missing from the archi
 [ "$(readlink "$P/lib/libwharf.so.1")" = "libwharf.so.$V" ] || fail "lib/libwharf.so.1 is not the SONAME link to libwharf.so.$V"
 [ "$(readlink "$P/lib/libwharf.so")" = libwharf.so.1 ] || fail "lib/libwharf.so is not a link to libwharf.so.1"
 [ "$(readlink "$P/share/java/wharf.jar")" = "wharf-$V.jar" ] || fail "share/java/wharf.jar is not a link to wharf-$V.jar"
-if readelf -S "$P/lib/libwharf.so.$V" | grep -q '\.debug_info'; then fail "lib/libwharf.so.$V is not stripped"; fi
+if readelf -S "$P/lib/libwharf.so.$V" | grep '\.debug_info' >/dev/null; then fail "lib/libwharf.so.$V is not stripped"; fi
 
 # Java: the sealed package, a source for every top-level class, the docs, the coordinates.
-unzip -p "$P/share/java/wharf-$V.jar" META-INF/MANIFEST.MF | tr -d '\r' | grep -A1 '^Name: dev/wharf/$' | grep -q '^Sealed: true' ||
+unzip -p "$P/share/java/wharf-$V.jar" META-INF/MANIFEST.MF | tr -d '\r' | grep -A1 '^Name: dev/wharf/$' | grep '^Sealed: true' >/dev/null ||
   fail "the jar does not seal package dev.wharf"
 classes=$(unzip -Z1 "$P/share/java/wharf-$V.jar" 'dev/wharf/*.class' | grep -v '\$' | sed 's/\.class$//' | LC_ALL=C sort)
 sources=$(unzip -Z1 "$P/share/java/wharf-$V-sources.jar" 'dev/wharf/*.java' | sed 's/\.java$//' | grep -vx 'dev/wharf/package-info' | LC_ALL=C sort)
 [ -n "$classes" ] && [ "$classes" = "$sources" ] ||
   fail "the sources jar does not hold exactly one source per class: $(diff <(echo "$classes") <(echo "$sources") | grep '^[<>]' | tr '\n' ' ')"
-unzip -Z1 "$P/share/java/wharf-$V-javadoc.jar" | grep -qx 'dev/wharf/Container.html' || fail "the javadoc jar has no dev/wharf/Container.html"
+unzip -Z1 "$P/share/java/wharf-$V-javadoc.jar" | grep -x 'dev/wharf/Container.html' >/dev/null || fail "the javadoc jar has no dev/wharf/Container.html"
 python3 - "$P/share/java/wharf-$V.pom" "$V" <<'PY' || fail "the POM's coordinates are not dev.wharf:wharf:$V"
 import sys, xml.etree.ElementTree as ET
 ns = {"m": "http://maven.apache.org/POM/4.0.0"}

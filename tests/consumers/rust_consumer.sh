@@ -32,7 +32,7 @@ build_and_run() { # prefix
     echo "$out"
     [[ "$out" == *"generation 2: w = [5.0, 6.0, 7.0, 8.0]" ]] || fail "unexpected output"
     # The rpath is the app's own, to the prefix, and the prefix's copy is what it loads.
-    readelf -d "$WORK/target/debug/wharf-consumer" | grep -E "R(UN)?PATH" | grep -q "$1" ||
+    readelf -d "$WORK/target/debug/wharf-consumer" | grep -E "R(UN)?PATH" | grep "$1" >/dev/null ||
       fail "no rpath to $1 in the app"
     loads_from "$WORK/target/debug/wharf-consumer" "$1"
   )
