@@ -302,13 +302,7 @@ Status record_wait_stream(Runtime& runtime, void* wait_stream, const std::string
   return s->record(**out).with_context(what + ": ordering after wait_stream");
 }
 
-Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
-  if (opts.in_place && opts.progress)
-    return Unsupported("container " + quote_name(name_) +
-                       ": an in-place update cannot take a progress callback: it overwrites storage that runs read "
-                       "once it returns, so it cannot be cancelled midway (update the inactive generation instead)");
-  std::vector<Planned> plan;
-  WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
+Status Container::admit_writer(const char* what, std::unique_lock<std::mutex>* out) {
   std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
   if (!ulock.owns_lock())
     return Busy("container " + quote_name(name_) +
@@ -316,8 +310,21 @@ Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
                 "updates of one container run one at a time)");
   {
     MutexLock lock(mu_);
-    WHARF_RETURN_IF_ERROR(check_not_replica_locked("an update"));
+    WHARF_RETURN_IF_ERROR(check_not_replica_locked(what));
   }
+  *out = std::move(ulock);
+  return Status::Ok();
+}
+
+Status Container::update(const ConstantMap& map, const UpdateOptions& opts) {
+  if (opts.in_place && opts.progress)
+    return Unsupported("container " + quote_name(name_) +
+                       ": an in-place update cannot take a progress callback: it overwrites storage that runs read "
+                       "once it returns, so it cannot be cancelled midway (update the inactive generation instead)");
+  std::vector<Planned> plan;
+  WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
+  std::unique_lock<std::mutex> ulock;
+  WHARF_RETURN_IF_ERROR(admit_writer("an update", &ulock));
   std::unique_ptr<Event> ready;
   WHARF_RETURN_IF_ERROR(record_wait_stream(*runtime_, opts.wait_stream, "container " + quote_name(name_), &ready));
   return opts.in_place ? update_in_place(plan, opts, ready.get()) : update_inactive(plan, opts, ready.get());
@@ -334,15 +341,8 @@ Status Container::load(const ConstantMap& map, const ProgressFn& progress) {
   opts.progress = progress;
   std::vector<Planned> plan;
   WHARF_RETURN_IF_ERROR(validate_map(map, opts, &plan));
-  std::unique_lock<std::mutex> ulock(update_mu_, std::try_to_lock);
-  if (!ulock.owns_lock())
-    return Busy("container " + quote_name(name_) +
-                ": another update is in progress (updates, binds and weight store "
-                "updates of one container run one at a time)");
-  {
-    MutexLock lock(mu_);
-    WHARF_RETURN_IF_ERROR(check_not_replica_locked("a load"));
-  }
+  std::unique_lock<std::mutex> ulock;
+  WHARF_RETURN_IF_ERROR(admit_writer("a load", &ulock));
   WHARF_RETURN_IF_ERROR(update_inactive(plan, opts, nullptr));
   DeadList dead;
   MutexLock lock(mu_);

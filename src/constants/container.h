@@ -206,6 +206,9 @@ class Container : public std::enable_shared_from_this<Container> {
 
   Container() = default;
   Status validate_source(const ConstantDecl& d, const TensorMeta& src, const void* data) const;
+  // Takes the writer admission (`update_mu_`, try-lock: BUSY) of an update or load (`what`,
+  // for the replica refusal's message) into *out.
+  Status admit_writer(const char* what, std::unique_lock<std::mutex>* out) WHARF_EXCLUDES(mu_);
   Status copy_into(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
                    const std::vector<Event*>& wait_for);
   Status run_fold(const UpdateOptions& opts, const std::shared_ptr<Generation>& gen);
