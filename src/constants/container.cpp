@@ -353,7 +353,10 @@ Status Container::load(const ConstantMap& map, const ProgressFn& progress) {
 
 int Container::first_missing(const std::vector<bool>& written, bool folds) const {
   MutexLock lock(mu_);
-  const std::shared_ptr<Generation>& base = staged_ ? inactive_ : active_;
+  return first_missing_in((staged_ ? inactive_ : active_).get(), written, folds);
+}
+
+int Container::first_missing_in(const Generation* base, const std::vector<bool>& written, bool folds) const {
   for (size_t i = 0; i < decls_.size(); ++i)
     if (!(base && base->slots[i]) && !written[i] && !(decls_[i].derived() && folds)) return int(i);
   return -1;

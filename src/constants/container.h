@@ -137,6 +137,8 @@ class Container : public std::enable_shared_from_this<Container> {
   // The first constant a write of `written` (by constant index; derived ones count as
   // written when `folds`) would leave without storage in the next generation, or -1.
   int first_missing(const std::vector<bool>& written, bool folds) const WHARF_EXCLUDES(mu_);
+  // The same over a given base generation (null: none; nothing is locked).
+  int first_missing_in(const Generation* base, const std::vector<bool>& written, bool folds) const;
   // Whether the creator's first load is still running (ContainerConfig::loading).
   bool being_loaded() const { return loading_.load(std::memory_order_acquire); }
   Status bind_user_constant(const std::string& fqn, UserConstant uc) WHARF_EXCLUDES(mu_);

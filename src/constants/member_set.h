@@ -38,7 +38,6 @@ class MemberSet {
 
   size_t size() const { return members_.size(); }
   Container& operator[](size_t i) const { return *members_[i]; }
-  const std::shared_ptr<Container>& ptr(size_t i) const { return members_[i]; }
   const std::vector<std::shared_ptr<Container>>& members() const { return members_; }
 
   // Every member's writer lock, held until this object goes.
@@ -67,7 +66,9 @@ class MemberSet {
   struct Write {
     std::shared_ptr<Generation> gen;
     uint64_t base_version = 0;
-    std::vector<std::pair<int, std::shared_ptr<Slot>>> written;  // (constant index, fresh slot)
+    // (constant index, fresh slot): what a rebase puts over the member's current base
+    // (Staging::kStore only; lockstep members never move, so they leave it empty).
+    std::vector<std::pair<int, std::shared_ptr<Slot>>> written;
     bool folded = false;  // derived constants were computed from the base: cannot be rebased
   };
   // How stage_all treats the members.

@@ -199,6 +199,7 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
   //    each checked to be able to take the update before anything is copied or staged.
   std::vector<std::shared_ptr<Container>> affected;
   std::vector<std::vector<std::pair<int, size_t>>> writes;  // per target: (constant index, map entry)
+  std::vector<std::vector<bool>> written;                   // per target: by constant index
   for (auto& c : members) {
     std::vector<std::pair<int, size_t>> w;
     for (size_t i = 0; i < map.size(); ++i) {
@@ -217,12 +218,13 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     // A member this update would leave incomplete is refused before it is admitted (and
     // checked again on its base below): admitting it would make its own first load answer
     // BUSY for nothing.
-    std::vector<bool> written(c->decls().size(), false);
-    for (auto& x : w) written[size_t(x.first)] = true;
-    const int missing = c->first_missing(written, bool(opts.fold));
+    std::vector<bool> by_index(c->decls().size(), false);
+    for (auto& x : w) by_index[size_t(x.first)] = true;
+    const int missing = c->first_missing(by_index, bool(opts.fold));
     if (missing >= 0) return unloaded(*c, c->decls()[size_t(missing)]);
     affected.push_back(c);
     writes.push_back(std::move(w));
+    written.push_back(std::move(by_index));
   }
   MemberSet targets(std::move(affected));
   MemberSet::Admission admitted;
@@ -240,13 +242,9 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
     staged[t].gen = std::move(base.gen);
     staged[t].base_version = base.version;
     staged[t].folded = c.has_derived() && bool(opts.fold);
-    std::vector<bool> written(c.decls().size(), false);
-    for (auto& w : writes[t]) written[size_t(w.first)] = true;
-    for (size_t i = 0; i < c.decls().size(); ++i) {
-      const ConstantDecl& d = c.decls()[i];
-      if (staged[t].gen->slots[i] || written[i] || (d.derived() && opts.fold)) continue;
-      return unloaded(c, d);
-    }
+    // Again on the base this update builds on (a swap or free_inactive may have moved it).
+    const int missing = c.first_missing_in(staged[t].gen.get(), written[t], bool(opts.fold));
+    if (missing >= 0) return unloaded(c, c.decls()[size_t(missing)]);
   }
 
   // 3. One slot and one copy per FQN; slots are allocated while earlier copies run.

@@ -179,12 +179,8 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
   test_hook("replica.update.before_stage");
 
   // 5. Stage everywhere at once. Members refuse writes of their own, so no base moved and
-  //    the rebase rule never applies here.
-  for (size_t r = 0; r < n; ++r) {
-    writes[r].gen = std::move(gens[r]);
-    for (const Container::Planned& p : plan)
-      writes[r].written.emplace_back(p.index, writes[r].gen->slots[size_t(p.index)]);
-  }
+  //    the rebase rule (the only reader of Write::written) never applies here.
+  for (size_t r = 0; r < n; ++r) writes[r].gen = std::move(gens[r]);
   WHARF_RETURN_IF_ERROR(members_.stage_all(&writes, MemberSet::Staging::kLockstep, "replica group update", &dead));
   updates_.fetch_add(1);
   source_bytes_.fetch_add(source_bytes);
