@@ -37,6 +37,18 @@ struct DemoTensor {
     for (int64_t d : shape) n *= size_t(d);
     return n;
   }
+  // A contiguous F32 view of `data` (pageable host memory) with this tensor's shape.
+  wharf_tensor_view view(std::vector<float>& data) const {
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.data = data.data();
+    v.dtype = WHARF_DTYPE_F32;
+    v.device_type = WHARF_DEVICE_CPU;
+    v.ndim = int32_t(shape.size());
+    v.shape = shape.data();
+    return v;
+  }
 };
 
 // 8 layers, hidden 512, FFN 1536: about 84 MiB of F32 weights.
@@ -164,15 +176,7 @@ int cmd_demo(const DemoOptions& o) {
   if (failed(wharf_constant_map_create(&full), "creating a map")) return 1;
   for (size_t i = 0; i < model.size(); ++i) {
     host[i].assign(model[i].numel(), 0.0f);
-    wharf_tensor_view v{sizeof(wharf_tensor_view),
-                        0,
-                        host[i].data(),
-                        WHARF_DTYPE_F32,
-                        WHARF_DEVICE_CPU,
-                        0,
-                        int32_t(model[i].shape.size()),
-                        model[i].shape.data(),
-                        nullptr};
+    const wharf_tensor_view v = model[i].view(host[i]);
     if (failed(wharf_constant_map_set(full, model[i].name.c_str(), &v), "building the map")) return 1;
   }
   wharf_container_options copts;
@@ -249,15 +253,7 @@ int cmd_demo(const DemoOptions& o) {
       std::fill(host[i].begin(), host[i].end(), float(r));
       next[i] = float(r);
       bytes += host[i].size() * 4;
-      wharf_tensor_view v{sizeof(wharf_tensor_view),
-                          0,
-                          host[i].data(),
-                          WHARF_DTYPE_F32,
-                          WHARF_DEVICE_CPU,
-                          0,
-                          int32_t(model[i].shape.size()),
-                          model[i].shape.data(),
-                          nullptr};
+      const wharf_tensor_view v = model[i].view(host[i]);
       if (failed(wharf_constant_map_set(m, model[i].name.c_str(), &v), "building the update")) return 1;
     }
     wharf_runtime_reset_peak(rt);
