@@ -318,17 +318,7 @@ TEST_P(Concurrency, StoreUpdateReachingAnUnloadedMemberStagesNothing) {
   ASSERT_OK(wharf_weight_store_create(rt, &store));
   Map w1({{"w", 1}, {"p", 1}});
   wharf_container* prefill = from_map(rt, w1, store, "prefill");
-  wharf_constant_decl decls[2];
-  std::memset(decls, 0, sizeof decls);
-  const char* names[2] = {"w", "d"};
-  for (int i = 0; i < 2; ++i) {
-    decls[i].struct_size = sizeof decls[i];
-    decls[i].fqn = names[i];
-    decls[i].dtype = WHARF_DTYPE_F32;
-    decls[i].ndim = 1;
-    decls[i].shape = kShape;
-    decls[i].placement = WHARF_PLACEMENT_DEVICE;
-  }
+  const wharf_constant_decl decls[2] = {wharf_test::f32_decl("w", kShape), wharf_test::f32_decl("d", kShape)};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.name = "decode";
@@ -420,18 +410,8 @@ wharf_status* failing(wharf_run*, void*) {
 
 // A container of "s" and "d" (derived), optionally in a weight store.
 wharf_container* derived_container(wharf_runtime* rt, wharf_weight_store* store = nullptr) {
-  wharf_constant_decl decls[2];
-  std::memset(decls, 0, sizeof decls);
-  const char* names[2] = {"s", "d"};
-  for (int i = 0; i < 2; ++i) {
-    decls[i].struct_size = sizeof decls[i];
-    decls[i].fqn = names[i];
-    decls[i].dtype = WHARF_DTYPE_F32;
-    decls[i].ndim = 1;
-    decls[i].shape = kShape;
-    decls[i].placement = WHARF_PLACEMENT_DEVICE;
-  }
-  decls[1].flags = WHARF_CONSTANT_DERIVED;
+  const wharf_constant_decl decls[2] = {wharf_test::f32_decl("s", kShape),
+                                        wharf_test::f32_decl("d", kShape, WHARF_CONSTANT_DERIVED)};
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.constants = decls;
@@ -774,17 +754,8 @@ TEST_P(Concurrency, JoinersNeverSeeATornStoreGenerationUnderStress) {
     }
   });
   Map own({{"A", -1}, {"B", -1}, {"C", -1}});
-  wharf_constant_decl decls[3];
-  std::memset(decls, 0, sizeof decls);
-  const char* names[3] = {"A", "B", "C"};
-  for (int i = 0; i < 3; ++i) {
-    decls[i].struct_size = sizeof decls[i];
-    decls[i].fqn = names[i];
-    decls[i].dtype = WHARF_DTYPE_F32;
-    decls[i].ndim = 1;
-    decls[i].shape = kShape;
-    decls[i].placement = WHARF_PLACEMENT_DEVICE;
-  }
+  const wharf_constant_decl decls[3] = {wharf_test::f32_decl("A", kShape), wharf_test::f32_decl("B", kShape),
+                                        wharf_test::f32_decl("C", kShape)};
   int torn = 0, joins = 0;
   // At least 300 joins and 100 store versions published meanwhile (bounded in time).
   const auto deadline = std::chrono::steady_clock::now() + 20s;
