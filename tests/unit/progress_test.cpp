@@ -50,19 +50,12 @@ int32_t on_progress(uint64_t done, uint64_t total, void* user) {
 struct Weights {
   std::vector<std::vector<float>> data;
   wharf_constant_map* map = nullptr;
-  explicit Weights(float v, const std::vector<const void*>& sources = {}) {
+  explicit Weights(float v) {
     EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
     const char* names[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; ++i) {
       data.emplace_back(size_t(kFloats), v);
-      wharf_tensor_view t;
-      std::memset(&t, 0, sizeof t);
-      t.struct_size = sizeof t;
-      t.data = sources.empty() ? static_cast<void*>(data.back().data()) : const_cast<void*>(sources[size_t(i)]);
-      t.dtype = WHARF_DTYPE_F32;
-      t.device_type = WHARF_DEVICE_CPU;
-      t.ndim = 1;
-      t.shape = kShape;
+      const wharf_tensor_view t = wharf_test::f32_view(data.back().data(), 1, kShape);
       St st(wharf_constant_map_set(map, names[i], &t));
       EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
     }
@@ -186,13 +179,11 @@ TEST_P(Progress, CancelWithDirectCopiesInFlightChangesNothing) {
   wharf_container* src = container(v7);
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(src, nullptr, nullptr, &run));
-  std::vector<const void*> device_sources;
   std::vector<wharf_tensor_view> views(3);
   for (int i = 0; i < 3; ++i) {
     std::memset(&views[size_t(i)], 0, sizeof views[size_t(i)]);
     views[size_t(i)].struct_size = sizeof views[size_t(i)];
     ASSERT_OK(wharf_run_get_tensor(run, std::string(1, char('a' + i)).c_str(), &views[size_t(i)]));
-    device_sources.push_back(views[size_t(i)].data);
   }
   wharf_constant_map* map = nullptr;
   ASSERT_OK(wharf_constant_map_create(&map));
