@@ -109,7 +109,9 @@ const StructLayout& layout_of(const wharf_memory_stats*);
 const StructLayout& layout_of(const wharf_constant_info*);
 const StructLayout& layout_of(const wharf_state_info*);
 const StructLayout& layout_of(const wharf_weight_store_stats*);
-const StructLayout& layout_of(const struct wharf_model_options*);  // experimental (model_api.cpp)
+const StructLayout& layout_of(const struct wharf_model_options*);              // experimental (model_api.cpp)
+const StructLayout& layout_of(const struct wharf_model_package_options*);      // experimental (model_package_api.cpp)
+const StructLayout& layout_of(const struct wharf_model_package_tensor_info*);  // experimental (model_package_api.cpp)
 
 // The struct_size stored in the caller's struct at `p` (its first four bytes).
 uint32_t stated_size(const void* p);

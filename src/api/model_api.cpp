@@ -9,15 +9,11 @@
 #define WHARF_EXPERIMENTAL
 #include "api/boundary.h"
 #include "api/handles.h"
+#include "api/model_api.h"
 #include "api/offload_api.h"
 #include "models/model.h"
 
 using namespace wharf;
-
-struct wharf_model {
-  std::shared_ptr<Model> m;
-  wharf_container container;  // the borrowed handle wharf_model_container returns
-};
 
 namespace wharf {
 namespace api {

@@ -57,6 +57,9 @@ class ConstantMap {
   // no NUL, valid UTF-8): kInvalidArgument otherwise; a name already present: kAlreadyExists.
   // Messages quote the name with quote_name (core/text.h).
   Status set(std::string fqn, TensorMeta meta, void* data);
+  // Adds a copy of another map's entry: a view, or a file range of open_safetensors (the file
+  // stays open while either map holds it). The rules and errors of set().
+  Status add_entry(const MapEntry& e) { return add(e.fqn, e.meta, e.data, e.file, e.file_offset); }
   const MapEntry* find(std::string_view fqn) const;
   size_t size() const { return entries_.size(); }
   // Loaded from a file: its views point into a read-only mapping.

@@ -385,6 +385,15 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     m->input_names_.emplace_back(in);
   }
   m->num_outputs_ = n_out;
+  const bool declared = opts.declared_states != nullptr;
+  const std::string ctx = opts.context.empty() ? what : opts.context;
+  if (opts.expected_inputs >= 0 && size_t(opts.expected_inputs) != n_in)
+    return InvalidArgument(ctx + ".inputs: " + std::to_string(opts.expected_inputs) + " declared, the compiled model " +
+                           quote_path(so_path) + " takes " + std::to_string(n_in));
+  if (opts.expected_outputs >= 0 && size_t(opts.expected_outputs) != n_out)
+    return InvalidArgument(ctx + ".outputs: " + std::to_string(opts.expected_outputs) +
+                           " declared, the compiled model " + quote_path(so_path) + " returns " +
+                           std::to_string(n_out));
 
   ContainerConfig cfg;
   cfg.name = m->name_;
@@ -416,11 +425,36 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
       return Unsupported(what + ": " + label + " has PyTorch dtype code " + std::to_string(tdtype) +
                          ", which Wharf has no dtype for");
     const MapEntry* e = weights.find(fqn);
-    if (!e && type != kBuffer)
+    // Declared (a package): a buffer is a declared state, else a read-only weight.
+    const StateInit* decl = nullptr;
+    if (declared && type == kBuffer) {
+      for (const StateInit& si : *opts.declared_states)
+        if (si.fqn == fqn) decl = &si;
+      if (decl) {
+        TensorMeta dm;
+        dm.dtype = decl->dtype;
+        dm.shape = decl->shape;
+        if (decl->dtype != dt || dm.nbytes() != bytes)
+          return InvalidArgument(ctx + ": state " + quote_name(fqn) + " is declared " + dtype_name(decl->dtype) + " " +
+                                 shape_string(decl->shape) + " (" + std::to_string(dm.nbytes()) +
+                                 " bytes), the compiled model's buffer is " + dtype_name(dt) + " of " +
+                                 std::to_string(bytes) + " bytes");
+      } else if (!e) {
+        return InvalidArgument(ctx + ": the compiled model's buffer " + quote_name(fqn) + " (" + std::to_string(bytes) +
+                               " bytes of " + dtype_name(dt) + ") is neither a declared state nor a listed parameter");
+      }
+    }
+    const bool is_state = declared ? decl != nullptr : type == kBuffer;
+    if (!e && declared && !is_state)
+      return InvalidArgument(ctx + ": the compiled model binds " + label + " (" + std::to_string(bytes) + " bytes of " +
+                             dtype_name(dt) + "), which the manifest's weights.parameters does not list");
+    if (!e && !is_state)
       return NotFound(what + ": " + label + " is not in the weights (" + std::to_string(bytes) + " bytes of " +
                       dtype_name(dt) + " expected)");
     std::vector<int64_t> shape;
-    if (e) {
+    if (decl) {
+      shape = decl->shape;
+    } else if (e) {
       if (e->meta.dtype != dt)
         return InvalidArgument(what + ": " + label + ": dtype " + dtype_name(dt) + " expected, the weights have " +
                                dtype_name(e->meta.dtype));
@@ -432,7 +466,10 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     } else {
       shape = {int64_t(bytes / dtype_size(dt))};  // a buffer without an initial value: zeros
     }
-    if (type == kBuffer) {
+    if (decl) {
+      b.state = int(cfg.states.size());
+      cfg.states.push_back(*decl);
+    } else if (is_state) {
       StateInit si;
       si.fqn = fqn;
       si.dtype = dt;
@@ -451,7 +488,7 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
       d.shape = shape;
       b.constant = int(cfg.constants.size());
       cfg.constants.push_back(std::move(d));
-      WHARF_RETURN_IF_ERROR(params->set(fqn, e->meta, e->data));
+      WHARF_RETURN_IF_ERROR(params->add_entry(*e));  // a view or a file range (read when copied)
     }
     m->bindings_.push_back(std::move(b));
   }

@@ -48,6 +48,18 @@ struct ModelOptions {
   // boundaries (tools/aoti/compile_offload_model.py), and must not fold constants.
   std::shared_ptr<const OffloaderConfig> offload;
   ProgressFn progress;  // of loading the weights; empty = none
+  // Declared by the caller (a model package's manifest, models/model_package.h): when set,
+  // each buffer of the model is the state of that FQN here (its dtype and byte size must
+  // agree; shape and initial value come from here) or, when not declared, a weight of
+  // `weights` bound read-only like a parameter (a buffer the model never writes, such as a
+  // rotary table); a buffer in neither, or a parameter missing from `weights`, is
+  // INVALID_ARGUMENT naming `context`. Unset: a buffer's initial value is taken from
+  // `weights` and an absent one is a 1-D zero state of the buffer's size.
+  const std::vector<StateInit>* declared_states = nullptr;
+  // When >= 0: the compiled forward's number of inputs / outputs, checked before any weight
+  // is copied (INVALID_ARGUMENT naming `context`).
+  int64_t expected_inputs = -1, expected_outputs = -1;
+  std::string context;  // what declared the above, for messages ("model package '/p': manifest.json: methods[0]")
 };
 
 // A tensor passed to or returned by a model: device (or host) memory, dtype, shape, strides.

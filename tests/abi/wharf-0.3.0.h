@@ -1282,6 +1282,153 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_model_run(wharf_model* model, whar
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
 
+/* --- model packages: an exported model loaded in one call ------------------------------ */
+
+/**
+ * A Wharf model package (docs/model-package.md): a directory with a manifest.json, the
+ * compiled methods (prefill, decode, ...), the weights as safetensors keyed by the
+ * checkpoint's FQNs, and the per-conversation state's declarations. Loaded, it is one weight
+ * store holding the weights once and one model per method over it (container
+ * "<name>/<method>"); sessions it creates cover every method, so prefill and decode share the
+ * KV state. Immutable once loaded. Threads: every function is safe to call from many threads
+ * at once. Since 0.3 (experimental).
+ */
+typedef struct wharf_model_package wharf_model_package;
+
+/** Options of wharf_model_package_load. Since 0.3 (experimental). */
+typedef struct wharf_model_package_options {
+  uint32_t struct_size;
+  const char* shim_path;        /* libwharf_aoti_shim.so; NULL: $WHARF_AOTI_SHIM, else next to libwharf */
+  uint64_t max_session_bytes;   /* each method's container's session budget; 0 = none */
+  /** Progress and cancellation of loading the weights, all methods as one total (the bytes
+   *  of the manifest's parameters); NULL = none. */
+  wharf_progress_fn progress;
+  void* progress_user;
+} wharf_model_package_options;
+
+/** Fills the defaults (all zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
+WHARF_API void wharf_model_package_options_init_sized(wharf_model_package_options* opts, size_t struct_size);
+#define wharf_model_package_options_init(opts) wharf_model_package_options_init_sized((opts), sizeof(*(opts)))
+
+/**
+ * Loads the model package in directory `dir` on `runtime` (a CUDA runtime) in one call.
+ * First, without touching the device: the manifest is read and checked whole (required
+ * fields and their types, dtypes, shapes, symbolic dimensions, unique names, format_version),
+ * every file it names must exist inside the package (no absolute path, no "..", no symbolic
+ * link leading out of it), and every weight file's header must hold exactly the manifest's
+ * parameters (each once, with its dtype and shape), and the state file the initial values
+ * the manifest names. Then the weights are read once (pread, from the files) into a new
+ * weight store, and every method is loaded as a model over it with the manifest's state
+ * declarations; each compiled method's input and output counts, parameters and buffers must
+ * agree with the manifest. `dir` and `opts` (NULL: defaults) are borrowed for the call. The
+ * caller owns `*out`. Every refusal names the package, the file and the field at fault
+ * ("manifest.json: methods[1].inputs[0].dtype: 'int65' is not a dtype"). Errors:
+ * WHARF_NOT_FOUND (no such directory, no manifest.json, a file the manifest names is
+ * missing, an initial value's tensor missing from the state file), WHARF_INVALID_ARGUMENT
+ * (not a directory; the manifest not JSON, a required field missing or of the wrong type, a
+ * bad dtype or shape, a duplicate name, a path leaving the package; a weight file tensor the
+ * manifest does not list, a listed parameter in no weight file, a tensor whose dtype or shape
+ * differs; a method whose compiled inputs/outputs differ in number from the manifest's, that
+ * binds a parameter the manifest does not list or a buffer it does not declare, a parameter
+ * or state no method uses), WHARF_UNSUPPORTED (format_version newer than this library reads;
+ * the host backend; a shim function a method needs that Wharf lacks, named), WHARF_DATA_CORRUPT
+ * (a corrupt weight or state file), WHARF_IO_ERROR, WHARF_OUT_OF_MEMORY, WHARF_CANCELLED (by
+ * the progress callback), and wharf_model_load's. Nothing is left behind on error.
+ * Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_load(wharf_runtime* runtime, const char* dir,
+                                                                 const wharf_model_package_options* opts,
+                                                                 wharf_model_package** out);
+
+/**
+ * Releases the caller's reference. Models (wharf_model_package_get_method), sessions and
+ * runs taken from the package keep what they use alive. NULL is a no-op.
+ * Since 0.3 (experimental).
+ */
+WHARF_API void wharf_model_package_free(wharf_model_package* package);
+
+/** The manifest's "name" (owned by the package), or NULL for NULL. Since 0.3 (experimental). */
+WHARF_API const char* wharf_model_package_name(const wharf_model_package* package);
+
+/**
+ * The manifest's "max_seq_len" (the KV cache's capacity: positions 0 .. max_seq_len - 1), or 0
+ * when the manifest gives none (or NULL). Since 0.3 (experimental).
+ */
+WHARF_API uint64_t wharf_model_package_max_seq_len(const wharf_model_package* package);
+
+/**
+ * The package's weight store (borrowed: valid while the package lives; do not free it). Its
+ * updates reach every method: wharf_weight_store_update or _update_from_file (a new
+ * checkpoint, or some of its tensors, by the checkpoint's FQNs) then wharf_weight_store_swap.
+ * Since 0.3 (experimental).
+ */
+WHARF_API wharf_weight_store* wharf_model_package_store(wharf_model_package* package);
+
+/** Number of methods (0 for NULL). Since 0.3 (experimental). */
+WHARF_API size_t wharf_model_package_num_methods(const wharf_model_package* package);
+
+/** Name of method `i` in the manifest's order (owned by the package), or NULL past the end. Since 0.3 (experimental). */
+WHARF_API const char* wharf_model_package_method_name(const wharf_model_package* package, size_t i);
+
+/** The index of method `name`, or -1 (none, or an argument is NULL). Since 0.3 (experimental). */
+WHARF_API int64_t wharf_model_package_find_method(const wharf_model_package* package, const char* name);
+
+/**
+ * The model of method `name` (run it with wharf_model_run on runs of its container). `*out`
+ * is a new reference the caller owns and frees with wharf_model_free; it stays valid after
+ * the package is freed. Errors: WHARF_NOT_FOUND (no such method; the message lists the
+ * package's), WHARF_INVALID_ARGUMENT (NULL arguments). Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method(wharf_model_package* package,
+                                                                       const char* name, wharf_model** out);
+
+/**
+ * Creates a session over every method's container (as wharf_session_create over them): one
+ * buffer per declared state, shared by all methods, so a conversation's prefill and decode
+ * runs read and write the same KV cache. `opts` may be NULL. The caller owns `*out`. Errors:
+ * those of wharf_session_create. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_create_session(wharf_model_package* package,
+                                                                           const wharf_session_options* opts,
+                                                                           wharf_session** out);
+
+/**
+ * One input or output of a method as the manifest declares it. Every pointer is owned by the
+ * package (valid while it lives). A symbolic dimension (a sequence length) has shape -1, its
+ * name in dim_names and its range in dim_min/dim_max (dim_max -1: no bound given); a fixed one
+ * has its size in all three and a NULL name. Since 0.3 (experimental).
+ */
+typedef struct wharf_model_package_tensor_info {
+  uint32_t struct_size;
+  const char* name;
+  wharf_dtype dtype;
+  int32_t ndim;
+  const int64_t* shape;         /* ndim sizes, -1 where symbolic */
+  const char* const* dim_names; /* ndim entries: a symbolic dimension's name, NULL where fixed */
+  const int64_t* dim_min;       /* ndim entries: the smallest size */
+  const int64_t* dim_max;       /* ndim entries: the largest size, -1 when unbounded */
+} wharf_model_package_tensor_info;
+
+/** Number of inputs of method `method` (an index) in the manifest, 0 past the end. Since 0.3 (experimental). */
+WHARF_API size_t wharf_model_package_num_method_inputs(const wharf_model_package* package, size_t method);
+
+/** Number of outputs of method `method` in the manifest, 0 past the end. Since 0.3 (experimental). */
+WHARF_API size_t wharf_model_package_num_method_outputs(const wharf_model_package* package, size_t method);
+
+/**
+ * Fills `out` (the caller sets out->struct_size) with input `i` of method `method`, in the
+ * compiled forward's order. Errors: WHARF_INVALID_ARGUMENT (an index out of range, NULL
+ * arguments). Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method_input(const wharf_model_package* package,
+                                                                             size_t method, size_t i,
+                                                                             wharf_model_package_tensor_info* out);
+
+/** As wharf_model_package_get_method_input, for output `i`. Since 0.3 (experimental). */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method_output(const wharf_model_package* package,
+                                                                              size_t method, size_t i,
+                                                                              wharf_model_package_tensor_info* out);
+
 /* --- offloaders: layer weights in pinned host memory, prefetched into device slots ----- */
 
 /**

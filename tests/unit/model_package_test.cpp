@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: Apache-2.0
+// wharf_model_package_load on the host backend: every refusal of docs/model-package.md's
+// table that needs no compiled method, on packages crafted byte by byte in a temporary
+// directory (manifest text, safetensors images, placeholder method files). A valid package
+// gets as far as its first method and stops there with UNSUPPORTED (AOTInductor methods run
+// on the CUDA backend): so everything before the methods is checked before the device is
+// touched, and a refusal leaves nothing behind (no memory, no open file, no file written).
+// The loading itself (weights, methods, sessions, updates) is tests/gpu/model_package_gpu_test.cpp.
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "common/test_support.h"
+#include "core/dtype.h"
+#include "models/model_package.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using wharf_test::St;
+
+std::string le64(uint64_t n) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  return s;
+}
+
+struct T {
+  std::string name, dtype, shape;
+  size_t bytes;
+};
+
+// A safetensors image as the reference lays it out (zero-filled data).
+std::string st_file(const std::vector<T>& ts) {
+  std::string h = "{", data;
+  for (const T& t : ts) {
+    if (h.size() > 1) h += ",";
+    h += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":" + t.shape + ",\"data_offsets\":[" +
+         std::to_string(data.size()) + "," + std::to_string(data.size() + t.bytes) + "]}";
+    data += std::string(t.bytes, '\0');
+  }
+  h += "}";
+  h.resize((h.size() + 7) / 8 * 8, ' ');
+  return le64(h.size()) + h + data;
+}
+
+// The valid manifest every test starts from; a test replaces one piece of it.
+const char* const kManifest = R"({
+  "format": "wharf-model-package",
+  "format_version": 1,
+  "name": "tiny",
+  "dtype": "float32",
+  "source": {"model_type": "llama", "random_weights": true},
+  "producer": {"tool": "wharf-export", "future_key": [1, 2, 3]},
+  "max_seq_len": 64,
+  "weights": {
+    "files": ["weights/model-00001-of-00002.safetensors", "weights/model-00002-of-00002.safetensors"],
+    "parameters": [
+      {"fqn": "embed.weight", "dtype": "float32", "shape": [8, 4]},
+      {"fqn": "norm.weight", "dtype": "bfloat16", "shape": [4]},
+      {"fqn": "lm_head.weight", "dtype": "F32", "shape": [8, 4]}
+    ]
+  },
+  "state": [
+    {"fqn": "cache.key_0", "dtype": "float32", "shape": [1, 2, 64, 2], "initial": "zeros"},
+    {"fqn": "cache.pos", "dtype": "int64", "shape": [1], "initial": {"tensor": "pos0"}}
+  ],
+  "state_file": "state.safetensors",
+  "methods": [
+    {"name": "prefill", "file": "methods/prefill.so",
+     "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, "T"]},
+                {"name": "cache_position", "dtype": "int64", "shape": ["T"]}],
+     "outputs": [{"name": "logits", "dtype": "float32", "shape": [1, 1, 8]}],
+     "dims": {"T": {"min": 1, "max": 64}}},
+    {"name": "decode", "file": "methods/decode.so",
+     "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, 1]},
+                {"name": "cache_position", "dtype": "int64", "shape": [1]}],
+     "outputs": [{"name": "logits", "dtype": "float32", "shape": [1, 1, 8]}]}
+  ]
+})";
+
+class WharfPackage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    base_ = ::testing::TempDir() + "wharf_pkg_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+    ASSERT_EQ(::mkdir(base_.c_str(), 0755), 0);
+    dir_ = base_ + "/tiny.wharf";
+    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0);
+    mkdir_p("weights");
+    mkdir_p("methods");
+    manifest_ = kManifest;
+    write("weights/model-00001-of-00002.safetensors",
+          st_file({{"embed.weight", "F32", "[8,4]", 128}, {"norm.weight", "BF16", "[4]", 8}}));
+    write("weights/model-00002-of-00002.safetensors", st_file({{"lm_head.weight", "F32", "[8,4]", 128}}));
+    write("state.safetensors", st_file({{"pos0", "I64", "[1]", 8}}));
+    write("methods/prefill.so", "placeholder: the host backend never opens it");
+    write("methods/decode.so", "placeholder");
+    rt_ = wharf_test::make_runtime(WHARF_BACKEND_HOST);
+    ASSERT_NE(rt_, nullptr);
+  }
+  void TearDown() override {
+    wharf_runtime_free(rt_);
+    remove_all(base_);
+  }
+
+  static void remove_all(const std::string& p) {
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+      if (DIR* d = ::opendir(p.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+          const std::string n = e->d_name;
+          if (n != "." && n != "..") remove_all(p + "/" + n);
+        }
+        ::closedir(d);
+      }
+      ::rmdir(p.c_str());
+    } else {
+      ::unlink(p.c_str());
+    }
+  }
+  void mkdir_p(const std::string& rel) { ASSERT_EQ(::mkdir((dir_ + "/" + rel).c_str(), 0755), 0); }
+  void write(const std::string& rel, const std::string& bytes, const std::string& in = "") {
+    const std::string p = (in.empty() ? dir_ : in) + "/" + rel;
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ASSERT_TRUE(f.good()) << p;
+  }
+  // Replaces `from` (which must occur once) in the manifest.
+  void edit(const std::string& from, const std::string& to) {
+    const size_t at = manifest_.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    ASSERT_EQ(manifest_.find(from, at + 1), std::string::npos) << from << " occurs twice";
+    manifest_.replace(at, from.size(), to);
+  }
+
+  static size_t open_fds() {
+    size_t n = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+      while (::readdir(d)) ++n;
+      ::closedir(d);
+    }
+    return n;
+  }
+  static size_t entries(const std::string& dir) {
+    size_t n = 0;
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (::readdir(d)) ++n;
+      ::closedir(d);
+    }
+    return n;
+  }
+
+  // Writes the manifest and loads the package; checks that a refusal left nothing behind:
+  // no memory held by the runtime, no descriptor open, no file added to the package.
+  wharf_status* load(const std::string& path = "") {
+    if (!manifest_.empty()) write("manifest.json", manifest_);
+    const size_t fds = open_fds(), files = entries(dir_);
+    wharf_model_package* pkg = nullptr;
+    wharf_status* st = wharf_model_package_load(rt_, (path.empty() ? dir_ : path).c_str(), nullptr, &pkg);
+    EXPECT_EQ(pkg, nullptr) << "the host backend cannot load the methods";
+    wharf_model_package_free(pkg);
+    EXPECT_EQ(open_fds(), fds) << "a descriptor was left open";
+    EXPECT_EQ(entries(dir_), files) << "a file was added to the package";
+    wharf_memory_stats ms;
+    std::memset(&ms, 0, sizeof ms);
+    ms.struct_size = sizeof ms;
+    EXPECT_OK(wharf_runtime_get_memory_stats(rt_, &ms));
+    for (uint64_t c : ms.current) EXPECT_EQ(c, 0u) << "memory left behind";
+    return st;
+  }
+
+  // Loads and expects `code` with every one of `needles` in the message.
+  void expect_refused(wharf_code code, const std::vector<std::string>& needles) {
+    St st(load());
+    EXPECT_EQ(st.code(), code) << st.msg();
+    for (const std::string& n : needles) EXPECT_TRUE(st.has(n)) << "'" << n << "' not in: " << st.msg();
+  }
+
+  std::string base_, dir_, manifest_;
+  wharf_runtime* rt_ = nullptr;
+};
+
+TEST_F(WharfPackage, AValidPackageIsCheckedWholeBeforeItsFirstMethodNeedsTheDevice) {
+  // Unknown keys (source, producer's future_key) are ignored; torch and safetensors dtype
+  // names are both accepted; the state file and both shards pass: the load reaches the first
+  // method, which needs a CUDA runtime.
+  expect_refused(WHARF_UNSUPPORTED, {"method 'prefill'", "CUDA backend"});
+}
+
+TEST_F(WharfPackage, ArgumentsAndOptionsAreChecked) {
+  wharf_model_package* pkg = nullptr;
+  EXPECT_CODE(wharf_model_package_load(nullptr, dir_.c_str(), nullptr, &pkg), WHARF_INVALID_ARGUMENT);
+  EXPECT_CODE(wharf_model_package_load(rt_, nullptr, nullptr, &pkg), WHARF_INVALID_ARGUMENT);
+  EXPECT_CODE(wharf_model_package_load(rt_, dir_.c_str(), nullptr, nullptr), WHARF_INVALID_ARGUMENT);
+  // A caller built against a newer header asking for a field this library lacks.
+  struct Bigger {
+    wharf_model_package_options o;
+    uint64_t newer_field;
+  } big;
+  std::memset(&big, 0, sizeof big);
+  wharf_model_package_options_init_sized(&big.o, sizeof big);
+  EXPECT_EQ(big.o.struct_size, sizeof big.o);  // never written past the library's struct
+  big.o.struct_size = sizeof big;
+  big.newer_field = 1;
+  write("manifest.json", manifest_);
+  EXPECT_CODE(wharf_model_package_load(rt_, dir_.c_str(), &big.o, &pkg), WHARF_UNSUPPORTED);
+  EXPECT_EQ(pkg, nullptr);
+  // The NULL-tolerant queries.
+  EXPECT_EQ(wharf_model_package_name(nullptr), nullptr);
+  EXPECT_EQ(wharf_model_package_num_methods(nullptr), 0u);
+  EXPECT_EQ(wharf_model_package_method_name(nullptr, 0), nullptr);
+  EXPECT_EQ(wharf_model_package_find_method(nullptr, "decode"), -1);
+  EXPECT_EQ(wharf_model_package_store(nullptr), nullptr);
+  EXPECT_EQ(wharf_model_package_max_seq_len(nullptr), 0u);
+  EXPECT_EQ(wharf_model_package_num_method_inputs(nullptr, 0), 0u);
+  wharf_model* m = nullptr;
+  EXPECT_CODE(wharf_model_package_get_method(nullptr, "decode", &m), WHARF_INVALID_ARGUMENT);
+  wharf_session* s = nullptr;
+  EXPECT_CODE(wharf_model_package_create_session(nullptr, nullptr, &s), WHARF_INVALID_ARGUMENT);
+  wharf_model_package_tensor_info ti;
+  std::memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  EXPECT_CODE(wharf_model_package_get_method_input(nullptr, 0, 0, &ti), WHARF_INVALID_ARGUMENT);
+  wharf_model_package_free(nullptr);
+}
+
+TEST_F(WharfPackage, TheDirectoryAndTheManifestMustExist) {
+  {
+    St st(load(base_ + "/missing.wharf"));
+    EXPECT_EQ(st.code(), WHARF_NOT_FOUND) << st.msg();
+    EXPECT_TRUE(st.has("missing.wharf")) << st.msg();
+  }
+  {
+    St st(load(dir_ + "/manifest.json"));  // a file, not a package directory
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_TRUE(st.has("is not a directory")) << st.msg();
+  }
+  manifest_.clear();  // not written again
+  ASSERT_EQ(::unlink((dir_ + "/manifest.json").c_str()), 0);
+  expect_refused(WHARF_NOT_FOUND, {"tiny.wharf", "no manifest.json"});
+}
+
+TEST_F(WharfPackage, AManifestThatIsNotJsonOrNotAnObject) {
+  manifest_ = "{\"format\": \"wharf-model-package\",";
+  expect_refused(WHARF_INVALID_ARGUMENT, {"manifest.json: not JSON", "at byte"});
+  manifest_ = "[1, 2]";
+  expect_refused(WHARF_INVALID_ARGUMENT, {"manifest.json: a JSON object expected, got an array"});
+  manifest_ = std::string(kManifest) + "{}";
+  expect_refused(WHARF_INVALID_ARGUMENT, {"not JSON"});
+}
+
+TEST_F(WharfPackage, TheFormatAndItsVersion) {
+  edit("\"wharf-model-package\"", "\"onnx\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"format: 'onnx' is not \"wharf-model-package\""});
+  manifest_ = kManifest;
+  edit("\"format_version\": 1", "\"format_version\": 2");
+  expect_refused(WHARF_UNSUPPORTED, {"format_version 2 is newer than this loader reads (1)"});
+  manifest_ = kManifest;
+  edit("\"format_version\": 1", "\"format_version\": \"1\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"format_version: a number expected, got a string"});
+  manifest_ = kManifest;
+  edit("\"format_version\": 1", "\"format_version\": 1.5");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"format_version: 1.5 is not an integer"});
+  manifest_ = kManifest;
+  edit("\"format_version\": 1,", "");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"format_version: missing"});
+}
+
+TEST_F(WharfPackage, RequiredFieldsAndTheirTypes) {
+  edit("\"name\": \"tiny\",", "");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"manifest.json: name: missing"});
+  manifest_ = kManifest;
+  edit("\"name\": \"tiny\"", "\"name\": \"\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"manifest.json: name: an empty name"});
+  manifest_ = kManifest;
+  edit("\"max_seq_len\": 64", "\"max_seq_len\": -1");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"max_seq_len: -1 is not an integer"});
+  manifest_ = kManifest;
+  edit("\"weights\": {", "\"weights\": [], \"unused\": {");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights: an object expected, got an array"});
+  manifest_ = kManifest;
+  edit("\"methods\": [", "\"methods\": [], \"old_methods\": [");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods: empty"});
+  manifest_ = kManifest;
+  edit("{\"name\": \"decode\", \"file\": \"methods/decode.so\",", "{\"file\": \"methods/decode.so\",");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].name: missing"});
+  manifest_ = kManifest;
+  edit("\"shape\": [1, 2, 64, 2], \"initial\": \"zeros\"", "\"shape\": [1, 2, 64, 2]");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[0].initial: missing"});
+  manifest_ = kManifest;
+  edit("\"initial\": \"zeros\"", "\"initial\": \"ones\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[0].initial: 'ones' is not \"zeros\""});
+}
+
+TEST_F(WharfPackage, DtypesAndShapes) {
+  edit("{\"name\": \"input_ids\", \"dtype\": \"int64\", \"shape\": [1, 1]}",
+       "{\"name\": \"input_ids\", \"dtype\": \"int65\", \"shape\": [1, 1]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"manifest.json: methods[1].inputs[0].dtype: 'int65' is not a dtype"});
+  manifest_ = kManifest;
+  edit("{\"fqn\": \"embed.weight\", \"dtype\": \"float32\", \"shape\": [8, 4]}",
+       "{\"fqn\": \"embed.weight\", \"dtype\": \"float32\", \"shape\": [8, -4]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.parameters[0].shape[1]: -4 is not an integer"});
+  manifest_ = kManifest;
+  edit("\"shape\": [\"T\"]", "\"shape\": [\"S\"]");
+  expect_refused(WHARF_INVALID_ARGUMENT,
+                 {"methods[0].inputs[1].shape[0]: symbolic dimension 'S' is not in the method's dims"});
+  manifest_ = kManifest;
+  edit("\"shape\": [1, 2, 64, 2]", "\"shape\": [1, 2, \"T\", 2]");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[0].shape[2]: a symbolic dimension ('T')"});
+  manifest_ = kManifest;
+  edit("{\"min\": 1, \"max\": 64}", "{\"min\": 65, \"max\": 64}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[0].dims.T: min 65 > max 64"});
+  manifest_ = kManifest;
+  edit("\"shape\": [1, 2, 64, 2]", "\"shape\": [1, 2, 3, 4, 5, 6, 7, 8, 9]");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[0].shape: 9 dimensions"});
+}
+
+TEST_F(WharfPackage, DuplicateNames) {
+  edit("{\"name\": \"decode\", \"file\"", "{\"name\": \"prefill\", \"file\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].name: 'prefill' is given twice"});
+  manifest_ = kManifest;
+  edit("{\"fqn\": \"lm_head.weight\"", "{\"fqn\": \"embed.weight\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.parameters[2].fqn: 'embed.weight' is listed twice"});
+  manifest_ = kManifest;
+  edit("{\"fqn\": \"cache.pos\"", "{\"fqn\": \"norm.weight\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[1].fqn: 'norm.weight' is declared twice"});
+  manifest_ = kManifest;
+  edit("{\"name\": \"cache_position\", \"dtype\": \"int64\", \"shape\": [1]}",
+       "{\"name\": \"input_ids\", \"dtype\": \"int64\", \"shape\": [1]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].inputs[1].name: 'input_ids' is given twice"});
+  manifest_ = kManifest;
+  edit("\"weights/model-00002-of-00002.safetensors\"]", "\"weights/model-00001-of-00002.safetensors\"]");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]", "is listed twice"});
+}
+
+TEST_F(WharfPackage, PathsMayNotLeaveThePackage) {
+  write("outside.so", "outside", base_);
+  edit("\"methods/decode.so\"", "\"../outside.so\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].file: path '../outside.so' leaves the package"});
+  manifest_ = kManifest;
+  edit("\"methods/decode.so\"", "\"methods/../../outside.so\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"leaves the package"});
+  manifest_ = kManifest;
+  edit("\"methods/decode.so\"", "\"" + base_ + "/outside.so\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].file: path", "is absolute"});
+  // A symbolic link out of the package, by a name that looks inside.
+  manifest_ = kManifest;
+  ASSERT_EQ(::symlink((base_ + "/outside.so").c_str(), (dir_ + "/methods/link.so").c_str()), 0);
+  edit("\"methods/decode.so\"", "\"methods/link.so\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].file: 'methods/link.so' leaves the package (a symbolic link"});
+  // A symbolic link inside the package is followed.
+  manifest_ = kManifest;
+  ASSERT_EQ(::symlink("decode.so", (dir_ + "/methods/inside.so").c_str()), 0);
+  edit("\"methods/decode.so\"", "\"methods/inside.so\"");
+  expect_refused(WHARF_UNSUPPORTED, {"CUDA backend"});
+  // The same rules for weight files and the state file.
+  manifest_ = kManifest;
+  ASSERT_EQ(::symlink((base_ + "/outside.so").c_str(), (dir_ + "/state_link.safetensors").c_str()), 0);
+  edit("\"state_file\": \"state.safetensors\"", "\"state_file\": \"state_link.safetensors\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state_file: 'state_link.safetensors' leaves the package"});
+  manifest_ = kManifest;
+  edit("\"weights/model-00002-of-00002.safetensors\"]", "\"../tiny.wharf/weights/model-00002-of-00002.safetensors\"]");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]", "leaves the package"});
+  // A directory where a file is named.
+  manifest_ = kManifest;
+  edit("\"methods/decode.so\"", "\"methods\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].file: 'methods' is not a regular file"});
+}
+
+TEST_F(WharfPackage, AFileTheManifestNamesIsMissing) {
+  edit("\"methods/decode.so\"", "\"methods/decode2.so\"");
+  expect_refused(WHARF_NOT_FOUND, {"methods[1].file: no file 'methods/decode2.so' in the package"});
+  manifest_ = kManifest;
+  ASSERT_EQ(::unlink((dir_ + "/weights/model-00002-of-00002.safetensors").c_str()), 0);
+  expect_refused(WHARF_NOT_FOUND, {"weights.files[1]: no file 'weights/model-00002-of-00002.safetensors'"});
+}
+
+TEST_F(WharfPackage, WeightFilesMustHoldExactlyTheListedParameters) {
+  // A tensor the manifest does not list.
+  write("weights/model-00002-of-00002.safetensors",
+        st_file({{"lm_head.weight", "F32", "[8,4]", 128}, {"extra.bias", "F32", "[4]", 16}}));
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weight file 'weights/model-00002-of-00002.safetensors'",
+                                          "tensor 'extra.bias' is not listed in the manifest's weights.parameters"});
+  // A listed parameter in no file.
+  write("weights/model-00002-of-00002.safetensors", st_file({{"other.weight", "F32", "[1]", 4}}));
+  edit("{\"fqn\": \"lm_head.weight\", \"dtype\": \"F32\", \"shape\": [8, 4]}",
+       "{\"fqn\": \"lm_head.weight\", \"dtype\": \"F32\", \"shape\": [8, 4]}, "
+       "{\"fqn\": \"other.weight\", \"dtype\": \"F32\", \"shape\": [1]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.parameters[2]: parameter 'lm_head.weight' is in no weight file"});
+  // A tensor in two files.
+  write("weights/model-00002-of-00002.safetensors",
+        st_file({{"lm_head.weight", "F32", "[8,4]", 128}, {"other.weight", "F32", "[1]", 4},
+                 {"norm.weight", "BF16", "[4]", 8}}));
+  expect_refused(WHARF_INVALID_ARGUMENT, {"tensor 'norm.weight' is in weight file "
+                                          "'weights/model-00001-of-00002.safetensors' too"});
+}
+
+TEST_F(WharfPackage, ATensorOfAnotherShapeOrDtype) {
+  write("weights/model-00002-of-00002.safetensors", st_file({{"lm_head.weight", "F32", "[4,8]", 128}}));
+  expect_refused(WHARF_INVALID_ARGUMENT,
+                 {"weight file 'weights/model-00002-of-00002.safetensors': tensor 'lm_head.weight' is F32 [4, 8], "
+                  "the manifest declares F32 [8, 4]"});
+  write("weights/model-00002-of-00002.safetensors", st_file({{"lm_head.weight", "F16", "[8,4]", 64}}));
+  expect_refused(WHARF_INVALID_ARGUMENT, {"tensor 'lm_head.weight' is F16 [8, 4], the manifest declares F32 [8, 4]"});
+}
+
+TEST_F(WharfPackage, ACorruptWeightFile) {
+  write("weights/model-00002-of-00002.safetensors", "not a safetensors file");
+  expect_refused(WHARF_DATA_CORRUPT, {"tiny.wharf", "model-00002-of-00002.safetensors"});
+}
+
+TEST_F(WharfPackage, StateInitialValues) {
+  // The tensor an initial value names is missing from the state file.
+  write("state.safetensors", st_file({{"pos1", "I64", "[1]", 8}}));
+  expect_refused(WHARF_NOT_FOUND, {"state[1].initial: tensor 'pos0' is not in the state file 'state.safetensors'"});
+  // Of another shape.
+  write("state.safetensors", st_file({{"pos0", "I64", "[2]", 16}}));
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[1].initial: tensor 'pos0'", "is I64 [2], the state is declared I64 [1]"});
+  // No state file, while an initial value names a tensor.
+  edit("\"state_file\": \"state.safetensors\",", "");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"state[1].initial: names tensor 'pos0' but the manifest has no state_file"});
+  // A state file that is not there.
+  manifest_ = kManifest;
+  ASSERT_EQ(::unlink((dir_ + "/state.safetensors").c_str()), 0);
+  expect_refused(WHARF_NOT_FOUND, {"state_file: no file 'state.safetensors'"});
+}
+
+TEST_F(WharfPackage, ManifestParserKeepsShapesAndSymbolicDimensions) {
+  wharf::Manifest m;
+  ASSERT_TRUE(wharf::parse_manifest(kManifest, "m", &m).ok());
+  EXPECT_EQ(m.name, "tiny");
+  EXPECT_EQ(m.max_seq_len, 64u);
+  ASSERT_EQ(m.methods.size(), 2u);
+  const wharf::PackageTensor& ids = m.methods[0].inputs[0];
+  EXPECT_EQ(ids.shape, (std::vector<int64_t>{1, -1}));
+  EXPECT_EQ(ids.dim_names, (std::vector<std::string>{"", "T"}));
+  EXPECT_EQ(ids.dim_min, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(ids.dim_max, (std::vector<int64_t>{1, 64}));
+  ASSERT_EQ(ids.dim_name_c.size(), 2u);
+  EXPECT_EQ(ids.dim_name_c[0], nullptr);
+  EXPECT_STREQ(ids.dim_name_c[1], "T");
+  EXPECT_EQ(m.parameters[1].dtype, wharf::DType::kBF16);
+  EXPECT_EQ(m.parameters[2].dtype, wharf::DType::kF32);  // "F32", the safetensors spelling
+  EXPECT_EQ(m.states[1].initial_tensor, "pos0");
+  EXPECT_EQ(m.states[0].initial_tensor, "");
+  // A dimension without bounds.
+  std::string text = kManifest;
+  text.replace(text.find("{\"min\": 1, \"max\": 64}"), 21, "{}");
+  ASSERT_TRUE(wharf::parse_manifest(text, "m", &m).ok());
+  EXPECT_EQ(m.methods[0].inputs[0].dim_min[1], 0);
+  EXPECT_EQ(m.methods[0].inputs[0].dim_max[1], -1);
+  // Every dtype name PyTorch prints for the common types.
+  for (const char* n : {"float32", "bfloat16", "float16", "float64", "int64", "int32", "int8", "uint8", "bool",
+                        "float8_e4m3fn", "float8_e5m2", "BF16", "I64"}) {
+    wharf::DType d;
+    EXPECT_TRUE(wharf::package_dtype_from_name(n, &d)) << n;
+  }
+  wharf::DType d;
+  EXPECT_FALSE(wharf::package_dtype_from_name("torch.float32", &d));
+}
+
+}  // namespace
