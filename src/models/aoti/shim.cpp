@@ -27,39 +27,32 @@
 #include <vector>
 
 #include "models/aoti/shim_host.h"
+#include "models/aoti/shim_internal.h"
 
-#define SHIM_API extern "C" __attribute__((visibility("default")))
-
-using AOTITorchError = int32_t;
-constexpr AOTITorchError kOk = 0;
-constexpr AOTITorchError kFail = 1;
+using namespace wharf_aoti;
 
 namespace {
 
-// PyTorch's codes.
-enum : int32_t {
-  kU8 = 0,
-  kI8 = 1,
-  kI16 = 2,
-  kI32 = 3,
-  kI64 = 4,
-  kF16 = 5,
-  kF32 = 6,
-  kF64 = 7,
-  kC32 = 8,
-  kC64 = 9,
-  kC128 = 10,
-  kBool = 11,
-  kBF16 = 15,
-  kF8E5M2 = 23,
-  kF8E4M3FN = 24,
-  kF8E5M2FNUZ = 25,
-  kF8E4M3FNUZ = 26,
-  kU16 = 27,
-  kU32 = 28,
-  kU64 = 29,
-};
-enum : int32_t { kCpu = 0, kCuda = 1, kMeta = 9, kXpu = 12, kMps = 13, kPrivateUse1 = 20 };
+wharf_aoti_host g_host{};
+std::mutex g_host_mu;
+std::atomic<bool> g_attached{false};
+
+thread_local std::string t_error;
+thread_local bool t_grad_enabled = false;
+thread_local cudaStream_t t_stream = nullptr;  // the current stream (stream guards set it)
+thread_local void (*t_sink)(void*, void*) = nullptr;
+thread_local void* t_sink_user = nullptr;
+
+void host_log(bool error, const std::string& m) {
+  if (g_attached.load() && g_host.log) g_host.log(error ? 1 : 0, m.c_str(), g_host.user);
+}
+void host_account(int64_t delta) {
+  if (g_attached.load() && g_host.account) g_host.account(delta, g_host.user);
+}
+
+}  // namespace
+
+namespace wharf_aoti {
 
 size_t element_size(int32_t dtype) {
   switch (dtype) {
@@ -93,23 +86,6 @@ size_t element_size(int32_t dtype) {
   }
 }
 
-wharf_aoti_host g_host{};
-std::mutex g_host_mu;
-std::atomic<bool> g_attached{false};
-
-thread_local std::string t_error;
-thread_local bool t_grad_enabled = false;
-thread_local cudaStream_t t_stream = nullptr;  // the current stream (stream guards set it)
-thread_local void (*t_sink)(void*, void*) = nullptr;
-thread_local void* t_sink_user = nullptr;
-
-void host_log(bool error, const std::string& m) {
-  if (g_attached.load() && g_host.log) g_host.log(error ? 1 : 0, m.c_str(), g_host.user);
-}
-void host_account(int64_t delta) {
-  if (g_attached.load() && g_host.account) g_host.account(delta, g_host.user);
-}
-
 AOTITorchError fail(const std::string& what) {
   t_error = what;
   host_log(true, "aoti shim: " + what);
@@ -119,43 +95,20 @@ AOTITorchError cuda_fail(cudaError_t e, const std::string& what) {
   return fail(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
-struct Storage {
-  void* base = nullptr;
-  uint64_t bytes = 0;
-  bool owned = false;
-  int32_t device_type = kCpu;
-  cudaStream_t stream = nullptr;  // owned CUDA memory: freed stream-ordered here
-  ~Storage() {
-    if (!owned || !base) return;
-    if (device_type == kCuda) {
-      cudaError_t e = cudaFreeAsync(base, stream);
-      if (e != cudaSuccess) host_log(true, std::string("aoti shim: cudaFreeAsync: ") + cudaGetErrorString(e));
-    } else {
-      std::free(base);
-    }
-    host_account(-static_cast<int64_t>(bytes));
+cudaStream_t current_stream() { return t_stream; }
+
+Storage::~Storage() {
+  if (!owned || !base) return;
+  if (device_type == kCuda) {
+    cudaError_t e = cudaFreeAsync(base, stream);
+    if (e != cudaSuccess) host_log(true, std::string("aoti shim: cudaFreeAsync: ") + cudaGetErrorString(e));
+  } else {
+    std::free(base);
   }
-};
+  host_account(-static_cast<int64_t>(bytes));
+}
 
-}  // namespace
-
-struct WharfAotiTensor {
-  std::shared_ptr<Storage> storage;
-  int32_t dtype = kF32;
-  int32_t device_type = kCpu;
-  int32_t device_index = 0;
-  std::vector<int64_t> sizes, strides;
-  int64_t offset = 0;  // in elements
-  char* data() const { return static_cast<char*>(storage->base) + offset * int64_t(element_size(dtype)); }
-};
-using AtenTensorHandle = WharfAotiTensor*;
-struct CUDAStreamGuardOpaque {
-  cudaStream_t previous;
-  int previous_device;
-};
-struct CUDAGuardOpaque {
-  int previous_device;
-};
+}  // namespace wharf_aoti
 
 namespace {
 
@@ -203,6 +156,10 @@ bool dense(const WharfAotiTensor& t) {
   return true;
 }
 
+}  // namespace
+
+namespace wharf_aoti {
+
 int64_t numel(const WharfAotiTensor& t) {
   int64_t n = 1;
   for (int64_t s : t.sizes) n *= s;
@@ -247,22 +204,15 @@ AOTITorchError allocate(uint64_t bytes, int32_t device_type, int32_t device_inde
   return kOk;
 }
 
+}  // namespace wharf_aoti
+
+namespace {
+
 AOTITorchError copy_bytes(void* dst, const void* src, uint64_t bytes) {
   if (bytes == 0) return kOk;
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, t_stream);
   if (e != cudaSuccess) return cuda_fail(e, "cudaMemcpyAsync of " + std::to_string(bytes) + " bytes");
   return kOk;
-}
-
-template <class F>
-AOTITorchError guarded(const char* fn, F&& f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return fail(std::string(fn) + ": host memory exhausted");
-  } catch (...) {
-    return fail(std::string(fn) + ": unexpected exception");
-  }
 }
 
 AOTITorchError make_tensor(std::shared_ptr<Storage> storage, int64_t ndim, const int64_t* sizes, const int64_t* strides,
