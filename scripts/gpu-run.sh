@@ -23,6 +23,18 @@ if [ -z "${WHARF_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libnccl
     if [ -n "$d" ] && [ -e "$d/libnccl.so.2" ]; then export WHARF_NCCL_LIBRARY="$d/libnccl.so.2"; break; fi
   done
 fi
+# cuBLASLt for the AOTInductor shim's GEMM fallbacks (libwharf_aoti_shim.so dlopens
+# libcublasLt.so.13 at the first GEMM): the loader's own, else the CUDA toolkit's (the shim
+# looks there too), else PyTorch's pip package (nvidia-cublas*), named through
+# WHARF_CUBLASLT_LIBRARY.
+if [ -z "${WHARF_CUBLASLT_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep 'libcublasLt\.so\.13 ' >/dev/null \
+   && [ ! -e /usr/local/cuda/lib64/libcublasLt.so.13 ]; then
+  for d in "$(python3 -c 'import nvidia.cu13 as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)" \
+           "$(python3 -c 'import nvidia.cublas as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)"; do
+    if [ -n "$d" ] && [ -e "$d/libcublasLt.so.13" ]; then export WHARF_CUBLASLT_LIBRARY="$d/libcublasLt.so.13"; break; fi
+  done
+fi
+echo "cuBLASLt for the shim's GEMMs: ${WHARF_CUBLASLT_LIBRARY:-libcublasLt.so.13 from the loader path or /usr/local/cuda/lib64}"
 # NVLink multicast stays off on these shared machines (libwharf also sets it when unset).
 export NCCL_NVLS_ENABLE=0
 echo "NCCL for replica groups: ${WHARF_NCCL_LIBRARY:-libnccl.so.2 from the loader path}"
