@@ -44,6 +44,20 @@ struct LoadOptions {
 // while it runs when stderr is a terminal.
 int cmd_load(const LoadOptions& o);
 
+struct GenerateOptions {
+  std::string package;          // the model package's directory
+  std::vector<int64_t> prompt;  // token ids
+  int max_new_tokens = 0;
+  std::string update;    // a safetensors file (or index) applied to the package's store and swapped in, or ""
+  int update_after = 0;  // ... after this many generated tokens
+  std::string backend = "auto";
+  bool json = false;
+};
+// `wharf generate` (generate.cpp): greedy decoding with a package's prefill and decode
+// methods in one session, optionally hot-updating its weights mid-conversation; the tokens on
+// stdout (or one JSON object with timings and each token's generation).
+int cmd_generate(const GenerateOptions& o);
+
 struct DemoOptions {
   bool host = false;          // force the host backend (weights-only demo)
   bool weights_only = false;  // skip the model demo even on a GPU

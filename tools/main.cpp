@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf load FILE`,
-// `wharf demo`.
+// `wharf demo`, `wharf generate PACKAGE`.
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <CLI/CLI.hpp>
@@ -317,6 +319,28 @@ int main(int argc, char** argv) {
   d->add_flag("--weights-only", demo.weights_only, "the weights-only demo even on a GPU");
   d->add_option("--model", demo.model_dir, "the compiled model's directory (default: found automatically)");
   d->add_option("--readers", demo.readers, "serving threads of the weights-only demo")->check(CLI::Range(0, 64));
+  GenerateOptions gen;
+  std::string prompt_text;
+  auto* g = app.add_subcommand("generate",
+                               "greedy decoding with a model package (prefill, then decode one token at a time), "
+                               "optionally hot-updating its weights mid-conversation");
+  g->add_option("package", gen.package, "the model package's directory (docs/model-package.md)")->required();
+  g->add_option("--prompt", prompt_text, "the prompt's token ids, comma-separated (1,2,3)")->required();
+  g->add_option("--max-new-tokens", gen.max_new_tokens, "tokens to generate (the first from prefill)")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
+  auto* upd = g->add_option("--update", gen.update,
+                            "a safetensors file (or sharded index) of some of the package's parameters: written into "
+                            "its weight store and swapped in mid-conversation");
+  auto* after = g->add_option("--update-after", gen.update_after,
+                              "apply --update after this many generated tokens (0: before the prefill)")
+                    ->check(CLI::NonNegativeNumber);
+  upd->needs(after);
+  after->needs(upd);
+  g->add_option("--backend", gen.backend, "auto (default), cuda or host")
+      ->check(CLI::IsMember({"auto", "cuda", "host"}));
+  g->add_flag("--json", gen.json,
+              "one JSON object: tokens, generation (per token), prefill_us, decode_us_median, update, error");
   std::string help_topic;
   auto* help = app.add_subcommand("help", "this help, or a command's: wharf help COMMAND");
   help->add_option("command", help_topic, "a command");
@@ -368,5 +392,28 @@ int main(int argc, char** argv) {
   if (info->parsed()) return cmd_info(json);
   if (inspect->parsed()) return cmd_inspect(files, json);
   if (l->parsed()) return cmd_load(load);
+  if (g->parsed()) {
+    // "1,2,3": non-negative integers, no empty item.
+    size_t at = 0;
+    while (at <= prompt_text.size()) {
+      size_t comma = prompt_text.find(',', at);
+      if (comma == std::string::npos) comma = prompt_text.size();
+      const std::string item = prompt_text.substr(at, comma - at);
+      char* end = nullptr;
+      errno = 0;
+      const long long v = item.empty() || item[0] == '-' || item[0] == '+' ? -1 : std::strtoll(item.c_str(), &end, 10);
+      if (v < 0 || errno != 0 || !end || *end != '\0')
+        return usage_error(
+            "--prompt: " + wharf::quote_name(item) + " is not a token id (comma-separated integers >= 0)",
+            "wharf generate");
+      gen.prompt.push_back(v);
+      at = comma + 1;
+    }
+    if (!gen.update.empty() && gen.update_after >= gen.max_new_tokens)
+      return usage_error("--update-after " + std::to_string(gen.update_after) +
+                             " is not before the last of --max-new-tokens " + std::to_string(gen.max_new_tokens),
+                         "wharf generate");
+    return cmd_generate(gen);
+  }
   return cmd_demo(demo);
 }

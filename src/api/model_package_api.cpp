@@ -25,18 +25,17 @@ namespace api {
 
 const StructLayout& layout_of(const wharf_model_package_options*) {
   using T = wharf_model_package_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),       WHARF_FIELD(T, shim_path),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, shim_path),
                                 WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, progress),
                                 WHARF_FIELD(T, progress_user)};
-  static const StructLayout l{"wharf_model_package_options", f, sizeof(f) / sizeof(f[0]), sizeof(T),
-                              sizeof(uint32_t)};
+  static const StructLayout l{"wharf_model_package_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
 const StructLayout& layout_of(const wharf_model_package_tensor_info*) {
   using T = wharf_model_package_tensor_info;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name),      WHARF_FIELD(T, dtype),
-                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape),     WHARF_FIELD(T, dim_names),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name),   WHARF_FIELD(T, dtype),
+                                WHARF_FIELD(T, ndim),        WHARF_FIELD(T, shape),  WHARF_FIELD(T, dim_names),
                                 WHARF_FIELD(T, dim_min),     WHARF_FIELD(T, dim_max)};
   static const StructLayout l{"wharf_model_package_tensor_info", f, sizeof(f) / sizeof(f[0]), sizeof(T),
                               sizeof(uint32_t)};
@@ -188,12 +187,14 @@ WHARF_API size_t wharf_model_package_num_method_outputs(const wharf_model_packag
 
 WHARF_API wharf_status* wharf_model_package_get_method_input(const wharf_model_package* package, size_t method,
                                                              size_t i, wharf_model_package_tensor_info* out) {
-  return api::guarded(__func__, [&]() { return tensor_info(package, method, i, true, out, "wharf_model_package_get_method_input"); });
+  return api::guarded(
+      __func__, [&]() { return tensor_info(package, method, i, true, out, "wharf_model_package_get_method_input"); });
 }
 
 WHARF_API wharf_status* wharf_model_package_get_method_output(const wharf_model_package* package, size_t method,
                                                               size_t i, wharf_model_package_tensor_info* out) {
-  return api::guarded(__func__, [&]() { return tensor_info(package, method, i, false, out, "wharf_model_package_get_method_output"); });
+  return api::guarded(
+      __func__, [&]() { return tensor_info(package, method, i, false, out, "wharf_model_package_get_method_output"); });
 }
 
 }  // extern "C"

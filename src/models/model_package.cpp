@@ -58,9 +58,9 @@ class Reader {
     const std::string f = field.empty() ? key : field + "." + key;
     const Value* v = obj.find(key);
     *out = nullptr;
-    if (!v) return required ? bad(f, std::string("missing (a required ") + io::json::kind_name(kind) + ")") : Status::Ok();
-    if (v->kind() != kind)
-      return bad(f, a_kind(kind) + " expected, got " + a_kind(v->kind()));
+    if (!v)
+      return required ? bad(f, std::string("missing (a required ") + io::json::kind_name(kind) + ")") : Status::Ok();
+    if (v->kind() != kind) return bad(f, a_kind(kind) + " expected, got " + a_kind(v->kind()));
     *out = v;
     return Status::Ok();
   }
@@ -84,8 +84,8 @@ class Reader {
   Status uint(const Value& v, const std::string& field, uint64_t max, uint64_t* out) const {
     const std::optional<uint64_t> u = v.as_uint64();
     if (!v.is_number() || !u || *u > max)
-      return bad(field, (v.is_number() ? v.number_text() : a_kind(v.kind())) +
-                            " is not an integer in [0, " + std::to_string(max) + "]");
+      return bad(field, (v.is_number() ? v.number_text() : a_kind(v.kind())) + " is not an integer in [0, " +
+                            std::to_string(max) + "]");
     *out = *u;
     return Status::Ok();
   }
@@ -98,8 +98,8 @@ class Reader {
   }
 
   // A shape: integers, or (where `dims` is given) names of its entries, which become -1.
-  Status shape(const Value& obj, const std::string& field, const Value* dims, bool symbolic_allowed,
-               PackageTensor* t, std::vector<int64_t>* fixed_shape) const {
+  Status shape(const Value& obj, const std::string& field, const Value* dims, bool symbolic_allowed, PackageTensor* t,
+               std::vector<int64_t>* fixed_shape) const {
     const Value* s = nullptr;
     WHARF_RETURN_IF_ERROR(member(obj, field, "shape", Kind::kArray, true, &s));
     const std::string f = field + ".shape";
@@ -109,10 +109,10 @@ class Reader {
       const Value& e = s->as_array()[d];
       const std::string fd = f + "[" + std::to_string(d) + "]";
       if (e.is_string()) {
-        if (!symbolic_allowed) return bad(fd, "a symbolic dimension (" + quote_name(e.as_string()) + ") where only sizes are allowed");
+        if (!symbolic_allowed)
+          return bad(fd, "a symbolic dimension (" + quote_name(e.as_string()) + ") where only sizes are allowed");
         const Value* dim = dims ? dims->find(e.as_string()) : nullptr;
-        if (!dim)
-          return bad(fd, "symbolic dimension " + quote_name(e.as_string()) + " is not in the method's dims");
+        if (!dim) return bad(fd, "symbolic dimension " + quote_name(e.as_string()) + " is not in the method's dims");
         int64_t lo = 0, hi = -1;
         if (dim->is_object()) {
           const Value* v = dim->find("min");
@@ -186,8 +186,8 @@ class Reader {
 
 std::string at(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
-Status parse_tensors(const Reader& r, const Value& method, const std::string& field, const char* key,
-                     const Value* dims, std::vector<PackageTensor>* out) {
+Status parse_tensors(const Reader& r, const Value& method, const std::string& field, const char* key, const Value* dims,
+                     std::vector<PackageTensor>* out) {
   const Value* arr = nullptr;
   WHARF_RETURN_IF_ERROR(r.member(method, field, key, Kind::kArray, true, &arr));
   std::set<std::string> names;
@@ -248,13 +248,11 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     if (!st.ok()) return InvalidArgument(where + ": not JSON: " + st.message());
   }
   Reader r(where);
-  if (!root.is_object())
-    return InvalidArgument(where + ": a JSON object expected, got " + a_kind(root.kind()));
+  if (!root.is_object()) return InvalidArgument(where + ": a JSON object expected, got " + a_kind(root.kind()));
   Manifest m;
   std::string format;
   WHARF_RETURN_IF_ERROR(r.string(root, "", "format", true, &format));
-  if (format != "wharf-model-package")
-    return r.bad("format", quote_name(format) + " is not \"wharf-model-package\"");
+  if (format != "wharf-model-package") return r.bad("format", quote_name(format) + " is not \"wharf-model-package\"");
   const Value* v = nullptr;
   WHARF_RETURN_IF_ERROR(r.member(root, "", "format_version", Kind::kNumber, true, &v));
   WHARF_RETURN_IF_ERROR(r.uint(*v, "format_version", UINT64_MAX, &m.format_version));
@@ -308,8 +306,7 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     for (size_t i = 0; i < states->as_array().size(); ++i) {
       const Value& s = states->as_array()[i];
       const std::string field = at("state", i);
-      if (!s.is_object())
-        return r.bad(field, "an object expected, got " + a_kind(s.kind()));
+      if (!s.is_object()) return r.bad(field, "an object expected, got " + a_kind(s.kind()));
       PackageState ps;
       WHARF_RETURN_IF_ERROR(r.name(s, field, "fqn", &ps.fqn));
       if (!fqns.insert(ps.fqn).second)
@@ -323,8 +320,8 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
       } else if (init->is_object()) {
         WHARF_RETURN_IF_ERROR(r.name(*init, field + ".initial", "tensor", &ps.initial_tensor));
         if (m.state_file.empty())
-          return r.bad(field + ".initial", "names tensor " + quote_name(ps.initial_tensor) +
-                                               " but the manifest has no state_file");
+          return r.bad(field + ".initial",
+                       "names tensor " + quote_name(ps.initial_tensor) + " but the manifest has no state_file");
       } else {
         return r.bad(field + ".initial", "\"zeros\" or {\"tensor\": NAME} expected, got " + a_kind(init->kind()));
       }
@@ -350,7 +347,8 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     if (dims)
       for (const auto& d : dims->as_object())
         if (!d.second.is_object())
-          return r.bad(field + ".dims", quote_name(d.first) + ": an object {\"min\", \"max\"} expected, got " + a_kind(d.second.kind()));
+          return r.bad(field + ".dims",
+                       quote_name(d.first) + ": an object {\"min\", \"max\"} expected, got " + a_kind(d.second.kind()));
     WHARF_RETURN_IF_ERROR(parse_tensors(r, mv, field, "inputs", dims, &pm.inputs));
     WHARF_RETURN_IF_ERROR(parse_tensors(r, mv, field, "outputs", dims, &pm.outputs));
     for (auto* list : {&pm.inputs, &pm.outputs})
@@ -383,7 +381,8 @@ Status real_dir(const std::string& dir, std::string* out) {
   struct stat st;
   if (::stat(out->c_str(), &st) != 0) return IoError("model package " + quote_path(dir) + ": " + errno_text(errno));
   if (!S_ISDIR(st.st_mode))
-    return InvalidArgument("model package " + quote_path(dir) + " is not a directory (a package is a directory with "
+    return InvalidArgument("model package " + quote_path(dir) +
+                           " is not a directory (a package is a directory with "
                            "a manifest.json)");
   return Status::Ok();
 }
@@ -408,7 +407,8 @@ Status resolve(const std::string& where, const std::string& root, const std::str
   struct stat st;
   if (::stat(real.c_str(), &st) != 0)
     return IoError(where + ": " + field + ": " + quote_path(rel) + ": " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) return InvalidArgument(where + ": " + field + ": " + quote_path(rel) + " is not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return InvalidArgument(where + ": " + field + ": " + quote_path(rel) + " is not a regular file");
   *out = std::move(real);
   return Status::Ok();
 }
@@ -497,8 +497,9 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
         return InvalidArgument(fwhat + ": tensor " + quote_name(e.fqn) + " is in weight file " +
                                quote_path(m.weight_files[found_in[it->second]]) + " too");
       if (e.meta.dtype != pp.dtype || e.meta.shape != pp.shape)
-        return InvalidArgument(fwhat + ": tensor " + quote_name(e.fqn) + " is " + decl_text(e.meta.dtype, e.meta.shape) +
-                               ", the manifest declares " + decl_text(pp.dtype, pp.shape));
+        return InvalidArgument(fwhat + ": tensor " + quote_name(e.fqn) + " is " +
+                               decl_text(e.meta.dtype, e.meta.shape) + ", the manifest declares " +
+                               decl_text(pp.dtype, pp.shape));
       found[it->second] = &e;
       found_in[it->second] = f;
     }

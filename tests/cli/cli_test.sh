@@ -29,14 +29,24 @@ run "$W" help
 run "$W" help inspect
 [ "$rc" = 0 ] && grep -q "Usage: wharf inspect" "$T/out" || fail "wharf help inspect: $(cat "$T/out")"
 "$W" inspect --help | grep -q "Usage: wharf inspect" || fail "inspect --help"
-usage "a command is required; the commands are info, inspect, load, demo, help, version"
-usage "unknown command 'bogus'; the commands are info, inspect, load, demo, help, version" bogus
+usage "a command is required; the commands are info, inspect, load, demo, generate, help, version"
+usage "unknown command 'bogus'; the commands are info, inspect, load, demo, generate, help, version" bogus
 usage "unknown command 'bogus'" help bogus
 usage "unknown option '--bogus'" --bogus
 usage "files is required" inspect
 usage "not expected: --bogus" info --bogus
 usage "--backend: foo not in {auto,cuda,host}" load --backend foo x
 usage "Run 'wharf load --help'" load
+usage "package is required" generate
+usage "--prompt is required" generate "$T"
+usage "--max-new-tokens is required" generate "$T" --prompt 1,2
+usage "--prompt: 'a' is not a token id" generate "$T" --prompt 1,a --max-new-tokens 2
+usage "--prompt: '' is not a token id" generate "$T" --prompt 1,,2 --max-new-tokens 2
+usage "--prompt: '-3' is not a token id" generate "$T" --prompt -3 --max-new-tokens 2
+usage "--max-new-tokens: Value 0 not in range" generate "$T" --prompt 1 --max-new-tokens 0
+usage "--update requires --update-after" generate "$T" --prompt 1 --max-new-tokens 2 --update u.safetensors
+usage "--update-after 2 is not before the last of --max-new-tokens 2" generate "$T" --prompt 1 --max-new-tokens 2 \
+  --update u.safetensors --update-after 2
 # A safetensors file whose tensor name holds ESC, a newline and a quote, written byte by byte.
 python3 - "$T/evil.safetensors" <<'PY'
 import json, struct, sys
@@ -161,6 +171,43 @@ if command -v script >/dev/null; then
 else
   echo "cli_test: skipping the terminal case of load's progress: script(1) (util-linux) is not installed"
 fi
+# generate: a model package is checked whole before its methods need the device. On the host
+# backend a valid package stops at its first method (UNSUPPORTED: AOTInductor methods run on
+# CUDA), a bad one earlier, naming the field; --json reports the error in its object.
+python3 - "$T" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1] + "/pkg.wharf"
+os.makedirs(d + "/methods")
+hdr = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+hdr += b" " * (-len(hdr) % 8)
+open(d + "/weights.safetensors", "wb").write(struct.pack("<Q", len(hdr)) + hdr + struct.pack("<2f", 1, 2))
+for m in ("prefill", "decode"):
+    open(d + "/methods/%s.so" % m, "w").write("placeholder")
+ids = lambda shape: [{"name": "input_ids", "dtype": "int64", "shape": [1, shape]},
+                     {"name": "cache_position", "dtype": "int64", "shape": [shape]}]
+out = [{"name": "logits", "dtype": "float32", "shape": [1, 1, 8]}]
+json.dump({"format": "wharf-model-package", "format_version": 1, "name": "tiny", "max_seq_len": 16,
+           "weights": {"files": ["weights.safetensors"], "parameters": [{"fqn": "w", "dtype": "float32", "shape": [2]}]},
+           "methods": [{"name": "prefill", "file": "methods/prefill.so", "inputs": ids("T"), "outputs": out,
+                        "dims": {"T": {"min": 1, "max": 16}}},
+                       {"name": "decode", "file": "methods/decode.so", "inputs": ids(1), "outputs": out}]},
+          open(d + "/manifest.json", "w"))
+PY
+run "$W" generate --backend host "$T/pkg.wharf" --prompt 1,2,3 --max-new-tokens 4
+[ "$rc" = 1 ] || fail "generate on the host backend: exit status $rc"
+grep -q "^wharf: generate: UNSUPPORTED: model package '$T/pkg.wharf': method 'prefill': .*CUDA backend" "$T/err" \
+  || fail "generate on the host backend: $(cat "$T/err")"
+sed -i 's/"float32", "shape": \[2\]/"float32", "shape": [3]/' "$T/pkg.wharf/manifest.json"
+run "$W" generate --backend host --json "$T/pkg.wharf" --prompt 1,2,3 --max-new-tokens 4
+[ "$rc" = 1 ] || fail "generate --json of a bad package: exit status $rc"
+python3 - "$T" <<'PY' || fail "generate --json of a bad package: $(cat "$T/out")"
+import json, sys
+t = sys.argv[1]
+d = json.load(open(t + "/out"))
+assert d["tokens"] == [] and d["prompt"] == [1, 2, 3] and d["backend"] == "host", d
+assert d["error"]["code"] == "INVALID_ARGUMENT", d
+assert "weight file 'weights.safetensors': tensor 'w' is F32 [2], the manifest declares F32 [3]" in d["error"]["message"], d
+PY
 # Why CUDA is not used is said once: by `info` on its own line (no log warning beside it),
 # and once in the demo. Without an NVIDIA driver (no libcuda.so.1) a CUDA build says so.
 run "$W" info

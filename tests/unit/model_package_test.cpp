@@ -400,9 +400,9 @@ TEST_F(WharfPackage, WeightFilesMustHoldExactlyTheListedParameters) {
        "{\"fqn\": \"other.weight\", \"dtype\": \"F32\", \"shape\": [1]}");
   expect_refused(WHARF_INVALID_ARGUMENT, {"weights.parameters[2]: parameter 'lm_head.weight' is in no weight file"});
   // A tensor in two files.
-  write("weights/model-00002-of-00002.safetensors",
-        st_file({{"lm_head.weight", "F32", "[8,4]", 128}, {"other.weight", "F32", "[1]", 4},
-                 {"norm.weight", "BF16", "[4]", 8}}));
+  write("weights/model-00002-of-00002.safetensors", st_file({{"lm_head.weight", "F32", "[8,4]", 128},
+                                                             {"other.weight", "F32", "[1]", 4},
+                                                             {"norm.weight", "BF16", "[4]", 8}}));
   expect_refused(WHARF_INVALID_ARGUMENT, {"tensor 'norm.weight' is in weight file "
                                           "'weights/model-00001-of-00002.safetensors' too"});
 }
@@ -427,7 +427,8 @@ TEST_F(WharfPackage, StateInitialValues) {
   expect_refused(WHARF_NOT_FOUND, {"state[1].initial: tensor 'pos0' is not in the state file 'state.safetensors'"});
   // Of another shape.
   write("state.safetensors", st_file({{"pos0", "I64", "[2]", 16}}));
-  expect_refused(WHARF_INVALID_ARGUMENT, {"state[1].initial: tensor 'pos0'", "is I64 [2], the state is declared I64 [1]"});
+  expect_refused(WHARF_INVALID_ARGUMENT,
+                 {"state[1].initial: tensor 'pos0'", "is I64 [2], the state is declared I64 [1]"});
   // No state file, while an initial value names a tensor.
   edit("\"state_file\": \"state.safetensors\",", "");
   expect_refused(WHARF_INVALID_ARGUMENT, {"state[1].initial: names tensor 'pos0' but the manifest has no state_file"});
