@@ -27,6 +27,14 @@ cp -r "$ROOT"/tests/data/. "$OUT"/
 # PyTorch's side of the model benchmark (run on the GPU machine, which has PyTorch).
 mkdir -p "$OUT"/aoti
 cp "$ROOT"/tools/aoti/*.py "$OUT"/aoti/
+# The exporter (tools/export) and the real-model benchmark's PyTorch side and driver
+# (bench/real_models/run.sh), both run with the GPU machine's PyTorch.
+if [ -d "$ROOT"/tools/export ]; then
+  mkdir -p "$OUT"/export
+  cp "$ROOT"/tools/export/*.py "$OUT"/export/
+fi
+mkdir -p "$OUT"/real_models
+cp "$ROOT"/bench/real_models/*.py "$ROOT"/bench/real_models/*.sh "$OUT"/real_models/
 # The safetensors library's side of update_bench's file rows.
 mkdir -p "$OUT"/peers
 cp "$ROOT"/tools/bench/*.py "$OUT"/peers/
