@@ -197,7 +197,11 @@ struct ProblemHash {
 struct Choice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
+  bool none;  // the heuristic found no algorithm
 };
+// run_gemm's answer when cuBLASLt has no algorithm with the bias epilogue (nothing was
+// enqueued, no error recorded).
+constexpr AOTITorchError kNoBiasAlgorithm = 2;
 
 std::shared_mutex g_cache_mu;
 std::unordered_map<ProblemKey, Choice, ProblemHash> g_cache;
@@ -393,12 +397,13 @@ AOTITorchError run_gemm(Gemm g) {
   key.align_bias = g.bias ? alignment(g.bias, 1, 0) : 0;
 
   // Descriptors live on the stack (the *Init functions allocate nothing).
-  const std::string what = std::string(g.fn) + " (" + dtype_name(g.dtype) + ", m " + std::to_string(g.m) + ", n " +
-                           std::to_string(g.n) + ", k " + std::to_string(g.k) + ", batch " + std::to_string(g.batch) +
-                           ")";
+  auto what = [&] {  // built on failure only: no allocation per call
+    return std::string(g.fn) + " (" + dtype_name(g.dtype) + ", m " + std::to_string(g.m) + ", n " +
+           std::to_string(g.n) + ", k " + std::to_string(g.k) + ", batch " + std::to_string(g.batch) + ")";
+  };
   auto check = [&](cublasStatus_t s, const char* step) -> AOTITorchError {
     if (s == CUBLAS_STATUS_SUCCESS) return kOk;
-    return fail(what + ": " + step + ": " + api->error(s));
+    return fail(what() + ": " + step + ": " + api->error(s));
   };
   cublasLtMatmulDescOpaque_t desc;
   if (check(api->MatmulDescInit(&desc, sizeof desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescInit"))
@@ -432,7 +437,7 @@ AOTITorchError run_gemm(Gemm g) {
     }
     return kOk;
   };
-  if (g.batch > INT32_MAX) return fail(what + ": more batches than cuBLASLt takes");
+  if (g.batch > INT32_MAX) return fail(what() + ": more batches than cuBLASLt takes");
   if (layout(&la, al, key.stride_a, "layout of A") || layout(&lb, bl, key.stride_b, "layout of B") ||
       layout(&ld, dl, key.stride_d, "layout of D"))
     return kFail;
@@ -469,14 +474,17 @@ AOTITorchError run_gemm(Gemm g) {
     cublasLtMatmulHeuristicResult_t result;
     std::memset(&result, 0, sizeof result);
     int found = 0;
-    if (check(api->AlgoGetHeuristic(handle, &desc, &la, &lb, &ld, &ld, &pref, 1, &result, &found),
-              "cublasLtMatmulAlgoGetHeuristic"))
-      return kFail;
-    if (found == 0) return fail(what + ": cuBLASLt has no algorithm for this problem");
-    choice = Choice{result.algo, result.workspaceSize};
+    const cublasStatus_t hs = api->AlgoGetHeuristic(handle, &desc, &la, &lb, &ld, &ld, &pref, 1, &result, &found);
+    if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED)
+      return check(hs, "cublasLtMatmulAlgoGetHeuristic");
+    choice = Choice{result.algo, result.workspaceSize, hs != CUBLAS_STATUS_SUCCESS || found == 0};
     std::unique_lock<std::shared_mutex> lock(g_cache_mu);
     if (g_cache.size() >= kMaxCachedProblems) g_cache.clear();  // many dynamic shapes: start over
     g_cache.emplace(key, choice);
+  }
+  if (choice.none) {
+    if (g.bias) return kNoBiasAlgorithm;  // the caller adds the bias itself
+    return fail(what() + ": cuBLASLt has no algorithm for this problem");
   }
 
   std::shared_ptr<Storage> workspace;
@@ -662,7 +670,16 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
   g.alpha = float(alpha);
   g.beta = with_self && !bias_epilogue ? float(beta) : 0.0f;
   if (bias_epilogue) g.bias = self->data();
-  if (run_gemm(g) != kOk) return kFail;
+  AOTITorchError rc = run_gemm(g);
+  if (rc == kNoBiasAlgorithm) {
+    // No epilogue algorithm for this problem: self into D, then the plain GEMM with beta.
+    cudaError_t e = launch_strided_copy(out->dtype, g.d.data, d3, self->data(), self3, shape3, 1.0f, stream);
+    if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": copying self into the output");
+    g.bias = nullptr;
+    g.beta = float(beta);
+    rc = run_gemm(g);
+  }
+  if (rc != kOk) return kFail;
   if (!direct) {
     cudaError_t e = launch_strided_copy(out->dtype, out->data(), out3, g.d.data, d3, shape3, 1.0f, stream);
     if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": copying the result into out");
