@@ -46,6 +46,8 @@ cp "$ROOT"/tools/bench/*.py "$OUT"/peers/
 for t in tests/wharf_gpu_tests tests/wharf_unit_tests; do
   [ -x "$BUILD/$t" ] && cp "$BUILD/$t" "$OUT"/
 done
+# The README's model package example (gpu-run.sh runs it on a package of the tiny decoder).
+[ -x "$BUILD"/tests/wharf_readme_package_example ] && cp "$BUILD"/tests/wharf_readme_package_example "$OUT"/readme_package_example
 for b in "$BUILD"/bench/*_bench; do [ -x "$b" ] && cp "$b" "$OUT"/; done
 cp "$ROOT"/scripts/gpu-run.sh "$OUT"/
 [ -d "$ROOT"/tests/gpu/reference ] && cp -r "$ROOT"/tests/gpu/reference "$OUT"/

@@ -60,6 +60,11 @@ want() { [ "$PHASE" = all ] || [[ " $* " == *" $PHASE "* ]]; }
 if want tests quick; then
   run gpu_tests ./wharf_gpu_tests || status=1
   [ -x ./wharf_unit_tests ] && { run unit_tests ./wharf_unit_tests || status=1; }
+  # A model package made from the tiny decoder: `wharf generate` (plain, and with a store
+  # update + swap mid-conversation) and the README's package example against PyTorch's tokens.
+  ex=; [ -x ./readme_package_example ] && ex=./readme_package_example
+  run package_generate python3 aoti/make_tiny_package.py "${WHARF_TEST_DATA:-.}/models/tiny_decoder" \
+    "$RES/tiny-decoder.wharf" --check ./wharf $ex || status=1
 fi
 if want tests; then
   if command -v compute-sanitizer >/dev/null; then

@@ -109,7 +109,8 @@ bool find_method(wharf_model_package* pkg, const char* name, Method* out, Error*
     return !err->fail("INVALID_ARGUMENT",
                       "method " + wharf::quote_name(name) + " does not take both input_ids and cache_position");
   out->num_outputs = wharf_model_num_outputs(out->model.get());
-  if (out->num_outputs == 0) return !err->fail("INVALID_ARGUMENT", "method " + wharf::quote_name(name) + " has no output");
+  if (out->num_outputs == 0)
+    return !err->fail("INVALID_ARGUMENT", "method " + wharf::quote_name(name) + " has no output");
   return true;
 }
 
@@ -168,8 +169,9 @@ int cmd_generate(const GenerateOptions& o) {
   [&] {
     wharf_runtime_options ro;
     wharf_runtime_options_init(&ro);
-    ro.backend =
-        o.backend == "cuda" ? WHARF_BACKEND_CUDA : o.backend == "host" ? WHARF_BACKEND_HOST : WHARF_BACKEND_AUTO;
+    ro.backend = o.backend == "cuda"   ? WHARF_BACKEND_CUDA
+                 : o.backend == "host" ? WHARF_BACKEND_HOST
+                                       : WHARF_BACKEND_AUTO;
     wharf_runtime* r = nullptr;
     if (err.take(wharf_runtime_create(&ro, &r), "creating the runtime")) return;
     rt.reset(r);

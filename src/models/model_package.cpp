@@ -562,7 +562,7 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.declared_states = &states;
     mo.expected_inputs = int64_t(pm.inputs.size());
     mo.expected_outputs = int64_t(pm.outputs.size());
-    mo.context = mwhat + ": " + at("methods", i) + " (" + quote_name(pm.name) + ")";
+    mo.context = "manifest.json: " + at("methods", i) + " (" + quote_name(pm.name) + ")";  // follows the method's name
     if (opts.progress) {
       // One total for the package: each method's load copies what the store does not hold yet.
       current_total = 0;
