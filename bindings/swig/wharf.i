@@ -184,6 +184,8 @@ WHARF_WRAP(wharf_replica_group_get_stats)
 %immutable wharf_tensor_view::byte_offset;
 /* Structs only the helpers use. */
 %ignore wharf_model_options;
+%ignore wharf_model_package_options;       /* model packages: not wrapped yet (experimental) */
+%ignore wharf_model_package_tensor_info;
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
