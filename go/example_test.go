@@ -336,3 +336,83 @@ func Example_model() {
 	check(run.End())
 	fmt.Println("norm.weight after the update:", seen[0])
 }
+
+// A model package (docs/model-package.md, written by tools/export) loaded in one call:
+// prefill the prompt, decode greedily, then update every method's weights from a file.
+// It needs a GPU and a package ($WHARF_MODEL_PACKAGE); TestExamplePackage runs it there.
+func Example_package() {
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	dir := os.Getenv("WHARF_MODEL_PACKAGE") // a package directory, "llama.wharf" say
+	if dir == "" {
+		fmt.Println("skipped: this example needs a model package: set $WHARF_MODEL_PACKAGE")
+		return
+	}
+	rt, err := wharf.NewRuntime(&wharf.RuntimeOptions{Backend: wharf.BackendCUDA})
+	if err != nil {
+		fmt.Println("skipped: this example needs a GPU:", err)
+		return
+	}
+	defer rt.Close()
+
+	// 1. The package in one call: the weights once, every method over them, the state
+	// (KV caches) declared with its shapes and initial values.
+	pkg, err := wharf.LoadModelPackage(rt, dir, nil)
+	check(err)
+	defer pkg.Close()
+	prefill, err := pkg.Method("prefill")
+	check(err)
+	defer prefill.Close()
+	decode, err := pkg.Method("decode")
+	check(err)
+	defer decode.Close()
+
+	// 2. A conversation: one session over every method, so prefill and decode share its
+	// KV cache.
+	chat, err := pkg.NewSession(nil)
+	check(err)
+	defer chat.Close()
+
+	// step runs a method on tokens at positions pos, pos+1, ... and returns the most
+	// likely next token (the logits of the last position: [1, 1, vocab] F32).
+	step := func(m *wharf.Model, tokens []int64, pos int64) int64 {
+		positions := make([]int64, len(tokens))
+		for i := range positions {
+			positions[i] = pos + int64(i)
+		}
+		run, err := m.Container().BeginRunWithSession(chat)
+		check(err)
+		outs, err := m.Run(run,
+			wharf.HostTensorOf("input_ids", []int64{1, int64(len(tokens))}, tokens),
+			wharf.HostTensorOf("cache_position", []int64{int64(len(positions))}, positions))
+		check(err)
+		logits, err := wharf.ReadTensorValues[float32](run, outs[0])
+		check(err)
+		check(run.End())
+		next := 0
+		for i := range logits {
+			if logits[i] > logits[next] {
+				next = i
+			}
+		}
+		return int64(next)
+	}
+
+	// 3. Prefill the prompt, then decode greedily, one token per step.
+	prompt := []int64{1, 7, 42, 3}
+	tokens := []int64{step(prefill, prompt, 0)}
+	for len(tokens) < 8 {
+		pos := int64(len(prompt) + len(tokens) - 1)
+		tokens = append(tokens, step(decode, tokens[len(tokens)-1:], pos))
+	}
+	fmt.Println("tokens:", tokens)
+
+	// 4. New weights from a checkpoint with the same FQNs (a fine-tune; here the package's
+	// own file again) reach every method at once; the conversation goes on.
+	check(pkg.Store().UpdateFromFile(filepath.Join(dir, "weights", "model.safetensors"), nil))
+	check(pkg.Store().Swap())
+	fmt.Println("after the update:", step(decode, tokens[len(tokens)-1:], int64(len(prompt)+len(tokens)-1)))
+}

@@ -30,10 +30,11 @@ func exampleBody(t *testing.T, name string) string {
 	return strings.Join(body, "\n")
 }
 
-// The README's sessions, model and cancellation snippets are the bodies of
-// Example_sessions, Example_model and Example_cancellation (example_test.go), which go test
-// compiles (and runs: Example_sessions and Example_cancellation always, Example_model
-// through TestExampleModel on a GPU): keep them equal.
+// The README's sessions, model, cancellation and model package snippets are the bodies of
+// Example_sessions, Example_model, Example_cancellation and Example_package
+// (example_test.go), which go test compiles (and runs: Example_sessions and
+// Example_cancellation always, Example_model and Example_package through TestExampleModel
+// and TestExamplePackage on a GPU): keep them equal.
 func TestReadmeSnippets(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	must(t, err)
@@ -43,7 +44,7 @@ func TestReadmeSnippets(t *testing.T) {
 			blocks = append(blocks, strings.TrimSuffix(part[:j], "\n"))
 		}
 	}
-	for _, name := range []string{"Example_sessions", "Example_model", "Example_cancellation"} {
+	for _, name := range []string{"Example_sessions", "Example_model", "Example_cancellation", "Example_package"} {
 		want := exampleBody(t, name)
 		found := false
 		for _, b := range blocks {

@@ -22,7 +22,9 @@
 //! * With the cargo feature `experimental` (off by default, like `WHARF_EXPERIMENTAL` in
 //!   C): `Model`, a PyTorch AOTInductor-compiled model that Wharf executes over a
 //!   container it creates (`Model::run`, outputs that borrow the run), and index
-//!   access (`Container::find_constant`, `Run::tensor_at`, ...). These bind functions of
+//!   access (`Container::find_constant`, `Run::tensor_at`, ...), and `ModelPackage`, an
+//!   exported model package loaded in one call (its methods as `Model`s over one weight
+//!   store, sessions over all of them). These bind functions of
 //!   `wharf.h`'s experimental tier, which may change in any minor release.
 //!
 //! Every fallible call returns [`Result<T, wharf::Error>`](Error), carrying the library's
@@ -81,6 +83,8 @@ mod log;
 #[cfg(feature = "experimental")]
 mod model;
 #[cfg(feature = "experimental")]
+mod model_package;
+#[cfg(feature = "experimental")]
 mod offload;
 mod progress;
 #[cfg(feature = "experimental")]
@@ -102,6 +106,8 @@ pub use error::{Code, Error, Result};
 pub use log::{reset_log_callback, set_log_callback};
 #[cfg(feature = "experimental")]
 pub use model::{Model, ModelOptions, OutputView};
+#[cfg(feature = "experimental")]
+pub use model_package::{Dim, ModelPackage, ModelPackageOptions, TensorSpec};
 #[cfg(feature = "experimental")]
 pub use offload::{
     H2dSource, OffloadLayer, OffloadRun, Offloader, OffloaderBudget, OffloaderOptions,

@@ -309,6 +309,17 @@ impl Model {
         })??;
         let raw = NonNull::new(out)
             .ok_or_else(|| Error::new(Code::Internal, "wharf_model_load returned NULL"))?;
+        // SAFETY: a live model of `runtime` whose reference this takes over.
+        unsafe { Model::adopt(runtime, raw) }
+    }
+
+    /// Wraps a model reference the caller owns (freed by the returned value's Drop, or
+    /// here on error).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live model of `runtime`, and the caller hands its reference over.
+    pub(crate) unsafe fn adopt(runtime: &Runtime, raw: NonNull<sys::wharf_model>) -> Result<Model> {
         // SAFETY: a live model.
         let container = NonNull::new(unsafe { sys::wharf_model_container(raw.as_ptr()) });
         let Some(container) = container else {

@@ -36,7 +36,7 @@ impl SessionOptions {
         self
     }
 
-    fn to_c(self) -> sys::wharf_session_options {
+    pub(crate) fn to_c(self) -> sys::wharf_session_options {
         // SAFETY: all-zero is valid input for *_init_sized, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_session_options>() };
         // SAFETY: a valid, writable struct of the size passed.
@@ -172,7 +172,11 @@ impl Session {
         Session::wrap(runtime, out, "wharf_session_create")
     }
 
-    fn wrap(runtime: &Runtime, out: *mut sys::wharf_session, what: &str) -> Result<Session> {
+    pub(crate) fn wrap(
+        runtime: &Runtime,
+        out: *mut sys::wharf_session,
+        what: &str,
+    ) -> Result<Session> {
         let raw = NonNull::new(out)
             .ok_or_else(|| Error::new(Code::Internal, format!("{what} returned NULL")))?;
         Ok(Session {

@@ -47,6 +47,9 @@ pub struct WeightStoreStats {
 pub struct WeightStore {
     raw: NonNull<sys::wharf_weight_store>,
     runtime: Runtime,
+    /// False for a model package's store, which the package owns
+    /// (`ModelPackage::store`): never freed here.
+    owned: bool,
 }
 
 // SAFETY: wharf.h (weight store): "every function is safe to call from many threads at
@@ -59,6 +62,9 @@ unsafe impl Sync for WeightStore {}
 
 impl Drop for WeightStore {
     fn drop(&mut self) {
+        if !self.owned {
+            return; // a package's store: the package frees it
+        }
         // SAFETY: created by the library, released once; containers hold their own
         // references.
         unsafe { sys::wharf_weight_store_free(self.raw.as_ptr()) }
@@ -81,7 +87,25 @@ impl WeightStore {
         Ok(WeightStore {
             raw,
             runtime: runtime.clone(),
+            owned: true,
         })
+    }
+
+    /// A store owned by something else (a model package), never freed through the value.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live store of `runtime` that outlives the returned value.
+    #[cfg(feature = "experimental")]
+    pub(crate) unsafe fn borrowed(
+        runtime: &Runtime,
+        raw: NonNull<sys::wharf_weight_store>,
+    ) -> WeightStore {
+        WeightStore {
+            raw,
+            runtime: runtime.clone(),
+            owned: false,
+        }
     }
 
     /// The runtime the store was created on.

@@ -565,6 +565,94 @@ extern "C" {
 }
 
 #[cfg(feature = "experimental")]
+opaque!(wharf_model_package);
+
+/// Options of wharf_model_package_load (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_model_package_options {
+    pub struct_size: u32,
+    pub shim_path: *const c_char,
+    pub max_session_bytes: u64,
+    pub progress: wharf_progress_fn,
+    pub progress_user: *mut c_void,
+}
+
+/// One input or output of a package's method (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_model_package_tensor_info {
+    pub struct_size: u32,
+    pub name: *const c_char,
+    pub dtype: wharf_dtype,
+    pub ndim: i32,
+    pub shape: *const i64,
+    pub dim_names: *const *const c_char,
+    pub dim_min: *const i64,
+    pub dim_max: *const i64,
+}
+
+#[cfg(feature = "experimental")]
+extern "C" {
+    // model packages
+    pub fn wharf_model_package_options_init_sized(
+        opts: *mut wharf_model_package_options,
+        struct_size: usize,
+    );
+    pub fn wharf_model_package_load(
+        runtime: *mut wharf_runtime,
+        dir: *const c_char,
+        opts: *const wharf_model_package_options,
+        out: *mut *mut wharf_model_package,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_package_free(package: *mut wharf_model_package);
+    pub fn wharf_model_package_name(package: *const wharf_model_package) -> *const c_char;
+    pub fn wharf_model_package_max_seq_len(package: *const wharf_model_package) -> u64;
+    pub fn wharf_model_package_store(package: *mut wharf_model_package) -> *mut wharf_weight_store;
+    pub fn wharf_model_package_num_methods(package: *const wharf_model_package) -> usize;
+    pub fn wharf_model_package_method_name(
+        package: *const wharf_model_package,
+        i: usize,
+    ) -> *const c_char;
+    pub fn wharf_model_package_find_method(
+        package: *const wharf_model_package,
+        name: *const c_char,
+    ) -> i64;
+    pub fn wharf_model_package_get_method(
+        package: *mut wharf_model_package,
+        name: *const c_char,
+        out: *mut *mut wharf_model,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_package_create_session(
+        package: *mut wharf_model_package,
+        opts: *const wharf_session_options,
+        out: *mut *mut wharf_session,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_package_num_method_inputs(
+        package: *const wharf_model_package,
+        method: usize,
+    ) -> usize;
+    pub fn wharf_model_package_num_method_outputs(
+        package: *const wharf_model_package,
+        method: usize,
+    ) -> usize;
+    pub fn wharf_model_package_get_method_input(
+        package: *const wharf_model_package,
+        method: usize,
+        i: usize,
+        out: *mut wharf_model_package_tensor_info,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_package_get_method_output(
+        package: *const wharf_model_package,
+        method: usize,
+        i: usize,
+        out: *mut wharf_model_package_tensor_info,
+    ) -> *mut wharf_status;
+}
+
+#[cfg(feature = "experimental")]
 opaque!(wharf_offloader, wharf_replica_group);
 
 /// Options of wharf_offloader_create (experimental).
