@@ -377,7 +377,7 @@ func Example_package() {
 	defer chat.Close()
 
 	// step runs a method on tokens at positions pos, pos+1, ... and returns the most
-	// likely next token (the logits of the last position: [1, 1, vocab] F32).
+	// likely next token (the argmax of the last position's logits).
 	step := func(m *wharf.Model, tokens []int64, pos int64) int64 {
 		positions := make([]int64, len(tokens))
 		for i := range positions {
@@ -389,12 +389,13 @@ func Example_package() {
 			wharf.HostTensorOf("input_ids", []int64{1, int64(len(tokens))}, tokens),
 			wharf.HostTensorOf("cache_position", []int64{int64(len(positions))}, positions))
 		check(err)
-		logits, err := wharf.ReadTensorValues[float32](run, outs[0])
+		logits, err := wharf.ReadTensorValues[float32](run, outs[0]) // F32 [1, T or 1, vocab]
 		check(err)
 		check(run.End())
-		next := 0
-		for i := range logits {
-			if logits[i] > logits[next] {
+		shape := outs[0].Shape()
+		last, next := logits[len(logits)-int(shape[len(shape)-1]):], 0
+		for i := range last {
+			if last[i] > last[next] {
 				next = i
 			}
 		}

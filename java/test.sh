@@ -150,6 +150,16 @@ if [ "$consumer_ok" = 1 ]; then
   fi
 fi
 if [ "$consumer_ok" = 1 ]; then
+  awk '/^```java$/{block=""; inside=1; next} /^```$/{if (inside && block ~ /public class Generate/) printf "%s", block; inside=0; next}
+       inside{block = block $0 "\n"}' "$ROOT/java/README.md" > "$APP/Generate.java"
+  if [ -s "$APP/Generate.java" ] && (cd "$APP" && "$JAVAC" -Xlint:all -Werror -cp wharf.jar -d classes Generate.java); then
+    echo "README model package example: compiles"
+  else
+    echo "README model package example: does not compile (or was not found in java/README.md)" >&2
+    consumer_ok=0
+  fi
+fi
+if [ "$consumer_ok" = 1 ]; then
   echo "consumer: passed (jar only, and with -Dwharf.jni.path)"
 else
   echo "consumer: FAILED" >&2

@@ -138,6 +138,14 @@ WHARF_WRAP(wharf_model_container)
 WHARF_WRAP(wharf_model_num_inputs)
 WHARF_WRAP(wharf_model_num_outputs)
 WHARF_WRAP(wharf_model_input_name)
+/* model packages (0.3.0, experimental tier) */
+WHARF_WRAP(wharf_model_package_name)
+WHARF_WRAP(wharf_model_package_max_seq_len)
+WHARF_WRAP(wharf_model_package_store)
+WHARF_WRAP(wharf_model_package_num_methods)
+WHARF_WRAP(wharf_model_package_method_name)
+WHARF_WRAP(wharf_model_package_num_method_inputs)
+WHARF_WRAP(wharf_model_package_num_method_outputs)
 /* offloaders and replica groups (0.3.0, experimental tier) */
 WHARF_WRAP(wharf_offloader_num_layers)
 WHARF_WRAP(wharf_offloader_num_layer_constants)
@@ -162,6 +170,7 @@ WHARF_WRAP(wharf_replica_group_get_stats)
 %rename(wharf_weight_store_free) wharf_swig_weight_store_free;
 %rename(wharf_session_free) wharf_swig_session_free;
 %rename(wharf_model_free) wharf_swig_model_free;
+%rename(wharf_model_package_free) wharf_swig_model_package_free;
 %rename(wharf_offloader_free) wharf_swig_offloader_free;
 %rename(wharf_replica_group_free) wharf_swig_replica_group_free;
 
@@ -184,8 +193,8 @@ WHARF_WRAP(wharf_replica_group_get_stats)
 %immutable wharf_tensor_view::byte_offset;
 /* Structs only the helpers use. */
 %ignore wharf_model_options;
-%ignore wharf_model_package_options;       /* model packages: not wrapped yet (experimental) */
-%ignore wharf_model_package_tensor_info;
+%ignore wharf_model_package_options;       /* wharf_swig_model_package_load_progress */
+%ignore wharf_model_package_tensor_info;   /* wharf_swig_model_package_tensor_* */
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
@@ -1026,6 +1035,102 @@ wharf_session* wharf_swig_session_fork(const wharf_session* src, wharf_status** 
   return *status_out ? NULL : session;
 }
 
+/** wharf_model_package_get_method: a new reference to method `name`'s model. */
+wharf_model* wharf_swig_model_package_get_method(wharf_model_package* package, const char* name,
+                                                 wharf_status** status_out) {
+  wharf_model* model = NULL;
+  *status_out = wharf_model_package_get_method(package, name, &model);
+  return *status_out ? NULL : model;
+}
+
+/** wharf_model_package_create_session; `opts` may be NULL (defaults). */
+wharf_session* wharf_swig_model_package_create_session(wharf_model_package* package,
+                                                       const wharf_session_options* opts,
+                                                       wharf_status** status_out) {
+  wharf_session* session = NULL;
+  *status_out = wharf_model_package_create_session(package, opts, &session);
+  return *status_out ? NULL : session;
+}
+
+/* One input (`input` != 0) or output of a package's method, read field by field: the
+ * struct's arrays are the package's and cannot cross as they are. Each helper fills the
+ * struct anew (the package is immutable), so every call stands alone. */
+static wharf_status* wharf_swig_package_tensor(const wharf_model_package* package, int32_t input, size_t method,
+                                               size_t i, wharf_model_package_tensor_info* info) {
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  return input ? wharf_model_package_get_method_input(package, method, i, info)
+               : wharf_model_package_get_method_output(package, method, i, info);
+}
+
+/** The tensor's name. */
+const char* wharf_swig_model_package_tensor_name(const wharf_model_package* package, int32_t input, size_t method,
+                                                 size_t i, wharf_status** status_out) {
+  wharf_model_package_tensor_info info;
+  *status_out = wharf_swig_package_tensor(package, input, method, i, &info);
+  return *status_out ? NULL : info.name;
+}
+
+/** The tensor's dtype (a wharf_dtype). */
+int32_t wharf_swig_model_package_tensor_dtype(const wharf_model_package* package, int32_t input, size_t method,
+                                              size_t i, wharf_status** status_out) {
+  wharf_model_package_tensor_info info;
+  *status_out = wharf_swig_package_tensor(package, input, method, i, &info);
+  return *status_out ? 0 : (int32_t)info.dtype;
+}
+
+/** The tensor's number of dimensions. */
+int32_t wharf_swig_model_package_tensor_ndim(const wharf_model_package* package, int32_t input, size_t method,
+                                             size_t i, wharf_status** status_out) {
+  wharf_model_package_tensor_info info;
+  *status_out = wharf_swig_package_tensor(package, input, method, i, &info);
+  return *status_out ? 0 : info.ndim;
+}
+
+/* Dimension `d` of the tensor: `what` 0 = size (-1 where symbolic), 1 = min, 2 = max. */
+static int64_t wharf_swig_package_dim(const wharf_model_package* package, int32_t input, size_t method, size_t i,
+                                      int32_t d, int what, wharf_status** status_out) {
+  wharf_model_package_tensor_info info;
+  *status_out = wharf_swig_package_tensor(package, input, method, i, &info);
+  if (*status_out) return 0;
+  if (d < 0 || d >= info.ndim) {
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, "wharf_swig_model_package_dim: dimension out of range");
+    return 0;
+  }
+  return what == 0 ? info.shape[d] : what == 1 ? info.dim_min[d] : info.dim_max[d];
+}
+
+/** Dimension `d`'s size, -1 where symbolic. */
+int64_t wharf_swig_model_package_dim_size(const wharf_model_package* package, int32_t input, size_t method,
+                                          size_t i, int32_t d, wharf_status** status_out) {
+  return wharf_swig_package_dim(package, input, method, i, d, 0, status_out);
+}
+
+/** Dimension `d`'s smallest size. */
+int64_t wharf_swig_model_package_dim_min(const wharf_model_package* package, int32_t input, size_t method,
+                                         size_t i, int32_t d, wharf_status** status_out) {
+  return wharf_swig_package_dim(package, input, method, i, d, 1, status_out);
+}
+
+/** Dimension `d`'s largest size, -1 when unbounded. */
+int64_t wharf_swig_model_package_dim_max(const wharf_model_package* package, int32_t input, size_t method,
+                                         size_t i, int32_t d, wharf_status** status_out) {
+  return wharf_swig_package_dim(package, input, method, i, d, 2, status_out);
+}
+
+/** Dimension `d`'s name (a symbolic dimension), or NULL where fixed. */
+const char* wharf_swig_model_package_dim_name(const wharf_model_package* package, int32_t input, size_t method,
+                                              size_t i, int32_t d, wharf_status** status_out) {
+  wharf_model_package_tensor_info info;
+  *status_out = wharf_swig_package_tensor(package, input, method, i, &info);
+  if (*status_out) return NULL;
+  if (d < 0 || d >= info.ndim) {
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, "wharf_swig_model_package_dim_name: dimension out of range");
+    return NULL;
+  }
+  return info.dim_names[d];
+}
+
 /**
  * wharf_run_read into host memory given as an integer address; `dst_address` must point to
  * at least `bytes` writable bytes.
@@ -1277,6 +1382,7 @@ wharf_status* wharf_swig_run_end(wharf_run* freed) { return wharf_run_end(freed)
 void wharf_swig_weight_store_free(wharf_weight_store* freed) { wharf_weight_store_free(freed); }
 void wharf_swig_session_free(wharf_session* freed) { wharf_session_free(freed); }
 void wharf_swig_model_free(wharf_model* freed) { wharf_model_free(freed); }
+void wharf_swig_model_package_free(wharf_model_package* freed) { wharf_model_package_free(freed); }
 void wharf_swig_offloader_free(wharf_offloader* freed) { wharf_offloader_free(freed); }
 void wharf_swig_replica_group_free(wharf_replica_group* freed) { wharf_replica_group_free(freed); }
 
@@ -1560,6 +1666,30 @@ wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime
   *status_out = wharf_model_load(runtime, so_path, weights, &opts, &model);
   wharf_swig_progress_free(jenv, p);
   return *status_out ? NULL : model;
+}
+
+/**
+ * wharf_model_package_load with the fields of wharf_model_package_options as arguments
+ * (`shim_path` may be NULL) and a dev.wharf.ProgressCall (NULL: none) for the call.
+ */
+wharf_model_package* wharf_swig_model_package_load_progress(JNIEnv* jenv, wharf_runtime* runtime, const char* dir,
+                                                            const char* shim_path, uint64_t max_session_bytes,
+                                                            jobject progress_call, wharf_status** status_out) {
+  wharf_model_package* package = NULL;
+  wharf_model_package_options opts;
+  int failed;
+  wharf_swig_progress* p = wharf_swig_progress_new(jenv, progress_call, &failed);
+  if (failed) return NULL;
+  wharf_model_package_options_init_sized(&opts, sizeof opts);
+  opts.shim_path = shim_path;
+  opts.max_session_bytes = max_session_bytes;
+  if (p) {
+    opts.progress = wharf_swig_progress_trampoline;
+    opts.progress_user = p;
+  }
+  *status_out = wharf_model_package_load(runtime, dir, &opts, &package);
+  wharf_swig_progress_free(jenv, p);
+  return *status_out ? NULL : package;
 }
 
 /** Removes and frees what wharf_swig_update_options_set_progress installed. */

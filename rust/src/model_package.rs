@@ -223,7 +223,7 @@ struct MethodSpec {
 ///     let mut chat = package.new_session(&SessionOptions::new())?;
 ///
 ///     // One run of `model` on `tokens` at positions pos, pos + 1, ...: the most likely
-///     // next token (the logits of the last position, [1, 1, vocab] F32).
+///     // next token (the argmax of the last position's logits).
 ///     let mut step = |model: &Model, tokens: &[i64], pos: i64| -> wharf::Result<i64> {
 ///         let positions: Vec<i64> = (pos..pos + tokens.len() as i64).collect();
 ///         let inputs = [
@@ -231,9 +231,13 @@ struct MethodSpec {
 ///             TensorView::from_slice(&positions, &[positions.len() as i64])?,
 ///         ];
 ///         let run = model.container().begin_run_with_session(&mut chat)?;
-///         let logits = model.run(&run, &inputs)?[0].read_to_vec::<f32>()?;
+///         let outputs = model.run(&run, &inputs)?; // F32 [1, T or 1, vocab] on the device
+///         let vocab = *outputs[0].shape().last().unwrap() as usize;
+///         let logits = outputs[0].read_to_vec::<f32>()?;
+///         drop(outputs);
 ///         run.end()?;
-///         Ok((0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as i64)
+///         let last = &logits[logits.len() - vocab..];
+///         Ok((0..vocab).max_by(|&a, &b| last[a].total_cmp(&last[b])).unwrap() as i64)
 ///     };
 ///
 ///     // 3. Prefill the prompt, then decode greedily, one token per step.

@@ -9,7 +9,11 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use wharf::{CancelToken, Code, MemoryTag, ModelPackage, ModelPackageOptions, Progress, Runtime};
+use wharf::{
+    Backend, CancelToken, Code, ConstantMap, Dim, MemoryTag, Model, ModelPackage,
+    ModelPackageOptions, Progress, Runtime, RuntimeOptions, Session, SessionOptions, TensorView,
+    UpdateOptions,
+};
 
 mod common;
 use common::{expect_code, host};
@@ -306,4 +310,110 @@ fn the_readme_shows_the_doc_test() {
         readme.contains(&format!("```rust\n{doc}\n```\n")),
         "no ```rust block of README.md is the doc-test on ModelPackage:\n{doc}"
     );
+}
+
+/// On a GPU, with `$WHARF_MODEL_PACKAGE` naming the tiny decoder's package
+/// (`python3 tools/aoti/make_tiny_package.py tests/data/models/tiny_decoder DIR`): the
+/// package's methods through the safe API give PyTorch's greedy tokens
+/// (`tests/data/models/tiny_decoder/reference.safetensors`, or `$WHARF_MODEL_DIR`'s), and a
+/// store update from the package's own weight file then a swap reaches both methods (a new
+/// generation) without changing the next token. It says it skipped otherwise.
+#[test]
+fn the_tiny_package_follows_pytorch_on_the_gpu() -> wharf::Result<()> {
+    let Some(dir) = std::env::var_os("WHARF_MODEL_PACKAGE").map(PathBuf::from) else {
+        eprintln!("skipped: set WHARF_MODEL_PACKAGE to a package of the tiny decoder");
+        return Ok(());
+    };
+    let rt = match Runtime::new(&RuntimeOptions::new().backend(Backend::Cuda)) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("skipped: no CUDA runtime ({e})");
+            return Ok(());
+        }
+    };
+    let mut last = (0, 0);
+    // SAFETY: the tiny decoder's methods, given the reference prompt's ids and positions.
+    let package = unsafe {
+        ModelPackage::load_with_progress(
+            &rt,
+            &dir,
+            &ModelPackageOptions::new(),
+            Progress::new(|done, total| {
+                last = (done, total);
+                ControlFlow::Continue(())
+            }),
+        )?
+    };
+    assert!(last.0 > 0 && last.0 == last.1, "progress ended at {last:?}");
+    assert_eq!(package.method_names(), ["prefill", "decode"]);
+    let ids = &package.method_inputs("prefill")?[0];
+    assert_eq!(ids.name, "input_ids");
+    assert!(matches!(&ids.dims[1], Dim::Symbolic { name, .. } if name == "T"));
+    assert_eq!(package.method_inputs("decode")?[0].shape(), [1, 1]);
+    expect_code(
+        package.method("generate"),
+        Code::NotFound,
+        &["prefill, decode"],
+    );
+    let prefill = package.method("prefill")?;
+    let decode = package.method("decode")?;
+    let mut chat = package.new_session(&SessionOptions::new())?;
+
+    let reference_dir = std::env::var_os("WHARF_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/models/tiny_decoder")
+        });
+    // SAFETY: nothing modifies the file while it is mapped.
+    let reference =
+        unsafe { ConstantMap::load_safetensors(reference_dir.join("reference.safetensors"))? };
+    let prompt = reference.find("prompt")?.to_vec::<i64>()?;
+    let want = reference.find("tokens")?.to_vec::<i64>()?;
+
+    let step = |model: &Model, chat: &mut Session, tokens: &[i64], pos: i64| {
+        let positions: Vec<i64> = (pos..pos + tokens.len() as i64).collect();
+        let inputs = [
+            TensorView::from_slice(tokens, &[1, tokens.len() as i64])?,
+            TensorView::from_slice(&positions, &[positions.len() as i64])?,
+        ];
+        let run = model.container().begin_run_with_session(chat)?;
+        let outputs = model.run(&run, &inputs)?;
+        let vocab = *outputs[0].shape().last().unwrap() as usize;
+        let logits = outputs[0].read_to_vec::<f32>()?;
+        drop(outputs);
+        run.end()?;
+        let last = &logits[logits.len() - vocab..];
+        wharf::Result::Ok(
+            (0..vocab)
+                .max_by(|&a, &b| last[a].total_cmp(&last[b]))
+                .unwrap() as i64,
+        )
+    };
+    let mut got = vec![step(&prefill, &mut chat, &prompt, 0)?];
+    while got.len() < want.len() - 1 {
+        let pos = (prompt.len() + got.len() - 1) as i64;
+        got.push(step(&decode, &mut chat, &got[got.len() - 1..], pos)?);
+    }
+    assert_eq!(got, want[..got.len()], "not PyTorch's tokens");
+
+    // The same weights again, through the store: both methods get a new generation, and the
+    // conversation goes on to PyTorch's last token.
+    let before = (
+        prefill.container().generation(),
+        decode.container().generation(),
+    );
+    package
+        .store()
+        .update_from_file(dir.join("weights/model.safetensors"), &UpdateOptions::new())?;
+    package.store().swap()?;
+    assert!(prefill.container().generation() > before.0);
+    assert!(decode.container().generation() > before.1);
+    let pos = (prompt.len() + got.len() - 1) as i64;
+    let next = step(&decode, &mut chat, &got[got.len() - 1..], pos)?;
+    assert_eq!(next, want[got.len()]);
+    // The models and the session outlive the package.
+    drop(package);
+    chat.reset()?;
+    assert_eq!(step(&prefill, &mut chat, &prompt, 0)?, want[0]);
+    Ok(())
 }

@@ -52,8 +52,13 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
   private Container container; // set once, right after construction
 
   private Model(SWIGTYPE_p_wharf_model pointer, WharfRuntime runtime, WeightStore store, String path) {
-    super(pointer, WharfNative::wharf_model_free,
+    this(pointer, runtime, store, path,
         store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store));
+  }
+
+  private Model(SWIGTYPE_p_wharf_model pointer, WharfRuntime runtime, WeightStore store, String path,
+      List<? extends NativeHandle<?>> parents) {
+    super(pointer, WharfNative::wharf_model_free, parents);
     this.runtime = runtime;
     this.store = store;
     this.path = path;
@@ -131,10 +136,31 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
         WharfNative.wharf_model_free(pointer);
         throw e;
       }
-      // The model's container: borrowed from the native model, a dependent of this handle.
-      model.container = model.withPointer(p -> Container.ofModel(WharfNative.wharf_model_container(p), model));
-      return model;
+      return model.withContainer();
     });
+  }
+
+  /** Sets the model's container: borrowed from the native model, a dependent of this handle. */
+  private Model withContainer() {
+    container = withPointer(p -> Container.ofModel(WharfNative.wharf_model_container(p), this));
+    return this;
+  }
+
+  /**
+   * Wraps a method of a model package ({@code wharf_model_package_get_method}: a new
+   * reference this model owns); call holding the package's lock. The model depends on the
+   * package's runtime only: the native model keeps the package's store alive itself.
+   */
+  static Model ofPackage(SWIGTYPE_p_wharf_model pointer, ModelPackage modelPackage, String method) {
+    Model model;
+    try {
+      model = new Model(pointer, modelPackage.runtime(), modelPackage.store(),
+          modelPackage.describe() + " method '" + method + "'", Collections.singletonList(modelPackage.runtime()));
+    } catch (RuntimeException | Error e) {
+      WharfNative.wharf_model_free(pointer);
+      throw e;
+    }
+    return model.withContainer();
   }
 
   @Override

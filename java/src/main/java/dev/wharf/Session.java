@@ -44,13 +44,37 @@ import java.util.stream.Collectors;
 public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
   private final WharfRuntime runtime;
   private final List<Container> containers;
+  private final String label; // what the session is over, for messages
 
   private Session(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
       List<? extends NativeHandle<?>> parents) {
+    this(pointer, runtime, containers, parents,
+        containers.stream().map(c -> "'" + c.name() + "'").collect(Collectors.joining(", ")));
+  }
+
+  private Session(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
+      List<? extends NativeHandle<?>> parents, String label) {
     super(pointer, WharfNative::wharf_session_free, parents);
     this.runtime = runtime;
     this.containers = containers;
+    this.label = label;
     nameForLeaks();
+  }
+
+  /**
+   * Wraps a session over every method of a model package
+   * ({@code wharf_model_package_create_session}); call holding the package's lock. The
+   * native session keeps the methods' containers alive itself; the wrapper depends on the
+   * runtime.
+   */
+  static Session ofPackage(SWIGTYPE_p_wharf_session pointer, ModelPackage modelPackage) {
+    try {
+      return new Session(pointer, modelPackage.runtime(), Collections.emptyList(),
+          Collections.singletonList(modelPackage.runtime()), "the methods of " + modelPackage.describe());
+    } catch (RuntimeException | Error e) {
+      WharfNative.wharf_session_free(pointer);
+      throw e;
+    }
   }
 
   /**
@@ -138,8 +162,14 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
   /** Wraps a new native session; call while the parents are known to be alive. */
   private static Session adopt(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
       List<? extends NativeHandle<?>> parents) {
+    return adopt(pointer, runtime, containers, parents, null);
+  }
+
+  private static Session adopt(SWIGTYPE_p_wharf_session pointer, WharfRuntime runtime, List<Container> containers,
+      List<? extends NativeHandle<?>> parents, String label) {
     try {
-      return new Session(pointer, runtime, containers, parents);
+      return label == null ? new Session(pointer, runtime, containers, parents)
+          : new Session(pointer, runtime, containers, parents, label);
     } catch (RuntimeException | Error e) {
       WharfNative.wharf_session_free(pointer);
       throw e;
@@ -148,7 +178,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
 
   @Override
   String describe() {
-    return "Session over " + containers.stream().map(c -> "'" + c.name() + "'").collect(Collectors.joining(", "));
+    return "Session over " + label;
   }
 
   /**
@@ -162,6 +192,8 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
 
   /**
    * The containers whose runs this session serves, as given at creation (possibly closed).
+   * Empty for a session of a {@link ModelPackage}, which serves the containers of the
+   * package's methods.
    *
    * @return an unmodifiable list
    */
@@ -208,7 +240,7 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
     // This session is open and held for the call, and it is a dependent of every parent, so
     // their native objects are alive even when they have been closed: the fork may register
     // with them.
-    return withPointer(s -> adopt(WharfNative.wharf_swig_session_fork(s), runtime, containers, parents()));
+    return withPointer(s -> adopt(WharfNative.wharf_swig_session_fork(s), runtime, containers, parents(), label));
   }
 
   @Override

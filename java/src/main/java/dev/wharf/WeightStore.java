@@ -36,10 +36,54 @@ import java.util.Objects;
  */
 public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_store> {
   private final WharfRuntime runtime;
+  private final ModelPackage modelPackage; // the owner of a package's store, else null
 
   private WeightStore(SWIGTYPE_p_wharf_weight_store pointer, WharfRuntime runtime) {
     super(pointer, WharfNative::wharf_weight_store_free, runtime);
     this.runtime = runtime;
+    this.modelPackage = null;
+  }
+
+  private WeightStore(SWIGTYPE_p_wharf_weight_store pointer, ModelPackage modelPackage) {
+    super(pointer, p -> { }, modelPackage); // a package's store is the package's to free
+    this.runtime = modelPackage.runtime();
+    this.modelPackage = modelPackage;
+  }
+
+  /**
+   * Wraps the store of a native model package ({@code wharf_model_package_store}: borrowed,
+   * valid while the package lives); call holding the package's lock. The wrapper is a
+   * dependent of the package, so the native package outlives every call on the store.
+   */
+  static WeightStore ofPackage(SWIGTYPE_p_wharf_weight_store pointer, ModelPackage modelPackage) {
+    if (pointer == null) throw new IllegalStateException(modelPackage.describe() + " has no weight store");
+    return new WeightStore(pointer, modelPackage);
+  }
+
+  /**
+   * Closes the store. A {@link ModelPackage}'s store belongs to the package: closing it does
+   * nothing (close the package). Otherwise as for every handle: containers that use the store
+   * keep its native object alive until they are closed.
+   */
+  @Override
+  public void close() {
+    if (modelPackage != null) return;
+    super.close();
+  }
+
+  /** Closes a package's store, for {@link ModelPackage#close()}. */
+  void closeForPackage() {
+    super.close();
+  }
+
+  /**
+   * The model package this store belongs to.
+   *
+   * @return the package (possibly closed), or null for a store made with {@link #create}
+   * @since 0.3
+   */
+  public ModelPackage modelPackage() {
+    return modelPackage;
   }
 
   /**
@@ -64,7 +108,7 @@ public final class WeightStore extends NativeHandle<SWIGTYPE_p_wharf_weight_stor
 
   @Override
   String describe() {
-    return "WeightStore";
+    return modelPackage == null ? "WeightStore" : "WeightStore of " + modelPackage.describe();
   }
 
   /**

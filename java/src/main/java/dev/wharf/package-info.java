@@ -13,7 +13,9 @@
  * Every handle is {@link java.lang.AutoCloseable}: use try-with-resources. Errors from the
  * library are {@link dev.wharf.WharfException}s.
  *
- * {@link dev.wharf.Model} runs an AOTInductor-compiled model (experimental; CUDA only).
+ * {@link dev.wharf.Model} runs an AOTInductor-compiled model, and {@link dev.wharf.ModelPackage}
+ * loads an exported model package (its methods as models over one weight store) in one call
+ * (experimental; CUDA only).
  *
  * <p>The native libraries travel in the jar ({@code native/linux-x86_64/}) and are extracted
  * at first use; the system property {@code wharf.jni.path} (the path of
