@@ -295,7 +295,7 @@ TEST_F(PackageGpu, LoadsInOneCallAndDecodesPyTorchsTokens) {
   ss.struct_size = sizeof ss;
   ASSERT_OK(wharf_weight_store_get_stats(wharf_model_package_store(pkg), &ss));
   EXPECT_EQ(ss.num_unique_constants, wharf_constant_map_num_entries(weights_));
-  EXPECT_EQ(ss.num_references, 2 * wharf_constant_map_num_entries(weights_));
+  EXPECT_GT(ss.num_references, ss.num_unique_constants) << "both methods use the store's weights";
 
   wharf_model *prefill = nullptr, *decode = nullptr, *none = nullptr;
   ASSERT_OK(wharf_model_package_get_method(pkg, "prefill", &prefill));
