@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Model functions of wharf.h (experimental tier): argument checks and conversions only.
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include "api/boundary.h"
 #include "api/handles.h"
 #include "api/model_api.h"
+#include "graphs/model_graphs.h"
 #include "api/offload_api.h"
 #include "models/model.h"
 
@@ -23,6 +25,25 @@ const StructLayout& layout_of(const wharf_model_options*) {
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),       WHARF_FIELD(T, name),      WHARF_FIELD(T, store),
                                 WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path), WHARF_FIELD(T, offload)};
   static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_graph_options*) {
+  using T = wharf_graph_options;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, max_buckets),
+                                WHARF_FIELD(T, max_pool_bytes)};
+  static const StructLayout l{"wharf_graph_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_graph_stats*) {
+  using T = wharf_graph_stats;
+  static const FieldInfo f[] = {
+      WHARF_FIELD(T, struct_size),      WHARF_FIELD(T, num_buckets),  WHARF_FIELD(T, captures),
+      WHARF_FIELD(T, capture_failures), WHARF_FIELD(T, replays),      WHARF_FIELD(T, repoints),
+      WHARF_FIELD(T, nodes_repointed),  WHARF_FIELD(T, eager_runs),   WHARF_FIELD(T, folds),
+      WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes), WHARF_FIELD(T, last_eager_reason)};
+  static const StructLayout l{"wharf_graph_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
@@ -110,6 +131,48 @@ WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run, cons
     const api::OutputViewArray out_views(outputs);
     for (size_t i = 0; i < num_outputs; ++i) api::view_from_meta((*outs)[i].meta, (*outs)[i].data, out_views.at(i));
     return Status::Ok();
+  });
+}
+
+WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t struct_size) {
+  wharf_graph_options o;
+  std::memset(&o, 0, sizeof o);
+  api::init_sized(opts, struct_size, o);
+}
+
+WHARF_API wharf_status* wharf_model_enable_graphs(wharf_model* model, const wharf_graph_options* opts) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(model, "wharf_model_enable_graphs: model is NULL");
+    wharf_graph_options o;
+    wharf_graph_options_init(&o);
+    WHARF_RETURN_IF_ERROR(api::read_options(opts, &o, "wharf_graph_options"));
+    GraphOptions go;
+    if (o.max_buckets) go.max_buckets = o.max_buckets;
+    go.max_pool_bytes = o.max_pool_bytes;
+    return model->m->enable_graphs(go);
+  });
+}
+
+WHARF_API wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wharf_graph_stats* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(model, "wharf_model_get_graph_stats: model is NULL");
+    GraphStats st;
+    WHARF_RETURN_IF_ERROR(model->m->graph_stats(&st));
+    wharf_graph_stats full;
+    std::memset(&full, 0, sizeof(full));
+    full.struct_size = sizeof(full);
+    full.num_buckets = uint32_t(st.buckets.size());
+    full.captures = st.captures;
+    full.capture_failures = st.capture_failures;
+    full.replays = st.replays;
+    full.repoints = st.repoints;
+    full.nodes_repointed = st.nodes_repointed;
+    full.eager_runs = st.eager_runs;
+    full.folds = st.folds;
+    full.pool_bytes = st.pool_bytes;
+    full.folded_bytes = st.folded_bytes;
+    std::snprintf(full.last_eager_reason, sizeof full.last_eager_reason, "%s", st.last_eager_reason.c_str());
+    return api::write_output(full, out, "wharf_graph_stats");
   });
 }
 

@@ -12,6 +12,7 @@
 #include "constants/weight_store.h"
 #include "core/logging.h"
 #include "core/text.h"
+#include "graphs/model_graphs.h"
 #include "models/aoti/shim_host.h"
 
 namespace wharf {
@@ -35,6 +36,7 @@ using I32AtFn = AOTIErr (*)(void* container, size_t i, int32_t* v);
 using SizeAtFn = AOTIErr (*)(void* container, size_t i, size_t* v);
 using PairsFn = AOTIErr (*)(void* container, const ConstantMapEntry* pairs, size_t n, bool use_inactive,
                             bool validate_full);
+using ConstFoldFn = AOTIErr (*)(void* container, bool use_inactive, void* stream, void* proxy);
 
 // The model's constant kinds (torch::aot_inductor::ConstantType).
 enum : int32_t { kUnknownConstant = 0, kParameter = 1, kBuffer = 2, kTensorConstant = 3, kFoldedConstant = 4 };
@@ -196,6 +198,7 @@ struct Shim {
   UnguardFn unguard = nullptr;
   wharf_aoti_capture_fn capture = nullptr;
   wharf_aoti_last_error_fn last_error = nullptr;
+  wharf_aoti_set_allocator_fn set_allocator = nullptr;  // null: an older shim (no graphs)
   std::string path;
 };
 
@@ -254,6 +257,7 @@ Status load_shim(const std::string& wanted, const Shim** out) {
   s.unguard = reinterpret_cast<UnguardFn>(dlsym(h, "aoti_torch_delete_cuda_stream_guard"));
   s.capture = reinterpret_cast<wharf_aoti_capture_fn>(dlsym(h, "wharf_aoti_capture"));
   s.last_error = reinterpret_cast<wharf_aoti_last_error_fn>(dlsym(h, "wharf_aoti_last_error"));
+  s.set_allocator = reinterpret_cast<wharf_aoti_set_allocator_fn>(dlsym(h, "wharf_aoti_set_allocator"));
   auto attach = reinterpret_cast<wharf_aoti_attach_fn>(dlsym(h, "wharf_aoti_attach"));
   if (!s.from_blob || !s.del || !s.data_ptr || !s.sizes || !s.strides || !s.dim || !s.dtype || !s.device_type ||
       !s.empty || !s.copy || !s.guard || !s.unguard || !s.capture || !s.last_error || !attach) {
@@ -272,6 +276,32 @@ std::string shim_error(const Shim& s) {
   return e && *e ? std::string(": ") + e : std::string(" (the model printed the reason to stderr)");
 }
 
+// The views of a run's output handles (null handles refused).
+Status read_outputs(const Shim& shim, const std::vector<AHandle>& out, int dev, const std::string& name,
+                    std::vector<ModelTensor>* outputs) {
+  outputs->clear();
+  for (size_t i = 0; i < out.size(); ++i) {
+    AHandle h = out[i];
+    ModelTensor mt;
+    int64_t ndim = 0;
+    int64_t* sizes = nullptr;
+    int64_t* strides = nullptr;
+    int32_t td = 0, dt = 0;
+    if (!h || shim.dim(h, &ndim) != 0 || shim.sizes(h, &sizes) != 0 || shim.strides(h, &strides) != 0 ||
+        shim.dtype(h, &td) != 0 || shim.device_type(h, &dt) != 0 || shim.data_ptr(h, &mt.data) != 0)
+      return Internal("model " + quote_name(name) + ": reading output " + std::to_string(i) + shim_error(shim));
+    if (!from_torch_dtype(td, &mt.meta.dtype))
+      return Unsupported("model " + quote_name(name) + ": output " + std::to_string(i) + " has PyTorch dtype code " +
+                         std::to_string(td));
+    mt.meta.shape.assign(sizes, sizes + ndim);
+    mt.meta.strides.assign(strides, strides + ndim);
+    mt.meta.device_type = dt == 1 ? DeviceType::kCuda : DeviceType::kCpu;
+    mt.meta.device_index = dev;
+    outputs->push_back(std::move(mt));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct Model::Library {
@@ -287,6 +317,9 @@ struct Model::Library {
   I32AtFn constant_type = nullptr, constant_dtype = nullptr;
   SizeAtFn constant_size = nullptr;
   PairsFn bind_pairs = nullptr;
+  // Optional entry points CUDA graphs need (ModelGraphs refuses a model without them).
+  RunFn run_single = nullptr;
+  ConstFoldFn fold = nullptr;
 };
 
 struct Model::Instance {
@@ -361,6 +394,8 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     if (!*s.slot)
       return InvalidArgument(what + " is not an AOTInductor model this Wharf can run: it does not export " + s.name);
   }
+  lib->run_single = reinterpret_cast<RunFn>(dlsym(lib->so->handle(), "AOTInductorModelContainerRunSingleThreaded"));
+  lib->fold = reinterpret_cast<ConstFoldFn>(dlsym(lib->so->handle(), "AOTInductorModelContainerRunConstantFolding"));
 
   std::shared_ptr<Model> m(new Model());
   m->runtime_ = runtime;
@@ -373,7 +408,7 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     m->name_ = dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
   }
   std::unique_ptr<Instance> meta;
-  WHARF_RETURN_IF_ERROR(m->create_instance(&meta));
+  WHARF_RETURN_IF_ERROR(m->create_instance(1, &meta));
   void* h = meta->handle;
 
   size_t n = 0, n_in = 0, n_out = 0;
@@ -541,13 +576,13 @@ Model::~Model() {
   if (!st.ok()) WHARF_LOG(kError, "model " + quote_name(name_) + ": waiting for the device at free: " + st.message());
 }
 
-Status Model::create_instance(std::unique_ptr<Instance>* out) {
+Status Model::create_instance(size_t num_models, std::unique_ptr<Instance>* out) {
   auto inst = std::make_unique<Instance>();
   inst->lib = lib_;
   inst->accounting = &runtime_->device().accounting();
   AccountingScope scope(inst->accounting);
   const std::string device = "cuda:" + std::to_string(runtime_->device().index());
-  if (lib_->create(&inst->handle, 1, device.c_str(), nullptr) != 0 || !inst->handle)
+  if (lib_->create(&inst->handle, num_models, device.c_str(), nullptr) != 0 || !inst->handle)
     return DeviceError("model " + quote_path(lib_->path) + ": creating an instance on " + device + " failed" +
                        shim_error(*lib_->shim));
   *out = std::move(inst);
@@ -573,7 +608,7 @@ Status Model::take_instance(const Run& run, std::unique_ptr<Instance>* out) {
       return Status::Ok();
     }
   }
-  return create_instance(out);
+  return create_instance(1, out);
 }
 
 void Model::give_back(std::unique_ptr<Instance> inst) {
@@ -582,6 +617,31 @@ void Model::give_back(std::unique_ptr<Instance> inst) {
 }
 
 Status Model::bind(Instance& inst, const Run& run) {
+  std::vector<BoundTensor> tensors(bindings_.size());
+  for (size_t i = 0; i < bindings_.size(); ++i) {
+    const Binding& b = bindings_[i];
+    BoundTensor& t = tensors[i];
+    if (b.offload_layer >= 0) {
+      // The slot its layer is copied into (fixed addresses: the binding never changes).
+      t.data = offloader_->slot_base(uint32_t(b.offload_layer)) + b.offload_offset;
+      t.shape = &container_->decls()[size_t(b.constant)].shape;
+      t.device_type = DeviceType::kCuda;
+    } else if (b.constant >= 0) {
+      WHARF_RETURN_IF_ERROR(run.tensor_at(b.constant, &t));
+    } else {
+      WHARF_RETURN_IF_ERROR(run.state_at(b.state, &t));
+    }
+  }
+  inst.bound = false;
+  WHARF_RETURN_IF_ERROR(bind_tensors(inst, tensors));
+  inst.gen = run.pinned_generation();
+  inst.session = run.session();
+  inst.session_raw = run.session().get();
+  inst.bound = true;
+  return Status::Ok();
+}
+
+Status Model::bind_tensors(Instance& inst, const std::vector<BoundTensor>& tensors) {
   const Shim& shim = *lib_->shim;
   const int dev = runtime_->device().index();
   std::vector<ConstantMapEntry> pairs;
@@ -593,18 +653,10 @@ Status Model::bind(Instance& inst, const Run& run) {
       for (AHandle h : handles) shim.del(h);
     }
   } cleanup{shim, mine};
-  for (const Binding& b : bindings_) {
-    BoundTensor t;
-    if (b.offload_layer >= 0) {
-      // The slot its layer is copied into (fixed addresses: the binding never changes).
-      t.data = offloader_->slot_base(uint32_t(b.offload_layer)) + b.offload_offset;
-      t.shape = &container_->decls()[size_t(b.constant)].shape;
-      t.device_type = DeviceType::kCuda;
-    } else if (b.constant >= 0) {
-      WHARF_RETURN_IF_ERROR(run.tensor_at(b.constant, &t));
-    } else {
-      WHARF_RETURN_IF_ERROR(run.state_at(b.state, &t));
-    }
+  for (size_t i = 0; i < bindings_.size(); ++i) {
+    const Binding& b = bindings_[i];
+    const BoundTensor& t = tensors[i];
+    if (!t.data) continue;
     // PyTorch's contiguous strides (a size-0 dimension counts as 1, unlike TensorMeta's).
     std::vector<int64_t> strides(t.shape->size());
     int64_t acc = 1;
@@ -621,7 +673,6 @@ Status Model::bind(Instance& inst, const Run& run) {
     pairs.push_back({b.internal_name.c_str(), h});
   }
   std::vector<void*> kept;
-  inst.bound = false;
   shim.capture(&keep_handle, &kept);
   AOTIErr e =
       lib_->bind_pairs(inst.handle, pairs.data(), pairs.size(), /*use_inactive=*/false, /*validate_full=*/false);
@@ -634,10 +685,6 @@ Status Model::bind(Instance& inst, const Run& run) {
   // The previous binding's handles are no longer referenced by the container.
   for (void* k : inst.kept) shim.del(k);
   inst.kept = std::move(kept);
-  inst.gen = run.pinned_generation();
-  inst.session = run.session();
-  inst.session_raw = run.session().get();
-  inst.bound = true;
   return Status::Ok();
 }
 
@@ -648,6 +695,11 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
   if (inputs.size() != input_names_.size())
     return InvalidArgument("model " + quote_name(name_) + ": " + std::to_string(input_names_.size()) +
                            " inputs expected, got " + std::to_string(inputs.size()));
+  if (ModelGraphs* g = graphs_.load(std::memory_order_acquire)) {
+    bool served = false;
+    Status gst = g->run(run, inputs, outputs, &served);
+    if (served) return gst;
+  }
   const Shim& shim = *lib_->shim;
   MemoryAccounting* accounting = &runtime_->device().accounting();
   AccountingScope scope(accounting);
@@ -741,26 +793,97 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
   });
   if (e != 0) return Internal("model " + quote_name(name_) + ": running it failed" + shim_error(shim));
   WHARF_RETURN_IF_ERROR(offload_status);
-  outputs->clear();
-  for (size_t i = 0; i < out.size(); ++i) {
-    AHandle h = out[i];
-    ModelTensor mt;
-    int64_t ndim = 0;
-    int64_t* sizes = nullptr;
-    int64_t* strides = nullptr;
-    int32_t td = 0, dt = 0;
-    if (!h || shim.dim(h, &ndim) != 0 || shim.sizes(h, &sizes) != 0 || shim.strides(h, &strides) != 0 ||
-        shim.dtype(h, &td) != 0 || shim.device_type(h, &dt) != 0 || shim.data_ptr(h, &mt.data) != 0)
-      return Internal("model " + quote_name(name_) + ": reading output " + std::to_string(i) + shim_error(shim));
-    if (!from_torch_dtype(td, &mt.meta.dtype))
-      return Unsupported("model " + quote_name(name_) + ": output " + std::to_string(i) + " has PyTorch dtype code " +
-                         std::to_string(td));
-    mt.meta.shape.assign(sizes, sizes + ndim);
-    mt.meta.strides.assign(strides, strides + ndim);
-    mt.meta.device_type = dt == 1 ? DeviceType::kCuda : DeviceType::kCpu;
-    mt.meta.device_index = dev;
-    outputs->push_back(std::move(mt));
+  return read_outputs(shim, out, dev, name_, outputs);
+}
+
+// ---- CUDA graphs (ModelGraphs, src/graphs/) -------------------------------------------------
+
+bool Model::graph_supported(std::string* why) const {
+  if (!lib_->run_single || !lib_->fold) {
+    *why = "the compiled model does not export AOTInductorModelContainerRunSingleThreaded and RunConstantFolding";
+    return false;
   }
+  if (!lib_->shim->set_allocator) {
+    *why = "the AOTInductor shim library " + quote_path(lib_->shim->path) + " has no wharf_aoti_set_allocator";
+    return false;
+  }
+  if (offloader_) {
+    *why = "graphs of models with offloaded layers are not implemented";
+    return false;
+  }
+  return true;
+}
+
+Status Model::graph_instance(size_t num_models, std::shared_ptr<Instance>* out) {
+  std::unique_ptr<Instance> inst;
+  WHARF_RETURN_IF_ERROR(create_instance(num_models, &inst));
+  *out = std::shared_ptr<Instance>(std::move(inst));
+  return Status::Ok();
+}
+
+Status Model::graph_fold(Instance& inst, void* stream) {
+  AccountingScope scope(&runtime_->device().accounting());
+  if (lib_->fold(inst.handle, /*use_inactive=*/false, stream, nullptr) != 0)
+    return Internal("model " + quote_name(name_) + ": folding its constants failed" + shim_error(*lib_->shim));
+  return Status::Ok();
+}
+
+Status Model::graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, void* stream,
+                        std::vector<ModelTensor>* outputs, std::vector<void*>* handles) {
+  const Shim& shim = *lib_->shim;
+  AccountingScope scope(&runtime_->device().accounting());
+  const int dev = runtime_->device().index();
+  std::vector<AHandle> in(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ModelTensor& t = inputs[i];
+    int32_t td = 0;
+    if (!to_torch_dtype(t.meta.dtype, &td)) {
+      for (AHandle h : in) shim.del(h);
+      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) +
+                             ": unsupported dtype");
+    }
+    const std::vector<int64_t> strides = t.meta.contiguous_strides();
+    if (shim.from_blob(t.data, int64_t(t.meta.shape.size()), t.meta.shape.data(), strides.data(), 0, td, 1, dev, &in[i],
+                       0, nullptr, 0) != 0) {
+      for (AHandle h : in) shim.del(h);
+      return InvalidArgument("model " + quote_name(name_) + ": input " + quote_name(input_names_[i]) +
+                             shim_error(shim));
+    }
+  }
+  std::vector<AHandle> out(num_outputs_, nullptr);
+  // The model steals the input handles whatever happens.
+  const AOTIErr e = lib_->run_single(inst.handle, in.data(), in.size(), out.data(), out.size(), stream, nullptr);
+  handles->clear();
+  for (AHandle h : out)
+    if (h) handles->push_back(h);
+  if (e != 0) return Internal("model " + quote_name(name_) + ": running it failed" + shim_error(shim));
+  return read_outputs(shim, out, dev, name_, outputs);
+}
+
+void Model::graph_free_handles(const std::vector<void*>& handles) const {
+  for (void* h : handles) lib_->shim->del(h);
+}
+
+Model::HandleDeleter Model::graph_handle_deleter() const { return lib_->shim->del; }
+
+void Model::graph_set_allocator(const void* allocator) const {
+  lib_->shim->set_allocator(static_cast<const wharf_aoti_allocator*>(allocator));
+}
+
+Status Model::enable_graphs(const GraphOptions& opts) {
+  MutexLock lock(mu_);
+  if (graphs_owner_) return FailedPrecondition("model " + quote_name(name_) + ": graphs are already enabled");
+  std::unique_ptr<ModelGraphs> g;
+  WHARF_RETURN_IF_ERROR(ModelGraphs::create(this, opts, &g));
+  graphs_owner_ = std::move(g);
+  graphs_.store(graphs_owner_.get(), std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Model::graph_stats(GraphStats* out) const {
+  ModelGraphs* g = graphs_.load(std::memory_order_acquire);
+  if (!g) return FailedPrecondition("model " + quote_name(name_) + ": graphs are not enabled");
+  *out = g->stats();
   return Status::Ok();
 }
 

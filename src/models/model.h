@@ -21,6 +21,7 @@
 // different instances.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,9 @@
 namespace wharf {
 
 class WeightStore;
+class ModelGraphs;
+struct GraphOptions;
+struct GraphStats;
 
 struct ModelOptions {
   std::string name;                    // the container's name (default: the file's stem)
@@ -87,15 +91,42 @@ class Model {
   // for the call; `outputs` receive tensors owned by the run (valid until it ends).
   Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) WHARF_EXCLUDES(mu_);
 
-  struct Library;   // the model .so and its entry points
-  struct Instance;  // one AOTInductor container (one model) and its binding
+  // CUDA graphs (src/graphs/model_graphs.h): from now on runs replay a graph captured per
+  // input shape where they can, eagerly otherwise. Once per model (FAILED_PRECONDITION after).
+  Status enable_graphs(const GraphOptions& opts) WHARF_EXCLUDES(mu_);
+  // FAILED_PRECONDITION when graphs were never enabled.
+  Status graph_stats(GraphStats* out) const;
+
+  struct Library;                            // the model .so and its entry points
+  using HandleDeleter = int32_t (*)(void*);  // the shim's aoti_torch_delete_tensor_object
+  struct Instance;                           // one AOTInductor container (one model) and its binding
 
  private:
   Model() = default;
   Status take_instance(const Run& run, std::unique_ptr<Instance>* out) WHARF_EXCLUDES(mu_);
   void give_back(std::unique_ptr<Instance> inst) WHARF_EXCLUDES(mu_);
-  Status create_instance(std::unique_ptr<Instance>* out);
+  Status create_instance(size_t num_models, std::unique_ptr<Instance>* out);
   Status bind(Instance& inst, const Run& run);
+  // Binds each model constant (bindings_ order) to tensors[i] (data null: left as is).
+  Status bind_tensors(Instance& inst, const std::vector<BoundTensor>& tensors);
+
+  // ---- for ModelGraphs (defined in model.cpp, where the compiled model's entry points are) --
+  friend class ModelGraphs;
+  // A fresh instance outside the pool holding `num_models` models.
+  Status graph_instance(size_t num_models, std::shared_ptr<Instance>* out);
+  // AOTInductorModelContainerRunConstantFolding on `stream` (a cudaStream_t).
+  Status graph_fold(Instance& inst, void* stream);
+  // AOTInductorModelContainerRunSingleThreaded on `stream` with device inputs (the model
+  // steals nothing of the caller's: handles are made here). *handles: the outputs' tensor
+  // handles (the caller frees them with graph_free_handles); *outputs: their views.
+  Status graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, void* stream,
+                   std::vector<ModelTensor>* outputs, std::vector<void*>* handles);
+  void graph_free_handles(const std::vector<void*>& handles) const;
+  // The shim's tensor delete (process lifetime: usable after this model is gone).
+  HandleDeleter graph_handle_deleter() const;
+  // The shim's allocator for the calling thread (a wharf_aoti_allocator*, or null: default).
+  void graph_set_allocator(const void* allocator) const;
+  bool graph_supported(std::string* why) const;
 
   std::shared_ptr<Runtime> runtime_;
   std::shared_ptr<Library> lib_;
@@ -117,6 +148,9 @@ class Model {
 
   Mutex mu_;
   std::vector<std::unique_ptr<Instance>> idle_ WHARF_GUARDED_BY(mu_);
+  // Set once by enable_graphs (under mu_), read by run() without a lock.
+  std::unique_ptr<ModelGraphs> graphs_owner_ WHARF_GUARDED_BY(mu_);
+  std::atomic<ModelGraphs*> graphs_{nullptr};
 };
 
 }  // namespace wharf

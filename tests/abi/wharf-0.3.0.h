@@ -1282,6 +1282,68 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_model_run(wharf_model* model, whar
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_run_copy(const wharf_run* run, void* dst, const void* src, uint64_t bytes);
 
+/* --- CUDA graphs of a model's runs -------------------------------------------------------- */
+
+/** Options of wharf_model_enable_graphs. Since 0.3 (experimental). */
+typedef struct wharf_graph_options {
+  uint32_t struct_size;
+  /* Distinct input shapes (buckets) that get a graph, each captured at the first run of that
+   * shape; runs of further shapes execute eagerly. 0: 8. */
+  uint32_t max_buckets;
+  /* Ceiling of the model's graph pool in bytes (0: none): a capture that would pass it fails
+   * and its shape runs eagerly. */
+  uint64_t max_pool_bytes;
+} wharf_graph_options;
+
+/** Fills the defaults (all zero) up to `struct_size`. Since 0.3 (experimental). */
+WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t struct_size);
+#define wharf_graph_options_init(opts) wharf_graph_options_init_sized((opts), sizeof(*(opts)))
+
+/**
+ * Makes the model's runs replay CUDA graphs (docs/decisions.md, "CUDA graphs"). From this
+ * call on, wharf_model_run captures a graph the first time it sees a shape of the inputs
+ * (dtypes and shapes; a warm-up run and the capture happen inside that call, on a private
+ * stream, against scratch state: the session's state is written once, by the replay) and
+ * replays it for every later run of that shape: the inputs are copied into the graph's static
+ * buffers and one graph launch does the rest on the run's stream. A replay reads exactly the
+ * run's generation and session, as an eager run does: after a swap, a rollback, an update
+ * (in place or not) or for another session, the graph's pointers to constants, state and
+ * folded constants are re-pointed (only the nodes whose binding changed), never recaptured;
+ * the constants a model folds are folded once per generation, at its first replay. Outputs of
+ * a replayed run are the graph's static buffers: valid until wharf_run_end, like every
+ * model output; until then the graphs are held by that run, and another run of the model
+ * (or a second wharf_model_run in the same run) executes eagerly. Whatever cannot be captured
+ * or re-pointed runs eagerly and says why in wharf_model_get_graph_stats (a failed capture is
+ * not retried for its shape; nothing half-captured is used). `opts` may be NULL (defaults;
+ * borrowed for the call). Errors: WHARF_UNSUPPORTED (a model with offloaded layers, a model
+ * or shim library without the entry points capture needs, a CUDA driver older than 12.4,
+ * named), WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
+ * model, nonzero bytes the library does not know in `opts`). Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_enable_graphs(wharf_model* model, const wharf_graph_options* opts);
+
+/** Statistics of a model's CUDA graphs (wharf_model_get_graph_stats). Since 0.3 (experimental). */
+typedef struct wharf_graph_stats {
+  uint32_t struct_size;
+  uint32_t num_buckets;      /* input shapes with a graph */
+  uint64_t captures;         /* graphs captured */
+  uint64_t capture_failures; /* shapes whose capture failed (they run eagerly) */
+  uint64_t replays;          /* runs served by a graph */
+  uint64_t repoints;         /* replays that re-pointed nodes (their binding differed) */
+  uint64_t nodes_repointed;  /* node parameter updates, in total */
+  uint64_t eager_runs;       /* runs executed eagerly while graphs were enabled */
+  uint64_t folds;            /* generations whose constants were folded for the graphs */
+  uint64_t pool_bytes;       /* the graph pool: static inputs, outputs, intermediates (memory tag "graph") */
+  uint64_t folded_bytes;     /* folded constants held for live generations (memory tag "constants") */
+  char last_eager_reason[256]; /* why the last eager run was not replayed ("" if none; truncated) */
+} wharf_graph_stats;
+
+/**
+ * Fills `out` (the caller sets out->struct_size). Errors: WHARF_FAILED_PRECONDITION (graphs
+ * not enabled), WHARF_INVALID_ARGUMENT (NULL). Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wharf_graph_stats* out);
+
 /* --- model packages: an exported model loaded in one call ------------------------------ */
 
 /**

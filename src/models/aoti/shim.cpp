@@ -42,6 +42,7 @@ thread_local bool t_grad_enabled = false;
 thread_local cudaStream_t t_stream = nullptr;  // the current stream (stream guards set it)
 thread_local void (*t_sink)(void*, void*) = nullptr;
 thread_local void* t_sink_user = nullptr;
+thread_local wharf_aoti_allocator t_allocator{};  // alloc == nullptr: the default allocator
 
 void host_log(bool error, const std::string& m) {
   if (g_attached.load() && g_host.log) g_host.log(error ? 1 : 0, m.c_str(), g_host.user);
@@ -98,6 +99,7 @@ AOTITorchError cuda_fail(cudaError_t e, const std::string& what) {
 cudaStream_t current_stream() { return t_stream; }
 
 Storage::~Storage() {
+  if (release) release(base, bytes, release_user);
   if (!owned || !base) return;
   if (device_type == kCuda) {
     cudaError_t e = cudaFreeAsync(base, stream);
@@ -171,6 +173,17 @@ AOTITorchError allocate(uint64_t bytes, int32_t device_type, int32_t device_inde
   s->bytes = bytes;
   s->owned = true;
   s->device_type = device_type;
+  if (device_type == kCuda && t_allocator.alloc) {
+    // Wharf's memory (a graph pool, a generation's folded constants): not owned, not accounted.
+    s->owned = false;
+    s->stream = t_stream;
+    if (t_allocator.alloc(bytes, &s->base, t_allocator.user) != 0)
+      return fail("allocating " + std::to_string(bytes) + " bytes from Wharf's allocator failed");
+    s->release = t_allocator.free;
+    s->release_user = t_allocator.user;
+    *out = std::move(s);
+    return kOk;
+  }
   if (device_type == kCuda) {
     s->stream = t_stream;
     if (bytes > 0) {
@@ -256,6 +269,11 @@ SHIM_API void wharf_aoti_capture(void (*sink)(void*, void*), void* user) {
 }
 
 SHIM_API const char* wharf_aoti_last_error(void) { return t_error.c_str(); }
+
+SHIM_API void wharf_aoti_set_allocator(const wharf_aoti_allocator* a) {
+  t_allocator = wharf_aoti_allocator{};
+  if (a) std::memcpy(&t_allocator, a, a->struct_size < sizeof t_allocator ? a->struct_size : sizeof t_allocator);
+}
 
 // ---- constants of the ABI -------------------------------------------------------------------
 

@@ -45,6 +45,23 @@ typedef void (*wharf_aoti_capture_fn)(void (*sink)(void* handle, void* user), vo
 // Exported by libwharf_aoti_shim.so: the calling thread's last shim error ("" if none).
 typedef const char* (*wharf_aoti_last_error_fn)(void);
 
+// Where the shim takes the device memory of the tensors it allocates (aoti_torch_empty_strided,
+// clones, GEMM workspaces) while installed on a thread: CUDA graph capture (a pool whose
+// addresses the graph keeps) and constant folding into memory Wharf owns per generation.
+// alloc returns 0 and sets *out (bytes may be 0: *out may stay NULL), or nonzero to fail the
+// shim call. free (may be NULL) is called when the tensor's storage dies, from any thread;
+// `user` must outlive every storage allocated through it. Memory from alloc is not accounted
+// by the shim (the host table's account) nor freed by it.
+typedef struct wharf_aoti_allocator {
+  uint32_t struct_size;
+  int32_t (*alloc)(uint64_t bytes, void** out, void* user);
+  void (*free)(void* ptr, uint64_t bytes, void* user);
+  void* user;
+} wharf_aoti_allocator;
+// Exported by libwharf_aoti_shim.so. Installs `a` (copied) for CUDA allocations made on the
+// calling thread; NULL restores the default (the stream-ordered allocator).
+typedef void (*wharf_aoti_set_allocator_fn)(const wharf_aoti_allocator* a);
+
 #ifdef __cplusplus
 }
 #endif

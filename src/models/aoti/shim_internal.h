@@ -57,6 +57,9 @@ struct Storage {
   bool owned = false;
   int32_t device_type = kCpu;
   cudaStream_t stream = nullptr;  // owned CUDA memory: freed stream-ordered here
+  // Memory from an installed wharf_aoti_allocator (not owned): handed back here, if set.
+  void (*release)(void* ptr, uint64_t bytes, void* user) = nullptr;
+  void* release_user = nullptr;
   ~Storage();
 };
 

@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "graphs/model_graphs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/logging.h"
+#include "core/sync.h"
+#include "core/text.h"
+#include "graphs/patch_plan.h"
+#include "models/aoti/shim_host.h"
+#include "runs/run.h"
+
+#if defined(WHARF_HAVE_CUDA)
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace wharf {
+
+#if !defined(WHARF_HAVE_CUDA)
+
+struct ModelGraphs::Core {};
+
+Status ModelGraphs::create(Model*, const GraphOptions&, std::unique_ptr<ModelGraphs>*) {
+  return Unsupported("CUDA graphs need a Wharf built with CUDA");
+}
+ModelGraphs::~ModelGraphs() = default;
+Status ModelGraphs::run(Run&, const std::vector<ModelTensor>&, std::vector<ModelTensor>*, bool* served) {
+  *served = false;
+  return Status::Ok();
+}
+GraphStats ModelGraphs::stats() const { return GraphStats(); }
+
+#else
+
+namespace {
+
+std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
+
+Status cuda_status(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return Status::Ok();
+  (void)cudaGetLastError();  // a non-sticky error must not be reported by the next call
+  if (e == cudaErrorMemoryAllocation) return OutOfMemory(what + ": " + cuda_text(e));
+  return DeviceError(what + ": " + cuda_text(e));
+}
+#define GRAPH_CUDA(call, what) WHARF_RETURN_IF_ERROR(cuda_status((call), (what)))
+
+// The driver functions the runtime API has no equivalent for (kernel nodes launched through
+// the driver API, as Triton kernels of compiled models are, and their parameter layouts).
+struct Driver {
+  CUresult (*kernel_get)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*kernel_set)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*func_param)(CUfunction, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*kernel_param)(CUkernel, size_t, size_t*, size_t*) = nullptr;  // optional
+  std::string missing;  // why graphs cannot be used, if a required one is missing
+};
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r;
+    auto get = [&r](const char* name, unsigned version, void** fn, bool required) {
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault, &q);
+      if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
+        (void)cudaGetLastError();
+        *fn = nullptr;
+        if (required && r.missing.empty())
+          r.missing = std::string("the CUDA driver does not provide ") + name + " (CUDA " +
+                      std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10) + " or newer)";
+      }
+    };
+    get("cuGraphKernelNodeGetParams", 12000, reinterpret_cast<void**>(&r.kernel_get), true);
+    get("cuGraphExecKernelNodeSetParams", 12000, reinterpret_cast<void**>(&r.kernel_set), true);
+    get("cuFuncGetParamInfo", 12040, reinterpret_cast<void**>(&r.func_param), true);
+    get("cuKernelGetParamInfo", 12040, reinterpret_cast<void**>(&r.kernel_param), false);
+    return r;
+  }();
+  return d;
+}
+
+Status driver_status(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return Status::Ok();
+  return DeviceError(what + ": CUresult " + std::to_string(int(r)));
+}
+
+// Allocation made while a stream of this thread is being captured: the pool's allocator may
+// synchronise its own stream, which ThreadLocal capture forbids on this thread; relaxed mode
+// for the allocation only (what PyTorch's caching allocator does).
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+constexpr uint64_t kAlign = 256;
+
+// The graph pool: device memory (tag graph) the captures' intermediates, static inputs and
+// outputs and scratch state come from. A freed block is reused by a later allocation of this
+// or another bucket's capture: within a capture the stream orders the reuse after the last
+// reader; between buckets, replays never overlap (one holder at a time, event-ordered).
+struct Pool {
+  std::shared_ptr<Runtime> runtime;
+  uint64_t limit = 0;
+  std::mutex mu;  // the shim frees from whichever thread drops a tensor
+  std::vector<Buffer> buffers;
+  std::multimap<uint64_t, void*> free_blocks;  // size -> block
+  std::map<void*, uint64_t> sizes;
+  uint64_t bytes = 0;
+  std::string error;  // the last allocation failure
+
+  Status alloc(uint64_t want, void** out) {
+    *out = nullptr;
+    if (want == 0) return Status::Ok();
+    const uint64_t n = (want + kAlign - 1) / kAlign * kAlign;
+    std::lock_guard<std::mutex> lock(mu);
+    // The smallest free block that fits and wastes at most as much as it holds.
+    auto it = free_blocks.lower_bound(n);
+    if (it != free_blocks.end() && it->first <= 2 * n) {
+      *out = it->second;
+      free_blocks.erase(it);
+      return Status::Ok();
+    }
+    if (limit && bytes + n > limit)
+      return OutOfMemory("the graph pool holds " + std::to_string(bytes) + " bytes; " + std::to_string(n) +
+                         " more would pass its limit of " + std::to_string(limit));
+    Buffer b;
+    {
+      RelaxedCaptureMode relaxed;
+      WHARF_RETURN_IF_ERROR(runtime->device().allocate(MemKind::kDevice, MemTag::kGraph, n, "graph pool", &b));
+    }
+    *out = b.data();
+    sizes[b.data()] = n;
+    bytes += n;
+    buffers.push_back(std::move(b));
+    return Status::Ok();
+  }
+  void free(void* p) {
+    if (!p) return;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = sizes.find(p);
+    if (it != sizes.end()) free_blocks.emplace(it->second, p);
+  }
+  // Gives every free block back to the device. Only when no graph exists: a free block may
+  // be an intermediate a captured graph uses.
+  void trim() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [size, p] : free_blocks) {
+      for (auto it = buffers.begin(); it != buffers.end(); ++it)
+        if (it->data() == p) {
+          buffers.erase(it);
+          break;
+        }
+      sizes.erase(p);
+      bytes -= size;
+    }
+    free_blocks.clear();
+  }
+  static int32_t shim_alloc(uint64_t bytes, void** out, void* user) {
+    Pool* p = static_cast<Pool*>(user);
+    Status st = p->alloc(bytes, out);
+    if (st.ok()) return 0;
+    std::lock_guard<std::mutex> lock(p->mu);
+    p->error = st.message();
+    return 1;
+  }
+  static void shim_free(void* ptr, uint64_t, void* user) { static_cast<Pool*>(user)->free(ptr); }
+};
+
+// One generation's folded constants (and the fold's temporaries), in the order the model's
+// fold allocated them. With a `layout` (the sizes an earlier fold of this model allocated),
+// one arena holds them all: one device allocation per generation instead of one per block.
+struct FoldRecord {
+  std::shared_ptr<Runtime> runtime;
+  std::vector<void*> ptrs;
+  std::vector<uint64_t> sizes;
+  std::vector<Buffer> owned;  // the arena, or one buffer per block
+  std::vector<uint64_t> layout, offsets;
+  std::string error;
+
+  uint64_t bytes() const {
+    uint64_t n = 0;
+    for (const Buffer& b : owned) n += b.size();
+    return n;
+  }
+  // Prepares the arena for `layout` (empty: none).
+  Status reserve(const std::vector<uint64_t>& l) {
+    layout = l;
+    uint64_t total = 0;
+    for (uint64_t s : l) {
+      offsets.push_back(total);
+      total += (s + kAlign - 1) / kAlign * kAlign;
+    }
+    if (total == 0) return Status::Ok();
+    Buffer b;
+    WHARF_RETURN_IF_ERROR(
+        runtime->device().allocate(MemKind::kDevice, MemTag::kConstants, total, "folded constants", &b));
+    owned.push_back(std::move(b));
+    return Status::Ok();
+  }
+  static int32_t shim_alloc(uint64_t bytes, void** out, void* user) {
+    FoldRecord* r = static_cast<FoldRecord*>(user);
+    const size_t i = r->sizes.size();
+    void* p = nullptr;
+    if (i < r->layout.size() && r->layout[i] == bytes && !r->owned.empty()) {
+      p = bytes ? static_cast<char*>(r->owned[0].data()) + r->offsets[i] : nullptr;
+    } else if (bytes > 0) {
+      // Another layout than expected (the replay will refuse it) or none known yet.
+      Buffer b;
+      Status st = r->runtime->device().allocate(MemKind::kDevice, MemTag::kConstants, bytes, "folded constant", &b);
+      if (!st.ok()) {
+        r->error = st.message();
+        return 1;
+      }
+      p = b.data();
+      r->owned.push_back(std::move(b));
+    }
+    *out = p;
+    r->sizes.push_back(bytes);
+    r->ptrs.push_back(p);
+    return 0;
+  }
+};
+
+std::string shapes_text(const std::vector<ModelTensor>& inputs) {
+  std::string s;
+  for (const ModelTensor& t : inputs)
+    s += (s.empty() ? "" : ", ") + std::string(dtype_name(t.meta.dtype)) + shape_string(t.meta.shape);
+  return s;
+}
+
+bool contiguous(const TensorMeta& m) { return m.strides.empty() || m.strides == m.contiguous_strides(); }
+
+const char* node_type_name(cudaGraphNodeType t) {
+  switch (t) {
+    case cudaGraphNodeTypeHost:
+      return "host";
+    case cudaGraphNodeTypeGraph:
+      return "child graph";
+    case cudaGraphNodeTypeMemAlloc:
+      return "memory allocation";
+    case cudaGraphNodeTypeMemFree:
+      return "memory free";
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+    case cudaGraphNodeTypeExtSemaphoreWait:
+      return "external semaphore";
+    case cudaGraphNodeTypeConditional:
+      return "conditional";
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace
+
+// A captured graph of one input shape. Owns its static inputs and outputs (pool blocks) and
+// its instance; destroyed only when no replay can run (the Core synchronises first).
+struct Bucket {
+  Pool* pool = nullptr;
+  Model::HandleDeleter del = nullptr;
+  std::vector<TensorMeta> inputs;  // dtypes and shapes (contiguous)
+  std::vector<void*> static_inputs;
+  std::vector<uint64_t> input_bytes;
+  std::vector<ModelTensor> outputs;  // views of the static outputs
+  std::vector<void*> output_handles;
+  std::shared_ptr<Model::Instance> instance;  // captured on; kept: the graph may read its memory
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  struct NodeMeta {
+    cudaGraphNode_t node = nullptr;
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    CUDA_KERNEL_NODE_PARAMS kernel{};
+    std::vector<void*> args;  // kernel: a pointer per parameter into the plan's image
+    cudaMemcpy3DParms copy{};
+    cudaMemsetParams set{};
+  };
+  std::vector<NodeMeta> nodes;  // PatchPlan node i = nodes[i]
+  PatchPlan plan;
+  std::vector<uint64_t> fold_sizes;          // the fold layout the capture was bound to
+  std::shared_ptr<FoldRecord> capture_fold;  // until the first replay re-points away from it
+  GraphBucketStats stats;
+  std::vector<uint64_t> bases;  // scratch for replays
+
+  ~Bucket() {
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    if (graph) (void)cudaGraphDestroy(graph);
+    for (void* h : output_handles) del(h);  // their pool blocks go back to the pool
+    for (void* p : static_inputs) pool->free(p);
+  }
+  bool matches(const std::vector<ModelTensor>& in) const {
+    if (in.size() != inputs.size()) return false;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].meta.dtype != inputs[i].dtype || in[i].meta.shape != inputs[i].shape) return false;
+    return true;
+  }
+  Status apply(uint32_t n, const NodeImage& img) {
+    NodeMeta& m = nodes[n];
+    if (m.type == cudaGraphNodeTypeKernel) {
+      for (size_t i = 0; i < m.args.size(); ++i)
+        m.args[i] = const_cast<uint8_t*>(img.bytes.data()) + img.params[i].offset;
+      CUDA_KERNEL_NODE_PARAMS p = m.kernel;
+      p.kernelParams = m.args.data();
+      p.extra = nullptr;
+      return driver_status(
+          driver().kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(m.node), &p),
+          "cuGraphExecKernelNodeSetParams");
+    }
+    uint64_t v0 = 0, v1 = 0;
+    std::memcpy(&v0, img.bytes.data(), 8);
+    if (m.type == cudaGraphNodeTypeMemcpy) {
+      std::memcpy(&v1, img.bytes.data() + 8, 8);
+      cudaMemcpy3DParms p = m.copy;
+      p.srcPtr.ptr = reinterpret_cast<void*>(v0);
+      p.dstPtr.ptr = reinterpret_cast<void*>(v1);
+      return cuda_status(cudaGraphExecMemcpyNodeSetParams(exec, m.node, &p), "cudaGraphExecMemcpyNodeSetParams");
+    }
+    cudaMemsetParams p = m.set;
+    p.dst = reinterpret_cast<void*>(v0);
+    return cuda_status(cudaGraphExecMemsetNodeSetParams(exec, m.node, &p), "cudaGraphExecMemsetNodeSetParams");
+  }
+};
+
+struct ModelGraphs::Core {
+  // Installs a shim allocator on this thread for the scope.
+  class AllocatorScope {
+   public:
+    AllocatorScope(Model& m, const wharf_aoti_allocator& a) : m_(m) { m_.graph_set_allocator(&a); }
+    ~AllocatorScope() { m_.graph_set_allocator(nullptr); }
+
+   private:
+    Model& m_;
+  };
+
+  Model* model = nullptr;  // valid inside run() (the caller came through the model)
+  std::shared_ptr<Runtime> runtime;
+  GraphOptions opts;
+  std::string name;
+  int device = 0;
+
+  mutable Mutex mu;
+  Pool pool;  // its own lock (the shim frees from any thread)
+  cudaStream_t capture_stream WHARF_GUARDED_BY(mu) = nullptr;
+  cudaEvent_t released WHARF_GUARDED_BY(mu) = nullptr;  // recorded when the last holder's run ended
+  bool has_released WHARF_GUARDED_BY(mu) = false;
+  bool held WHARF_GUARDED_BY(mu) = false;
+  std::vector<std::unique_ptr<Bucket> > buckets WHARF_GUARDED_BY(mu);
+  std::vector<std::pair<std::vector<TensorMeta>, std::string> > failed WHARF_GUARDED_BY(mu);  // shapes -> why
+  std::shared_ptr<Model::Instance> fold_instance WHARF_GUARDED_BY(mu);
+  std::vector<std::pair<std::weak_ptr<Generation>, std::shared_ptr<FoldRecord> > > folds WHARF_GUARDED_BY(mu);
+  GraphStats stats WHARF_GUARDED_BY(mu);
+
+  ~Core() {
+    // Replays may still run: wait before their graphs and memory go.
+    (void)cudaSetDevice(device);
+    Status st = runtime->device().synchronize();
+    if (!st.ok()) WHARF_LOG(kError, "model " + quote_name(name) + ": graphs: waiting for the device: " + st.message());
+    MutexLock lock(mu);
+    buckets.clear();
+    if (released) (void)cudaEventDestroy(released);
+    if (capture_stream) (void)cudaStreamDestroy(capture_stream);
+  }
+
+  void eager(const std::string& why) WHARF_REQUIRES(mu) {
+    ++stats.eager_runs;
+    if (stats.last_eager_reason != why) {
+      WHARF_LOG(kInfo, "model " + quote_name(name) + ": runs eagerly: " + why);
+      stats.last_eager_reason = why;
+    }
+  }
+
+  Status fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) WHARF_REQUIRES(mu);
+  Status capture(Run& run, const std::vector<ModelTensor>& inputs, std::unique_ptr<Bucket>* out) WHARF_REQUIRES(mu);
+  Status bases_for(Run& run, Bucket& b, const FoldRecord* fold, std::vector<uint64_t>* bases) WHARF_REQUIRES(mu);
+};
+
+Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_ptr<ModelGraphs>* out) {
+  std::string why;
+  if (!model->graph_supported(&why)) return Unsupported("model " + quote_name(model->name_) + ": CUDA graphs: " + why);
+  if (!driver().missing.empty())
+    return Unsupported("model " + quote_name(model->name_) + ": CUDA graphs: " + driver().missing);
+  if (model->runtime_->backend() != Backend::kCuda)
+    return Unsupported("model " + quote_name(model->name_) + ": CUDA graphs need the CUDA backend");
+  auto core = std::make_shared<Core>();
+  core->model = model;
+  core->runtime = model->runtime_;
+  core->opts = opts;
+  core->name = model->name_;
+  core->device = model->runtime_->device().index();
+  core->pool.runtime = model->runtime_;
+  core->pool.limit = opts.max_pool_bytes;
+  {
+    MutexLock lock(core->mu);
+    GRAPH_CUDA(cudaSetDevice(core->device), "cudaSetDevice");
+    GRAPH_CUDA(cudaStreamCreateWithFlags(&core->capture_stream, cudaStreamNonBlocking), "creating the capture stream");
+    GRAPH_CUDA(cudaEventCreateWithFlags(&core->released, cudaEventDisableTiming), "creating an event");
+  }
+  out->reset(new ModelGraphs(std::move(core)));
+  return Status::Ok();
+}
+
+ModelGraphs::~ModelGraphs() = default;
+
+GraphStats ModelGraphs::stats() const {
+  MutexLock lock(core_->mu);
+  GraphStats s = core_->stats;
+  {
+    std::lock_guard<std::mutex> plock(core_->pool.mu);
+    s.pool_bytes = core_->pool.bytes;
+  }
+  s.folded_bytes = 0;
+  for (const auto& f : core_->folds)
+    if (!f.first.expired()) s.folded_bytes += f.second->bytes();
+  s.buckets.clear();
+  for (const auto& b : core_->buckets) s.buckets.push_back(b->stats);
+  return s;
+}
+
+Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold, std::vector<uint64_t>* bases) {
+  const auto& bindings = model->bindings_;
+  bases->resize(b.plan.num_ranges());
+  size_t r = 0;
+  for (const auto& binding : bindings) {
+    BoundTensor t;
+    if (binding.constant >= 0)
+      WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &t));
+    else
+      WHARF_RETURN_IF_ERROR(run.state_at(binding.state, &t));
+    (*bases)[r++] = reinterpret_cast<uint64_t>(t.data);
+  }
+  const size_t nf = b.fold_sizes.size();
+  if (nf) {
+    if (!fold || fold->sizes != b.fold_sizes)
+      return FailedPrecondition("the folded constants of generation " + std::to_string(run.generation()) +
+                                " are laid out unlike those the graph was captured with");
+    for (size_t j = 0; j < nf; ++j) (*bases)[r++] = reinterpret_cast<uint64_t>(fold->ptrs[j]);
+  }
+  return Status::Ok();
+}
+
+Status ModelGraphs::Core::fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) {
+  out->reset();
+  if (b.fold_sizes.empty()) return Status::Ok();
+  const std::shared_ptr<Generation>& gen = run.pinned_generation();
+  // Generations gone: their folded constants go (their runs have completed).
+  folds.erase(std::remove_if(folds.begin(), folds.end(), [](const auto& f) { return f.first.expired(); }), folds.end());
+  for (const auto& f : folds)
+    if (!f.first.owner_before(gen) && !gen.owner_before(f.first)) {
+      *out = f.second;
+      return Status::Ok();
+    }
+  // First replay on this generation: fold its constants once, on the run's stream, into
+  // memory owned for it (a fold instance bound to its parameters only).
+  if (!fold_instance) WHARF_RETURN_IF_ERROR(model->graph_instance(1, &fold_instance));
+  std::vector<BoundTensor> tensors(model->bindings_.size());
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (model->bindings_[i].constant >= 0)
+      WHARF_RETURN_IF_ERROR(run.tensor_at(model->bindings_[i].constant, &tensors[i]));
+  WHARF_RETURN_IF_ERROR(model->bind_tensors(*fold_instance, tensors));
+  auto rec = std::make_shared<FoldRecord>();
+  rec->runtime = runtime;
+  WHARF_RETURN_IF_ERROR(rec->reserve(b.fold_sizes));
+  {
+    wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &FoldRecord::shim_alloc, nullptr, rec.get()};
+    AllocatorScope scope(*model, a);
+    Status st = model->graph_fold(*fold_instance, run.stream().native_handle());
+    if (!st.ok()) {
+      fold_instance.reset();  // its binding and folded state are unknown now
+      return st.with_context(rec->error.empty() ? std::string("folding for the graphs") : rec->error);
+    }
+  }
+  ++stats.folds;
+  folds.emplace_back(gen, rec);
+  *out = std::move(rec);
+  return Status::Ok();
+}
+
+Status ModelGraphs::Core::capture(Run& run, const std::vector<ModelTensor>& inputs, std::unique_ptr<Bucket>* out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t pool_before = [&] {
+    std::lock_guard<std::mutex> l(pool.mu);
+    return pool.bytes;
+  }();
+  GRAPH_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  auto b = std::make_unique<Bucket>();
+  b->pool = &pool;
+  b->del = model->graph_handle_deleter();
+  cudaStream_t cap = capture_stream;
+  cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
+  std::vector<void*> scratch;  // pool blocks returned to the pool whatever happens
+  struct Return {
+    Pool& pool;
+    std::vector<void*>& blocks;
+    cudaStream_t s;
+    ~Return() {
+      (void)cudaStreamSynchronize(s);  // the warm-up may still use them
+      for (void* p : blocks) pool.free(p);
+    }
+  } give_back{pool, scratch, cap};
+  // The capture stream starts after the last replay of any bucket (the warm-up reuses pool
+  // blocks other graphs use as intermediates) and after what the run's stream did so far.
+  if (has_released) GRAPH_CUDA(cudaStreamWaitEvent(cap, released, 0), "waiting for the graphs' last run");
+  {
+    cudaEvent_t e = nullptr;
+    GRAPH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
+    cudaError_t r1 = cudaEventRecord(e, rs);
+    cudaError_t r2 = r1 == cudaSuccess ? cudaStreamWaitEvent(cap, e, 0) : r1;
+    (void)cudaEventDestroy(e);
+    GRAPH_CUDA(r2, "ordering the capture stream after the run's stream");
+  }
+  // A dedicated instance: two models, so the explicit fold below leaves one available to
+  // AOTInductorModelContainerRunSingleThreaded (which queries no event: legal in a capture).
+  WHARF_RETURN_IF_ERROR(model->graph_instance(2, &b->instance));
+  const auto& bindings = model->bindings_;
+  std::vector<BoundTensor> tensors(bindings.size());
+  std::vector<GraphRange> ranges;
+  const auto& states = model->container_->states();
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const auto& binding = bindings[i];
+    GraphRange r;
+    if (binding.constant >= 0) {
+      WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &tensors[i]));
+      r.what = "constant " + quote_name(model->container_->decls()[size_t(binding.constant)].fqn);
+    } else {
+      // Scratch state: the warm-up must not advance the session's own state.
+      const StateDecl& sd = states[size_t(binding.state)];
+      void* p = nullptr;
+      WHARF_RETURN_IF_ERROR(pool.alloc(sd.nbytes, &p));
+      if (p) scratch.push_back(p);
+      if (p) GRAPH_CUDA(cudaMemsetAsync(p, 0, sd.nbytes, cap), "zeroing scratch state");
+      tensors[i].data = p;
+      tensors[i].dtype = sd.dtype;
+      tensors[i].shape = &sd.shape;
+      tensors[i].nbytes = sd.nbytes;
+      tensors[i].device_type = DeviceType::kCuda;
+      tensors[i].device_index = device;
+      r.what = "state " + quote_name(sd.fqn);
+    }
+    r.base = reinterpret_cast<uint64_t>(tensors[i].data);
+    r.bytes = tensors[i].nbytes;
+    ranges.push_back(std::move(r));
+  }
+  WHARF_RETURN_IF_ERROR(model->bind_tensors(*b->instance, tensors));
+  // Fold now (never inside the capture), into memory owned per generation.
+  auto rec = std::make_shared<FoldRecord>();
+  rec->runtime = runtime;
+  {
+    wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &FoldRecord::shim_alloc, nullptr, rec.get()};
+    AllocatorScope scope(*model, a);
+    Status st = model->graph_fold(*b->instance, cap);
+    if (!st.ok()) return rec->error.empty() ? st : st.with_context(rec->error);
+  }
+  for (size_t j = 0; j < rec->ptrs.size(); ++j)
+    ranges.push_back(
+        {reinterpret_cast<uint64_t>(rec->ptrs[j]), rec->sizes[j], "folded constant block " + std::to_string(j)});
+  b->fold_sizes = rec->sizes;
+  b->capture_fold = rec;
+  // Static inputs hold this run's inputs for the warm-up (valid token ids, positions).
+  std::vector<ModelTensor> statics(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorMeta m;
+    m.dtype = inputs[i].meta.dtype;
+    m.shape = inputs[i].meta.shape;
+    m.device_type = DeviceType::kCuda;
+    m.device_index = device;
+    const uint64_t bytes = m.nbytes();
+    void* p = nullptr;
+    WHARF_RETURN_IF_ERROR(pool.alloc(bytes, &p));
+    if (bytes) GRAPH_CUDA(cudaMemcpyAsync(p, inputs[i].data, bytes, cudaMemcpyDefault, cap), "copying an input");
+    b->inputs.push_back(m);
+    b->static_inputs.push_back(p);
+    b->input_bytes.push_back(bytes);
+    statics[i].data = p;
+    statics[i].meta = m;
+  }
+  const wharf_aoti_allocator pool_alloc{sizeof(wharf_aoti_allocator), &Pool::shim_alloc, &Pool::shim_free, &pool};
+  auto pool_error = [&]() {
+    std::lock_guard<std::mutex> l(pool.mu);
+    return pool.error;
+  };
+  {  // Warm-up: kernels loaded, GEMM algorithms chosen, the shim's first-call work done.
+    std::vector<ModelTensor> outs;
+    std::vector<void*> handles;
+    Status st;
+    {
+      AllocatorScope scope(*model, pool_alloc);
+      st = model->graph_run(*b->instance, statics, cap, &outs, &handles);
+    }
+    model->graph_free_handles(handles);
+    if (!st.ok()) {
+      const std::string pe = pool_error();
+      return pe.empty() ? st.with_context("warm-up run") : st.with_context("warm-up run: " + pe);
+    }
+    GRAPH_CUDA(cudaStreamSynchronize(cap), "the warm-up run");
+  }
+  {
+    std::lock_guard<std::mutex> l(pool.mu);
+    pool.error.clear();
+  }
+  // The capture.
+  std::vector<void*> handles;
+  Status run_st;
+  cudaGraph_t graph = nullptr;
+  {
+    GRAPH_CUDA(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    {
+      AllocatorScope scope(*model, pool_alloc);
+      run_st = model->graph_run(*b->instance, statics, cap, &b->outputs, &handles);
+    }
+    if (opts.test_break_capture) {
+      // What an uncapturable operation does: the capture is invalidated.
+      cudaError_t e = cudaStreamSynchronize(cap);
+      if (run_st.ok() && e != cudaSuccess) run_st = cuda_status(e, "an uncapturable call (test)");
+    }
+    cudaError_t e = cudaStreamEndCapture(cap, &graph);
+    if (run_st.ok() && e != cudaSuccess) run_st = cuda_status(e, "cudaStreamEndCapture");
+    (void)cudaGetLastError();
+  }
+  b->graph = graph;
+  b->output_handles = handles;  // freed with the bucket, on failure too
+  if (!run_st.ok()) {
+    const std::string pe = pool_error();
+    return pe.empty() ? run_st.with_context("capturing") : run_st.with_context("capturing: " + pe);
+  }
+  if (!graph) return DeviceError("the capture produced no graph");
+  // The nodes and their parameter images.
+  size_t n = 0;
+  GRAPH_CUDA(cudaGraphGetNodes(graph, nullptr, &n), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> all(n);
+  if (n) GRAPH_CUDA(cudaGraphGetNodes(graph, all.data(), &n), "cudaGraphGetNodes");
+  std::vector<NodeImage> images;
+  const Driver& drv = driver();
+  for (cudaGraphNode_t node : all) {
+    cudaGraphNodeType type;
+    GRAPH_CUDA(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    Bucket::NodeMeta m;
+    m.node = node;
+    m.type = type;
+    NodeImage img;
+    auto add8 = [&img](uint64_t v) {
+      NodeImage::Param p;
+      p.offset = uint32_t(img.bytes.size());
+      p.size = 8;
+      img.bytes.resize(img.bytes.size() + 8);
+      std::memcpy(img.bytes.data() + p.offset, &v, 8);
+      img.params.push_back(p);
+    };
+    if (type == cudaGraphNodeTypeKernel) {
+      WHARF_RETURN_IF_ERROR(
+          driver_status(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &m.kernel), "cuGraphKernelNodeGetParams"));
+      if (!m.kernel.kernelParams && m.kernel.extra)
+        return Unsupported(
+            "a kernel node passes its parameters as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER), "
+            "whose pointers cannot be located");
+      for (size_t i = 0;; ++i) {
+        size_t off = 0, size = 0;
+        CUresult r = CUDA_ERROR_INVALID_VALUE;
+        if (m.kernel.func)
+          r = drv.func_param(m.kernel.func, i, &off, &size);
+        else if (m.kernel.kern && drv.kernel_param)
+          r = drv.kernel_param(m.kernel.kern, i, &off, &size);
+        else
+          return Unsupported("a kernel node names no function whose parameters can be read");
+        if (r == CUDA_ERROR_INVALID_VALUE) break;
+        if (r != CUDA_SUCCESS) return driver_status(r, "reading a kernel's parameter layout");
+        if (!m.kernel.kernelParams || !m.kernel.kernelParams[i])
+          return Unsupported("a kernel node has no value for its parameter " + std::to_string(i));
+        NodeImage::Param p;
+        p.offset = uint32_t(off);
+        p.size = uint32_t(size);
+        if (img.bytes.size() < off + size) img.bytes.resize(off + size);
+        std::memcpy(img.bytes.data() + off, m.kernel.kernelParams[i], size);
+        img.params.push_back(p);
+      }
+      m.args.resize(img.params.size());
+    } else if (type == cudaGraphNodeTypeMemcpy) {
+      GRAPH_CUDA(cudaGraphMemcpyNodeGetParams(node, &m.copy), "cudaGraphMemcpyNodeGetParams");
+      if (m.copy.srcArray || m.copy.dstArray) return Unsupported("a memcpy node copies a CUDA array");
+      add8(reinterpret_cast<uint64_t>(m.copy.srcPtr.ptr));
+      add8(reinterpret_cast<uint64_t>(m.copy.dstPtr.ptr));
+    } else if (type == cudaGraphNodeTypeMemset) {
+      GRAPH_CUDA(cudaGraphMemsetNodeGetParams(node, &m.set), "cudaGraphMemsetNodeGetParams");
+      add8(reinterpret_cast<uint64_t>(m.set.dst));
+    } else if (type == cudaGraphNodeTypeEmpty || type == cudaGraphNodeTypeEventRecord ||
+               type == cudaGraphNodeTypeWaitEvent) {
+      continue;  // no addresses
+    } else {
+      return Unsupported(std::string("the captured graph has a ") + node_type_name(type) +
+                         " node, which graphs do not re-point");
+    }
+    b->nodes.push_back(std::move(m));
+    images.push_back(std::move(img));
+  }
+  WHARF_RETURN_IF_ERROR(PatchPlan::build(std::move(images), std::move(ranges), &b->plan));
+  GRAPH_CUDA(cudaGraphInstantiate(&b->exec, graph, 0), "cudaGraphInstantiate");
+  // The folded constants of this generation are the ones the capture folded.
+  bool cached = false;
+  for (const auto& f : folds)
+    if (!f.first.owner_before(run.pinned_generation()) && !run.pinned_generation().owner_before(f.first)) cached = true;
+  if (!cached) {
+    folds.emplace_back(run.pinned_generation(), rec);
+    ++stats.folds;
+  }
+  b->stats.shapes = shapes_text(inputs);
+  b->stats.nodes = all.size();
+  b->stats.patches = b->plan.patches().size();
+  b->stats.patched_nodes = b->plan.num_patched_nodes();
+  b->stats.capture_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> l(pool.mu);
+    b->stats.pool_bytes = pool.bytes - pool_before;
+  }
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
+                        bool* served) {
+  *served = false;
+  Core& c = *core_;
+  MutexLock lock(c.mu);
+  if (c.held) {
+    c.eager("the graphs are held by another open run (outputs of a replay stay valid until its run ends)");
+    return Status::Ok();
+  }
+  Bucket* b = nullptr;
+  for (auto& x : c.buckets)
+    if (x->matches(inputs)) b = x.get();
+  if (!b) {
+    for (const ModelTensor& t : inputs)
+      if (!contiguous(t.meta)) {
+        c.eager("an input is not contiguous");
+        return Status::Ok();
+      }
+    for (const auto& f : c.failed)
+      if (f.first.size() == inputs.size() &&
+          std::equal(f.first.begin(), f.first.end(), inputs.begin(), [](const TensorMeta& m, const ModelTensor& t) {
+            return m.dtype == t.meta.dtype && m.shape == t.meta.shape;
+          })) {
+        c.eager(f.second);
+        return Status::Ok();
+      }
+    if (c.buckets.size() >= c.opts.max_buckets) {
+      c.eager("inputs " + shapes_text(inputs) + ": " + std::to_string(c.opts.max_buckets) +
+              " input shapes have graphs already (max_buckets)");
+      return Status::Ok();
+    }
+    std::unique_ptr<Bucket> nb;
+    Status st = c.capture(run, inputs, &nb);
+    if (!st.ok()) {
+      ++c.stats.capture_failures;
+      std::vector<TensorMeta> key;
+      for (const ModelTensor& t : inputs) {
+        TensorMeta m;
+        m.dtype = t.meta.dtype;
+        m.shape = t.meta.shape;
+        key.push_back(m);
+      }
+      const std::string why = "capturing a graph for inputs " + shapes_text(inputs) + " failed: " + st.message();
+      WHARF_LOG(kWarn, "model " + quote_name(c.name) + ": " + why + "; that shape runs eagerly");
+      c.failed.emplace_back(std::move(key), why);
+      c.eager(why);
+      if (c.buckets.empty()) c.pool.trim();  // nothing of the failed capture stays allocated
+      return Status::Ok();
+    }
+    ++c.stats.captures;
+    c.buckets.push_back(std::move(nb));
+    b = c.buckets.back().get();
+  }
+  std::shared_ptr<FoldRecord> fold;
+  Status st = c.fold_for(run, *b, &fold);
+  if (st.ok()) st = c.bases_for(run, *b, fold.get(), &b->bases);
+  size_t applied = 0;
+  if (st.ok())
+    st = b->plan.repoint(
+        b->bases, [b](uint32_t n, const NodeImage& img) { return b->apply(n, img); }, &applied);
+  if (!st.ok()) {
+    c.eager("re-pointing the graph for inputs " + b->stats.shapes + " failed: " + st.message());
+    return Status::Ok();
+  }
+  b->capture_fold.reset();  // the graph no longer points at it
+  if (applied) {
+    ++c.stats.repoints;
+    c.stats.nodes_repointed += applied;
+  }
+  cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
+  // After the previous holder's run ended (its outputs read), then this run's inputs.
+  if (c.has_released) st = cuda_status(cudaStreamWaitEvent(rs, c.released, 0), "waiting for the graphs' last run");
+  for (size_t i = 0; st.ok() && i < inputs.size(); ++i)
+    if (b->input_bytes[i])
+      st = cuda_status(cudaMemcpyAsync(b->static_inputs[i], inputs[i].data, b->input_bytes[i], cudaMemcpyDefault, rs),
+                       "copying input " + std::to_string(i) + " into the graph");
+  if (st.ok()) st = cuda_status(cudaGraphLaunch(b->exec, rs), "cudaGraphLaunch");
+  if (!st.ok()) {
+    // Nothing of the run's own was written yet unless the launch itself failed after being
+    // enqueued, which CUDA reports as a device error on the stream: say so, do not fall back.
+    *served = true;
+    return st.with_context("model " + quote_name(c.name) + ": replaying its graph");
+  }
+  c.held = true;
+  ++c.stats.replays;
+  std::shared_ptr<Core> keep = core_;
+  run.at_end([keep, rs] {
+    MutexLock l(keep->mu);
+    cudaError_t e = cudaEventRecord(keep->released, rs);
+    if (e != cudaSuccess) {
+      // Later replays must not overtake this run's reads: wait here instead.
+      (void)cudaGetLastError();
+      (void)cudaStreamSynchronize(rs);
+      keep->has_released = false;
+    } else {
+      keep->has_released = true;
+    }
+    keep->held = false;
+  });
+  *outputs = b->outputs;
+  *served = true;
+  return Status::Ok();
+}
+
+#endif  // WHARF_HAVE_CUDA
+
+}  // namespace wharf

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+// ModelGraphs: a compiled model's runs replayed from CUDA graphs, one per input shape
+// (bucket), that follow the run's generation and session without recapture.
+//
+// Capture (the first run of a shape; docs/decisions.md, "CUDA graphs"): a dedicated model
+// instance is bound to the run's generation and to scratch state, folds its constants into
+// memory Wharf owns for that generation, runs once (warm-up: kernels loaded, GEMM algorithms
+// chosen), then runs again on a private stream under cudaStreamCaptureModeThreadLocal with
+// the shim's allocations redirected to the model's graph pool (all buckets share it; freed
+// blocks are reused, so intermediates of different buckets share memory). Inputs are copied
+// into static buffers; outputs are the static buffers the captured run returned.
+//
+// Binding without recapture: every constant, state and folded-constant block the capture was
+// bound to is a range; PatchPlan (graphs/patch_plan.h) knows which kernel, memcpy and memset
+// node parameters point into which range. A replay computes the run's bases (its pinned
+// generation's slots, its session's state, the generation's folded constants, folded once
+// per generation by a fold instance) and sets only the nodes whose ranges moved
+// (cuGraphExecKernelNodeSetParams and friends). A replay therefore reads exactly the run's
+// generation and session, like an eager run.
+//
+// Fallback: whatever cannot be captured or verified (an uncapturable call, a node type or
+// parameter layout the plan cannot read, pool memory exhausted, overlapping ranges, a fold
+// whose layout differs, a set-params failure, graphs held by another open run, more shapes
+// than max_buckets) makes that run execute eagerly, and the reason is kept (stats). A failed
+// capture leaves nothing behind and is not retried for that shape.
+//
+// Outputs of a replayed run are views of the bucket's static outputs, valid until the run
+// ends: the graphs are held by that run until then (another run meanwhile executes eagerly),
+// and the next replay's stream waits for the event recorded when it ended.
+//
+// Threads: run() and stats() are safe from many threads (one mutex; a replay holds it only
+// while it enqueues).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/model.h"
+
+namespace wharf {
+
+struct GraphOptions {
+  uint32_t max_buckets = 8;     // distinct input shapes captured; later ones run eagerly
+  uint64_t max_pool_bytes = 0;  // the graph pool's ceiling (0: none); past it a capture fails
+  // Tests only: an uncapturable call (a stream synchronisation) inside the capture.
+  bool test_break_capture = false;
+};
+
+struct GraphBucketStats {
+  std::string shapes;       // the inputs' dtypes and shapes ("i64[1,1], i64[1]")
+  uint64_t pool_bytes = 0;  // pool memory this bucket's capture added (tag graph)
+  uint64_t nodes = 0, patched_nodes = 0, patches = 0;
+  double capture_ms = 0;
+};
+
+struct GraphStats {
+  uint64_t captures = 0, capture_failures = 0;
+  uint64_t replays = 0;
+  uint64_t repoints = 0;         // replays that set node parameters (a binding changed)
+  uint64_t nodes_repointed = 0;  // node parameter sets, in total
+  uint64_t eager_runs = 0;       // runs served eagerly while graphs were enabled
+  uint64_t folds = 0;            // generations whose constants were folded for the graphs
+  uint64_t pool_bytes = 0;       // the graph pool (tag graph)
+  uint64_t folded_bytes = 0;     // folded constants held for live generations
+  std::string last_eager_reason;
+  std::vector<GraphBucketStats> buckets;
+};
+
+class ModelGraphs {
+ public:
+  // UNSUPPORTED when the model or the shim cannot be captured (the reason named).
+  static Status create(Model* model, const GraphOptions& opts, std::unique_ptr<ModelGraphs>* out);
+  ~ModelGraphs();
+  ModelGraphs(const ModelGraphs&) = delete;
+  ModelGraphs& operator=(const ModelGraphs&) = delete;
+
+  // Serves Model::run from a graph: *served = true and the result when it did; *served =
+  // false (OK) when the caller must run eagerly (the reason is counted in stats()).
+  Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs, bool* served);
+  GraphStats stats() const;
+
+  struct Core;
+
+ private:
+  explicit ModelGraphs(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+  std::shared_ptr<Core> core_;  // open runs hold it too (their at_end releases the graphs)
+};
+
+}  // namespace wharf

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA graph functions of wharf.h (experimental tier) on what a host can check: argument
+// refusals and the versioned structs. Capture and replay are tested on the GPU
+// (tests/gpu/model_graph_gpu_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#define WHARF_EXPERIMENTAL
+#include "common/test_support.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using wharf_test::St;
+
+TEST(GraphApi, NullModelsAreRefused) {
+  wharf_graph_options o;
+  wharf_graph_options_init(&o);
+  EXPECT_EQ(o.struct_size, sizeof(wharf_graph_options));
+  EXPECT_EQ(o.max_buckets, 0u);
+  EXPECT_EQ(o.max_pool_bytes, 0u);
+  St enable(wharf_model_enable_graphs(nullptr, &o));
+  EXPECT_EQ(enable.code(), WHARF_INVALID_ARGUMENT);
+  EXPECT_NE(enable.msg().find("wharf_model_enable_graphs"), std::string::npos) << enable.msg();
+  wharf_graph_stats s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  St stats(wharf_model_get_graph_stats(nullptr, &s));
+  EXPECT_EQ(stats.code(), WHARF_INVALID_ARGUMENT);
+}
+
+TEST(GraphApi, StructsFollowTheSizeRules) {
+  // An older caller's smaller options struct is filled up to its size only.
+  struct Older {
+    uint32_t struct_size;
+    uint32_t max_buckets;
+  } older;
+  std::memset(&older, 0xab, sizeof older);
+  wharf_graph_options_init_sized(reinterpret_cast<wharf_graph_options*>(&older), sizeof older);
+  EXPECT_EQ(older.struct_size, sizeof older);
+  EXPECT_EQ(older.max_buckets, 0u);
+  // The reason buffer is the stats' last field and has a fixed size (ABI).
+  EXPECT_EQ(offsetof(wharf_graph_stats, last_eager_reason) + 256, sizeof(wharf_graph_stats));
+  EXPECT_EQ(offsetof(wharf_graph_options, struct_size), 0u);
+  EXPECT_EQ(offsetof(wharf_graph_stats, struct_size), 0u);
+}
+
+}  // namespace
