@@ -4,7 +4,11 @@
 // Measures, in one run: a decode step (run begin, wharf_model_run, reading the logits' last
 // row, run end), the run overhead alone (begin + end, no model), and decode throughput with
 // N conversations on N streams against one, and the first step after a hot update and swap
-// (instance rebind and refold) beside the step after it. tools/aoti/bench_torch.py measures PyTorch
+// (instance rebind and refold) beside the step after it. Then the same figures with CUDA graphs
+// (wharf_model_enable_graphs, a second load of the model): the step, its host time (begin +
+// model run + end: what the calling thread spends), its GPU time (events around the model
+// run), the first step after an update and swap (re-point + fold of the new generation) and
+// two conversations alternating (a re-point per step). tools/aoti/bench_torch.py measures PyTorch
 // eager and PyTorch's own AOTInductor runner on the same model and weights and prints them
 // beside these figures (gpu-run runs both).
 //   model_bench [--model DIR] [--csv FILE]
@@ -31,13 +35,20 @@ struct Ctx {
   wharf_runtime* rt = nullptr;
   wharf_model* model = nullptr;
   wharf_container* c = nullptr;
+  // Optional per-step measurements: host time of begin + model run + end, and the GPU time
+  // of the model run (events on the stream around it).
+  std::vector<double>* host_us = nullptr;
+  std::vector<double>* gpu_us = nullptr;
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
 };
 
 // One decode step of `session` on `stream` (token `tok` at position `pos`); returns the
 // argmax. Inputs are written into `d_in` (3 int64 on the device).
 int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float* h_last, int64_t tok, int64_t pos) {
+  auto t_begin = Clock::now();
   wharf_run* run = nullptr;
   wharf_ok(wharf_run_begin(x.c, s, stream, &run), "run_begin");
+  double host_us = us_since(t_begin);
   // Token at d_in[0], position at d_in[2]: each input 16-byte aligned, as the model was
   // compiled to expect (a misaligned input makes it copy).
   int64_t host[3] = {tok, 0, pos};
@@ -57,10 +68,22 @@ int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float
   wharf_tensor_view out;
   std::memset(&out, 0, sizeof out);
   out.struct_size = sizeof out;
+  if (x.gpu_us) CUDA_OK(cudaEventRecord(x.ev0, stream));
+  auto t_run = Clock::now();
   wharf_ok(wharf_model_run(x.model, run, in, 2, &out, 1), "model_run");
+  host_us += us_since(t_run);
+  if (x.gpu_us) CUDA_OK(cudaEventRecord(x.ev1, stream));
   CUDA_OK(cudaMemcpyAsync(h_last, out.data, kVocab * sizeof(float), cudaMemcpyDeviceToHost, stream));
   CUDA_OK(cudaStreamSynchronize(stream));
+  auto t_end = Clock::now();
   wharf_ok(wharf_run_end(run), "run_end");
+  host_us += us_since(t_end);
+  if (x.host_us) x.host_us->push_back(host_us);
+  if (x.gpu_us) {
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, x.ev0, x.ev1));
+    x.gpu_us->push_back(ms * 1e3);
+  }
   int64_t best = 0;
   for (int i = 1; i < kVocab; ++i)
     if (h_last[i] > h_last[best]) best = i;
@@ -216,6 +239,83 @@ int main(int argc, char** argv) {
   }
   const Stats first = stats(after_swap), second = stats(next_step);
 
+  // The same with CUDA graphs: a second load of the model (its own container), graphs on.
+  Ctx g = x;
+  wharf_ok(wharf_model_load(x.rt, (dir + "/tiny_decoder.so").c_str(), weights, nullptr, &g.model), "model_load");
+  g.c = wharf_model_container(g.model);
+  wharf_ok(wharf_model_enable_graphs(g.model, nullptr), "enable_graphs");
+  CUDA_OK(cudaEventCreate(&g.ev0));
+  CUDA_OK(cudaEventCreate(&g.ev1));
+  x.ev0 = g.ev0;
+  x.ev1 = g.ev1;
+  decode(g, s0, 48);  // capture (first step) and warm-up
+  std::vector<double> e_host, e_gpu, g_host, g_gpu;
+  x.host_us = &e_host;
+  x.gpu_us = &e_gpu;
+  decode(x, s0, steps);
+  x.host_us = x.gpu_us = nullptr;
+  g.host_us = &g_host;
+  g.gpu_us = &g_gpu;
+  const Stats g_one = stats(decode(g, s0, steps));
+  g.host_us = g.gpu_us = nullptr;
+  // The first step after an update and swap with graphs: the graph is re-pointed to the new
+  // generation and the generation's constants are folded once (docs/decisions.md).
+  std::vector<double> g_after_swap, g_next_step, alternating;
+  {
+    wharf_tensor_view w;
+    std::memset(&w, 0, sizeof w);
+    w.struct_size = sizeof w;
+    wharf_ok(wharf_constant_map_find(weights, "norm.weight", &w), "find norm.weight");
+    const int64_t dim = w.shape[0];
+    std::vector<float> host(static_cast<const float*>(w.data), static_cast<const float*>(w.data) + dim);
+    wharf_constant_map* upd = nullptr;
+    wharf_ok(wharf_constant_map_create(&upd), "map");
+    wharf_tensor_view v = w;
+    v.data = host.data();
+    v.strides = nullptr;
+    v.shape = &dim;
+    wharf_ok(wharf_constant_map_set(upd, "norm.weight", &v), "map set");
+    wharf_session *sa = nullptr, *sb = nullptr;
+    wharf_ok(wharf_session_create(x.rt, &g.c, 1, nullptr, &sa), "session");
+    wharf_ok(wharf_session_create(x.rt, &g.c, 1, nullptr, &sb), "session");
+    int64_t* d_in = nullptr;
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 3 * sizeof(int64_t)));
+    std::vector<float> last(kVocab);
+    for (int r = 0; r < 40; ++r) {
+      wharf_ok(wharf_session_reset(sa), "reset");
+      wharf_ok(wharf_container_update(g.c, upd, nullptr), "update");
+      wharf_ok(wharf_container_swap(g.c), "swap");
+      auto t1 = Clock::now();
+      int64_t tok = step(g, sa, s0, d_in, last.data(), 1, 0);
+      g_after_swap.push_back(us_since(t1));
+      t1 = Clock::now();
+      step(g, sa, s0, d_in, last.data(), tok, 1);
+      g_next_step.push_back(us_since(t1));
+    }
+    // Two conversations alternating step by step: every step re-points the KV caches.
+    wharf_ok(wharf_session_reset(sa), "reset");
+    wharf_ok(wharf_session_reset(sb), "reset");
+    int64_t ta = 1, tb = 2;
+    for (int i = 0; i < 96; ++i) {
+      auto t1 = Clock::now();
+      if (i % 2 == 0)
+        ta = step(g, sa, s0, d_in, last.data(), ta, i / 2 % 48);
+      else
+        tb = step(g, sb, s0, d_in, last.data(), tb, i / 2 % 48);
+      alternating.push_back(us_since(t1));
+    }
+    CUDA_OK(cudaFree(d_in));
+    wharf_session_free(sa);
+    wharf_session_free(sb);
+    wharf_constant_map_free(upd);
+  }
+  wharf_graph_stats gs;
+  std::memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  wharf_ok(wharf_model_get_graph_stats(g.model, &gs), "graph stats");
+  const Stats e_h = stats(e_host), e_g = stats(e_gpu), g_h = stats(g_host), g_g = stats(g_gpu);
+  const Stats g_first = stats(g_after_swap), g_second = stats(g_next_step), alt = stats(alternating);
+
   std::printf("model_bench: tiny decoder (AOTInductor, no libtorch), %d decode steps, one token each\n", steps);
   std::printf("%-46s %10s %10s %10s\n", "", "median", "min", "max");
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "wharf decode step (begin+model+read+end)", one.med, one.lo,
@@ -227,6 +327,24 @@ int main(int argc, char** argv) {
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "first step after update+swap (rebind+refold)", first.med, first.lo,
               first.hi);
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "the step after it", second.med, second.lo, second.hi);
+  std::printf("%-46s %10s %10s %10s\n", "CUDA graphs (wharf_model_enable_graphs)", "median", "min", "max");
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us  (eager %.1f us, %.2fx)\n", "graph decode step (begin+model+read+end)",
+              g_one.med, g_one.lo, g_one.hi, one.med, one.med / g_one.med);
+  std::printf("%-46s %8.2f us %8.2f us %8.2f us  (eager %.2f us)\n", "host time per step: begin+model run+end", g_h.med,
+              g_h.lo, g_h.hi, e_h.med);
+  std::printf("%-46s %8.2f us %8.2f us %8.2f us  (eager %.2f us, %.2fx)\n", "GPU time of the model run (events)",
+              g_g.med, g_g.lo, g_g.hi, e_g.med, g_g.med / e_g.med);
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "first step after update+swap (re-point+fold)", g_first.med,
+              g_first.lo, g_first.hi);
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "the step after it", g_second.med, g_second.lo, g_second.hi);
+  std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "two conversations alternating, per step", alt.med, alt.lo, alt.hi);
+  std::printf(
+      "graphs: %u bucket(s), %llu captures, %llu replays, %llu re-points (%llu nodes), %llu eager runs, "
+      "%llu folds, pool %llu bytes, folded %llu bytes%s%s\n",
+      gs.num_buckets, (unsigned long long)gs.captures, (unsigned long long)gs.replays, (unsigned long long)gs.repoints,
+      (unsigned long long)gs.nodes_repointed, (unsigned long long)gs.eager_runs, (unsigned long long)gs.folds,
+      (unsigned long long)gs.pool_bytes, (unsigned long long)gs.folded_bytes,
+      gs.last_eager_reason[0] ? "; last eager reason: " : "", gs.last_eager_reason);
   if (!csv.empty()) {
     if (FILE* f = std::fopen(csv.c_str(), "w")) {
       std::fprintf(f, "metric,median_us,min_us,max_us\n");
@@ -236,11 +354,22 @@ int main(int argc, char** argv) {
       std::fprintf(f, "wharf_1_stream_steps_per_s,%.1f,,\n", seq);
       std::fprintf(f, "wharf_first_step_after_swap,%.3f,%.3f,%.3f\n", first.med, first.lo, first.hi);
       std::fprintf(f, "wharf_step_after_that,%.3f,%.3f,%.3f\n", second.med, second.lo, second.hi);
+      std::fprintf(f, "wharf_eager_host_per_step,%.3f,%.3f,%.3f\n", e_h.med, e_h.lo, e_h.hi);
+      std::fprintf(f, "wharf_eager_gpu_per_step,%.3f,%.3f,%.3f\n", e_g.med, e_g.lo, e_g.hi);
+      std::fprintf(f, "wharf_graph_decode_step,%.3f,%.3f,%.3f\n", g_one.med, g_one.lo, g_one.hi);
+      std::fprintf(f, "wharf_graph_host_per_step,%.3f,%.3f,%.3f\n", g_h.med, g_h.lo, g_h.hi);
+      std::fprintf(f, "wharf_graph_gpu_per_step,%.3f,%.3f,%.3f\n", g_g.med, g_g.lo, g_g.hi);
+      std::fprintf(f, "wharf_graph_first_step_after_swap,%.3f,%.3f,%.3f\n", g_first.med, g_first.lo, g_first.hi);
+      std::fprintf(f, "wharf_graph_step_after_that,%.3f,%.3f,%.3f\n", g_second.med, g_second.lo, g_second.hi);
+      std::fprintf(f, "wharf_graph_alternating_sessions_step,%.3f,%.3f,%.3f\n", alt.med, alt.lo, alt.hi);
       std::fclose(f);
     }
   }
   for (auto& st : streams) cudaStreamDestroy(st);
   cudaStreamDestroy(s0);
+  cudaEventDestroy(g.ev0);
+  cudaEventDestroy(g.ev1);
+  wharf_model_free(g.model);
   wharf_model_free(x.model);
   wharf_constant_map_free(weights);
   wharf_runtime_free(x.rt);

@@ -12,8 +12,9 @@
 //   decode_us     the decode method for one token at the next position (positions --prefill,
 //                 --prefill+1, ...): run begin, wharf_model_run, synchronize, run end
 // Inputs are device buffers written once (the token is fixed, as in hf_baselines.py: no
-// argmax round trip in the step). Medians with min and max.
-//   package_bench PACKAGE_DIR [--prefill 512] [--steps 200] [--csv FILE]
+// argmax round trip in the step). Medians with min and max. --graphs: the decode method
+// replays a CUDA graph (wharf_model_enable_graphs; captured at the first warm-up step).
+//   package_bench PACKAGE_DIR [--prefill 512] [--steps 200] [--csv FILE] [--graphs]
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -71,15 +72,22 @@ void run_once(wharf_model* model, wharf_session* session, cudaStream_t stream, c
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: package_bench PACKAGE_DIR [--prefill N] [--steps N] [--csv FILE]\n");
+    std::fprintf(stderr, "usage: package_bench PACKAGE_DIR [--prefill N] [--steps N] [--csv FILE] [--graphs]\n");
     return 2;
   }
   std::string dir = argv[1], csv;
   int64_t prefill = 512;
   int steps = 200;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  bool graphs = false;
+  for (int i = 2; i < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--prefill") {
+    if (a == "--graphs") {
+      graphs = true;
+      --i;
+    } else if (i + 1 >= argc) {
+      std::fprintf(stderr, "package_bench: %s needs a value\n", a.c_str());
+      return 2;
+    } else if (a == "--prefill") {
       prefill = std::atoll(argv[i + 1]);
     } else if (a == "--steps") {
       steps = std::atoi(argv[i + 1]);
@@ -110,6 +118,7 @@ int main(int argc, char** argv) {
   wharf_model *pre = nullptr, *dec = nullptr;
   wharf_ok(wharf_model_package_get_method(pkg, "prefill", &pre), "get_method prefill");
   wharf_ok(wharf_model_package_get_method(pkg, "decode", &dec), "get_method decode");
+  if (graphs) wharf_ok(wharf_model_enable_graphs(dec, nullptr), "enable_graphs decode");
   wharf_session* session = nullptr;
   wharf_ok(wharf_model_package_create_session(pkg, nullptr, &session), "create_session");
 
@@ -156,7 +165,17 @@ int main(int argc, char** argv) {
   std::printf("  load                 %10.3f s\n", load_s);
   std::printf("  prefill %5lld tokens  %10.1f us (min %.1f, max %.1f, n %zu)\n", (long long)prefill, p.med, p.lo, p.hi,
               p.n);
-  std::printf("  decode step          %10.1f us (min %.1f, max %.1f, n %zu)\n", d.med, d.lo, d.hi, d.n);
+  std::printf("  decode step%s %10.1f us (min %.1f, max %.1f, n %zu)\n", graphs ? " (graph)" : "        ", d.med, d.lo,
+              d.hi, d.n);
+  if (graphs) {
+    wharf_graph_stats gs;
+    std::memset(&gs, 0, sizeof gs);
+    gs.struct_size = sizeof gs;
+    wharf_ok(wharf_model_get_graph_stats(dec, &gs), "graph stats");
+    std::printf("  graphs: %llu replays, %llu eager runs, pool %llu bytes%s%s\n", (unsigned long long)gs.replays,
+                (unsigned long long)gs.eager_runs, (unsigned long long)gs.pool_bytes,
+                gs.last_eager_reason[0] ? ", last eager reason: " : "", gs.last_eager_reason);
+  }
   if (!csv.empty()) {
     FILE* f = std::fopen(csv.c_str(), "w");
     if (!f) {

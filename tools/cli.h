@@ -52,6 +52,7 @@ struct GenerateOptions {
   int update_after = 0;  // ... after this many generated tokens
   std::string backend = "auto";
   bool json = false;
+  bool graphs = false;  // the decode method replays a CUDA graph (wharf_model_enable_graphs)
 };
 // `wharf generate` (generate.cpp): greedy decoding with a package's prefill and decode
 // methods in one session, optionally hot-updating its weights mid-conversation; the tokens on

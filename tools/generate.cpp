@@ -6,7 +6,8 @@
 // argmax of the last position's float32 logits, read on the host with wharf_run_copy.
 // --update FILE --update-after K: after the K-th generated token, the package's weight store
 // is updated from FILE and swapped, and the same session (conversation) goes on with the new
-// weights. Inputs are host memory (wharf_model_run copies them to the device).
+// weights. Inputs are host memory (wharf_model_run copies them to the device). --graphs: the
+// decode method replays a CUDA graph; --json then says how many steps it served ("graphs").
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -25,6 +26,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+// The graph statistics of `m` (left as they are when they cannot be read).
+void read_graph_stats(wharf_model* m, wharf_graph_stats* out) {
+  wharf_status_free(wharf_model_get_graph_stats(m, out));
+}
 
 struct RuntimeDeleter {
   void operator()(wharf_runtime* r) const { wharf_runtime_free(r); }
@@ -193,6 +199,7 @@ int cmd_generate(const GenerateOptions& o) {
       return;
     }
     if (!find_method(pkg.get(), "prefill", &prefill, &err) || !find_method(pkg.get(), "decode", &decode, &err)) return;
+    if (o.graphs && err.take(wharf_model_enable_graphs(decode.model.get(), nullptr), "enabling CUDA graphs")) return;
     wharf_session* s = nullptr;
     if (err.take(wharf_model_package_create_session(pkg.get(), nullptr, &s), "creating a session")) return;
     session.reset(s);
@@ -249,6 +256,14 @@ int cmd_generate(const GenerateOptions& o) {
       else
         w.number(update_ms);
       w.end_object();
+    }
+    if (o.graphs && decode.model) {
+      wharf_graph_stats gs;
+      std::memset(&gs, 0, sizeof gs);
+      gs.struct_size = sizeof gs;
+      read_graph_stats(decode.model.get(), &gs);
+      w.key("graphs").begin_object().key("replays").uint(gs.replays).key("eager_runs").uint(gs.eager_runs);
+      w.key("last_eager_reason").string(gs.last_eager_reason).end_object();
     }
     w.key("error");
     if (err.set)

@@ -339,6 +339,7 @@ int main(int argc, char** argv) {
   after->needs(upd);
   g->add_option("--backend", gen.backend, "auto (default), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}));
+  g->add_flag("--graphs", gen.graphs, "decode by replaying a CUDA graph (wharf_model_enable_graphs)");
   g->add_flag("--json", gen.json,
               "one JSON object: tokens, generation (per token), prefill_us, decode_us_median, update, error");
   std::string help_topic;
