@@ -235,8 +235,6 @@ std::string shapes_text(const std::vector<ModelTensor>& inputs) {
   return s;
 }
 
-bool contiguous(const TensorMeta& m) { return m.strides.empty() || m.strides == m.contiguous_strides(); }
-
 const char* node_type_name(cudaGraphNodeType t) {
   switch (t) {
     case cudaGraphNodeTypeHost:
@@ -728,15 +726,16 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
     c.eager("the graphs are held by another open run (outputs of a replay stay valid until its run ends)");
     return Status::Ok();
   }
+  // The static inputs are dense: a strided input is copied by an eager run's model instead.
+  for (const ModelTensor& t : inputs)
+    if (!t.meta.contiguous()) {
+      c.eager("an input is not contiguous");
+      return Status::Ok();
+    }
   Bucket* b = nullptr;
   for (auto& x : c.buckets)
     if (x->matches(inputs)) b = x.get();
   if (!b) {
-    for (const ModelTensor& t : inputs)
-      if (!contiguous(t.meta)) {
-        c.eager("an input is not contiguous");
-        return Status::Ok();
-      }
     for (const auto& f : c.failed)
       if (f.first.size() == inputs.size() &&
           std::equal(f.first.begin(), f.first.end(), inputs.begin(), [](const TensorMeta& m, const ModelTensor& t) {

@@ -22,13 +22,16 @@
 #include <thread>
 #include <vector>
 
+#define WHARF_EXPERIMENTAL
 #include "common/test_paths.h"
+#include "common/test_support.h"
 #include "constants/constant_map.h"
 #include "device/runtime.h"
 #include "graphs/model_graphs.h"
 #include "models/model.h"
 #include "runs/run.h"
 #include "sessions/session.h"
+#include "wharf/wharf.h"
 
 namespace wharf {
 namespace {
@@ -477,6 +480,119 @@ TEST_F(ModelGraph, EnableOnceAndStatsNeedGraphs) {
   EXPECT_EQ(graph_->graph_stats(&s).code(), Code::kFailedPrecondition);
   enable();
   EXPECT_EQ(graph_->enable_graphs(GraphOptions()).code(), Code::kFailedPrecondition);
+}
+
+// Through the C API, on the dynamic-length model (tiny_decoder.so): the prompt's prefill and
+// the one-token decode steps are two buckets in one pool, inputs are host memory (as from
+// Go, Rust or Java), and the greedy tokens are PyTorch's.
+TEST(ModelGraphApi, PrefillAndDecodeBucketsThroughTheCApi) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+  const std::string d = model_dir();
+  if (!exists(d + "/tiny_decoder.so")) GTEST_SKIP() << "no compiled model at " << d;
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_runtime* rt = nullptr;
+  ASSERT_OK(wharf_runtime_create(&ro, &rt));
+  wharf_constant_map* weights = nullptr;
+  ASSERT_OK(wharf_constant_map_load_safetensors((d + "/tiny_decoder.safetensors").c_str(), &weights));
+  const int64_t cache_shape[4] = {1, kHeads, kMaxSeq, kHeadDim};
+  std::vector<float> zeros(size_t(kHeads) * kMaxSeq * kHeadDim, 0.0f);
+  for (const char* name : {"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"}) {
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.data = zeros.data();
+    v.dtype = WHARF_DTYPE_F32;
+    v.device_type = WHARF_DEVICE_CPU;
+    v.ndim = 4;
+    v.shape = cache_shape;
+    ASSERT_OK(wharf_constant_map_set(weights, name, &v));
+  }
+  wharf_model* model = nullptr;
+  wharf_test::St loaded(wharf_model_load(rt, (d + "/tiny_decoder.so").c_str(), weights, nullptr, &model));
+  if (loaded.code() != WHARF_OK && loaded.msg().find("GLIBC") != std::string::npos)
+    GTEST_SKIP() << "the compiled model needs a newer C library: " << loaded.msg();
+  ASSERT_EQ(loaded.code(), WHARF_OK) << loaded.msg();
+  wharf_graph_options go;
+  wharf_graph_options_init(&go);
+  go.max_buckets = 2;
+  ASSERT_OK(wharf_model_enable_graphs(model, &go));
+  wharf_constant_map* ref = nullptr;
+  ASSERT_OK(wharf_constant_map_load_safetensors((d + "/reference.safetensors").c_str(), &ref));
+  wharf_tensor_view pv, tv;
+  std::memset(&pv, 0, sizeof pv);
+  std::memset(&tv, 0, sizeof tv);
+  pv.struct_size = tv.struct_size = sizeof pv;
+  ASSERT_OK(wharf_constant_map_find(ref, "prompt", &pv));
+  ASSERT_OK(wharf_constant_map_find(ref, "tokens", &tv));
+  const int64_t* prompt = static_cast<const int64_t*>(pv.data);
+  const int64_t* want = static_cast<const int64_t*>(tv.data);
+  const int64_t plen = pv.shape[1], steps = tv.shape[0];
+  wharf_container* c = wharf_model_container(model);
+  wharf_session* s = nullptr;
+  ASSERT_OK(wharf_session_create(rt, &c, 1, nullptr, &s));
+  std::vector<int64_t> got;
+  // Twice: the second conversation (a reset session) replays both buckets.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_OK(wharf_session_reset(s));
+    got.clear();
+    int64_t next = -1;
+    for (int64_t k = 0; k < steps; ++k) {
+      std::vector<int64_t> toks, pos;
+      if (k == 0) {
+        toks.assign(prompt, prompt + plen);
+        for (int64_t i = 0; i < plen; ++i) pos.push_back(i);
+      } else {
+        toks = {next};
+        pos = {plen + k - 1};
+      }
+      wharf_run* run = nullptr;
+      ASSERT_OK(wharf_run_begin(c, s, nullptr, &run));
+      const int64_t tshape[2] = {1, int64_t(toks.size())}, pshape[1] = {int64_t(pos.size())};
+      wharf_tensor_view in[2];
+      std::memset(in, 0, sizeof in);
+      in[0].struct_size = in[1].struct_size = sizeof in[0];
+      in[0].data = toks.data();
+      in[0].dtype = in[1].dtype = WHARF_DTYPE_I64;
+      in[0].device_type = in[1].device_type = WHARF_DEVICE_CPU;
+      in[0].ndim = 2;
+      in[0].shape = tshape;
+      in[1].data = pos.data();
+      in[1].ndim = 1;
+      in[1].shape = pshape;
+      wharf_tensor_view out;
+      std::memset(&out, 0, sizeof out);
+      out.struct_size = sizeof out;
+      ASSERT_OK(wharf_model_run(model, run, in, 2, &out, 1));
+      ASSERT_EQ(out.ndim, 3);
+      std::vector<float> last(kVocab);
+      const float* logits = static_cast<const float*>(out.data);
+      ASSERT_OK(wharf_run_copy(run, last.data(), logits + (out.shape[1] - 1) * kVocab, kVocab * 4));
+      ASSERT_OK(wharf_run_end(run));
+      next = 0;
+      for (int i = 1; i < kVocab; ++i)
+        if (last[size_t(i)] > last[size_t(next)]) next = i;
+      got.push_back(next);
+    }
+    EXPECT_EQ(got, std::vector<int64_t>(want, want + steps)) << "round " << round;
+  }
+  wharf_graph_stats gs;
+  std::memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  ASSERT_OK(wharf_model_get_graph_stats(model, &gs));
+  EXPECT_EQ(gs.num_buckets, 2u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.captures, 2u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.replays, uint64_t(2 * steps)) << gs.last_eager_reason;
+  EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
+  EXPECT_GT(gs.pool_bytes, 0u);
+  EXPECT_GT(gs.folded_bytes, 0u) << "the tiny decoder folds 15 constants";
+  wharf_session_free(s);
+  wharf_constant_map_free(ref);
+  wharf_model_free(model);
+  wharf_constant_map_free(weights);
+  wharf_runtime_free(rt);
 }
 
 }  // namespace
