@@ -31,7 +31,7 @@ const StructLayout& layout_of(const wharf_model_options*) {
 const StructLayout& layout_of(const wharf_graph_options*) {
   using T = wharf_graph_options;
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, max_buckets),
-                                WHARF_FIELD(T, max_pool_bytes)};
+                                WHARF_FIELD(T, max_pool_bytes), WHARF_FIELD(T, max_concurrent_runs)};
   static const StructLayout l{"wharf_graph_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -149,6 +149,7 @@ WHARF_API wharf_status* wharf_model_enable_graphs(wharf_model* model, const whar
     GraphOptions go;
     if (o.max_buckets) go.max_buckets = o.max_buckets;
     go.max_pool_bytes = o.max_pool_bytes;
+    if (o.max_concurrent_runs) go.max_concurrent = o.max_concurrent_runs;
     return model->m->enable_graphs(go);
   });
 }

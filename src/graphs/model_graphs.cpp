@@ -324,6 +324,24 @@ struct Bucket {
   }
 };
 
+// One holder's worth of graphs: a pool and a graph per bucket. A set is held by one run at a
+// time (from its replay until the run ends); concurrent runs use other sets.
+struct GraphSet {
+  Pool pool;
+  cudaEvent_t released = nullptr;  // recorded when the last holder's run ended
+  bool has_released = false;
+  bool held = false;
+  std::vector<std::unique_ptr<Bucket> > buckets;
+  ~GraphSet() {
+    buckets.clear();  // their blocks go back to the pool first
+    if (released) (void)cudaEventDestroy(released);
+  }
+  uint64_t pool_bytes() {
+    std::lock_guard<std::mutex> l(pool.mu);
+    return pool.bytes;
+  }
+};
+
 struct ModelGraphs::Core {
   // Installs a shim allocator on this thread for the scope.
   class AllocatorScope {
@@ -342,12 +360,10 @@ struct ModelGraphs::Core {
   int device = 0;
 
   mutable Mutex mu;
-  Pool pool;  // its own lock (the shim frees from any thread)
   cudaStream_t capture_stream WHARF_GUARDED_BY(mu) = nullptr;
-  cudaEvent_t released WHARF_GUARDED_BY(mu) = nullptr;  // recorded when the last holder's run ended
-  bool has_released WHARF_GUARDED_BY(mu) = false;
-  bool held WHARF_GUARDED_BY(mu) = false;
-  std::vector<std::unique_ptr<Bucket> > buckets WHARF_GUARDED_BY(mu);
+  // Sets are created as concurrent runs need them (up to opts.max_concurrent), never removed
+  // before the Core: a run's at_end may point at its set.
+  std::vector<std::unique_ptr<GraphSet> > sets WHARF_GUARDED_BY(mu);
   std::vector<std::pair<std::vector<TensorMeta>, std::string> > failed WHARF_GUARDED_BY(mu);  // shapes -> why
   std::shared_ptr<Model::Instance> fold_instance WHARF_GUARDED_BY(mu);
   std::vector<std::pair<std::weak_ptr<Generation>, std::shared_ptr<FoldRecord> > > folds WHARF_GUARDED_BY(mu);
@@ -359,8 +375,7 @@ struct ModelGraphs::Core {
     Status st = runtime->device().synchronize();
     if (!st.ok()) WHARF_LOG(kError, "model " + quote_name(name) + ": graphs: waiting for the device: " + st.message());
     MutexLock lock(mu);
-    buckets.clear();
-    if (released) (void)cudaEventDestroy(released);
+    sets.clear();
     if (capture_stream) (void)cudaStreamDestroy(capture_stream);
   }
 
@@ -373,7 +388,10 @@ struct ModelGraphs::Core {
   }
 
   Status fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) WHARF_REQUIRES(mu);
-  Status capture(Run& run, const std::vector<ModelTensor>& inputs, std::unique_ptr<Bucket>* out) WHARF_REQUIRES(mu);
+  Status capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs, std::unique_ptr<Bucket>* out)
+      WHARF_REQUIRES(mu);
+  // A set no open run holds, created if fewer than opts.max_concurrent exist; null if none.
+  Status free_set(GraphSet** out) WHARF_REQUIRES(mu);
   Status bases_for(Run& run, Bucket& b, const FoldRecord* fold, std::vector<uint64_t>* bases) WHARF_REQUIRES(mu);
 };
 
@@ -390,13 +408,11 @@ Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_p
   core->opts = opts;
   core->name = model->name_;
   core->device = model->runtime_->device().index();
-  core->pool.runtime = model->runtime_;
-  core->pool.limit = opts.max_pool_bytes;
+  if (core->opts.max_concurrent == 0) core->opts.max_concurrent = 1;
   {
     MutexLock lock(core->mu);
     GRAPH_CUDA(cudaSetDevice(core->device), "cudaSetDevice");
     GRAPH_CUDA(cudaStreamCreateWithFlags(&core->capture_stream, cudaStreamNonBlocking), "creating the capture stream");
-    GRAPH_CUDA(cudaEventCreateWithFlags(&core->released, cudaEventDisableTiming), "creating an event");
   }
   out->reset(new ModelGraphs(std::move(core)));
   return Status::Ok();
@@ -407,15 +423,14 @@ ModelGraphs::~ModelGraphs() = default;
 GraphStats ModelGraphs::stats() const {
   MutexLock lock(core_->mu);
   GraphStats s = core_->stats;
-  {
-    std::lock_guard<std::mutex> plock(core_->pool.mu);
-    s.pool_bytes = core_->pool.bytes;
-  }
+  s.pool_bytes = 0;
+  for (const auto& set : core_->sets) s.pool_bytes += set->pool_bytes();
   s.folded_bytes = 0;
   for (const auto& f : core_->folds)
     if (!f.first.expired()) s.folded_bytes += f.second->bytes();
   s.buckets.clear();
-  for (const auto& b : core_->buckets) s.buckets.push_back(b->stats);
+  for (const auto& set : core_->sets)
+    for (const auto& b : set->buckets) s.buckets.push_back(b->stats);
   return s;
 }
 
@@ -478,7 +493,26 @@ Status ModelGraphs::Core::fold_for(Run& run, Bucket& b, std::shared_ptr<FoldReco
   return Status::Ok();
 }
 
-Status ModelGraphs::Core::capture(Run& run, const std::vector<ModelTensor>& inputs, std::unique_ptr<Bucket>* out) {
+Status ModelGraphs::Core::free_set(GraphSet** out) {
+  *out = nullptr;
+  for (auto& set : sets)
+    if (!set->held) {
+      *out = set.get();
+      return Status::Ok();
+    }
+  if (sets.size() >= opts.max_concurrent) return Status::Ok();
+  auto set = std::make_unique<GraphSet>();
+  set->pool.runtime = runtime;
+  set->pool.limit = opts.max_pool_bytes;
+  GRAPH_CUDA(cudaEventCreateWithFlags(&set->released, cudaEventDisableTiming), "creating an event");
+  sets.push_back(std::move(set));
+  *out = sets.back().get();
+  return Status::Ok();
+}
+
+Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs,
+                                  std::unique_ptr<Bucket>* out) {
+  Pool& pool = set.pool;
   const auto t0 = std::chrono::steady_clock::now();
   const uint64_t pool_before = [&] {
     std::lock_guard<std::mutex> l(pool.mu);
@@ -502,7 +536,7 @@ Status ModelGraphs::Core::capture(Run& run, const std::vector<ModelTensor>& inpu
   } give_back{pool, scratch, cap};
   // The capture stream starts after the last replay of any bucket (the warm-up reuses pool
   // blocks other graphs use as intermediates) and after what the run's stream did so far.
-  if (has_released) GRAPH_CUDA(cudaStreamWaitEvent(cap, released, 0), "waiting for the graphs' last run");
+  if (set.has_released) GRAPH_CUDA(cudaStreamWaitEvent(cap, set.released, 0), "waiting for the graphs' last run");
   {
     cudaEvent_t e = nullptr;
     GRAPH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
@@ -694,6 +728,15 @@ Status ModelGraphs::Core::capture(Run& run, const std::vector<ModelTensor>& inpu
     b->nodes.push_back(std::move(m));
     images.push_back(std::move(img));
   }
+  // An output inside a bound range (a model returning its state, or a constant, as is) would
+  // hand every run the capture's scratch or generation instead of its own.
+  for (size_t i = 0; i < b->outputs.size(); ++i) {
+    const uint64_t p = reinterpret_cast<uint64_t>(b->outputs[i].data);
+    for (const GraphRange& r : ranges)
+      if (p - r.base < r.bytes)
+        return Unsupported("output " + std::to_string(i) + " is " + r.what +
+                           " itself; graphs hand out static outputs only");
+  }
   WHARF_RETURN_IF_ERROR(PatchPlan::build(std::move(images), std::move(ranges), &b->plan));
   GRAPH_CUDA(cudaGraphInstantiate(&b->exec, graph, 0), "cudaGraphInstantiate");
   // The folded constants of this generation are the ones the capture folded.
@@ -722,18 +765,27 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
   *served = false;
   Core& c = *core_;
   MutexLock lock(c.mu);
-  if (c.held) {
-    c.eager("the graphs are held by another open run (outputs of a replay stay valid until its run ends)");
-    return Status::Ok();
-  }
   // The static inputs are dense: a strided input is copied by an eager run's model instead.
   for (const ModelTensor& t : inputs)
     if (!t.meta.contiguous()) {
       c.eager("an input is not contiguous");
       return Status::Ok();
     }
+  GraphSet* set = nullptr;
+  {
+    Status st = c.free_set(&set);
+    if (!st.ok()) {
+      c.eager("creating a set of graphs: " + st.message());
+      return Status::Ok();
+    }
+  }
+  if (!set) {
+    c.eager("the graphs are held by " + std::to_string(c.sets.size()) +
+            " other open runs (max_concurrent; a replay's outputs stay valid until its run ends)");
+    return Status::Ok();
+  }
   Bucket* b = nullptr;
-  for (auto& x : c.buckets)
+  for (auto& x : set->buckets)
     if (x->matches(inputs)) b = x.get();
   if (!b) {
     for (const auto& f : c.failed)
@@ -744,13 +796,13 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
         c.eager(f.second);
         return Status::Ok();
       }
-    if (c.buckets.size() >= c.opts.max_buckets) {
+    if (set->buckets.size() >= c.opts.max_buckets) {
       c.eager("inputs " + shapes_text(inputs) + ": " + std::to_string(c.opts.max_buckets) +
               " input shapes have graphs already (max_buckets)");
       return Status::Ok();
     }
     std::unique_ptr<Bucket> nb;
-    Status st = c.capture(run, inputs, &nb);
+    Status st = c.capture(run, *set, inputs, &nb);
     if (!st.ok()) {
       ++c.stats.capture_failures;
       std::vector<TensorMeta> key;
@@ -764,12 +816,12 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
       WHARF_LOG(kWarn, "model " + quote_name(c.name) + ": " + why + "; that shape runs eagerly");
       c.failed.emplace_back(std::move(key), why);
       c.eager(why);
-      if (c.buckets.empty()) c.pool.trim();  // nothing of the failed capture stays allocated
+      if (set->buckets.empty()) set->pool.trim();  // nothing of the failed capture stays allocated
       return Status::Ok();
     }
     ++c.stats.captures;
-    c.buckets.push_back(std::move(nb));
-    b = c.buckets.back().get();
+    set->buckets.push_back(std::move(nb));
+    b = set->buckets.back().get();
   }
   std::shared_ptr<FoldRecord> fold;
   Status st = c.fold_for(run, *b, &fold);
@@ -789,7 +841,8 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
   }
   cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
   // After the previous holder's run ended (its outputs read), then this run's inputs.
-  if (c.has_released) st = cuda_status(cudaStreamWaitEvent(rs, c.released, 0), "waiting for the graphs' last run");
+  if (set->has_released)
+    st = cuda_status(cudaStreamWaitEvent(rs, set->released, 0), "waiting for the graphs' last run");
   for (size_t i = 0; st.ok() && i < inputs.size(); ++i)
     if (b->input_bytes[i])
       st = cuda_status(cudaMemcpyAsync(b->static_inputs[i], inputs[i].data, b->input_bytes[i], cudaMemcpyDefault, rs),
@@ -801,21 +854,21 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
     *served = true;
     return st.with_context("model " + quote_name(c.name) + ": replaying its graph");
   }
-  c.held = true;
+  set->held = true;
   ++c.stats.replays;
-  std::shared_ptr<Core> keep = core_;
-  run.at_end([keep, rs] {
+  std::shared_ptr<Core> keep = core_;  // the set lives as long as the Core
+  run.at_end([keep, set, rs] {
     MutexLock l(keep->mu);
-    cudaError_t e = cudaEventRecord(keep->released, rs);
+    cudaError_t e = cudaEventRecord(set->released, rs);
     if (e != cudaSuccess) {
       // Later replays must not overtake this run's reads: wait here instead.
       (void)cudaGetLastError();
       (void)cudaStreamSynchronize(rs);
-      keep->has_released = false;
+      set->has_released = false;
     } else {
-      keep->has_released = true;
+      set->has_released = true;
     }
-    keep->held = false;
+    set->held = false;
   });
   *outputs = b->outputs;
   *served = true;

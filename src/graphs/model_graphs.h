@@ -25,8 +25,10 @@
 // capture leaves nothing behind and is not retried for that shape.
 //
 // Outputs of a replayed run are views of the bucket's static outputs, valid until the run
-// ends: the graphs are held by that run until then (another run meanwhile executes eagerly),
-// and the next replay's stream waits for the event recorded when it ended.
+// ends: that set of graphs is held by the run until then, and the next replay of the set
+// waits (on its stream) for the event recorded when the run ended. Runs open at the same time
+// use different sets (each its own pool and graphs, captured at first use), up to
+// max_concurrent; a run beyond them executes eagerly.
 //
 // Threads: run() and stats() are safe from many threads (one mutex; a replay holds it only
 // while it enqueues).
@@ -43,8 +45,11 @@
 namespace wharf {
 
 struct GraphOptions {
-  uint32_t max_buckets = 8;     // distinct input shapes captured; later ones run eagerly
-  uint64_t max_pool_bytes = 0;  // the graph pool's ceiling (0: none); past it a capture fails
+  uint32_t max_buckets = 8;     // distinct input shapes captured per set; later ones run eagerly
+  uint64_t max_pool_bytes = 0;  // each set's pool ceiling (0: none); past it a capture fails
+  // Runs that may hold graphs at once: each concurrent holder has its own set (pool and a
+  // graph per bucket, captured at its first use); a run beyond them executes eagerly.
+  uint32_t max_concurrent = 4;
   // Tests only: an uncapturable call (a stream synchronisation) inside the capture.
   bool test_break_capture = false;
 };

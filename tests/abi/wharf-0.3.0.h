@@ -1290,9 +1290,13 @@ typedef struct wharf_graph_options {
   /* Distinct input shapes (buckets) that get a graph, each captured at the first run of that
    * shape; runs of further shapes execute eagerly. 0: 8. */
   uint32_t max_buckets;
-  /* Ceiling of the model's graph pool in bytes (0: none): a capture that would pass it fails
-   * and its shape runs eagerly. */
+  /* Ceiling of each graph pool in bytes (0: none): a capture that would pass it fails and its
+   * shape runs eagerly. */
   uint64_t max_pool_bytes;
+  /* Runs that may replay at the same time: each open run that replayed holds a set of graphs
+   * (a pool and a graph per bucket, captured when a concurrent run first needs it) until it
+   * ends; a run finding every set held executes eagerly. 0: 4. */
+  uint32_t max_concurrent_runs;
 } wharf_graph_options;
 
 /** Fills the defaults (all zero) up to `struct_size`. Since 0.3 (experimental). */
@@ -1311,10 +1315,12 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * folded constants are re-pointed (only the nodes whose binding changed), never recaptured;
  * the constants a model folds are folded once per generation, at its first replay. Outputs of
  * a replayed run are the graph's static buffers: valid until wharf_run_end, like every
- * model output; until then the graphs are held by that run, and another run of the model
- * (or a second wharf_model_run in the same run) executes eagerly. Whatever cannot be captured
- * or re-pointed runs eagerly and says why in wharf_model_get_graph_stats (a failed capture is
- * not retried for its shape; nothing half-captured is used). `opts` may be NULL (defaults;
+ * model output; until then the set of graphs that call used is held by the run: other calls
+ * meanwhile (other runs, or the same run again) replay from other sets, up to
+ * max_concurrent_runs, each set captured at its first use, and a call finding every set held
+ * executes eagerly. Whatever cannot be captured or re-pointed runs eagerly and says why in
+ * wharf_model_get_graph_stats (a failed capture is not retried for its shape; nothing
+ * half-captured is used). `opts` may be NULL (defaults;
  * borrowed for the call). Errors: WHARF_UNSUPPORTED (a model with offloaded layers, a model
  * or shim library without the entry points capture needs, a CUDA driver older than 12.4,
  * named), WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
@@ -1325,7 +1331,7 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_model_enable_graphs(wharf_model* m
 /** Statistics of a model's CUDA graphs (wharf_model_get_graph_stats). Since 0.3 (experimental). */
 typedef struct wharf_graph_stats {
   uint32_t struct_size;
-  uint32_t num_buckets;      /* input shapes with a graph */
+  uint32_t num_buckets;      /* graphs held, one per input shape per concurrent set */
   uint64_t captures;         /* graphs captured */
   uint64_t capture_failures; /* shapes whose capture failed (they run eagerly) */
   uint64_t replays;          /* runs served by a graph */
