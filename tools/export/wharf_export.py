@@ -1,0 +1,712 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Exports a Hugging Face causal language model as a Wharf model package (docs/model-package.md).
+
+Run where PyTorch, transformers, safetensors and Triton are (a CUDA GPU is needed):
+
+    python3 tools/export/wharf_export.py MODEL_DIR --out OUT.wharf [--dtype bfloat16]
+        [--max-seq-len 1024] [--gemm auto|triton|extern] [--name NAME]
+    python3 tools/export/wharf_export.py CONFIG.json --config-only --out OUT.wharf   # random weights
+
+MODEL_DIR is a transformers checkpoint directory (config.json and safetensors shards). The
+package holds the methods `prefill` (1..max_seq_len tokens) and `decode` (one token), both
+compiled with AOTInductor without libtorch, their parameters keyed by the checkpoint's names,
+and the KV cache declared as state. transformers' own modeling code computes every layer with
+the attention implementation it picks by default (SDPA); only the KV cache container is
+Wharf's (`wharf_cache.key_<layer>` / `value_<layer>` buffers the methods write in place at
+`cache_position`). SDPA is replaced by Wharf's Triton kernel (wharf_sdpa.py) in the exported
+graph so that the compiled `.so` needs only the shims Wharf implements; the exporter checks
+that (`nm -D --undefined-only`) and warns naming any missing function.
+"""
+import argparse
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import zipfile
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wharf_sdpa  # noqa: E402  (registers wharf::sdpa)
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+WHARF_DTYPE = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16",
+               torch.int64: "int64", torch.int32: "int32", torch.bool: "bool", torch.float64: "float64",
+               torch.uint8: "uint8", torch.int8: "int8"}
+SHARD_BYTES = 5 * 1024 ** 3  # random-weight checkpoints are sharded like transformers' save_pretrained
+
+
+def log(*a):
+    print("[wharf-export]", *a, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Shims: what a compiled method may import
+# --------------------------------------------------------------------------------------------
+
+def find_repo_file(rel):
+    d = os.path.dirname(os.path.abspath(__file__))
+    for _ in range(6):
+        p = os.path.join(d, rel)
+        if os.path.exists(p):
+            return p
+        d = os.path.dirname(d)
+    return None
+
+
+def wharf_shims(path=None):
+    """The aoti_torch_* functions Wharf's shim library defines (parsed from shim.cpp)."""
+    path = path or find_repo_file("src/models/aoti/shim.cpp")
+    if not path or not os.path.exists(path):
+        return None, None
+    src = open(path).read()
+    names = set(re.findall(r"SHIM_API[^;{(]*?\b(aoti_torch_\w+)\s*\(", src, flags=re.S))
+    return names, path
+
+
+def undefined_symbols(so):
+    out = subprocess.run(["nm", "-D", "--undefined-only", so], capture_output=True, text=True, check=True).stdout
+    syms = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[-2] == "U":  # weak (w, v) references may stay unresolved
+            syms.append(parts[-1])
+    return syms
+
+
+def check_shims(so, shims):
+    """Returns (needed aoti_torch_* functions, missing ones, other unresolved symbols).
+    CUDA driver/runtime symbols (cu*) and versioned system-library symbols (name@GLIBC_...)
+    are the system's; everything else must be a Wharf shim."""
+    needed, missing, other = [], [], []
+    for s in undefined_symbols(so):
+        if "@" in s or s.startswith("cu"):
+            continue
+        if s.startswith("aoti_torch_"):
+            needed.append(s)
+            if shims is not None and s not in shims:
+                missing.append(s)
+        else:
+            other.append(s)  # e.g. an embedded kernel's __<kernel>_start that was not embedded
+    return sorted(needed), sorted(missing), sorted(other)
+
+
+# --------------------------------------------------------------------------------------------
+# The model and its cache
+# --------------------------------------------------------------------------------------------
+
+def cache_geometry(config):
+    """(num_layers, kv_heads, head_dim) per transformers' config conventions."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    n_layers = cfg.num_hidden_layers
+    heads = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return n_layers, kv, head_dim
+
+
+class WharfCacheBuffers(nn.Module):
+    """The KV cache as registered buffers (state FQNs wharf_cache.key_<i> / value_<i>)."""
+
+    def __init__(self, n_layers, kv_heads, max_seq_len, head_dim, dtype, device):
+        super().__init__()
+        self.n_layers = n_layers
+        for i in range(n_layers):
+            self.register_buffer(f"key_{i}", torch.zeros(1, kv_heads, max_seq_len, head_dim, dtype=dtype, device=device))
+            self.register_buffer(f"value_{i}", torch.zeros(1, kv_heads, max_seq_len, head_dim, dtype=dtype,
+                                                           device=device))
+
+
+def make_hf_cache(config, buffers, max_seq_len):
+    """transformers' own StaticCache, every layer a full-length StaticLayer over Wharf's buffers.
+
+    Sliding-window layers get a full-length layer too: the window is then applied by
+    transformers' sliding-window mask over absolute positions (the ring buffer of
+    StaticSlidingWindowLayer has data-dependent control flow that export cannot capture).
+    The layers' `update` writes with index_copy_ at the position the wrapper sets for the call
+    (no dependence on how a transformers release passes cache_position), and their mask sizes
+    are the full cache: positions past the last written are masked by transformers' causal mask.
+    """
+    from transformers import cache_utils
+
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    try:
+        cache = cache_utils.StaticCache(config=cfg, max_cache_len=max_seq_len)
+    except TypeError:
+        cache = cache_utils.StaticCache(cfg, max_seq_len)
+    n_layers = buffers.n_layers
+    if len(cache.layers) != n_layers:
+        raise RuntimeError(f"StaticCache has {len(cache.layers)} layers, the config {n_layers}")
+    cache.wharf_position = None
+
+    def update(layer, key_states, value_states, *args, **kwargs):
+        pos = cache.wharf_position
+        layer.keys.index_copy_(2, pos, key_states)
+        layer.values.index_copy_(2, pos, value_states)
+        return layer.keys, layer.values
+
+    def mask_sizes(layer, *args, **kwargs):
+        return max_seq_len, 0
+
+    for i in range(n_layers):
+        layer = cache_utils.StaticLayer(max_seq_len)
+        k, v = buffers.get_buffer(f"key_{i}"), buffers.get_buffer(f"value_{i}")
+        # Let the release set up whatever attributes its layer has (sizes, dtype, device, a
+        # cumulative_length tensor in newer ones), then put Wharf's buffers in place.
+        probe = torch.zeros(k.shape[0], k.shape[1], 1, k.shape[3], dtype=k.dtype, device=k.device)
+        try:
+            layer.lazy_initialization(probe, probe)
+        except TypeError:
+            layer.lazy_initialization(probe)
+        layer.keys, layer.values = k, v
+        layer.is_initialized = True
+        layer.update = types.MethodType(update, layer)
+        layer.get_mask_sizes = types.MethodType(mask_sizes, layer)
+        cache.layers[i] = layer
+    return cache
+
+
+class WharfCausalLM(nn.Module):
+    """A transformers causal LM with the FQNs of its checkpoint (its children are this module's
+    children: `model.layers.0...`, `lm_head.weight`) and Wharf's KV cache. forward(input_ids
+    [1, T], cache_position [T]) writes the tokens' keys and values at cache_position and returns
+    the float32 logits of the last position, [1, 1, vocab]."""
+
+    def __init__(self, hf_model, max_seq_len):
+        super().__init__()
+        for name, child in hf_model.named_children():
+            self.add_module(name, child)
+        object.__setattr__(self, "_hf", hf_model)  # not a child: its parameters are ours already
+        p = next(hf_model.parameters())
+        n_layers, kv, head_dim = cache_geometry(hf_model.config)
+        self.wharf_cache = WharfCacheBuffers(n_layers, kv, max_seq_len, head_dim, p.dtype, p.device)
+        self.max_seq_len = max_seq_len
+        object.__setattr__(self, "_cache", make_hf_cache(hf_model.config, self.wharf_cache, max_seq_len))
+        params = inspect.signature(hf_model.forward).parameters
+        base = getattr(hf_model, hf_model.base_model_prefix, None) if hasattr(hf_model, "base_model_prefix") else None
+        base_params = inspect.signature(base.forward).parameters if base is not None else params
+        self._pass_cache_position = "cache_position" in params and "cache_position" in base_params
+        self._keep = "logits_to_keep" if "logits_to_keep" in params else (
+            "num_logits_to_keep" if "num_logits_to_keep" in params else None)
+
+    def forward(self, input_ids, cache_position):
+        self._cache.wharf_position = cache_position
+        for i, layer in enumerate(self._cache.layers):
+            # The cache layers read the buffers through this module's attributes on every call:
+            # torch.export substitutes a module's buffers there, and a tensor merely referenced
+            # from elsewhere would be captured as a constant instead of as state.
+            layer.keys = getattr(self.wharf_cache, f"key_{i}")
+            layer.values = getattr(self.wharf_cache, f"value_{i}")
+            # Releases that derive positions from the cache's length read it here: a value
+            # computed from the input, not a mutated buffer (it would become state).
+            cl = getattr(layer, "cumulative_length", None)
+            if isinstance(cl, torch.Tensor):
+                layer.cumulative_length = cache_position[:1].reshape(cl.shape).to(cl.dtype)
+        kwargs = dict(input_ids=input_ids, past_key_values=self._cache, use_cache=True,
+                      position_ids=cache_position.unsqueeze(0))
+        if self._pass_cache_position:
+            kwargs["cache_position"] = cache_position
+        if self._keep:
+            kwargs[self._keep] = 1
+        out = self._hf(**kwargs)
+        logits = out.logits if hasattr(out, "logits") else out[0]
+        return logits[:, -1:, :].float()
+
+    def reset_cache(self):
+        for b in self.wharf_cache.buffers():
+            b.zero_()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading the source
+# --------------------------------------------------------------------------------------------
+
+def read_config(path):
+    from transformers import AutoConfig
+
+    if os.path.isdir(path):
+        return AutoConfig.from_pretrained(path)
+    with open(path) as f:
+        d = json.load(f)
+    model_type = d.pop("model_type")
+    return AutoConfig.for_model(model_type, **d)
+
+
+RESIDUAL_OUTPUTS = ("o_proj", "down_proj", "c_proj", "out_proj", "dense", "fc2")
+
+
+def random_init_(model, seed):
+    """Random weights that give decisive, varied greedy tokens (robust to rounding, yet not
+    the input token repeated): weights N(0, 1/fan_in), the projections back into the residual
+    stream 4x that (the layers outweigh the token's own embedding), an untied LM head 3x,
+    embeddings N(0, 1), biases N(0, 0.1^2), norms as transformers made them."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    gpt2 = type(model).__name__.startswith("GPT2")
+    tied = {id(p) for n, p in model.named_parameters(remove_duplicate=False) if "embed" in n or "wte" in n}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                if "embed" in name or "wte" in name or "wpe" in name:
+                    t = torch.randn(p.shape, generator=g)
+                else:
+                    fan_in = p.shape[0] if gpt2 else p.shape[-1]  # GPT-2's Conv1D weights are [in, out]
+                    gain = 4.0 if any(r in name for r in RESIDUAL_OUTPUTS) else (
+                        3.0 if "lm_head" in name and id(p) not in tied else 1.0)
+                    t = torch.randn(p.shape, generator=g) * (gain / fan_in ** 0.5)
+            elif name.endswith("bias"):
+                t = torch.randn(p.shape, generator=g) * 0.1
+            else:
+                continue  # norm weights
+            p.copy_(t.to(p.dtype))
+
+
+def load_model(src, dtype, device, config_only=False, seed=0, attention=None):
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    extra = {"attn_implementation": attention} if attention else {}
+    if config_only:
+        config = read_config(src)
+        try:
+            model = AutoModelForCausalLM.from_config(config, dtype=dtype, **extra)
+        except TypeError:
+            model = AutoModelForCausalLM.from_config(config, torch_dtype=dtype, **extra)
+        random_init_(model, seed)
+    else:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(src, dtype=dtype, **extra)
+        except TypeError:
+            model = AutoModelForCausalLM.from_pretrained(src, torch_dtype=dtype, **extra)
+    if next(model.parameters()).dtype != dtype:  # a release that ignored the dtype keyword
+        model = model.to(dtype)
+    model = model.to(device).eval()
+    log(f"loaded {type(model).__name__} (transformers {transformers.__version__}, attention "
+        f"{getattr(model.config, '_attn_implementation', None)}) dtype {dtype}")
+    return model
+
+
+def source_weight_map(src):
+    """{tensor name: file name} of a checkpoint directory (None for a config-only export)."""
+    if src is None or not os.path.isdir(src):
+        return None
+    idx = os.path.join(src, "model.safetensors.index.json")
+    if os.path.exists(idx):
+        with open(idx) as f:
+            return dict(json.load(f)["weight_map"])
+    single = os.path.join(src, "model.safetensors")
+    if os.path.exists(single):
+        from safetensors import safe_open
+
+        with safe_open(single, "pt") as f:
+            return {k: "model.safetensors" for k in f.keys()}
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Export and compile
+# --------------------------------------------------------------------------------------------
+
+def export_method(wrapper, name, example_len, max_seq_len, device):
+    from torch.export import Dim
+
+    ids = torch.ones(1, example_len, dtype=torch.long, device=device)
+    pos = torch.arange(example_len, dtype=torch.long, device=device)
+    if name == "decode":
+        ep = torch.export.export(wrapper, (ids, pos), strict=False)
+        return ep, None
+    last_err = None
+    for lo in (1, 2):  # transformers may branch on T > 1 (SDPA's is_causal): then prefill starts at 2
+        T = Dim("T", min=lo, max=max_seq_len)
+        try:
+            ep = torch.export.export(wrapper, (ids, pos), dynamic_shapes=({1: T}, {0: T}), strict=False)
+            return ep, {"min": lo, "max": max_seq_len}
+        except Exception as e:  # noqa: BLE001
+            last_err = e
+            log(f"prefill export with T >= {lo} failed: {type(e).__name__}: {str(e)[:300]}")
+    raise last_err
+
+
+def inductor_options(gemm, constant_folding):
+    opts = {
+        "aot_inductor.package_constants_in_so": False,
+        "aot_inductor.embed_kernel_binary": True,
+        "aot_inductor.link_libtorch": False,
+        "aot_inductor.use_runtime_constant_folding": constant_folding,
+    }
+    if gemm == "triton":
+        opts.update({"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    return opts
+
+
+def compile_method(ep, build_dir, name, opts):
+    pt2 = os.path.join(build_dir, f"{name}.pt2")
+    t0 = time.time()
+    torch._inductor.aoti_compile_and_package(ep, package_path=pt2, inductor_configs=opts)
+    seconds = time.time() - t0
+    so = os.path.join(build_dir, f"{name}.so")
+    wrapper_cpp = None
+    with zipfile.ZipFile(pt2) as z:
+        names = z.namelist()
+        sos = [n for n in names if n.endswith(".so")]
+        if len(sos) != 1:
+            raise RuntimeError(f"{pt2}: expected one .so in the package, found {sos}")
+        with z.open(sos[0]) as f, open(so, "wb") as g:
+            g.write(f.read())
+        for n in names:
+            if n.endswith(".cpp"):
+                path = os.path.join(build_dir, f"{name}.{os.path.basename(n)}")
+                with z.open(n) as f, open(path, "wb") as g:
+                    g.write(f.read())
+                if n.endswith(".wrapper.cpp"):
+                    wrapper_cpp = path
+    return pt2, so, seconds, wrapper_cpp
+
+
+def compiled_constants(wrapper_cpp):
+    """The constant table AOTInductor generated (what the .so binds at load time), read from
+    its wrapper source: [{name, fqn, type, dtype, shape, from_folded}] in table order. The
+    exported program may list more (a buffer Inductor folded into the code, such as rotary
+    inv_freq) or name a tied weight differently (one constant for embed_tokens and lm_head)."""
+    if not wrapper_cpp or not os.path.exists(wrapper_cpp):
+        return None
+    table = {}
+    for m in re.finditer(r"constants_info_\[(\d+)\]\.(\w+) = (.*?);\n", open(wrapper_cpp).read()):
+        table.setdefault(int(m.group(1)), {})[m.group(2)] = m.group(3).strip()
+    out = []
+    for i in sorted(table):
+        e = table[i]
+        shape = [int(x) for x in re.findall(r"-?\d+", e.get("shape", ""))]
+        out.append({"name": e.get("name", "").strip('"'), "fqn": e.get("original_fqn", "").strip('"'),
+                    "type": re.sub(r".*ConstantType::(\w+).*", r"\1", e.get("type", "")),
+                    "dtype": re.sub(r".*cached_torch_dtype_(\w+).*", r"\1", e.get("dtype", "")),
+                    "shape": shape, "from_folded": e.get("from_folded") == "true"})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The package
+# --------------------------------------------------------------------------------------------
+
+def program_constants(ep):
+    """(parameters, buffers and lifted tensor constants the program binds, mutated buffers) by
+    name. With package_constants_in_so=False every one of them is bound by the loader."""
+    sig = ep.graph_signature
+    bound = (list(sig.inputs_to_parameters.values()) + list(sig.inputs_to_buffers.values())
+             + list(getattr(sig, "inputs_to_lifted_tensor_constants", {}).values()))
+    mutated = mutated_buffers(ep)
+    consts = [fqn for fqn in bound if fqn not in mutated]
+    return consts, sorted(mutated)
+
+
+def mutated_buffers(ep):
+    """Buffers the program writes: those of a functional graph's signature and, in the
+    (non-functional) graph torch.export returns, the buffer inputs of in-place ops."""
+    sig = ep.graph_signature
+    mutated = set(sig.buffers_to_mutate.values())
+    ph = dict(sig.inputs_to_buffers)
+    ph.update(getattr(sig, "inputs_to_lifted_tensor_constants", {}))
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        for i, arg in enumerate(node.target._schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            val = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            if isinstance(val, torch.fx.Node) and val.op == "placeholder" and val.name in ph:
+                mutated.add(ph[val.name])
+    return mutated
+
+
+def constant_values(ep):
+    vals = dict(ep.state_dict)
+    vals.update(getattr(ep, "constants", {}) or {})
+    return vals
+
+
+def write_weights(pkg, fqns, weight_map, values, param_names, other_names):
+    """Writes the bound constants keyed by FQN: parameters into files named like the source's
+    shards (a tied weight goes where the source stored it under its other name), constants
+    that are no checkpoint tensor (buffers, lifted constants) into
+    weights/wharf_buffers.safetensors. Returns the manifest's files and parameters."""
+    from safetensors.torch import save_file
+
+    os.makedirs(os.path.join(pkg, "weights"), exist_ok=True)
+    files = {}
+    for fqn in fqns:
+        t = values[fqn].detach().contiguous().cpu()
+        fname = None
+        if weight_map is not None:
+            for n in [fqn] + other_names.get(fqn, []):
+                if n in weight_map:
+                    fname = weight_map[n]
+                    break
+        if fname is None and fqn not in param_names:
+            fname = "wharf_buffers.safetensors"
+        files.setdefault(fname, {})[fqn] = t
+    unassigned = files.pop(None, {})
+    if unassigned:
+        if weight_map is not None:  # a parameter the source names otherwise: first shard
+            first = sorted(set(weight_map.values()))[0]
+            files.setdefault(first, {}).update(unassigned)
+        else:
+            total = sum(t.numel() * t.element_size() for t in unassigned.values())
+            n = max(1, -(-total // SHARD_BYTES))
+            if n == 1:
+                files["model.safetensors"] = unassigned
+            else:
+                shard, size, k = {}, 0, 1
+                for fqn, t in unassigned.items():
+                    b = t.numel() * t.element_size()
+                    if shard and size + b > SHARD_BYTES:
+                        files[f"model-{k:05d}-of-{n:05d}.safetensors"] = shard
+                        shard, size, k = {}, 0, k + 1
+                    shard[fqn] = t
+                    size += b
+                files[f"model-{k:05d}-of-{n:05d}.safetensors"] = shard
+                if k != n:  # name shards by the real count
+                    renamed = {}
+                    for name, content in files.items():
+                        m = re.match(r"model-(\d+)-of-\d+\.safetensors", name)
+                        renamed[f"model-{int(m.group(1)):05d}-of-{k:05d}.safetensors" if m else name] = content
+                    files = renamed
+    shard_names = sorted(f for f in files if f != "wharf_buffers.safetensors")
+    for fname, content in files.items():
+        save_file(content, os.path.join(pkg, "weights", fname), metadata={"format": "pt"})
+    if len(shard_names) > 1 or (weight_map is not None and len(set(weight_map.values())) > 1):
+        index = {"metadata": {"total_size": sum(t.numel() * t.element_size()
+                                                for f in shard_names for t in files[f].values())},
+                 "weight_map": {fqn: f for f in shard_names for fqn in sorted(files[f])}}
+        with open(os.path.join(pkg, "weights", "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f, indent=2)
+    params = []
+    for fname in shard_names + (["wharf_buffers.safetensors"] if "wharf_buffers.safetensors" in files else []):
+        for fqn, t in files[fname].items():
+            params.append({"fqn": fqn, "dtype": WHARF_DTYPE[t.dtype], "shape": list(t.shape)})
+    order = {f: i for i, f in enumerate(fqns)}
+    params.sort(key=lambda p: order[p["fqn"]])
+    file_list = [f"weights/{f}" for f in shard_names]
+    if "wharf_buffers.safetensors" in files:
+        file_list.append("weights/wharf_buffers.safetensors")
+    return file_list, params
+
+
+def _state_order(fqn):
+    m = re.match(r"(.*?)(\d+)$", fqn)
+    return (int(m.group(2)), m.group(1)) if m else (1 << 30, fqn)
+
+
+def wharf_version():
+    cm = find_repo_file("CMakeLists.txt")
+    if cm:
+        m = re.search(r"project\s*\(\s*wharf[^)]*VERSION\s+([0-9.]+)", open(cm).read(), flags=re.I)
+        if m:
+            return m.group(1)
+    return "unknown"
+
+
+def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", config_only=False, seed=0,
+                   name=None, constant_folding=False, build_dir=None, shims_path=None, prefill_example=None,
+                   model=None, attention=None):
+    """Exports `src` into the package directory `out`. Returns (manifest, info) where info has
+    the wrapper, the exported programs and the compiled .pt2 paths (for validation)."""
+    import transformers
+
+    device = "cuda"
+    tdtype = DTYPES[dtype]
+    shims, shim_file = wharf_shims(shims_path)
+    if gemm == "auto":
+        gemm = "extern" if shims and "aoti_torch_cuda_mm_out" in shims else "triton"
+    if model is None:
+        model = load_model(src, tdtype, device, config_only=config_only, seed=seed, attention=attention)
+    wrapper = WharfCausalLM(model, max_seq_len).eval()
+    config = model.config
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(os.path.join(out, "methods"))
+    own_build = build_dir is None
+    build_dir = build_dir or tempfile.mkdtemp(prefix="wharf-export-")
+    os.makedirs(build_dir, exist_ok=True)
+    opts = inductor_options(gemm, constant_folding)
+    methods, compile_seconds, programs, pt2s, sdpa_reports, shim_report = [], {}, {}, {}, {}, {}
+    consts_all, state_all, values, constant_tables = [], set(), {}, {}
+    example = prefill_example or min(8, max_seq_len)
+    vocab = int(model.get_output_embeddings().weight.shape[0])
+    for mname in ("prefill", "decode"):
+        t0 = time.time()
+        with torch.no_grad():
+            ep, dims = export_method(wrapper, mname, example if mname == "prefill" else 1, max_seq_len, device)
+        report = wharf_sdpa.replace_sdpa(ep.graph_module)
+        sdpa_reports[mname] = report
+        export_s = time.time() - t0
+        log(f"{mname}: exported in {export_s:.1f} s; {len(report)} SDPA node(s) -> wharf::sdpa")
+        consts, mutated = program_constants(ep)
+        values.update(constant_values(ep))
+        cache_fqns = {f"wharf_cache.{k}" for k, _ in wrapper.wharf_cache.named_buffers()}
+        if not cache_fqns <= set(mutated):
+            raise RuntimeError(f"{mname}: the exported program does not write the cache buffers "
+                               f"{sorted(cache_fqns - set(mutated))} (it mutates {mutated})")
+        lifted = set(getattr(ep.graph_signature, "inputs_to_lifted_tensor_constants", {}).values())
+        if lifted & set(mutated):
+            raise RuntimeError(f"{mname}: the program writes tensors captured as constants: {sorted(lifted & set(mutated))}")
+        state_all.update(mutated)
+        pt2, so, secs, wrapper_cpp = compile_method(ep, build_dir, mname, opts)
+        table = compiled_constants(wrapper_cpp)
+        if table is not None:
+            bound = [c["fqn"] for c in table if c["type"] in ("Parameter", "Buffer", "TensorConstant")
+                     and not c["from_folded"] and c["fqn"] not in mutated]
+            dropped = [c for c in consts if c not in bound]
+            if dropped:
+                log(f"{mname}: the compiled method does not bind {dropped} (folded into code or tied)")
+            consts = bound
+            constant_tables[mname] = table
+        else:
+            log(f"WARNING {mname}: no generated wrapper source; parameters taken from the exported program")
+        for c in consts:
+            if c not in consts_all:
+                consts_all.append(c)
+        compile_seconds[mname] = round(secs, 1)
+        log(f"{mname}: compiled in {secs:.1f} s ({os.path.getsize(so)} bytes)")
+        shutil.copy(so, os.path.join(out, "methods", f"{mname}.so"))
+        needed, missing, other = check_shims(so, shims)
+        shim_report[mname] = {"needed": needed, "missing": missing, "unresolved_other": other}
+        if shims is None:
+            log(f"WARNING {mname}: no shim.cpp found; imports not checked: {needed}")
+        if missing:
+            log(f"WARNING {mname}: needs shim functions Wharf lacks ({shim_file}): {', '.join(missing)}")
+        if other:
+            log(f"WARNING {mname}: unresolved symbols that are neither shims nor CUDA/libc: {', '.join(other)}")
+        lost = [s for s in other if s.endswith("_start") or s.endswith("_end")]
+        if lost:
+            # Seen with runtime constant folding (torch 2.11): kernels that only the folding
+            # graph launches are not embedded; see tools/export/README.md.
+            raise RuntimeError(f"{mname}: kernels referenced but not embedded in the .so: {', '.join(lost)}"
+                               + (" (runtime constant folding is on: export without --constant-folding)"
+                                  if constant_folding else ""))
+        programs[mname] = ep
+        pt2s[mname] = pt2
+        T = "T" if mname == "prefill" else 1
+        m = {"name": mname, "file": f"methods/{mname}.so",
+             "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, T]},
+                        {"name": "cache_position", "dtype": "int64", "shape": [T]}],
+             "outputs": [{"name": "logits", "dtype": "float32", "shape": [1, 1, vocab]}]}
+        if dims:
+            m["dims"] = {"T": dims}
+        methods.append(m)
+
+    expected_state = {f"wharf_cache.{k}" for k, _ in wrapper.wharf_cache.named_buffers()}
+    if state_all != expected_state:
+        log(f"WARNING: mutated buffers {sorted(state_all - expected_state)} besides the cache; "
+            f"cache buffers not mutated: {sorted(expected_state - state_all)}")
+    weight_map = None if config_only else source_weight_map(src)
+    for fqn in consts_all:
+        if fqn not in values:
+            try:
+                values[fqn] = wrapper.get_parameter(fqn)
+            except AttributeError:
+                values[fqn] = wrapper.get_buffer(fqn)
+    # A tied weight is one constant; Inductor may name it by either FQN. The checkpoint's other
+    # name for the same tensor is recorded so that an update keyed by the checkpoint maps to it.
+    aliases = {}
+    by_tensor = {}
+    for n, p in wrapper.named_parameters(remove_duplicate=False):
+        by_tensor.setdefault(id(p), []).append(n)
+    for names in by_tensor.values():
+        bound = [n for n in names if n in consts_all]
+        for n in names:
+            if bound and n not in consts_all:
+                aliases[n] = bound[0]
+    other_names = {}
+    for n, b in aliases.items():
+        other_names.setdefault(b, []).append(n)
+    param_names = {n for n, _ in wrapper.named_parameters(remove_duplicate=False)}
+    files, params = write_weights(out, consts_all, weight_map, values, param_names, other_names)
+    state, state_tensors = [], {}
+    for fqn in sorted(state_all | expected_state, key=_state_order):
+        t = wrapper.get_buffer(fqn)
+        entry = {"fqn": fqn, "dtype": WHARF_DTYPE[t.dtype], "shape": list(t.shape), "initial": "zeros"}
+        if bool(t.count_nonzero()):
+            entry["initial"] = {"tensor": fqn}
+            state_tensors[fqn] = t.detach().contiguous().cpu()
+        state.append(entry)
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    manifest = {
+        "format": "wharf-model-package",
+        "format_version": 1,
+        "name": name or os.path.basename(os.path.normpath(out)).removesuffix(".wharf"),
+        "dtype": dtype,
+        "source": {"model_type": cfg.model_type, "architectures": list(getattr(config, "architectures", None)
+                                                                       or [type(model).__name__]),
+                   "path": src, "random_weights": bool(config_only), "vocab_size": cfg.vocab_size,
+                   "num_hidden_layers": cfg.num_hidden_layers},
+        "producer": {"tool": "wharf-export", "wharf": wharf_version(), "torch": torch.__version__,
+                     "transformers": transformers.__version__, "cuda": torch.version.cuda,
+                     "device": torch.cuda.get_device_name(), "attention": "wharf_triton_sdpa"
+                     if any(sdpa_reports.values()) else "no_sdpa",
+                     "hf_attn_implementation": getattr(config, "_attn_implementation", None),
+                     "gemm": gemm, "runtime_constant_folding": constant_folding,
+                     "compile_seconds": compile_seconds, "sdpa_nodes": {k: len(v) for k, v in sdpa_reports.items()},
+                     "shims_needed": sorted({s for r in shim_report.values() for s in r["needed"]}),
+                     "shims_missing": sorted({s for r in shim_report.values() for s in r["missing"]})},
+        "max_seq_len": max_seq_len,
+        "weights": {"files": files, "parameters": params, **({"aliases": aliases} if aliases else {})},
+        "state": state,
+        "methods": methods,
+    }
+    if state_tensors:
+        from safetensors.torch import save_file
+
+        save_file(state_tensors, os.path.join(out, "state.safetensors"))
+        manifest["state_file"] = "state.safetensors"
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    info = {"wrapper": wrapper, "model": model, "programs": programs, "pt2": pt2s, "attention": sdpa_reports,
+            "constant_tables": constant_tables,
+            "shims": shim_report, "build_dir": build_dir, "own_build": own_build}
+    return manifest, info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("source", help="a transformers model directory, or a config.json with --config-only")
+    ap.add_argument("--out", required=True, help="the package directory to write (replaced if it exists)")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16")
+    ap.add_argument("--max-seq-len", type=int, default=1024, help="the KV cache's capacity in positions")
+    ap.add_argument("--config-only", "--random-weights", dest="config_only", action="store_true",
+                    help="use the config alone with random weights (seeded by --seed)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gemm", choices=["auto", "triton", "extern"], default="auto",
+                    help="triton: every GEMM a Triton kernel (max_autotune; slower compile, no GEMM shims); "
+                         "extern: aten mm/addmm/bmm through aoti_torch_cuda_*_out shims (cuBLAS); auto: extern "
+                         "when Wharf's shim.cpp defines aoti_torch_cuda_mm_out, else triton")
+    ap.add_argument("--constant-folding", action="store_true",
+                    help="AOTInductor runtime constant folding (off by default: see tools/export/README.md)")
+    ap.add_argument("--name", help="the package's name (default: the directory's)")
+    ap.add_argument("--attention", help="transformers' attention implementation (default: the one it picks, "
+                                        "SDPA, replaced by Wharf's kernel); 'eager' computes attention with "
+                                        "matmul and softmax")
+    ap.add_argument("--build-dir", help="keep the compiler's outputs (.pt2, generated C++) here")
+    ap.add_argument("--shims", help="Wharf's src/models/aoti/shim.cpp (default: found from this script)")
+    args = ap.parse_args(argv)
+    src = os.path.abspath(args.source) if os.path.exists(args.source) else args.source
+    manifest, info = export_package(src, args.out, dtype=args.dtype, max_seq_len=args.max_seq_len, gemm=args.gemm,
+                                    config_only=args.config_only, seed=args.seed, name=args.name,
+                                    constant_folding=args.constant_folding, build_dir=args.build_dir,
+                                    shims_path=args.shims, attention=args.attention)
+    if info["own_build"]:
+        shutil.rmtree(info["build_dir"], ignore_errors=True)
+    p = manifest["producer"]
+    print(json.dumps({"package": args.out, "compile_seconds": p["compile_seconds"], "gemm": p["gemm"],
+                      "sdpa_nodes": p["sdpa_nodes"], "shims_missing": p["shims_missing"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
