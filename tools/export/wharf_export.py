@@ -62,12 +62,16 @@ def find_repo_file(rel):
 
 
 def wharf_shims(path=None):
-    """The aoti_torch_* functions Wharf's shim library defines (parsed from shim.cpp)."""
-    path = path or find_repo_file("src/models/aoti/shim.cpp")
+    """The aoti_torch_* functions Wharf's shim library defines, parsed from its sources
+    (`path`: the directory src/models/aoti or one file of it; default: found from this script)."""
+    path = path or find_repo_file("src/models/aoti")
     if not path or not os.path.exists(path):
         return None, None
-    src = open(path).read()
-    names = set(re.findall(r"SHIM_API[^;{(]*?\b(aoti_torch_\w+)\s*\(", src, flags=re.S))
+    sources = ([os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith((".cpp", ".cu", ".h"))]
+               if os.path.isdir(path) else [path])
+    names = set()
+    for f in sources:
+        names |= set(re.findall(r"SHIM_API[^;{(]*?\b(aoti_torch_\w+)\s*\(", open(f).read(), flags=re.S))
     return names, path
 
 
@@ -577,7 +581,7 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
         needed, missing, other = check_shims(so, shims)
         shim_report[mname] = {"needed": needed, "missing": missing, "unresolved_other": other}
         if shims is None:
-            log(f"WARNING {mname}: no shim.cpp found; imports not checked: {needed}")
+            log(f"WARNING {mname}: no shim sources found; imports not checked: {needed}")
         if missing:
             log(f"WARNING {mname}: needs shim functions Wharf lacks ({shim_file}): {', '.join(missing)}")
         if other:
@@ -685,7 +689,7 @@ def main(argv=None):
     ap.add_argument("--gemm", choices=["auto", "triton", "extern"], default="auto",
                     help="triton: every GEMM a Triton kernel (max_autotune; slower compile, no GEMM shims); "
                          "extern: aten mm/addmm/bmm through aoti_torch_cuda_*_out shims (cuBLAS); auto: extern "
-                         "when Wharf's shim.cpp defines aoti_torch_cuda_mm_out, else triton")
+                         "when Wharf's shims define aoti_torch_cuda_mm_out, else triton")
     ap.add_argument("--constant-folding", action="store_true",
                     help="AOTInductor runtime constant folding (off by default: see tools/export/README.md)")
     ap.add_argument("--name", help="the package's name (default: the directory's)")
@@ -693,7 +697,7 @@ def main(argv=None):
                                         "SDPA, replaced by Wharf's kernel); 'eager' computes attention with "
                                         "matmul and softmax")
     ap.add_argument("--build-dir", help="keep the compiler's outputs (.pt2, generated C++) here")
-    ap.add_argument("--shims", help="Wharf's src/models/aoti/shim.cpp (default: found from this script)")
+    ap.add_argument("--shims", help="Wharf's shim sources, src/models/aoti (default: found from this script)")
     args = ap.parse_args(argv)
     src = os.path.abspath(args.source) if os.path.exists(args.source) else args.source
     manifest, info = export_package(src, args.out, dtype=args.dtype, max_seq_len=args.max_seq_len, gemm=args.gemm,
