@@ -328,6 +328,12 @@ int main(int argc, char** argv) {
   gs.struct_size = sizeof gs;
   wharf_ok(wharf_model_get_graph_stats(g.model, &gs), "graph stats");
   const Stats e_h = stats(e_host), e_g = stats(e_gpu), g_h = stats(g_host), g_g = stats(g_gpu);
+  std::vector<wharf_graph_bucket_info> buckets(gs.num_buckets);
+  for (uint32_t i = 0; i < gs.num_buckets; ++i) {
+    std::memset(&buckets[i], 0, sizeof buckets[i]);
+    buckets[i].struct_size = sizeof buckets[i];
+    wharf_ok(wharf_model_get_graph_bucket(g.model, i, &buckets[i]), "graph bucket");
+  }
   const Stats g_first = stats(g_after_swap), g_second = stats(g_next_step), alt = stats(alternating);
 
   std::printf("model_bench: tiny decoder (AOTInductor, no libtorch), %d decode steps, one token each\n", steps);
@@ -361,6 +367,18 @@ int main(int argc, char** argv) {
       (unsigned long long)gs.nodes_repointed, (unsigned long long)gs.eager_runs, (unsigned long long)gs.folds,
       (unsigned long long)gs.pool_bytes, (unsigned long long)gs.folded_bytes,
       gs.last_eager_reason[0] ? "; last eager reason: " : "", gs.last_eager_reason);
+  const double steady = gs.replays > gs.repoints ? double(gs.bind_check_ns) / double(gs.replays - gs.repoints) : 0;
+  std::printf(
+      "graphs host time: binding a replay %.2f us (no change), %.2f us per re-point (%.2f us per node set), "
+      "%.1f us per fold of a new generation\n",
+      steady / 1e3, gs.repoints ? double(gs.repoint_ns) / double(gs.repoints) / 1e3 : 0.0,
+      gs.nodes_repointed ? double(gs.repoint_ns) / double(gs.nodes_repointed) / 1e3 : 0.0,
+      gs.folds ? double(gs.fold_ns) / double(gs.folds) / 1e3 : 0.0);
+  for (const wharf_graph_bucket_info& b : buckets)
+    std::printf(
+        "  graph [%s] set %u: %llu nodes, %llu re-pointable (%llu words), pool +%llu bytes, captured in %.1f ms\n",
+        b.shapes, b.set, (unsigned long long)b.nodes, (unsigned long long)b.patched_nodes,
+        (unsigned long long)b.patches, (unsigned long long)b.pool_bytes, b.capture_ms);
   if (!csv.empty()) {
     if (FILE* f = std::fopen(csv.c_str(), "w")) {
       std::fprintf(f, "metric,median_us,min_us,max_us\n");

@@ -1341,6 +1341,12 @@ typedef struct wharf_graph_stats {
   uint64_t folds;            /* generations whose constants were folded for the graphs */
   uint64_t pool_bytes;       /* the graph pool: static inputs, outputs, intermediates (memory tag "graph") */
   uint64_t folded_bytes;     /* folded constants held for live generations (memory tag "constants") */
+  /* Host time in total, nanoseconds: binding replays that re-pointed nodes (the run's bases and
+   * the set-params calls), binding replays that did not (the bases compared), folding the
+   * constants of new generations. */
+  uint64_t repoint_ns;
+  uint64_t bind_check_ns;
+  uint64_t fold_ns;
   char last_eager_reason[256]; /* why the last eager run was not replayed ("" if none; truncated) */
 } wharf_graph_stats;
 
@@ -1349,6 +1355,27 @@ typedef struct wharf_graph_stats {
  * not enabled), WHARF_INVALID_ARGUMENT (NULL). Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wharf_graph_stats* out);
+
+/** One captured graph (wharf_model_get_graph_bucket). Since 0.3 (experimental). */
+typedef struct wharf_graph_bucket_info {
+  uint32_t struct_size;
+  uint32_t set;            /* its concurrent set (0 .. max_concurrent_runs - 1) */
+  uint64_t pool_bytes;     /* pool memory its capture added (memory tag "graph") */
+  uint64_t nodes;          /* nodes of the graph */
+  uint64_t patched_nodes;  /* nodes with a parameter pointing at constants, state or folded constants */
+  uint64_t patches;        /* such parameter words */
+  double capture_ms;       /* fold, warm-up, capture and instantiation, milliseconds */
+  char shapes[128];        /* the inputs' dtypes and shapes, e.g. "I64[1, 1], I64[1]" (truncated) */
+} wharf_graph_bucket_info;
+
+/**
+ * Fills `out` (the caller sets out->struct_size) with graph `index` of the model, in capture
+ * order (0 .. wharf_graph_stats.num_buckets - 1). Errors: WHARF_FAILED_PRECONDITION (graphs
+ * not enabled), WHARF_INVALID_ARGUMENT (NULL, `index` past the last graph). Thread-safe.
+ * Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_model_get_graph_bucket(const wharf_model* model, uint32_t index,
+                                                                     wharf_graph_bucket_info* out);
 
 /* --- model packages: an exported model loaded in one call ------------------------------ */
 

@@ -114,6 +114,7 @@ const StructLayout& layout_of(const struct wharf_model_package_options*);      /
 const StructLayout& layout_of(const struct wharf_model_package_tensor_info*);  // experimental (model_package_api.cpp)
 const StructLayout& layout_of(const struct wharf_graph_options*);              // experimental (model_api.cpp)
 const StructLayout& layout_of(const struct wharf_graph_stats*);                // experimental (model_api.cpp)
+const StructLayout& layout_of(const struct wharf_graph_bucket_info*);          // experimental (model_api.cpp)
 
 // The struct_size stored in the caller's struct at `p` (its first four bytes).
 uint32_t stated_size(const void* p);

@@ -42,8 +42,18 @@ const StructLayout& layout_of(const wharf_graph_stats*) {
       WHARF_FIELD(T, struct_size),      WHARF_FIELD(T, num_buckets),  WHARF_FIELD(T, captures),
       WHARF_FIELD(T, capture_failures), WHARF_FIELD(T, replays),      WHARF_FIELD(T, repoints),
       WHARF_FIELD(T, nodes_repointed),  WHARF_FIELD(T, eager_runs),   WHARF_FIELD(T, folds),
-      WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes), WHARF_FIELD(T, last_eager_reason)};
+      WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes), WHARF_FIELD(T, repoint_ns),
+      WHARF_FIELD(T, bind_check_ns),    WHARF_FIELD(T, fold_ns),      WHARF_FIELD(T, last_eager_reason)};
   static const StructLayout l{"wharf_graph_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
+  return l;
+}
+
+const StructLayout& layout_of(const wharf_graph_bucket_info*) {
+  using T = wharf_graph_bucket_info;
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, set),           WHARF_FIELD(T, pool_bytes),
+                                WHARF_FIELD(T, nodes),       WHARF_FIELD(T, patched_nodes), WHARF_FIELD(T, patches),
+                                WHARF_FIELD(T, capture_ms),  WHARF_FIELD(T, shapes)};
+  static const StructLayout l{"wharf_graph_bucket_info", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
@@ -172,8 +182,35 @@ WHARF_API wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wh
     full.folds = st.folds;
     full.pool_bytes = st.pool_bytes;
     full.folded_bytes = st.folded_bytes;
+    full.repoint_ns = st.repoint_ns;
+    full.bind_check_ns = st.bind_check_ns;
+    full.fold_ns = st.fold_ns;
     std::snprintf(full.last_eager_reason, sizeof full.last_eager_reason, "%s", st.last_eager_reason.c_str());
     return api::write_output(full, out, "wharf_graph_stats");
+  });
+}
+
+WHARF_API wharf_status* wharf_model_get_graph_bucket(const wharf_model* model, uint32_t index,
+                                                     wharf_graph_bucket_info* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(model, "wharf_model_get_graph_bucket: model is NULL");
+    GraphStats st;
+    WHARF_RETURN_IF_ERROR(model->m->graph_stats(&st));
+    if (index >= st.buckets.size())
+      return InvalidArgument("wharf_model_get_graph_bucket: index " + std::to_string(index) + " past the model's " +
+                             std::to_string(st.buckets.size()) + " graphs");
+    const GraphBucketStats& b = st.buckets[index];
+    wharf_graph_bucket_info full;
+    std::memset(&full, 0, sizeof(full));
+    full.struct_size = sizeof(full);
+    full.set = b.set;
+    full.pool_bytes = b.pool_bytes;
+    full.nodes = b.nodes;
+    full.patched_nodes = b.patched_nodes;
+    full.patches = b.patches;
+    full.capture_ms = b.capture_ms;
+    std::snprintf(full.shapes, sizeof full.shapes, "%s", b.shapes.c_str());
+    return api::write_output(full, out, "wharf_graph_bucket_info");
   });
 }
 

@@ -748,6 +748,8 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     ++stats.folds;
   }
   b->stats.shapes = shapes_text(inputs);
+  for (size_t k = 0; k < sets.size(); ++k)
+    if (sets[k].get() == &set) b->stats.set = uint32_t(k);
   b->stats.nodes = all.size();
   b->stats.patches = b->plan.patches().size();
   b->stats.patched_nodes = b->plan.num_patched_nodes();
@@ -824,7 +826,12 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
     b = set->buckets.back().get();
   }
   std::shared_ptr<FoldRecord> fold;
+  const auto t_fold = std::chrono::steady_clock::now();
+  const uint64_t folds_before = c.stats.folds;
   Status st = c.fold_for(run, *b, &fold);
+  const auto t_bind = std::chrono::steady_clock::now();
+  if (c.stats.folds != folds_before)
+    c.stats.fold_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t_bind - t_fold).count());
   if (st.ok()) st = c.bases_for(run, *b, fold.get(), &b->bases);
   size_t applied = 0;
   if (st.ok())
@@ -834,10 +841,15 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
     c.eager("re-pointing the graph for inputs " + b->stats.shapes + " failed: " + st.message());
     return Status::Ok();
   }
+  const uint64_t bind_ns =
+      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t_bind).count());
   b->capture_fold.reset();  // the graph no longer points at it
   if (applied) {
     ++c.stats.repoints;
     c.stats.nodes_repointed += applied;
+    c.stats.repoint_ns += bind_ns;
+  } else {
+    c.stats.bind_check_ns += bind_ns;
   }
   cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
   // After the previous holder's run ended (its outputs read), then this run's inputs.

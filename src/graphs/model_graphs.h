@@ -55,7 +55,8 @@ struct GraphOptions {
 };
 
 struct GraphBucketStats {
-  std::string shapes;       // the inputs' dtypes and shapes ("i64[1,1], i64[1]")
+  uint32_t set = 0;         // the concurrent set it belongs to
+  std::string shapes;       // the inputs' dtypes and shapes ("I64[1, 1], I64[1]")
   uint64_t pool_bytes = 0;  // pool memory this bucket's capture added (tag graph)
   uint64_t nodes = 0, patched_nodes = 0, patches = 0;
   double capture_ms = 0;
@@ -68,8 +69,11 @@ struct GraphStats {
   uint64_t nodes_repointed = 0;  // node parameter sets, in total
   uint64_t eager_runs = 0;       // runs served eagerly while graphs were enabled
   uint64_t folds = 0;            // generations whose constants were folded for the graphs
-  uint64_t pool_bytes = 0;       // the graph pool (tag graph)
-  uint64_t folded_bytes = 0;     // folded constants held for live generations
+  // Host time, in total: binding a replay that re-pointed nodes (its bases and the set-params
+  // calls), binding one that did not (the bases compared), folding for a new generation.
+  uint64_t repoint_ns = 0, bind_check_ns = 0, fold_ns = 0;
+  uint64_t pool_bytes = 0;    // the graph pool (tag graph)
+  uint64_t folded_bytes = 0;  // folded constants held for live generations
   std::string last_eager_reason;
   std::vector<GraphBucketStats> buckets;
 };

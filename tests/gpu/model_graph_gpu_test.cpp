@@ -595,6 +595,24 @@ TEST(ModelGraphApi, PrefillAndDecodeBucketsThroughTheCApi) {
   EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
   EXPECT_GT(gs.pool_bytes, 0u);
   EXPECT_GT(gs.folded_bytes, 0u) << "the tiny decoder folds 15 constants";
+  EXPECT_GT(gs.fold_ns + gs.bind_check_ns, 0u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    wharf_graph_bucket_info bi;
+    std::memset(&bi, 0, sizeof bi);
+    bi.struct_size = sizeof bi;
+    ASSERT_OK(wharf_model_get_graph_bucket(model, i, &bi));
+    const std::string want_shapes = i == 0 ? "I64[1, " + std::to_string(plen) + "]" : "I64[1, 1]";
+    EXPECT_EQ(std::string(bi.shapes).rfind(want_shapes, 0), 0u) << "bucket " << i << ": " << bi.shapes;
+    EXPECT_EQ(bi.set, 0u);
+    EXPECT_GT(bi.nodes, 0u);
+    EXPECT_GT(bi.patched_nodes, 0u) << bi.shapes;
+    EXPECT_GT(bi.capture_ms, 0.0);
+  }
+  wharf_graph_bucket_info past;
+  std::memset(&past, 0, sizeof past);
+  past.struct_size = sizeof past;
+  wharf_test::St beyond(wharf_model_get_graph_bucket(model, 2, &past));
+  EXPECT_EQ(beyond.code(), WHARF_INVALID_ARGUMENT) << beyond.msg();
   wharf_session_free(s);
   wharf_constant_map_free(ref);
   wharf_model_free(model);

@@ -29,6 +29,11 @@ TEST(GraphApi, NullModelsAreRefused) {
   s.struct_size = sizeof s;
   St stats(wharf_model_get_graph_stats(nullptr, &s));
   EXPECT_EQ(stats.code(), WHARF_INVALID_ARGUMENT);
+  wharf_graph_bucket_info b;
+  std::memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  St bucket(wharf_model_get_graph_bucket(nullptr, 0, &b));
+  EXPECT_EQ(bucket.code(), WHARF_INVALID_ARGUMENT);
 }
 
 TEST(GraphApi, StructsFollowTheSizeRules) {
