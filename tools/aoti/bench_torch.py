@@ -4,10 +4,10 @@
     python3 tools/aoti/bench_torch.py MODEL_DIR WHARF_CSV [OUT_CSV]
 
 Measures one decode step (token and position to the GPU, forward, the argmax read back to
-the host) for PyTorch eager and for PyTorch's own AOTInductor runner (a libtorch-linked
-package compiled here from the same model and weights), medians of 480 steps with min and
-max, and prints them beside Wharf's decode step from WHARF_CSV (model_bench --csv) with
-ratios.
+the host) for PyTorch eager, torch.compile (dynamic, and mode="reduce-overhead": CUDA graphs)
+and PyTorch's own AOTInductor runner (a libtorch-linked package compiled here from the same
+model and weights), medians of 480 steps with min and max, and prints them beside Wharf's
+decode step from WHARF_CSV (model_bench --csv), eager and with CUDA graphs, with ratios.
 """
 import csv
 import os
@@ -64,6 +64,8 @@ def measure(kind, model_dir):
             name, fn = "pytorch eager decode step", m
         elif kind == "compile":
             name, fn = "pytorch torch.compile decode step", torch.compile(m, dynamic=True)
+        elif kind == "reduce":
+            name, fn = "pytorch torch.compile reduce-overhead step", torch.compile(m, mode="reduce-overhead")
         else:  # PyTorch's own AOTInductor runner on the same model (libtorch-linked package)
             T = torch.export.Dim("T", min=1, max=td.MAX_SEQ)
             prompt = torch.tensor([[1, 7, 42, 99]], device="cuda")
@@ -91,7 +93,7 @@ def main():
     rows, failures = [], []
     # Each baseline in its own process: a crash in one (PyTorch's runner) cannot take the
     # others down, and compilation state does not carry over.
-    for kind in ("eager", "compile", "aoti"):
+    for kind in ("eager", "compile", "reduce", "aoti"):
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure", kind, model_dir],
                            capture_output=True, text=True)
         got = [l for l in p.stdout.splitlines() if l.startswith("RESULT|")]
@@ -107,6 +109,9 @@ def main():
             wharf[r["metric"]] = r
     w = wharf["wharf_decode_step"]
     wrow = ("wharf decode step (same model, no libtorch)", float(w["median_us"]), float(w["min_us"]), float(w["max_us"]))
+    if "wharf_graph_decode_step" in wharf:  # model_bench's CUDA graph rows (issue 25)
+        g = wharf["wharf_graph_decode_step"]
+        rows.insert(0, ("wharf decode step, CUDA graphs", float(g["median_us"]), float(g["min_us"]), float(g["max_us"])))
     print(f"decode step of the tiny decoder, {STEPS} steps, medians with min/max (torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()})")
     print(f"{'':46s} {'median':>10s} {'min':>10s} {'max':>10s} {'vs wharf':>9s}")
