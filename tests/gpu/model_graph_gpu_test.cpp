@@ -413,7 +413,9 @@ TEST_F(ModelGraph, OutputsOfOpenRunsAreNotOverwritten) {
   }
   for (int i = kRuns - 1; i >= 0; --i) {  // read in reverse: the last runs' work came after A's
     std::vector<float> got(kVocab);
-    ASSERT_EQ(cudaMemcpy(got.data(), outs[i][0].data, kVocab * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaStream_t rs = static_cast<cudaStream_t>(runs[i]->stream().native_handle());
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), outs[i][0].data, kVocab * 4, cudaMemcpyDeviceToHost, rs), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(rs), cudaSuccess);
     EXPECT_EQ(std::memcmp(got.data(), expect[i].data(), kVocab * 4), 0)
         << "run " << i << "'s outputs: " << first_difference(expect[i], got) << "; " << describe(stats());
   }
