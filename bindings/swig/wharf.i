@@ -195,6 +195,9 @@ WHARF_WRAP(wharf_replica_group_get_stats)
 %ignore wharf_model_options;
 %ignore wharf_model_package_options;       /* wharf_swig_model_package_load_progress */
 %ignore wharf_model_package_tensor_info;   /* wharf_swig_model_package_tensor_* */
+%ignore wharf_graph_options;               /* CUDA graphs: not wrapped yet (the bindings issue) */
+%ignore wharf_graph_stats;
+%ignore wharf_graph_bucket_info;
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
