@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "graphs/patch_plan.h"
 #include "models/aoti/shim_host.h"
+#include "offload/offloader.h"
 #include "runs/run.h"
 
 #if defined(WHARF_HAVE_CUDA)
@@ -603,10 +604,10 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     const uint64_t bytes = m.nbytes();
     void* p = nullptr;
     WHARF_RETURN_IF_ERROR(pool.alloc(bytes, &p));
-    if (bytes) GRAPH_CUDA(cudaMemcpyAsync(p, inputs[i].data, bytes, cudaMemcpyDefault, cap), "copying an input");
+    b->static_inputs.push_back(p);  // the bucket's from here on (freed with it, on failure too)
     b->inputs.push_back(m);
-    b->static_inputs.push_back(p);
     b->input_bytes.push_back(bytes);
+    if (bytes) GRAPH_CUDA(cudaMemcpyAsync(p, inputs[i].data, bytes, cudaMemcpyDefault, cap), "copying an input");
     statics[i].data = p;
     statics[i].meta = m;
   }
@@ -767,6 +768,16 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
   *served = false;
   Core& c = *core_;
   MutexLock lock(c.mu);
+  // A caller capturing the run's stream into a graph of its own gets the eager kernels (a
+  // capture of ours would join its capture through the stream order).
+  {
+    bool capturing = false;
+    Status st = stream_is_capturing(run.stream(), &capturing);
+    if (!st.ok() || capturing) {
+      c.eager(st.ok() ? "the run's stream is being captured by the caller" : st.message());
+      return Status::Ok();
+    }
+  }
   // The static inputs are dense: a strided input is copied by an eager run's model instead.
   for (const ModelTensor& t : inputs)
     if (!t.meta.contiguous()) {
