@@ -101,6 +101,8 @@ class RelaxedCaptureMode {
 };
 
 constexpr uint64_t kAlign = 256;
+// Captures that may fail before a model stops capturing new shapes.
+constexpr uint64_t kMaxCaptureFailures = 8;
 
 // The graph pool: device memory (tag graph) the captures' intermediates, static inputs and
 // outputs and scratch state come from. A freed block is reused by a later allocation of this
@@ -366,6 +368,7 @@ struct ModelGraphs::Core {
   // before the Core: a run's at_end may point at its set.
   std::vector<std::unique_ptr<GraphSet> > sets WHARF_GUARDED_BY(mu);
   std::vector<std::pair<std::vector<TensorMeta>, std::string> > failed WHARF_GUARDED_BY(mu);  // shapes -> why
+  std::string no_more_captures WHARF_GUARDED_BY(mu);  // set: new shapes run eagerly, this is why
   std::shared_ptr<Model::Instance> fold_instance WHARF_GUARDED_BY(mu);
   std::vector<std::pair<std::weak_ptr<Generation>, std::shared_ptr<FoldRecord> > > folds WHARF_GUARDED_BY(mu);
   GraphStats stats WHARF_GUARDED_BY(mu);
@@ -809,6 +812,10 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
         c.eager(f.second);
         return Status::Ok();
       }
+    if (!c.no_more_captures.empty()) {
+      c.eager(c.no_more_captures);
+      return Status::Ok();
+    }
     if (set->buckets.size() >= c.opts.max_buckets) {
       c.eager("inputs " + shapes_text(inputs) + ": " + std::to_string(c.opts.max_buckets) +
               " input shapes have graphs already (max_buckets)");
@@ -828,6 +835,10 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
       const std::string why = "capturing a graph for inputs " + shapes_text(inputs) + " failed: " + st.message();
       WHARF_LOG(kWarn, "model " + quote_name(c.name) + ": " + why + "; that shape runs eagerly");
       c.failed.emplace_back(std::move(key), why);
+      // What the model does (a node type, a parameter layout, an uncapturable call) fails every
+      // shape alike: no more captures then, nor after many failures (each costs a warm-up).
+      if (st.code() == Code::kUnsupported || c.stats.capture_failures >= kMaxCaptureFailures)
+        c.no_more_captures = "no more graphs are captured for this model after: " + why;
       c.eager(why);
       if (set->buckets.empty()) set->pool.trim();  // nothing of the failed capture stays allocated
       return Status::Ok();
