@@ -656,7 +656,7 @@ Status Model::bind_tensors(Instance& inst, const std::vector<BoundTensor>& tenso
   for (size_t i = 0; i < bindings_.size(); ++i) {
     const Binding& b = bindings_[i];
     const BoundTensor& t = tensors[i];
-    if (!t.data) continue;
+    if (!t.shape) continue;  // not bound by this call (a fold instance takes constants only)
     // PyTorch's contiguous strides (a size-0 dimension counts as 1, unlike TensorMeta's).
     std::vector<int64_t> strides(t.shape->size());
     int64_t acc = 1;

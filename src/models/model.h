@@ -107,7 +107,7 @@ class Model {
   void give_back(std::unique_ptr<Instance> inst) WHARF_EXCLUDES(mu_);
   Status create_instance(size_t num_models, std::unique_ptr<Instance>* out);
   Status bind(Instance& inst, const Run& run);
-  // Binds each model constant (bindings_ order) to tensors[i] (data null: left as is).
+  // Binds each model constant (bindings_ order) to tensors[i] (shape null: left as is).
   Status bind_tensors(Instance& inst, const std::vector<BoundTensor>& tensors);
 
   // ---- for ModelGraphs (defined in model.cpp, where the compiled model's entry points are) --
