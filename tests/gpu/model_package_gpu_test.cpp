@@ -113,7 +113,8 @@ class PackageGpu : public ::testing::Test {
     ASSERT_OK(wharf_constant_map_find(ref_, "decode_logits", &lv));
     prompt_.assign(static_cast<const int64_t*>(pv.data), static_cast<const int64_t*>(pv.data) + pv.shape[1]);
     want_.assign(static_cast<const int64_t*>(tv.data), static_cast<const int64_t*>(tv.data) + tv.shape[0]);
-    decode_logits_.assign(static_cast<const float*>(lv.data), static_cast<const float*>(lv.data) + lv.shape[0] * kVocab);
+    decode_logits_.assign(static_cast<const float*>(lv.data),
+                          static_cast<const float*>(lv.data) + lv.shape[0] * kVocab);
     manifest_ = manifest();
   }
   void TearDown() override {
@@ -148,9 +149,11 @@ class PackageGpu : public ::testing::Test {
     return R"({
   "format": "wharf-model-package", "format_version": 1, "name": "tiny", "dtype": "float32", "max_seq_len": 64,
   "weights": {"files": ["weights/model.safetensors"], "parameters": [
-      )" + params + R"(]},
+      )" + params +
+           R"(]},
   "state": [
-    )" + states + R"(],
+    )" + states +
+           R"(],
   "methods": [
     {"name": "prefill", "file": "methods/prefill.so",
      "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, "T"]},
@@ -191,8 +194,8 @@ class PackageGpu : public ::testing::Test {
 
   // One step of `method` in `session`: the tokens at positions first.., the last position's
   // logits in *logits, the argmax in *token.
-  void step(wharf_model* method, wharf_session* session, const std::vector<int64_t>& ids, int64_t first,
-            int64_t* token, std::vector<float>* logits = nullptr) {
+  void step(wharf_model* method, wharf_session* session, const std::vector<int64_t>& ids, int64_t first, int64_t* token,
+            std::vector<float>* logits = nullptr) {
     std::vector<int64_t> pos(ids.size());
     for (size_t i = 0; i < pos.size(); ++i) pos[i] = first + int64_t(i);
     wharf_run* run = nullptr;
@@ -236,12 +239,12 @@ class PackageGpu : public ::testing::Test {
   std::vector<float> decode_logits_;
 };
 
-#define LOAD_OR_SKIP(pkg)                                                                           \
-  do {                                                                                              \
-    St loaded_(load(pkg));                                                                          \
-    if (loaded_.code() != WHARF_OK && loaded_.has("GLIBC"))                                         \
+#define LOAD_OR_SKIP(pkg)                                                                                  \
+  do {                                                                                                     \
+    St loaded_(load(pkg));                                                                                 \
+    if (loaded_.code() != WHARF_OK && loaded_.has("GLIBC"))                                                \
       GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << loaded_.msg(); \
-    ASSERT_EQ(loaded_.code(), WHARF_OK) << loaded_.msg();                                           \
+    ASSERT_EQ(loaded_.code(), WHARF_OK) << loaded_.msg();                                                  \
   } while (0)
 
 TEST_F(PackageGpu, LoadsInOneCallAndDecodesPyTorchsTokens) {
@@ -439,8 +442,9 @@ TEST_F(PackageGpu, AManifestThatDoesNotMatchItsMethodsIsRefused) {
                       R"({"fqn": "layers.0.k_cache", "dtype": "float32", "shape": [1, 4, 32, 16])");
   std::string extra_state = manifest_;
   const std::string states_open = "\"state\": [\n    ";
-  extra_state.replace(extra_state.find(states_open), states_open.size(),
-                      states_open + R"({"fqn": "wharf_cache.unused", "dtype": "float32", "shape": [2], "initial": "zeros"},
+  extra_state.replace(
+      extra_state.find(states_open), states_open.size(),
+      states_open + R"({"fqn": "wharf_cache.unused", "dtype": "float32", "shape": [2], "initial": "zeros"},
     )");
   const std::vector<Case> cases = {
       {three_inputs, WHARF_INVALID_ARGUMENT, {"methods[1] ('decode').inputs: 3 declared", "takes 2"}},
