@@ -8,20 +8,27 @@
 //     fills; many small requests share one). Pageable sources into pinned host memory need no
 //     DMA and are split into chunk-sized host memcpy (or pread) pieces. Every file is checked
 //     to still hold the bytes asked of it before anything is enqueued.
-//  3. The copy stream waits for `wait_for`, then the worker pool starts: each worker that
-//     owns staging chunks takes fills from a shared atomic index and cycles through its own
-//     chunks (wait for the chunk's event so its previous DMA has read it, memcpy or pread the
-//     sources in, wait until the segments' destinations are known, enqueue the DMA(s), record the
-//     chunk's event), then every worker takes host memcpy pieces. Meanwhile the calling
-//     thread walks the requests in order: allocates a destination the caller left null
-//     (AllocateFn), publishes it to the workers, and enqueues the pinned/device sources'
-//     copies directly, so allocation overlaps the copies already in flight.
+//  3. The copy stream waits for `wait_for`, then the worker pool starts: each staging worker
+//     takes the next fill from a shared atomic index (fill f uses chunk f mod N), waits until
+//     the chunk's previous contents have been copied out, memcpys or preads the sources in,
+//     and the worker that completes the last fill of a block (G consecutive chunks, see
+//     TransferOptions::block_bytes) enqueues the block's DMAs, one per run of bytes that
+//     continue one destination, and records the block's event. Then every worker takes host
+//     memcpy pieces. Meanwhile the calling thread walks the requests in order: allocates a
+//     destination the caller left null (AllocateFn), publishes it to the workers, and
+//     enqueues the pinned/device sources' copies directly, so allocation overlaps the copies
+//     already in flight.
 //  4. The stream is always drained before returning, so nothing in flight still reads
 //     caller memory or the ring.
 //
-// Chunk ownership is static (worker t owns chunks t, t + S, t + 2S, ... with S staging
-// workers): a chunk is only ever filled and recorded by one thread, so no two threads race
-// on a chunk or its event, and no hand-off between threads is needed.
+// Chunks are shared, blocks keep them apart: a block's G chunks are filled by up to G threads
+// at once and leave in as few DMAs as their destinations allow (a 128 MiB tensor: one DMA of
+// G chunks; a slab of small constants: one DMA where the fills meet). Block k uses ring
+// slot k mod B (B = N / G). A worker may overwrite a chunk of block k only once block k - B
+// is on the stream (Job::issued: a host-side flag, because an event not recorded yet reads
+// as complete) and that block's event has completed. A slot's event is recorded only after
+// every fill of its block has been read, i.e. after every wait on the slot's previous record
+// has returned, so no thread waits on an event while another re-records it.
 #include "device/transfer.h"
 
 #include <pthread.h>
@@ -149,12 +156,19 @@ class WorkerPool {
 
 // A contiguous source -> destination range: `dst_offset` bytes into the destination of
 // request `request` (known only once that destination is ready; see Job::dst). A null `src`:
-// the request reads a file, at its file_offset + dst_offset.
+// the request reads a file, at its file_offset + dst_offset. Staged segments sit at
+// `chunk_offset` in their fill's chunk. `joins`: its destination may continue the previous
+// segment's in the same allocation (the same request, or the next request of its
+// dst_group); where both the ring bytes and the destinations are adjacent, one DMA carries
+// both. Two allocations can sit back to back, and CUDA rejects one copy spanning both
+// (cudaErrorInvalidValue), so adjacency alone never merges copies.
 struct Segment {
   const char* src;
   uint64_t dst_offset;
   uint64_t bytes;
   size_t request;
+  uint64_t chunk_offset = 0;
+  bool joins = false;
 };
 
 // Segments [begin, end) of Job::staged, packed back to back into one staging chunk.
@@ -214,6 +228,14 @@ struct Job {
 
   std::atomic<size_t> next_fill{0};
   std::atomic<size_t> next_host{0};
+
+  // Blocks of fills (see the top of this file): fills of block k not read yet, and which
+  // blocks are on the stream (their event recorded).
+  std::unique_ptr<std::atomic<uint32_t>[]> block_left;
+  Mutex issue_mu;
+  std::condition_variable issue_cv;
+  std::vector<bool> issued WHARF_GUARDED_BY(issue_mu);
+  std::atomic<uint64_t> staged_copies{0};
   // Set on the first error so no thread starts another piece; pieces already running finish.
   std::atomic<bool> failed{false};
 
@@ -248,22 +270,40 @@ struct Job {
   bool host_waited WHARF_GUARDED_BY(host_mu) = false;  // wait_for synchronized on the host
   Status host_wait_status WHARF_GUARDED_BY(host_mu);
 
-  void fail(Status st) WHARF_EXCLUDES(mu, ready_mu, progress_mu) {
+  void fail(Status st) WHARF_EXCLUDES(mu, ready_mu, progress_mu, issue_mu) {
     WHARF_DCHECK(!st.ok(), "transfer: failing a job with an OK status");
     {
       MutexLock lock(mu);
       if (error.ok()) error = std::move(st);
       failed.store(true, std::memory_order_relaxed);
     }
-    // Workers waiting for a destination that will never come must see the failure.
+    // Workers waiting for a destination or a block that will never come must see the failure.
     {
       MutexLock lock(ready_mu);
       ready_cv.notify_all();
+    }
+    {
+      MutexLock lock(issue_mu);
+      issue_cv.notify_all();
     }
     if (progress_on) {
       MutexLock lock(progress_mu);
       progress_cv.notify_all();
     }
+  }
+
+  // Marks block k as on the stream (its event recorded) and wakes the workers waiting to
+  // reuse its chunks.
+  void mark_issued(size_t k) WHARF_EXCLUDES(issue_mu) {
+    MutexLock lock(issue_mu);
+    issued[k] = true;
+    issue_cv.notify_all();
+  }
+  // Waits until block k is on the stream; false if the job failed first.
+  bool wait_issued(size_t k) WHARF_EXCLUDES(issue_mu) {
+    UniqueLock lock(issue_mu);
+    lock.wait(issue_cv, [&]() WHARF_REQUIRES(issue_mu) { return issued[k] || failed.load(std::memory_order_relaxed); });
+    return issued[k] && !failed.load(std::memory_order_relaxed);
   }
 
   // Publishes request i's destination (requests are published in order).
@@ -345,11 +385,13 @@ struct TransferEngine::Impl {
   // they work on the holder's behalf, so the job's functions are analysed as holding it.
   Mutex mu;
 
-  // The staging ring, created on the first call that needs it and kept.
+  // The staging ring, created on the first call that needs it and kept: num_chunks chunks
+  // in blocks of block_chunks, one event per block slot (its last block's DMAs).
   Buffer ring WHARF_GUARDED_BY(mu);
-  std::vector<std::unique_ptr<Event>> chunk_events WHARF_GUARDED_BY(mu);  // one per chunk: its last DMA
+  std::vector<std::unique_ptr<Event>> block_events WHARF_GUARDED_BY(mu);
   uint64_t num_chunks WHARF_GUARDED_BY(mu) = 0;
-  uint32_t staging_threads WHARF_GUARDED_BY(mu) = 0;  // workers that own chunks
+  uint64_t block_chunks WHARF_GUARDED_BY(mu) = 1;
+  uint32_t staging_threads WHARF_GUARDED_BY(mu) = 0;  // workers that fill chunks
 
   // Declared after the ring so it is destroyed first: the stream drains before the ring
   // it reads is freed (copy() already drains it before returning; this keeps it so).
@@ -359,7 +401,9 @@ struct TransferEngine::Impl {
   WorkerPool pool;
 
   Status ensure_ring() WHARF_REQUIRES(mu);
-  void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
+  void run_staged(Job& job) WHARF_REQUIRES(mu);
+  // Enqueues block k's DMAs and records its event (the thread that read its last fill).
+  void issue_block(Job& job, size_t k) WHARF_REQUIRES(mu);
   void run_host(Job& job);
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for, TransferStats* stats,
               const AllocateFn& allocate, const CopyProgressFn& progress) WHARF_EXCLUDES(mu);
@@ -371,92 +415,132 @@ Status TransferEngine::Impl::ensure_ring() {
   // Two chunks per thread let one fill while the other is in flight; with fewer chunks,
   // fewer threads stage (each with at least two chunks, or one thread with the only chunk).
   const uint32_t threads = static_cast<uint32_t>(std::min<uint64_t>(opts.threads, std::max<uint64_t>(1, n / 2)));
+  // Blocks: as many chunks as block_bytes holds, at most half the ring (one block fills while
+  // another is copied), and a divisor of the chunk count so that no block wraps the ring.
+  uint64_t g =
+      std::min<uint64_t>(std::max<uint64_t>(1, opts.block_bytes / opts.chunk_bytes), std::max<uint64_t>(1, n / 2));
+  while (n % g != 0) --g;
+  const uint64_t slots = n / g;
   // Built in locals and committed only when complete: a failure leaves no ring, no
   // accounting and no events behind, and the next call tries again.
   Buffer buf;
   WHARF_RETURN_IF_ERROR(device->allocate(
       MemKind::kPinnedHost, MemTag::kStaging, n * opts.chunk_bytes,
       "the transfer staging ring (" + std::to_string(n) + " chunks of " + mib(opts.chunk_bytes) + ")", &buf));
-  std::vector<std::unique_ptr<Event>> events(n);
-  for (uint64_t i = 0; i < n; ++i) {
+  std::vector<std::unique_ptr<Event>> events(slots);
+  for (uint64_t i = 0; i < slots; ++i) {
     Status st = device->create_event(&events[i]);
     if (!st.ok())
-      return st.with_context("creating the event of staging chunk " + std::to_string(i) + " of " + std::to_string(n));
+      return st.with_context("creating the event of staging block " + std::to_string(i) + " of " +
+                             std::to_string(slots));
   }
   ring = std::move(buf);
-  chunk_events = std::move(events);
+  block_events = std::move(events);
   num_chunks = n;
+  block_chunks = g;
   staging_threads = threads;
   return Status::Ok();
 }
 
-void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
+void TransferEngine::Impl::run_staged(Job& job) {
   char* const base = static_cast<char*>(ring.data());
   const uint64_t chunk_bytes = opts.chunk_bytes;
-  uint64_t next_chunk = t;  // this worker's chunks: t, t + S, t + 2S, ... < num_chunks
+  const uint64_t slots = num_chunks / block_chunks;
   for (;;) {
     if (job.failed.load(std::memory_order_relaxed)) return;
     const size_t f = job.next_fill.fetch_add(1, std::memory_order_relaxed);
     if (f >= job.fills.size()) return;
     const Fill& fill = job.fills[f];
-    const uint64_t c = next_chunk;
-    next_chunk += staging_threads;
-    if (next_chunk >= num_chunks) next_chunk = t;
-    char* const chunk = base + c * chunk_bytes;
-    Event& done = *chunk_events[c];
+    const size_t k = f / block_chunks;
+    char* const chunk = base + (f % num_chunks) * chunk_bytes;
 
-    // The chunk's previous DMA must have read it before we overwrite it. With two chunks
-    // per worker this is the DMA issued one fill ago, usually already complete.
-    const Clock::time_point t_wait = job.trace.now();
-    Status st = done.synchronize();
-    if (!st.ok()) {
-      job.fail(st.with_context("waiting for staging chunk " + std::to_string(c) + "'s previous copy"));
-      return;
-    }
-    job.trace.add(job.trace.chunk_wait_ns, t_wait);
-    test_hook("transfer.staged.fill");  // about to read a fill's sources into its chunk
-    const Clock::time_point t_read = job.trace.now();
-    uint64_t off = 0;
-    for (size_t i = fill.begin; i < fill.end; ++i) {
-      Status rs = job.read(job.staged[i], chunk + off);
-      if (!rs.ok()) {
-        job.fail(rs);  // the chunk was not enqueued: nothing reads it
+    // The chunk's previous block in this call, k - slots, must be on the stream and its DMAs
+    // done before we overwrite the chunk (blocks of earlier calls were drained by them).
+    // With a ring of two blocks or more this is usually long complete.
+    if (k >= slots) {
+      const Clock::time_point t_wait = job.trace.now();
+      if (!job.wait_issued(k - slots)) return;  // the job failed; its error is recorded
+      Status st = block_events[k % slots]->synchronize();
+      if (!st.ok()) {
+        job.fail(st.with_context("waiting for staging block " + std::to_string(k % slots) + "'s previous copy"));
         return;
       }
-      off += job.staged[i].bytes;
+      job.trace.add(job.trace.chunk_wait_ns, t_wait);
+    }
+    test_hook("transfer.staged.fill");  // about to read a fill's sources into its chunk
+    const Clock::time_point t_read = job.trace.now();
+    uint64_t bytes = 0;
+    for (size_t i = fill.begin; i < fill.end; ++i) {
+      const Segment& s = job.staged[i];
+      Status rs = job.read(s, chunk + s.chunk_offset);
+      if (!rs.ok()) {
+        job.fail(rs);  // the block is never enqueued: nothing reads the chunk
+        return;
+      }
+      bytes += s.bytes;
     }
     job.trace.add(job.trace.read_ns, t_read);
-    // One DMA per segment. Segments of different requests are never merged, even when
-    // their destinations are adjacent: two allocations can sit back to back, and CUDA
-    // rejects one copy spanning both (cudaErrorInvalidValue).
-    off = 0;
+    job.advance(bytes);
+    // The last reader of a block enqueues it; acq_rel: it sees every other fill's bytes.
+    if (job.block_left[k].fetch_sub(1, std::memory_order_acq_rel) == 1) issue_block(job, k);
+  }
+}
+
+void TransferEngine::Impl::issue_block(Job& job, size_t k) {
+  const uint64_t chunk_bytes = opts.chunk_bytes;
+  const uint64_t slots = num_chunks / block_chunks;
+  const size_t first = k * block_chunks, end = std::min<size_t>(job.fills.size(), first + block_chunks);
+  char* const block = static_cast<char*>(ring.data()) + (k % slots) * block_chunks * chunk_bytes;
+  // One DMA per run of segments whose ring bytes and destinations both continue each other.
+  struct Run {
+    const char* from = nullptr;
+    char* to = nullptr;
+    uint64_t bytes = 0;
+    size_t request = 0;
+  } run;
+  auto flush = [&]() -> bool {
+    if (run.bytes == 0) return true;
+    const Clock::time_point t_enq = job.trace.now();
+    Status cs = stream->copy_async(run.to, run.from, run.bytes);
+    job.trace.add(job.trace.enqueue_ns, t_enq);
+    job.trace.enqueued();
+    if (!cs.ok()) {
+      // Stop using this block: DMAs from it that were enqueued are not covered by its event,
+      // but no one refills it in this call and copy() drains the stream first.
+      job.fail(cs.with_context("copy request " + std::to_string(run.request) + ": enqueueing the copy of " +
+                               std::to_string(run.bytes) + " bytes from staging block " + std::to_string(k % slots)));
+      return false;
+    }
+    job.staged_copies.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
+  for (size_t f = first; f < end; ++f) {
+    const Fill& fill = job.fills[f];
+    const char* const chunk = block + (f - first) * chunk_bytes;
     for (size_t i = fill.begin; i < fill.end; ++i) {
       const Segment& s = job.staged[i];
       const Clock::time_point t_dst = job.trace.now();
       char* const dst = job.wait_dst(s.request);
       job.trace.add(job.trace.dst_wait_ns, t_dst);
-      if (!dst) return;  // the job failed (its error is recorded); this chunk was not enqueued
-      const Clock::time_point t_enq = job.trace.now();
-      Status cs = stream->copy_async(dst + s.dst_offset, chunk + off, s.bytes);
-      job.trace.add(job.trace.enqueue_ns, t_enq);
-      job.trace.enqueued();
-      if (!cs.ok()) {
-        // Stop using this chunk: DMAs from it that were enqueued are not covered by its
-        // event, but no one refills it in this call and copy() drains the stream first.
-        job.fail(cs.with_context("copy request " + std::to_string(s.request) + ": enqueueing the copy of " +
-                                 std::to_string(s.bytes) + " bytes from staging chunk " + std::to_string(c)));
-        return;
+      if (!dst) return;  // the job failed (its error is recorded); nothing more is enqueued
+      const char* const from = chunk + s.chunk_offset;
+      char* const to = dst + s.dst_offset;
+      if (run.bytes > 0 && s.joins && from == run.from + run.bytes && to == run.to + run.bytes) {
+        run.bytes += s.bytes;
+        continue;
       }
-      off += s.bytes;
+      if (!flush()) return;
+      run = Run{from, to, s.bytes, s.request};
     }
-    st = stream->record(done);
-    if (!st.ok()) {
-      job.fail(st.with_context("recording the event of staging chunk " + std::to_string(c) + " after its copy"));
-      return;
-    }
-    job.advance(off);
-    test_hook("transfer.staged.enqueued");  // a fill's DMAs are on the stream
   }
+  if (!flush()) return;
+  Status st = stream->record(*block_events[k % slots]);
+  if (!st.ok()) {
+    job.fail(st.with_context("recording the event of staging block " + std::to_string(k % slots) + " after its copy"));
+    return;
+  }
+  job.mark_issued(k);
+  for (size_t f = first; f < end; ++f) test_hook("transfer.staged.enqueued");  // each fill's DMAs are on the stream
 }
 
 void TransferEngine::Impl::run_host(Job& job) {
@@ -495,16 +579,16 @@ void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::t
   const uint64_t first = tr.first_enqueue.load(), last = tr.last_enqueue.load();
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.2f GB/s", total ? double(bytes) / double(total) : 0.0);
-  WHARF_LOG(kDebug, "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
-                        mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
-                        ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate +
-                        "; first DMA enqueued at " + (first == UINT64_MAX ? std::string("-") : ms(first)) +
-                        ", last at " + ms(last) + ", drain from " + ms(drain_from) + " to " + ms(total) + "; " +
-                        std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) + " (longest " +
-                        ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills: reads " +
-                        ms(tr.read_ns.load()) + ", chunk waits " + ms(tr.chunk_wait_ns.load()) +
-                        ", destination waits " + ms(tr.dst_wait_ns.load()) + ", enqueue calls " +
-                        ms(tr.enqueue_ns.load()) + " (summed over threads)");
+  WHARF_LOG(kDebug,
+            "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
+                mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
+                ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate + "; first DMA enqueued at " +
+                (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) + ", drain from " +
+                ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) + " allocations " +
+                ms(tr.alloc_ns) + " (longest " + ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) +
+                " fills in " + std::to_string(job.staged_copies.load()) + " DMAs: reads " + ms(tr.read_ns.load()) +
+                ", chunk waits " + ms(tr.chunk_wait_ns.load()) + ", destination waits " + ms(tr.dst_wait_ns.load()) +
+                ", enqueue calls " + ms(tr.enqueue_ns.load()) + " (summed over threads)");
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
@@ -593,27 +677,33 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   }
 
   // 2. Plan the pool's work. Pageable -> device requests are packed back to back into
-  // chunk-sized fills, so 1000 small tensors cost ~1000/chunk fills, not 1000 round trips.
+  // chunk-sized fills, so 1000 small tensors cost ~1000/chunk fills, not 1000 round trips,
+  // and a dst_group's requests (one slab) lie in the ring as in their destination, so the
+  // block that carries them needs one DMA, not one per request.
   job.wait_for = &wait_for;
   const uint64_t chunk_bytes = opts.chunk_bytes;
   uint64_t used = chunk_bytes;  // bytes of the current fill; "full" opens a new one
+  uint64_t prev_group = 0;      // the dst_group of the previous staged request
   for (size_t i : staged) {
     const CopyRequest& r = requests[i];
     const char* src = static_cast<const char*>(r.src);  // null for a file: read at file_offset + off
     uint64_t off = 0;
+    bool joins = r.dst_group != 0 && r.dst_group == prev_group;
     for (uint64_t left = r.bytes; left > 0;) {
       if (used == chunk_bytes) {
         job.fills.push_back({job.staged.size(), job.staged.size()});
         used = 0;
       }
       const uint64_t n = std::min(left, chunk_bytes - used);
-      job.staged.push_back({src, off, n, i});
+      job.staged.push_back({src, off, n, i, used, joins});
       job.fills.back().end = job.staged.size();
       used += n;
       if (src) src += n;
       off += n;
       left -= n;
+      joins = true;  // the request's next piece continues this one
     }
+    prev_group = r.dst_group;
   }
   for (size_t i : host) {
     const CopyRequest& r = requests[i];
@@ -631,6 +721,14 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     for (const Segment& seg : job.staged) staged_bytes += seg.bytes;
     WHARF_RETURN_IF_ERROR(ensure_ring().with_context("copy: staging " + std::to_string(staged_bytes) +
                                                      " bytes from pageable memory or files"));
+    const size_t blocks = (job.fills.size() + block_chunks - 1) / block_chunks;
+    job.block_left.reset(new std::atomic<uint32_t>[blocks]);
+    for (size_t k = 0; k < blocks; ++k)
+      job.block_left[k].store(
+          static_cast<uint32_t>(std::min<uint64_t>(block_chunks, job.fills.size() - k * block_chunks)),
+          std::memory_order_relaxed);
+    MutexLock lock(job.issue_mu);
+    job.issued.assign(blocks, false);
   }
 
   // 3. Enqueue. From here on every path drains the stream before returning.
@@ -650,7 +748,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     // A worker thread must not die with an exception (std::terminate); the only throws
     // possible here are allocation failures while building an error message.
     try {
-      if (t < stage_n) run_staged(job, t);
+      if (t < stage_n) run_staged(job);
       run_host(job);
     } catch (const std::exception& e) {
       job.fail(Internal(std::string("transfer copy thread: ") + e.what()));
@@ -763,6 +861,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   const Clock::time_point t_drain = job.trace.now();
   Status sync = stream->synchronize();
   if (first.ok() && !sync.ok()) first = sync.with_context("copy: waiting for the copy stream to finish");
+  totals.staged_copies = job.staged_copies.load(std::memory_order_relaxed);
   if (first.ok() && stats) *stats = totals;
   if (job.trace.on) log_trace(job, totals, requests.size(), t_drain);
   return first;
