@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "constants/container.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -253,23 +254,87 @@ Status Container::copy_into(const std::shared_ptr<Generation>& gen, const std::v
 }
 
 Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
-                                    const std::vector<Event*>& wait_for, Progress* progress, uint64_t base) {
+                                    const std::vector<Event*>& wait_for, Progress* progress, uint64_t base, bool pack) {
+  // Which constants share slabs: small device constants that reach the device through the
+  // staging ring (pageable memory or a file); a pinned or device source is one DMA per
+  // constant whatever its destination, so it keeps its own allocation.
+  auto packable = [&](const Planned& p) {
+    const ConstantDecl& d = decls_[p.index];
+    if (!pack || d.placement != Placement::kDevice || d.nbytes > kSlabMaxConstantBytes || d.nbytes % kSlabAlign != 0)
+      return false;
+    return p.entry->file || runtime_->device().query_pointer(p.entry->data).kind == PointerKind::kPageableHost;
+  };
   std::vector<CopyRequest> reqs;
   std::vector<int> index;  // request -> constant
   reqs.reserve(plan.size());
-  for (const Planned& p : plan) {
+  // Slab members first, back to back in plan order (requests of one slab must be consecutive
+  // and in address order for the engine), then every other constant in plan order.
+  std::vector<bool> packed(plan.size(), false);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
     const ConstantDecl& d = decls_[p.index];
     if (d.nbytes == 0) {  // nothing to copy, so the engine would not ask for it
       WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
       continue;
     }
-    CopyRequest r = copy_request(*p.entry, nullptr, d.nbytes);
-    r.dst_kind = slot_kind(d);
-    reqs.push_back(r);
-    index.push_back(p.index);
+    packed[k] = packable(p);
+  }
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const Planned& p = plan[k];
+      const ConstantDecl& d = decls_[p.index];
+      if (d.nbytes == 0 || packed[k] != (pass == 0)) continue;
+      CopyRequest r = copy_request(*p.entry, nullptr, d.nbytes);
+      r.dst_kind = slot_kind(d);
+      reqs.push_back(r);
+      index.push_back(p.index);
+    }
+  // Cut the members into slabs of at most kSlabBytes; a slab of one constant is a plain slot.
+  // No fallback to one allocation per constant when a slab does not fit: the engine may
+  // cover a slab's constants with one copy, which CUDA refuses across two allocations even
+  // when they happen to be adjacent; and the constants add up to the slab's bytes, so they
+  // would not fit either.
+  struct Slab {
+    size_t first = 0, count = 0;
+    uint64_t bytes = 0;
+    std::shared_ptr<const Buffer> buffer;
+  };
+  std::vector<Slab> slabs;
+  std::vector<int> slab_of(reqs.size(), -1);
+  std::vector<uint64_t> offset_in_slab(reqs.size(), 0);
+  const size_t members = size_t(std::count(packed.begin(), packed.end(), true));
+  for (size_t i = 0; i < members; ++i) {
+    if (slabs.empty() || slabs.back().bytes + reqs[i].bytes > kSlabBytes) slabs.push_back(Slab{i, 0, 0, nullptr});
+    Slab& s = slabs.back();
+    slab_of[i] = int(slabs.size() - 1);
+    offset_in_slab[i] = s.bytes;
+    s.bytes += reqs[i].bytes;
+    ++s.count;
+  }
+  for (size_t i = 0; i < members; ++i) {
+    const Slab& s = slabs[size_t(slab_of[i])];
+    if (s.count < 2)
+      slab_of[i] = -1;
+    else
+      reqs[i].dst_group = uint64_t(slab_of[i]) + 1;
   }
   AllocateFn allocate = [&](size_t i, void** dst) -> Status {
     std::shared_ptr<Slot>& slot = gen->slots[size_t(index[i])];
+    if (slab_of[i] >= 0) {
+      Slab& s = slabs[size_t(slab_of[i])];
+      if (i == s.first) {
+        auto buf = std::make_shared<Buffer>();
+        WHARF_RETURN_IF_ERROR(runtime_->device().allocate(
+            MemKind::kDevice, MemTag::kConstants, s.bytes,
+            "one slab for the " + std::to_string(s.count) + " constants " + quote_name(decls_[size_t(index[i])].fqn) +
+                " to " + quote_name(decls_[size_t(index[i + s.count - 1])].fqn),
+            buf.get()));
+        s.buffer = std::move(buf);
+      }
+      slot = std::make_shared<Slot>(s.buffer, offset_in_slab[i]);
+      *dst = slot->data();
+      return Status::Ok();
+    }
     WHARF_RETURN_IF_ERROR(allocate_slot(index[i], &slot));
     *dst = slot->data();
     return Status::Ok();
@@ -449,7 +514,9 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   uint64_t total = 0;  // the bytes this update copies (constants the store serves cost none)
   for (const Planned& p : to_copy) total += decls_[p.index].nbytes;
   Progress progress(opts.progress, total, "container " + quote_name(name_) + ": update");
-  WHARF_RETURN_IF_ERROR(allocate_and_copy(gen, to_copy, wait_for, &progress));
+  // Slabs only without a weight store: a store shares and releases storage per constant,
+  // and a slab would keep a constant's bytes alive as long as any constant beside it.
+  WHARF_RETURN_IF_ERROR(allocate_and_copy(gen, to_copy, wait_for, &progress, 0, /*pack=*/!store_));
   const Clock::time_point t2 = Clock::now();
   const bool folded = opts.fold && has_derived_;
   std::vector<int> written;

@@ -118,6 +118,14 @@ inline MemKind slot_kind(const ConstantDecl& d) {
 }
 Status allocate_constant_slot(Runtime& runtime, const ConstantDecl& d, std::shared_ptr<Slot>* out);
 
+// Slabs (Container::allocate_and_copy, docs/decisions.md): device constants of at most
+// kSlabMaxConstantBytes whose size is a multiple of kSlabAlign (so they pack without padding
+// and accounting stays the constants' bytes), copied by one update from pageable memory or a
+// file, share allocations of at most kSlabBytes.
+constexpr uint64_t kSlabMaxConstantBytes = 4ull << 20;
+constexpr uint64_t kSlabBytes = 16ull << 20;
+constexpr uint64_t kSlabAlign = 256;
+
 struct UserConstant {
   void* data = nullptr;
   TensorMeta meta;
@@ -186,10 +194,13 @@ class Container : public std::enable_shared_from_this<Container> {
   // Fresh storage for constant `index`.
   Status allocate_slot(int index, std::shared_ptr<Slot>* out);
   // Gives each planned constant a fresh slot in `gen` and copies into it, allocating while
-  // earlier constants' copies run (TransferEngine's AllocateFn). `progress` (optional) is
-  // told base + the bytes done so far.
+  // earlier constants' copies run (TransferEngine's AllocateFn). With `pack`, small constants
+  // copied from pageable memory or files share slabs (kSlab*): one allocation per slab, and
+  // the transfer engine carries each slab's bytes in as few DMAs as its staging blocks allow
+  // instead of one per constant. `progress` (optional) is told base + the bytes done so far.
   Status allocate_and_copy(const std::shared_ptr<Generation>& gen, const std::vector<Planned>& plan,
-                           const std::vector<Event*>& wait_for, Progress* progress = nullptr, uint64_t base = 0);
+                           const std::vector<Event*>& wait_for, Progress* progress = nullptr, uint64_t base = 0,
+                           bool pack = false);
   // Allocates derived slots of `gen` and runs the fold (no-op without a fold). `written`:
   // the constants this update gave fresh storage (the fold may write them).
   Status fold_into(const std::shared_ptr<Generation>& gen, const UpdateOptions& opts,
