@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include <utility>
 
@@ -257,12 +258,17 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
                                     const std::vector<Event*>& wait_for, Progress* progress, uint64_t base, bool pack) {
   // Which constants share slabs: small device constants that reach the device through the
   // staging ring (pageable memory or a file); a pinned or device source is one DMA per
-  // constant whatever its destination, so it keeps its own allocation.
-  auto packable = [&](const Planned& p) {
+  // constant whatever its destination, so it keeps its own allocation. The source's kind is
+  // asked once here and handed to the engine.
+  std::vector<std::optional<PointerKind>> kinds(plan.size());
+  auto packable = [&](size_t k) {
+    const Planned& p = plan[k];
     const ConstantDecl& d = decls_[p.index];
     if (!pack || d.placement != Placement::kDevice || d.nbytes > kSlabMaxConstantBytes || d.nbytes % kSlabAlign != 0)
       return false;
-    return p.entry->file || runtime_->device().query_pointer(p.entry->data).kind == PointerKind::kPageableHost;
+    if (p.entry->file) return true;
+    kinds[k] = runtime_->device().query_pointer(p.entry->data).kind;
+    return *kinds[k] == PointerKind::kPageableHost;
   };
   std::vector<CopyRequest> reqs;
   std::vector<int> index;  // request -> constant
@@ -277,7 +283,7 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
       WHARF_RETURN_IF_ERROR(allocate_slot(p.index, &gen->slots[p.index]));
       continue;
     }
-    packed[k] = packable(p);
+    packed[k] = packable(k);
   }
   for (int pass = 0; pass < 2; ++pass)
     for (size_t k = 0; k < plan.size(); ++k) {
@@ -286,6 +292,7 @@ Status Container::allocate_and_copy(const std::shared_ptr<Generation>& gen, cons
       if (d.nbytes == 0 || packed[k] != (pass == 0)) continue;
       CopyRequest r = copy_request(*p.entry, nullptr, d.nbytes);
       r.dst_kind = slot_kind(d);
+      r.src_kind = kinds[k];
       reqs.push_back(r);
       index.push_back(p.index);
     }

@@ -637,8 +637,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       (d.kind == PointerKind::kPinnedHost ? host : staged).push_back(i);
       continue;
     }
-    const PointerInfo s = device->query_pointer(r.src);
-    switch (s.kind) {
+    switch (r.src_kind ? *r.src_kind : device->query_pointer(r.src).kind) {
       case PointerKind::kPageableHost:
         totals.pageable_bytes += r.bytes;
         (d.kind == PointerKind::kPinnedHost ? host : staged).push_back(i);

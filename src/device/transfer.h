@@ -4,8 +4,9 @@
 // host), at the hardware's limit. Pinned and device sources go straight to copy_async on the
 // engine's copy stream; pageable sources and files go through a ring of pinned staging chunks
 // that a pool of host threads fills (memcpy, or pread for a file) while the DMA engine drains
-// the previous chunks (an event per chunk), so host reads and DMA overlap. One per runtime; the staging ring is
-// allocated on first use under MemTag::kStaging and kept.
+// earlier ones (in blocks of consecutive chunks, an event per block), so host reads and DMA
+// overlap. One per runtime; the staging ring is allocated on first use under
+// MemTag::kStaging and kept.
 //
 // Threads: copy() is safe to call from many threads; calls are serialised (one transfer
 // uses the whole ring and every copy thread).
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +48,10 @@ struct CopyRequest {
   // one copy per request. The caller guarantees the one allocation (CUDA refuses a copy across
   // two, even adjacent ones); the engine checks the adjacency, so gaps are never written.
   uint64_t dst_group = 0;
+  // What device->query_pointer(src).kind answered, when the caller already asked (the engine
+  // then does not ask again: a CUDA pointer query per small tensor adds up); empty: the engine
+  // asks.
+  std::optional<PointerKind> src_kind;
 };
 
 // Allocates the destination of request `i` (one with a null dst), of its dst_kind, and sets

@@ -743,6 +743,31 @@ TEST(Transfer, ADstGroupWhoseMembersLieApartIsCopiedPieceByPiece) {
   EXPECT_EQ(stats.pinned_bytes, n);
 }
 
+// A source kind the caller already asked for (CopyRequest::src_kind) is used as given: the
+// container asks once per small tensor and the engine does not ask again. Told "pageable", a
+// pinned source goes through the ring; untold, the engine finds it pinned.
+TEST(Transfer, ASourceKindTheCallerKnowsIsNotAskedAgain) {
+  auto dev = host_device();
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB);
+  const uint64_t n = 200 * KiB + 3;
+  auto src = pattern(n, 50);
+  Buffer pinned = alloc(dev, MemKind::kPinnedHost, n);
+  std::memcpy(pinned.data(), src.data(), n);
+  Buffer dst = alloc(dev, MemKind::kDevice, n);
+  for (bool told : {true, false}) {
+    SCOPED_TRACE(told ? "told pageable" : "not told");
+    std::memset(dst.data(), 0, n);
+    CopyRequest r{dst.data(), pinned.data(), n};
+    if (told) r.src_kind = PointerKind::kPageableHost;
+    TransferStats stats;
+    ASSERT_TRUE(eng->copy({r}, {}, &stats).ok());
+    EXPECT_EQ(first_diff(dst.data(), src.data(), n), -1);
+    EXPECT_EQ(stats.pageable_bytes, told ? n : 0u);
+    EXPECT_EQ(stats.pinned_bytes, told ? 0u : n);
+    EXPECT_EQ(stats.staged_copies, told ? 1u : 0u);  // 4 fills, one block
+  }
+}
+
 // Destinations of a group allocated by the callback, which fails inside the group: the copy
 // fails with its status after draining, nothing is left in flight, and the engine serves the
 // next call (what an update that runs out of memory inside a slab relies on).
