@@ -1454,7 +1454,8 @@ WHARF_API uint64_t wharf_model_package_max_seq_len(const wharf_model_package* pa
 /**
  * The package's weight store (borrowed: valid while the package lives; do not free it). Its
  * updates reach every method: wharf_weight_store_update or _update_from_file (a new
- * checkpoint, or some of its tensors, by the checkpoint's FQNs) then wharf_weight_store_swap.
+ * checkpoint, or some of its tensors, by the checkpoint's FQNs; a tied weight also by the
+ * other name the manifest's weights.aliases gives it) then wharf_weight_store_swap.
  * Since 0.3 (experimental).
  */
 WHARF_API wharf_weight_store* wharf_model_package_store(wharf_model_package* package);

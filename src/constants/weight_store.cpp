@@ -142,11 +142,46 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
     return Unsupported(
         "weight store update: only the inactive target is supported (update a container in place instead)");
   WHARF_RETURN_IF_ERROR(check_not_reentrant("weight store update"));
+  std::unique_ptr<ConstantMap> renamed;
+  WHARF_RETURN_IF_ERROR(resolve_aliases(map, &renamed));
   std::lock_guard<std::mutex> serial(update_mu_);
   owner_.store(std::this_thread::get_id());
-  Status st = update_serialised(map, opts);
+  Status st = update_serialised(renamed ? *renamed : map, opts);
   owner_.store(std::thread::id());
   return st;
+}
+
+void WeightStore::set_aliases(const std::vector<std::pair<std::string, std::string>>& aliases) {
+  MutexLock lock(mu_);
+  aliases_.clear();
+  for (const auto& [alias, fqn] : aliases) aliases_[alias] = fqn;
+}
+
+Status WeightStore::resolve_aliases(const ConstantMap& map, std::unique_ptr<ConstantMap>* out) const {
+  std::unordered_map<std::string, std::string> aliases;
+  {
+    MutexLock lock(mu_);
+    if (aliases_.empty()) return Status::Ok();
+    bool used = false;
+    for (size_t i = 0; i < map.size() && !used; ++i) used = aliases_.count(map.entry(i).fqn) != 0;
+    if (!used) return Status::Ok();
+    aliases = aliases_;
+  }
+  auto renamed = std::make_unique<ConstantMap>();
+  for (size_t i = 0; i < map.size(); ++i) {
+    MapEntry e = map.entry(i);
+    auto it = aliases.find(e.fqn);
+    if (it != aliases.end()) {
+      if (map.find(it->second))
+        return InvalidArgument("weight store update: " + quote_name(e.fqn) + " and " + quote_name(it->second) +
+                               " name one weight (" + quote_name(e.fqn) + " is another name of " +
+                               quote_name(it->second) + "); give it once");
+      e.fqn = it->second;
+    }
+    WHARF_RETURN_IF_ERROR(renamed->add_entry(e));
+  }
+  *out = std::move(renamed);
+  return Status::Ok();
 }
 
 namespace {

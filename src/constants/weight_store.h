@@ -57,6 +57,10 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
   // Whether `slot` is the storage the store would hand out for `fqn`.
   bool is_entry_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) const WHARF_EXCLUDES(mu_);
 
+  // An update names each weight by its FQN, or by another name of it given here (a tied
+  // weight's checkpoint name, e.g. a model package's weights.aliases: alias -> FQN). Naming a
+  // weight by both in one update is INVALID_ARGUMENT.
+  void set_aliases(const std::vector<std::pair<std::string, std::string>>& aliases) WHARF_EXCLUDES(mu_);
   Status update(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
   Status swap() WHARF_EXCLUDES(mu_);
   WeightStoreStats stats() const WHARF_EXCLUDES(mu_);
@@ -83,11 +87,14 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
   // FAILED_PRECONDITION when the calling thread is inside this store's update (a fold).
   Status check_not_reentrant(const char* what) const;
   Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
+  // `map` with every alias renamed to its FQN, in *out; *out stays null when none is used.
+  Status resolve_aliases(const ConstantMap& map, std::unique_ptr<ConstantMap>* out) const WHARF_EXCLUDES(mu_);
   Status swap_serialised() WHARF_EXCLUDES(mu_);
 
   std::shared_ptr<Runtime> runtime_;
   mutable Mutex mu_;
   std::unordered_map<std::string, Entry> entries_ WHARF_GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::string> aliases_ WHARF_GUARDED_BY(mu_);  // alias -> FQN
   std::vector<Member> members_ WHARF_GUARDED_BY(mu_);
   // Staged by updates since the last swap, published by swap (each container once; freed
   // ones are pruned at every update).

@@ -295,6 +295,18 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     WHARF_RETURN_IF_ERROR(r.fixed(p, field, &pp.dtype, &pp.shape));
     m.parameters.push_back(std::move(pp));
   }
+  const Value* aliases = nullptr;
+  WHARF_RETURN_IF_ERROR(r.member(*weights, "weights", "aliases", Kind::kObject, false, &aliases));
+  if (aliases) {
+    for (const auto& [alias, target] : aliases->as_object()) {
+      const std::string field = "weights.aliases." + alias;
+      if (!target.is_string()) return r.bad(field, "a string expected, got " + a_kind(target.kind()));
+      if (fqns.count(alias)) return r.bad(field, quote_name(alias) + " is a listed parameter, not another name of one");
+      if (!fqns.count(target.as_string()))
+        return r.bad(field, quote_name(target.as_string()) + " is not a listed parameter");
+      m.aliases.emplace_back(alias, target.as_string());
+    }
+  }
   if (!m.parameters.empty() && m.weight_files.empty())
     return r.bad("weights.files", "empty, but weights.parameters lists " + std::to_string(m.parameters.size()));
 
@@ -544,6 +556,7 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
 
   // The device from here on: the weights once into a new store, each method over it.
   p->store_ = std::make_shared<WeightStore>(runtime);
+  p->store_->set_aliases(m.aliases);
   uint64_t total = 0;
   for (const PackageParameter& pp : m.parameters) {
     TensorMeta tm;

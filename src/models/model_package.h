@@ -72,6 +72,9 @@ struct Manifest {
   uint64_t max_seq_len = 0;  // 0 when the manifest gives none
   std::vector<std::string> weight_files;
   std::vector<PackageParameter> parameters;
+  // weights.aliases: another name of a listed parameter (a tied weight's checkpoint name,
+  // e.g. model.embed_tokens.weight -> lm_head.weight); updates may use either name.
+  std::vector<std::pair<std::string, std::string>> aliases;
   std::vector<PackageState> states;
   std::string state_file;  // "" = none
   std::vector<PackageMethod> methods;

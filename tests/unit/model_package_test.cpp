@@ -473,3 +473,26 @@ TEST_F(WharfPackage, ManifestParserKeepsShapesAndSymbolicDimensions) {
 }
 
 }  // namespace
+
+TEST_F(WharfPackage, AliasesNameListedParametersByAnotherName) {
+  // A tied weight's checkpoint name mapped to the parameter the methods bind is accepted.
+  const std::string params_end = "{\"fqn\": \"lm_head.weight\", \"dtype\": \"F32\", \"shape\": [8, 4]}\n    ]";
+  edit(params_end, params_end + ",\n    \"aliases\": {\"model.embed_tokens.weight\": \"lm_head.weight\"}");
+  expect_refused(WHARF_UNSUPPORTED, {"method 'prefill'", "CUDA backend"});
+}
+
+TEST_F(WharfPackage, AliasesThatNameNoParameterOrAParameterOrNoStringAreRefused) {
+  const std::string params_end = "{\"fqn\": \"lm_head.weight\", \"dtype\": \"F32\", \"shape\": [8, 4]}\n    ]";
+  const std::string base = manifest_;
+  edit(params_end, params_end + ",\n    \"aliases\": {\"tied\": \"missing.weight\"}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.aliases.tied", "'missing.weight' is not a listed parameter"});
+  manifest_ = base;
+  edit(params_end, params_end + ",\n    \"aliases\": {\"embed.weight\": \"lm_head.weight\"}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.aliases.embed.weight", "'embed.weight' is a listed parameter"});
+  manifest_ = base;
+  edit(params_end, params_end + ",\n    \"aliases\": {\"tied\": 3}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.aliases.tied", "a string expected"});
+  manifest_ = base;
+  edit(params_end, params_end + ",\n    \"aliases\": [\"tied\"]");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"weights.aliases"});
+}

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/handles.h"
 #include "common/test_support.h"
 #include "wharf/wharf.h"
 
@@ -282,6 +283,41 @@ TEST_F(StoreTest, StoreUpdateWritesOnceAndSwapPublishesEverywhere) {
   ASSERT_OK(wharf_run_end(rt3));
   EXPECT_CODE(wharf_weight_store_swap(store), WHARF_FAILED_PRECONDITION);
   wharf_container_free(t);
+  wharf_container_free(p);
+  wharf_container_free(d);
+}
+
+// A model package's tied weight: the checkpoint names it model.embed_tokens.weight, the
+// compiled methods bind lm_head.weight; an update may use either name, not both.
+TEST_F(StoreTest, AnAliasUpdatesTheWeightItNames) {
+  wharf_container* p = from_map(rt, &pw, store, "prefill");
+  wharf_container* d = from_map(rt, &dw, store, "decode");
+  store->store->set_aliases({{"model.embed_tokens.weight", "embed"}});
+  Weights upd;
+  upd.add("model.embed_tokens.weight", {64, 32}, 7.0f).add("norm", {32}, 7.0f);
+  ASSERT_OK(wharf_weight_store_update(store, upd.build(), nullptr));
+  ASSERT_OK(wharf_weight_store_swap(store));
+  wharf_run* r = nullptr;
+  ASSERT_OK(wharf_run_begin(d, nullptr, nullptr, &r));
+  EXPECT_EQ(first(r, "embed"), 7.0f);
+  EXPECT_EQ(first(r, "norm"), 7.0f);
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  St nf(wharf_run_get_tensor(r, "model.embed_tokens.weight", &v));
+  EXPECT_EQ(nf.code(), WHARF_NOT_FOUND) << "the alias is a name for updates, not a constant";
+  ASSERT_OK(wharf_run_end(r));
+  // Both names in one update: refused, nothing staged.
+  Weights both;
+  both.add("model.embed_tokens.weight", {64, 32}, 8.0f).add("embed", {64, 32}, 8.0f);
+  St st(wharf_weight_store_update(store, both.build(), nullptr));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+  EXPECT_TRUE(st.has("'model.embed_tokens.weight' and 'embed' name one weight")) << st.msg();
+  EXPECT_CODE(wharf_weight_store_swap(store), WHARF_FAILED_PRECONDITION);
+  // Without aliases the name is unknown to the store.
+  store->store->set_aliases({});
+  St unknown(wharf_weight_store_update(store, upd.build(), nullptr));
+  EXPECT_NE(unknown.code(), WHARF_OK) << "model.embed_tokens.weight is no constant of the store";
   wharf_container_free(p);
   wharf_container_free(d);
 }
