@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// The AOTInductor shim's GEMM fallback against cuBLASLt called directly, for decode-like
-// shapes: out[1, N] = x[1, K] @ W^T with W an nn.Linear weight [N, K] (row-major) in
-// bfloat16, K = N = 2048, 4096, 8192 (and aoti_torch_cuda_addmm_out with a bias [N]).
+// The AOTInductor shim's GEMM fallback for decode shapes against cuBLASLt called directly
+// and against the memory bound: out[M, N] = x[M, K] @ W^T with W an nn.Linear weight [N, K]
+// (row-major), M = 1 and 8, (K, N) = (2048, 2048), (4096, 4096), (8192, 8192), (4096, 14336),
+// (14336, 4096) and LM heads (2048, 128256), (4096, 128256).
 //
-//   shim_gemm_bench [--reps R]
+//   shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]]
 //
-// The baseline is what a hand-written runtime does: descriptors made once, the heuristic's
-// first choice, a preallocated 32 MiB workspace, one cublasLtMatmul per GEMM. The shim gets
-// AtenTensorHandles and does its whole per-call work (argument checks, layout choice,
-// descriptors on the stack, the cached heuristic lookup, workspace if the algorithm needs
-// one). Each GEMM reads one of several weight copies in turn (together > 256 MiB), so W
-// comes from HBM as in a decode step rather than from L2. Columns: GPU time per GEMM (R
-// GEMMs back to back between two events, median of 5 runs) and host time per call (the same
-// loop's enqueue time on the CPU), for each side; then the shim's GPU time over the
-// baseline's. The shim's result is checked against the baseline's (within 1%: both run
-// cuBLASLt's first choice for the same problem) before timing.
+// Rows: "bound" is the weight's bytes over the device's copy bandwidth (a 1 GiB
+// device-to-device cudaMemcpyAsync, read plus write bytes over its time): what a kernel that
+// only streams the weight can approach. "cuBLASLt" is what a hand-written runtime does:
+// descriptors made once, the heuristic's first choice, a preallocated 32 MiB workspace, one
+// cublasLtMatmul per GEMM. "shim Lt" is aoti_torch_cuda_mm_out with the GEMV path switched
+// off (wharf_aoti_gemm_use_gemv(0): the shim's per-call work around the same cuBLASLt call),
+// "GEMV" with it on (the shim's own kernel, src/models/aoti/gemm_kernels.cu), "addmm" the
+// GEMV with a bias [N] (aoti_torch_cuda_addmm_out). Each GEMM reads one of several weight
+// copies in turn (together > 256 MiB), so W comes from HBM as in a decode step rather than
+// from L2. Times are GPU microseconds per GEMM (R GEMMs back to back between two events):
+// the median of 7 runs with [min, max]; "%bound" is bound / time; "host" is the shim's
+// enqueue time per call on the CPU. The GEMV's and the shim's results are checked against
+// cuBLASLt's (within 1%) before timing, and the path each took is checked with
+// wharf_aoti_gemm_stats.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -33,7 +38,7 @@
 namespace {
 
 using H = void*;
-constexpr int32_t kBF16 = 15, kCuda = 1;
+constexpr int32_t kF16 = 5, kF32 = 6, kBF16 = 15, kCuda = 1;
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "shim_gemm_bench: %s\n", what.c_str());
@@ -74,6 +79,13 @@ struct Shim {
   int32_t (*mm_out)(H, H, H);
   int32_t (*addmm_out)(H, H, H, H, double, double);
   const char* (*last_error)();
+  void (*gemm_stats)(void*);
+  int32_t (*use_gemv)(int32_t);
+};
+
+struct Stats {
+  uint32_t struct_size = sizeof(Stats);
+  uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0;
 };
 
 struct Lt {
@@ -92,10 +104,11 @@ void lt_ok(cublasStatus_t s, const char* what) {
 }
 
 struct Timing {
-  double gpu_us, host_us;
+  double gpu_us, min_us, max_us, host_us;
 };
 
-// R calls of `call(i)` back to back on `stream`, 5 times: the median GPU and host time per call.
+// R calls of `call(i)` back to back on `stream`, 7 times: the median (and extremes) of the GPU
+// time per call, the median host time per call.
 template <class F>
 Timing time_calls(cudaStream_t stream, int reps, F&& call) {
   cudaEvent_t e0, e1;
@@ -104,7 +117,7 @@ Timing time_calls(cudaStream_t stream, int reps, F&& call) {
   for (int i = 0; i < 20; ++i) call(i);  // warm-up: heuristic caches, pool growth
   CUDA_OK(cudaStreamSynchronize(stream));
   std::vector<double> gpu, host;
-  for (int run = 0; run < 5; ++run) {
+  for (int run = 0; run < 7; ++run) {
     CUDA_OK(cudaEventRecord(e0, stream));
     auto t0 = bench::Clock::now();
     for (int i = 0; i < reps; ++i) call(i);
@@ -117,19 +130,91 @@ Timing time_calls(cudaStream_t stream, int reps, F&& call) {
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  return {bench::median(gpu), bench::median(host)};
+  return {bench::median(gpu), *std::min_element(gpu.begin(), gpu.end()), *std::max_element(gpu.begin(), gpu.end()),
+          bench::median(host)};
+}
+
+// Device-to-device copy bandwidth in bytes/s (read plus write), median of 7 copies of 1 GiB.
+double copy_bandwidth(cudaStream_t stream) {
+  const size_t bytes = size_t(1) << 30;
+  void *a, *b;
+  CUDA_OK(cudaMalloc(&a, bytes));
+  CUDA_OK(cudaMalloc(&b, bytes));
+  CUDA_OK(cudaMemset(a, 1, bytes));
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  std::vector<double> bw;
+  for (int i = 0; i < 8; ++i) {
+    CUDA_OK(cudaEventRecord(e0, stream));
+    CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+    CUDA_OK(cudaEventRecord(e1, stream));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i > 0) bw.push_back(2.0 * double(bytes) / (ms * 1e-3));  // the first warms up
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(b));
+  return bench::median(bw);
+}
+
+float to_f32(int32_t dtype, const unsigned char* p) {
+  if (dtype == kF32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (dtype == kBF16) {
+    const uint32_t bits = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  const int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
+  const float v = exp == 0 ? std::ldexp(float(mant), -24) : std::ldexp(float(1024 + mant), exp - 25);
+  return sign ? -v : v;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 200;
+  int32_t dtype = kBF16;
+  std::vector<int64_t> ms = {1, 8};
+  auto usage = [](const std::string& why) {
+    die("usage: shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]] (" + why + ")");
+  };
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+    const std::string arg = argv[i];
+    if (arg == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
-    else
-      die(std::string("usage: shim_gemm_bench [--reps R] (unknown argument ") + argv[i] + ")");
+      if (reps < 1) usage("--reps must be at least 1");
+    } else if (arg == "--dtype" && i + 1 < argc) {
+      const std::string d = argv[++i];
+      dtype = d == "bf16" ? kBF16 : d == "f16" ? kF16 : d == "f32" ? kF32 : -1;
+      if (dtype < 0) usage("unknown dtype " + d);
+    } else if (arg == "--m" && i + 1 < argc) {
+      ms.clear();
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        const long v = std::strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 64) usage("--m takes rows from 1 to 64");
+        ms.push_back(v);
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') usage("--m takes a comma-separated list");
+      }
+    } else {
+      usage("unknown argument " + arg);
+    }
   }
+  const cudaDataType_t ctype = dtype == kF32 ? CUDA_R_32F : dtype == kF16 ? CUDA_R_16F : CUDA_R_16BF;
+  const size_t es = dtype == kF32 ? 4 : 2;
+  const char* dname = dtype == kF32 ? "f32" : dtype == kF16 ? "f16" : "bf16";
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) die("no CUDA device");
   CUDA_OK(cudaSetDevice(0));
@@ -146,7 +231,9 @@ int main(int argc, char** argv) {
             sym<decltype(Shim::unguard)>(shim_lib, "aoti_torch_delete_cuda_stream_guard"),
             sym<decltype(Shim::mm_out)>(shim_lib, "aoti_torch_cuda_mm_out"),
             sym<decltype(Shim::addmm_out)>(shim_lib, "aoti_torch_cuda_addmm_out"),
-            sym<decltype(Shim::last_error)>(shim_lib, "wharf_aoti_last_error")};
+            sym<decltype(Shim::last_error)>(shim_lib, "wharf_aoti_last_error"),
+            sym<decltype(Shim::gemm_stats)>(shim_lib, "wharf_aoti_gemm_stats"),
+            sym<decltype(Shim::use_gemv)>(shim_lib, "wharf_aoti_gemm_use_gemv")};
 
   std::vector<std::string> lt_paths;
   if (const char* env = std::getenv("WHARF_CUBLASLT_LIBRARY"))
@@ -175,108 +262,134 @@ int main(int argc, char** argv) {
 
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("shim_gemm_bench: %s, bf16, M = 1, out = x @ W^T (W [N, K] row-major), %d GEMMs per timing\n", prop.name,
-              reps);
-  std::printf("%-6s %-6s | %12s %12s | %12s %12s %8s | %12s %12s\n", "K", "N", "direct us", "direct host", "shim mm us",
-              "shim host", "ratio", "addmm us", "addmm host");
+  const double copy_bw = copy_bandwidth(stream);
+  std::printf(
+      "shim_gemm_bench: %s, %s, out = x @ W^T (W [N, K] row-major), %d GEMMs per timing, "
+      "copy bandwidth %.0f GB/s (read + write)\n",
+      prop.name, dname, reps, copy_bw * 1e-9);
+  std::printf("times: GPU us per GEMM, median [min, max] of 7; %%bound = bound / time\n");
+  std::printf("%-2s %-6s %-6s | %7s | %-24s %5s | %8s | %-24s %5s %6s | %8s | %6s %6s\n", "M", "K", "N", "bound",
+              "cuBLASLt", "%bnd", "shim Lt", "GEMV", "%bnd", "/Lt", "addmm", "host", "Lthost");
 
-  for (int64_t size : {2048, 4096, 8192}) {
-    const int64_t K = size, N = size;
-    const size_t w_bytes = size_t(N * K) * 2;
-    const int copies = int(std::max<size_t>(1, (256u << 20) / w_bytes + 1));
-    std::vector<void*> w(static_cast<size_t>(copies));
-    for (void*& p : w) {
-      CUDA_OK(cudaMalloc(&p, w_bytes));
-      CUDA_OK(cudaMemset(p, 0x3c, w_bytes));  // bf16 0x3c3c ~ 0.0115
-    }
-    void *x, *bias, *out_direct, *out_shim;
-    CUDA_OK(cudaMalloc(&x, size_t(K) * 2));
-    CUDA_OK(cudaMemset(x, 0x3f, size_t(K) * 2));  // ~0.75
-    CUDA_OK(cudaMalloc(&bias, size_t(N) * 2));
-    CUDA_OK(cudaMemset(bias, 0x3f, size_t(N) * 2));
-    CUDA_OK(cudaMalloc(&out_direct, size_t(N) * 2));
-    CUDA_OK(cudaMalloc(&out_shim, size_t(N) * 2));
+  const std::pair<int64_t, int64_t> shapes[] = {{2048, 2048},  {4096, 4096},   {8192, 8192},  {4096, 14336},
+                                                {14336, 4096}, {2048, 128256}, {4096, 128256}};
+  for (int64_t M : ms)
+    for (const auto& shape : shapes) {
+      const int64_t K = shape.first, N = shape.second;
+      const size_t w_bytes = size_t(N * K) * es;
+      const int copies = int(std::max<size_t>(1, (256u << 20) / w_bytes + 1));
+      std::vector<void*> w(static_cast<size_t>(copies));
+      for (void*& p : w) {
+        CUDA_OK(cudaMalloc(&p, w_bytes));
+        CUDA_OK(cudaMemset(p, 0x3c, w_bytes));  // bf16 0x3c3c ~ 0.0115, f16 ~ 1.06, f32 ~ 0.0115
+      }
+      void *x, *bias, *out_direct, *out_shim;
+      CUDA_OK(cudaMalloc(&x, size_t(M * K) * es));
+      CUDA_OK(cudaMemset(x, dtype == kF16 ? 0x1f : 0x3f, size_t(M * K) * es));  // ~0.75 (f16 ~0.0068)
+      CUDA_OK(cudaMalloc(&bias, size_t(N) * es));
+      CUDA_OK(cudaMemset(bias, 0x3f, size_t(N) * es));
+      CUDA_OK(cudaMalloc(&out_direct, size_t(M * N) * es));
+      CUDA_OK(cudaMalloc(&out_shim, size_t(M * N) * es));
 
-    // Direct: out^T [N, 1] = W [N, K] (stored K x N column-major, transposed) x x^T [K, 1].
-    cublasLtMatmulDesc_t desc;
-    lt_ok(lt.DescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
-    const int32_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
-    lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
-    lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
-    cublasLtMatrixLayout_t la, lb, ld;
-    lt_ok(lt.LayoutCreate(&la, CUDA_R_16BF, uint64_t(K), uint64_t(N), K), "layout a");
-    lt_ok(lt.LayoutCreate(&lb, CUDA_R_16BF, uint64_t(K), 1, K), "layout b");
-    lt_ok(lt.LayoutCreate(&ld, CUDA_R_16BF, uint64_t(N), 1, N), "layout d");
-    cublasLtMatmulPreference_t pref;
-    lt_ok(lt.PrefCreate(&pref), "pref");
-    const uint64_t ws = ws_bytes;
-    lt_ok(lt.PrefSet(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "pref ws");
-    cublasLtMatmulHeuristicResult_t result;
-    int found = 0;
-    lt_ok(lt.Heuristic(handle, desc, la, lb, ld, ld, pref, 1, &result, &found), "heuristic");
-    if (found == 0) die("no cuBLASLt algorithm");
-    const float one = 1, zero = 0;
-    auto direct = [&](int i) {
-      lt_ok(lt.Matmul(handle, desc, &one, w[size_t(i % copies)], la, x, lb, &zero, out_direct, ld, out_direct, ld,
-                      &result.algo, workspace, ws_bytes, stream),
-            "cublasLtMatmul");
-    };
+      // Direct: out^T [N, M] = W [N, K] (stored K x N column-major, transposed) x x^T [K, M].
+      cublasLtMatmulDesc_t desc;
+      lt_ok(lt.DescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+      const int32_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
+      lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
+      lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
+      cublasLtMatrixLayout_t la, lb, ld;
+      lt_ok(lt.LayoutCreate(&la, ctype, uint64_t(K), uint64_t(N), K), "layout a");
+      lt_ok(lt.LayoutCreate(&lb, ctype, uint64_t(K), uint64_t(M), K), "layout b");
+      lt_ok(lt.LayoutCreate(&ld, ctype, uint64_t(N), uint64_t(M), N), "layout d");
+      cublasLtMatmulPreference_t pref;
+      lt_ok(lt.PrefCreate(&pref), "pref");
+      const uint64_t ws = ws_bytes;
+      lt_ok(lt.PrefSet(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "pref ws");
+      cublasLtMatmulHeuristicResult_t result;
+      int found = 0;
+      lt_ok(lt.Heuristic(handle, desc, la, lb, ld, ld, pref, 1, &result, &found), "heuristic");
+      if (found == 0) die("no cuBLASLt algorithm");
+      const float one = 1, zero = 0;
+      auto direct = [&](int i) {
+        lt_ok(lt.Matmul(handle, desc, &one, w[size_t(i % copies)], la, x, lb, &zero, out_direct, ld, out_direct, ld,
+                        &result.algo, workspace, ws_bytes, stream),
+              "cublasLtMatmul");
+      };
 
-    // The shim: the handles a compiled model passes (x [1, K], W^T as a [K, N] view with
-    // strides (1, K), out [1, N], bias [N]).
-    const int64_t xs[2] = {1, K}, xst[2] = {K, 1}, wts[2] = {K, N}, wtst[2] = {1, K}, os[2] = {1, N}, ost[2] = {N, 1},
-                  bs[1] = {N}, bst[1] = {1};
-    H hx, hout, hbias;
-    std::vector<H> hw(static_cast<size_t>(copies));
-    if (shim.from_blob(x, 2, xs, xst, 0, kBF16, kCuda, 0, &hx) ||
-        shim.from_blob(out_shim, 2, os, ost, 0, kBF16, kCuda, 0, &hout) ||
-        shim.from_blob(bias, 1, bs, bst, 0, kBF16, kCuda, 0, &hbias))
-      die(std::string("from_blob: ") + shim.last_error());
-    for (int c = 0; c < copies; ++c)
-      if (shim.from_blob(w[size_t(c)], 2, wts, wtst, 0, kBF16, kCuda, 0, &hw[size_t(c)]))
+      // The shim: the handles a compiled model passes (x [M, K], W^T as a [K, N] view with
+      // strides (1, K), out [M, N], bias [N]).
+      const int64_t xs[2] = {M, K}, xst[2] = {K, 1}, wts[2] = {K, N}, wtst[2] = {1, K}, os[2] = {M, N}, ost[2] = {N, 1},
+                    bs[1] = {N}, bst[1] = {1};
+      H hx, hout, hbias;
+      std::vector<H> hw(static_cast<size_t>(copies));
+      if (shim.from_blob(x, 2, xs, xst, 0, dtype, kCuda, 0, &hx) ||
+          shim.from_blob(out_shim, 2, os, ost, 0, dtype, kCuda, 0, &hout) ||
+          shim.from_blob(bias, 1, bs, bst, 0, dtype, kCuda, 0, &hbias))
         die(std::string("from_blob: ") + shim.last_error());
-    auto via_shim = [&](int i) {
-      if (shim.mm_out(hout, hx, hw[size_t(i % copies)]) != 0) die(std::string("mm_out: ") + shim.last_error());
-    };
-    auto via_addmm = [&](int i) {
-      if (shim.addmm_out(hout, hbias, hx, hw[size_t(i % copies)], 1.0, 1.0) != 0)
-        die(std::string("addmm_out: ") + shim.last_error());
-    };
+      for (int c = 0; c < copies; ++c)
+        if (shim.from_blob(w[size_t(c)], 2, wts, wtst, 0, dtype, kCuda, 0, &hw[size_t(c)]))
+          die(std::string("from_blob: ") + shim.last_error());
+      auto via_shim = [&](int i) {
+        if (shim.mm_out(hout, hx, hw[size_t(i % copies)]) != 0) die(std::string("mm_out: ") + shim.last_error());
+      };
+      auto via_addmm = [&](int i) {
+        if (shim.addmm_out(hout, hbias, hx, hw[size_t(i % copies)], 1.0, 1.0) != 0)
+          die(std::string("addmm_out: ") + shim.last_error());
+      };
 
-    direct(0);
-    via_shim(0);
-    CUDA_OK(cudaStreamSynchronize(stream));
-    std::vector<uint16_t> a(static_cast<size_t>(N)), b(static_cast<size_t>(N));
-    CUDA_OK(cudaMemcpy(a.data(), out_direct, a.size() * 2, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(b.data(), out_shim, b.size() * 2, cudaMemcpyDeviceToHost));
-    auto value = [](uint16_t v) {
-      const uint32_t bits = uint32_t(v) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
-    };
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!(std::fabs(value(a[i]) - value(b[i])) <= 0.01f * std::fabs(value(a[i]))))
-        die("the shim's result differs from cuBLASLt's for K = N = " + std::to_string(size) + " at " +
-            std::to_string(i) + ": " + std::to_string(value(b[i])) + " vs " + std::to_string(value(a[i])));
+      // The shim's result against cuBLASLt's on each path, and the path taken.
+      std::vector<unsigned char> a(size_t(M * N) * es), b(a.size());
+      direct(0);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      CUDA_OK(cudaMemcpy(a.data(), out_direct, a.size(), cudaMemcpyDeviceToHost));
+      for (int gemv = 0; gemv < 2; ++gemv) {
+        shim.use_gemv(gemv);
+        Stats before, after;
+        shim.gemm_stats(&before);
+        CUDA_OK(cudaMemset(out_shim, 0, b.size()));
+        via_shim(0);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        shim.gemm_stats(&after);
+        const bool took_gemv = after.gemv == before.gemv + 1 && after.gemv_elementwise == before.gemv_elementwise;
+        if (took_gemv != (gemv == 1 && M <= 8))
+          die("M = " + std::to_string(M) + ", K = " + std::to_string(K) + ", N = " + std::to_string(N) +
+              (gemv ? ": the vectorized GEMV did not run" : ": the GEMV ran while switched off"));
+        CUDA_OK(cudaMemcpy(b.data(), out_shim, b.size(), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < size_t(M * N); ++i) {
+          const float va = to_f32(dtype, &a[i * es]), vb = to_f32(dtype, &b[i * es]);
+          if (!(std::fabs(va - vb) <= 0.01f * std::fabs(va)))
+            die(std::string(gemv ? "the GEMV's" : "the shim's cuBLASLt") + " result differs from cuBLASLt's for M = " +
+                std::to_string(M) + ", K = " + std::to_string(K) + ", N = " + std::to_string(N) + " at " +
+                std::to_string(i) + ": " + std::to_string(vb) + " vs " + std::to_string(va));
+        }
+      }
 
-    const Timing td = time_calls(stream, reps, direct);
-    const Timing ts = time_calls(stream, reps, via_shim);
-    const Timing tb = time_calls(stream, reps, via_addmm);
-    std::printf("%-6lld %-6lld | %12.2f %12.2f | %12.2f %12.2f %8.3f | %12.2f %12.2f\n", (long long)K, (long long)N,
-                td.gpu_us, td.host_us, ts.gpu_us, ts.host_us, ts.gpu_us / td.gpu_us, tb.gpu_us, tb.host_us);
+      const double bound_us = double(w_bytes) / copy_bw * 1e6;
+      const Timing td = time_calls(stream, reps, direct);
+      shim.use_gemv(0);
+      const Timing ts = time_calls(stream, reps, via_shim);
+      shim.use_gemv(1);
+      const Timing tg = time_calls(stream, reps, via_shim);
+      const Timing tb = time_calls(stream, reps, via_addmm);
+      char lt_col[64], gemv_col[64];
+      std::snprintf(lt_col, sizeof lt_col, "%.2f [%.2f, %.2f]", td.gpu_us, td.min_us, td.max_us);
+      std::snprintf(gemv_col, sizeof gemv_col, "%.2f [%.2f, %.2f]", tg.gpu_us, tg.min_us, tg.max_us);
+      std::printf("%-2lld %-6lld %-6lld | %7.2f | %-24s %4.0f%% | %8.2f | %-24s %4.0f%% %6.3f | %8.2f | %6.2f %6.2f\n",
+                  (long long)M, (long long)K, (long long)N, bound_us, lt_col, 100.0 * bound_us / td.gpu_us, ts.gpu_us,
+                  gemv_col, 100.0 * bound_us / tg.gpu_us, tg.gpu_us / td.gpu_us, tb.gpu_us, tg.host_us, ts.host_us);
+      std::fflush(stdout);
 
-    for (H h : hw) shim.del(h);
-    shim.del(hx);
-    shim.del(hout);
-    shim.del(hbias);
-    CUDA_OK(cudaStreamSynchronize(stream));
-    for (void* p : w) CUDA_OK(cudaFree(p));
-    CUDA_OK(cudaFree(x));
-    CUDA_OK(cudaFree(bias));
-    CUDA_OK(cudaFree(out_direct));
-    CUDA_OK(cudaFree(out_shim));
-  }
+      for (H h : hw) shim.del(h);
+      shim.del(hx);
+      shim.del(hout);
+      shim.del(hbias);
+      CUDA_OK(cudaStreamSynchronize(stream));
+      for (void* p : w) CUDA_OK(cudaFree(p));
+      CUDA_OK(cudaFree(x));
+      CUDA_OK(cudaFree(bias));
+      CUDA_OK(cudaFree(out_direct));
+      CUDA_OK(cudaFree(out_shim));
+    }
   shim.unguard(guard);
   CUDA_OK(cudaFree(workspace));
   return 0;

@@ -5,6 +5,7 @@
 // The inputs are multiples of 1/8 in [-2, 2]: every product and partial sum is exact in
 // float32, so the reference (computed here in double) is exact, a float32 result must equal
 // it, and a float16/bfloat16 result must be it rounded (within one unit in the last place).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -45,6 +46,12 @@ struct Shim {
   int32_t (*bmm_out)(H, H, H) = nullptr;
   int32_t (*baddbmm_out)(H, H, H, H, double, double) = nullptr;
   const char* (*last_error)() = nullptr;
+  struct Stats {
+    uint32_t struct_size = sizeof(Stats);
+    uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0;
+  };
+  void (*gemm_stats)(Stats*) = nullptr;
+  int32_t (*use_gemv)(int32_t) = nullptr;
   std::string error;
 };
 
@@ -81,6 +88,8 @@ const Shim& shim() {
     get("aoti_torch_cuda_bmm_out", &r.bmm_out);
     get("aoti_torch_cuda_baddbmm_out", &r.baddbmm_out);
     get("wharf_aoti_last_error", &r.last_error);
+    get("wharf_aoti_gemm_stats", &r.gemm_stats);
+    get("wharf_aoti_gemm_use_gemv", &r.use_gemv);
     return r;
   }();
   return s;
@@ -279,6 +288,49 @@ void expect_product(const Tensor& out, const std::vector<double>& before, const 
   EXPECT_EQ(bad, 0) << what << ": " << bad << " wrong elements";
 }
 
+// ---- which path a GEMM took ----------------------------------------------------------------
+
+Shim::Stats stats() {
+  Shim::Stats st;
+  shim().gemm_stats(&st);
+  return st;
+}
+
+// The path a call took, from the counters' change across it.
+struct PathCheck {
+  Shim::Stats before = stats();
+  // Expects exactly one GEMV call (elementwise: with element loads), and no cuBLASLt call.
+  void expect_gemv(bool elementwise, const std::string& what) const {
+    const Shim::Stats now = stats();
+    EXPECT_EQ(now.gemv - before.gemv, 1u) << what << ": not served by the GEMV kernel";
+    EXPECT_EQ(now.gemv_elementwise - before.gemv_elementwise, elementwise ? 1u : 0u)
+        << what << (elementwise ? ": expected element loads" : ": expected 16-byte loads");
+    EXPECT_EQ(now.cublaslt, before.cublaslt) << what << ": cuBLASLt ran";
+  }
+  void expect_cublaslt(const std::string& what) const {
+    const Shim::Stats now = stats();
+    EXPECT_EQ(now.gemv, before.gemv) << what << ": the GEMV kernel ran";
+    EXPECT_GE(now.cublaslt - before.cublaslt, 1u) << what << ": cuBLASLt did not run";
+  }
+};
+
+// Turns the GEMV path on or off for a scope (process-wide; the tests run one at a time).
+class GemvSwitch {
+ public:
+  explicit GemvSwitch(bool on) : previous_(shim().use_gemv(on ? 1 : 0)) {}
+  ~GemvSwitch() { shim().use_gemv(previous_); }
+
+ private:
+  int32_t previous_;
+};
+
+// A weight [n, k] (rows ldw apart, `offset` elements in) seen as mat2 = weight.t(): [k, n]
+// with strides (1, ldw), what Inductor passes for nn.Linear.
+std::unique_ptr<Tensor> linear_weight_t(int32_t dtype, int64_t k, int64_t n, int64_t ldw, int64_t offset,
+                                        uint32_t seed) {
+  return make(dtype, {k, n}, {1, ldw}, offset, seed);
+}
+
 class AotiGemmGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -358,24 +410,28 @@ TEST_F(AotiGemmGpu, AddmmBroadcastsSelfWithBetaAndAlpha) {
   };
   const std::pair<double, double> scales[] = {{1, 1}, {0.5, 2}, {-1, 0.25}};
   uint32_t seed = 100;
-  for (int32_t dtype : kDtypes)
-    for (const SelfKind& sk : kinds)
-      for (const auto& s : scales)
-        for (bool col_out : {false, true}) {
-          auto a = make(dtype, {m, k}, {}, 0, seed++);
-          auto b = make(dtype, {k, n}, {1, k}, 0, seed++);  // nn.Linear's weight.t()
-          auto self = make(dtype, sk.sizes, sk.strides, sk.offset, seed++);
-          auto out = make(dtype, {m, n}, col_out ? std::vector<int64_t>{1, m} : std::vector<int64_t>{}, 0, seed++);
-          const std::vector<double> before = out->storage;
-          const std::string what = std::string("addmm ") + dname(dtype) + " self " + sk.name + " beta " +
-                                   std::to_string(s.first) + " alpha " + std::to_string(s.second) +
-                                   (col_out ? " column-major out" : "");
-          ASSERT_EQ(shim().addmm_out(out->handle, self->handle, a->handle, b->handle, s.first, s.second), 0)
-              << what << ": " << shim().last_error();
-          sync();
-          expect_product(*out, before, self.get(), *a, *b, s.first, s.second, Case{1, m, k, n}, what);
-          if (HasFailure()) return;
-        }
+  for (bool gemv : {false, true}) {  // m 7 with an nn.Linear weight: cuBLASLt, then the GEMV
+    GemvSwitch path(gemv);
+    for (int32_t dtype : kDtypes)
+      for (const SelfKind& sk : kinds)
+        for (const auto& s : scales)
+          for (bool col_out : {false, true}) {
+            auto a = make(dtype, {m, k}, {}, 0, seed++);
+            auto b = make(dtype, {k, n}, {1, k}, 0, seed++);  // nn.Linear's weight.t()
+            auto self = make(dtype, sk.sizes, sk.strides, sk.offset, seed++);
+            auto out = make(dtype, {m, n}, col_out ? std::vector<int64_t>{1, m} : std::vector<int64_t>{}, 0, seed++);
+            const std::vector<double> before = out->storage;
+            const std::string what = std::string("addmm ") + dname(dtype) + " self " + sk.name + " beta " +
+                                     std::to_string(s.first) + " alpha " + std::to_string(s.second) +
+                                     (col_out ? " column-major out" : "");
+            ASSERT_EQ(shim().addmm_out(out->handle, self->handle, a->handle, b->handle, s.first, s.second), 0)
+                << what << ": " << shim().last_error();
+            sync();
+            expect_product(*out, before, self.get(), *a, *b, s.first, s.second, Case{1, m, k, n},
+                           what + (gemv ? " (GEMV)" : " (cuBLASLt)"));
+            if (HasFailure()) return;
+          }
+  }
 }
 
 TEST_F(AotiGemmGpu, AddmmBetaZeroIgnoresSelfEvenNan) {
@@ -497,6 +553,309 @@ TEST_F(AotiGemmGpu, Float32IsNotComputedInTf32) {
   const std::vector<double> got = out->download();
   EXPECT_EQ(got[0], 64 + std::ldexp(1.0, -6));
   EXPECT_EQ(got[got.size() - 1], 64 + std::ldexp(1.0, -6));
+}
+
+// ---- the GEMV path (m <= 8, mat2 an nn.Linear weight's transposed view) -------------------
+
+TEST_F(AotiGemmGpu, GemvMatchesTheReferenceForEveryDtypeRowCountAndOddSize) {
+  GemvSwitch on(true);
+  struct Shape {
+    int64_t k, n, ldw;  // ldw: the weight's row stride (>= k)
+  };
+  // K 1 and 7: no whole vector for half types; 4097: rows misaligned (element loads); 4100
+  // in rows of 4104: 16-byte loads and a tail of 4 (bfloat16/float16) or 0 (float32); n 1,
+  // 7, 4097, 130 (not a multiple of the rows a block owns).
+  const Shape shapes[] = {{1, 1, 1}, {7, 7, 7}, {4097, 7, 4097}, {4100, 9, 4104}, {64, 4097, 64}, {2048, 130, 2048}};
+  struct XLayout {
+    const char* name;
+    bool padded;          // rows a multiple of 8 elements apart, 8 more than k rounded up
+    int64_t offset, sxk;  // elements before the view; x's element stride
+  };
+  const XLayout xls[] = {{"contiguous", false, 0, 1},
+                         {"rows padded, 16-byte offset", true, 8, 1},
+                         {"offset by one element", false, 1, 1},
+                         {"strided elements", false, 0, 2}};
+  uint32_t seed = 500;
+  int combo = 0;
+  for (int32_t dtype : kDtypes)
+    for (const Shape& sh : shapes)
+      for (int64_t m = 1; m <= 8; ++m)
+        for (const XLayout& xl : xls) {
+          const int64_t ldx = xl.padded ? (sh.k + 7) / 8 * 8 + 8 : sh.k * xl.sxk;
+          auto x = make(dtype, {m, sh.k}, {ldx, xl.sxk}, xl.offset, seed++);
+          auto w = linear_weight_t(dtype, sh.k, sh.n, sh.ldw, 0, seed++);
+          const int out_layout = combo++ % 3;  // row-major, column-major, padded rows at an offset
+          std::vector<int64_t> os = out_layout == 0   ? std::vector<int64_t>{sh.n, 1}
+                                    : out_layout == 1 ? std::vector<int64_t>{1, m}
+                                                      : std::vector<int64_t>{sh.n + 3, 1};
+          auto out = make(dtype, {m, sh.n}, os, out_layout == 2 ? 5 : 0, seed++);
+          const std::vector<double> before = out->storage;
+          // 16-byte loads unless an operand's start or row stride is not a multiple of 16
+          // bytes, or x's elements are strided (the storage itself is 256-byte aligned).
+          const int64_t es = int64_t(esize(dtype));
+          const bool vector = xl.offset * es % 16 == 0 && (xl.sxk == 1 || sh.k == 1) &&
+                              (m == 1 || ldx * es % 16 == 0) && (sh.n == 1 || sh.ldw * es % 16 == 0);
+          const std::string what = std::string("gemv ") + dname(dtype) + " m" + std::to_string(m) + " k" +
+                                   std::to_string(sh.k) + " n" + std::to_string(sh.n) + " ldw" +
+                                   std::to_string(sh.ldw) + " x " + xl.name + " out" + std::to_string(out_layout);
+          PathCheck path;
+          ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+          sync();
+          path.expect_gemv(!vector, what);
+          expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, m, sh.k, sh.n}, what);
+          if (HasFailure()) return;
+        }
+}
+
+TEST_F(AotiGemmGpu, GemvAddmmAppliesSelfBetaAndAlphaAndIgnoresSelfAtBetaZero) {
+  GemvSwitch on(true);
+  const int64_t k = 520, n = 67;  // 520: 16-byte loads for every dtype
+  struct SelfKind {
+    const char* name;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+  };
+  uint32_t seed = 700;
+  for (int32_t dtype : kDtypes)
+    for (int64_t m : {1, 3, 8}) {
+      const SelfKind kinds[] = {
+          {"bias [n]", {n}, {1}, 0},     {"[m, n]", {m, n}, {n, 1}, 0},
+          {"[m, 1]", {m, 1}, {1, 1}, 0}, {"[m, n] column-major", {m, n}, {1, m}, 0},
+          {"scalar", {}, {}, 2},
+      };
+      for (const SelfKind& sk : kinds)
+        for (const auto& s : {std::pair<double, double>{1, 1}, {0.5, 2}, {-1, 0.25}}) {
+          auto x = make(dtype, {m, k}, {}, 0, seed++);
+          auto w = linear_weight_t(dtype, k, n, k, 0, seed++);
+          auto self = make(dtype, sk.sizes, sk.strides, sk.offset, seed++);
+          auto out = make(dtype, {m, n}, {}, 0, seed++);
+          const std::vector<double> before = out->storage;
+          const std::string what = std::string("gemv addmm ") + dname(dtype) + " m" + std::to_string(m) + " self " +
+                                   sk.name + " beta " + std::to_string(s.first) + " alpha " + std::to_string(s.second);
+          PathCheck path;
+          ASSERT_EQ(shim().addmm_out(out->handle, self->handle, x->handle, w->handle, s.first, s.second), 0)
+              << what << ": " << shim().last_error();
+          sync();
+          path.expect_gemv(false, what);
+          expect_product(*out, before, self.get(), *x, *w, s.first, s.second, Case{1, m, k, n}, what);
+          if (HasFailure()) return;
+        }
+      // beta 0: self is not read (NaN stays out of the result).
+      auto x = make(dtype, {m, k}, {}, 0, seed++);
+      auto w = linear_weight_t(dtype, k, n, k, 0, seed++);
+      auto nan_self = make(dtype, {n}, {}, 0, seed++);
+      for (double& v : nan_self->storage) v = NAN;
+      nan_self->upload();
+      auto out = make(dtype, {m, n}, {}, 0, seed++);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().addmm_out(out->handle, nan_self->handle, x->handle, w->handle, 0.0, 1.5), 0)
+          << shim().last_error();
+      sync();
+      path.expect_gemv(false, "beta 0");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1.5, Case{1, m, k, n},
+                     std::string("gemv beta 0 ") + dname(dtype));
+      // self is out: in place.
+      auto inplace = make(dtype, {m, n}, {}, 0, seed++);
+      Tensor self_values;
+      self_values.dtype = dtype;
+      self_values.sizes = inplace->sizes;
+      self_values.strides = inplace->strides;
+      self_values.storage = inplace->storage;
+      PathCheck path2;
+      ASSERT_EQ(shim().addmm_out(inplace->handle, inplace->handle, x->handle, w->handle, 0.5, 2.0), 0)
+          << shim().last_error();
+      sync();
+      path2.expect_gemv(false, "in place");
+      expect_product(*inplace, self_values.storage, &self_values, *x, *w, 0.5, 2.0, Case{1, m, k, n},
+                     std::string("gemv in place ") + dname(dtype));
+      if (HasFailure()) return;
+    }
+}
+
+// float32 on the GEMV path is float32 too: 1 + 2^-12 summed 64 times is 64 + 2^-6.
+TEST_F(AotiGemmGpu, GemvFloat32IsExactFloat32) {
+  GemvSwitch on(true);
+  for (int64_t m : {1, 8}) {
+    auto x = make(kF32, {m, 64}, {}, 0, 1);
+    auto w = linear_weight_t(kF32, 64, 16, 64, 0, 2);
+    for (double& v : x->storage) v = 1 + std::ldexp(1.0, -12);
+    for (double& v : w->storage) v = 1;
+    x->upload();
+    w->upload();
+    auto out = make(kF32, {m, 16}, {}, 0, 3);
+    PathCheck path;
+    ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+    sync();
+    path.expect_gemv(false, "float32");
+    for (double v : out->download()) EXPECT_EQ(v, 64 + std::ldexp(1.0, -6)) << "m " << m;
+  }
+}
+
+// What does not take the GEMV path: more than 8 rows, a row-major mat2 (a Conv1D weight),
+// bmm, an out that shares memory with an input, the path switched off.
+TEST_F(AotiGemmGpu, GemvIsNotTakenOutsideItsCases) {
+  GemvSwitch on(true);
+  for (int32_t dtype : kDtypes) {
+    const int64_t k = 64, n = 24;
+    {
+      auto x = make(dtype, {9, k}, {}, 0, 1);
+      auto w = linear_weight_t(dtype, k, n, k, 0, 2);
+      auto out = make(dtype, {9, n}, {}, 0, 3);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+      sync();
+      path.expect_cublaslt("m 9");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 9, k, n}, std::string("m 9 ") + dname(dtype));
+    }
+    {
+      auto x = make(dtype, {4, k}, {}, 0, 4);
+      auto w = make(dtype, {k, n}, {}, 0, 5);  // row-major [k, n]
+      auto out = make(dtype, {4, n}, {}, 0, 6);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+      sync();
+      path.expect_cublaslt("row-major mat2");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 4, k, n},
+                     std::string("row-major mat2 ") + dname(dtype));
+    }
+    {
+      auto x = make(dtype, {1, 4, k}, {}, 0, 7);
+      auto w = make(dtype, {1, k, n}, {k * n, 1, k}, 0, 8);
+      auto out = make(dtype, {1, 4, n}, {}, 0, 9);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().bmm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+      sync();
+      path.expect_cublaslt("bmm");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 4, k, n}, std::string("bmm ") + dname(dtype));
+    }
+    {
+      GemvSwitch off(false);
+      auto x = make(dtype, {2, k}, {}, 0, 10);
+      auto w = linear_weight_t(dtype, k, n, k, 0, 11);
+      auto out = make(dtype, {2, n}, {}, 0, 12);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+      sync();
+      path.expect_cublaslt("switched off");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 2, k, n},
+                     std::string("switched off ") + dname(dtype));
+    }
+    if (HasFailure()) return;
+  }
+}
+
+// The driver functions graph re-pointing uses (src/graphs/model_graphs.cpp does the same).
+struct GraphDriver {
+  CUresult (*kernel_get)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*kernel_set)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*func_param)(CUfunction, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*kernel_param)(CUkernel, size_t, size_t*, size_t*) = nullptr;
+};
+const GraphDriver& graph_driver() {
+  static const GraphDriver d = [] {
+    GraphDriver r;
+    auto get = [](const char* name, unsigned version, void** fn) {
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      if (cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault, &q) != cudaSuccess ||
+          q != cudaDriverEntryPointSuccess)
+        *fn = nullptr;
+    };
+    get("cuGraphKernelNodeGetParams", 12000, reinterpret_cast<void**>(&r.kernel_get));
+    get("cuGraphExecKernelNodeSetParams", 12000, reinterpret_cast<void**>(&r.kernel_set));
+    get("cuFuncGetParamInfo", 12040, reinterpret_cast<void**>(&r.func_param));
+    get("cuKernelGetParamInfo", 12040, reinterpret_cast<void**>(&r.kernel_param));
+    return r;
+  }();
+  return d;
+}
+
+// A GEMV captured into a CUDA graph is one kernel node with a parameter array (not one
+// buffer): graph re-pointing finds the weight's address at the offsets the driver reports
+// and sets a new one with cuGraphExecKernelNodeSetParams; the replay then reads the new
+// weight. Then the same through addmm with a bias.
+TEST_F(AotiGemmGpu, GemvCapturedInAGraphIsRepointedToANewWeight) {
+  GemvSwitch on(true);
+  const GraphDriver& drv = graph_driver();
+  ASSERT_TRUE(drv.kernel_get && drv.kernel_set && drv.func_param) << "the driver lacks the graph functions";
+  for (int32_t dtype : kDtypes)
+    for (bool with_bias : {false, true}) {
+      const int64_t m = 2, k = 4096, n = 300;
+      auto x = make(dtype, {m, k}, {}, 0, 21);
+      auto w1 = linear_weight_t(dtype, k, n, k, 0, 22);
+      auto w2 = linear_weight_t(dtype, k, n, k, 0, 23);
+      auto bias = make(dtype, {n}, {}, 0, 24);
+      auto out = make(dtype, {m, n}, {}, 0, 25);
+      const std::vector<double> before = out->storage;
+      const std::string what = std::string(with_bias ? "addmm " : "mm ") + dname(dtype);
+      PathCheck path;
+      ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
+                                   : shim().mm_out(out->handle, x->handle, w1->handle);
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+      ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+      path.expect_gemv(false, what + " captured");
+      size_t count = 0;
+      ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+      ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
+      cudaGraphNode_t node = nullptr;
+      ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
+      cudaGraphNodeType type;
+      ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+      ASSERT_EQ(type, cudaGraphNodeTypeKernel);
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      sync();
+      expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n}, what + " replay");
+
+      CUDA_KERNEL_NODE_PARAMS p;
+      std::memset(&p, 0, sizeof p);
+      ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
+      ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
+      ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
+      // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
+      std::vector<std::vector<unsigned char>> values;
+      int replaced = 0;
+      for (size_t i = 0;; ++i) {
+        size_t off = 0, size = 0;
+        CUresult r = p.func ? drv.func_param(p.func, i, &off, &size)
+                            : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
+        if (r == CUDA_ERROR_INVALID_VALUE) break;
+        ASSERT_EQ(r, CUDA_SUCCESS);
+        std::vector<unsigned char> v(size);
+        std::memcpy(v.data(), p.kernelParams[i], size);
+        for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
+          void* word = nullptr;
+          std::memcpy(&word, v.data() + o, 8);
+          if (word == w1->base) {
+            std::memcpy(v.data() + o, &w2->base, 8);
+            ++replaced;
+          }
+        }
+        values.push_back(std::move(v));
+      }
+      ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced << " times in the parameters";
+      std::vector<void*> args;
+      for (auto& v : values) args.push_back(v.data());
+      CUDA_KERNEL_NODE_PARAMS np = p;
+      np.kernelParams = args.data();
+      np.extra = nullptr;
+      ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
+                CUDA_SUCCESS);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      sync();
+      expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
+                     what + " replay re-pointed to a new weight");
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      if (HasFailure()) return;
+    }
 }
 
 TEST_F(AotiGemmGpu, ConcurrentCallsOnSeveralStreamsFromSeveralThreads) {

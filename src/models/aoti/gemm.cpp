@@ -37,6 +37,7 @@
 
 #include "core/text.h"
 #include "models/aoti/gemm_kernels.h"
+#include "models/aoti/shim_host.h"
 #include "models/aoti/shim_internal.h"
 
 namespace wharf_aoti {
@@ -211,6 +212,14 @@ constexpr AOTITorchError kNoBiasAlgorithm = 2;
 
 std::shared_mutex g_cache_mu;
 std::unordered_map<ProblemKey, Choice, ProblemHash> g_cache;
+
+// Which path served each call (wharf_aoti_gemm_stats), and whether the GEMV path is on
+// (wharf_aoti_gemm_use_gemv; WHARF_AOTI_GEMV=0 in the environment starts it off).
+std::atomic<uint64_t> g_gemv_calls{0}, g_gemv_elementwise_calls{0}, g_cublaslt_calls{0};
+std::atomic<bool> g_use_gemv{[] {
+  const char* v = std::getenv("WHARF_AOTI_GEMV");
+  return !(v && std::strcmp(v, "0") == 0);
+}()};
 
 // ---- operands ---------------------------------------------------------------------------
 
@@ -499,6 +508,7 @@ AOTITorchError run_gemm(Gemm g) {
   std::shared_ptr<Storage> workspace;
   if (choice.workspace > 0 && allocate(choice.workspace, kCuda, g.device, &workspace) != kOk) return kFail;
   const float alpha = g.alpha, beta = g.beta;
+  g_cublaslt_calls.fetch_add(1, std::memory_order_relaxed);
   return check(api->Matmul(handle, &desc, &alpha, g.a.data, &la, g.b.data, &lb, &beta, g.d.data, &ld, g.d.data, &ld,
                            &choice.algo, workspace ? workspace->base : nullptr, choice.workspace, current_stream()),
                "cublasLtMatmul");
@@ -571,18 +581,24 @@ bool shares_memory(const WharfAotiTensor& a, const WharfAotiTensor& b) {
 
 // Whether two elements of t may share memory: false when, with the dimensions sorted by
 // stride, each stride exceeds the extent of the smaller ones (sufficient, and what every
-// layout Inductor allocates satisfies).
+// layout Inductor allocates satisfies). t is a GEMM's out (2 or 3 dimensions, checked):
+// no allocation (the GEMV path asks on every call).
 bool overlapping(const WharfAotiTensor& t) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  std::pair<int64_t, int64_t> dims[3];  // (stride, size)
+  size_t count = 0;
   for (size_t i = 0; i < t.sizes.size(); ++i) {
     if (t.sizes[i] == 0) return false;
-    if (t.sizes[i] > 1) dims.emplace_back(t.strides[i], t.sizes[i]);
+    if (t.sizes[i] > 1) {
+      if (count == 3) return true;  // not reached (rank checked): say "may overlap"
+      dims[count++] = {t.strides[i], t.sizes[i]};
+    }
   }
-  std::sort(dims.begin(), dims.end());
+  for (size_t i = 1; i < count; ++i)  // insertion sort of at most 3
+    for (size_t j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
   int64_t extent = 0;  // max offset reachable with the smaller-stride dimensions
-  for (const auto& d : dims) {
-    if (d.first <= extent) return true;
-    extent += d.first * (d.second - 1);
+  for (size_t i = 0; i < count; ++i) {
+    if (dims[i].first <= extent) return true;
+    extent += dims[i].first * (dims[i].second - 1);
   }
   return false;
 }
@@ -637,6 +653,38 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
     cudaError_t e = launch_strided_copy(out->dtype, out->data(), out3, with_self ? self->data() : nullptr,
                                         self_is_out ? out3 : self3, shape3, with_self ? float(beta) : 0.0f, stream);
     if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": writing beta * self into out (k is 0)");
+    return kOk;
+  }
+
+  // Decode: a few activation rows against an nn.Linear weight (mat2 = weight.t(), strides
+  // (1, ldw)) run the shim's GEMV kernel, memory-bound at the weight's bytes, where cuBLASLt
+  // launches kernels graph capture cannot re-point (bfloat16 on Hopper) and its heuristic's
+  // choice for m <= 8 reads the weight no faster. Not when an input shares out's memory
+  // (other than self being out) or out's elements overlap: the GEMM path stages those.
+  if (!batched && m <= kGemvMaxM && (m2->strides[0] == 1 || k == 1) && g_use_gemv.load(std::memory_order_relaxed) &&
+      !shares_memory(*m1, *out) && !shares_memory(*m2, *out) &&
+      (!with_self || self_is_out || !shares_memory(*self, *out)) && !overlapping(*out)) {
+    GemvArgs ga;
+    ga.x = m1->data();
+    ga.w = m2->data();
+    ga.self = with_self ? self->data() : nullptr;
+    ga.out = out->data();
+    ga.m = m;
+    ga.n = n;
+    ga.k = k;
+    ga.ldx = m1->strides[0];
+    ga.sxk = m1->strides[1];
+    ga.ldw = m2->strides[1];
+    ga.self_sm = self_is_out ? out3[1] : self3[1];
+    ga.self_sn = self_is_out ? out3[2] : self3[2];
+    ga.out_sm = out3[1];
+    ga.out_sn = out3[2];
+    ga.alpha = float(alpha);
+    ga.beta = float(beta);
+    const cudaError_t e = launch_gemv(out->dtype, ga, stream);
+    if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": launching the GEMV kernel");
+    g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
+    if (!gemv_vectorizable(out->dtype, ga)) g_gemv_elementwise_calls.fetch_add(1, std::memory_order_relaxed);
     return kOk;
   }
 
@@ -700,6 +748,17 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
 }  // namespace wharf_aoti
 
 using namespace wharf_aoti;
+
+SHIM_API void wharf_aoti_gemm_stats(wharf_aoti_gemm_stats_t* out) {
+  if (!out || out->struct_size < sizeof(wharf_aoti_gemm_stats_t)) return;
+  out->gemv = g_gemv_calls.load(std::memory_order_relaxed);
+  out->gemv_elementwise = g_gemv_elementwise_calls.load(std::memory_order_relaxed);
+  out->cublaslt = g_cublaslt_calls.load(std::memory_order_relaxed);
+}
+
+SHIM_API int32_t wharf_aoti_gemm_use_gemv(int32_t enabled) {
+  return g_use_gemv.exchange(enabled != 0, std::memory_order_relaxed) ? 1 : 0;
+}
 
 SHIM_API AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
   return guarded("aoti_torch_cuda_mm_out",

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// The one kernel the shim's GEMM fallbacks need besides cuBLASLt (gemm.cpp): a strided,
-// broadcasting, scaling element copy, used to materialise addmm's `self` into `out` before a
-// GEMM that accumulates onto it (beta * self), to make a copy of an operand whose layout
-// cuBLASLt cannot read, and to write beta * self (or zeros) when K is 0.
+// The shim's own kernels for its GEMM fallbacks (gemm.cpp): a strided, broadcasting, scaling
+// element copy, used to materialise addmm's `self` into `out` before a GEMM that accumulates
+// onto it (beta * self), to make a copy of an operand whose layout cuBLASLt cannot read, and
+// to write beta * self (or zeros) when K is 0; and the decode GEMV that replaces cuBLASLt
+// for a few activation rows against an nn.Linear weight.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,5 +19,36 @@ namespace wharf_aoti {
 // returns cudaErrorInvalidValue). Launched on `stream`; returns the launch's error.
 cudaError_t launch_strided_copy(int32_t dtype, void* dst, const int64_t dst_strides[3], const void* src,
                                 const int64_t src_strides[3], const int64_t sizes[3], float scale, cudaStream_t stream);
+
+// out[i, j] = alpha * sum_p x[i, p] * w[j, p] (+ beta * self[i, j]) for i < m <= kGemvMaxM,
+// j < n, p < k (all >= 1): w's rows are contiguous along k (an nn.Linear weight [n, k], which
+// mat2 = weight.t() views with strides (1, ldw)). Element strides; self == nullptr: no self
+// term (beta ignored), else self's strides may be 0 (broadcast). out's elements must not
+// overlap, and neither x nor w may share memory with out; self may be out itself (each
+// element is read and written by one thread). Products accumulate in float32 (sums split
+// across threads, then a tree: not PyTorch's order), alpha and beta apply in float32, and
+// the result is rounded to the dtype once. All 8-byte pointers and integers are passed as
+// the kernel's one by-value parameter (graph re-pointing finds the pointers in it).
+constexpr int64_t kGemvMaxM = 8;
+struct GemvArgs {
+  const void* x;
+  const void* w;
+  const void* self;
+  void* out;
+  int64_t m, n, k;
+  int64_t ldx, sxk;  // x[i, p] at x[i * ldx + p * sxk]
+  int64_t ldw;       // w[j, p] at w[j * ldw + p]
+  int64_t self_sm, self_sn;
+  int64_t out_sm, out_sn;
+  float alpha, beta;
+};
+// Whether launch_gemv uses 16-byte loads (else element loads, slower): x and w 16-byte
+// aligned, x's elements contiguous, and their row strides multiples of 16 bytes. K need not
+// be a multiple of the vector (the tail is read element by element).
+bool gemv_vectorizable(int32_t dtype, const GemvArgs& a);
+// Enqueues the GEMV on `stream` (no allocation, no synchronisation; a plain kernel launch
+// whose parameters graph capture records as an array). dtype: float32, float16 or bfloat16.
+// Returns the launch's error (cudaErrorInvalidValue for arguments out of range).
+cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, cudaStream_t stream);
 
 }  // namespace wharf_aoti

@@ -62,6 +62,23 @@ typedef struct wharf_aoti_allocator {
 // calling thread; NULL restores the default (the stream-ordered allocator).
 typedef void (*wharf_aoti_set_allocator_fn)(const wharf_aoti_allocator* a);
 
+// Exported by libwharf_aoti_shim.so: how many aten GEMM fallback calls (process-wide, since
+// load) the shim's GEMV kernel served (gemv; gemv_elementwise of them with element loads,
+// the operands not 16-byte aligned) and how many cublasLtMatmul calls the others made (a
+// call whose bias epilogue has no algorithm makes two). out->struct_size must be set; a
+// smaller one leaves *out as is. For tests and benchmarks.
+typedef struct wharf_aoti_gemm_stats_t {
+  uint32_t struct_size;
+  uint64_t gemv;
+  uint64_t gemv_elementwise;
+  uint64_t cublaslt;
+} wharf_aoti_gemm_stats_t;
+typedef void (*wharf_aoti_gemm_stats_fn)(wharf_aoti_gemm_stats_t* out);
+// Exported by libwharf_aoti_shim.so: turns the GEMV path of the GEMM fallbacks on (nonzero,
+// the default unless WHARF_AOTI_GEMV=0 was set at load) or off (every call on cuBLASLt),
+// process-wide, for calls that start after it; returns the previous setting (1 or 0).
+typedef int32_t (*wharf_aoti_gemm_use_gemv_fn)(int32_t enabled);
+
 #ifdef __cplusplus
 }
 #endif
