@@ -783,79 +783,82 @@ TEST_F(AotiGemmGpu, GemvCapturedInAGraphIsRepointedToANewWeight) {
   const GraphDriver& drv = graph_driver();
   ASSERT_TRUE(drv.kernel_get && drv.kernel_set && drv.func_param) << "the driver lacks the graph functions";
   for (int32_t dtype : kDtypes)
-    for (bool with_bias : {false, true}) {
-      const int64_t m = 2, k = 4096, n = 300;
-      auto x = make(dtype, {m, k}, {}, 0, 21);
-      auto w1 = linear_weight_t(dtype, k, n, k, 0, 22);
-      auto w2 = linear_weight_t(dtype, k, n, k, 0, 23);
-      auto bias = make(dtype, {n}, {}, 0, 24);
-      auto out = make(dtype, {m, n}, {}, 0, 25);
-      const std::vector<double> before = out->storage;
-      const std::string what = std::string(with_bias ? "addmm " : "mm ") + dname(dtype);
-      PathCheck path;
-      ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-      const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
-                                   : shim().mm_out(out->handle, x->handle, w1->handle);
-      cudaGraph_t graph = nullptr;
-      ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
-      ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
-      path.expect_gemv(false, what + " captured");
-      size_t count = 0;
-      ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
-      ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
-      cudaGraphNode_t node = nullptr;
-      ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
-      cudaGraphNodeType type;
-      ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
-      ASSERT_EQ(type, cudaGraphNodeTypeKernel);
-      cudaGraphExec_t exec = nullptr;
-      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-      sync();
-      expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n}, what + " replay");
+    for (int64_t m : {2, 8})  // 8: the tensor-core kernel for float16/bfloat16
+      for (bool with_bias : {false, true}) {
+        const int64_t k = 4096, n = 300;
+        auto x = make(dtype, {m, k}, {}, 0, 21);
+        auto w1 = linear_weight_t(dtype, k, n, k, 0, 22);
+        auto w2 = linear_weight_t(dtype, k, n, k, 0, 23);
+        auto bias = make(dtype, {n}, {}, 0, 24);
+        auto out = make(dtype, {m, n}, {}, 0, 25);
+        const std::vector<double> before = out->storage;
+        const std::string what = std::string(with_bias ? "addmm " : "mm ") + dname(dtype) + " m" + std::to_string(m);
+        PathCheck path;
+        ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+        const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
+                                     : shim().mm_out(out->handle, x->handle, w1->handle);
+        cudaGraph_t graph = nullptr;
+        ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+        ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+        path.expect_gemv(false, what + " captured");
+        size_t count = 0;
+        ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+        ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
+        cudaGraphNode_t node = nullptr;
+        ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
+        cudaGraphNodeType type;
+        ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+        ASSERT_EQ(type, cudaGraphNodeTypeKernel);
+        cudaGraphExec_t exec = nullptr;
+        ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+        ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+        sync();
+        expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n},
+                       what + " replay");
 
-      CUDA_KERNEL_NODE_PARAMS p;
-      std::memset(&p, 0, sizeof p);
-      ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
-      ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
-      ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
-      // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
-      std::vector<std::vector<unsigned char>> values;
-      int replaced = 0;
-      for (size_t i = 0;; ++i) {
-        size_t off = 0, size = 0;
-        CUresult r = p.func ? drv.func_param(p.func, i, &off, &size)
-                            : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
-        if (r == CUDA_ERROR_INVALID_VALUE) break;
-        ASSERT_EQ(r, CUDA_SUCCESS);
-        std::vector<unsigned char> v(size);
-        std::memcpy(v.data(), p.kernelParams[i], size);
-        for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
-          void* word = nullptr;
-          std::memcpy(&word, v.data() + o, 8);
-          if (word == w1->base) {
-            std::memcpy(v.data() + o, &w2->base, 8);
-            ++replaced;
+        CUDA_KERNEL_NODE_PARAMS p;
+        std::memset(&p, 0, sizeof p);
+        ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
+        ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
+        ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
+        // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
+        std::vector<std::vector<unsigned char>> values;
+        int replaced = 0;
+        for (size_t i = 0;; ++i) {
+          size_t off = 0, size = 0;
+          CUresult r = p.func
+                           ? drv.func_param(p.func, i, &off, &size)
+                           : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
+          if (r == CUDA_ERROR_INVALID_VALUE) break;
+          ASSERT_EQ(r, CUDA_SUCCESS);
+          std::vector<unsigned char> v(size);
+          std::memcpy(v.data(), p.kernelParams[i], size);
+          for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
+            void* word = nullptr;
+            std::memcpy(&word, v.data() + o, 8);
+            if (word == w1->base) {
+              std::memcpy(v.data() + o, &w2->base, 8);
+              ++replaced;
+            }
           }
+          values.push_back(std::move(v));
         }
-        values.push_back(std::move(v));
+        ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced << " times in the parameters";
+        std::vector<void*> args;
+        for (auto& v : values) args.push_back(v.data());
+        CUDA_KERNEL_NODE_PARAMS np = p;
+        np.kernelParams = args.data();
+        np.extra = nullptr;
+        ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
+                  CUDA_SUCCESS);
+        ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+        sync();
+        expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
+                       what + " replay re-pointed to a new weight");
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        if (HasFailure()) return;
       }
-      ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced << " times in the parameters";
-      std::vector<void*> args;
-      for (auto& v : values) args.push_back(v.data());
-      CUDA_KERNEL_NODE_PARAMS np = p;
-      np.kernelParams = args.data();
-      np.extra = nullptr;
-      ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
-                CUDA_SUCCESS);
-      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-      sync();
-      expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
-                     what + " replay re-pointed to a new weight");
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-      if (HasFailure()) return;
-    }
 }
 
 TEST_F(AotiGemmGpu, ConcurrentCallsOnSeveralStreamsFromSeveralThreads) {

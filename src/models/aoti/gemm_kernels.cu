@@ -3,6 +3,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
+#include <type_traits>
 
 #include "models/aoti/gemm_kernels.h"
 #include "models/aoti/shim_internal.h"
@@ -77,8 +79,8 @@ constexpr int kGemvRows = 4;  // weight rows per block (kGemvRows * M <= 32)
 __device__ inline uint4 load_stream(const uint4* p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
   return v;
 }
 
@@ -200,6 +202,104 @@ __global__ void __launch_bounds__(kGemvThreads) gemv(GemvArgs a) {
   }
 }
 
+// Half types with 5 to 8 activation rows: eight multiply-adds per weight element would make
+// the FMA kernel compute-bound on H200, so the products go to the tensor cores
+// (mma.sync.m16n8k16, float32 accumulation) as cuBLASLt's do. A warp owns 16 weight rows
+// (A, 16 x 16 per mma) against the activation rows as B's 8 columns (rows past m are
+// zeros); a block's warps split K in tiles of 32. Each lane loads 16 bytes of weight row
+// g = lane / 4 and of row g + 8 at k0 + 8 (lane % 4), and 16 bytes of activation row g at the
+// same k: a k order the A and B fragments share (logical k 2t + e of the first mma is
+// physical 8t + e, 2t + 8 + e is 8t + 2 + e; the second mma takes 8t + 4..7), so the three
+// loads are exactly the two mmas' fragments, with no shuffling. K's tail past the last tile
+// is added by the thread writing each result.
+constexpr int kMmaTile = 32;   // k per tile (two m16n8k16)
+constexpr int kMmaUnroll = 4;  // tiles in flight per warp
+
+template <class T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  __trap();  // launched only on sm_80 and later (gemv_uses_mma)
+#endif
+}
+
+template <class T>
+__global__ void __launch_bounds__(kGemvThreads) gemv_mma(GemvArgs a) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t n0 = int64_t(blockIdx.x) * 16;
+  const T* w = static_cast<const T*>(a.w);
+  const T* x = static_cast<const T*>(a.x);
+  // Rows past n read the last row (valid memory); their results are discarded.
+  const T* row_lo = w + (n0 + g < a.n ? n0 + g : a.n - 1) * a.ldw + 8 * t;
+  const T* row_hi = w + (n0 + g + 8 < a.n ? n0 + g + 8 : a.n - 1) * a.ldw + 8 * t;
+  const bool has_x = g < a.m;
+  const T* xrow = x + (has_x ? g : 0) * a.ldx + 8 * t;
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t tiles = a.k / kMmaTile;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int64_t t0 = warp; t0 < tiles; t0 += int64_t(warps) * kMmaUnroll) {
+    uint4 lo[kMmaUnroll], hi[kMmaUnroll], xv[kMmaUnroll];
+#pragma unroll
+    for (int u = 0; u < kMmaUnroll; ++u) {
+      const int64_t tile = t0 + int64_t(u) * warps;  // the same for the whole warp
+      if (tile < tiles) {
+        const int64_t k0 = tile * kMmaTile;
+        lo[u] = load_stream(reinterpret_cast<const uint4*>(row_lo + k0));
+        hi[u] = load_stream(reinterpret_cast<const uint4*>(row_hi + k0));
+        xv[u] = has_x ? __ldg(reinterpret_cast<const uint4*>(xrow + k0)) : zero;
+      } else {
+        lo[u] = hi[u] = xv[u] = zero;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kMmaUnroll; ++u) {
+      mma_16816<T>(c, lo[u].x, hi[u].x, lo[u].y, hi[u].y, xv[u].x, xv[u].y);
+      mma_16816<T>(c, lo[u].z, hi[u].z, lo[u].w, hi[u].w, xv[u].z, xv[u].w);
+    }
+  }
+  // c[j] is (weight row g + 8 (j / 2), activation row 2t + j % 2): summed over the warps.
+  __shared__ float partial[kGemvThreads / 32][128];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) partial[warp][lane * 4 + j] = c[j];
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    const int q = threadIdx.x >> 2, j = threadIdx.x & 3;
+    const int64_t i = 2 * (q & 3) + (j & 1), r = (q >> 2) + 8 * (j >> 1);
+    const int64_t col = n0 + r;
+    if (i < a.m && col < a.n) {
+      float sum = 0.0f;
+      for (int v = 0; v < warps; ++v) sum += partial[v][threadIdx.x];
+      const T* wr = w + col * a.ldw;
+      const T* xr = x + i * a.ldx;
+      for (int64_t p = tiles * kMmaTile; p < a.k; ++p) sum = fmaf(to_float(xr[p]), to_float(wr[p]), sum);
+      float out = a.alpha * sum;
+      if (a.self) out = fmaf(a.beta, to_float(static_cast<const T*>(a.self)[i * a.self_sm + col * a.self_sn]), out);
+      static_cast<T*>(a.out)[i * a.out_sm + col * a.out_sn] = from_float<T>(out);
+    }
+  }
+}
+
+template <class T>
+cudaError_t launch_gemv_mma(const GemvArgs& a, cudaStream_t stream) {
+  const int64_t tiles = a.k / kMmaTile;
+  const int warps = int(std::min<int64_t>(kGemvThreads / 32, std::max<int64_t>(1, tiles)));
+  const unsigned blocks = unsigned((a.n + 15) / 16);
+  gemv_mma<T><<<blocks, warps * 32, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
 template <class T, int M>
 cudaError_t launch_gemv_m(const GemvArgs& a, bool vec, cudaStream_t stream) {
   const int64_t units = vec ? a.k / int64_t(16 / sizeof(T)) : a.k;  // loads per weight row
@@ -222,6 +322,21 @@ cudaError_t launch_gemv_t(const GemvArgs& a, bool vec, cudaStream_t stream) {
 
 }  // namespace
 
+// Whether launch_gemv takes the tensor-core kernel: half types, 5 to 8 rows, at least one
+// tile of K, 16-byte loads possible, a device of compute capability 8.0 or later.
+bool gemv_uses_mma(int32_t dtype, const GemvArgs& a) {
+  if ((dtype != kF16 && dtype != kBF16) || a.m < 5 || a.k < kMmaTile || !gemv_vectorizable(dtype, a)) return false;
+  static std::atomic<int> majors[64];  // per device; 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
+  int major = majors[device].load(std::memory_order_relaxed);
+  if (major == 0) {
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+    majors[device].store(major, std::memory_order_relaxed);
+  }
+  return major >= 8;
+}
+
 bool gemv_vectorizable(int32_t dtype, const GemvArgs& a) {
   const uint64_t es = element_size(dtype);
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
@@ -232,6 +347,8 @@ bool gemv_vectorizable(int32_t dtype, const GemvArgs& a) {
 cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, cudaStream_t stream) {
   if (a.m < 1 || a.m > kGemvMaxM || a.n < 1 || a.k < 1 || (a.n + kGemvRows - 1) / kGemvRows > INT32_MAX)
     return cudaErrorInvalidValue;
+  if (gemv_uses_mma(dtype, a))
+    return dtype == kBF16 ? launch_gemv_mma<__nv_bfloat16>(a, stream) : launch_gemv_mma<__half>(a, stream);
   const bool vec = gemv_vectorizable(dtype, a);
   switch (dtype) {
     case kF32:

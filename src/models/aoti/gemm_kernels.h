@@ -26,8 +26,9 @@ cudaError_t launch_strided_copy(int32_t dtype, void* dst, const int64_t dst_stri
 // term (beta ignored), else self's strides may be 0 (broadcast). out's elements must not
 // overlap, and neither x nor w may share memory with out; self may be out itself (each
 // element is read and written by one thread). Products accumulate in float32 (sums split
-// across threads, then a tree: not PyTorch's order), alpha and beta apply in float32, and
-// the result is rounded to the dtype once. All 8-byte pointers and integers are passed as
+// across threads, then a tree: not PyTorch's order), with FMA, or for float16/bfloat16 with
+// 5 to 8 rows on the tensor cores (mma with float32 accumulation); alpha and beta apply in
+// float32, and the result is rounded to the dtype once. All 8-byte pointers and integers are passed as
 // the kernel's one by-value parameter (graph re-pointing finds the pointers in it).
 constexpr int64_t kGemvMaxM = 8;
 struct GemvArgs {
