@@ -4,7 +4,9 @@
 // (row-major), M = 1 and 8, (K, N) = (2048, 2048), (4096, 4096), (8192, 8192), (4096, 14336),
 // (14336, 4096) and LM heads (2048, 128256), (4096, 128256).
 //
-//   shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]]
+//   shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]] [--csv PATH]
+//
+// --csv writes the rows also as CSV (what scripts/gpu-run.sh collects).
 //
 // Rows: "bound" is the weight's bytes over the device's copy bandwidth (a 1 GiB
 // device-to-device cudaMemcpyAsync, read plus write bytes over its time): what a kernel that
@@ -186,8 +188,9 @@ int main(int argc, char** argv) {
   int reps = 200;
   int32_t dtype = kBF16;
   std::vector<int64_t> ms = {1, 8};
+  std::string csv_path;
   auto usage = [](const std::string& why) {
-    die("usage: shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]] (" + why + ")");
+    die("usage: shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]] [--csv PATH] (" + why + ")");
   };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -198,6 +201,8 @@ int main(int argc, char** argv) {
       const std::string d = argv[++i];
       dtype = d == "bf16" ? kBF16 : d == "f16" ? kF16 : d == "f32" ? kF32 : -1;
       if (dtype < 0) usage("unknown dtype " + d);
+    } else if (arg == "--csv" && i + 1 < argc) {
+      csv_path = argv[++i];
     } else if (arg == "--m" && i + 1 < argc) {
       ms.clear();
       for (const char* p = argv[++i]; *p;) {
@@ -271,6 +276,14 @@ int main(int argc, char** argv) {
   std::printf("%-2s %-6s %-6s | %7s | %-24s %5s | %8s | %-24s %5s %6s | %8s | %6s %6s\n", "M", "K", "N", "bound",
               "cuBLASLt", "%bnd", "shim Lt", "GEMV", "%bnd", "/Lt", "addmm", "host", "Lthost");
 
+  FILE* csv = nullptr;
+  if (!csv_path.empty()) {
+    csv = std::fopen(csv_path.c_str(), "w");
+    if (!csv) die("cannot write " + csv_path);
+    std::fprintf(csv,
+                 "device,dtype,m,k,n,copy_gbps,bound_us,cublaslt_us,cublaslt_min_us,cublaslt_max_us,shim_cublaslt_us,"
+                 "gemv_us,gemv_min_us,gemv_max_us,addmm_gemv_us,gemv_host_us,shim_cublaslt_host_us\n");
+  }
   const std::pair<int64_t, int64_t> shapes[] = {{2048, 2048},  {4096, 4096},   {8192, 8192},  {4096, 14336},
                                                 {14336, 4096}, {2048, 128256}, {4096, 128256}};
   for (int64_t M : ms)
@@ -378,6 +391,11 @@ int main(int argc, char** argv) {
                   (long long)M, (long long)K, (long long)N, bound_us, lt_col, 100.0 * bound_us / td.gpu_us, ts.gpu_us,
                   gemv_col, 100.0 * bound_us / tg.gpu_us, tg.gpu_us / td.gpu_us, tb.gpu_us, tg.host_us, ts.host_us);
       std::fflush(stdout);
+      if (csv)
+        std::fprintf(csv, "\"%s\",%s,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                     prop.name, dname, (long long)M, (long long)K, (long long)N, copy_bw * 1e-9, bound_us, td.gpu_us,
+                     td.min_us, td.max_us, ts.gpu_us, tg.gpu_us, tg.min_us, tg.max_us, tb.gpu_us, tg.host_us,
+                     ts.host_us);
 
       for (H h : hw) shim.del(h);
       shim.del(hx);
@@ -390,6 +408,7 @@ int main(int argc, char** argv) {
       CUDA_OK(cudaFree(out_direct));
       CUDA_OK(cudaFree(out_shim));
     }
+  if (csv && std::fclose(csv) != 0) die("writing " + csv_path + " failed");
   shim.unguard(guard);
   CUDA_OK(cudaFree(workspace));
   return 0;
