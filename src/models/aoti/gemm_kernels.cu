@@ -294,7 +294,8 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_mma(GemvArgs a) {
 template <class T>
 cudaError_t launch_gemv_mma(const GemvArgs& a, cudaStream_t stream) {
   const int64_t tiles = a.k / kMmaTile;
-  const int warps = int(std::min<int64_t>(kGemvThreads / 32, std::max<int64_t>(1, tiles)));
+  // At least 4 warps: the 128 results of a block are written by its first 128 threads.
+  const int warps = int(std::clamp<int64_t>(tiles, 4, kGemvThreads / 32));
   const unsigned blocks = unsigned((a.n + 15) / 16);
   gemv_mma<T><<<blocks, warps * 32, 0, stream>>>(a);
   return cudaGetLastError();
