@@ -15,12 +15,12 @@
 // cublasLtMatmul per GEMM. "shim Lt" is aoti_torch_cuda_mm_out with the GEMV path switched
 // off (wharf_aoti_gemm_use_gemv(0): the shim's per-call work around the same cuBLASLt call),
 // "GEMV" with it on (the shim's own kernel, src/models/aoti/gemm_kernels.cu), "addmm" the
-// GEMV with a bias [N] (aoti_torch_cuda_addmm_out). Each GEMM reads one of several weight
-// copies in turn (together > 256 MiB), so W comes from HBM as in a decode step rather than
-// from L2. Times are GPU microseconds per GEMM (R GEMMs back to back between two events):
-// the median of 7 runs with [min, max]; "%bound" is bound / time; "host" is the shim's
-// enqueue time per call on the CPU. The GEMV's and the shim's results are checked against
-// cuBLASLt's (within 1%) before timing, and the path each took is checked with
+// GEMV with a bias [N] (aoti_torch_cuda_addmm_out), "FMA only" the GEMV for float16/bfloat16
+// with 5 to 8 rows on the FMA kernel instead of the tensor cores (wharf_aoti_gemm_use_gemv(2)). Each GEMM reads one of
+// several weight copies in turn (together > 256 MiB), so W comes from HBM as in a decode step rather than from L2.
+// Times are GPU microseconds per GEMM (R GEMMs back to back between two events): the median of 7 runs with [min, max];
+// "%bound" is bound / time; "host" is the shim's enqueue time per call on the CPU. The GEMV's and the shim's results
+// are checked against cuBLASLt's (within 1%) before timing, and the path each took is checked with
 // wharf_aoti_gemm_stats.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -273,8 +273,8 @@ int main(int argc, char** argv) {
       "copy bandwidth %.0f GB/s (read + write)\n",
       prop.name, dname, reps, copy_bw * 1e-9);
   std::printf("times: GPU us per GEMM, median [min, max] of 7; %%bound = bound / time\n");
-  std::printf("%-2s %-6s %-6s | %7s | %-24s %5s | %8s | %-24s %5s %6s | %8s | %6s %6s\n", "M", "K", "N", "bound",
-              "cuBLASLt", "%bnd", "shim Lt", "GEMV", "%bnd", "/Lt", "addmm", "host", "Lthost");
+  std::printf("%-2s %-6s %-6s | %7s | %-24s %5s | %8s | %-24s %5s %6s | %8s | %8s | %6s %6s\n", "M", "K", "N", "bound",
+              "cuBLASLt", "%bnd", "shim Lt", "GEMV", "%bnd", "/Lt", "addmm", "FMA only", "host", "Lthost");
 
   FILE* csv = nullptr;
   if (!csv_path.empty()) {
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
     if (!csv) die("cannot write " + csv_path);
     std::fprintf(csv,
                  "device,dtype,m,k,n,copy_gbps,bound_us,cublaslt_us,cublaslt_min_us,cublaslt_max_us,shim_cublaslt_us,"
-                 "gemv_us,gemv_min_us,gemv_max_us,addmm_gemv_us,gemv_host_us,shim_cublaslt_host_us\n");
+                 "gemv_us,gemv_min_us,gemv_max_us,addmm_gemv_us,gemv_fma_only_us,gemv_host_us,shim_cublaslt_host_us\n");
   }
   const std::pair<int64_t, int64_t> shapes[] = {{2048, 2048},  {4096, 4096},   {8192, 8192},  {4096, 14336},
                                                 {14336, 4096}, {2048, 128256}, {4096, 128256}};
@@ -384,17 +384,28 @@ int main(int argc, char** argv) {
       shim.use_gemv(1);
       const Timing tg = time_calls(stream, reps, via_shim);
       const Timing tb = time_calls(stream, reps, via_addmm);
+      // float16/bfloat16 with 5 to 8 rows: the FMA kernel instead of the tensor cores.
+      const bool has_mma = dtype != kF32 && M >= 5 && M <= 8;
+      Timing tf = tg;
+      if (has_mma) {
+        shim.use_gemv(2);
+        tf = time_calls(stream, reps, via_shim);
+        shim.use_gemv(1);
+      }
       char lt_col[64], gemv_col[64];
       std::snprintf(lt_col, sizeof lt_col, "%.2f [%.2f, %.2f]", td.gpu_us, td.min_us, td.max_us);
       std::snprintf(gemv_col, sizeof gemv_col, "%.2f [%.2f, %.2f]", tg.gpu_us, tg.min_us, tg.max_us);
-      std::printf("%-2lld %-6lld %-6lld | %7.2f | %-24s %4.0f%% | %8.2f | %-24s %4.0f%% %6.3f | %8.2f | %6.2f %6.2f\n",
-                  (long long)M, (long long)K, (long long)N, bound_us, lt_col, 100.0 * bound_us / td.gpu_us, ts.gpu_us,
-                  gemv_col, 100.0 * bound_us / tg.gpu_us, tg.gpu_us / td.gpu_us, tb.gpu_us, tg.host_us, ts.host_us);
+      char fma_col[32] = "-";
+      if (has_mma) std::snprintf(fma_col, sizeof fma_col, "%.2f", tf.gpu_us);
+      std::printf(
+          "%-2lld %-6lld %-6lld | %7.2f | %-24s %4.0f%% | %8.2f | %-24s %4.0f%% %6.3f | %8.2f | %8s | %6.2f %6.2f\n",
+          (long long)M, (long long)K, (long long)N, bound_us, lt_col, 100.0 * bound_us / td.gpu_us, ts.gpu_us, gemv_col,
+          100.0 * bound_us / tg.gpu_us, tg.gpu_us / td.gpu_us, tb.gpu_us, fma_col, tg.host_us, ts.host_us);
       std::fflush(stdout);
       if (csv)
-        std::fprintf(csv, "\"%s\",%s,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+        std::fprintf(csv, "\"%s\",%s,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
                      prop.name, dname, (long long)M, (long long)K, (long long)N, copy_bw * 1e-9, bound_us, td.gpu_us,
-                     td.min_us, td.max_us, ts.gpu_us, tg.gpu_us, tg.min_us, tg.max_us, tb.gpu_us, tg.host_us,
+                     td.min_us, td.max_us, ts.gpu_us, tg.gpu_us, tg.min_us, tg.max_us, tb.gpu_us, tf.gpu_us, tg.host_us,
                      ts.host_us);
 
       for (H h : hw) shim.del(h);

@@ -314,10 +314,11 @@ struct PathCheck {
   }
 };
 
-// Turns the GEMV path on or off for a scope (process-wide; the tests run one at a time).
+// Sets the GEMV path's mode for a scope (process-wide; the tests run one at a time): 0 off,
+// 1 on, 2 on without the tensor-core variant.
 class GemvSwitch {
  public:
-  explicit GemvSwitch(bool on) : previous_(shim().use_gemv(on ? 1 : 0)) {}
+  explicit GemvSwitch(int32_t mode) : previous_(shim().use_gemv(mode)) {}
   ~GemvSwitch() { shim().use_gemv(previous_); }
 
  private:
@@ -411,7 +412,7 @@ TEST_F(AotiGemmGpu, AddmmBroadcastsSelfWithBetaAndAlpha) {
   const std::pair<double, double> scales[] = {{1, 1}, {0.5, 2}, {-1, 0.25}};
   uint32_t seed = 100;
   for (bool gemv : {false, true}) {  // m 7 with an nn.Linear weight: cuBLASLt, then the GEMV
-    GemvSwitch path(gemv);
+    GemvSwitch path(gemv ? 1 : 0);
     for (int32_t dtype : kDtypes)
       for (const SelfKind& sk : kinds)
         for (const auto& s : scales)
@@ -557,58 +558,64 @@ TEST_F(AotiGemmGpu, Float32IsNotComputedInTf32) {
 
 // ---- the GEMV path (m <= 8, mat2 an nn.Linear weight's transposed view) -------------------
 
+// Mode 1: float16/bfloat16 with 5 to 8 aligned rows on the tensor cores; mode 2: the same
+// on the FMA kernel.
 TEST_F(AotiGemmGpu, GemvMatchesTheReferenceForEveryDtypeRowCountAndOddSize) {
-  GemvSwitch on(true);
-  struct Shape {
-    int64_t k, n, ldw;  // ldw: the weight's row stride (>= k)
-  };
-  // K 1 and 7: no whole vector for half types; 4097: rows misaligned (element loads); 4100
-  // in rows of 4104: 16-byte loads and a tail of 4 (bfloat16/float16) or 0 (float32); n 1,
-  // 7, 4097, 130 (not a multiple of the rows a block owns).
-  const Shape shapes[] = {{1, 1, 1}, {7, 7, 7}, {4097, 7, 4097}, {4100, 9, 4104}, {64, 4097, 64}, {2048, 130, 2048}};
-  struct XLayout {
-    const char* name;
-    bool padded;          // rows a multiple of 8 elements apart, 8 more than k rounded up
-    int64_t offset, sxk;  // elements before the view; x's element stride
-  };
-  const XLayout xls[] = {{"contiguous", false, 0, 1},
-                         {"rows padded, 16-byte offset", true, 8, 1},
-                         {"offset by one element", false, 1, 1},
-                         {"strided elements", false, 0, 2}};
-  uint32_t seed = 500;
-  int combo = 0;
-  for (int32_t dtype : kDtypes)
-    for (const Shape& sh : shapes)
-      for (int64_t m = 1; m <= 8; ++m)
-        for (const XLayout& xl : xls) {
-          const int64_t ldx = xl.padded ? (sh.k + 7) / 8 * 8 + 8 : sh.k * xl.sxk;
-          auto x = make(dtype, {m, sh.k}, {ldx, xl.sxk}, xl.offset, seed++);
-          auto w = linear_weight_t(dtype, sh.k, sh.n, sh.ldw, 0, seed++);
-          const int out_layout = combo++ % 3;  // row-major, column-major, padded rows at an offset
-          std::vector<int64_t> os = out_layout == 0   ? std::vector<int64_t>{sh.n, 1}
-                                    : out_layout == 1 ? std::vector<int64_t>{1, m}
-                                                      : std::vector<int64_t>{sh.n + 3, 1};
-          auto out = make(dtype, {m, sh.n}, os, out_layout == 2 ? 5 : 0, seed++);
-          const std::vector<double> before = out->storage;
-          // 16-byte loads unless an operand's start or row stride is not a multiple of 16
-          // bytes, or x's elements are strided (the storage itself is 256-byte aligned).
-          const int64_t es = int64_t(esize(dtype));
-          const bool vector = xl.offset * es % 16 == 0 && (xl.sxk == 1 || sh.k == 1) &&
-                              (m == 1 || ldx * es % 16 == 0) && (sh.n == 1 || sh.ldw * es % 16 == 0);
-          const std::string what = std::string("gemv ") + dname(dtype) + " m" + std::to_string(m) + " k" +
-                                   std::to_string(sh.k) + " n" + std::to_string(sh.n) + " ldw" +
-                                   std::to_string(sh.ldw) + " x " + xl.name + " out" + std::to_string(out_layout);
-          PathCheck path;
-          ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
-          sync();
-          path.expect_gemv(!vector, what);
-          expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, m, sh.k, sh.n}, what);
-          if (HasFailure()) return;
-        }
+  for (int32_t mode : {1, 2}) {
+    GemvSwitch on(mode);
+    struct Shape {
+      int64_t k, n, ldw;  // ldw: the weight's row stride (>= k)
+    };
+    // K 1 and 7: no whole vector for half types; 4097: rows misaligned (element loads); 4100
+    // in rows of 4104: 16-byte loads and a tail of 4 (bfloat16/float16) or 0 (float32); n 1,
+    // 7, 4097, 130 (not a multiple of the rows a block owns).
+    const Shape shapes[] = {{1, 1, 1}, {7, 7, 7}, {4097, 7, 4097}, {4100, 9, 4104}, {64, 4097, 64}, {2048, 130, 2048}};
+    struct XLayout {
+      const char* name;
+      bool padded;          // rows a multiple of 8 elements apart, 8 more than k rounded up
+      int64_t offset, sxk;  // elements before the view; x's element stride
+    };
+    const XLayout xls[] = {{"contiguous", false, 0, 1},
+                           {"rows padded, 16-byte offset", true, 8, 1},
+                           {"offset by one element", false, 1, 1},
+                           {"strided elements", false, 0, 2}};
+    uint32_t seed = 500;
+    int combo = 0;
+    for (int32_t dtype : kDtypes)
+      for (const Shape& sh : shapes)
+        for (int64_t m = mode == 1 ? 1 : 5; m <= 8; ++m)
+          for (const XLayout& xl : xls) {
+            if (mode == 2 && dtype == kF32) continue;  // the same kernel as mode 1
+            const int64_t ldx = xl.padded ? (sh.k + 7) / 8 * 8 + 8 : sh.k * xl.sxk;
+            auto x = make(dtype, {m, sh.k}, {ldx, xl.sxk}, xl.offset, seed++);
+            auto w = linear_weight_t(dtype, sh.k, sh.n, sh.ldw, 0, seed++);
+            const int out_layout = combo++ % 3;  // row-major, column-major, padded rows at an offset
+            std::vector<int64_t> os = out_layout == 0   ? std::vector<int64_t>{sh.n, 1}
+                                      : out_layout == 1 ? std::vector<int64_t>{1, m}
+                                                        : std::vector<int64_t>{sh.n + 3, 1};
+            auto out = make(dtype, {m, sh.n}, os, out_layout == 2 ? 5 : 0, seed++);
+            const std::vector<double> before = out->storage;
+            // 16-byte loads unless an operand's start or row stride is not a multiple of 16
+            // bytes, or x's elements are strided (the storage itself is 256-byte aligned).
+            const int64_t es = int64_t(esize(dtype));
+            const bool vector = xl.offset * es % 16 == 0 && (xl.sxk == 1 || sh.k == 1) &&
+                                (m == 1 || ldx * es % 16 == 0) && (sh.n == 1 || sh.ldw * es % 16 == 0);
+            const std::string what = std::string("gemv mode ") + std::to_string(mode) + " " + dname(dtype) + " m" +
+                                     std::to_string(m) + " k" + std::to_string(sh.k) + " n" + std::to_string(sh.n) +
+                                     " ldw" + std::to_string(sh.ldw) + " x " + xl.name + " out" +
+                                     std::to_string(out_layout);
+            PathCheck path;
+            ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+            sync();
+            path.expect_gemv(!vector, what);
+            expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, m, sh.k, sh.n}, what);
+            if (HasFailure()) return;
+          }
+  }
 }
 
 TEST_F(AotiGemmGpu, GemvAddmmAppliesSelfBetaAndAlphaAndIgnoresSelfAtBetaZero) {
-  GemvSwitch on(true);
+  GemvSwitch on(1);
   const int64_t k = 520, n = 67;  // 520: 16-byte loads for every dtype
   struct SelfKind {
     const char* name;
@@ -675,7 +682,7 @@ TEST_F(AotiGemmGpu, GemvAddmmAppliesSelfBetaAndAlphaAndIgnoresSelfAtBetaZero) {
 
 // float32 on the GEMV path is float32 too: 1 + 2^-12 summed 64 times is 64 + 2^-6.
 TEST_F(AotiGemmGpu, GemvFloat32IsExactFloat32) {
-  GemvSwitch on(true);
+  GemvSwitch on(1);
   for (int64_t m : {1, 8}) {
     auto x = make(kF32, {m, 64}, {}, 0, 1);
     auto w = linear_weight_t(kF32, 64, 16, 64, 0, 2);
@@ -695,7 +702,7 @@ TEST_F(AotiGemmGpu, GemvFloat32IsExactFloat32) {
 // What does not take the GEMV path: more than 8 rows, a row-major mat2 (a Conv1D weight),
 // bmm, an out that shares memory with an input, the path switched off.
 TEST_F(AotiGemmGpu, GemvIsNotTakenOutsideItsCases) {
-  GemvSwitch on(true);
+  GemvSwitch on(1);
   for (int32_t dtype : kDtypes) {
     const int64_t k = 64, n = 24;
     {
@@ -733,7 +740,7 @@ TEST_F(AotiGemmGpu, GemvIsNotTakenOutsideItsCases) {
       expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 4, k, n}, std::string("bmm ") + dname(dtype));
     }
     {
-      GemvSwitch off(false);
+      GemvSwitch off(0);
       auto x = make(dtype, {2, k}, {}, 0, 10);
       auto w = linear_weight_t(dtype, k, n, k, 0, 11);
       auto out = make(dtype, {2, n}, {}, 0, 12);
@@ -779,7 +786,7 @@ const GraphDriver& graph_driver() {
 // and sets a new one with cuGraphExecKernelNodeSetParams; the replay then reads the new
 // weight. Then the same through addmm with a bias.
 TEST_F(AotiGemmGpu, GemvCapturedInAGraphIsRepointedToANewWeight) {
-  GemvSwitch on(true);
+  GemvSwitch on(1);
   const GraphDriver& drv = graph_driver();
   ASSERT_TRUE(drv.kernel_get && drv.kernel_set && drv.func_param) << "the driver lacks the graph functions";
   for (int32_t dtype : kDtypes)

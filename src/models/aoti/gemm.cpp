@@ -213,12 +213,13 @@ constexpr AOTITorchError kNoBiasAlgorithm = 2;
 std::shared_mutex g_cache_mu;
 std::unordered_map<ProblemKey, Choice, ProblemHash> g_cache;
 
-// Which path served each call (wharf_aoti_gemm_stats), and whether the GEMV path is on
-// (wharf_aoti_gemm_use_gemv; WHARF_AOTI_GEMV=0 in the environment starts it off).
+// Which path served each call (wharf_aoti_gemm_stats), and the GEMV path's mode
+// (wharf_aoti_gemm_use_gemv: 0 off, 1 on, 2 on without the tensor-core variant;
+// WHARF_AOTI_GEMV=0 or 2 in the environment starts it so).
 std::atomic<uint64_t> g_gemv_calls{0}, g_gemv_elementwise_calls{0}, g_cublaslt_calls{0};
-std::atomic<bool> g_use_gemv{[] {
+std::atomic<int32_t> g_gemv_mode{[] {
   const char* v = std::getenv("WHARF_AOTI_GEMV");
-  return !(v && std::strcmp(v, "0") == 0);
+  return v && std::strcmp(v, "0") == 0 ? 0 : v && std::strcmp(v, "2") == 0 ? 2 : 1;
 }()};
 
 // ---- operands ---------------------------------------------------------------------------
@@ -661,9 +662,9 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
   // launches kernels graph capture cannot re-point (bfloat16 on Hopper) and its heuristic's
   // choice for m <= 8 reads the weight no faster. Not when an input shares out's memory
   // (other than self being out) or out's elements overlap: the GEMM path stages those.
-  if (!batched && m <= kGemvMaxM && (m2->strides[0] == 1 || k == 1) && g_use_gemv.load(std::memory_order_relaxed) &&
-      !shares_memory(*m1, *out) && !shares_memory(*m2, *out) &&
-      (!with_self || self_is_out || !shares_memory(*self, *out)) && !overlapping(*out)) {
+  const int32_t gemv_mode = g_gemv_mode.load(std::memory_order_relaxed);
+  if (!batched && m <= kGemvMaxM && (m2->strides[0] == 1 || k == 1) && gemv_mode != 0 && !shares_memory(*m1, *out) &&
+      !shares_memory(*m2, *out) && (!with_self || self_is_out || !shares_memory(*self, *out)) && !overlapping(*out)) {
     GemvArgs ga;
     ga.x = m1->data();
     ga.w = m2->data();
@@ -681,7 +682,7 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
     ga.out_sn = out3[2];
     ga.alpha = float(alpha);
     ga.beta = float(beta);
-    const cudaError_t e = launch_gemv(out->dtype, ga, stream);
+    const cudaError_t e = launch_gemv(out->dtype, ga, gemv_mode == 1, stream);
     if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": launching the GEMV kernel");
     g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
     if (!gemv_vectorizable(out->dtype, ga)) g_gemv_elementwise_calls.fetch_add(1, std::memory_order_relaxed);
@@ -757,7 +758,7 @@ SHIM_API void wharf_aoti_gemm_stats(wharf_aoti_gemm_stats_t* out) {
 }
 
 SHIM_API int32_t wharf_aoti_gemm_use_gemv(int32_t enabled) {
-  return g_use_gemv.exchange(enabled != 0, std::memory_order_relaxed) ? 1 : 0;
+  return g_gemv_mode.exchange(enabled == 0 || enabled == 2 ? enabled : 1, std::memory_order_relaxed);
 }
 
 SHIM_API AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {

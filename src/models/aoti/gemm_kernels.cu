@@ -345,10 +345,10 @@ bool gemv_vectorizable(int32_t dtype, const GemvArgs& a) {
          (a.n == 1 || uint64_t(a.ldw) * es % 16 == 0);
 }
 
-cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, cudaStream_t stream) {
+cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, bool allow_mma, cudaStream_t stream) {
   if (a.m < 1 || a.m > kGemvMaxM || a.n < 1 || a.k < 1 || (a.n + kGemvRows - 1) / kGemvRows > INT32_MAX)
     return cudaErrorInvalidValue;
-  if (gemv_uses_mma(dtype, a))
+  if (allow_mma && gemv_uses_mma(dtype, a))
     return dtype == kBF16 ? launch_gemv_mma<__nv_bfloat16>(a, stream) : launch_gemv_mma<__half>(a, stream);
   const bool vec = gemv_vectorizable(dtype, a);
   switch (dtype) {

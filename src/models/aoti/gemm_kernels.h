@@ -49,7 +49,9 @@ struct GemvArgs {
 bool gemv_vectorizable(int32_t dtype, const GemvArgs& a);
 // Enqueues the GEMV on `stream` (no allocation, no synchronisation; a plain kernel launch
 // whose parameters graph capture records as an array). dtype: float32, float16 or bfloat16.
-// Returns the launch's error (cudaErrorInvalidValue for arguments out of range).
-cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, cudaStream_t stream);
+// allow_mma false keeps float16/bfloat16 with 5 to 8 rows on the FMA kernel (tests and
+// benchmarks compare the two). Returns the launch's error (cudaErrorInvalidValue for
+// arguments out of range).
+cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, bool allow_mma, cudaStream_t stream);
 
 }  // namespace wharf_aoti

@@ -74,9 +74,11 @@ typedef struct wharf_aoti_gemm_stats_t {
   uint64_t cublaslt;
 } wharf_aoti_gemm_stats_t;
 typedef void (*wharf_aoti_gemm_stats_fn)(wharf_aoti_gemm_stats_t* out);
-// Exported by libwharf_aoti_shim.so: turns the GEMV path of the GEMM fallbacks on (nonzero,
-// the default unless WHARF_AOTI_GEMV=0 was set at load) or off (every call on cuBLASLt),
-// process-wide, for calls that start after it; returns the previous setting (1 or 0).
+// Exported by libwharf_aoti_shim.so: sets the GEMV path of the GEMM fallbacks, process-wide,
+// for calls that start after it: 0 off (every call on cuBLASLt), 1 on (the default), 2 on
+// but float16/bfloat16 with 5 to 8 rows on the FMA kernel rather than the tensor cores (to
+// compare the two); any other value means 1. WHARF_AOTI_GEMV=0 or 2 at load sets the
+// initial mode. Returns the previous mode.
 typedef int32_t (*wharf_aoti_gemm_use_gemv_fn)(int32_t enabled);
 
 #ifdef __cplusplus
