@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The real-model benchmark (issue 24), on the GPU machine, from the GPU bundle's folder:
-#   bash real_models/run.sh OUT_DIR SHAPE [WORK_DIR]      SHAPE: 1b | 8b
+#   bash real_models/run.sh OUT_DIR SHAPE [PHASE] [WORK_DIR]   SHAPE: 1b | 8b; PHASE: export | bench | all
 # For a Llama-3.2-1B- or Llama-3.1-8B-shaped checkpoint with random bf16 weights (made here,
 # saved as transformers saves one): Wharf's export time (tools/export/wharf_export.py), then
 # package_bench (load, prefill of 512 tokens, decode step) and hf_baselines.py (transformers
@@ -10,7 +10,7 @@
 # the table. WORK_DIR (default /tmp/wharf-real-models) keeps checkpoints and packages between
 # calls on a warm machine: a step whose output exists is not redone.
 set -uo pipefail
-OUT=${1:?OUT_DIR}; SHAPE=${2:?SHAPE}; WORK=${3:-/tmp/wharf-real-models}
+OUT=${1:?OUT_DIR}; SHAPE=${2:?SHAPE}; PHASE=${3:-all}; WORK=${4:-/tmp/wharf-real-models}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT" "$WORK"
 export LD_LIBRARY_PATH="$HERE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -25,7 +25,10 @@ if [ ! -f "$pkg/manifest.json" ]; then
   t1=$(date +%s.%N)
   python3 -c "import json,sys; json.dump({'export_s': $t1 - $t0}, open('$OUT/$SHAPE-export.json', 'w'))"
 fi
+[ "$PHASE" = export ] && exit 0
+# Wharf eagerly, then with CUDA graphs (the decode method replayed), then the baselines.
 "$HERE/package_bench" "$pkg" --prefill 512 --steps 200 --csv "$OUT/$SHAPE-wharf.csv" || exit 1
+"$HERE/package_bench" "$pkg" --prefill 512 --steps 200 --graphs --csv "$OUT/$SHAPE-wharf-graphs.csv" || exit 1
 python3 "$HERE/real_models/hf_baselines.py" measure --model "$ckpt" --out "$OUT/$SHAPE-hf.json" \
   > "$OUT/$SHAPE-hf.log" 2>&1 || { tail -20 "$OUT/$SHAPE-hf.log"; exit 1; }
 python3 "$HERE/real_models/table.py" "$OUT"
