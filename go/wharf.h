@@ -663,6 +663,16 @@ typedef struct wharf_container_options {
    *  (wharf_progress_fn); NULL = none. Not used by wharf_container_create. */
   wharf_progress_fn progress;
   void* progress_user;
+  /** State arena (Since 0.3 (experimental); see "State arenas and batched runs" in the
+   *  experimental tier). `state_arena_of`: keep this container's states in the arena of that
+   *  container (borrowed for the create call; the arena lives while any container or
+   *  session uses it), whose states must include these with equal dtype and shape; the
+   *  arena's initial values are those of the container that created it. NULL = none. */
+  const wharf_container* state_arena_of;
+  /** > 0: keep the state of up to this many sessions in one allocation per state tensor,
+   *  [session_capacity, ...shape], allocated now (WHARF_MEM_STATE); each session takes a
+   *  slot. 0 = every session allocates buffers of its own. Not with state_arena_of. */
+  uint32_t session_capacity;
 } wharf_container_options;
 
 /**
@@ -940,7 +950,8 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_run_begin(wharf_container* contain
  * storage (device pointer, dtype, shape, and contiguous row-major strides, both arrays
  * valid while the run is open). Constants are WHARF_VIEW_READ_ONLY (their storage is
  * shared with other generations, containers and runs), except, in a fold callback's run,
- * derived constants and the constants the update wrote; session state is writable.
+ * derived constants and the constants the update wrote; session state is writable. In a
+ * batched run (wharf_run_begin_batch) a state is the whole arena, [capacity, ...shape].
  * Errors: WHARF_NOT_FOUND. Thread-safe for concurrent calls on the same run. Since 0.3.
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_tensor(const wharf_run* run, const char* fqn,
@@ -1110,7 +1121,9 @@ WHARF_API uint64_t wharf_session_state_bytes(const wharf_session* session);
 /**
  * Releases the caller's reference. A run still open keeps the session until wharf_run_end;
  * the state memory is returned only after the device has finished the session's last run
- * (this call may wait for it). NULL is a no-op. Since 0.3.
+ * (this call may wait for it). A session of a state arena never waits: its slot goes back
+ * to the arena at once, and the next session that takes the slot is ordered after this
+ * one's last run on the device. NULL is a no-op. Since 0.3.
  */
 WHARF_API void wharf_session_free(wharf_session* session);
 
@@ -1165,7 +1178,7 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_tensor_at(const wharf_run*
 
 /**
  * wharf_run_get_tensor for state `index` of the container's state declarations, in the run's
- * session. Errors: WHARF_INVALID_ARGUMENT (index out of range), WHARF_FAILED_PRECONDITION
+ * session (in a batched run: the whole arena, [capacity, ...shape]). Errors: WHARF_INVALID_ARGUMENT (index out of range), WHARF_FAILED_PRECONDITION
  * (the run has no session, as a fold callback's run). Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_state_at(const wharf_run* run, size_t index, wharf_tensor_view* out);
@@ -1173,7 +1186,8 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_state_at(const wharf_run* 
 /**
  * The session this run was begun with: `*out` is a new reference the caller owns (free it
  * with wharf_session_free), or NULL when the run has none (a container without states, or
- * a fold callback's run). Since 0.3 (experimental).
+ * a fold callback's run). A batched run has several: WHARF_FAILED_PRECONDITION.
+ * Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_session(const wharf_run* run, wharf_session** out);
 
@@ -1816,6 +1830,87 @@ typedef struct wharf_replica_group_stats {
 /** Fills `out` up to its struct_size. Thread-safe. Since 0.3 (experimental). */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group,
                                                                       wharf_replica_group_stats* out);
+
+/* --- state arenas and batched runs ------------------------------------------------------
+ *
+ * A container created with wharf_container_options.session_capacity S keeps the state of
+ * up to S sessions in one allocation per state tensor, slot-major ([S, ...shape]); the
+ * addresses are fixed for the arena's life. Containers created with state_arena_of share
+ * one arena (the methods of one model: prefill and decode). A session over arena
+ * containers takes a free slot when it is created (WHARF_RESOURCE_EXHAUSTED naming the
+ * capacity when all S are taken) and keeps it for its life; creating and freeing one is
+ * O(1) host work and never waits for the device. Everything else is as for other sessions:
+ * lazy initialisation at the first run (or eager), wharf_session_reset writes the initial
+ * values into the session's slot only, wharf_session_fork copies slot to slot on the
+ * device, budgets (max_state_bytes, max_session_bytes) count each session's own bytes, one
+ * run at a time per session (WHARF_BUSY), all stream-ordered, and no operation on one
+ * session touches another session's slot. A session covers containers of one arena (or,
+ * besides them, containers without states); mixing arenas, or an arena with per-session
+ * buffers, is WHARF_INVALID_ARGUMENT.
+ *
+ * A batched run (wharf_run_begin_batch) covers N sessions of one arena with one pinned
+ * generation; a kernel reads the sessions' slot indices (wharf_run_get_slot_indices) and
+ * the whole arena tensors (wharf_run_get_tensor on a state: [S, ...shape]) and must read
+ * and write only those slots. Runs of one arena session keep working as before: state
+ * views are the session's slot ([...shape]), and the slot index tensor holds its one slot.
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * Begins a run over `num_sessions` >= 1 distinct sessions (borrowed array; the run keeps
+ * them alive) whose states live in `container`'s state arena: one generation is pinned for
+ * all of them, and every session is marked busy until wharf_run_end. All or nothing: when
+ * a session has an open run (or a reset or fork holds it) the call fails with WHARF_BUSY
+ * naming its index and holds nothing. Each session's state is initialised at its first run
+ * and ordered after its previous operation on `stream`, as wharf_run_begin does (on the
+ * host backend this call waits for that work: the memory is ready when it returns).
+ * In the run, wharf_run_get_tensor and wharf_run_get_state_at answer a state with the whole
+ * arena ([session_capacity, ...shape], writable; only the run's slots may be written),
+ * wharf_run_get_slot_indices gives the sessions' slots in the order of `sessions`, and
+ * wharf_run_read of a state reads the arena's bytes. The caller owns `*out` (end it with
+ * wharf_run_end, which ends every session's run). A compiled model (wharf_model_run) does
+ * not take a batched run yet (WHARF_UNSUPPORTED).
+ * Errors: WHARF_FAILED_PRECONDITION (no state arena, no active weights), WHARF_INVALID_ARGUMENT
+ * (NULL arguments, a session twice, a session not covering the container or not in its
+ * arena, more sessions than the capacity), WHARF_BUSY, WHARF_OUT_OF_MEMORY (the index buffer).
+ * Thread-safe; waits for nothing but what wharf_run_begin waits for. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_begin_batch(wharf_container* container,
+                                                              wharf_session* const* sessions, size_t num_sessions,
+                                                              void* stream, wharf_run** out);
+
+/** The number of sessions of a run: N for a batched run, 1 for a run with a session, else 0. Since 0.3 (experimental). */
+WHARF_API size_t wharf_run_num_sessions(const wharf_run* run);
+
+/**
+ * The slot indices of the run's sessions: an int64 tensor [N] in the order the sessions
+ * were given (one element for a run of one arena session), in device memory (host memory
+ * on the host backend), read-only, valid while the run is open, written in stream order on
+ * the run's stream (kernels launched on it see it). Errors: WHARF_FAILED_PRECONDITION (the
+ * run's sessions hold no arena slot), WHARF_INVALID_ARGUMENT (NULL). Thread-safe.
+ * Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_run_get_slot_indices(const wharf_run* run, wharf_tensor_view* out);
+
+/** The session's slot in its container's state arena (fixed for its life), or -1 without an arena or for NULL. Thread-safe. Since 0.3 (experimental). */
+WHARF_API int64_t wharf_session_slot(const wharf_session* session);
+
+/** Figures of a state arena. Since 0.3 (experimental). */
+typedef struct wharf_state_arena_stats {
+  uint32_t struct_size;
+  uint32_t num_slots;       /* session_capacity */
+  uint32_t num_slots_used;  /* held by live sessions */
+  uint32_t num_slots_free;
+  uint64_t bytes;           /* the arena's storage: num_slots * one session's bytes, all states */
+} wharf_state_arena_stats;
+
+/**
+ * Reads the figures of the container's state arena (the caller sets out->struct_size; the
+ * answer may be stale once another thread creates or frees a session). Errors:
+ * WHARF_FAILED_PRECONDITION (the container has no arena), WHARF_INVALID_ARGUMENT (NULL).
+ * Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_container_get_state_arena_stats(const wharf_container* container,
+                                                                              wharf_state_arena_stats* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -115,6 +115,7 @@ const StructLayout& layout_of(const struct wharf_model_package_tensor_info*);  /
 const StructLayout& layout_of(const struct wharf_graph_options*);              // experimental (model_api.cpp)
 const StructLayout& layout_of(const struct wharf_graph_stats*);                // experimental (model_api.cpp)
 const StructLayout& layout_of(const struct wharf_graph_bucket_info*);          // experimental (model_api.cpp)
+const StructLayout& layout_of(const struct wharf_state_arena_stats*);          // experimental (convert.cpp)
 
 // The struct_size stored in the caller's struct at `p` (its first four bytes).
 uint32_t stated_size(const void* p);

@@ -79,6 +79,13 @@ Status config_from_c(const wharf_container_options& o, ContainerConfig* cfg) {
   cfg->name = o.name ? o.name : "";
   cfg->store = o.store ? o.store->store : nullptr;
   cfg->max_session_bytes = o.max_session_bytes;
+  cfg->session_capacity = o.session_capacity;
+  if (o.state_arena_of) {
+    cfg->arena = o.state_arena_of->c->arena();
+    if (!cfg->arena)
+      return InvalidArgument("wharf_container_options.state_arena_of: container " +
+                             quote_name(o.state_arena_of->c->name()) + " has no state arena (session_capacity 0)");
+  }
   return states_from_c(o, &cfg->states);
 }
 
@@ -384,11 +391,69 @@ WHARF_API wharf_status* wharf_run_get_session(const wharf_run* run, wharf_sessio
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(run && out, "wharf_run_get_session: run and out must not be NULL");
     *out = nullptr;
+    if (run->run->batched())
+      return FailedPrecondition("wharf_run_get_session: a batched run over " +
+                                std::to_string(run->run->batch().size()) + " sessions has no one session");
     if (!run->run->session()) return Status::Ok();
     auto h = std::make_unique<wharf_session>();
     h->s = run->run->session();
     *out = h.release();
     return Status::Ok();
+  });
+}
+
+WHARF_API wharf_status* wharf_run_begin_batch(wharf_container* container, wharf_session* const* sessions,
+                                              size_t num_sessions, void* stream, wharf_run** out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container && out, "wharf_run_begin_batch: container and out must not be NULL");
+    *out = nullptr;
+    WHARF_API_REQUIRE(sessions && num_sessions > 0, "wharf_run_begin_batch: at least one session is required");
+    std::vector<std::shared_ptr<Session>> ss;
+    ss.reserve(num_sessions);
+    for (size_t i = 0; i < num_sessions; ++i) {
+      if (!sessions[i]) return InvalidArgument("wharf_run_begin_batch: sessions[" + std::to_string(i) + "] is NULL");
+      ss.push_back(sessions[i]->s);
+    }
+    auto h = std::make_unique<wharf_run>();
+    WHARF_RETURN_IF_ERROR(Run::begin_batch(container->c, std::move(ss), stream, &h->owned));
+    h->run = h->owned.get();
+    *out = h.release();
+    return Status::Ok();
+  });
+}
+
+WHARF_API size_t wharf_run_num_sessions(const wharf_run* run) {
+  if (!run) return 0;
+  if (run->run->batched()) return run->run->batch().size();
+  return run->run->session() ? 1 : 0;
+}
+
+WHARF_API wharf_status* wharf_run_get_slot_indices(const wharf_run* run, wharf_tensor_view* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(run && out, "wharf_run_get_slot_indices: run and out must not be NULL");
+    BoundTensor b;
+    WHARF_RETURN_IF_ERROR(run->run->slot_indices(&b));
+    api::view_from_bound(b, out);
+    return Status::Ok();
+  });
+}
+
+WHARF_API wharf_status* wharf_container_get_state_arena_stats(const wharf_container* container,
+                                                              wharf_state_arena_stats* out) {
+  return api::guarded(__func__, [&]() -> Status {
+    WHARF_API_REQUIRE(container && out, "wharf_container_get_state_arena_stats: container and out must not be NULL");
+    const std::shared_ptr<StateArena>& a = container->c->arena();
+    if (!a)
+      return FailedPrecondition("container " + quote_name(container->c->name()) +
+                                " has no state arena (created with session_capacity 0)");
+    wharf_state_arena_stats full;
+    std::memset(&full, 0, sizeof(full));
+    full.struct_size = sizeof(full);
+    full.num_slots = a->capacity();
+    full.num_slots_used = a->slots_used();
+    full.num_slots_free = full.num_slots - full.num_slots_used;
+    full.bytes = a->bytes();
+    return api::write_output(full, out, "wharf_state_arena_stats");
   });
 }
 

@@ -64,6 +64,8 @@ WHARF_API uint64_t wharf_session_state_bytes(const wharf_session* session) {
   return session ? session->s->state_bytes() : 0;
 }
 
+WHARF_API int64_t wharf_session_slot(const wharf_session* session) { return session ? session->s->slot() : -1; }
+
 WHARF_API void wharf_session_free(wharf_session* session) {
   // The destructor may wait for the device; nothing may throw out of here.
   try {

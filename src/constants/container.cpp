@@ -13,6 +13,7 @@
 #include "core/logging.h"
 #include "core/test_hooks.h"
 #include "constants/weight_store.h"
+#include "sessions/state_arena.h"
 
 namespace wharf {
 namespace {
@@ -89,6 +90,19 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
     sd.shape = si.shape;
     sd.nbytes = m.nbytes();
     c->states_.push_back(std::move(sd));
+  }
+
+  // The state arena: allocated (or joined) before the container is visible to a store.
+  if (config.session_capacity > 0 && config.arena)
+    return InvalidArgument("container " + quote_name(c->name_) +
+                           ": both a session_capacity and another container's state arena to join");
+  if (config.arena) {
+    if (&config.arena->runtime() != c->runtime_.get())
+      return InvalidArgument("container " + quote_name(c->name_) + ": the state arena it joins belongs to another runtime");
+    WHARF_RETURN_IF_ERROR(config.arena->check_subset(c->name_, c->states_));
+    c->arena_ = std::move(config.arena);
+  } else if (config.session_capacity > 0) {
+    WHARF_RETURN_IF_ERROR(StateArena::create(c->runtime_, c->name_, config.session_capacity, c->states_, &c->arena_));
   }
 
   c->loading_.store(config.loading, std::memory_order_release);  // before the store can see it

@@ -92,6 +92,7 @@ struct StateInit {
 };
 
 class WeightStore;
+class StateArena;
 
 struct ContainerConfig {
   std::string name;
@@ -99,6 +100,11 @@ struct ContainerConfig {
   std::vector<StateInit> states;
   std::shared_ptr<WeightStore> store;  // null = no sharing
   uint64_t max_session_bytes = 0;      // 0 = no budget
+  // A state arena (src/sessions/state_arena.h): > 0 keeps the state of up to this many
+  // sessions in one allocation per state; 0 = per-session buffers. Or join `arena` (another
+  // container's, its states a superset of these); not both.
+  uint32_t session_capacity = 0;
+  std::shared_ptr<StateArena> arena;
   // The creator loads the container right after creating it (Container::load): until that
   // load returns, weight store updates answer BUSY instead of admitting it, so a container
   // created from a map never fails because a store update ran at the same time.
@@ -164,6 +170,8 @@ class Container : public std::enable_shared_from_this<Container> {
 
   const std::string& name() const { return name_; }
   const std::vector<StateDecl>& states() const { return states_; }
+  // The state arena its sessions take slots of (null: per-session buffers). Fixed at create.
+  const std::shared_ptr<StateArena>& arena() const { return arena_; }
   int find_state(const std::string& fqn) const;  // -1 if unknown
   // Session budget (max_session_bytes): reserve fails with RESOURCE_EXHAUSTED past it.
   Status reserve_session_bytes(uint64_t bytes);
@@ -262,6 +270,7 @@ class Container : public std::enable_shared_from_this<Container> {
   bool has_derived_ = false;
   std::vector<StateDecl> states_;
   std::unordered_map<std::string, int> state_index_;
+  std::shared_ptr<StateArena> arena_;
   uint64_t max_session_bytes_ = 0;
   std::atomic<uint64_t> session_bytes_{0};
   std::atomic<bool> loading_{false};  // ContainerConfig::loading, until the first load returns

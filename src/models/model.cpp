@@ -692,6 +692,9 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
   if (run.container() != container_)
     return InvalidArgument("model " + quote_name(name_) + ": the run is of container " +
                            quote_name(run.container()->name()) + ", not of this model's");
+  if (run.batched())  // a compiled model binds one session's state buffers (issue 26: batched methods later)
+    return Unsupported("model " + quote_name(name_) + ": a batched run over " + std::to_string(run.batch().size()) +
+                       " sessions; a compiled model runs over one session's state (begin the run with one session)");
   if (inputs.size() != input_names_.size())
     return InvalidArgument("model " + quote_name(name_) + ": " + std::to_string(input_names_.size()) +
                            " inputs expected, got " + std::to_string(inputs.size()));

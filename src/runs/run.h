@@ -36,6 +36,12 @@ class Run {
   // `session` may be null for a container without states.
   static Status begin(std::shared_ptr<Container> container, std::shared_ptr<Session> session, void* native_stream,
                       std::unique_ptr<Run>* out);
+  // A batched run over `sessions` (>= 1, distinct) of the container's state arena: one
+  // generation pinned for all, every session claimed for the run's life (all or nothing: a
+  // busy session fails the whole call, BUSY, nothing held), the sessions' slot indices on
+  // the device (slot_indices) and the states as whole-arena views ([capacity, ...shape]).
+  static Status begin_batch(std::shared_ptr<Container> container, std::vector<std::shared_ptr<Session>> sessions,
+                            void* native_stream, std::unique_ptr<Run>* out);
   // A run over a generation that is being written (the fold callback's view).
   static std::unique_ptr<Run> over(std::shared_ptr<Container> container, std::shared_ptr<Generation> gen,
                                    Stream& stream);
@@ -61,6 +67,16 @@ class Run {
   uint64_t gen_id_ = 0;
   bool leased_ = false;  // end() must retire it
   bool fold_ = false;    // a fold callback's run (over()): some constants are writable
+  std::vector<std::shared_ptr<Session>> batch_;  // a batched run's sessions
+  std::shared_ptr<StateArena> arena_;            // the sessions' arena (null: none)
+  std::vector<int64_t> slots_;                   // host copy of the slot indices
+  std::vector<int64_t> slots_shape_;             // {N}
+  std::unique_ptr<StateArena::IndexBuffer> index_;
+  // Puts slots_ in an index buffer on the run's stream (ready when begin returns on the
+  // host backend).
+  Status upload_slots();
+  // A state of the arena as a whole-arena view (batched runs).
+  Status arena_state(int arena_index, BoundTensor* out) const;
 
  public:
   // Index access for the C API's hot path (no name lookup for constants): constant `index`
@@ -69,7 +85,14 @@ class Run {
   // the run has none, as a fold's run).
   Status tensor_at(int index, BoundTensor* out) const;
   Status state_at(int index, BoundTensor* out) const;
+  // The run's one session (null for a batched run, a run without session or a fold's run).
   const std::shared_ptr<Session>& session() const { return session_; }
+  // Batched runs (begin_batch): the sessions in the caller's order (empty otherwise).
+  bool batched() const { return !batch_.empty(); }
+  const std::vector<std::shared_ptr<Session>>& batch() const { return batch_; }
+  // The slot indices of the run's sessions, int64 [N], in device memory (read-only), for a
+  // run over sessions of a state arena; FAILED_PRECONDITION otherwise.
+  Status slot_indices(BoundTensor* out) const;
   const std::shared_ptr<Container>& container() const { return container_; }
 
   // The generation the run pinned (null after end).

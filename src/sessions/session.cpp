@@ -45,6 +45,22 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
       s->bytes_ += d.nbytes;
     }
   }
+  // An arena: every container that declares states must hold them in the same one (or none).
+  const Container* arena_of = nullptr;
+  for (const auto& c : containers) {
+    if (c->states().empty()) continue;
+    if (!arena_of) {
+      arena_of = c.get();
+      s->arena_ = c->arena();
+    } else if (c->arena() != s->arena_) {
+      return InvalidArgument("session: container " + quote_name(c->name()) + " and container " +
+                             quote_name(arena_of->name()) +
+                             " keep their states in different places (a session covers containers of one state "
+                             "arena, or containers without one)");
+    }
+  }
+  if (s->arena_)
+    for (State& st : states) st.arena_index = s->arena_->find(st.fqn);  // check_subset made sure it is there
   if (opts.max_state_bytes != 0 && s->bytes_ > opts.max_state_bytes)
     return ResourceExhausted("session: its state needs " + std::to_string(s->bytes_) +
                              " bytes, more than max_state_bytes " + std::to_string(opts.max_state_bytes));
@@ -55,11 +71,23 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
     s->reserved_.push_back(c.get());
   }
   std::unique_ptr<Event> last;
-  WHARF_RETURN_IF_ERROR(s->runtime_->device().create_event(&last));
+  bool has_last = false;
+  if (s->arena_) {
+    // The slot's previous user is ordered before this one through the slot's event.
+    StateArena::Lease lease;
+    WHARF_RETURN_IF_ERROR(s->arena_->acquire(&lease));
+    s->slot_ = lease.slot;
+    s->has_slot_ = true;
+    last = std::move(lease.last);
+    has_last = lease.has_last;
+  } else {
+    WHARF_RETURN_IF_ERROR(s->runtime_->device().create_event(&last));
+  }
   // Nobody else can see the session yet; the lock is for the analysis and costs nothing.
   MutexLock lock(s->mu_);
   s->states_ = std::move(states);
   s->last_ = std::move(last);
+  s->has_last_ = has_last;
   if (opts.allocate_eagerly) {
     WHARF_RETURN_IF_ERROR(s->allocate_locked());
     WHARF_RETURN_IF_ERROR(s->initialise_locked(s->runtime_->stream()));
@@ -70,9 +98,17 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
 }
 
 Session::~Session() {
-  // The buffers die with this object: wait until the device is done with the last run,
-  // reset or fork that used them.
-  if (has_last_) {
+  if (has_slot_) {
+    // The slot outlives the session: hand it back with the event of its last operation,
+    // which the slot's next user is ordered after. No wait here.
+    StateArena::Lease lease;
+    lease.slot = slot_;
+    lease.last = std::move(last_);
+    lease.has_last = has_last_;
+    arena_->release(std::move(lease));
+  } else if (has_last_) {
+    // The buffers die with this object: wait until the device is done with the last run,
+    // reset or fork that used them.
     Status st = last_->synchronize();
     if (!st.ok()) {
       WHARF_LOG(kError, "session: waiting for its last run at free: " + st.message() + "; waiting for the device");
@@ -91,6 +127,11 @@ bool Session::covers(const Container* c) const {
 
 Status Session::allocate_locked() {
   if (allocated_) return Status::Ok();
+  if (arena_) {
+    for (State& st : states_) st.data = arena_->slot_data(size_t(st.arena_index), slot_);
+    allocated_ = true;
+    return Status::Ok();
+  }
   std::vector<Buffer> bufs(states_.size());
   for (size_t i = 0; i < states_.size(); ++i)
     if (states_[i].nbytes > 0)
@@ -99,6 +140,7 @@ Status Session::allocate_locked() {
   for (size_t i = 0; i < states_.size(); ++i) {
     WHARF_DCHECK(bufs[i].size() == states_[i].nbytes, "session: a state buffer has the size of its declaration");
     states_[i].buffer = std::move(bufs[i]);
+    states_[i].data = states_[i].buffer.data();
   }
   allocated_ = true;
   return Status::Ok();
@@ -122,22 +164,49 @@ Status Session::initialise_locked(Stream& stream) {
   WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
   for (State& st : states_) {
     if (st.nbytes == 0) continue;
-    Status s = st.initial ? stream.copy_async(st.buffer.data(), st.initial->data(), st.nbytes)
-                          : stream.memset_async(st.buffer.data(), 0, st.nbytes);
+    Status s = st.initial ? stream.copy_async(st.data, st.initial->data(), st.nbytes)
+                          : stream.memset_async(st.data, 0, st.nbytes);
     WHARF_RETURN_IF_ERROR(s.with_context("session: initialising state " + quote_name(st.fqn)));
   }
   return Status::Ok();
 }
 
 Status Session::begin_run(Stream& stream) {
+  WHARF_RETURN_IF_ERROR(claim());
+  return prepare_run(stream);
+}
+
+Status Session::claim() {
   MutexLock lock(mu_);
   if (in_run_) return Busy("session: a run is already open on it (one run at a time per session)");
+  in_run_ = true;
+  return Status::Ok();
+}
+
+void Session::unclaim() {
+  MutexLock lock(mu_);
+  WHARF_DCHECK(in_run_, "session: unclaim without a claim");
+  in_run_ = false;
+}
+
+Status Session::prepare_run(Stream& stream) {
+  MutexLock lock(mu_);
+  WHARF_DCHECK(in_run_, "session: prepare_run without a claim");
+  Status st = prepare_locked(stream);
+  if (!st.ok()) in_run_ = false;
+  return st;
+}
+
+Status Session::prepare_locked(Stream& stream) {
   if (!allocated_) {
     WHARF_RETURN_IF_ERROR(allocate_locked());
     Status st = initialise_locked(stream);
     if (!st.ok()) {
       // Not initialised: free the buffers so the next run starts over.
-      for (State& s : states_) s.buffer.reset();
+      for (State& s : states_) {
+        s.buffer.reset();
+        s.data = nullptr;
+      }
       allocated_ = false;
       return st;
     }
@@ -156,7 +225,6 @@ Status Session::begin_run(Stream& stream) {
     WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
   }
   WHARF_DCHECK(allocated_, "session: a run begins only over allocated state");
-  in_run_ = true;
   return Status::Ok();
 }
 
@@ -181,7 +249,7 @@ Status Session::find(const std::string& fqn, StateView* out) const {
   MutexLock lock(mu_);
   WHARF_DCHECK(in_run_, "session: a state is handed out only to the open run");
   const State& st = states_[it->second];
-  out->data = st.buffer.data();
+  out->data = st.data;
   out->dtype = st.dtype;
   out->shape = &st.shape;
   out->nbytes = st.nbytes;
@@ -209,10 +277,12 @@ Status Session::fork(std::shared_ptr<Session>* out) {
     WHARF_RETURN_IF_ERROR(s->allocate_locked());
     Stream& stream = runtime_->stream();
     WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
+    // An arena slot may still be in use by the session that had it before the copy.
+    WHARF_RETURN_IF_ERROR(s->order_after_last_locked(stream));
     for (size_t i = 0; i < states_.size(); ++i)
       if (states_[i].nbytes > 0)
         WHARF_RETURN_IF_ERROR(
-            stream.copy_async(s->states_[i].buffer.data(), states_[i].buffer.data(), states_[i].nbytes)
+            stream.copy_async(s->states_[i].data, states_[i].data, states_[i].nbytes)
                 .with_context("session fork: copying state " + quote_name(states_[i].fqn)));
     // Both wait for the copy: the new one before it is used, the source before it is written.
     WHARF_RETURN_IF_ERROR(s->record_last_locked(stream));

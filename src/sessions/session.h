@@ -12,6 +12,13 @@
 // begin_run instead waits on the host for `last_` (and for the first initialisation): the
 // state is ready to touch when it returns (issue 11, defect 11).
 //
+// Arena sessions (a container created with a session capacity, src/sessions/state_arena.h):
+// the states live in one slot of the container's arena instead of buffers of their own.
+// create() takes the slot and inherits its event as `last_` (so everything the session does
+// is ordered after the slot's previous user, on the device); the destructor gives the slot
+// and `last_` back without waiting. Everything else (lazy initialisation, reset, fork,
+// budgets, BUSY) is as for buffers.
+//
 // Locking: `mu_` is per session and guards the flags, the states (their buffers) and
 // `last_`; it is held across enqueueing and, on the host backend, across the wait in
 // begin_run for the session's own previous operation (nobody else may use the session
@@ -29,6 +36,7 @@
 #include "constants/container.h"
 #include "core/sync.h"
 #include "device/runtime.h"
+#include "sessions/state_arena.h"
 
 namespace wharf {
 
@@ -62,6 +70,16 @@ class Session {
   // waits, so the state is ready to touch when it returns), then end (records `last_`).
   Status begin_run(Stream& stream) WHARF_EXCLUDES(mu_);
   Status end_run(Stream& stream) WHARF_EXCLUDES(mu_);
+  // begin_run in two steps, for a batched run's all-or-nothing claim: claim marks the
+  // session busy (BUSY if a run is open) and touches nothing else; unclaim undoes only that;
+  // prepare_run does the rest of begin_run (on failure the claim is dropped too).
+  Status claim() WHARF_EXCLUDES(mu_);
+  void unclaim() WHARF_EXCLUDES(mu_);
+  Status prepare_run(Stream& stream) WHARF_EXCLUDES(mu_);
+  // The arena whose slot holds this session's state (null: buffers of its own) and the slot
+  // (-1 without an arena). Fixed for the session's life.
+  const std::shared_ptr<StateArena>& arena() const { return arena_; }
+  int64_t slot() const { return arena_ ? int64_t(slot_) : -1; }
   // A state of this session, or NOT_FOUND. Only for the open run (its buffers are fixed
   // while it is open).
   Status find(const std::string& fqn, StateView* out) const WHARF_EXCLUDES(mu_);
@@ -73,11 +91,14 @@ class Session {
     std::vector<int64_t> shape;
     uint64_t nbytes = 0;
     const Buffer* initial = nullptr;  // a container's template (kept alive by containers_); null = zeros
-    Buffer buffer;
+    int arena_index = -1;             // the arena's state (arena sessions)
+    Buffer buffer;                    // own storage (sessions without an arena)
+    void* data = nullptr;             // the state's memory once allocated: buffer or arena slot
   };
 
   Session() = default;
   Status allocate_locked() WHARF_REQUIRES(mu_);
+  Status prepare_locked(Stream& stream) WHARF_REQUIRES(mu_);  // begin_run after the claim
   Status initialise_locked(Stream& stream) WHARF_REQUIRES(mu_);  // enqueues initial values into the buffers
   Status order_after_last_locked(Stream& stream) WHARF_REQUIRES(mu_);
   Status record_last_locked(Stream& stream) WHARF_REQUIRES(mu_);
@@ -91,6 +112,9 @@ class Session {
   std::unordered_map<std::string, size_t> index_;  // FQN -> position in states_
   uint64_t bytes_ = 0;
   std::vector<Container*> reserved_;  // containers whose session budget holds bytes_
+  std::shared_ptr<StateArena> arena_;  // null: buffers of its own
+  uint32_t slot_ = 0;                  // arena_'s slot, held from create() to the destructor
+  bool has_slot_ = false;
 
   mutable Mutex mu_;
   std::vector<State> states_ WHARF_GUARDED_BY(mu_);  // the declarations are fixed; buffers change
