@@ -1218,6 +1218,9 @@ typedef struct wharf_model_options {
   /** Progress and cancellation of loading the weights (wharf_progress_fn); NULL = none. */
   wharf_progress_fn progress;
   void* progress_user;
+  /** As wharf_container_options.session_capacity: > 0 keeps the model's states (its mutated
+   *  buffers) for up to this many sessions in one state arena. Appended. */
+  uint32_t session_capacity;
 } wharf_model_options;
 
 /** Fills the defaults (all zero/NULL) up to `struct_size`. Since 0.3 (experimental). */
@@ -1413,6 +1416,10 @@ typedef struct wharf_model_package_options {
    *  of the manifest's parameters); NULL = none. */
   wharf_progress_fn progress;
   void* progress_user;
+  /** > 0: one state arena for up to this many sessions holds the manifest's states, shared
+   *  by every method (a session of the package takes one slot); see "State arenas and
+   *  batched runs". 0: per-session buffers. Appended. */
+  uint32_t session_capacity;
 } wharf_model_package_options;
 
 /** Fills the defaults (all zero/NULL) up to `struct_size`. Since 0.3 (experimental). */

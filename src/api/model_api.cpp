@@ -23,7 +23,8 @@ namespace api {
 const StructLayout& layout_of(const wharf_model_options*) {
   using T = wharf_model_options;
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),       WHARF_FIELD(T, name),      WHARF_FIELD(T, store),
-                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path), WHARF_FIELD(T, offload)};
+                                WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, shim_path), WHARF_FIELD(T, offload),
+                                WHARF_FIELD(T, progress), WHARF_FIELD(T, progress_user), WHARF_FIELD(T, session_capacity)};
   static const StructLayout l{"wharf_model_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -81,6 +82,7 @@ WHARF_API wharf_status* wharf_model_load(wharf_runtime* runtime, const char* so_
     if (o.name) mo.name = o.name;
     if (o.store) mo.store = o.store->store;
     mo.max_session_bytes = o.max_session_bytes;
+    mo.session_capacity = o.session_capacity;
     if (o.shim_path) mo.shim_path = o.shim_path;
     mo.progress = api::progress_from_c(o.progress, o.progress_user);
     if (o.offload) {

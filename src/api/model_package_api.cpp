@@ -27,7 +27,7 @@ const StructLayout& layout_of(const wharf_model_package_options*) {
   using T = wharf_model_package_options;
   static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, shim_path),
                                 WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, progress),
-                                WHARF_FIELD(T, progress_user)};
+                                WHARF_FIELD(T, progress_user), WHARF_FIELD(T, session_capacity)};
   static const StructLayout l{"wharf_model_package_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -99,6 +99,7 @@ WHARF_API wharf_status* wharf_model_package_load(wharf_runtime* runtime, const c
     PackageOptions po;
     if (o.shim_path) po.shim_path = o.shim_path;
     po.max_session_bytes = o.max_session_bytes;
+    po.session_capacity = o.session_capacity;
     po.progress = api::progress_from_c(o.progress, o.progress_user);
     auto h = std::make_unique<wharf_model_package>();
     WHARF_RETURN_IF_ERROR(ModelPackage::load(runtime->rt, dir, po, &h->p));

@@ -434,6 +434,8 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
   cfg.name = m->name_;
   cfg.store = opts.store;
   cfg.max_session_bytes = opts.max_session_bytes;
+  cfg.session_capacity = opts.session_capacity;
+  cfg.arena = opts.arena;
   auto params = std::make_unique<ConstantMap>();
   size_t num_folded = 0;
   for (size_t i = 0; i < n; ++i) {

@@ -46,6 +46,9 @@ struct ModelOptions {
   std::string name;                    // the container's name (default: the file's stem)
   std::shared_ptr<WeightStore> store;  // share parameters with other containers of the store
   uint64_t max_session_bytes = 0;
+  // A state arena (ContainerConfig): > 0 creates one for this many sessions; or join `arena`.
+  uint32_t session_capacity = 0;
+  std::shared_ptr<StateArena> arena;
   std::string shim_path;  // libwharf_aoti_shim.so; empty: next to libwharf, or $WHARF_AOTI_SHIM
   // Offload the layers this selects (null: none). Their constants are placed in host memory
   // and bound to the offloader's slots; the model must call Wharf's offload ops at its layer

@@ -564,6 +564,21 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     tm.shape = pp.shape;
     total += tm.nbytes();
   }
+  // The state arena over every declared state (each method binds a subset), before any method.
+  std::shared_ptr<StateArena> arena;
+  if (opts.session_capacity > 0) {
+    std::vector<StateDecl> decls(states.size());
+    for (size_t i = 0; i < states.size(); ++i) {
+      TensorMeta tm;
+      tm.dtype = states[i].dtype;
+      tm.shape = states[i].shape;
+      decls[i].fqn = states[i].fqn;
+      decls[i].dtype = states[i].dtype;
+      decls[i].shape = states[i].shape;
+      decls[i].nbytes = tm.nbytes();
+    }
+    WHARF_RETURN_IF_ERROR(StateArena::create(runtime, m.name, opts.session_capacity, decls, &arena).with_context(what));
+  }
   uint64_t base = 0, current_total = 0;  // bytes of the methods loaded before, and of this one's load
   for (size_t i = 0; i < m.methods.size(); ++i) {
     const PackageMethod& pm = m.methods[i];
@@ -571,6 +586,7 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.name = m.name + "/" + pm.name;
     mo.store = p->store_;
     mo.max_session_bytes = opts.max_session_bytes;
+    mo.arena = arena;
     mo.shim_path = opts.shim_path;
     mo.declared_states = &states;
     mo.expected_inputs = int64_t(pm.inputs.size());

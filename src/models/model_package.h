@@ -94,6 +94,9 @@ bool package_dtype_from_name(std::string_view name, DType* out);
 struct PackageOptions {
   std::string shim_path;           // as ModelOptions::shim_path
   uint64_t max_session_bytes = 0;  // every method's container's budget (0 = none)
+  // > 0: one state arena of this many sessions for the manifest's states, joined by every
+  // method's container (a package session takes one slot); 0 = per-session buffers.
+  uint32_t session_capacity = 0;
   ProgressFn progress;             // of loading the weights (all methods as one total); empty = none
 };
 

@@ -181,6 +181,7 @@ class PackageGpu : public ::testing::Test {
     wharf_model_package_options o;
     wharf_model_package_options_init(&o);
     o.shim_path = std::getenv("WHARF_AOTI_SHIM");
+    o.session_capacity = session_capacity_;
     return wharf_model_package_load(rt_, dir_.c_str(), &o, out);
   }
 
@@ -232,6 +233,7 @@ class PackageGpu : public ::testing::Test {
   }
 
   std::string src_, base_, dir_, manifest_;
+  uint32_t session_capacity_ = 0;  // wharf_model_package_options.session_capacity
   wharf_runtime* rt_ = nullptr;
   wharf_constant_map* weights_ = nullptr;
   wharf_constant_map* ref_ = nullptr;
@@ -351,6 +353,66 @@ TEST_F(PackageGpu, TwoSessionsInterleavedEachDecodeTheReference) {
     }
   EXPECT_EQ(got[0], want_);
   EXPECT_EQ(got[1], want_);
+  for (auto& x : s) wharf_session_free(x);
+  wharf_model_free(prefill);
+  wharf_model_free(decode);
+  wharf_model_package_free(pkg);
+}
+
+// A package with a state arena (issue 26): each session is one slot of one allocation per
+// state, shared by both methods; sessions interleaved step by step each decode the reference
+// (the compiled methods bind the session's slot), a session past the capacity is refused, and
+// a freed session's slot serves a new conversation from its initial state.
+TEST_F(PackageGpu, ArenaSessionsInterleavedEachDecodeTheReference) {
+  session_capacity_ = 2;
+  const uint64_t state_before = mem(WHARF_MEM_STATE);
+  wharf_model_package* pkg = nullptr;
+  LOAD_OR_SKIP(&pkg);
+  wharf_model *prefill = nullptr, *decode = nullptr;
+  ASSERT_OK(wharf_model_package_get_method(pkg, "prefill", &prefill));
+  ASSERT_OK(wharf_model_package_get_method(pkg, "decode", &decode));
+  const uint64_t one = 4u * 4 * 64 * 16 * 4;  // one session's four states (see the test above)
+  wharf_state_arena_stats as;
+  std::memset(&as, 0, sizeof as);
+  as.struct_size = sizeof as;
+  ASSERT_OK(wharf_container_get_state_arena_stats(wharf_model_container(decode), &as));
+  EXPECT_EQ(as.num_slots, 2u);
+  EXPECT_EQ(as.bytes, 2 * one);
+  const uint64_t loaded = mem(WHARF_MEM_STATE);
+  EXPECT_GE(loaded - state_before, 2 * one) << "the arena is allocated at load";
+  wharf_session* s[2] = {nullptr, nullptr};
+  for (auto& x : s) ASSERT_OK(wharf_model_package_create_session(pkg, nullptr, &x));
+  EXPECT_EQ(wharf_session_slot(s[0]), 0);
+  EXPECT_EQ(wharf_session_slot(s[1]), 1);
+  {
+    wharf_session* third = nullptr;
+    St st(wharf_model_package_create_session(pkg, nullptr, &third));
+    EXPECT_EQ(st.code(), WHARF_RESOURCE_EXHAUSTED) << st.msg();
+    EXPECT_TRUE(st.has("session_capacity 2")) << st.msg();
+  }
+  for (int round = 0; round < 2; ++round) {
+    std::vector<int64_t> got[2];
+    for (int c = 0; c < 2; ++c) {
+      int64_t t = 0;
+      step(prefill, s[c], prompt_, 0, &t);
+      got[c].push_back(t);
+    }
+    for (size_t k = 1; k < want_.size(); ++k)
+      for (int c = 0; c < 2; ++c) {
+        int64_t t = 0;
+        step(decode, s[c], {got[c].back()}, int64_t(prompt_.size() + k - 1), &t);
+        got[c].push_back(t);
+      }
+    EXPECT_EQ(got[0], want_) << "round " << round;
+    EXPECT_EQ(got[1], want_) << "round " << round;
+    // A new conversation in the slot of the first: freed, then taken again at once.
+    wharf_session_free(s[0]);
+    s[0] = nullptr;
+    ASSERT_OK(wharf_model_package_create_session(pkg, nullptr, &s[0]));
+    EXPECT_EQ(wharf_session_slot(s[0]), 0);
+    ASSERT_OK(wharf_session_reset(s[1]));
+  }
+  EXPECT_EQ(mem(WHARF_MEM_STATE), loaded) << "sessions of the arena and their runs allocate no state";
   for (auto& x : s) wharf_session_free(x);
   wharf_model_free(prefill);
   wharf_model_free(decode);
