@@ -90,6 +90,10 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
   } else {
     run->stream_ = &rt.stream();
   }
+  // One event for the whole batch, recorded once at its end (Session::end_run_shared).
+  std::unique_ptr<Event> done;
+  WHARF_RETURN_IF_ERROR(rt.device().create_event(&done));
+  run->batch_done_ = std::move(done);
   // All or nothing: claim every session before touching any.
   for (size_t i = 0; i < sessions.size(); ++i) {
     Status st = sessions[i]->claim();
@@ -99,8 +103,9 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
     }
   }
   test_hook("run.begin_batch.claimed");
+  const Event* waited = nullptr;  // sessions last used by one batch share its event: one wait
   for (size_t i = 0; i < sessions.size(); ++i) {
-    Status st = sessions[i]->prepare_run(*run->stream_);  // on failure its claim is dropped
+    Status st = sessions[i]->prepare_run(*run->stream_, &waited);  // on failure its claim is dropped
     if (!st.ok()) {
       for (size_t j = 0; j < i; ++j) {
         Status s2 = sessions[j]->end_run(*run->stream_);
@@ -221,9 +226,17 @@ Status Run::end() {
     Status s2 = session_->end_run(*stream_);
     if (st.ok()) st = s2;
   }
-  for (const auto& s : batch_) {
-    Status s2 = s->end_run(*stream_);
-    if (st.ok()) st = s2;
+  if (!batch_.empty()) {
+    Status s2 = stream_->record(*batch_done_).with_context("run: recording the end of a batched run");
+    if (s2.ok()) {
+      for (const auto& s : batch_) s->end_run_shared(batch_done_);
+    } else {
+      if (st.ok()) st = s2;
+      for (const auto& s : batch_) {  // each records its own event instead
+        Status s3 = s->end_run(*stream_);
+        if (st.ok()) st = s3;
+      }
+    }
   }
   if (index_) {
     Status s2 = stream_->record(*index_->done);

@@ -68,6 +68,7 @@ class Run {
   bool leased_ = false;  // end() must retire it
   bool fold_ = false;    // a fold callback's run (over()): some constants are writable
   std::vector<std::shared_ptr<Session>> batch_;  // a batched run's sessions
+  std::shared_ptr<Event> batch_done_;            // recorded at its end, handed to every session
   std::shared_ptr<StateArena> arena_;            // the sessions' arena (null: none)
   std::vector<int64_t> slots_;                   // host copy of the slot indices
   std::vector<int64_t> slots_shape_;             // {N}

@@ -71,6 +71,7 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
     s->reserved_.push_back(c.get());
   }
   std::unique_ptr<Event> last;
+  std::shared_ptr<Event> shared;
   bool has_last = false;
   if (s->arena_) {
     // The slot's previous user is ordered before this one through the slot's event.
@@ -80,6 +81,7 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
     s->has_slot_ = true;
     last = std::move(lease.last);
     has_last = lease.has_last;
+    shared = std::move(lease.shared_last);
   } else {
     WHARF_RETURN_IF_ERROR(s->runtime_->device().create_event(&last));
   }
@@ -87,6 +89,7 @@ Status Session::create(std::shared_ptr<Runtime> runtime, std::vector<std::shared
   MutexLock lock(s->mu_);
   s->states_ = std::move(states);
   s->last_ = std::move(last);
+  s->shared_last_ = std::move(shared);
   s->has_last_ = has_last;
   if (opts.allocate_eagerly) {
     WHARF_RETURN_IF_ERROR(s->allocate_locked());
@@ -104,12 +107,13 @@ Session::~Session() {
     StateArena::Lease lease;
     lease.slot = slot_;
     lease.last = std::move(last_);
+    lease.shared_last = std::move(shared_last_);
     lease.has_last = has_last_;
     arena_->release(std::move(lease));
   } else if (has_last_) {
     // The buffers die with this object: wait until the device is done with the last run,
     // reset or fork that used them.
-    Status st = last_->synchronize();
+    Status st = last_event_locked()->synchronize();
     if (!st.ok()) {
       WHARF_LOG(kError, "session: waiting for its last run at free: " + st.message() + "; waiting for the device");
       st = runtime_->device().synchronize();
@@ -148,13 +152,18 @@ Status Session::allocate_locked() {
 
 bool Session::host_backend() const { return runtime_->backend() == Backend::kHost; }
 
-Status Session::order_after_last_locked(Stream& stream) {
+Status Session::order_after_last_locked(Stream& stream, const Event** waited) {
   if (!has_last_) return Status::Ok();
-  return stream.wait(*last_).with_context("session: ordering after its previous operation");
+  Event* e = last_event_locked();
+  if (waited && *waited == e) return Status::Ok();  // this batch's stream already waits for it
+  WHARF_RETURN_IF_ERROR(stream.wait(*e).with_context("session: ordering after its previous operation"));
+  if (waited) *waited = e;
+  return Status::Ok();
 }
 
 Status Session::record_last_locked(Stream& stream) {
   WHARF_RETURN_IF_ERROR(stream.record(*last_).with_context("session: recording the end of an operation"));
+  shared_last_.reset();
   has_last_ = true;
   return Status::Ok();
 }
@@ -189,15 +198,15 @@ void Session::unclaim() {
   in_run_ = false;
 }
 
-Status Session::prepare_run(Stream& stream) {
+Status Session::prepare_run(Stream& stream, const Event** waited) {
   MutexLock lock(mu_);
   WHARF_DCHECK(in_run_, "session: prepare_run without a claim");
-  Status st = prepare_locked(stream);
+  Status st = prepare_locked(stream, waited);
   if (!st.ok()) in_run_ = false;
   return st;
 }
 
-Status Session::prepare_locked(Stream& stream) {
+Status Session::prepare_locked(Stream& stream, const Event** waited) {
   if (!allocated_) {
     WHARF_RETURN_IF_ERROR(allocate_locked());
     Status st = initialise_locked(stream);
@@ -219,10 +228,13 @@ Status Session::prepare_locked(Stream& stream) {
   } else if (host_backend()) {
     // Everything that touched the state (initialisation, reset, fork, the previous run's
     // stream work) is captured by last_: wait for it here rather than on the stream.
-    if (has_last_)
-      WHARF_RETURN_IF_ERROR(last_->synchronize().with_context("session: waiting for its previous operation"));
+    if (has_last_ && !(waited && *waited == last_event_locked())) {
+      WHARF_RETURN_IF_ERROR(
+          last_event_locked()->synchronize().with_context("session: waiting for its previous operation"));
+      if (waited) *waited = last_event_locked();
+    }
   } else {
-    WHARF_RETURN_IF_ERROR(order_after_last_locked(stream));
+    WHARF_RETURN_IF_ERROR(order_after_last_locked(stream, waited));
   }
   WHARF_DCHECK(allocated_, "session: a run begins only over allocated state");
   return Status::Ok();
@@ -236,10 +248,19 @@ Status Session::end_run(Stream& stream) {
   if (!st.ok()) {
     // Without the event the run's end is unknown: order the next user after the device.
     has_last_ = false;
+    shared_last_.reset();
     Status s2 = runtime_->device().synchronize();
     if (!s2.ok()) WHARF_LOG(kError, "session: device synchronize after a failed record: " + s2.message());
   }
   return st;
+}
+
+void Session::end_run_shared(std::shared_ptr<Event> done) {
+  MutexLock lock(mu_);
+  WHARF_DCHECK(in_run_, "session: end_run_shared without an open run");
+  in_run_ = false;
+  shared_last_ = std::move(done);
+  has_last_ = true;
 }
 
 Status Session::find(const std::string& fqn, StateView* out) const {

@@ -19,6 +19,11 @@
 // and `last_` back without waiting. Everything else (lazy initialisation, reset, fork,
 // budgets, BUSY) is as for buffers.
 //
+// A batched run records one event for all its sessions at its end (not one per session) and
+// hands it to each as `shared_last_`, which then stands for `last_` until the session records
+// its own again; a batched run's begin waits once per distinct event, so a decode loop over
+// the same N sessions costs one wait and one record per step, not N of each.
+//
 // Locking: `mu_` is per session and guards the flags, the states (their buffers) and
 // `last_`; it is held across enqueueing and, on the host backend, across the wait in
 // begin_run for the session's own previous operation (nobody else may use the session
@@ -73,9 +78,15 @@ class Session {
   // begin_run in two steps, for a batched run's all-or-nothing claim: claim marks the
   // session busy (BUSY if a run is open) and touches nothing else; unclaim undoes only that;
   // prepare_run does the rest of begin_run (on failure the claim is dropped too).
+  // `waited` (may be null): the event the stream was last made to wait for by this batch;
+  // a session whose previous operation is that same event skips the wait, and otherwise
+  // updates it. Only a batch's shared event is ever seen twice (it is recorded once).
   Status claim() WHARF_EXCLUDES(mu_);
   void unclaim() WHARF_EXCLUDES(mu_);
-  Status prepare_run(Stream& stream) WHARF_EXCLUDES(mu_);
+  Status prepare_run(Stream& stream, const Event** waited = nullptr) WHARF_EXCLUDES(mu_);
+  // Ends a batched run's claim with `done`, the event the batch recorded once on its stream
+  // after its work (instead of recording the session's own event).
+  void end_run_shared(std::shared_ptr<Event> done) WHARF_EXCLUDES(mu_);
   // The arena whose slot holds this session's state (null: buffers of its own) and the slot
   // (-1 without an arena). Fixed for the session's life.
   const std::shared_ptr<StateArena>& arena() const { return arena_; }
@@ -98,9 +109,10 @@ class Session {
 
   Session() = default;
   Status allocate_locked() WHARF_REQUIRES(mu_);
-  Status prepare_locked(Stream& stream) WHARF_REQUIRES(mu_);  // begin_run after the claim
+  Status prepare_locked(Stream& stream, const Event** waited) WHARF_REQUIRES(mu_);  // begin_run after the claim
+  Event* last_event_locked() const WHARF_REQUIRES(mu_) { return shared_last_ ? shared_last_.get() : last_.get(); }
   Status initialise_locked(Stream& stream) WHARF_REQUIRES(mu_);  // enqueues initial values into the buffers
-  Status order_after_last_locked(Stream& stream) WHARF_REQUIRES(mu_);
+  Status order_after_last_locked(Stream& stream, const Event** waited = nullptr) WHARF_REQUIRES(mu_);
   Status record_last_locked(Stream& stream) WHARF_REQUIRES(mu_);
   // On the host backend the caller's own thread is the "kernel": begin_run waits (on the
   // host) until the state is ready, instead of ordering a stream after it.
@@ -121,7 +133,8 @@ class Session {
   bool in_run_ WHARF_GUARDED_BY(mu_) = false;
   bool allocated_ WHARF_GUARDED_BY(mu_) = false;  // every buffer of states_ allocated
   std::unique_ptr<Event> last_ WHARF_GUARDED_BY(mu_);
-  bool has_last_ WHARF_GUARDED_BY(mu_) = false;  // last_ was recorded at least once
+  std::shared_ptr<Event> shared_last_ WHARF_GUARDED_BY(mu_);  // set: the last operation was a batched run
+  bool has_last_ WHARF_GUARDED_BY(mu_) = false;  // last_ (or shared_last_) was recorded at least once
 };
 
 }  // namespace wharf

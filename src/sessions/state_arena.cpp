@@ -45,6 +45,7 @@ Status StateArena::create(std::shared_ptr<Runtime> runtime, const std::string& o
   a->free_.reserve(capacity);
   for (uint32_t k = capacity; k > 0; --k) a->free_.push_back(k - 1);  // slot 0 is taken first
   a->events_.resize(capacity);
+  a->shared_.resize(capacity);
   a->recorded_.assign(capacity, false);
   *out = std::move(a);
   return Status::Ok();
@@ -54,16 +55,23 @@ StateArena::~StateArena() {
   // Sessions and runs hold the arena, so none is alive; the device may still be running the
   // last work of freed sessions and batched runs: wait for it before the storage goes.
   std::vector<std::unique_ptr<Event>> events;
+  std::vector<std::shared_ptr<Event>> shared;
   std::deque<std::unique_ptr<IndexBuffer>> pool;
   {
     MutexLock lock(mu_);
-    for (size_t k = 0; k < events_.size(); ++k)
-      if (events_[k] && recorded_[k]) events.push_back(std::move(events_[k]));
+    for (size_t k = 0; k < events_.size(); ++k) {
+      if (shared_[k] && recorded_[k]) shared.push_back(std::move(shared_[k]));
+      else if (events_[k] && recorded_[k]) events.push_back(std::move(events_[k]));
+    }
     pool.swap(index_pool_);
   }
   for (auto& b : pool)
     if (b->has_done) events.push_back(std::move(b->done));
-  for (auto& e : events) {
+  std::vector<Event*> all;
+  for (auto& e : events)
+    if (e) all.push_back(e.get());
+  for (auto& e : shared) all.push_back(e.get());
+  for (Event* e : all) {
     Status st = e->synchronize();
     if (!st.ok()) {
       WHARF_LOG(kError, "state arena of container " + quote_name(owner_) + ": waiting at free: " + st.message());
@@ -109,8 +117,9 @@ Status StateArena::acquire(Lease* out) {
       if (events_[k] || fresh) {
         free_.pop_back();
         out->slot = k;
-        out->has_last = recorded_[k] && events_[k];
+        out->has_last = recorded_[k];
         out->last = events_[k] ? std::move(events_[k]) : std::move(fresh);
+        out->shared_last = std::move(shared_[k]);
         recorded_[k] = false;
         return Status::Ok();
       }
@@ -124,6 +133,7 @@ void StateArena::release(Lease lease) {
   MutexLock lock(mu_);
   WHARF_DCHECK(lease.slot < capacity_ && !events_[lease.slot], "state arena: a slot is released once");
   events_[lease.slot] = std::move(lease.last);
+  shared_[lease.slot] = std::move(lease.shared_last);
   recorded_[lease.slot] = lease.has_last;
   free_.push_back(lease.slot);
 }

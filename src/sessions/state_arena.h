@@ -54,8 +54,9 @@ class StateArena {
   // What a session takes: a slot and the slot's ordering event.
   struct Lease {
     uint32_t slot = 0;
-    std::unique_ptr<Event> last;  // the previous user's last operation (never null)
-    bool has_last = false;        // `last` was recorded
+    std::unique_ptr<Event> last;          // the slot's own event (never null)
+    std::shared_ptr<Event> shared_last;   // set: the previous user's last operation was a batched run's
+    bool has_last = false;                // `last` (or shared_last) was recorded
   };
   // A pooled device copy of a batched run's slot indices.
   struct IndexBuffer {
@@ -109,6 +110,7 @@ class StateArena {
   std::vector<uint32_t> free_ WHARF_GUARDED_BY(mu_);  // a stack: the most recently freed slot first
   // Per slot, while it is free: the event of its last user (null: never used).
   std::vector<std::unique_ptr<Event>> events_ WHARF_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Event>> shared_ WHARF_GUARDED_BY(mu_);
   std::vector<bool> recorded_ WHARF_GUARDED_BY(mu_);
   std::deque<std::unique_ptr<IndexBuffer>> index_pool_ WHARF_GUARDED_BY(mu_);
 };

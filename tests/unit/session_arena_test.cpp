@@ -296,8 +296,25 @@ TEST_F(SessionArenaTest, ContainersOfOneArenaShareASlotAndArenasDoNotMix) {
 // The slot of a freed session goes to the next one at once (no wait), but the new session's
 // first work is ordered after the old one's last work on the device. The old session's last
 // run is on a second stream that is parked; its "kernel" writes the slot when the park ends.
+// `shared`: A's last run ends as a batched run's does (one event recorded for the batch,
+// handed to the session), else with the session's own event.
+void reuse_after_parked_last_user(SessionArenaTest& t, bool shared);
+
 TEST_F(SessionArenaTest, ASlotIsReusedOnlyAfterTheDeviceFinishedItsLastUser) {
-  wharf_container* c = make("m", 1);
+  reuse_after_parked_last_user(*this, false);
+}
+
+TEST_F(SessionArenaTest, ASlotIsReusedOnlyAfterTheDeviceFinishedItsLastBatch) {
+  reuse_after_parked_last_user(*this, true);
+}
+
+void reuse_after_parked_last_user(SessionArenaTest& t, bool shared) {
+  wharf_runtime* rt = t.rt;
+  auto& containers = t.containers;
+  auto stats = [&](wharf_container* c) { return t.stats(c); };
+  auto session = [&](std::vector<wharf_container*> cs) { return t.session(cs); };
+  auto f32 = [&](wharf_run* run, const char* fqn) { return t.f32(run, fqn); };
+  wharf_container* c = t.make("m", 1);
   std::shared_ptr<wharf::Container> cc = containers[0]->c;
   std::unique_ptr<wharf::Stream> other;
   ASSERT_TRUE(rt->rt->device().create_stream(&other).ok());
@@ -315,7 +332,15 @@ TEST_F(SessionArenaTest, ASlotIsReusedOnlyAfterTheDeviceFinishedItsLastUser) {
                      for (int i = 0; i < kKv; ++i) slot[i] = 9.0f;
                    })
                   .ok());
-  ASSERT_TRUE(a->end_run(*other).ok());
+  if (shared) {
+    std::unique_ptr<wharf::Event> done;
+    ASSERT_TRUE(rt->rt->device().create_event(&done).ok());
+    std::shared_ptr<wharf::Event> batch_done(std::move(done));
+    ASSERT_TRUE(other->record(*batch_done).ok());
+    a->end_run_shared(batch_done);
+  } else {
+    ASSERT_TRUE(a->end_run(*other).ok());
+  }
   // Freeing does not wait for the parked work, and the slot is free at once.
   wharf_test::finishes_within(std::chrono::seconds(5), "freeing a session whose last run is parked", [&] { a.reset(); });
   EXPECT_EQ(stats(c).num_slots_used, 0u);
