@@ -48,7 +48,7 @@ struct Shim {
   const char* (*last_error)() = nullptr;
   struct Stats {
     uint32_t struct_size = sizeof(Stats);
-    uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0;
+    uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0, gemv_kn = 0;
   };
   void (*gemm_stats)(Stats*) = nullptr;
   int32_t (*use_gemv)(int32_t) = nullptr;
@@ -299,10 +299,13 @@ Shim::Stats stats() {
 // The path a call took, from the counters' change across it.
 struct PathCheck {
   Shim::Stats before = stats();
-  // Expects exactly one GEMV call (elementwise: with element loads), and no cuBLASLt call.
-  void expect_gemv(bool elementwise, const std::string& what) const {
+  // Expects exactly one GEMV call (elementwise: with element loads; kn: the kernel for a
+  // row-major [K, N] mat2), and no cuBLASLt call.
+  void expect_gemv(bool elementwise, const std::string& what, bool kn = false) const {
     const Shim::Stats now = stats();
     EXPECT_EQ(now.gemv - before.gemv, 1u) << what << ": not served by the GEMV kernel";
+    EXPECT_EQ(now.gemv_kn - before.gemv_kn, kn ? 1u : 0u)
+        << what << (kn ? ": not the row-major [K, N] kernel" : ": the row-major [K, N] kernel ran");
     EXPECT_EQ(now.gemv_elementwise - before.gemv_elementwise, elementwise ? 1u : 0u)
         << what << (elementwise ? ": expected element loads" : ": expected 16-byte loads");
     EXPECT_EQ(now.cublaslt, before.cublaslt) << what << ": cuBLASLt ran";
@@ -614,70 +617,125 @@ TEST_F(AotiGemmGpu, GemvMatchesTheReferenceForEveryDtypeRowCountAndOddSize) {
   }
 }
 
+// A row-major mat2 [K, N] (GPT-2's Conv1D weight, strides (ldw, 1)) with at most 8 rows takes
+// the [K, N] GEMV kernel: every dtype and row count, K and N odd, rows padded, misaligned.
+TEST_F(AotiGemmGpu, GemvRowMajorWeightMatchesTheReference) {
+  GemvSwitch on(1);
+  struct Shape {
+    int64_t k, n, ldw, offset;  // w[p, j] at offset + p * ldw + j
+  };
+  // n 1 (rows 8 apart), 7, 9, 130: the last columns past a whole vector; ldw 7, 9 and 99 (rows
+  // not 16-byte multiples) or offset 1: element loads; ldw 104: rows padded; k up to 4097;
+  // 768 x 2304: GPT-2's c_attn.
+  const Shape shapes[] = {{5, 1, 8, 0},       {7, 7, 7, 0},     {33, 130, 130, 0}, {4097, 9, 9, 0},
+                          {64, 100, 104, 0},  {64, 99, 99, 0},  {40, 64, 64, 1},   {768, 2304, 2304, 0},
+                          {3, 4097, 4097, 0}, {1030, 24, 24, 0}};
+  struct XLayout {
+    const char* name;
+    int64_t offset, sxk;
+  };
+  const XLayout xls[] = {{"contiguous", 0, 1}, {"offset by one element", 1, 1}, {"strided elements", 0, 3}};
+  uint32_t seed = 900;
+  int combo = 0;
+  for (int32_t dtype : kDtypes)
+    for (const Shape& sh : shapes)
+      for (int64_t m = 1; m <= 8; ++m)
+        for (const XLayout& xl : xls) {
+          if (sh.k * sh.n > 200000 && (m % 3 != 1 || xl.sxk != 1)) continue;  // keep the big one short
+          auto x = make(dtype, {m, sh.k}, {sh.k * xl.sxk, xl.sxk}, xl.offset, seed++);
+          auto w = make(dtype, {sh.k, sh.n}, {sh.ldw, 1}, sh.offset, seed++);
+          const int out_layout = combo++ % 3;
+          std::vector<int64_t> os = out_layout == 0   ? std::vector<int64_t>{sh.n, 1}
+                                    : out_layout == 1 ? std::vector<int64_t>{1, m}
+                                                      : std::vector<int64_t>{sh.n + 3, 1};
+          auto out = make(dtype, {m, sh.n}, os, out_layout == 2 ? 5 : 0, seed++);
+          const std::vector<double> before = out->storage;
+          const int64_t es = int64_t(esize(dtype));
+          const bool vector = sh.offset * es % 16 == 0 && sh.ldw * es % 16 == 0;  // x does not matter
+          const std::string what = std::string("gemv [K, N] ") + dname(dtype) + " m" + std::to_string(m) + " k" +
+                                   std::to_string(sh.k) + " n" + std::to_string(sh.n) + " ldw" +
+                                   std::to_string(sh.ldw) + " offset " + std::to_string(sh.offset) + " x " + xl.name +
+                                   " out" + std::to_string(out_layout);
+          PathCheck path;
+          ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+          sync();
+          path.expect_gemv(!vector, what, true);
+          expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, m, sh.k, sh.n}, what);
+          if (HasFailure()) return;
+        }
+}
+
+// Both weight layouts: nn.Linear's weight.t() and a row-major [K, N] (GPT-2's Conv1D).
 TEST_F(AotiGemmGpu, GemvAddmmAppliesSelfBetaAndAlphaAndIgnoresSelfAtBetaZero) {
   GemvSwitch on(1);
-  const int64_t k = 520, n = 67;  // 520: 16-byte loads for every dtype
   struct SelfKind {
     const char* name;
     std::vector<int64_t> sizes, strides;
     int64_t offset;
   };
   uint32_t seed = 700;
-  for (int32_t dtype : kDtypes)
-    for (int64_t m : {1, 3, 8}) {
-      const SelfKind kinds[] = {
-          {"bias [n]", {n}, {1}, 0},     {"[m, n]", {m, n}, {n, 1}, 0},
-          {"[m, 1]", {m, 1}, {1, 1}, 0}, {"[m, n] column-major", {m, n}, {1, m}, 0},
-          {"scalar", {}, {}, 2},
-      };
-      for (const SelfKind& sk : kinds)
-        for (const auto& s : {std::pair<double, double>{1, 1}, {0.5, 2}, {-1, 0.25}}) {
-          auto x = make(dtype, {m, k}, {}, 0, seed++);
-          auto w = linear_weight_t(dtype, k, n, k, 0, seed++);
-          auto self = make(dtype, sk.sizes, sk.strides, sk.offset, seed++);
-          auto out = make(dtype, {m, n}, {}, 0, seed++);
-          const std::vector<double> before = out->storage;
-          const std::string what = std::string("gemv addmm ") + dname(dtype) + " m" + std::to_string(m) + " self " +
-                                   sk.name + " beta " + std::to_string(s.first) + " alpha " + std::to_string(s.second);
-          PathCheck path;
-          ASSERT_EQ(shim().addmm_out(out->handle, self->handle, x->handle, w->handle, s.first, s.second), 0)
-              << what << ": " << shim().last_error();
-          sync();
-          path.expect_gemv(false, what);
-          expect_product(*out, before, self.get(), *x, *w, s.first, s.second, Case{1, m, k, n}, what);
-          if (HasFailure()) return;
-        }
-      // beta 0: self is not read (NaN stays out of the result).
-      auto x = make(dtype, {m, k}, {}, 0, seed++);
-      auto w = linear_weight_t(dtype, k, n, k, 0, seed++);
-      auto nan_self = make(dtype, {n}, {}, 0, seed++);
-      for (double& v : nan_self->storage) v = NAN;
-      nan_self->upload();
-      auto out = make(dtype, {m, n}, {}, 0, seed++);
-      const std::vector<double> before = out->storage;
-      PathCheck path;
-      ASSERT_EQ(shim().addmm_out(out->handle, nan_self->handle, x->handle, w->handle, 0.0, 1.5), 0)
-          << shim().last_error();
-      sync();
-      path.expect_gemv(false, "beta 0");
-      expect_product(*out, before, nullptr, *x, *w, 0, 1.5, Case{1, m, k, n},
-                     std::string("gemv beta 0 ") + dname(dtype));
-      // self is out: in place.
-      auto inplace = make(dtype, {m, n}, {}, 0, seed++);
-      Tensor self_values;
-      self_values.dtype = dtype;
-      self_values.sizes = inplace->sizes;
-      self_values.strides = inplace->strides;
-      self_values.storage = inplace->storage;
-      PathCheck path2;
-      ASSERT_EQ(shim().addmm_out(inplace->handle, inplace->handle, x->handle, w->handle, 0.5, 2.0), 0)
-          << shim().last_error();
-      sync();
-      path2.expect_gemv(false, "in place");
-      expect_product(*inplace, self_values.storage, &self_values, *x, *w, 0.5, 2.0, Case{1, m, k, n},
-                     std::string("gemv in place ") + dname(dtype));
-      if (HasFailure()) return;
-    }
+  for (bool kn : {false, true})
+    for (int32_t dtype : kDtypes)
+      for (int64_t m : {1, 3, 8}) {
+        // 520 (Linear) and 72 columns (Conv1D): 16-byte loads for every dtype.
+        const int64_t k = 520, n = kn ? 72 : 67;
+        auto weight = [&](uint32_t sd) {
+          return kn ? make(dtype, {k, n}, {}, 0, sd) : linear_weight_t(dtype, k, n, k, 0, sd);
+        };
+        const SelfKind kinds[] = {
+            {"bias [n]", {n}, {1}, 0},     {"[m, n]", {m, n}, {n, 1}, 0},
+            {"[m, 1]", {m, 1}, {1, 1}, 0}, {"[m, n] column-major", {m, n}, {1, m}, 0},
+            {"scalar", {}, {}, 2},
+        };
+        for (const SelfKind& sk : kinds)
+          for (const auto& s : {std::pair<double, double>{1, 1}, {0.5, 2}, {-1, 0.25}}) {
+            auto x = make(dtype, {m, k}, {}, 0, seed++);
+            auto w = weight(seed++);
+            auto self = make(dtype, sk.sizes, sk.strides, sk.offset, seed++);
+            auto out = make(dtype, {m, n}, {}, 0, seed++);
+            const std::vector<double> before = out->storage;
+            const std::string what = std::string(kn ? "gemv [K, N] addmm " : "gemv addmm ") + dname(dtype) + " m" +
+                                     std::to_string(m) + " self " + sk.name + " beta " + std::to_string(s.first) +
+                                     " alpha " + std::to_string(s.second);
+            PathCheck path;
+            ASSERT_EQ(shim().addmm_out(out->handle, self->handle, x->handle, w->handle, s.first, s.second), 0)
+                << what << ": " << shim().last_error();
+            sync();
+            path.expect_gemv(false, what, kn);
+            expect_product(*out, before, self.get(), *x, *w, s.first, s.second, Case{1, m, k, n}, what);
+            if (HasFailure()) return;
+          }
+        // beta 0: self is not read (NaN stays out of the result).
+        auto x = make(dtype, {m, k}, {}, 0, seed++);
+        auto w = weight(seed++);
+        auto nan_self = make(dtype, {n}, {}, 0, seed++);
+        for (double& v : nan_self->storage) v = NAN;
+        nan_self->upload();
+        auto out = make(dtype, {m, n}, {}, 0, seed++);
+        const std::vector<double> before = out->storage;
+        PathCheck path;
+        ASSERT_EQ(shim().addmm_out(out->handle, nan_self->handle, x->handle, w->handle, 0.0, 1.5), 0)
+            << shim().last_error();
+        sync();
+        path.expect_gemv(false, "beta 0", kn);
+        expect_product(*out, before, nullptr, *x, *w, 0, 1.5, Case{1, m, k, n},
+                       std::string(kn ? "gemv [K, N] beta 0 " : "gemv beta 0 ") + dname(dtype));
+        // self is out: in place.
+        auto inplace = make(dtype, {m, n}, {}, 0, seed++);
+        Tensor self_values;
+        self_values.dtype = dtype;
+        self_values.sizes = inplace->sizes;
+        self_values.strides = inplace->strides;
+        self_values.storage = inplace->storage;
+        PathCheck path2;
+        ASSERT_EQ(shim().addmm_out(inplace->handle, inplace->handle, x->handle, w->handle, 0.5, 2.0), 0)
+            << shim().last_error();
+        sync();
+        path2.expect_gemv(false, "in place", kn);
+        expect_product(*inplace, self_values.storage, &self_values, *x, *w, 0.5, 2.0, Case{1, m, k, n},
+                       std::string(kn ? "gemv [K, N] in place " : "gemv in place ") + dname(dtype));
+        if (HasFailure()) return;
+      }
 }
 
 // float32 on the GEMV path is float32 too: 1 + 2^-12 summed 64 times is 64 + 2^-6.
@@ -699,8 +757,8 @@ TEST_F(AotiGemmGpu, GemvFloat32IsExactFloat32) {
   }
 }
 
-// What does not take the GEMV path: more than 8 rows, a row-major mat2 (a Conv1D weight),
-// bmm, an out that shares memory with an input, the path switched off.
+// What does not take the GEMV path: more than 8 rows, a mat2 with no unit stride, bmm, the
+// path switched off (and a row-major mat2, a Conv1D weight, that does: the [K, N] kernel).
 TEST_F(AotiGemmGpu, GemvIsNotTakenOutsideItsCases) {
   GemvSwitch on(1);
   for (int32_t dtype : kDtypes) {
@@ -724,9 +782,33 @@ TEST_F(AotiGemmGpu, GemvIsNotTakenOutsideItsCases) {
       PathCheck path;
       ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
       sync();
-      path.expect_cublaslt("row-major mat2");
+      path.expect_gemv(false, "row-major mat2", true);
       expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 4, k, n},
                      std::string("row-major mat2 ") + dname(dtype));
+    }
+    {
+      auto x = make(dtype, {4, k}, {}, 0, 13);
+      auto w = make(dtype, {k, n}, {2 * n, 2}, 0, 14);  // no unit stride
+      auto out = make(dtype, {4, n}, {}, 0, 15);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+      sync();
+      path.expect_cublaslt("mat2 without a unit stride");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 4, k, n},
+                     std::string("mat2 without a unit stride ") + dname(dtype));
+    }
+    {
+      auto x = make(dtype, {9, k}, {}, 0, 16);
+      auto w = make(dtype, {k, n}, {}, 0, 17);  // row-major [K, N], 9 rows
+      auto out = make(dtype, {9, n}, {}, 0, 18);
+      const std::vector<double> before = out->storage;
+      PathCheck path;
+      ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << shim().last_error();
+      sync();
+      path.expect_cublaslt("row-major mat2, m 9");
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, 9, k, n},
+                     std::string("row-major mat2 m 9 ") + dname(dtype));
     }
     {
       auto x = make(dtype, {1, 4, k}, {}, 0, 7);
@@ -789,79 +871,127 @@ TEST_F(AotiGemmGpu, GemvCapturedInAGraphIsRepointedToANewWeight) {
   GemvSwitch on(1);
   const GraphDriver& drv = graph_driver();
   ASSERT_TRUE(drv.kernel_get && drv.kernel_set && drv.func_param) << "the driver lacks the graph functions";
-  for (int32_t dtype : kDtypes)
-    for (int64_t m : {2, 8})  // 8: the tensor-core kernel for float16/bfloat16
-      for (bool with_bias : {false, true}) {
-        const int64_t k = 4096, n = 300;
-        auto x = make(dtype, {m, k}, {}, 0, 21);
-        auto w1 = linear_weight_t(dtype, k, n, k, 0, 22);
-        auto w2 = linear_weight_t(dtype, k, n, k, 0, 23);
-        auto bias = make(dtype, {n}, {}, 0, 24);
-        auto out = make(dtype, {m, n}, {}, 0, 25);
-        const std::vector<double> before = out->storage;
-        const std::string what = std::string(with_bias ? "addmm " : "mm ") + dname(dtype) + " m" + std::to_string(m);
+  for (bool kn : {false, true})  // nn.Linear's weight.t(), then a row-major [K, N] (Conv1D)
+    for (int32_t dtype : kDtypes)
+      for (int64_t m : {2, 8})  // 8: the tensor-core kernel for float16/bfloat16 (Linear)
+        for (bool with_bias : {false, true}) {
+          const int64_t k = 4096, n = kn ? 304 : 300;
+          auto x = make(dtype, {m, k}, {}, 0, 21);
+          auto w1 = kn ? make(dtype, {k, n}, {}, 0, 22) : linear_weight_t(dtype, k, n, k, 0, 22);
+          auto w2 = kn ? make(dtype, {k, n}, {}, 0, 23) : linear_weight_t(dtype, k, n, k, 0, 23);
+          auto bias = make(dtype, {n}, {}, 0, 24);
+          auto out = make(dtype, {m, n}, {}, 0, 25);
+          const std::vector<double> before = out->storage;
+          const std::string what = std::string(with_bias ? "addmm " : "mm ") + (kn ? "[K, N] " : "") + dname(dtype) +
+                                   " m" + std::to_string(m);
+          PathCheck path;
+          ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+          const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
+                                       : shim().mm_out(out->handle, x->handle, w1->handle);
+          cudaGraph_t graph = nullptr;
+          ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+          ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+          path.expect_gemv(false, what + " captured", kn);
+          size_t count = 0;
+          ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+          ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
+          cudaGraphNode_t node = nullptr;
+          ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
+          cudaGraphNodeType type;
+          ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+          ASSERT_EQ(type, cudaGraphNodeTypeKernel);
+          cudaGraphExec_t exec = nullptr;
+          ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+          ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+          sync();
+          expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n},
+                         what + " replay");
+
+          CUDA_KERNEL_NODE_PARAMS p;
+          std::memset(&p, 0, sizeof p);
+          ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
+          ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
+          ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
+          // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
+          std::vector<std::vector<unsigned char>> values;
+          int replaced = 0;
+          for (size_t i = 0;; ++i) {
+            size_t off = 0, size = 0;
+            CUresult r = p.func
+                             ? drv.func_param(p.func, i, &off, &size)
+                             : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
+            if (r == CUDA_ERROR_INVALID_VALUE) break;
+            ASSERT_EQ(r, CUDA_SUCCESS);
+            std::vector<unsigned char> v(size);
+            std::memcpy(v.data(), p.kernelParams[i], size);
+            for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
+              void* word = nullptr;
+              std::memcpy(&word, v.data() + o, 8);
+              if (word == w1->base) {
+                std::memcpy(v.data() + o, &w2->base, 8);
+                ++replaced;
+              }
+            }
+            values.push_back(std::move(v));
+          }
+          ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced << " times in the parameters";
+          std::vector<void*> args;
+          for (auto& v : values) args.push_back(v.data());
+          CUDA_KERNEL_NODE_PARAMS np = p;
+          np.kernelParams = args.data();
+          np.extra = nullptr;
+          ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
+                    CUDA_SUCCESS);
+          ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+          sync();
+          expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
+                         what + " replay re-pointed to a new weight");
+          cudaGraphExecDestroy(exec);
+          cudaGraphDestroy(graph);
+          if (HasFailure()) return;
+        }
+}
+
+// The GEMV kernels reduce their float32 sums in a fixed order (no atomics): on values whose
+// sums round, repeated calls and a CUDA graph's replays give the same bits (graph tests
+// compare replays with eager runs), for both weight layouts.
+TEST_F(AotiGemmGpu, GemvResultsAreBitwiseRepeatableEagerAndInAGraph) {
+  GemvSwitch on(1);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);  // normal in every dtype
+  for (bool kn : {false, true})
+    for (int32_t dtype : kDtypes)
+      for (int64_t m : {1, 5, 8}) {
+        const int64_t k = 3000, n = kn ? 2304 : 2048;
+        auto x = make(dtype, {m, k}, {}, 0, 1);
+        auto w = kn ? make(dtype, {k, n}, {}, 0, 2) : linear_weight_t(dtype, k, n, k, 0, 2);
+        for (Tensor* t : {x.get(), w.get()}) {
+          for (double& v : t->storage) v = (rng() & 1 ? -1 : 1) * mag(rng);
+          t->upload();
+        }
+        auto out = make(dtype, {m, n}, {}, 0, 3);
+        const std::string what = std::string(kn ? "[K, N] " : "Linear ") + dname(dtype) + " m" + std::to_string(m);
+        ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+        sync();
+        const std::vector<double> first = out->download();
         PathCheck path;
+        ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+        sync();
+        path.expect_gemv(false, what, kn);
+        EXPECT_TRUE(out->download() == first) << what << ": a second call gave other bits";
         ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-        const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
-                                     : shim().mm_out(out->handle, x->handle, w1->handle);
+        const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
         cudaGraph_t graph = nullptr;
         ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
         ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
-        path.expect_gemv(false, what + " captured");
-        size_t count = 0;
-        ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
-        ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
-        cudaGraphNode_t node = nullptr;
-        ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
-        cudaGraphNodeType type;
-        ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
-        ASSERT_EQ(type, cudaGraphNodeTypeKernel);
         cudaGraphExec_t exec = nullptr;
         ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-        ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-        sync();
-        expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n},
-                       what + " replay");
-
-        CUDA_KERNEL_NODE_PARAMS p;
-        std::memset(&p, 0, sizeof p);
-        ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
-        ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
-        ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
-        // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
-        std::vector<std::vector<unsigned char>> values;
-        int replaced = 0;
-        for (size_t i = 0;; ++i) {
-          size_t off = 0, size = 0;
-          CUresult r = p.func
-                           ? drv.func_param(p.func, i, &off, &size)
-                           : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
-          if (r == CUDA_ERROR_INVALID_VALUE) break;
-          ASSERT_EQ(r, CUDA_SUCCESS);
-          std::vector<unsigned char> v(size);
-          std::memcpy(v.data(), p.kernelParams[i], size);
-          for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
-            void* word = nullptr;
-            std::memcpy(&word, v.data() + o, 8);
-            if (word == w1->base) {
-              std::memcpy(v.data() + o, &w2->base, 8);
-              ++replaced;
-            }
-          }
-          values.push_back(std::move(v));
+        for (int replay = 0; replay < 2; ++replay) {
+          out->upload();  // overwrite the result with the initial values
+          ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+          sync();
+          EXPECT_TRUE(out->download() == first) << what << ": replay " << replay << " gave other bits";
         }
-        ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced << " times in the parameters";
-        std::vector<void*> args;
-        for (auto& v : values) args.push_back(v.data());
-        CUDA_KERNEL_NODE_PARAMS np = p;
-        np.kernelParams = args.data();
-        np.extra = nullptr;
-        ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
-                  CUDA_SUCCESS);
-        ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-        sync();
-        expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
-                       what + " replay re-pointed to a new weight");
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
         if (HasFailure()) return;

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -216,7 +217,7 @@ std::unordered_map<ProblemKey, Choice, ProblemHash> g_cache;
 // Which path served each call (wharf_aoti_gemm_stats), and the GEMV path's mode
 // (wharf_aoti_gemm_use_gemv: 0 off, 1 on, 2 on without the tensor-core variant;
 // WHARF_AOTI_GEMV=0 or 2 in the environment starts it so).
-std::atomic<uint64_t> g_gemv_calls{0}, g_gemv_elementwise_calls{0}, g_cublaslt_calls{0};
+std::atomic<uint64_t> g_gemv_calls{0}, g_gemv_elementwise_calls{0}, g_gemv_kn_calls{0}, g_cublaslt_calls{0};
 std::atomic<int32_t> g_gemv_mode{[] {
   const char* v = std::getenv("WHARF_AOTI_GEMV");
   return v && std::strcmp(v, "0") == 0 ? 0 : v && std::strcmp(v, "2") == 0 ? 2 : 1;
@@ -658,12 +659,14 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
   }
 
   // Decode: a few activation rows against an nn.Linear weight (mat2 = weight.t(), strides
-  // (1, ldw)) run the shim's GEMV kernel, memory-bound at the weight's bytes, where cuBLASLt
-  // launches kernels graph capture cannot re-point (bfloat16 on Hopper) and its heuristic's
-  // choice for m <= 8 reads the weight no faster. Not when an input shares out's memory
-  // (other than self being out) or out's elements overlap: the GEMM path stages those.
+  // (1, ldw)) or a row-major [K, N] weight (GPT-2's Conv1D, strides (ldw, 1)) run the shim's
+  // GEMV kernels, memory-bound at the weight's bytes, where cuBLASLt launches kernels graph
+  // capture cannot re-point (bfloat16 on Hopper) and its heuristic's choice for m <= 8 reads
+  // the weight no faster. Not when an input shares out's memory (other than self being out)
+  // or out's elements overlap: the GEMM path stages those.
   const int32_t gemv_mode = g_gemv_mode.load(std::memory_order_relaxed);
-  if (!batched && m <= kGemvMaxM && (m2->strides[0] == 1 || k == 1) && gemv_mode != 0 && !shares_memory(*m1, *out) &&
+  const bool linear = m2->strides[0] == 1 || k == 1, row_major = !linear && (m2->strides[1] == 1 || n == 1);
+  if (!batched && m <= kGemvMaxM && (linear || row_major) && gemv_mode != 0 && !shares_memory(*m1, *out) &&
       !shares_memory(*m2, *out) && (!with_self || self_is_out || !shares_memory(*self, *out)) && !overlapping(*out)) {
     GemvArgs ga;
     ga.x = m1->data();
@@ -675,17 +678,20 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
     ga.k = k;
     ga.ldx = m1->strides[0];
     ga.sxk = m1->strides[1];
-    ga.ldw = m2->strides[1];
+    ga.ldw = linear ? m2->strides[1] : m2->strides[0];
     ga.self_sm = self_is_out ? out3[1] : self3[1];
     ga.self_sn = self_is_out ? out3[2] : self3[2];
     ga.out_sm = out3[1];
     ga.out_sn = out3[2];
     ga.alpha = float(alpha);
     ga.beta = float(beta);
-    const cudaError_t e = launch_gemv(out->dtype, ga, gemv_mode == 1, stream);
+    const cudaError_t e =
+        linear ? launch_gemv(out->dtype, ga, gemv_mode == 1, stream) : launch_gemv_kn(out->dtype, ga, stream);
     if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": launching the GEMV kernel");
     g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
-    if (!gemv_vectorizable(out->dtype, ga)) g_gemv_elementwise_calls.fetch_add(1, std::memory_order_relaxed);
+    if (!linear) g_gemv_kn_calls.fetch_add(1, std::memory_order_relaxed);
+    if (!(linear ? gemv_vectorizable(out->dtype, ga) : gemv_kn_vectorizable(out->dtype, ga)))
+      g_gemv_elementwise_calls.fetch_add(1, std::memory_order_relaxed);
     return kOk;
   }
 
@@ -751,10 +757,12 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
 using namespace wharf_aoti;
 
 SHIM_API void wharf_aoti_gemm_stats(wharf_aoti_gemm_stats_t* out) {
-  if (!out || out->struct_size < sizeof(wharf_aoti_gemm_stats_t)) return;
+  if (!out || out->struct_size < offsetof(wharf_aoti_gemm_stats_t, gemv_kn)) return;
   out->gemv = g_gemv_calls.load(std::memory_order_relaxed);
   out->gemv_elementwise = g_gemv_elementwise_calls.load(std::memory_order_relaxed);
   out->cublaslt = g_cublaslt_calls.load(std::memory_order_relaxed);
+  if (out->struct_size >= sizeof(wharf_aoti_gemm_stats_t))
+    out->gemv_kn = g_gemv_kn_calls.load(std::memory_order_relaxed);
 }
 
 SHIM_API int32_t wharf_aoti_gemm_use_gemv(int32_t enabled) {

@@ -301,6 +301,126 @@ cudaError_t launch_gemv_mma(const GemvArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// Lanes per column group of gemv_kn (the columns a block owns are lanes x 16 bytes): the
+// widest group (64 bytes of a row per group and K row, 128 for float32) that still gives at
+// least kKnMinBlocks blocks, else 2 lanes (32 bytes, one sector). GPT-2's widths (768 to
+// 6400 columns) get 2 lanes: more blocks matter more than longer row segments there.
+constexpr int kKnMaxCols = 32;         // columns per block: G <= 4 lanes of 8 half or 8 of 4 float32
+constexpr int64_t kKnMinBlocks = 264;  // 2 per SM of an H100/H200 (132 SMs)
+int kn_lanes(int element_size, int64_t n) {
+  const int v = 16 / element_size;
+  const int widest = element_size == 4 ? 8 : 4;  // G * V <= kKnMaxCols (32)
+  for (int g = widest; g > 2; g /= 2)
+    if ((n + int64_t(g) * v - 1) / (int64_t(g) * v) >= kKnMinBlocks) return g;
+  return 2;
+}
+
+// ---- the decode GEMV against a row-major [K, N] mat2 (GPT-2's Conv1D weight) ---------------
+//
+// out[m, n] = alpha * sum_p x[m, p] * w[p, n] + beta * self[m, n], w's rows contiguous along N.
+// Threads run across N: a group of G = blockDim.x lanes owns NT = G * V consecutive columns
+// (V = 16 bytes of elements per lane, one 16-byte load per K row), and the blockDim.y groups
+// of a block split K (group y takes rows y, y + blockDim.y, ...; kKnUnroll rows' loads in
+// flight per lane). x[i, p] is the same for all lanes of a group: a broadcast read through L1.
+// Each lane keeps M x V float32 sums; the groups' sums are reduced with a fixed-order warp
+// butterfly, then across warps in shared memory in warp order: deterministic, no atomics.
+constexpr int kKnUnroll = 4;
+
+template <class T, int M, bool Vec>
+__global__ void __launch_bounds__(kGemvThreads) gemv_kn(GemvArgs a) {
+  constexpr int V = 16 / sizeof(T);
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  const int G = blockDim.x, KG = blockDim.y, NT = G * V;
+  const int64_t c0 = int64_t(blockIdx.x) * NT + int64_t(threadIdx.x) * V;  // this lane's first column
+  const bool whole = Vec && c0 + V <= a.n;                                 // V columns, one 16-byte load
+  float acc[M][V];
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[i][e] = 0.0f;
+  for (int64_t p0 = threadIdx.y; p0 < a.k; p0 += int64_t(KG) * kKnUnroll) {
+    uint4 wv[kKnUnroll];
+    if (whole) {
+#pragma unroll
+      for (int u = 0; u < kKnUnroll; ++u) {
+        const int64_t p = p0 + int64_t(u) * KG;
+        wv[u] = p < a.k ? load_stream(reinterpret_cast<const uint4*>(w + p * a.ldw + c0)) : make_uint4(0, 0, 0, 0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kKnUnroll; ++u) {
+      const int64_t p = p0 + int64_t(u) * KG;
+      if (p < a.k) {
+        float wf[V];
+        if (whole) {
+          unpack<T>(wv[u], wf);
+        } else {  // the last columns, or a misaligned w: element loads
+#pragma unroll
+          for (int e = 0; e < V; ++e) wf[e] = c0 + e < a.n ? to_float(w[p * a.ldw + c0 + e]) : 0.0f;
+        }
+#pragma unroll
+        for (int i = 0; i < M; ++i) {
+          if (i < a.m) {
+            const float xv = to_float(x[i * a.ldx + p * a.sxk]);
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[i][e] = fmaf(xv, wf[e], acc[i][e]);
+          }
+        }
+      }
+    }
+  }
+  // Lanes l and l ^ off (off >= G) own the same columns: a butterfly over them leaves every
+  // lane with its columns' warp total (the same bits in each: additions commute).
+  const int tid = threadIdx.y * G + threadIdx.x, lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      for (int off = 16; off >= G; off >>= 1) acc[i][e] += __shfl_xor_sync(0xffffffffu, acc[i][e], off);
+  __shared__ float partial[kGemvThreads / 32][M][kKnMaxCols];
+  if (lane < G) {
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+      for (int e = 0; e < V; ++e) partial[warp][i][lane * V + e] = acc[i][e];
+  }
+  __syncthreads();
+  const int warps = (G * KG) >> 5;
+  for (int r = tid; r < M * NT; r += G * KG) {
+    const int i = r / NT, col = r % NT;
+    const int64_t j = int64_t(blockIdx.x) * NT + col;
+    if (i < a.m && j < a.n) {
+      float sum = 0.0f;
+      for (int q = 0; q < warps; ++q) sum += partial[q][i][col];
+      float out = a.alpha * sum;
+      if (a.self) out = fmaf(a.beta, to_float(static_cast<const T*>(a.self)[i * a.self_sm + j * a.self_sn]), out);
+      static_cast<T*>(a.out)[i * a.out_sm + j * a.out_sn] = from_float<T>(out);
+    }
+  }
+}
+
+template <class T, int M>
+cudaError_t launch_gemv_kn_m(const GemvArgs& a, bool vec, cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  const int G = kn_lanes(int(sizeof(T)), a.n);
+  const dim3 block(unsigned(G), unsigned(kGemvThreads / G));
+  const unsigned blocks = unsigned((a.n + int64_t(G) * V - 1) / (int64_t(G) * V));
+  if (vec)
+    gemv_kn<T, M, true><<<blocks, block, 0, stream>>>(a);
+  else
+    gemv_kn<T, M, false><<<blocks, block, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_gemv_kn_t(const GemvArgs& a, bool vec, cudaStream_t stream) {
+  if (a.m <= 1) return launch_gemv_kn_m<T, 1>(a, vec, stream);
+  if (a.m <= 2) return launch_gemv_kn_m<T, 2>(a, vec, stream);
+  if (a.m <= 4) return launch_gemv_kn_m<T, 4>(a, vec, stream);
+  return launch_gemv_kn_m<T, 8>(a, vec, stream);
+}
+
 template <class T, int M>
 cudaError_t launch_gemv_m(const GemvArgs& a, bool vec, cudaStream_t stream) {
   const int64_t units = vec ? a.k / int64_t(16 / sizeof(T)) : a.k;  // loads per weight row
@@ -358,6 +478,26 @@ cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, bool allow_mma, cudaSt
       return launch_gemv_t<__half>(a, vec, stream);
     case kBF16:
       return launch_gemv_t<__nv_bfloat16>(a, vec, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+bool gemv_kn_vectorizable(int32_t dtype, const GemvArgs& a) {
+  const uint64_t es = element_size(dtype);
+  return reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && (a.k == 1 || uint64_t(a.ldw) * es % 16 == 0);
+}
+
+cudaError_t launch_gemv_kn(int32_t dtype, const GemvArgs& a, cudaStream_t stream) {
+  if (a.m < 1 || a.m > kGemvMaxM || a.n < 1 || a.k < 1 || a.n / 8 > INT32_MAX) return cudaErrorInvalidValue;
+  const bool vec = gemv_kn_vectorizable(dtype, a);
+  switch (dtype) {
+    case kF32:
+      return launch_gemv_kn_t<float>(a, vec, stream);
+    case kF16:
+      return launch_gemv_kn_t<__half>(a, vec, stream);
+    case kBF16:
+      return launch_gemv_kn_t<__nv_bfloat16>(a, vec, stream);
     default:
       return cudaErrorInvalidValue;
   }

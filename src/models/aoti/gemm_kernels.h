@@ -38,7 +38,7 @@ struct GemvArgs {
   void* out;
   int64_t m, n, k;
   int64_t ldx, sxk;  // x[i, p] at x[i * ldx + p * sxk]
-  int64_t ldw;       // w[j, p] at w[j * ldw + p]
+  int64_t ldw;       // w[j, p] at w[j * ldw + p] (launch_gemv_kn: w[p, j] at w[p * ldw + j])
   int64_t self_sm, self_sn;
   int64_t out_sm, out_sn;
   float alpha, beta;
@@ -53,5 +53,15 @@ bool gemv_vectorizable(int32_t dtype, const GemvArgs& a);
 // benchmarks compare the two). Returns the launch's error (cudaErrorInvalidValue for
 // arguments out of range).
 cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, bool allow_mma, cudaStream_t stream);
+
+// The same product against a row-major mat2 [k, n] (GPT-2's Conv1D weight, strides (ldw, 1)):
+// w[p, j] at w[p * ldw + j], GemvArgs otherwise as above. Threads run across n with 16-byte
+// loads along a row of w; K is split across a block's threads and their float32 sums reduced
+// in a fixed order (deterministic). Element loads where w's start or row stride is not a
+// multiple of 16 bytes (gemv_kn_vectorizable) and for the last columns when n is not a
+// multiple of the vector; x is read element by element with any strides. A plain kernel
+// launch, no allocation. Returns the launch's error (cudaErrorInvalidValue out of range).
+bool gemv_kn_vectorizable(int32_t dtype, const GemvArgs& a);
+cudaError_t launch_gemv_kn(int32_t dtype, const GemvArgs& a, cudaStream_t stream);
 
 }  // namespace wharf_aoti

@@ -63,15 +63,18 @@ typedef struct wharf_aoti_allocator {
 typedef void (*wharf_aoti_set_allocator_fn)(const wharf_aoti_allocator* a);
 
 // Exported by libwharf_aoti_shim.so: how many aten GEMM fallback calls (process-wide, since
-// load) the shim's GEMV kernel served (gemv; gemv_elementwise of them with element loads,
-// the operands not 16-byte aligned) and how many cublasLtMatmul calls the others made (a
-// call whose bias epilogue has no algorithm makes two). out->struct_size must be set; a
-// smaller one leaves *out as is. For tests and benchmarks.
+// load) the shim's GEMV kernels served (gemv; gemv_elementwise of them with element loads,
+// the operands not 16-byte aligned; gemv_kn of them against a row-major [K, N] mat2, GPT-2's
+// Conv1D weight) and how many cublasLtMatmul calls the others made (a call whose bias
+// epilogue has no algorithm makes two). out->struct_size must be set; fields past it are
+// left as they are (gemv_kn was appended), one smaller than through cublaslt leaves *out as
+// is. For tests and benchmarks.
 typedef struct wharf_aoti_gemm_stats_t {
   uint32_t struct_size;
   uint64_t gemv;
   uint64_t gemv_elementwise;
   uint64_t cublaslt;
+  uint64_t gemv_kn;
 } wharf_aoti_gemm_stats_t;
 typedef void (*wharf_aoti_gemm_stats_fn)(wharf_aoti_gemm_stats_t* out);
 // Exported by libwharf_aoti_shim.so: sets the GEMV path of the GEMM fallbacks, process-wide,
