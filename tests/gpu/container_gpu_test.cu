@@ -137,7 +137,7 @@ TEST_F(GpuContainer, SourcesOfEveryKindLandOnTheDevice) {
   EXPECT_EQ(wharf_run_stream(run), static_cast<void*>(s));
   const char* names[3] = {"a", "b", "c"};
   for (int i = 0; i < 3; ++i) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     ASSERT_OK(wharf_run_get_tensor(run, names[i], &v));
     EXPECT_EQ(v.device_type, WHARF_DEVICE_CUDA);
     cudaPointerAttributes attr;
@@ -174,7 +174,7 @@ TEST_F(GpuContainer, HostPlacedConstantLivesInPinnedHostMemory) {
   wharf_constant_map_free(m);
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
-  wharf_tensor_view t;
+  wharf_tensor_view t{};
   ASSERT_OK(wharf_run_get_tensor(run, "table", &t));
   EXPECT_EQ(t.device_type, WHARF_DEVICE_CPU);
   cudaPointerAttributes attr;
@@ -194,7 +194,7 @@ TEST_F(GpuContainer, StorageOutlivesKernelsStillReadingIt) {
   ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
   ASSERT_EQ(wharf_test::launch_spin(s, 300'000'000), cudaSuccess);  // 300 ms before reading
   for (int i = 0; i < kTensors; ++i) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     ASSERT_OK(wharf_run_get_tensor(run, name(i).c_str(), &v));
     count_mismatch(s, v, 1.0f, bad.at(0));
   }
@@ -224,7 +224,7 @@ TEST_F(GpuContainer, InPlaceUpdateWaitsOnTheDeviceForEndedRuns) {
   ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
   ASSERT_EQ(wharf_test::launch_spin(s, 200'000'000), cudaSuccess);
   for (int i = 0; i < kTensors; ++i) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     ASSERT_OK(wharf_run_get_tensor(run, name(i).c_str(), &v));
     count_mismatch(s, v, 1.0f, bad.at(0));
   }
@@ -239,7 +239,7 @@ TEST_F(GpuContainer, InPlaceUpdateWaitsOnTheDeviceForEndedRuns) {
   EXPECT_EQ(constants_bytes(), model);  // no extra memory
   ASSERT_OK(wharf_run_begin(c, nullptr, s, &run));
   for (int i = 0; i < kTensors; ++i) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     ASSERT_OK(wharf_run_get_tensor(run, name(i).c_str(), &v));
     count_mismatch(s, v, 5.0f, bad.at(1));
   }
@@ -354,7 +354,7 @@ TEST_F(GpuContainer, FoldRunMarksConstantsItsUpdateDidNotWriteReadOnly) {
 
   wharf_run* open = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &open));
-  wharf_tensor_view ob;
+  wharf_tensor_view ob{};
   std::memset(&ob, 0, sizeof ob);
   ob.struct_size = sizeof ob;
   ASSERT_OK(wharf_run_get_tensor(open, "b", &ob));
@@ -431,7 +431,7 @@ TEST_F(GpuContainer, ConcurrentRunsSeeExactlyOneGenerationOnDevice) {
           expect = stamp_of.at(wharf_run_generation(run));
         }
         for (int i = 0; i < kTensors; ++i) {
-          wharf_tensor_view v;
+          wharf_tensor_view v{};
           St ts(wharf_run_get_tensor(run, name(i).c_str(), &v));
           if (ts.code() != WHARF_OK)
             ++errors;

@@ -41,7 +41,7 @@ TEST(ModelApiGpu, GreedyDecodingThroughTheCApi) {
   const int64_t cache_shape[4] = {1, 4, 64, 16};
   std::vector<float> zeros(4 * 64 * 16, 0.0f);
   for (const char* name : {"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"}) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     v.data = zeros.data();
@@ -112,7 +112,7 @@ TEST(ModelApiGpu, GreedyDecodingThroughTheCApi) {
     in[1].device_type = WHARF_DEVICE_CUDA;
     in[1].ndim = 1;
     in[1].shape = pshape;
-    wharf_tensor_view out;
+    wharf_tensor_view out{};
     std::memset(&out, 0, sizeof out);
     out.struct_size = sizeof out;
     ASSERT_OK(wharf_model_run(model, run, in, 2, &out, 1));
@@ -132,7 +132,7 @@ TEST(ModelApiGpu, GreedyDecodingThroughTheCApi) {
 
   // A hot update from host memory and a swap: the model serves the new generation.
   const uint64_t gen = wharf_container_generation(c);
-  wharf_tensor_view head;
+  wharf_tensor_view head{};
   std::memset(&head, 0, sizeof head);
   head.struct_size = sizeof head;
   ASSERT_OK(wharf_constant_map_find(weights, "norm.weight", &head));

@@ -509,7 +509,7 @@ TEST(ModelGraphApi, PrefillAndDecodeBucketsThroughTheCApi) {
   const int64_t cache_shape[4] = {1, kHeads, kMaxSeq, kHeadDim};
   std::vector<float> zeros(size_t(kHeads) * kMaxSeq * kHeadDim, 0.0f);
   for (const char* name : {"layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"}) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     v.data = zeros.data();
@@ -571,7 +571,7 @@ TEST(ModelGraphApi, PrefillAndDecodeBucketsThroughTheCApi) {
       in[1].data = pos.data();
       in[1].ndim = 1;
       in[1].shape = pshape;
-      wharf_tensor_view out;
+      wharf_tensor_view out{};
       std::memset(&out, 0, sizeof out);
       out.struct_size = sizeof out;
       ASSERT_OK(wharf_model_run(model, run, in, 2, &out, 1));

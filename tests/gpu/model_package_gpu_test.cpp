@@ -130,7 +130,7 @@ class PackageGpu : public ::testing::Test {
     std::string params;
     for (size_t i = 0; i < wharf_constant_map_num_entries(weights_); ++i) {
       const char* name = nullptr;
-      wharf_tensor_view v;
+      wharf_tensor_view v{};
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
       EXPECT_OK(wharf_constant_map_get_entry(weights_, i, &name, &v));
@@ -215,7 +215,7 @@ class PackageGpu : public ::testing::Test {
     in[1].data = pos.data();
     in[1].ndim = 1;
     in[1].shape = pshape;
-    wharf_tensor_view out;
+    wharf_tensor_view out{};
     std::memset(&out, 0, sizeof out);
     out.struct_size = sizeof out;
     ASSERT_OK(wharf_model_run(method, run, in, 2, &out, 1));
@@ -286,7 +286,7 @@ TEST_F(PackageGpu, LoadsInOneCallAndDecodesPyTorchsTokens) {
   uint64_t weight_bytes = 0;
   for (size_t i = 0; i < wharf_constant_map_num_entries(weights_); ++i) {
     const char* name = nullptr;
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     ASSERT_OK(wharf_constant_map_get_entry(weights_, i, &name, &v));
@@ -427,7 +427,7 @@ TEST_F(PackageGpu, AStoreUpdateFromAFileMidConversationReachesBothMethodsAndRoll
   ASSERT_OK(wharf_model_package_get_method(pkg, "decode", &decode));
   wharf_weight_store* store = wharf_model_package_store(pkg);
   // The update: lm_head.weight negated (every logit changes sign), as a trainer would write it.
-  wharf_tensor_view head;
+  wharf_tensor_view head{};
   std::memset(&head, 0, sizeof head);
   head.struct_size = sizeof head;
   ASSERT_OK(wharf_constant_map_find(weights_, "lm_head.weight", &head));
@@ -537,7 +537,7 @@ TEST_F(PackageGpu, AParameterTheManifestDoesNotListIsRefusedNamingIt) {
   ASSERT_OK(wharf_constant_map_create(&partial));
   for (size_t i = 0; i < wharf_constant_map_num_entries(weights_); ++i) {
     const char* name = nullptr;
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     ASSERT_OK(wharf_constant_map_get_entry(weights_, i, &name, &v));

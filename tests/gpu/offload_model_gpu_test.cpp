@@ -302,7 +302,7 @@ TEST_F(OffloadModelGpu, CApiLoadsAnOffloadedModel) {
                        2,
                        shape,
                        nullptr};
-  wharf_tensor_view outv;
+  wharf_tensor_view outv{};
   std::memset(&outv, 0, sizeof outv);
   outv.struct_size = sizeof outv;
   st = wharf_model_run(model, run, &in, 1, &outv, 1);

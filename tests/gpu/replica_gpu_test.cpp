@@ -59,7 +59,7 @@ struct Sources {
     for (size_t i : which) {
       data.emplace_back(size_t(kCounts[i]));
       for (int64_t k = 0; k < kCounts[i]; ++k) data.back()[size_t(k)] = pattern(seed + uint32_t(i), uint64_t(k));
-      wharf_tensor_view v;
+      wharf_tensor_view v{};
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
       v.data = data.back().data();
@@ -164,7 +164,7 @@ struct Gpus {
   // Enqueues on `run`'s stream a check of every device constant against `seed` into bad[r].
   void enqueue_check(size_t r, wharf_run* run, uint32_t seed) {
     for (size_t i = 0; i < 2; ++i) {
-      wharf_tensor_view v;
+      wharf_tensor_view v{};
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
       ASSERT_OK(wharf_run_get_tensor(run, kNames[i], &v));
@@ -185,7 +185,7 @@ struct Gpus {
     EXPECT_EQ(cudaMemcpyAsync(&h, bad[r], sizeof h, cudaMemcpyDeviceToHost, streams[r]), cudaSuccess);
     EXPECT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
     // The host-placed constant (pinned host memory) is read on the host.
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     St ht(wharf_run_get_tensor(run, kNames[2], &v));
@@ -390,7 +390,7 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
           errors++;
           continue;
         }
-        wharf_tensor_view v;
+        wharf_tensor_view v{};
         std::memset(&v, 0, sizeof v);
         v.struct_size = sizeof v;
         uint32_t head = 0;
@@ -404,7 +404,7 @@ TEST_F(ReplicaGpu, RunsOnEveryGpuDuringGroupUpdatesAndSwapsNeverSeeAMix) {
         unsigned long long bad = ~0ull;
         if (version >= 0 && cudaMemsetAsync(g.bad[i], 0, sizeof bad, g.streams[i]) == cudaSuccess) {
           for (size_t c = 0; c < 2; ++c) {
-            wharf_tensor_view t;
+            wharf_tensor_view t{};
             std::memset(&t, 0, sizeof t);
             t.struct_size = sizeof t;
             if (wharf_status* st = wharf_run_get_tensor(run, kNames[c], &t))

@@ -176,7 +176,7 @@ class StoreSessionBase : public ::testing::Test {
     return run;
   }
   static wharf_tensor_view view(wharf_run* run, const char* fqn) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     St st(wharf_run_get_tensor(run, fqn, &v));
     EXPECT_EQ(st.code(), WHARF_OK) << fqn << ": " << st.msg();

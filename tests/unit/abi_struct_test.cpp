@@ -243,7 +243,7 @@ TEST(AbiTensorView, SizeMustBeSetPrefixesAreReadAndNewerFieldsRefused) {
   v.struct_size = offsetof(wharf_tensor_view, byte_offset);
   v.byte_offset = 8;
   ASSERT_OK(wharf_constant_map_set(map, "prefix", &v));
-  wharf_tensor_view found;
+  wharf_tensor_view found{};
   std::memset(&found, 0, sizeof found);
   ASSERT_OK(wharf_constant_map_find(map, "prefix", &found));
   EXPECT_EQ(found.data, static_cast<void*>(x));
@@ -319,7 +319,7 @@ TEST(AbiTensorView, ByteOffsetAndStridesTravelAndUpdatesSayWhatTheyNeed) {
   wharf_tensor_view v = f32_view(buf, 1, shape);
   v.byte_offset = 2 * sizeof(float);
   ASSERT_OK(wharf_constant_map_set(map, "w", &v));
-  wharf_tensor_view out;
+  wharf_tensor_view out{};
   std::memset(&out, 0, sizeof out);  // struct_size 0: the 0.3 layout
   ASSERT_OK(wharf_constant_map_find(map, "w", &out));
   EXPECT_EQ(out.data, static_cast<void*>(buf + 2));
@@ -365,7 +365,7 @@ TEST(AbiTensorView, RunTensorFillsStridesAndTheCallersSize) {
   wharf_constant_map_free(map);
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
-  wharf_tensor_view out;
+  wharf_tensor_view out{};
   std::memset(&out, 0xEE, sizeof out);  // garbage, struct_size included: the 0.3 layout
   ASSERT_OK(wharf_run_get_tensor(run, "w", &out));
   EXPECT_EQ(out.struct_size, sizeof out);

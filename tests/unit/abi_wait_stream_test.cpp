@@ -75,7 +75,7 @@ TEST(AbiWaitStream, UpdateReadsDeviceSourcesAfterTheProducersWork) {
 
   wharf_constant_map* map = nullptr;
   ASSERT_EQ(wharf_constant_map_create(&map), nullptr);
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   std::memset(&v, 0, sizeof v);
   v.struct_size = sizeof v;
   v.data = src;

@@ -112,7 +112,7 @@ TEST(CApi, ConstantMapSetFindEntry) {
   // The map copied shape and strides: changing the caller's arrays changes nothing.
   shape_a[0] = 99;
   strides_a[0] = 99;
-  wharf_tensor_view out;
+  wharf_tensor_view out{};
   out.struct_size = sizeof out;
   ASSERT_EQ(wharf_status_code(wharf_constant_map_find(map, "layers.0.w", &out)), WHARF_OK);
   EXPECT_EQ(out.data, a.data());
@@ -139,7 +139,7 @@ TEST(CApi, ConstantMapRejectsBadViewsWithoutChange) {
   int64_t shape[2] = {2, 2}, neg[2] = {2, -2};
   struct Case {
     const char* name;
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     wharf_code code;
     const char* needle;
   } cases[] = {

@@ -54,7 +54,7 @@ struct Map {
       data.emplace_back(4, e.second);
     }
     for (size_t i = 0; i < names.size(); ++i) {
-      wharf_tensor_view v;
+      wharf_tensor_view v{};
       std::memset(&v, 0, sizeof v);
       v.struct_size = sizeof v;
       v.data = data[i].data();
@@ -390,7 +390,7 @@ wharf_status* times_ten(wharf_run* run, void*) {
   float s[4];
   wharf_status* st = wharf_run_read(run, "s", 0, s, sizeof s);
   if (st) return st;
-  wharf_tensor_view d;
+  wharf_tensor_view d{};
   std::memset(&d, 0, sizeof d);
   if ((st = wharf_run_get_tensor(run, "d", &d))) return st;
   for (float& x : s) x *= 10;

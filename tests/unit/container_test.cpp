@@ -76,14 +76,14 @@ void model(Weights* w, float value) {
 }
 
 float read_first(wharf_run* run, const char* fqn) {
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   St st(wharf_run_get_tensor(run, fqn, &v));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   return st.code() == WHARF_OK ? static_cast<float*>(v.data)[0] : -1.0f;
 }
 
 void* address_of(wharf_run* run, const char* fqn) {
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   St st(wharf_run_get_tensor(run, fqn, &v));
   return v.data;
 }
@@ -129,7 +129,7 @@ TEST_F(Fixture, CreateFromMapIsReadyToRun) {
   EXPECT_EQ(read_first(run, "layers.1.w"), 1.0f);
   EXPECT_EQ(wharf_run_generation(run), 1u);
   EXPECT_EQ(wharf_run_stream(run), nullptr);  // host backend
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   St nf(wharf_run_get_tensor(run, "nope", &v));
   EXPECT_EQ(nf.code(), WHARF_NOT_FOUND);
   EXPECT_NE(nf.msg().find("'nope'"), std::string::npos);
@@ -206,7 +206,7 @@ TEST_F(Fixture, ValidationChangesNothing) {
   int64_t good[2] = {32, 32}, bad[2] = {32, 16}, strides[2] = {1, 32};
   struct Case {
     const char* fqn;
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     wharf_code code;
     const char* needle;
   } cases[] = {
@@ -295,7 +295,7 @@ TEST(Container, FreshContainerCannotSwapUntilComplete) {
   ASSERT_OK(wharf_container_swap(c));
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   EXPECT_EQ(read_first(run, "a"), 1.5f);
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   ASSERT_OK(wharf_run_get_tensor(run, "b", &v));
   EXPECT_EQ(static_cast<int32_t*>(v.data)[7], 7);
   EXPECT_EQ(v.device_type, WHARF_DEVICE_CPU);
@@ -511,7 +511,7 @@ TEST(Container, FoldComputesDerivedConstants) {
   ASSERT_OK(wharf_container_swap(c));
   wharf_run* run = nullptr;
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
-  wharf_tensor_view t;
+  wharf_tensor_view t{};
   ASSERT_OK(wharf_run_get_tensor(run, "wt", &t));
   const float* tt = static_cast<const float*>(t.data);
   EXPECT_EQ(tt[0], 0);
@@ -547,7 +547,7 @@ wharf_status* recording_fold(wharf_run* run, void* user) {
   ++f->calls;
   const char* names[3] = {"a", "b", "d"};
   for (int i = 0; i < 3; ++i) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     if (wharf_status* st = wharf_run_get_tensor(run, names[i], &v)) return st;
@@ -640,7 +640,7 @@ TEST(Container, FoldRunMarksEveryConstantItMayNotWriteReadOnly) {
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   const char* names[3] = {"a", "b", "d"};
   for (const char* n : names) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     ASSERT_OK(wharf_run_get_tensor(run, n, &v));
     EXPECT_EQ(v.flags, RO) << n;
@@ -655,7 +655,7 @@ TEST(Container, FoldRunMarksEveryConstantItMayNotWriteReadOnly) {
 
   // A caller's map hands back its own (writable) memory; a map loaded from a file a
   // read-only mapping.
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   std::memset(&v, 0, sizeof v);
   ASSERT_OK(wharf_constant_map_find(full, "a", &v));
   EXPECT_EQ(v.flags, 0u);
@@ -761,7 +761,7 @@ TEST_F(Fixture, ConcurrentRunsSeeExactlyOneGeneration) {
         }
         float stamp = -1;
         for (const char* n : {"embed", "layers.0.w", "layers.1.w", "norm"}) {
-          wharf_tensor_view v;
+          wharf_tensor_view v{};
           St ts(wharf_run_get_tensor(run, n, &v));
           const float* p = static_cast<const float*>(v.data);
           size_t count = std::strcmp(n, "embed") == 0 ? 64 * 32 : std::strcmp(n, "norm") == 0 ? 32 : 32 * 32;
@@ -833,7 +833,7 @@ TEST_F(Fixture, HostBackendRejectsNativeStreams) {
 // wait_stream / in_place_max_wait_ms.
 
 wharf_status* budget_exceeded_fold(wharf_run* target, void* user) {
-  wharf_tensor_view w;
+  wharf_tensor_view w{};
   std::memset(&w, 0, sizeof w);
   if (wharf_status* s = wharf_run_get_tensor(target, "w", &w)) return s;
   ++*static_cast<int*>(user);
@@ -1077,7 +1077,7 @@ TEST(Container, SwapWithNothingStagedSaysWhy) {
   int64_t s3[1] = {3};
   wharf_constant_map* m = nullptr;
   ASSERT_OK(wharf_constant_map_create(&m));
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   std::memset(&v, 0, sizeof v);
   v.struct_size = sizeof v;
   v.data = bad;

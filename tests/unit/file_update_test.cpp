@@ -328,7 +328,7 @@ TEST_P(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
   const char* names[] = {"b", "a", "u", "q"};
   for (size_t i = 0; i < 4; ++i) {
     const char* fqn = nullptr;
-    wharf_tensor_view view;
+    wharf_tensor_view view{};
     std::memset(&view, 0, sizeof view);
     view.struct_size = sizeof view;
     ASSERT_OK(wharf_constant_map_get_entry(map, i, &fqn, &view));
@@ -339,7 +339,7 @@ TEST_P(FileUpdate, ShardedCheckpointLoadsAndUpdatesAsOneSet) {
   ASSERT_OK(wharf_constant_map_get_metadata_entry(map, 0, &k, &val));
   EXPECT_STREQ(k, "total_size");
   EXPECT_STREQ(val, "42");
-  wharf_tensor_view view;
+  wharf_tensor_view view{};
   std::memset(&view, 0, sizeof view);
   view.struct_size = sizeof view;
   ASSERT_OK(wharf_constant_map_find(map, "q", &view));

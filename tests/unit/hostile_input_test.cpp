@@ -302,14 +302,14 @@ TEST(HostileNames, CApiMessagesQuoteNamesFromCallers) {
   const std::string name = "w\n\x1b[31m";
   wharf_constant_map* map = nullptr;
   ASSERT_EQ(wharf_status_code(wharf_constant_map_create(&map)), WHARF_OK);
-  wharf_tensor_view out;
+  wharf_tensor_view out{};
   std::memset(&out, 0, sizeof out);
   out.struct_size = sizeof out;
   St missing(wharf_constant_map_find(map, name.c_str(), &out));
   EXPECT_EQ(missing.code(), WHARF_NOT_FOUND);
   EXPECT_NE(missing.msg().find("constant 'w\\n\\u001b[31m' is not in the map"), std::string::npos) << missing.msg();
   expect_clean_message(missing.msg());
-  wharf_tensor_view bad;
+  wharf_tensor_view bad{};
   std::memset(&bad, 0, sizeof bad);
   bad.struct_size = sizeof bad;
   bad.dtype = WHARF_DTYPE_F32;

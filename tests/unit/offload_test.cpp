@@ -398,7 +398,7 @@ TEST_F(Offload, ExplicitListAndPattern) {
   wharf_run* r = begin_run();
   ASSERT_OK(wharf_run_begin_offload(r, off));
   for (uint32_t L = 0; L < 3; ++L) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     ASSERT_OK(wharf_run_wait_offload(r, off, L, &v, 1));

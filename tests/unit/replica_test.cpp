@@ -127,7 +127,7 @@ struct Weights {
 
 // Every element of constant i in `run`; -1 when they disagree (a torn constant).
 float read_whole(wharf_run* run, size_t i) {
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   St st(wharf_run_get_tensor(run, kNames[i], &v));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   if (st.code() != WHARF_OK) return -2;
@@ -336,7 +336,7 @@ TEST_P(ReplicaGroupN, SessionsOfEachReplicaServeRunsAfterTheGroupSwap) {
     ASSERT_OK(wharf_session_create(R.rts[r], &R.cs[r], 1, nullptr, &s));
     wharf_run* run = nullptr;
     ASSERT_OK(wharf_run_begin(R.cs[r], s, nullptr, &run));
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     ASSERT_OK(wharf_run_get_tensor(run, "cache", &v));
     EXPECT_EQ(v.ndim, 1);
     EXPECT_EQ(version_of(run), 1.0f);

@@ -85,7 +85,7 @@ struct SessionHostReadyTest : ::testing::Test {
   // The state's memory, straight through the run's tensor pointer (no wharf_run_read, no
   // synchronize): what a host "kernel" on the caller's thread sees.
   float* state(wharf_run* run, const char* fqn) {
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     St st(wharf_run_get_tensor(run, fqn, &v));
     EXPECT_EQ(st.code(), WHARF_OK) << st.msg();

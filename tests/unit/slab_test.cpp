@@ -97,7 +97,7 @@ class Slabs : public wharf_test::BackendTest {
         St rd(wharf_run_read(run, ts->names[i].c_str(), 0, got.data(), ts->bytes[i]));
         EXPECT_EQ(rd.code(), WHARF_OK) << rd.msg();
         EXPECT_TRUE(got == ts->data[i]) << ts->names[i] << " does not hold the bytes last written to it";
-        wharf_tensor_view v;
+        wharf_tensor_view v{};
         std::memset(&v, 0, sizeof v);
         v.struct_size = sizeof v;
         St gt(wharf_run_get_tensor(run, ts->names[i].c_str(), &v));

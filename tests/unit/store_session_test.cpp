@@ -99,7 +99,7 @@ wharf_container* from_map(wharf_runtime* rt, Weights* w, wharf_weight_store* sto
 }
 
 wharf_tensor_view view_of(wharf_run* run, const char* fqn) {
-  wharf_tensor_view v;
+  wharf_tensor_view v{};
   std::memset(&v, 0, sizeof v);
   St st(wharf_run_get_tensor(run, fqn, &v));
   EXPECT_EQ(st.code(), WHARF_OK) << fqn << ": " << st.msg();
@@ -534,7 +534,7 @@ struct SessionTest : ::testing::Test {
     EXPECT_EQ(s.code(), WHARF_OK) << s.msg();
     return c;
   }
-  wharf_tensor_view h_init;
+  wharf_tensor_view h_init{};
   void SetUp() override {
     rt = host_runtime();
     init_h.assign(8, 0.5f);
@@ -616,7 +616,7 @@ TEST_F(SessionTest, OneBufferForAStateSharedByTwoContainers) {
   wharf_run* r2 = begin(decode_c, s);
   EXPECT_EQ(state(r2, "kv"), kv);
   EXPECT_EQ(state(r2, "kv")[5], 42.0f);
-  wharf_tensor_view hv;
+  wharf_tensor_view hv{};
   EXPECT_CODE(wharf_run_get_tensor(r2, "nope", &hv), WHARF_NOT_FOUND);
   ASSERT_OK(wharf_run_end(r2));
   wharf_session_free(s);

@@ -75,7 +75,7 @@ TEST(TorchReference, EveryTensorMatchesWhatTorchRead) {
 
   for (const auto& [name, want] : tensors->as_object()) {
     SCOPED_TRACE(name);
-    wharf_tensor_view v;
+    wharf_tensor_view v{};
     std::memset(&v, 0, sizeof v);
     s = wharf_constant_map_find(map, name.c_str(), &v);
     ASSERT_EQ(s, nullptr) << wharf_status_message(s);
