@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // H2D bandwidth: TransferEngine beside the CUDA baselines, measured in one run on one GPU.
 //
-//   h2d_bench [GIB] [--csv PATH] [--sweep-gib G] [--reps N]
+//   h2d_bench [GIB] [--csv PATH] [--sweep-gib G] [--reps N] [--shape T,CHUNK_KIB,RING_MIB,BLOCK_MIB]...
 //
 // Rows: (1) pinned cudaMemcpyAsync of the whole buffer (the physical ceiling), (2) plain
 // pageable cudaMemcpy, (3) TransferEngine from a pinned source, (4) TransferEngine from a
 // pageable source with the default shape (12 threads, 4 MiB chunks, ring 2*threads*chunk),
 // (5) a sweep of chunk size x threads from a pageable source on a smaller prefix (with its
-// own pinned ceiling at that size). Each figure is the median of N timed repetitions after
-// one untimed warm-up; GB/s is 1e9 bytes per second. Every TransferEngine result is checked
-// byte for byte against the source after its repetitions (the destination is zeroed first),
-// so a fast but wrong copy fails the run.
+// own pinned ceiling at that size), or instead of the sweep, each --shape given: T threads,
+// chunks of CHUNK_KIB, a ring of RING_MIB, DMAs of up to BLOCK_MIB (TransferOptions::
+// block_bytes; a block of one chunk is the engine before blocks), the shapes measured in
+// turn, repetition by repetition, so that they share the machine's noise. Each figure is the median of N timed
+// repetitions after one untimed warm-up; GB/s is 1e9 bytes per second. Every TransferEngine result is checked byte for
+// byte against the source after its repetitions (the destination is zeroed first), so a fast but wrong copy fails the
+// run.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -53,12 +56,29 @@ void check(const Status& st, const char* what) {
   if (!st.ok()) die(std::string(what) + ": " + wharf::code_name(st.code()) + ": " + st.message());
 }
 
+struct Shape {
+  uint32_t threads = 0;
+  uint64_t chunk = 0, ring = 0, block = 0;
+};
+
 struct Args {
   double gib = 4;
   double sweep_gib = 1;
   int reps = 5;
   std::string csv;
+  std::vector<Shape> shapes;  // --shape: replace the sweep
 };
+
+Shape parse_shape(const std::string& v) {
+  unsigned t = 0;
+  unsigned long long chunk_kib = 0, ring_mib = 0, block_mib = 0;
+  char extra = 0;
+  if (std::sscanf(v.c_str(), "%u,%llu,%llu,%llu%c", &t, &chunk_kib, &ring_mib, &block_mib, &extra) != 4 || t == 0 ||
+      chunk_kib < 64 || ring_mib == 0 || ring_mib * 1024 < chunk_kib)
+    die("--shape " + v + ": expected THREADS,CHUNK_KIB,RING_MIB,BLOCK_MIB (chunks of at least 64 KiB, a ring of at " +
+        "least one chunk)");
+  return Shape{t, chunk_kib << 10, ring_mib * MiB, block_mib * MiB};
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -74,8 +94,12 @@ Args parse(int argc, char** argv) {
       a.sweep_gib = std::atof(value().c_str());
     else if (s == "--reps")
       a.reps = std::atoi(value().c_str());
+    else if (s == "--shape")
+      a.shapes.push_back(parse_shape(value()));
     else if (s == "-h" || s == "--help") {
-      std::printf("usage: h2d_bench [GIB=4] [--csv PATH] [--sweep-gib G=1] [--reps N=5]\n");
+      std::printf(
+          "usage: h2d_bench [GIB=4] [--csv PATH] [--sweep-gib G=1] [--reps N=5] "
+          "[--shape THREADS,CHUNK_KIB,RING_MIB,BLOCK_MIB]...\n");
       std::exit(0);
     } else if (!s.empty() && s[0] != '-')
       a.gib = std::atof(s.c_str());
@@ -170,11 +194,14 @@ uint64_t device_used() {
   return total - free;
 }
 
-std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk) {
+std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
+                                            uint64_t ring = 0, uint64_t block = TransferOptions{}.block_bytes) {
   TransferOptions o;
   o.threads = threads;
   o.chunk_bytes = chunk;
-  o.staging_bytes = 2ull * threads * chunk;  // two chunks per thread: one fills while one is in flight
+  // By default two chunks per thread: one fills while one is in flight.
+  o.staging_bytes = ring ? ring : 2ull * threads * chunk;
+  o.block_bytes = block;
   std::unique_ptr<TransferEngine> e;
   check(TransferEngine::create(dev, o, &e), "creating a TransferEngine");
   return e;
@@ -281,14 +308,49 @@ int main(int argc, char** argv) {
   sweep_ceiling.ceiling_gbps = gbps(sweep_bytes, sweep_ceiling.t.median_s);
   rows.push_back(sweep_ceiling);
   print_row(rows.back());
-  for (uint64_t chunk : {2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB}) {
-    for (uint32_t threads : {4u, 8u, 12u, 16u}) {
-      auto eng = make_engine(dev, threads, chunk);
+  if (args.shapes.empty()) {
+    for (uint64_t chunk : {2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB}) {
+      for (uint32_t threads : {4u, 8u, 12u, 16u}) {
+        auto eng = make_engine(dev, threads, chunk);
+        zero_dst();
+        Timing t = measure(args.reps, [&] { check(eng->copy({{d, src, sweep_bytes}}, {}), "TransferEngine copy"); });
+        verify("sweep", d, src, sweep_bytes, scratch, s);
+        rows.push_back(
+            {"    pageable sweep", threads, chunk, 2ull * threads * chunk, sweep_bytes, t, sweep_ceiling.ceiling_gbps});
+        print_row(rows.back());
+      }
+    }
+  } else {
+    // The shapes in turn within each repetition (after one warm-up of each), each engine
+    // kept for the whole run: the rows share the machine's noise.
+    std::vector<std::unique_ptr<TransferEngine>> engines;
+    std::vector<std::vector<double>> samples(args.shapes.size());
+    std::vector<uint64_t> copies(args.shapes.size(), 0);
+    for (const Shape& sh : args.shapes) engines.push_back(make_engine(dev, sh.threads, sh.chunk, sh.ring, sh.block));
+    for (int r = 0; r <= args.reps; ++r)
+      for (size_t k = 0; k < engines.size(); ++k) {
+        wharf::TransferStats stats;
+        auto t0 = std::chrono::steady_clock::now();
+        check(engines[k]->copy({{d, src, sweep_bytes}}, {}, &stats), "TransferEngine copy");
+        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (r > 0) samples[k].push_back(sec);
+        copies[k] = stats.staged_copies;
+      }
+    for (size_t k = 0; k < engines.size(); ++k) {
+      const Shape& sh = args.shapes[k];
       zero_dst();
-      Timing t = measure(args.reps, [&] { check(eng->copy({{d, src, sweep_bytes}}, {}), "TransferEngine copy"); });
-      verify("sweep", d, src, sweep_bytes, scratch, s);
-      rows.push_back(
-          {"    pageable sweep", threads, chunk, 2ull * threads * chunk, sweep_bytes, t, sweep_ceiling.ceiling_gbps});
+      check(engines[k]->copy({{d, src, sweep_bytes}}, {}), "TransferEngine copy");
+      verify("shape", d, src, sweep_bytes, scratch, s);
+      std::vector<double>& v = samples[k];
+      std::sort(v.begin(), v.end());
+      Timing t;
+      t.median_s = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      t.min_s = v.front();
+      t.max_s = v.back();
+      char name[64];
+      std::snprintf(name, sizeof name, "(6) shape, blocks %g MiB, %llu DMAs", double(sh.block) / double(MiB),
+                    (unsigned long long)copies[k]);
+      rows.push_back({name, sh.threads, sh.chunk, sh.ring, sweep_bytes, t, sweep_ceiling.ceiling_gbps});
       print_row(rows.back());
     }
   }
