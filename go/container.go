@@ -72,6 +72,25 @@ type ContainerOptions struct {
 	// Progress, for NewContainerFromMapOptions and NewContainerFromMapContext only, is told
 	// how many of the map's bytes have been loaded, as UpdateOptions.Progress. Since 0.3.
 	Progress func(done, total uint64)
+
+	// SessionCapacity > 0 keeps the state of up to this many sessions in one allocation
+	// per state tensor, [SessionCapacity, ...shape], made now (a state arena): each
+	// Session takes a slot (Session.Slot) when it is created and NewSession past the
+	// capacity fails with ErrResourceExhausted naming it; Container.BeginBatch runs many
+	// sessions at once. 0: every session allocates buffers of its own. Not with
+	// StateArenaOf.
+	//
+	// Experimental: part of wharf.h's experimental tier (state arenas); it may change in
+	// any minor release.
+	SessionCapacity uint32
+	// StateArenaOf keeps this container's states in the state arena of that container
+	// (only read during the create call; the arena lives while any container or session
+	// uses it), whose states must include these with equal dtype and shape: the methods of
+	// one model (prefill and decode) sharing their sessions' slots. nil: none.
+	//
+	// Experimental: part of wharf.h's experimental tier (state arenas); it may change in
+	// any minor release.
+	StateArenaOf *Container
 }
 
 // ConstantInfo describes one declared constant of a container.
@@ -164,16 +183,22 @@ func newContainer(rt *Runtime, store *WeightStore, p *C.wharf_container) *Contai
 // cContainerOptions is a wharf_container_options built in C memory, with the store it
 // names retained for the create call (and beyond, when the container is created).
 type cContainerOptions struct {
-	o     C.wharf_container_options
-	store *handle // retained; nil without a store
+	o       C.wharf_container_options
+	store   *handle // retained; nil without a store
+	arenaOf *handle // retained for the create call only; nil without StateArenaOf
 }
 
-// done releases the store unless created is true (the container then holds it).
+// done releases the store unless created is true (the container then holds it), and the
+// container named by StateArenaOf (borrowed for the call: the C arena outlives it).
 func (co *cContainerOptions) done(created bool) {
 	if co.store != nil && !created {
 		co.store.release()
 	}
 	co.store = nil
+	if co.arenaOf != nil {
+		co.arenaOf.release()
+	}
+	co.arenaOf = nil
 }
 
 // containerOptions translates opts into arena memory: the declarations and everything they
@@ -251,6 +276,7 @@ func containerOptions(what string, arena *cArena, opts *ContainerOptions) (*cCon
 		o.num_states = C.size_t(n)
 	}
 	o.max_session_bytes = C.uint64_t(opts.MaxSessionBytes)
+	o.session_capacity = C.uint32_t(opts.SessionCapacity)
 	if opts.Store != nil {
 		p, err := opts.Store.h.acquire(what + " (the weight store)")
 		if err != nil {
@@ -258,6 +284,15 @@ func containerOptions(what string, arena *cArena, opts *ContainerOptions) (*cCon
 		}
 		co.store = &opts.Store.h
 		o.store = (*C.wharf_weight_store)(p)
+	}
+	if opts.StateArenaOf != nil {
+		p, err := opts.StateArenaOf.h.acquire(what + " (the container of StateArenaOf)")
+		if err != nil {
+			co.done(false)
+			return nil, err
+		}
+		co.arenaOf = &opts.StateArenaOf.h
+		o.state_arena_of = (*C.wharf_container)(p)
 	}
 	return co, nil
 }

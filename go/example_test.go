@@ -417,3 +417,51 @@ func Example_package() {
 	check(pkg.Store().Swap())
 	fmt.Println("after the update:", step(decode, tokens[len(tokens)-1:], int64(len(prompt)+len(tokens)-1)))
 }
+
+// State arenas and a batched run on the host backend (README.md, "State arenas, batched
+// runs and CUDA graphs").
+func Example_arena() {
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	rt, err := wharf.NewRuntime(&wharf.RuntimeOptions{Backend: wharf.BackendHost})
+	check(err)
+	defer rt.Close()
+
+	// prefill makes an arena of 64 sessions; decode keeps its states in it too.
+	states := []wharf.StateDecl{{FQN: "kv", DType: wharf.DTypeF32, Shape: []int64{4}}}
+	prefill, err := wharf.NewContainer(rt, &wharf.ContainerOptions{Name: "prefill", States: states, SessionCapacity: 64})
+	check(err)
+	defer prefill.Close()
+	decode, err := wharf.NewContainer(rt, &wharf.ContainerOptions{Name: "decode", States: states, StateArenaOf: prefill})
+	check(err)
+	defer decode.Close()
+	check(decode.UpdateFromHost(nil, nil)) // no constants: an empty first generation
+	check(decode.Swap())
+
+	// Each session takes a slot; one run pins a generation for both.
+	a, err := wharf.NewSession(rt, []*wharf.Container{prefill, decode}, nil)
+	check(err)
+	defer a.Close()
+	b, err := wharf.NewSession(rt, []*wharf.Container{prefill, decode}, nil)
+	check(err)
+	defer b.Close()
+	run, err := decode.BeginBatch(b, a)
+	check(err)
+	idx, err := run.SlotIndices() // int64 [2]: b's slot, a's slot
+	check(err)
+	slots, err := wharf.ReadTensorValues[int64](run, idx)
+	check(err)
+	kv, err := run.Tensor("kv") // the whole arena; a kernel on run.Stream() writes its rows
+	check(err)
+	fmt.Println("slots:", slots[0] == b.Slot(), slots[1] == a.Slot(), "arena:", kv.Shape())
+	check(run.End())
+	stats, err := prefill.StateArenaStats()
+	check(err)
+	fmt.Printf("%d of %d slots used, %d bytes\n", stats.NumSlotsUsed, stats.NumSlots, stats.Bytes)
+	// Output:
+	// slots: true true arena: [64 4]
+	// 2 of 64 slots used, 1024 bytes
+}

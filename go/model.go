@@ -47,6 +47,9 @@ type ModelOptions struct {
 	// Progress is told how many of the weights' bytes have been loaded, as
 	// UpdateOptions.Progress; LoadModelContext's ctx cancels the load.
 	Progress func(done, total uint64)
+	// SessionCapacity > 0 keeps the model's states (its mutated buffers) for up to this
+	// many sessions in one state arena, as ContainerOptions.SessionCapacity.
+	SessionCapacity uint32
 }
 
 // Model is a model compiled by PyTorch's AOTInductor without libtorch, executed by Wharf
@@ -82,6 +85,7 @@ func modelOptions(what string, arena *cArena, opts *ModelOptions) (C.wharf_model
 		o.shim_path = arena.cstring(opts.ShimPath)
 	}
 	o.max_session_bytes = C.uint64_t(opts.MaxSessionBytes)
+	o.session_capacity = C.uint32_t(opts.SessionCapacity)
 	if opts.Offload != nil {
 		oo := (*C.wharf_offloader_options)(arena.alloc(int(C.sizeof_wharf_offloader_options)))
 		offloaderOptions(arena, opts.Offload, oo)

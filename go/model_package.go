@@ -40,6 +40,10 @@ type ModelPackageOptions struct {
 	// methods as one total), as UpdateOptions.Progress; LoadModelPackageContext's ctx
 	// cancels the load.
 	Progress func(done, total uint64)
+	// SessionCapacity > 0 keeps the manifest's states for up to this many sessions in one
+	// state arena shared by every method (a session of the package takes one slot; see
+	// ContainerOptions.SessionCapacity). 0: per-session buffers.
+	SessionCapacity uint32
 }
 
 // DimSpec is one dimension of a TensorSpec: a symbolic one (a sequence length) has a
@@ -127,6 +131,7 @@ func modelPackageOptions(arena *cArena, opts *ModelPackageOptions) C.wharf_model
 		o.shim_path = arena.cstring(opts.ShimPath)
 	}
 	o.max_session_bytes = C.uint64_t(opts.MaxSessionBytes)
+	o.session_capacity = C.uint32_t(opts.SessionCapacity)
 	return o
 }
 

@@ -223,11 +223,12 @@ func TestModelPackageOptionsRoundTrip(t *testing.T) {
 	var arena cArena
 	defer arena.free()
 	o := modelPackageOptions(&arena, nil)
-	if o.shim_path != nil || o.max_session_bytes != 0 || o.progress != nil || uintptr(o.struct_size) != unsafe.Sizeof(o) {
+	if o.shim_path != nil || o.max_session_bytes != 0 || o.progress != nil || o.session_capacity != 0 || uintptr(o.struct_size) != unsafe.Sizeof(o) {
 		t.Fatalf("defaults: %+v (sizeof %d)", o, unsafe.Sizeof(o))
 	}
-	o = modelPackageOptions(&arena, &ModelPackageOptions{ShimPath: "/opt/wharf/lib/libwharf_aoti_shim.so", MaxSessionBytes: 1 << 20})
+	o = modelPackageOptions(&arena, &ModelPackageOptions{ShimPath: "/opt/wharf/lib/libwharf_aoti_shim.so", MaxSessionBytes: 1 << 20, SessionCapacity: 8})
 	if cString(unsafe.Pointer(o.shim_path)) != "/opt/wharf/lib/libwharf_aoti_shim.so" || o.max_session_bytes != 1<<20 ||
+		o.session_capacity != 8 ||
 		uintptr(o.struct_size) != unsafe.Sizeof(o) {
 		t.Fatalf("round trip: %+v", o)
 	}

@@ -94,12 +94,13 @@ func TestModelOptionsRoundTrip(t *testing.T) {
 	o, store, err := modelOptions("test", &arena, nil)
 	must(t, err)
 	if store != nil || o.name != nil || o.store != nil || o.max_session_bytes != 0 || o.shim_path != nil ||
-		uintptr(o.struct_size) != unsafe.Sizeof(o) {
+		o.session_capacity != 0 || uintptr(o.struct_size) != unsafe.Sizeof(o) {
 		t.Fatalf("defaults: %+v (sizeof %d)", o, unsafe.Sizeof(o))
 	}
 	rt := hostRuntime(t)
 	ws := newStore(t, rt)
-	want := ModelOptions{Name: "tiny", Store: ws, MaxSessionBytes: 1 << 20, ShimPath: "/opt/wharf/lib/libwharf_aoti_shim.so"}
+	want := ModelOptions{Name: "tiny", Store: ws, MaxSessionBytes: 1 << 20, ShimPath: "/opt/wharf/lib/libwharf_aoti_shim.so",
+		SessionCapacity: 64}
 	o, store, err = modelOptions("test", &arena, &want)
 	must(t, err)
 	defer store.release()
@@ -107,12 +108,13 @@ func TestModelOptionsRoundTrip(t *testing.T) {
 		Name:            cString(unsafe.Pointer(o.name)),
 		MaxSessionBytes: uint64(o.max_session_bytes),
 		ShimPath:        cString(unsafe.Pointer(o.shim_path)),
+		SessionCapacity: uint32(o.session_capacity),
 	}
 	if unsafe.Pointer(o.store) == ws.h.ptr && store == &ws.h {
 		got.Store = ws
 	}
 	if got.Name != want.Name || got.Store != want.Store || got.MaxSessionBytes != want.MaxSessionBytes ||
-		got.ShimPath != want.ShimPath || uintptr(o.struct_size) != unsafe.Sizeof(o) {
+		got.ShimPath != want.ShimPath || got.SessionCapacity != want.SessionCapacity || uintptr(o.struct_size) != unsafe.Sizeof(o) {
 		t.Fatalf("round trip: %+v, want %+v", got, want)
 	}
 	if ws.h.deps.Load() != 1 {

@@ -30,11 +30,11 @@ func exampleBody(t *testing.T, name string) string {
 	return strings.Join(body, "\n")
 }
 
-// The README's sessions, model, cancellation and model package snippets are the bodies of
-// Example_sessions, Example_model, Example_cancellation and Example_package
-// (example_test.go), which go test compiles (and runs: Example_sessions and
-// Example_cancellation always, Example_model and Example_package through TestExampleModel
-// and TestExamplePackage on a GPU): keep them equal.
+// The README's sessions, model, cancellation, model package and arena snippets are the
+// bodies of Example_sessions, Example_model, Example_cancellation, Example_package and
+// Example_arena (example_test.go), which go test compiles (and runs: Example_sessions,
+// Example_cancellation and Example_arena always, Example_model and Example_package
+// through TestExampleModel and TestExamplePackage on a GPU): keep them equal.
 func TestReadmeSnippets(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	must(t, err)
@@ -44,7 +44,7 @@ func TestReadmeSnippets(t *testing.T) {
 			blocks = append(blocks, strings.TrimSuffix(part[:j], "\n"))
 		}
 	}
-	for _, name := range []string{"Example_sessions", "Example_model", "Example_cancellation", "Example_package"} {
+	for _, name := range []string{"Example_sessions", "Example_model", "Example_cancellation", "Example_package", "Example_arena"} {
 		want := exampleBody(t, name)
 		found := false
 		for _, b := range blocks {

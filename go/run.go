@@ -22,6 +22,7 @@ type Run struct {
 	h     handle
 	c     *Container
 	s     *Session     // nil without a session
+	batch []*Session   // a batched run's sessions (Container.BeginBatch); nil otherwise
 	slots offloadSlots // owners of the offload slot tensors handed out (offload.go)
 }
 
@@ -92,7 +93,8 @@ func (c *Container) beginRun(what string, session *Session) (*Run, error) {
 	return r, nil
 }
 
-// Session returns the session the run was begun with (nil if none).
+// Session returns the session the run was begun with (nil if none, and for a batched run:
+// see Sessions).
 func (r *Run) Session() *Session { return r.s }
 
 // Container returns the container the run belongs to.

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package wharf
+
+// CUDA graphs of a model's runs: the experimental tier of wharf.h (WHARF_EXPERIMENTAL is
+// defined in this file's preamble only). Every declaration here may change or go in any
+// minor release of the library, as the C functions it calls may.
+
+/*
+#define WHARF_EXPERIMENTAL
+#include "wharf.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// GraphOptions configures Model.EnableGraphs (wharf_graph_options). A nil *GraphOptions
+// means the zero value: every default.
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+type GraphOptions struct {
+	// MaxBuckets is how many distinct input shapes (buckets) get a graph, each captured at
+	// the first run of that shape; runs of further shapes execute eagerly. 0: 8.
+	MaxBuckets uint32
+	// MaxPoolBytes is the ceiling of each graph pool in bytes (0: none): a capture that
+	// would pass it fails and its shape runs eagerly.
+	MaxPoolBytes uint64
+	// MaxConcurrentRuns is how many runs may replay at the same time: each open run that
+	// replayed holds a set of graphs until it ends; a run finding every set held executes
+	// eagerly. 0: 4.
+	MaxConcurrentRuns uint32
+}
+
+// GraphStats are the statistics of a model's CUDA graphs (wharf_graph_stats).
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+type GraphStats struct {
+	NumBuckets      uint32 // graphs held, one per input shape per concurrent set
+	Captures        uint64 // graphs captured
+	CaptureFailures uint64 // shapes whose capture failed (they run eagerly)
+	Replays         uint64 // runs served by a graph
+	Repoints        uint64 // replays that re-pointed nodes (their binding differed)
+	NodesRepointed  uint64 // node parameter updates, in total
+	EagerRuns       uint64 // runs executed eagerly while graphs were enabled
+	Folds           uint64 // generations whose constants were folded for the graphs
+	PoolBytes       uint64 // the graph pools (memory tag "graph")
+	FoldedBytes     uint64 // folded constants held for live generations
+	// Host time in total, nanoseconds: binding replays that re-pointed nodes, binding
+	// replays that did not (the bases compared), folding the constants of new generations.
+	RepointNS, BindCheckNS, FoldNS uint64
+	// LastEagerReason says why the last eager run was not replayed ("" if none; the
+	// library truncates it to 255 bytes).
+	LastEagerReason string
+}
+
+// GraphBucket describes one captured graph (wharf_graph_bucket_info).
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+type GraphBucket struct {
+	Set          uint32  // its concurrent set (0 .. MaxConcurrentRuns - 1)
+	PoolBytes    uint64  // pool memory its capture added (memory tag "graph")
+	Nodes        uint64  // nodes of the graph
+	PatchedNodes uint64  // nodes with a parameter pointing at constants, state or folded constants
+	Patches      uint64  // such parameter words
+	CaptureMS    float64 // fold, warm-up, capture and instantiation, milliseconds
+	// Shapes are the inputs' dtypes and shapes, e.g. "I64[1, 1], I64[1]" (truncated to
+	// 127 bytes by the library).
+	Shapes string
+}
+
+// graphOptions fills a wharf_graph_options by the library's sized init with this
+// binding's struct size, then opts' fields (nil: the defaults).
+func graphOptions(opts *GraphOptions) C.wharf_graph_options {
+	var o C.wharf_graph_options
+	C.wharf_graph_options_init_sized(&o, C.sizeof_wharf_graph_options)
+	if opts != nil {
+		o.max_buckets = C.uint32_t(opts.MaxBuckets)
+		o.max_pool_bytes = C.uint64_t(opts.MaxPoolBytes)
+		o.max_concurrent_runs = C.uint32_t(opts.MaxConcurrentRuns)
+	}
+	return o
+}
+
+// fixedString reads a char array the library NUL-terminates, never past its n bytes.
+func fixedString(p *C.char, n int) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(p)), n)
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+func graphStatsOf(s *C.wharf_graph_stats) GraphStats {
+	return GraphStats{
+		NumBuckets:      uint32(s.num_buckets),
+		Captures:        uint64(s.captures),
+		CaptureFailures: uint64(s.capture_failures),
+		Replays:         uint64(s.replays),
+		Repoints:        uint64(s.repoints),
+		NodesRepointed:  uint64(s.nodes_repointed),
+		EagerRuns:       uint64(s.eager_runs),
+		Folds:           uint64(s.folds),
+		PoolBytes:       uint64(s.pool_bytes),
+		FoldedBytes:     uint64(s.folded_bytes),
+		RepointNS:       uint64(s.repoint_ns),
+		BindCheckNS:     uint64(s.bind_check_ns),
+		FoldNS:          uint64(s.fold_ns),
+		LastEagerReason: fixedString(&s.last_eager_reason[0], len(s.last_eager_reason)),
+	}
+}
+
+func graphBucketOf(b *C.wharf_graph_bucket_info) GraphBucket {
+	return GraphBucket{
+		Set:          uint32(b.set),
+		PoolBytes:    uint64(b.pool_bytes),
+		Nodes:        uint64(b.nodes),
+		PatchedNodes: uint64(b.patched_nodes),
+		Patches:      uint64(b.patches),
+		CaptureMS:    float64(b.capture_ms),
+		Shapes:       fixedString(&b.shapes[0], len(b.shapes)),
+	}
+}
+
+// The C calls, on a model pointer the caller holds (nil reaches the library, whose
+// argument checks the tests exercise without a GPU).
+func enableGraphs(mp unsafe.Pointer, opts *GraphOptions) error {
+	o := graphOptions(opts)
+	return statusError(C.wharf_model_enable_graphs((*C.wharf_model)(mp), &o))
+}
+
+func getGraphStats(mp unsafe.Pointer) (GraphStats, error) {
+	var s C.wharf_graph_stats
+	s.struct_size = C.sizeof_wharf_graph_stats // this binding's struct size
+	if err := statusError(C.wharf_model_get_graph_stats((*C.wharf_model)(mp), &s)); err != nil {
+		return GraphStats{}, err
+	}
+	return graphStatsOf(&s), nil
+}
+
+func getGraphBucket(mp unsafe.Pointer, index uint32) (GraphBucket, error) {
+	var b C.wharf_graph_bucket_info
+	b.struct_size = C.sizeof_wharf_graph_bucket_info // this binding's struct size
+	if err := statusError(C.wharf_model_get_graph_bucket((*C.wharf_model)(mp), C.uint32_t(index), &b)); err != nil {
+		return GraphBucket{}, err
+	}
+	return graphBucketOf(&b), nil
+}
+
+// EnableGraphs makes the model's runs replay CUDA graphs (wharf_model_enable_graphs; see
+// docs/decisions.md, "CUDA graphs"): from this call on, Model.Run captures a graph the first
+// time it sees a shape of the inputs and replays it for every later run of that shape,
+// re-pointed (never recaptured) after a swap, an update or for another session. Outputs of
+// a replayed run are the graph's static buffers, valid until Run.End like every model
+// output. Whatever cannot be captured runs eagerly and says why in GraphStats. opts may be
+// nil (defaults).
+//
+// Errors: ErrUnsupported (a model with offloaded layers, a model or shim library without
+// the entry points capture needs, a CUDA driver older than 12.4; named),
+// ErrFailedPrecondition (graphs already enabled), ErrInvalidArgument (a nil Model),
+// ErrClosed.
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+func (m *Model) EnableGraphs(opts *GraphOptions) error {
+	const what = "Model.EnableGraphs"
+	if m == nil {
+		return invalidArgument("%s: the model is nil", what)
+	}
+	mp, err := m.h.acquire(what)
+	if err != nil {
+		return err
+	}
+	defer m.h.release()
+	err = enableGraphs(mp, opts)
+	runtime.KeepAlive(m)
+	return err
+}
+
+// GraphStats reads the statistics of the model's CUDA graphs. Errors:
+// ErrFailedPrecondition (graphs not enabled), ErrInvalidArgument (a nil Model),
+// ErrClosed.
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+func (m *Model) GraphStats() (GraphStats, error) {
+	const what = "Model.GraphStats"
+	if m == nil {
+		return GraphStats{}, invalidArgument("%s: the model is nil", what)
+	}
+	mp, err := m.h.acquire(what)
+	if err != nil {
+		return GraphStats{}, err
+	}
+	defer m.h.release()
+	s, err := getGraphStats(mp)
+	runtime.KeepAlive(m)
+	return s, err
+}
+
+// GraphBucket describes graph index of the model, in capture order
+// (0 .. GraphStats.NumBuckets - 1). Errors: ErrFailedPrecondition (graphs not enabled),
+// ErrInvalidArgument (index out of range, a nil Model), ErrClosed.
+//
+// Experimental: part of wharf.h's experimental tier; it may change in any minor release.
+func (m *Model) GraphBucket(index int) (GraphBucket, error) {
+	const what = "Model.GraphBucket"
+	if m == nil {
+		return GraphBucket{}, invalidArgument("%s: the model is nil", what)
+	}
+	if index < 0 || uint64(index) > uint64(^uint32(0)) {
+		return GraphBucket{}, invalidArgument("%s: index %d out of range", what, index)
+	}
+	mp, err := m.h.acquire(what)
+	if err != nil {
+		return GraphBucket{}, err
+	}
+	defer m.h.release()
+	b, err := getGraphBucket(mp, uint32(index))
+	runtime.KeepAlive(m)
+	return b, err
+}

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package wharf
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// ---- CUDA graphs: what can be checked without a GPU (a Model needs one) -------------------
+
+// GraphOptions become the wharf_graph_options EnableGraphs passes: the library's sized
+// init with this binding's struct size (defaults all zero), then the fields.
+func TestGraphOptionsRoundTrip(t *testing.T) {
+	o := graphOptions(nil)
+	if uintptr(o.struct_size) != unsafe.Sizeof(o) || o.max_buckets != 0 || o.max_pool_bytes != 0 || o.max_concurrent_runs != 0 {
+		t.Fatalf("defaults: %+v", o)
+	}
+	o = graphOptions(&GraphOptions{MaxBuckets: 3, MaxPoolBytes: 1 << 40, MaxConcurrentRuns: 2})
+	if uintptr(o.struct_size) != unsafe.Sizeof(o) || o.max_buckets != 3 || o.max_pool_bytes != 1<<40 || o.max_concurrent_runs != 2 {
+		t.Fatalf("round trip: %+v", o)
+	}
+}
+
+// Every field of the C stats reaches the Go struct; the strings stop at their NUL, or at
+// the array's end when the library filled it.
+func TestGraphStatsConversion(t *testing.T) {
+	var s _Ctype_wharf_graph_stats
+	s.num_buckets, s.captures, s.capture_failures, s.replays = 2, 3, 4, 5
+	s.repoints, s.nodes_repointed, s.eager_runs, s.folds = 6, 7, 8, 9
+	s.pool_bytes, s.folded_bytes, s.repoint_ns, s.bind_check_ns, s.fold_ns = 10, 11, 12, 13, 1<<40
+	reason := "shape I64[1, 9] past max_buckets"
+	for i := range reason {
+		s.last_eager_reason[i] = _Ctype_char(reason[i])
+	}
+	got := graphStatsOf(&s)
+	want := GraphStats{NumBuckets: 2, Captures: 3, CaptureFailures: 4, Replays: 5, Repoints: 6, NodesRepointed: 7,
+		EagerRuns: 8, Folds: 9, PoolBytes: 10, FoldedBytes: 11, RepointNS: 12, BindCheckNS: 13, FoldNS: 1 << 40,
+		LastEagerReason: reason}
+	if got != want {
+		t.Fatalf("stats %+v, want %+v", got, want)
+	}
+
+	var b _Ctype_wharf_graph_bucket_info
+	b.set, b.pool_bytes, b.nodes, b.patched_nodes, b.patches, b.capture_ms = 1, 4096, 120, 30, 45, 2.5
+	for i := range b.shapes {
+		b.shapes[i] = 'x' // no NUL: the whole array
+	}
+	gb := graphBucketOf(&b)
+	if gb.Set != 1 || gb.PoolBytes != 4096 || gb.Nodes != 120 || gb.PatchedNodes != 30 || gb.Patches != 45 ||
+		gb.CaptureMS != 2.5 || gb.Shapes != strings.Repeat("x", len(b.shapes)) {
+		t.Fatalf("bucket %+v", gb)
+	}
+}
+
+// The library's own argument checks, reached without a GPU (a NULL model), come back as
+// ErrInvalidArgument naming the function.
+func TestGraphCallsOnANullModel(t *testing.T) {
+	wantCode(t, enableGraphs(nil, nil), ErrInvalidArgument, "wharf_model_enable_graphs", "NULL")
+	wantCode(t, enableGraphs(nil, &GraphOptions{MaxBuckets: 1}), ErrInvalidArgument, "NULL")
+	_, err := getGraphStats(nil)
+	wantCode(t, err, ErrInvalidArgument, "wharf_model_get_graph_stats", "NULL")
+	_, err = getGraphBucket(nil, 0)
+	wantCode(t, err, ErrInvalidArgument, "wharf_model_get_graph_bucket", "NULL")
+}
+
+// What the binding answers itself: nil and closed models, a negative index.
+func TestGraphMethodsNilAndClosed(t *testing.T) {
+	var nilModel *Model
+	wantCode(t, nilModel.EnableGraphs(nil), ErrInvalidArgument, "nil")
+	_, err := nilModel.GraphStats()
+	wantCode(t, err, ErrInvalidArgument, "nil")
+	_, err = nilModel.GraphBucket(0)
+	wantCode(t, err, ErrInvalidArgument, "nil")
+
+	rt := hostRuntime(t)
+	m := fakeModel(twoConstantContainer(t, rt))
+	_, err = m.GraphBucket(-1)
+	wantCode(t, err, ErrInvalidArgument, "-1")
+	must(t, m.Close())
+	wantClosed(t, m.EnableGraphs(&GraphOptions{MaxBuckets: 2}))
+	_, err = m.GraphStats()
+	wantClosed(t, err)
+	_, err = m.GraphBucket(0)
+	wantClosed(t, err)
+}
