@@ -957,8 +957,8 @@ unsafe fn run_read(
 /// ```
 #[derive(Debug)]
 pub struct Run<'c> {
-    raw: NonNull<sys::wharf_run>,
-    container: &'c Container,
+    pub(crate) raw: NonNull<sys::wharf_run>,
+    pub(crate) container: &'c Container,
 }
 
 // SAFETY: see the type's documentation; ending (Drop/end) needs `self` by value.

@@ -2,7 +2,7 @@
 //! [`ContainerOptions`] (what [`Container::with_options`](crate::Container::with_options)
 //! declares) and [`StateDecl`] (one per-session state tensor).
 
-use crate::container::ConstantDecl;
+use crate::container::{ConstantDecl, Container};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use crate::store::WeightStore;
@@ -94,6 +94,8 @@ pub struct ContainerOptions<'a> {
     store: Option<&'a WeightStore>,
     states: Vec<StateDecl<'a>>,
     max_session_bytes: u64,
+    session_capacity: u32,
+    state_arena_of: Option<&'a Container>,
 }
 
 impl<'a> ContainerOptions<'a> {
@@ -153,6 +155,29 @@ impl<'a> ContainerOptions<'a> {
     /// fails with `ResourceExhausted`.
     pub fn max_session_bytes(mut self, bytes: u64) -> ContainerOptions<'a> {
         self.max_session_bytes = bytes;
+        self
+    }
+
+    /// `> 0`: keep the state of up to `sessions` sessions in one allocation per state
+    /// tensor, `[sessions, ...shape]`, made at creation (a state arena): each
+    /// [`Session`](crate::Session) takes a slot ([`Session::slot`](crate::Session::slot))
+    /// when it is created, and creating one past the capacity fails with
+    /// `ResourceExhausted` naming it; [`Container::begin_batch`] runs several sessions at
+    /// once. 0 (the default): every session allocates buffers of its own. Not with
+    /// [`state_arena_of`](Self::state_arena_of) (`InvalidArgument`).
+    #[cfg(feature = "experimental")]
+    pub fn session_capacity(mut self, sessions: u32) -> ContainerOptions<'a> {
+        self.session_capacity = sessions;
+        self
+    }
+
+    /// Keep this container's states in the state arena of `container` (only read during
+    /// the create call: the arena lives while any container or session uses it), whose
+    /// states must include these with equal dtype and shape: the methods of one model
+    /// (prefill and decode) sharing their sessions' slots.
+    #[cfg(feature = "experimental")]
+    pub fn state_arena_of(mut self, container: &'a Container) -> ContainerOptions<'a> {
+        self.state_arena_of = Some(container);
         self
     }
 
@@ -274,6 +299,10 @@ impl<'a> ContainerOptions<'a> {
             o.num_states = states.len();
         }
         o.max_session_bytes = self.max_session_bytes;
+        o.session_capacity = self.session_capacity;
+        o.state_arena_of = self
+            .state_arena_of
+            .map_or(std::ptr::null(), |c| c.as_raw().cast_const());
         // Every array `o` points to (cname, fqns, decls, state_fqns, initials, states, the
         // shapes and initial values in `self`) lives until after `f` returns.
         Ok(f(&o))

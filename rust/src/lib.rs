@@ -75,10 +75,14 @@
 
 pub mod sys;
 
+#[cfg(feature = "experimental")]
+mod arena;
 mod constant_map;
 mod container;
 mod container_options;
 mod error;
+#[cfg(feature = "experimental")]
+mod graphs;
 mod log;
 #[cfg(feature = "experimental")]
 mod model;
@@ -97,12 +101,16 @@ mod types;
 
 use std::ffi::CStr;
 
+#[cfg(feature = "experimental")]
+pub use arena::StateArenaStats;
 pub use constant_map::{ConstantMap, Entries};
 pub use container::{
     ConstantDecl, ConstantInfo, Container, FoldRun, Run, StateInfo, UpdateOptions,
 };
 pub use container_options::{ContainerOptions, StateDecl};
 pub use error::{Code, Error, Result};
+#[cfg(feature = "experimental")]
+pub use graphs::{GraphBucket, GraphOptions, GraphStats};
 pub use log::{reset_log_callback, set_log_callback};
 #[cfg(feature = "experimental")]
 pub use model::{Model, ModelOptions, OutputView};

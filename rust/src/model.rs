@@ -30,6 +30,7 @@ pub struct ModelOptions<'a> {
     max_session_bytes: u64,
     shim_path: Option<PathBuf>,
     offload: Option<OffloaderOptions>,
+    session_capacity: u32,
 }
 
 impl<'a> ModelOptions<'a> {
@@ -58,6 +59,14 @@ impl<'a> ModelOptions<'a> {
     /// [`ContainerOptions::max_session_bytes`](crate::ContainerOptions::max_session_bytes).
     pub fn max_session_bytes(mut self, bytes: u64) -> ModelOptions<'a> {
         self.max_session_bytes = bytes;
+        self
+    }
+
+    /// `> 0`: keep the model's states (its mutated buffers) for up to this many sessions in
+    /// one state arena; see
+    /// [`ContainerOptions::session_capacity`](crate::ContainerOptions::session_capacity).
+    pub fn session_capacity(mut self, sessions: u32) -> ModelOptions<'a> {
+        self.session_capacity = sessions;
         self
     }
 
@@ -109,6 +118,7 @@ impl<'a> ModelOptions<'a> {
         o.name = name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr());
         o.store = self.store.map_or(std::ptr::null_mut(), WeightStore::as_raw);
         o.max_session_bytes = self.max_session_bytes;
+        o.session_capacity = self.session_capacity;
         o.shim_path = shim.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
         o.offload = offload;
         // `name` and `shim` outlive the call.
@@ -641,5 +651,28 @@ impl Container {
     pub fn has_staged(&self) -> bool {
         // SAFETY: a live container; thread-safe.
         unsafe { sys::wharf_container_has_staged(self.as_raw()) != 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_reach_the_c_struct() {
+        let (cap, size) = ModelOptions::new()
+            .with_c(|o| (o.session_capacity, o.struct_size))
+            .unwrap();
+        assert_eq!(cap, 0);
+        assert_eq!(
+            size as usize,
+            std::mem::size_of::<sys::wharf_model_options>()
+        );
+        let (cap, bytes) = ModelOptions::new()
+            .session_capacity(64)
+            .max_session_bytes(7)
+            .with_c(|o| (o.session_capacity, o.max_session_bytes))
+            .unwrap();
+        assert_eq!((cap, bytes), (64, 7));
     }
 }

@@ -24,6 +24,7 @@ use crate::types::{cstring, DType};
 pub struct ModelPackageOptions {
     shim_path: Option<PathBuf>,
     max_session_bytes: u64,
+    session_capacity: u32,
 }
 
 impl ModelPackageOptions {
@@ -47,6 +48,15 @@ impl ModelPackageOptions {
         self
     }
 
+    /// `> 0`: one state arena for up to this many sessions holds the manifest's states,
+    /// shared by every method (a session of the package takes one slot); see
+    /// [`ContainerOptions::session_capacity`](crate::ContainerOptions::session_capacity).
+    /// 0 (the default): per-session buffers.
+    pub fn session_capacity(mut self, sessions: u32) -> ModelPackageOptions {
+        self.session_capacity = sessions;
+        self
+    }
+
     /// Builds the C options and passes them to `f`, which must not keep them past its
     /// return.
     fn with_c<R>(&self, f: impl FnOnce(&sys::wharf_model_package_options) -> R) -> Result<R> {
@@ -62,6 +72,7 @@ impl ModelPackageOptions {
         };
         o.shim_path = shim.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
         o.max_session_bytes = self.max_session_bytes;
+        o.session_capacity = self.session_capacity;
         // `shim` outlives the call.
         Ok(f(&o))
     }
@@ -542,6 +553,24 @@ impl ModelPackage {
 mod tests {
     use super::*;
     use std::ffi::CString;
+
+    #[test]
+    fn options_reach_the_c_struct() {
+        let (cap, bytes, size) = ModelPackageOptions::new()
+            .with_c(|o| (o.session_capacity, o.max_session_bytes, o.struct_size))
+            .unwrap();
+        assert_eq!((cap, bytes), (0, 0));
+        assert_eq!(
+            size as usize,
+            std::mem::size_of::<sys::wharf_model_package_options>()
+        );
+        let (cap, bytes) = ModelPackageOptions::new()
+            .session_capacity(8)
+            .max_session_bytes(1 << 20)
+            .with_c(|o| (o.session_capacity, o.max_session_bytes))
+            .unwrap();
+        assert_eq!((cap, bytes), (8, 1 << 20));
+    }
 
     // A tensor info as the library fills it, read into a TensorSpec: fixed and symbolic
     // dimensions, bounded and not.

@@ -215,6 +215,10 @@ pub struct wharf_container_options {
     pub max_session_bytes: u64,
     pub progress: wharf_progress_fn,
     pub progress_user: *mut c_void,
+    /// State arena (experimental): the container whose arena to join (NULL: none).
+    pub state_arena_of: *const wharf_container,
+    /// State arena (experimental): > 0 makes an arena of this many sessions.
+    pub session_capacity: u32,
 }
 
 /// Progress of a long call; a non-zero answer cancels it (`WHARF_CANCELLED`). Since 0.3.
@@ -507,6 +511,104 @@ pub struct wharf_model_options {
     pub offload: *const wharf_offloader_options,
     pub progress: wharf_progress_fn,
     pub progress_user: *mut c_void,
+    pub session_capacity: u32,
+}
+
+/// Options of wharf_model_enable_graphs (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_graph_options {
+    pub struct_size: u32,
+    pub max_buckets: u32,
+    pub max_pool_bytes: u64,
+    pub max_concurrent_runs: u32,
+}
+
+/// wharf_graph_stats (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_graph_stats {
+    pub struct_size: u32,
+    pub num_buckets: u32,
+    pub captures: u64,
+    pub capture_failures: u64,
+    pub replays: u64,
+    pub repoints: u64,
+    pub nodes_repointed: u64,
+    pub eager_runs: u64,
+    pub folds: u64,
+    pub pool_bytes: u64,
+    pub folded_bytes: u64,
+    pub repoint_ns: u64,
+    pub bind_check_ns: u64,
+    pub fold_ns: u64,
+    pub last_eager_reason: [c_char; 256],
+}
+
+/// wharf_graph_bucket_info (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_graph_bucket_info {
+    pub struct_size: u32,
+    pub set: u32,
+    pub pool_bytes: u64,
+    pub nodes: u64,
+    pub patched_nodes: u64,
+    pub patches: u64,
+    pub capture_ms: f64,
+    pub shapes: [c_char; 128],
+}
+
+/// wharf_state_arena_stats (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_state_arena_stats {
+    pub struct_size: u32,
+    pub num_slots: u32,
+    pub num_slots_used: u32,
+    pub num_slots_free: u32,
+    pub bytes: u64,
+}
+
+#[cfg(feature = "experimental")]
+extern "C" {
+    // CUDA graphs of a model's runs
+    pub fn wharf_graph_options_init_sized(opts: *mut wharf_graph_options, struct_size: usize);
+    pub fn wharf_model_enable_graphs(
+        model: *mut wharf_model,
+        opts: *const wharf_graph_options,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_get_graph_stats(
+        model: *const wharf_model,
+        out: *mut wharf_graph_stats,
+    ) -> *mut wharf_status;
+    pub fn wharf_model_get_graph_bucket(
+        model: *const wharf_model,
+        index: u32,
+        out: *mut wharf_graph_bucket_info,
+    ) -> *mut wharf_status;
+    // state arenas and batched runs
+    pub fn wharf_run_begin_batch(
+        container: *mut wharf_container,
+        sessions: *const *mut wharf_session,
+        num_sessions: usize,
+        stream: *mut c_void,
+        out: *mut *mut wharf_run,
+    ) -> *mut wharf_status;
+    pub fn wharf_run_num_sessions(run: *const wharf_run) -> usize;
+    pub fn wharf_run_get_slot_indices(
+        run: *const wharf_run,
+        out: *mut wharf_tensor_view,
+    ) -> *mut wharf_status;
+    pub fn wharf_session_slot(session: *const wharf_session) -> i64;
+    pub fn wharf_container_get_state_arena_stats(
+        container: *const wharf_container,
+        out: *mut wharf_state_arena_stats,
+    ) -> *mut wharf_status;
 }
 
 #[cfg(feature = "experimental")]
@@ -577,6 +679,7 @@ pub struct wharf_model_package_options {
     pub max_session_bytes: u64,
     pub progress: wharf_progress_fn,
     pub progress_user: *mut c_void,
+    pub session_capacity: u32,
 }
 
 /// One input or output of a package's method (experimental).
@@ -843,7 +946,9 @@ mod tests {
         assert_eq!(offset_of!(wharf_constant_decl, placement), 32);
         assert_eq!(offset_of!(wharf_constant_decl, flags), 36);
 
-        assert_eq!(size_of::<wharf_container_options>(), 80);
+        assert_eq!(size_of::<wharf_container_options>(), 96);
+        assert_eq!(offset_of!(wharf_container_options, state_arena_of), 80);
+        assert_eq!(offset_of!(wharf_container_options, session_capacity), 88);
         assert_eq!(offset_of!(wharf_container_options, progress), 64);
         assert_eq!(offset_of!(wharf_container_options, progress_user), 72);
         assert_eq!(offset_of!(wharf_container_options, name), 8);
@@ -895,10 +1000,27 @@ mod tests {
         assert_eq!(offset_of!(wharf_state_info, nbytes), 32);
 
         // wharf_model_options (experimental): 4, padded to 8, + name 8 + store 8 +
-        // max_session_bytes 8 + shim_path 8 + offload 8 + progress 8 + progress_user 8 = 64.
+        // max_session_bytes 8 + shim_path 8 + offload 8 + progress 8 + progress_user 8 +
+        // session_capacity 4, padded to 8 = 72.
         #[cfg(feature = "experimental")]
         {
-            assert_eq!(size_of::<wharf_model_options>(), 64);
+            assert_eq!(size_of::<wharf_model_options>(), 72);
+            assert_eq!(offset_of!(wharf_model_options, session_capacity), 64);
+            assert_eq!(size_of::<wharf_model_package_options>(), 48);
+            assert_eq!(
+                offset_of!(wharf_model_package_options, session_capacity),
+                40
+            );
+            assert_eq!(size_of::<wharf_graph_options>(), 24);
+            assert_eq!(offset_of!(wharf_graph_options, max_concurrent_runs), 16);
+            assert_eq!(size_of::<wharf_graph_stats>(), 360);
+            assert_eq!(offset_of!(wharf_graph_stats, fold_ns), 96);
+            assert_eq!(offset_of!(wharf_graph_stats, last_eager_reason), 104);
+            assert_eq!(size_of::<wharf_graph_bucket_info>(), 176);
+            assert_eq!(offset_of!(wharf_graph_bucket_info, capture_ms), 40);
+            assert_eq!(offset_of!(wharf_graph_bucket_info, shapes), 48);
+            assert_eq!(size_of::<wharf_state_arena_stats>(), 24);
+            assert_eq!(offset_of!(wharf_state_arena_stats, bytes), 16);
             assert_eq!(offset_of!(wharf_model_options, offload), 40);
             assert_eq!(size_of::<wharf_offloader_options>(), 72);
             assert_eq!(offset_of!(wharf_offloader_options, layer_pattern), 24);

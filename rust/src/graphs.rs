@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+//! CUDA graphs of a model's runs (experimental): [`Model::enable_graphs`],
+//! [`Model::graph_stats`], [`Model::graph_bucket`].
+
+use std::ffi::c_char;
+
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::sys;
+
+/// Options of [`Model::enable_graphs`] (`wharf_graph_options`). `GraphOptions::new()` (or
+/// `default()`) means the library's defaults: 8 buckets, no pool ceiling, 4 concurrent runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GraphOptions {
+    max_buckets: u32,
+    max_pool_bytes: u64,
+    max_concurrent_runs: u32,
+}
+
+impl GraphOptions {
+    /// The defaults.
+    pub fn new() -> GraphOptions {
+        GraphOptions::default()
+    }
+
+    /// Distinct input shapes (buckets) that get a graph, each captured at the first run of
+    /// that shape; runs of further shapes execute eagerly. 0 (the default): 8.
+    pub fn max_buckets(mut self, buckets: u32) -> GraphOptions {
+        self.max_buckets = buckets;
+        self
+    }
+
+    /// Ceiling of each graph pool in bytes (0, the default: none): a capture that would
+    /// pass it fails and its shape runs eagerly.
+    pub fn max_pool_bytes(mut self, bytes: u64) -> GraphOptions {
+        self.max_pool_bytes = bytes;
+        self
+    }
+
+    /// Runs that may replay at the same time: each open run that replayed holds a set of
+    /// graphs until it ends; a run finding every set held executes eagerly. 0 (the
+    /// default): 4.
+    pub fn max_concurrent_runs(mut self, runs: u32) -> GraphOptions {
+        self.max_concurrent_runs = runs;
+        self
+    }
+
+    pub(crate) fn to_c(self) -> sys::wharf_graph_options {
+        // SAFETY: all-zero is valid input for *_init_sized, which fills the defaults.
+        let mut o = unsafe { std::mem::zeroed::<sys::wharf_graph_options>() };
+        // SAFETY: a valid, writable struct of the size passed.
+        unsafe {
+            sys::wharf_graph_options_init_sized(
+                &mut o,
+                std::mem::size_of::<sys::wharf_graph_options>(),
+            )
+        };
+        o.max_buckets = self.max_buckets;
+        o.max_pool_bytes = self.max_pool_bytes;
+        o.max_concurrent_runs = self.max_concurrent_runs;
+        o
+    }
+}
+
+/// Statistics of a model's CUDA graphs (`wharf_graph_stats`), from [`Model::graph_stats`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GraphStats {
+    /// Graphs held, one per input shape per concurrent set.
+    pub num_buckets: u32,
+    /// Graphs captured.
+    pub captures: u64,
+    /// Shapes whose capture failed (they run eagerly).
+    pub capture_failures: u64,
+    /// Runs served by a graph.
+    pub replays: u64,
+    /// Replays that re-pointed nodes (their binding differed).
+    pub repoints: u64,
+    /// Node parameter updates, in total.
+    pub nodes_repointed: u64,
+    /// Runs executed eagerly while graphs were enabled.
+    pub eager_runs: u64,
+    /// Generations whose constants were folded for the graphs.
+    pub folds: u64,
+    /// The graph pools: static inputs, outputs, intermediates (memory tag "graph").
+    pub pool_bytes: u64,
+    /// Folded constants held for live generations.
+    pub folded_bytes: u64,
+    /// Host time binding replays that re-pointed nodes, in total, nanoseconds.
+    pub repoint_ns: u64,
+    /// Host time binding replays that did not (the bases compared), nanoseconds.
+    pub bind_check_ns: u64,
+    /// Host time folding the constants of new generations, nanoseconds.
+    pub fold_ns: u64,
+    /// Why the last eager run was not replayed (`""` if none; truncated to 255 bytes).
+    pub last_eager_reason: String,
+}
+
+/// One captured graph (`wharf_graph_bucket_info`), from [`Model::graph_bucket`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GraphBucket {
+    /// Its concurrent set (`0 .. max_concurrent_runs`).
+    pub set: u32,
+    /// Pool memory its capture added (memory tag "graph").
+    pub pool_bytes: u64,
+    /// Nodes of the graph.
+    pub nodes: u64,
+    /// Nodes with a parameter pointing at constants, state or folded constants.
+    pub patched_nodes: u64,
+    /// Such parameter words.
+    pub patches: u64,
+    /// Fold, warm-up, capture and instantiation, milliseconds.
+    pub capture_ms: f64,
+    /// The inputs' dtypes and shapes, e.g. `"I64[1, 1], I64[1]"` (truncated to 127 bytes).
+    pub shapes: String,
+}
+
+/// A char array the library NUL-terminates, never read past its length.
+fn fixed_string(chars: &[c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl GraphStats {
+    pub(crate) fn from_c(s: &sys::wharf_graph_stats) -> GraphStats {
+        GraphStats {
+            num_buckets: s.num_buckets,
+            captures: s.captures,
+            capture_failures: s.capture_failures,
+            replays: s.replays,
+            repoints: s.repoints,
+            nodes_repointed: s.nodes_repointed,
+            eager_runs: s.eager_runs,
+            folds: s.folds,
+            pool_bytes: s.pool_bytes,
+            folded_bytes: s.folded_bytes,
+            repoint_ns: s.repoint_ns,
+            bind_check_ns: s.bind_check_ns,
+            fold_ns: s.fold_ns,
+            last_eager_reason: fixed_string(&s.last_eager_reason),
+        }
+    }
+}
+
+impl GraphBucket {
+    pub(crate) fn from_c(b: &sys::wharf_graph_bucket_info) -> GraphBucket {
+        GraphBucket {
+            set: b.set,
+            pool_bytes: b.pool_bytes,
+            nodes: b.nodes,
+            patched_nodes: b.patched_nodes,
+            patches: b.patches,
+            capture_ms: b.capture_ms,
+            shapes: fixed_string(&b.shapes),
+        }
+    }
+}
+
+/// The C calls on a raw model pointer (NULL reaches the library's argument checks, which
+/// the tests exercise without a GPU).
+///
+/// # Safety
+///
+/// `model` is NULL or a live model.
+unsafe fn enable_graphs(model: *mut sys::wharf_model, opts: &GraphOptions) -> Result<()> {
+    let o = opts.to_c();
+    // SAFETY: (caller) model; `o` is read during the call only.
+    unsafe { Error::check(sys::wharf_model_enable_graphs(model, &o)) }
+}
+
+/// # Safety
+///
+/// `model` is NULL or a live model.
+unsafe fn graph_stats(model: *const sys::wharf_model) -> Result<GraphStats> {
+    // SAFETY: all-zero is a valid struct to be overwritten.
+    let mut s = unsafe { std::mem::zeroed::<sys::wharf_graph_stats>() };
+    s.struct_size = std::mem::size_of::<sys::wharf_graph_stats>() as u32;
+    // SAFETY: (caller) model; a writable struct of the size it states.
+    unsafe { Error::check(sys::wharf_model_get_graph_stats(model, &mut s))? };
+    Ok(GraphStats::from_c(&s))
+}
+
+/// # Safety
+///
+/// `model` is NULL or a live model.
+unsafe fn graph_bucket(model: *const sys::wharf_model, index: u32) -> Result<GraphBucket> {
+    // SAFETY: all-zero is a valid struct to be overwritten.
+    let mut b = unsafe { std::mem::zeroed::<sys::wharf_graph_bucket_info>() };
+    b.struct_size = std::mem::size_of::<sys::wharf_graph_bucket_info>() as u32;
+    // SAFETY: (caller) model; a writable struct of the size it states.
+    unsafe { Error::check(sys::wharf_model_get_graph_bucket(model, index, &mut b))? };
+    Ok(GraphBucket::from_c(&b))
+}
+
+impl Model {
+    /// Makes the model's runs replay CUDA graphs (`wharf_model_enable_graphs`; see
+    /// docs/decisions.md, "CUDA graphs"): from this call on, [`Model::run`] captures a graph
+    /// the first time it sees a shape of the inputs and replays it for every later run of
+    /// that shape, re-pointed (never recaptured) after a swap, an update or for another
+    /// session. Outputs of a replayed run are the graph's static buffers, borrowed from the
+    /// run like every output. Whatever cannot be captured runs eagerly and says why in
+    /// [`graph_stats`](Self::graph_stats).
+    ///
+    /// Errors: `Unsupported` (a model with offloaded layers, a model or shim library without
+    /// the entry points capture needs, a CUDA driver older than 12.4; named),
+    /// `FailedPrecondition` (graphs already enabled).
+    pub fn enable_graphs(&self, opts: &GraphOptions) -> Result<()> {
+        // SAFETY: a live model (thread-safe in C).
+        unsafe { enable_graphs(self.as_raw(), opts) }
+    }
+
+    /// The statistics of the model's CUDA graphs. Errors: `FailedPrecondition` (graphs not
+    /// enabled).
+    pub fn graph_stats(&self) -> Result<GraphStats> {
+        // SAFETY: a live model.
+        unsafe { graph_stats(self.as_raw()) }
+    }
+
+    /// Graph `index` of the model, in capture order (`0 .. graph_stats()?.num_buckets`).
+    /// Errors: `FailedPrecondition` (graphs not enabled), `InvalidArgument` (`index` past
+    /// the last graph).
+    pub fn graph_bucket(&self, index: u32) -> Result<GraphBucket> {
+        // SAFETY: a live model.
+        unsafe { graph_bucket(self.as_raw(), index) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Code;
+
+    #[test]
+    fn options_reach_the_c_struct() {
+        let o = GraphOptions::new().to_c();
+        assert_eq!(
+            o.struct_size as usize,
+            std::mem::size_of::<sys::wharf_graph_options>()
+        );
+        assert_eq!(
+            (o.max_buckets, o.max_pool_bytes, o.max_concurrent_runs),
+            (0, 0, 0)
+        );
+        let o = GraphOptions::new()
+            .max_buckets(3)
+            .max_pool_bytes(1 << 40)
+            .max_concurrent_runs(2)
+            .to_c();
+        assert_eq!(
+            (o.max_buckets, o.max_pool_bytes, o.max_concurrent_runs),
+            (3, 1 << 40, 2)
+        );
+    }
+
+    #[test]
+    fn stats_and_buckets_convert_every_field() {
+        // SAFETY: all-zero is a valid struct.
+        let mut s = unsafe { std::mem::zeroed::<sys::wharf_graph_stats>() };
+        s.num_buckets = 2;
+        (s.captures, s.capture_failures, s.replays, s.repoints) = (3, 4, 5, 6);
+        (s.nodes_repointed, s.eager_runs, s.folds, s.pool_bytes) = (7, 8, 9, 10);
+        (s.folded_bytes, s.repoint_ns, s.bind_check_ns, s.fold_ns) = (11, 12, 13, 1 << 40);
+        let reason = "shape I64[1, 9] past max_buckets";
+        for (d, b) in s.last_eager_reason.iter_mut().zip(reason.bytes()) {
+            *d = b as c_char;
+        }
+        let got = GraphStats::from_c(&s);
+        assert_eq!(
+            got,
+            GraphStats {
+                num_buckets: 2,
+                captures: 3,
+                capture_failures: 4,
+                replays: 5,
+                repoints: 6,
+                nodes_repointed: 7,
+                eager_runs: 8,
+                folds: 9,
+                pool_bytes: 10,
+                folded_bytes: 11,
+                repoint_ns: 12,
+                bind_check_ns: 13,
+                fold_ns: 1 << 40,
+                last_eager_reason: reason.to_string(),
+            }
+        );
+
+        // SAFETY: all-zero is a valid struct.
+        let mut b = unsafe { std::mem::zeroed::<sys::wharf_graph_bucket_info>() };
+        (b.set, b.pool_bytes, b.nodes, b.patched_nodes, b.patches) = (1, 4096, 120, 30, 45);
+        b.capture_ms = 2.5;
+        b.shapes = [b'x' as c_char; 128]; // no NUL: the whole array, never past it
+        let got = GraphBucket::from_c(&b);
+        assert_eq!(
+            (
+                got.set,
+                got.pool_bytes,
+                got.nodes,
+                got.patched_nodes,
+                got.patches
+            ),
+            (1, 4096, 120, 30, 45)
+        );
+        assert_eq!(got.capture_ms, 2.5);
+        assert_eq!(got.shapes, "x".repeat(128));
+    }
+
+    #[test]
+    fn the_library_refuses_a_null_model() {
+        // SAFETY: NULL is allowed (the library checks it).
+        unsafe {
+            for err in [
+                enable_graphs(std::ptr::null_mut(), &GraphOptions::new()).unwrap_err(),
+                graph_stats(std::ptr::null()).unwrap_err(),
+                graph_bucket(std::ptr::null(), 0).unwrap_err(),
+            ] {
+                assert_eq!(err.code(), Code::InvalidArgument, "{err}");
+                assert!(err.message().contains("NULL"), "{err}");
+            }
+            let err = enable_graphs(std::ptr::null_mut(), &GraphOptions::new()).unwrap_err();
+            assert!(err.message().contains("wharf_model_enable_graphs"), "{err}");
+        }
+    }
+}
