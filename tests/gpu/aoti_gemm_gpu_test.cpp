@@ -52,6 +52,7 @@ struct Shim {
   };
   void (*gemm_stats)(Stats*) = nullptr;
   int32_t (*use_gemv)(int32_t) = nullptr;
+  int32_t (*use_pdl)(int32_t) = nullptr;
   std::string error;
 };
 
@@ -90,6 +91,7 @@ const Shim& shim() {
     get("wharf_aoti_last_error", &r.last_error);
     get("wharf_aoti_gemm_stats", &r.gemm_stats);
     get("wharf_aoti_gemm_use_gemv", &r.use_gemv);
+    get("wharf_aoti_gemm_use_pdl", &r.use_pdl);
     return r;
   }();
   return s;
@@ -328,6 +330,16 @@ class GemvSwitch {
   int32_t previous_;
 };
 
+// Launches GEMVs with programmatic dependent launch (1) or plainly (0) for a scope.
+class PdlSwitch {
+ public:
+  explicit PdlSwitch(int32_t on) : previous_(shim().use_pdl(on)) {}
+  ~PdlSwitch() { shim().use_pdl(previous_); }
+
+ private:
+  int32_t previous_;
+};
+
 // A weight [n, k] (rows ldw apart, `offset` elements in) seen as mat2 = weight.t(): [k, n]
 // with strides (1, ldw), what Inductor passes for nn.Linear.
 std::unique_ptr<Tensor> linear_weight_t(int32_t dtype, int64_t k, int64_t n, int64_t ldw, int64_t offset,
@@ -438,42 +450,50 @@ TEST_F(AotiGemmGpu, AddmmBroadcastsSelfWithBetaAndAlpha) {
   }
 }
 
+// On cuBLASLt, then on the [K, N] GEMV (5 rows against a row-major mat2).
 TEST_F(AotiGemmGpu, AddmmBetaZeroIgnoresSelfEvenNan) {
-  for (int32_t dtype : kDtypes) {
-    auto a = make(dtype, {5, 9}, {}, 0, 1);
-    auto b = make(dtype, {9, 3}, {}, 0, 2);
-    auto self = make(dtype, {3}, {}, 0, 3);
-    for (double& v : self->storage) v = NAN;
-    self->upload();
-    auto out = make(dtype, {5, 3}, {}, 0, 4);
-    const std::vector<double> before = out->storage;
-    ASSERT_EQ(shim().addmm_out(out->handle, self->handle, a->handle, b->handle, 0.0, 1.0), 0) << shim().last_error();
-    sync();
-    expect_product(*out, before, nullptr, *a, *b, 0, 1, Case{1, 5, 9, 3}, std::string("beta 0 ") + dname(dtype));
-  }
+  for (int32_t gemv : {0, 1})
+    for (int32_t dtype : kDtypes) {
+      GemvSwitch path(gemv);
+      auto a = make(dtype, {5, 9}, {}, 0, 1);
+      auto b = make(dtype, {9, 3}, {}, 0, 2);
+      auto self = make(dtype, {3}, {}, 0, 3);
+      for (double& v : self->storage) v = NAN;
+      self->upload();
+      auto out = make(dtype, {5, 3}, {}, 0, 4);
+      const std::vector<double> before = out->storage;
+      ASSERT_EQ(shim().addmm_out(out->handle, self->handle, a->handle, b->handle, 0.0, 1.0), 0) << shim().last_error();
+      sync();
+      expect_product(*out, before, nullptr, *a, *b, 0, 1, Case{1, 5, 9, 3},
+                     std::string("beta 0 ") + dname(dtype) + (gemv ? " (GEMV)" : " (cuBLASLt)"));
+    }
 }
 
 // A half result is rounded once: cuBLASLt's split-K partitions are summed in float32 (on H200
 // bfloat16 k 10 gave 3.6875 for 3.65625, three partial sums each rounded to bfloat16, before
 // the shim restricted the reduction schemes). k 2048 over a 6 x 4 output invites split-K.
+// On cuBLASLt, then on the [K, N] GEMV (6 rows against a row-major mat2).
 TEST_F(AotiGemmGpu, AddmmInPlaceWhenSelfIsOut) {
-  for (int32_t dtype : kDtypes)
-    for (int64_t k : {10, 2048}) {
-      auto a = make(dtype, {6, k}, {}, 0, 5);
-      auto b = make(dtype, {k, 4}, {}, 0, 6);
-      auto out = make(dtype, {6, 4}, {}, 0, 7);
-      const std::vector<double> before = out->storage;
-      // out is also self: the reference reads self's values from before the call.
-      Tensor self_values;
-      self_values.dtype = dtype;
-      self_values.sizes = out->sizes;
-      self_values.strides = out->strides;
-      self_values.storage = before;
-      ASSERT_EQ(shim().addmm_out(out->handle, out->handle, a->handle, b->handle, 0.5, 2.0), 0) << shim().last_error();
-      sync();
-      expect_product(*out, before, &self_values, *a, *b, 0.5, 2.0, Case{1, 6, k, 4},
-                     std::string("in place ") + dname(dtype) + " k " + std::to_string(k));
-    }
+  for (int32_t gemv : {0, 1})
+    for (int32_t dtype : kDtypes)
+      for (int64_t k : {10, 2048}) {
+        GemvSwitch path(gemv);
+        auto a = make(dtype, {6, k}, {}, 0, 5);
+        auto b = make(dtype, {k, 4}, {}, 0, 6);
+        auto out = make(dtype, {6, 4}, {}, 0, 7);
+        const std::vector<double> before = out->storage;
+        // out is also self: the reference reads self's values from before the call.
+        Tensor self_values;
+        self_values.dtype = dtype;
+        self_values.sizes = out->sizes;
+        self_values.strides = out->strides;
+        self_values.storage = before;
+        ASSERT_EQ(shim().addmm_out(out->handle, out->handle, a->handle, b->handle, 0.5, 2.0), 0) << shim().last_error();
+        sync();
+        expect_product(
+            *out, before, &self_values, *a, *b, 0.5, 2.0, Case{1, 6, k, 4},
+            std::string("in place ") + dname(dtype) + " k " + std::to_string(k) + (gemv ? " (GEMV)" : " (cuBLASLt)"));
+      }
 }
 
 TEST_F(AotiGemmGpu, BmmAndBaddbmmOverBatchesWithTransposedAndBroadcastOperands) {
@@ -871,90 +891,94 @@ TEST_F(AotiGemmGpu, GemvCapturedInAGraphIsRepointedToANewWeight) {
   GemvSwitch on(1);
   const GraphDriver& drv = graph_driver();
   ASSERT_TRUE(drv.kernel_get && drv.kernel_set && drv.func_param) << "the driver lacks the graph functions";
-  for (bool kn : {false, true})  // nn.Linear's weight.t(), then a row-major [K, N] (Conv1D)
-    for (int32_t dtype : kDtypes)
-      for (int64_t m : {2, 8})  // 8: the tensor-core kernel for float16/bfloat16 (Linear)
-        for (bool with_bias : {false, true}) {
-          const int64_t k = 4096, n = kn ? 304 : 300;
-          auto x = make(dtype, {m, k}, {}, 0, 21);
-          auto w1 = kn ? make(dtype, {k, n}, {}, 0, 22) : linear_weight_t(dtype, k, n, k, 0, 22);
-          auto w2 = kn ? make(dtype, {k, n}, {}, 0, 23) : linear_weight_t(dtype, k, n, k, 0, 23);
-          auto bias = make(dtype, {n}, {}, 0, 24);
-          auto out = make(dtype, {m, n}, {}, 0, 25);
-          const std::vector<double> before = out->storage;
-          const std::string what = std::string(with_bias ? "addmm " : "mm ") + (kn ? "[K, N] " : "") + dname(dtype) +
-                                   " m" + std::to_string(m);
-          PathCheck path;
-          ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-          const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
-                                       : shim().mm_out(out->handle, x->handle, w1->handle);
-          cudaGraph_t graph = nullptr;
-          ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
-          ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
-          path.expect_gemv(false, what + " captured", kn);
-          size_t count = 0;
-          ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
-          ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
-          cudaGraphNode_t node = nullptr;
-          ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
-          cudaGraphNodeType type;
-          ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
-          ASSERT_EQ(type, cudaGraphNodeTypeKernel);
-          cudaGraphExec_t exec = nullptr;
-          ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-          ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-          sync();
-          expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n},
-                         what + " replay");
+  for (int32_t pdl : {0, 1})       // plain launches, then programmatic dependent launch
+    for (bool kn : {false, true})  // nn.Linear's weight.t(), then a row-major [K, N] (Conv1D)
+      for (int32_t dtype : kDtypes)
+        for (int64_t m : {2, 8})  // 8: the tensor-core kernel for float16/bfloat16 (Linear)
+          for (bool with_bias : {false, true}) {
+            PdlSwitch pdl_switch(pdl);
+            const int64_t k = 4096, n = kn ? 304 : 300;
+            auto x = make(dtype, {m, k}, {}, 0, 21);
+            auto w1 = kn ? make(dtype, {k, n}, {}, 0, 22) : linear_weight_t(dtype, k, n, k, 0, 22);
+            auto w2 = kn ? make(dtype, {k, n}, {}, 0, 23) : linear_weight_t(dtype, k, n, k, 0, 23);
+            auto bias = make(dtype, {n}, {}, 0, 24);
+            auto out = make(dtype, {m, n}, {}, 0, 25);
+            const std::vector<double> before = out->storage;
+            const std::string what = std::string(with_bias ? "addmm " : "mm ") + (kn ? "[K, N] " : "") + dname(dtype) +
+                                     " m" + std::to_string(m) + (pdl ? " PDL" : "");
+            PathCheck path;
+            ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+            const int32_t rc = with_bias ? shim().addmm_out(out->handle, bias->handle, x->handle, w1->handle, 1.0, 1.0)
+                                         : shim().mm_out(out->handle, x->handle, w1->handle);
+            cudaGraph_t graph = nullptr;
+            ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+            ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+            path.expect_gemv(false, what + " captured", kn);
+            size_t count = 0;
+            ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+            ASSERT_EQ(count, 1u) << what << ": the GEMV is one kernel node";
+            cudaGraphNode_t node = nullptr;
+            ASSERT_EQ(cudaGraphGetNodes(graph, &node, &count), cudaSuccess);
+            cudaGraphNodeType type;
+            ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+            ASSERT_EQ(type, cudaGraphNodeTypeKernel);
+            cudaGraphExec_t exec = nullptr;
+            ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+            ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+            sync();
+            expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w1, 1, 1, Case{1, m, k, n},
+                           what + " replay");
 
-          CUDA_KERNEL_NODE_PARAMS p;
-          std::memset(&p, 0, sizeof p);
-          ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
-          ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
-          ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
-          // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
-          std::vector<std::vector<unsigned char>> values;
-          int replaced = 0;
-          for (size_t i = 0;; ++i) {
-            size_t off = 0, size = 0;
-            CUresult r = p.func
-                             ? drv.func_param(p.func, i, &off, &size)
-                             : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
-            if (r == CUDA_ERROR_INVALID_VALUE) break;
-            ASSERT_EQ(r, CUDA_SUCCESS);
-            std::vector<unsigned char> v(size);
-            std::memcpy(v.data(), p.kernelParams[i], size);
-            for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
-              void* word = nullptr;
-              std::memcpy(&word, v.data() + o, 8);
-              if (word == w1->base) {
-                std::memcpy(v.data() + o, &w2->base, 8);
-                ++replaced;
+            CUDA_KERNEL_NODE_PARAMS p;
+            std::memset(&p, 0, sizeof p);
+            ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &p), CUDA_SUCCESS);
+            ASSERT_NE(p.kernelParams, nullptr) << what << ": parameters not passed as an array";
+            ASSERT_EQ(p.extra, nullptr) << what << ": parameters passed as one buffer";
+            // Every 8-byte word of every parameter of 8 bytes or more that holds w1's address gets w2's.
+            std::vector<std::vector<unsigned char>> values;
+            int replaced = 0;
+            for (size_t i = 0;; ++i) {
+              size_t off = 0, size = 0;
+              CUresult r =
+                  p.func ? drv.func_param(p.func, i, &off, &size)
+                         : (drv.kernel_param ? drv.kernel_param(p.kern, i, &off, &size) : CUDA_ERROR_INVALID_VALUE);
+              if (r == CUDA_ERROR_INVALID_VALUE) break;
+              ASSERT_EQ(r, CUDA_SUCCESS);
+              std::vector<unsigned char> v(size);
+              std::memcpy(v.data(), p.kernelParams[i], size);
+              for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
+                void* word = nullptr;
+                std::memcpy(&word, v.data() + o, 8);
+                if (word == w1->base) {
+                  std::memcpy(v.data() + o, &w2->base, 8);
+                  ++replaced;
+                }
               }
+              values.push_back(std::move(v));
             }
-            values.push_back(std::move(v));
+            ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced
+                                   << " times in the parameters";
+            std::vector<void*> args;
+            for (auto& v : values) args.push_back(v.data());
+            CUDA_KERNEL_NODE_PARAMS np = p;
+            np.kernelParams = args.data();
+            np.extra = nullptr;
+            ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
+                      CUDA_SUCCESS);
+            ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+            sync();
+            expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
+                           what + " replay re-pointed to a new weight");
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+            if (HasFailure()) return;
           }
-          ASSERT_EQ(replaced, 1) << what << ": the weight's address appears " << replaced << " times in the parameters";
-          std::vector<void*> args;
-          for (auto& v : values) args.push_back(v.data());
-          CUDA_KERNEL_NODE_PARAMS np = p;
-          np.kernelParams = args.data();
-          np.extra = nullptr;
-          ASSERT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &np),
-                    CUDA_SUCCESS);
-          ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-          sync();
-          expect_product(*out, before, with_bias ? bias.get() : nullptr, *x, *w2, 1, 1, Case{1, m, k, n},
-                         what + " replay re-pointed to a new weight");
-          cudaGraphExecDestroy(exec);
-          cudaGraphDestroy(graph);
-          if (HasFailure()) return;
-        }
 }
 
 // The GEMV kernels reduce their float32 sums in a fixed order (no atomics): on values whose
-// sums round, repeated calls and a CUDA graph's replays give the same bits (graph tests
-// compare replays with eager runs), for both weight layouts.
+// sums round, repeated calls, a call with programmatic dependent launch and a CUDA graph's
+// replays of it give the same bits (graph tests compare replays with eager runs), for both
+// weight layouts.
 TEST_F(AotiGemmGpu, GemvResultsAreBitwiseRepeatableEagerAndInAGraph) {
   GemvSwitch on(1);
   std::mt19937 rng(5);
@@ -979,6 +1003,10 @@ TEST_F(AotiGemmGpu, GemvResultsAreBitwiseRepeatableEagerAndInAGraph) {
         sync();
         path.expect_gemv(false, what, kn);
         EXPECT_TRUE(out->download() == first) << what << ": a second call gave other bits";
+        PdlSwitch pdl(1);  // the same kernels launched with programmatic dependent launch
+        ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+        sync();
+        EXPECT_TRUE(out->download() == first) << what << ": a call with PDL gave other bits";
         ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
         const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
         cudaGraph_t graph = nullptr;
@@ -996,6 +1024,99 @@ TEST_F(AotiGemmGpu, GemvResultsAreBitwiseRepeatableEagerAndInAGraph) {
         cudaGraphDestroy(graph);
         if (HasFailure()) return;
       }
+}
+
+// With programmatic dependent launch a GEMV may start before the stream's previous kernel
+// ends, and must wait for it before reading x. A chain mid = x @ W1, out = mid @ W2 (the second
+// GEMV reads what the first writes; W1 a permutation, so mid is x's columns exactly, over a
+// weight large enough that the first GEMV runs for microseconds) checks mid and out
+// against the reference, eagerly and from a graph replay (mid and out reset to stale values
+// first), for both weight layouts.
+TEST_F(AotiGemmGpu, GemvWithProgrammaticDependentLaunchWaitsForItsInput) {
+  GemvSwitch on(1);
+  PdlSwitch pdl(1);
+  for (bool kn : {false, true})
+    for (int32_t dtype : kDtypes)
+      for (int64_t m : {1, 8}) {
+        const int64_t k = 8192, h = 2048, n = 520;
+        auto perm = [&](int64_t j) { return (j * 7 + 3) % k; };  // injective on j < h (7 and k coprime)
+        auto x = make(dtype, {m, k}, {}, 0, 31);
+        auto w1 = kn ? make(dtype, {k, h}, {}, 0, 32) : linear_weight_t(dtype, k, h, k, 0, 32);
+        for (double& v : w1->storage) v = 0;
+        for (int64_t j = 0; j < h; ++j)
+          w1->storage[size_t(w1->offset + perm(j) * w1->strides[0] + j * w1->strides[1])] = 1;
+        w1->upload();
+        auto w2 = kn ? make(dtype, {h, n}, {}, 0, 33) : linear_weight_t(dtype, h, n, h, 0, 33);
+        auto mid = make(dtype, {m, h}, {}, 0, 34);  // random: stale values if read too early
+        auto out = make(dtype, {m, n}, {}, 0, 35);
+        Tensor want_mid;  // x's columns perm(j)
+        want_mid.dtype = dtype;
+        want_mid.sizes = mid->sizes;
+        want_mid.strides = mid->strides;
+        want_mid.storage.resize(mid->storage.size());
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < h; ++j) want_mid.storage[size_t(i * h + j)] = x->at(i, perm(j));
+        const std::vector<double> out_before = out->storage;
+        const std::string what = std::string(kn ? "[K, N] " : "Linear ") + dname(dtype) + " m" + std::to_string(m);
+        auto check = [&](const std::string& how) {
+          EXPECT_TRUE(mid->download() == want_mid.storage) << what << " " << how << ": mid is not x's columns";
+          expect_product(*out, out_before, nullptr, want_mid, *w2, 0, 1, Case{1, m, h, n}, what + " " + how);
+        };
+        auto chain = [&] {
+          return shim().mm_out(mid->handle, x->handle, w1->handle) == 0 &&
+                 shim().mm_out(out->handle, mid->handle, w2->handle) == 0;
+        };
+        ASSERT_TRUE(chain()) << what << ": " << shim().last_error();
+        sync();
+        check("eager");
+        mid->upload();  // stale values again
+        out->upload();
+        ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+        const bool ok = chain();
+        cudaGraph_t graph = nullptr;
+        ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+        ASSERT_TRUE(ok) << what << ": " << shim().last_error();
+        size_t count = 0;
+        ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+        EXPECT_EQ(count, 2u) << what << ": two kernel nodes expected";
+        cudaGraphExec_t exec = nullptr;
+        ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+        ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+        sync();
+        check("graph replay");
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        if (HasFailure()) return;
+      }
+}
+
+// Mode 3: float16/bfloat16 with 5 to 8 rows go to cuBLASLt above the measured weight size
+// (K x N over 4096 x 4096), keep the tensor-core GEMV up to it; mode 1 keeps the GEMV for
+// both, and float32 (the FMA kernel) is not affected.
+TEST_F(AotiGemmGpu, GemvMode3SendsLargeHalfBatchesToCublasLt) {
+  uint32_t seed = 1100;
+  for (int32_t mode : {1, 3}) {
+    GemvSwitch on(mode);
+    for (int32_t dtype : kDtypes)
+      for (int64_t n : {4096, 4104}) {  // K 4096: at the limit, then above it
+        const int64_t m = 8, k = 4096;
+        auto x = make(dtype, {m, k}, {}, 0, seed++);
+        auto w = linear_weight_t(dtype, k, n, k, 0, seed++);
+        auto out = make(dtype, {m, n}, {}, 0, seed++);
+        const std::vector<double> before = out->storage;
+        const std::string what =
+            std::string("mode ") + std::to_string(mode) + " " + dname(dtype) + " n" + std::to_string(n);
+        PathCheck path;
+        ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+        sync();
+        if (mode == 3 && dtype != kF32 && n > 4096)
+          path.expect_cublaslt(what);
+        else
+          path.expect_gemv(false, what);
+        expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, m, k, n}, what);
+        if (HasFailure()) return;
+      }
+  }
 }
 
 TEST_F(AotiGemmGpu, ConcurrentCallsOnSeveralStreamsFromSeveralThreads) {

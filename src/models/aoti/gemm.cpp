@@ -214,13 +214,20 @@ constexpr AOTITorchError kNoBiasAlgorithm = 2;
 std::shared_mutex g_cache_mu;
 std::unordered_map<ProblemKey, Choice, ProblemHash> g_cache;
 
-// Which path served each call (wharf_aoti_gemm_stats), and the GEMV path's mode
-// (wharf_aoti_gemm_use_gemv: 0 off, 1 on, 2 on without the tensor-core variant;
-// WHARF_AOTI_GEMV=0 or 2 in the environment starts it so).
+// Which path served each call (wharf_aoti_gemm_stats), the GEMV path's mode
+// (wharf_aoti_gemm_use_gemv: 0 off, 1 on, 2 on without the tensor-core variant, 3 on with
+// float16/bfloat16 of 5 to 8 rows above a measured size on cuBLASLt; WHARF_AOTI_GEMV=0, 2 or
+// 3 in the environment starts it so) and whether GEMVs use programmatic dependent launch
+// (wharf_aoti_gemm_use_pdl; WHARF_AOTI_GEMV_PDL=1).
 std::atomic<uint64_t> g_gemv_calls{0}, g_gemv_elementwise_calls{0}, g_gemv_kn_calls{0}, g_cublaslt_calls{0};
+int32_t gemv_mode_of(int32_t v) { return v == 0 || v == 2 || v == 3 ? v : 1; }
 std::atomic<int32_t> g_gemv_mode{[] {
   const char* v = std::getenv("WHARF_AOTI_GEMV");
-  return v && std::strcmp(v, "0") == 0 ? 0 : v && std::strcmp(v, "2") == 0 ? 2 : 1;
+  return v && *v ? gemv_mode_of(int32_t(std::atoi(v))) : 1;
+}()};
+std::atomic<int32_t> g_gemv_pdl{[] {
+  const char* v = std::getenv("WHARF_AOTI_GEMV_PDL");
+  return v && std::strcmp(v, "1") == 0 ? 1 : 0;
 }()};
 
 // ---- operands ---------------------------------------------------------------------------
@@ -685,14 +692,19 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
     ga.out_sn = out3[2];
     ga.alpha = float(alpha);
     ga.beta = float(beta);
-    const cudaError_t e =
-        linear ? launch_gemv(out->dtype, ga, gemv_mode == 1, stream) : launch_gemv_kn(out->dtype, ga, stream);
-    if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": launching the GEMV kernel");
-    g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
-    if (!linear) g_gemv_kn_calls.fetch_add(1, std::memory_order_relaxed);
-    if (!(linear ? gemv_vectorizable(out->dtype, ga) : gemv_kn_vectorizable(out->dtype, ga)))
-      g_gemv_elementwise_calls.fetch_add(1, std::memory_order_relaxed);
-    return kOk;
+    ga.pdl = g_gemv_pdl.load(std::memory_order_relaxed);
+    ga.pad = 0;
+    // Mode 3 sends some shapes to cuBLASLt (gemv_route): those go on below.
+    if (!linear || gemv_route(out->dtype, ga, gemv_mode) != GemvRoute::kCublasLt) {
+      const cudaError_t e =
+          linear ? launch_gemv(out->dtype, ga, gemv_mode, stream) : launch_gemv_kn(out->dtype, ga, stream);
+      if (e != cudaSuccess) return cuda_fail(e, std::string(fn) + ": launching the GEMV kernel");
+      g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
+      if (!linear) g_gemv_kn_calls.fetch_add(1, std::memory_order_relaxed);
+      if (!(linear ? gemv_vectorizable(out->dtype, ga) : gemv_kn_vectorizable(out->dtype, ga)))
+        g_gemv_elementwise_calls.fetch_add(1, std::memory_order_relaxed);
+      return kOk;
+    }
   }
 
   // Where the GEMM writes: out itself, or (when cuBLASLt cannot write out's layout, or an
@@ -766,7 +778,11 @@ SHIM_API void wharf_aoti_gemm_stats(wharf_aoti_gemm_stats_t* out) {
 }
 
 SHIM_API int32_t wharf_aoti_gemm_use_gemv(int32_t enabled) {
-  return g_gemv_mode.exchange(enabled == 0 || enabled == 2 ? enabled : 1, std::memory_order_relaxed);
+  return g_gemv_mode.exchange(gemv_mode_of(enabled), std::memory_order_relaxed);
+}
+
+SHIM_API int32_t wharf_aoti_gemm_use_pdl(int32_t enabled) {
+  return g_gemv_pdl.exchange(enabled == 1 ? 1 : 0, std::memory_order_relaxed);
 }
 
 SHIM_API AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {

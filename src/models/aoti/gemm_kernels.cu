@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <type_traits>
 
 #include "models/aoti/gemm_kernels.h"
@@ -84,6 +85,45 @@ __device__ inline uint4 load_stream(const uint4* p) {
   return v;
 }
 
+// Programmatic dependent launch (sm_90; launch_gemv's `pdl`): a GEMV launched with it may
+// start while the previous kernel in the stream finishes. It must not read what that kernel
+// writes (x, self: any input but the weight might be its output) nor write out before
+// griddepcontrol.wait, which returns once the previous kernel has completed and its memory is
+// visible (at once without PDL). Before the wait it only prefetches weight lines into L2, a
+// hint that reads nothing architecturally (L2 is the point of coherence: a line the previous
+// kernel still writes is read after the wait with its final bytes). After the wait it lets
+// the next PDL launch (another GEMV) start: that one waits for this one in turn.
+__device__ __forceinline__ void pdl_wait_then_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// Launches a GEMV kernel with its one by-value parameter: a plain launch, or with a.pdl
+// through cudaLaunchKernelEx with programmatic stream serialization (still a parameter
+// array: graph capture records it as a kernel node that re-pointing can read).
+template <class Kernel>
+cudaError_t launch_kernel(Kernel kernel, dim3 grid, dim3 block, const GemvArgs& a, cudaStream_t stream) {
+  if (!a.pdl) {
+    kernel<<<grid, block, 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  cudaLaunchAttribute attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, a);
+}
+
 // The 16 bytes of a vector as floats (16 / sizeof(T) of them).
 template <class T>
 __device__ inline void unpack(const uint4& v, float* f) {
@@ -124,6 +164,14 @@ __global__ void __launch_bounds__(kGemvThreads) gemv(GemvArgs a) {
   const T* wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + (n0 + r < a.n ? n0 + r : a.n - 1) * a.ldw;
+  if (Vec && a.pdl) {  // the first two steps' lines of the block's rows
+    const int64_t nvec = a.k / (16 / int64_t(sizeof(T)));
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      for (int64_t v = threadIdx.x; v < nvec && v < 2 * int64_t(blockDim.x); v += blockDim.x)
+        prefetch_l2(reinterpret_cast<const uint4*>(wr[r]) + v);
+  }
+  pdl_wait_then_release();
   float acc[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
@@ -230,7 +278,7 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
-  __trap();  // launched only on sm_80 and later (gemv_uses_mma)
+  __trap();  // launched only on sm_80 and later (gemv_route)
 #endif
 }
 
@@ -248,6 +296,17 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_mma(GemvArgs a) {
   const T* xrow = x + (has_x ? g : 0) * a.ldx + 8 * t;
   float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int64_t tiles = a.k / kMmaTile;
+  if (a.pdl) {  // the first iteration's tiles
+#pragma unroll
+    for (int u = 0; u < kMmaUnroll; ++u) {
+      const int64_t tile = warp + int64_t(u) * warps;
+      if (tile < tiles) {
+        prefetch_l2(row_lo + tile * kMmaTile);
+        prefetch_l2(row_hi + tile * kMmaTile);
+      }
+    }
+  }
+  pdl_wait_then_release();
   const uint4 zero = make_uint4(0, 0, 0, 0);
   for (int64_t t0 = warp; t0 < tiles; t0 += int64_t(warps) * kMmaUnroll) {
     uint4 lo[kMmaUnroll], hi[kMmaUnroll], xv[kMmaUnroll];
@@ -297,8 +356,7 @@ cudaError_t launch_gemv_mma(const GemvArgs& a, cudaStream_t stream) {
   // At least 4 warps: the 128 results of a block are written by its first 128 threads.
   const int warps = int(std::clamp<int64_t>(tiles, 4, kGemvThreads / 32));
   const unsigned blocks = unsigned((a.n + 15) / 16);
-  gemv_mma<T><<<blocks, warps * 32, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_kernel(gemv_mma<T>, dim3(blocks), dim3(unsigned(warps * 32)), a, stream);
 }
 
 // Lanes per column group of gemv_kn (the columns a block owns are lanes x 16 bytes): the
@@ -334,6 +392,14 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kn(GemvArgs a) {
   const int G = blockDim.x, KG = blockDim.y, NT = G * V;
   const int64_t c0 = int64_t(blockIdx.x) * NT + int64_t(threadIdx.x) * V;  // this lane's first column
   const bool whole = Vec && c0 + V <= a.n;                                 // V columns, one 16-byte load
+  if (whole && a.pdl) {                                                    // the first iteration's rows
+#pragma unroll
+    for (int u = 0; u < kKnUnroll; ++u) {
+      const int64_t p = threadIdx.y + int64_t(u) * blockDim.y;
+      if (p < a.k) prefetch_l2(w + p * a.ldw + c0);
+    }
+  }
+  pdl_wait_then_release();
   float acc[M][V];
 #pragma unroll
   for (int i = 0; i < M; ++i)
@@ -406,11 +472,8 @@ cudaError_t launch_gemv_kn_m(const GemvArgs& a, bool vec, cudaStream_t stream) {
   const int G = kn_lanes(int(sizeof(T)), a.n);
   const dim3 block(unsigned(G), unsigned(kGemvThreads / G));
   const unsigned blocks = unsigned((a.n + int64_t(G) * V - 1) / (int64_t(G) * V));
-  if (vec)
-    gemv_kn<T, M, true><<<blocks, block, 0, stream>>>(a);
-  else
-    gemv_kn<T, M, false><<<blocks, block, 0, stream>>>(a);
-  return cudaGetLastError();
+  return vec ? launch_kernel(gemv_kn<T, M, true>, dim3(blocks), block, a, stream)
+             : launch_kernel(gemv_kn<T, M, false>, dim3(blocks), block, a, stream);
 }
 
 template <class T>
@@ -426,11 +489,8 @@ cudaError_t launch_gemv_m(const GemvArgs& a, bool vec, cudaStream_t stream) {
   const int64_t units = vec ? a.k / int64_t(16 / sizeof(T)) : a.k;  // loads per weight row
   int threads = int(std::min<int64_t>(kGemvThreads, (std::max<int64_t>(units, 1) + 31) / 32 * 32));
   const unsigned blocks = unsigned((a.n + kGemvRows - 1) / kGemvRows);
-  if (vec)
-    gemv<T, M, true><<<blocks, threads, 0, stream>>>(a);
-  else
-    gemv<T, M, false><<<blocks, threads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return vec ? launch_kernel(gemv<T, M, true>, dim3(blocks), dim3(unsigned(threads)), a, stream)
+             : launch_kernel(gemv<T, M, false>, dim3(blocks), dim3(unsigned(threads)), a, stream);
 }
 
 template <class T>
@@ -441,12 +501,8 @@ cudaError_t launch_gemv_t(const GemvArgs& a, bool vec, cudaStream_t stream) {
   return launch_gemv_m<T, 8>(a, vec, stream);
 }
 
-}  // namespace
-
-// Whether launch_gemv takes the tensor-core kernel: half types, 5 to 8 rows, at least one
-// tile of K, 16-byte loads possible, a device of compute capability 8.0 or later.
-bool gemv_uses_mma(int32_t dtype, const GemvArgs& a) {
-  if ((dtype != kF16 && dtype != kBF16) || a.m < 5 || a.k < kMmaTile || !gemv_vectorizable(dtype, a)) return false;
+// Whether the device has mma.sync for half types (compute capability 8.0 or later).
+bool device_has_mma() {
   static std::atomic<int> majors[64];  // per device; 0: not asked yet
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
@@ -458,6 +514,30 @@ bool gemv_uses_mma(int32_t dtype, const GemvArgs& a) {
   return major >= 8;
 }
 
+// The measured choices of the nn.Linear path, in one place (H200, bfloat16, shim_gemm_bench,
+// bench/results/2026-11-26-h200-session5/run2; rerun it to retune):
+// - float16/bfloat16 with 5 to 8 rows take the tensor-core kernel: the FMA kernel does 8
+//   multiply-adds per weight element and is compute-bound (M 8: 1.4x slower at 2048 x 2048,
+//   1.7-2.5x from 4096 x 4096 up).
+// - Against cuBLASLt at M 8 the tensor-core kernel is faster up to kMmaMaxWeightElements
+//   (2048 x 2048: 6.61 vs 9.34 us; 4096 x 4096: 13.01 vs 13.37) and slower above (8192 x 8192
+//   1.15x, 4096 x 14336 1.09x, 14336 x 4096 1.03x, LM heads 1.03-1.08x). It stays the default
+//   there all the same: cuBLASLt's bfloat16 kernels on Hopper pass their parameters as one
+//   buffer that graph re-pointing cannot read, so a model whose GEMMs go there runs eagerly
+//   under graphs (far more than the few percent). Mode 3 sends those shapes to cuBLASLt, for
+//   runs without graphs.
+constexpr int64_t kMmaMaxWeightElements = int64_t(4096) * 4096;
+
+}  // namespace
+
+GemvRoute gemv_route(int32_t dtype, const GemvArgs& a, int32_t mode) {
+  const bool half = dtype == kF16 || dtype == kBF16;
+  if (!half || a.m < 5 || mode == 2 || a.k < kMmaTile || !gemv_vectorizable(dtype, a) || !device_has_mma())
+    return GemvRoute::kFma;
+  if (mode == 3 && a.k * a.n > kMmaMaxWeightElements) return GemvRoute::kCublasLt;
+  return GemvRoute::kMma;
+}
+
 bool gemv_vectorizable(int32_t dtype, const GemvArgs& a) {
   const uint64_t es = element_size(dtype);
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
@@ -465,10 +545,12 @@ bool gemv_vectorizable(int32_t dtype, const GemvArgs& a) {
          (a.n == 1 || uint64_t(a.ldw) * es % 16 == 0);
 }
 
-cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, bool allow_mma, cudaStream_t stream) {
+cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, int32_t mode, cudaStream_t stream) {
   if (a.m < 1 || a.m > kGemvMaxM || a.n < 1 || a.k < 1 || (a.n + kGemvRows - 1) / kGemvRows > INT32_MAX)
     return cudaErrorInvalidValue;
-  if (allow_mma && gemv_uses_mma(dtype, a))
+  const GemvRoute route = gemv_route(dtype, a, mode);
+  if (route == GemvRoute::kCublasLt) return cudaErrorNotSupported;
+  if (route == GemvRoute::kMma)
     return dtype == kBF16 ? launch_gemv_mma<__nv_bfloat16>(a, stream) : launch_gemv_mma<__half>(a, stream);
   const bool vec = gemv_vectorizable(dtype, a);
   switch (dtype) {

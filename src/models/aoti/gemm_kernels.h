@@ -42,17 +42,26 @@ struct GemvArgs {
   int64_t self_sm, self_sn;
   int64_t out_sm, out_sn;
   float alpha, beta;
+  int32_t pdl;  // 1: launched with programmatic dependent launch (prefetches weight lines before its wait)
+  int32_t pad = 0;
 };
 // Whether launch_gemv uses 16-byte loads (else element loads, slower): x and w 16-byte
 // aligned, x's elements contiguous, and their row strides multiples of 16 bytes. K need not
 // be a multiple of the vector (the tail is read element by element).
 bool gemv_vectorizable(int32_t dtype, const GemvArgs& a);
-// Enqueues the GEMV on `stream` (no allocation, no synchronisation; a plain kernel launch
-// whose parameters graph capture records as an array). dtype: float32, float16 or bfloat16.
-// allow_mma false keeps float16/bfloat16 with 5 to 8 rows on the FMA kernel (tests and
-// benchmarks compare the two). Returns the launch's error (cudaErrorInvalidValue for
-// arguments out of range).
-cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, bool allow_mma, cudaStream_t stream);
+// Which kernel serves an nn.Linear-layout GEMV, by the shim's GEMV mode (1 on; 2 float16/
+// bfloat16 with 5 to 8 rows on the FMA kernel rather than the tensor cores; 3 as 1 but
+// those rows above a measured weight size on cuBLASLt): every tuned rule is in this function
+// and the table above it (gemm_kernels.cu).
+enum class GemvRoute { kFma, kMma, kCublasLt };
+GemvRoute gemv_route(int32_t dtype, const GemvArgs& a, int32_t mode);
+// Enqueues the GEMV on `stream` (no allocation, no synchronisation; a kernel launch whose
+// parameters graph capture records as an array; with a.pdl set, a programmatic dependent
+// launch: the kernel may start while the stream's previous kernel finishes and waits for it
+// before reading x or self or writing out). dtype: float32, float16 or bfloat16; mode as
+// for gemv_route. Returns the launch's error (cudaErrorInvalidValue for arguments out of
+// range, cudaErrorNotSupported, launching nothing, where gemv_route says kCublasLt).
+cudaError_t launch_gemv(int32_t dtype, const GemvArgs& a, int32_t mode, cudaStream_t stream);
 
 // The same product against a row-major mat2 [k, n] (GPT-2's Conv1D weight, strides (ldw, 1)):
 // w[p, j] at w[p * ldw + j], GemvArgs otherwise as above. Threads run across n with 16-byte

@@ -80,9 +80,17 @@ typedef void (*wharf_aoti_gemm_stats_fn)(wharf_aoti_gemm_stats_t* out);
 // Exported by libwharf_aoti_shim.so: sets the GEMV path of the GEMM fallbacks, process-wide,
 // for calls that start after it: 0 off (every call on cuBLASLt), 1 on (the default), 2 on
 // but float16/bfloat16 with 5 to 8 rows on the FMA kernel rather than the tensor cores (to
-// compare the two); any other value means 1. WHARF_AOTI_GEMV=0 or 2 at load sets the
-// initial mode. Returns the previous mode.
+// compare the two), 3 on but float16/bfloat16 with 5 to 8 rows and a weight above the
+// measured size where cuBLASLt was faster on cuBLASLt (whose bfloat16 kernels graphs cannot
+// re-point: for runs without graphs); any other value means 1. WHARF_AOTI_GEMV=0, 2 or 3 at
+// load sets the initial mode. Returns the previous mode.
 typedef int32_t (*wharf_aoti_gemm_use_gemv_fn)(int32_t enabled);
+// Exported by libwharf_aoti_shim.so: 1 launches the GEMV kernels with programmatic dependent
+// launch (sm_90: a GEMV may start, and prefetch its weight into L2, while the stream's
+// previous kernel finishes; it waits for that kernel before reading its inputs), 0 (the
+// default; any other value) plain launches. WHARF_AOTI_GEMV_PDL=1 at load sets it.
+// Process-wide, for calls that start after it; returns the previous setting.
+typedef int32_t (*wharf_aoti_gemm_use_pdl_fn)(int32_t enabled);
 
 #ifdef __cplusplus
 }
