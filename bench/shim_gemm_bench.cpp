@@ -2,7 +2,10 @@
 // The AOTInductor shim's GEMM fallback for decode shapes against cuBLASLt called directly
 // and against the memory bound: out[M, N] = x[M, K] @ W^T with W an nn.Linear weight [N, K]
 // (row-major), M = 1 and 8, (K, N) = (2048, 2048), (4096, 4096), (8192, 8192), (4096, 14336),
-// (14336, 4096) and LM heads (2048, 128256), (4096, 128256).
+// (14336, 4096), a Llama-3.2-1B layer's (2048, 512) (k/v_proj), (2048, 8192) (gate/up) and
+// (8192, 2048) (down), and LM heads (2048, 128256), (4096, 128256); then out = x @ W with W a
+// row-major [K, N] weight (GPT-2's Conv1D; layout "KN"): GPT-2's (768, 2304), (768, 768),
+// (768, 3072), (3072, 768), GPT-2 XL's (1600, 6400), (6400, 1600), and (4096, 4096).
 //
 //   shim_gemm_bench [--reps R] [--dtype bf16|f16|f32] [--m M[,M...]] [--csv PATH]
 //
@@ -16,7 +19,9 @@
 // off (wharf_aoti_gemm_use_gemv(0): the shim's per-call work around the same cuBLASLt call),
 // "GEMV" with it on (the shim's own kernel, src/models/aoti/gemm_kernels.cu), "addmm" the
 // GEMV with a bias [N] (aoti_torch_cuda_addmm_out), "FMA only" the GEMV for float16/bfloat16
-// with 5 to 8 rows on the FMA kernel instead of the tensor cores (wharf_aoti_gemm_use_gemv(2)). Each GEMM reads one of
+// with 5 to 8 rows on the FMA kernel instead of the tensor cores (wharf_aoti_gemm_use_gemv(2)), "PDL" the GEMV
+// launched with programmatic dependent launch (wharf_aoti_gemm_use_pdl(1): back to back, each GEMV may start
+// and prefetch its weight into L2 while the previous one finishes). Each GEMM reads one of
 // several weight copies in turn (together > 256 MiB), so W comes from HBM as in a decode step rather than from L2.
 // Times are GPU microseconds per GEMM (R GEMMs back to back between two events): the median of 7 runs with [min, max];
 // "%bound" is bound / time; "host" is the shim's enqueue time per call on the CPU. The GEMV's and the shim's results
@@ -83,11 +88,12 @@ struct Shim {
   const char* (*last_error)();
   void (*gemm_stats)(void*);
   int32_t (*use_gemv)(int32_t);
+  int32_t (*use_pdl)(int32_t);
 };
 
 struct Stats {
   uint32_t struct_size = sizeof(Stats);
-  uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0;
+  uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0, gemv_kn = 0;
 };
 
 struct Lt {
@@ -238,7 +244,8 @@ int main(int argc, char** argv) {
             sym<decltype(Shim::addmm_out)>(shim_lib, "aoti_torch_cuda_addmm_out"),
             sym<decltype(Shim::last_error)>(shim_lib, "wharf_aoti_last_error"),
             sym<decltype(Shim::gemm_stats)>(shim_lib, "wharf_aoti_gemm_stats"),
-            sym<decltype(Shim::use_gemv)>(shim_lib, "wharf_aoti_gemm_use_gemv")};
+            sym<decltype(Shim::use_gemv)>(shim_lib, "wharf_aoti_gemm_use_gemv"),
+            sym<decltype(Shim::use_pdl)>(shim_lib, "wharf_aoti_gemm_use_pdl")};
 
   std::vector<std::string> lt_paths;
   if (const char* env = std::getenv("WHARF_CUBLASLT_LIBRARY"))
@@ -273,22 +280,32 @@ int main(int argc, char** argv) {
       "copy bandwidth %.0f GB/s (read + write)\n",
       prop.name, dname, reps, copy_bw * 1e-9);
   std::printf("times: GPU us per GEMM, median [min, max] of 7; %%bound = bound / time\n");
-  std::printf("%-2s %-6s %-6s | %7s | %-24s %5s | %8s | %-24s %5s %6s | %8s | %8s | %6s %6s\n", "M", "K", "N", "bound",
-              "cuBLASLt", "%bnd", "shim Lt", "GEMV", "%bnd", "/Lt", "addmm", "FMA only", "host", "Lthost");
+  std::printf("%-2s %-2s %-6s %-6s | %7s | %-24s %5s | %8s | %-24s %5s %6s | %8s %5s | %8s | %8s | %6s %6s\n", "M", "W",
+              "K", "N", "bound", "cuBLASLt", "%bnd", "shim Lt", "GEMV", "%bnd", "/Lt", "PDL", "%bnd", "addmm",
+              "FMA only", "host", "Lthost");
 
   FILE* csv = nullptr;
   if (!csv_path.empty()) {
     csv = std::fopen(csv_path.c_str(), "w");
     if (!csv) die("cannot write " + csv_path);
     std::fprintf(csv,
-                 "device,dtype,m,k,n,copy_gbps,bound_us,cublaslt_us,cublaslt_min_us,cublaslt_max_us,shim_cublaslt_us,"
-                 "gemv_us,gemv_min_us,gemv_max_us,addmm_gemv_us,gemv_fma_only_us,gemv_host_us,shim_cublaslt_host_us\n");
+                 "device,dtype,layout,m,k,n,copy_gbps,bound_us,cublaslt_us,cublaslt_min_us,cublaslt_max_us,"
+                 "shim_cublaslt_us,gemv_us,gemv_min_us,gemv_max_us,gemv_pdl_us,addmm_gemv_us,gemv_fma_only_us,"
+                 "gemv_host_us,shim_cublaslt_host_us\n");
   }
-  const std::pair<int64_t, int64_t> shapes[] = {{2048, 2048},  {4096, 4096},   {8192, 8192},  {4096, 14336},
-                                                {14336, 4096}, {2048, 128256}, {4096, 128256}};
+  struct Shape {
+    int64_t k, n;
+    bool kn;  // W a row-major [K, N] (Conv1D) rather than an nn.Linear weight [N, K]
+  };
+  const Shape shapes[] = {{2048, 2048, false},   {4096, 4096, false},   {8192, 8192, false}, {4096, 14336, false},
+                          {14336, 4096, false},  {2048, 512, false},    {2048, 8192, false}, {8192, 2048, false},
+                          {2048, 128256, false}, {4096, 128256, false}, {768, 2304, true},   {768, 768, true},
+                          {768, 3072, true},     {3072, 768, true},     {1600, 6400, true},  {6400, 1600, true},
+                          {4096, 4096, true}};
   for (int64_t M : ms)
-    for (const auto& shape : shapes) {
-      const int64_t K = shape.first, N = shape.second;
+    for (const Shape& shape : shapes) {
+      const int64_t K = shape.k, N = shape.n;
+      const bool kn = shape.kn;
       const size_t w_bytes = size_t(N * K) * es;
       const int copies = int(std::max<size_t>(1, (256u << 20) / w_bytes + 1));
       std::vector<void*> w(static_cast<size_t>(copies));
@@ -304,14 +321,18 @@ int main(int argc, char** argv) {
       CUDA_OK(cudaMalloc(&out_direct, size_t(M * N) * es));
       CUDA_OK(cudaMalloc(&out_shim, size_t(M * N) * es));
 
-      // Direct: out^T [N, M] = W [N, K] (stored K x N column-major, transposed) x x^T [K, M].
+      // Direct: out^T [N, M] = W [N, K] (stored K x N column-major, transposed) x x^T [K, M]; a
+      // row-major [K, N] W is N x K column-major, used as is.
       cublasLtMatmulDesc_t desc;
       lt_ok(lt.DescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
       const int32_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
-      lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
+      lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, kn ? &nop : &t, sizeof t), "transa");
       lt_ok(lt.DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
       cublasLtMatrixLayout_t la, lb, ld;
-      lt_ok(lt.LayoutCreate(&la, ctype, uint64_t(K), uint64_t(N), K), "layout a");
+      if (kn)
+        lt_ok(lt.LayoutCreate(&la, ctype, uint64_t(N), uint64_t(K), N), "layout a");
+      else
+        lt_ok(lt.LayoutCreate(&la, ctype, uint64_t(K), uint64_t(N), K), "layout a");
       lt_ok(lt.LayoutCreate(&lb, ctype, uint64_t(K), uint64_t(M), K), "layout b");
       lt_ok(lt.LayoutCreate(&ld, ctype, uint64_t(N), uint64_t(M), N), "layout d");
       cublasLtMatmulPreference_t pref;
@@ -330,9 +351,10 @@ int main(int argc, char** argv) {
       };
 
       // The shim: the handles a compiled model passes (x [M, K], W^T as a [K, N] view with
-      // strides (1, K), out [M, N], bias [N]).
-      const int64_t xs[2] = {M, K}, xst[2] = {K, 1}, wts[2] = {K, N}, wtst[2] = {1, K}, os[2] = {M, N}, ost[2] = {N, 1},
-                    bs[1] = {N}, bst[1] = {1};
+      // strides (1, K), or the row-major [K, N] W with strides (N, 1), out [M, N], bias [N]).
+      const int64_t xs[2] = {M, K}, xst[2] = {K, 1}, wts[2] = {K, N}, os[2] = {M, N}, ost[2] = {N, 1}, bs[1] = {N},
+                    bst[1] = {1};
+      const int64_t wtst[2] = {kn ? N : 1, kn ? 1 : K};
       H hx, hout, hbias;
       std::vector<H> hw(static_cast<size_t>(copies));
       if (shim.from_blob(x, 2, xs, xst, 0, dtype, kCuda, 0, &hx) ||
@@ -355,16 +377,19 @@ int main(int argc, char** argv) {
       direct(0);
       CUDA_OK(cudaStreamSynchronize(stream));
       CUDA_OK(cudaMemcpy(a.data(), out_direct, a.size(), cudaMemcpyDeviceToHost));
-      for (int gemv = 0; gemv < 2; ++gemv) {
-        shim.use_gemv(gemv);
+      for (int gemv = 0; gemv < 3; ++gemv) {  // cuBLASLt, the GEMV, the GEMV with PDL
+        shim.use_gemv(gemv == 0 ? 0 : 1);
+        shim.use_pdl(gemv == 2 ? 1 : 0);
         Stats before, after;
         shim.gemm_stats(&before);
         CUDA_OK(cudaMemset(out_shim, 0, b.size()));
         via_shim(0);
         CUDA_OK(cudaStreamSynchronize(stream));
         shim.gemm_stats(&after);
-        const bool took_gemv = after.gemv == before.gemv + 1 && after.gemv_elementwise == before.gemv_elementwise;
-        if (took_gemv != (gemv == 1 && M <= 8))
+        shim.use_pdl(0);
+        const bool took_gemv = after.gemv == before.gemv + 1 && after.gemv_elementwise == before.gemv_elementwise &&
+                               after.gemv_kn == before.gemv_kn + (kn ? 1 : 0);
+        if (took_gemv != (gemv >= 1 && M <= 8))
           die("M = " + std::to_string(M) + ", K = " + std::to_string(K) + ", N = " + std::to_string(N) +
               (gemv ? ": the vectorized GEMV did not run" : ": the GEMV ran while switched off"));
         CUDA_OK(cudaMemcpy(b.data(), out_shim, b.size(), cudaMemcpyDeviceToHost));
@@ -383,9 +408,12 @@ int main(int argc, char** argv) {
       const Timing ts = time_calls(stream, reps, via_shim);
       shim.use_gemv(1);
       const Timing tg = time_calls(stream, reps, via_shim);
+      shim.use_pdl(1);
+      const Timing tp = time_calls(stream, reps, via_shim);
+      shim.use_pdl(0);
       const Timing tb = time_calls(stream, reps, via_addmm);
       // float16/bfloat16 with 5 to 8 rows: the FMA kernel instead of the tensor cores.
-      const bool has_mma = dtype != kF32 && M >= 5 && M <= 8;
+      const bool has_mma = !kn && dtype != kF32 && M >= 5 && M <= 8;
       Timing tf = tg;
       if (has_mma) {
         shim.use_gemv(2);
@@ -398,15 +426,19 @@ int main(int argc, char** argv) {
       char fma_col[32] = "-";
       if (has_mma) std::snprintf(fma_col, sizeof fma_col, "%.2f", tf.gpu_us);
       std::printf(
-          "%-2lld %-6lld %-6lld | %7.2f | %-24s %4.0f%% | %8.2f | %-24s %4.0f%% %6.3f | %8.2f | %8s | %6.2f %6.2f\n",
-          (long long)M, (long long)K, (long long)N, bound_us, lt_col, 100.0 * bound_us / td.gpu_us, ts.gpu_us, gemv_col,
-          100.0 * bound_us / tg.gpu_us, tg.gpu_us / td.gpu_us, tb.gpu_us, fma_col, tg.host_us, ts.host_us);
+          "%-2lld %-2s %-6lld %-6lld | %7.2f | %-24s %4.0f%% | %8.2f | %-24s %4.0f%% %6.3f | %8.2f %4.0f%% | %8.2f | "
+          "%8s | "
+          "%6.2f %6.2f\n",
+          (long long)M, kn ? "KN" : "NK", (long long)K, (long long)N, bound_us, lt_col, 100.0 * bound_us / td.gpu_us,
+          ts.gpu_us, gemv_col, 100.0 * bound_us / tg.gpu_us, tg.gpu_us / td.gpu_us, tp.gpu_us,
+          100.0 * bound_us / tp.gpu_us, tb.gpu_us, fma_col, tg.host_us, ts.host_us);
       std::fflush(stdout);
       if (csv)
-        std::fprintf(csv, "\"%s\",%s,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-                     prop.name, dname, (long long)M, (long long)K, (long long)N, copy_bw * 1e-9, bound_us, td.gpu_us,
-                     td.min_us, td.max_us, ts.gpu_us, tg.gpu_us, tg.min_us, tg.max_us, tb.gpu_us, tf.gpu_us, tg.host_us,
-                     ts.host_us);
+        std::fprintf(
+            csv, "\"%s\",%s,%s,%lld,%lld,%lld,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+            prop.name, dname, kn ? "KN" : "NK", (long long)M, (long long)K, (long long)N, copy_bw * 1e-9, bound_us,
+            td.gpu_us, td.min_us, td.max_us, ts.gpu_us, tg.gpu_us, tg.min_us, tg.max_us, tp.gpu_us, tb.gpu_us,
+            tf.gpu_us, tg.host_us, ts.host_us);
 
       for (H h : hw) shim.del(h);
       shim.del(hx);
