@@ -592,7 +592,10 @@ TEST_F(AotiGemmGpu, GemvMatchesTheReferenceForEveryDtypeRowCountAndOddSize) {
     // K 1 and 7: no whole vector for half types; 4097: rows misaligned (element loads); 4100
     // in rows of 4104: 16-byte loads and a tail of 4 (bfloat16/float16) or 0 (float32); n 1,
     // 7, 4097, 130 (not a multiple of the rows a block owns).
-    const Shape shapes[] = {{1, 1, 1}, {7, 7, 7}, {4097, 7, 4097}, {4100, 9, 4104}, {64, 4097, 64}, {2048, 130, 2048}};
+    // 256 x 7000: 438 blocks of 16 rows, more than an H100/H200 keeps resident with 8 warps
+    // (3 per SM): the tensor-core kernel with 4 warps per block (mma_warps).
+    const Shape shapes[] = {{1, 1, 1},      {7, 7, 7},         {4097, 7, 4097}, {4100, 9, 4104},
+                            {64, 4097, 64}, {2048, 130, 2048}, {256, 7000, 256}};
     struct XLayout {
       const char* name;
       bool padded;          // rows a multiple of 8 elements apart, 8 more than k rounded up

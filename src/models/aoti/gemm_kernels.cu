@@ -101,15 +101,31 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-// Launches a GEMV kernel with its one by-value parameter: a plain launch, or with a.pdl
+// The current device's compute capability major (cached per device; 0 where unknown).
+int device_major() {
+  static std::atomic<int> majors[64];  // per device; 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+  int major = majors[device].load(std::memory_order_relaxed);
+  if (major == 0) {
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return 0;
+    majors[device].store(major, std::memory_order_relaxed);
+  }
+  return major;
+}
+
+// Launches a GEMV kernel with its one by-value parameter: a plain launch, or with args.pdl on sm_90
 // through cudaLaunchKernelEx with programmatic stream serialization (still a parameter
 // array: graph capture records it as a kernel node that re-pointing can read).
 template <class Kernel>
-cudaError_t launch_kernel(Kernel kernel, dim3 grid, dim3 block, const GemvArgs& a, cudaStream_t stream) {
-  if (!a.pdl) {
+cudaError_t launch_kernel(Kernel kernel, dim3 grid, dim3 block, const GemvArgs& args, cudaStream_t stream) {
+  if (!args.pdl || device_major() < 9) {  // PDL is an sm_90 feature: elsewhere a plain launch
+    GemvArgs a = args;
+    a.pdl = 0;
     kernel<<<grid, block, 0, stream>>>(a);
     return cudaGetLastError();
   }
+  const GemvArgs& a = args;
   cudaLaunchAttribute attr;
   std::memset(&attr, 0, sizeof attr);
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -350,12 +366,49 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_mma(GemvArgs a) {
   }
 }
 
+// The current device's SM count, and how many blocks of Threads threads of Kernel it keeps
+// resident per SM (cached per device; 0 where the runtime cannot say).
+int sm_count() {
+  static std::atomic<int> counts[64];  // 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+  int n = counts[device].load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+    counts[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+template <auto Kernel, int Threads>
+int resident_per_sm() {
+  static std::atomic<int> counts[64];  // per device; 0: not asked yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 0;
+  int n = counts[device].load(std::memory_order_relaxed);
+  if (n == 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, Threads, 0) != cudaSuccess || n < 1) return 0;
+    counts[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// Warps per block of the tensor-core kernel (a tuned rule, with gemv_route's): they split K
+// for the block's 16 rows, at least 4 (the 128 results of a block are written by its first
+// 128 threads) and no more than K's tiles. 8 when all blocks fit on the device at once with
+// 8; else 4, so that twice as many blocks are resident: the H200 run's 8192 x 8192 at M 8 was
+// 512 blocks on 396 slots of 8 warps (3 per SM), a second round of 116 blocks streaming
+// 256 KiB each with most of the device idle, 1.15x cuBLASLt's time.
+int mma_warps(int64_t tiles, int64_t blocks, int sms, int resident8) {
+  const int most = int(std::clamp<int64_t>(tiles, 4, kGemvThreads / 32));
+  if (most < 8 || sms <= 0 || resident8 <= 0) return most;
+  return blocks <= int64_t(sms) * resident8 ? 8 : 4;
+}
+
 template <class T>
 cudaError_t launch_gemv_mma(const GemvArgs& a, cudaStream_t stream) {
   const int64_t tiles = a.k / kMmaTile;
-  // At least 4 warps: the 128 results of a block are written by its first 128 threads.
-  const int warps = int(std::clamp<int64_t>(tiles, 4, kGemvThreads / 32));
   const unsigned blocks = unsigned((a.n + 15) / 16);
+  const int warps = mma_warps(tiles, blocks, sm_count(), resident_per_sm<gemv_mma<T>, kGemvThreads>());
   return launch_kernel(gemv_mma<T>, dim3(blocks), dim3(unsigned(warps * 32)), a, stream);
 }
 
@@ -502,20 +555,11 @@ cudaError_t launch_gemv_t(const GemvArgs& a, bool vec, cudaStream_t stream) {
 }
 
 // Whether the device has mma.sync for half types (compute capability 8.0 or later).
-bool device_has_mma() {
-  static std::atomic<int> majors[64];  // per device; 0: not asked yet
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return false;
-  int major = majors[device].load(std::memory_order_relaxed);
-  if (major == 0) {
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-    majors[device].store(major, std::memory_order_relaxed);
-  }
-  return major >= 8;
-}
+bool device_has_mma() { return device_major() >= 8; }
 
 // The measured choices of the nn.Linear path, in one place (H200, bfloat16, shim_gemm_bench,
-// bench/results/2026-11-26-h200-session5/run2; rerun it to retune):
+// bench/results/2026-11-26-h200-session5/run2; rerun it to retune; the launch shapes'
+// rules are mma_warps and kn_lanes above):
 // - float16/bfloat16 with 5 to 8 rows take the tensor-core kernel: the FMA kernel does 8
 //   multiply-adds per weight element and is compute-bound (M 8: 1.4x slower at 2048 x 2048,
 //   1.7-2.5x from 4096 x 4096 up).
