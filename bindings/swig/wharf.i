@@ -159,6 +159,16 @@ WHARF_WRAP(wharf_replica_group_update)
 WHARF_WRAP(wharf_replica_group_swap)
 WHARF_WRAP(wharf_replica_group_free_inactive)
 WHARF_WRAP(wharf_replica_group_get_stats)
+/* CUDA graphs of a model's runs (0.3.0, experimental tier); enabling them:
+ * wharf_swig_model_enable_graphs */
+WHARF_WRAP(wharf_model_get_graph_stats)
+WHARF_WRAP(wharf_model_get_graph_bucket)
+/* state arenas and batched runs (0.3.0, experimental tier); beginning a batch:
+ * wharf_swig_run_begin_batch */
+WHARF_WRAP(wharf_run_num_sessions)
+WHARF_WRAP(wharf_run_get_slot_indices)
+WHARF_WRAP(wharf_session_slot)
+WHARF_WRAP(wharf_container_get_state_arena_stats)
 /* the helpers of this file */
 %rename("%s", regextarget=1) "^wharf_swig_";
 /* The functions that free a handle: helpers under the Java names of the originals (see
@@ -195,9 +205,9 @@ WHARF_WRAP(wharf_replica_group_get_stats)
 %ignore wharf_model_options;
 %ignore wharf_model_package_options;       /* wharf_swig_model_package_load_progress */
 %ignore wharf_model_package_tensor_info;   /* wharf_swig_model_package_tensor_* */
-%ignore wharf_graph_options;               /* CUDA graphs: not wrapped yet (the bindings issue) */
-%ignore wharf_graph_stats;
-%ignore wharf_graph_bucket_info;
+%ignore wharf_graph_options;               /* wharf_swig_model_enable_graphs takes its fields */
+%ignore wharf_graph_stats::last_eager_reason; /* last_eager_reason_text() */
+%ignore wharf_graph_bucket_info::shapes;      /* shapes_text() */
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
@@ -248,6 +258,17 @@ WHARF_WRAP(wharf_replica_group_get_stats)
 %immutable wharf_replica_group_stats::source_bytes;
 %immutable wharf_replica_group_stats::broadcast_bytes;
 %immutable wharf_replica_group_stats::num_broadcasts;
+%immutable wharf_state_arena_stats::struct_size;
+%immutable wharf_state_arena_stats::num_slots;
+%immutable wharf_state_arena_stats::num_slots_used;
+%immutable wharf_state_arena_stats::num_slots_free;
+%immutable wharf_state_arena_stats::bytes;
+/* wharf_graph_stats and wharf_graph_bucket_info keep their setters (the generated classes
+ * are package-private): the conversion into dev.wharf.GraphStats / GraphBucket is tested on
+ * structs filled in Java, since only a CUDA model fills them. struct_size is the
+ * constructor's. */
+%immutable wharf_graph_stats::struct_size;
+%immutable wharf_graph_bucket_info::struct_size;
 /* Not used by the Java layer: no setter (a generated one would copy the string and leak it,
  * SWIG warning 451). */
 %immutable wharf_offloader_options::layer_pattern;
@@ -508,6 +529,18 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   $action
   if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_replica_group_stats");
 }
+%exception wharf_state_arena_stats::wharf_state_arena_stats {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_state_arena_stats");
+}
+%exception wharf_graph_stats::wharf_graph_stats {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_graph_stats");
+}
+%exception wharf_graph_bucket_info::wharf_graph_bucket_info {
+  $action
+  if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_graph_bucket_info");
+}
 %exception wharf_weight_store_stats::wharf_weight_store_stats {
   $action
   if (!result) SWIG_exception(SWIG_MemoryError, "out of memory allocating wharf_weight_store_stats");
@@ -632,6 +665,40 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   }
   ~wharf_replica_group_stats() { free($self); }
 }
+%extend wharf_state_arena_stats {
+  wharf_state_arena_stats() {
+    wharf_state_arena_stats* o = (wharf_state_arena_stats*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_state_arena_stats() { free($self); }
+}
+%extend wharf_graph_stats {
+  wharf_graph_stats() {
+    wharf_graph_stats* o = (wharf_graph_stats*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_graph_stats() { free($self); }
+  /** Why the last eager run was not replayed ("" if none). The last byte is forced to NUL. */
+  const char* last_eager_reason_text() {
+    $self->last_eager_reason[sizeof($self->last_eager_reason) - 1] = '\0';
+    return $self->last_eager_reason;
+  }
+}
+%extend wharf_graph_bucket_info {
+  wharf_graph_bucket_info() {
+    wharf_graph_bucket_info* o = (wharf_graph_bucket_info*)calloc(1, sizeof(*o));
+    if (o) o->struct_size = (uint32_t)sizeof(*o);
+    return o;
+  }
+  ~wharf_graph_bucket_info() { free($self); }
+  /** The inputs' dtypes and shapes. The last byte is forced to NUL. */
+  const char* shapes_text() {
+    $self->shapes[sizeof($self->shapes) - 1] = '\0';
+    return $self->shapes;
+  }
+}
 %extend wharf_weight_store_stats {
   wharf_weight_store_stats() {
     wharf_weight_store_stats* o = (wharf_weight_store_stats*)calloc(1, sizeof(*o));
@@ -694,6 +761,13 @@ struct wharf_swig_container_list {
   size_t capacity;
 };
 
+/* A growable list of borrowed session handles. */
+struct wharf_swig_session_list {
+  wharf_session** sessions;
+  size_t size;
+  size_t capacity;
+};
+
 /* Points every declaration with an initial value at it; NULL is a no-op. */
 static void wharf_swig_state_list_fix(struct wharf_swig_state_list* list) {
   size_t i;
@@ -708,7 +782,9 @@ static void wharf_swig_fill_container_options(wharf_container_options* opts, con
                                               const struct wharf_swig_decl_list* decls,
                                               wharf_weight_store* store,
                                               struct wharf_swig_state_list* states,
-                                              uint64_t max_session_bytes) {
+                                              uint64_t max_session_bytes,
+                                              const wharf_container* state_arena_of,
+                                              uint32_t session_capacity) {
   wharf_container_options_init_sized(opts, sizeof(*opts));
   opts->name = name;
   opts->constants = decls ? decls->decls : NULL;
@@ -718,6 +794,8 @@ static void wharf_swig_fill_container_options(wharf_container_options* opts, con
   opts->states = states ? states->decls : NULL;
   opts->num_states = states ? states->size : 0;
   opts->max_session_bytes = max_session_bytes;
+  opts->state_arena_of = state_arena_of;
+  opts->session_capacity = session_capacity;
 }
 %}
 
@@ -894,6 +972,56 @@ int32_t wharf_swig_container_list_add(wharf_swig_container_list* list, wharf_con
   return 1;
 }
 
+/** Sessions for wharf_swig_run_begin_batch, added one at a time (borrowed, not owned). */
+typedef struct wharf_swig_session_list wharf_swig_session_list;
+
+/** A new empty list (free with wharf_swig_session_list_free); NULL when out of memory. */
+wharf_swig_session_list* wharf_swig_session_list_new(void) {
+  return (wharf_swig_session_list*)calloc(1, sizeof(wharf_swig_session_list));
+}
+
+/** Frees the list (not the sessions). NULL is a no-op. */
+void wharf_swig_session_list_free(wharf_swig_session_list* list) {
+  if (!list) return;
+  free(list->sessions);
+  free(list);
+}
+
+/** Appends a session. Returns 1 on success, 0 when out of memory or given a NULL list. */
+int32_t wharf_swig_session_list_add(wharf_swig_session_list* list, wharf_session* session) {
+  if (!list) return 0;
+  if (list->size == list->capacity) {
+    size_t capacity = list->capacity ? list->capacity * 2 : 4;
+    wharf_session** grown = (wharf_session**)realloc(list->sessions, capacity * sizeof(wharf_session*));
+    if (!grown) return 0;
+    list->sessions = grown;
+    list->capacity = capacity;
+  }
+  list->sessions[list->size++] = session;
+  return 1;
+}
+
+/** wharf_run_begin_batch over the sessions of `sessions` on the runtime's own stream. */
+wharf_run* wharf_swig_run_begin_batch(wharf_container* container, const wharf_swig_session_list* sessions,
+                                      wharf_status** status_out) {
+  wharf_run* run = NULL;
+  *status_out = wharf_run_begin_batch(container, sessions ? sessions->sessions : NULL, sessions ? sessions->size : 0,
+                                      NULL, &run);
+  return *status_out ? NULL : run;
+}
+
+/** wharf_model_enable_graphs with the fields of wharf_graph_options as arguments (0: the
+ *  default), filled through the sized init. */
+wharf_status* wharf_swig_model_enable_graphs(wharf_model* model, uint32_t max_buckets, uint64_t max_pool_bytes,
+                                             uint32_t max_concurrent_runs) {
+  wharf_graph_options opts;
+  wharf_graph_options_init_sized(&opts, sizeof opts);
+  opts.max_buckets = max_buckets;
+  opts.max_pool_bytes = max_pool_bytes;
+  opts.max_concurrent_runs = max_concurrent_runs;
+  return wharf_model_enable_graphs(model, &opts);
+}
+
 /** wharf_runtime_create. `opts` may be NULL (defaults). */
 wharf_runtime* wharf_swig_runtime_create(const wharf_runtime_options* opts,
                                          wharf_status** status_out) {
@@ -970,17 +1098,20 @@ const char* wharf_swig_constant_map_metadata_value(const wharf_constant_map* map
 /**
  * wharf_container_create with the declarations of `decls` and the states of `states` (may be
  * NULL: none); `name` may be NULL ("model"), `store` NULL (no sharing), `max_session_bytes`
- * 0 (no budget).
+ * 0 (no budget), `state_arena_of` NULL and `session_capacity` 0 (no state arena).
  */
 wharf_container* wharf_swig_container_create(wharf_runtime* runtime, const char* name,
                                              const wharf_swig_decl_list* decls,
                                              wharf_weight_store* store,
                                              wharf_swig_state_list* states,
                                              uint64_t max_session_bytes,
+                                             const wharf_container* state_arena_of,
+                                             uint32_t session_capacity,
                                              wharf_status** status_out) {
   wharf_container* container = NULL;
   wharf_container_options opts;
-  wharf_swig_fill_container_options(&opts, name, decls, store, states, max_session_bytes);
+  wharf_swig_fill_container_options(&opts, name, decls, store, states, max_session_bytes, state_arena_of,
+                                    session_capacity);
   *status_out = wharf_container_create(runtime, &opts, &container);
   return *status_out ? NULL : container;
 }
@@ -995,7 +1126,7 @@ wharf_container* wharf_swig_container_create_from_map(wharf_runtime* runtime,
                                                       wharf_status** status_out) {
   wharf_container* container = NULL;
   wharf_container_options opts;
-  wharf_swig_fill_container_options(&opts, name, NULL, store, states, max_session_bytes);
+  wharf_swig_fill_container_options(&opts, name, NULL, store, states, max_session_bytes, NULL, 0);
   *status_out = wharf_container_create_from_map(runtime, map, &opts, &container);
   return *status_out ? NULL : container;
 }
@@ -1628,14 +1759,17 @@ wharf_container* wharf_swig_container_create_from_map_progress(JNIEnv* jenv, wha
                                                                const wharf_constant_map* map, const char* name,
                                                                wharf_weight_store* store,
                                                                wharf_swig_state_list* states,
-                                                               uint64_t max_session_bytes, jobject progress_call,
+                                                               uint64_t max_session_bytes,
+                                                               const wharf_container* state_arena_of,
+                                                               uint32_t session_capacity, jobject progress_call,
                                                                wharf_status** status_out) {
   wharf_container* container = NULL;
   wharf_container_options opts;
   int failed;
   wharf_swig_progress* p = wharf_swig_progress_new(jenv, progress_call, &failed);
   if (failed) return NULL;
-  wharf_swig_fill_container_options(&opts, name, NULL, store, states, max_session_bytes);
+  wharf_swig_fill_container_options(&opts, name, NULL, store, states, max_session_bytes, state_arena_of,
+                                    session_capacity);
   if (p) {
     opts.progress = wharf_swig_progress_trampoline;
     opts.progress_user = p;
@@ -1650,7 +1784,8 @@ wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime
                                             const wharf_constant_map* weights, const char* name,
                                             wharf_weight_store* store, uint64_t max_session_bytes,
                                             const char* shim_path, const wharf_offloader_options* offload,
-                                            jobject progress_call, wharf_status** status_out) {
+                                            uint32_t session_capacity, jobject progress_call,
+                                            wharf_status** status_out) {
   wharf_model* model = NULL;
   wharf_model_options opts;
   int failed;
@@ -1662,6 +1797,7 @@ wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime
   opts.max_session_bytes = max_session_bytes;
   opts.shim_path = shim_path;
   opts.offload = offload;
+  opts.session_capacity = session_capacity;
   if (p) {
     opts.progress = wharf_swig_progress_trampoline;
     opts.progress_user = p;
@@ -1677,7 +1813,8 @@ wharf_model* wharf_swig_model_load_progress(JNIEnv* jenv, wharf_runtime* runtime
  */
 wharf_model_package* wharf_swig_model_package_load_progress(JNIEnv* jenv, wharf_runtime* runtime, const char* dir,
                                                             const char* shim_path, uint64_t max_session_bytes,
-                                                            jobject progress_call, wharf_status** status_out) {
+                                                            uint32_t session_capacity, jobject progress_call,
+                                                            wharf_status** status_out) {
   wharf_model_package* package = NULL;
   wharf_model_package_options opts;
   int failed;
@@ -1686,6 +1823,7 @@ wharf_model_package* wharf_swig_model_package_load_progress(JNIEnv* jenv, wharf_
   wharf_model_package_options_init_sized(&opts, sizeof opts);
   opts.shim_path = shim_path;
   opts.max_session_bytes = max_session_bytes;
+  opts.session_capacity = session_capacity;
   if (p) {
     opts.progress = wharf_swig_progress_trampoline;
     opts.progress_user = p;

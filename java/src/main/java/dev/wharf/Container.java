@@ -149,7 +149,7 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
       Shapes.checkRank(d.fqn(), d.shapeUnsafe());
     }
     String label = name == null ? DEFAULT_NAME : name;
-    return withParents(runtime, options, (rt, store) -> {
+    return withParents(runtime, options, (rt, store, arenaOf) -> {
       SWIGTYPE_p_wharf_swig_decl_list list = WharfNative.wharf_swig_decl_list_new();
       if (list == null) throw new OutOfMemoryError("allocating the declaration list of container '" + label + "'");
       try {
@@ -160,25 +160,38 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
           }
         }
         return withStates(label, options, states -> adopt(WharfNative.wharf_swig_container_create(rt, name,
-            list, store, states, options.maxSessionBytes()), runtime, options.store(), label));
+            list, store, states, options.maxSessionBytes(), arenaOf, options.sessionCapacity()), runtime,
+            options.store(), label));
       } finally {
         WharfNative.wharf_swig_decl_list_free(list);
       }
     });
   }
 
-  /** Creates a native container from the native runtime and store (null for none). */
+  /**
+   * Creates a native container from the native runtime, store and state-arena container
+   * (null for none).
+   */
   private interface Creator {
-    Container create(SWIGTYPE_p_wharf_runtime runtime, SWIGTYPE_p_wharf_weight_store store);
+    Container create(SWIGTYPE_p_wharf_runtime runtime, SWIGTYPE_p_wharf_weight_store store,
+        SWIGTYPE_p_wharf_container stateArenaOf);
   }
 
-  /** Runs {@code creator} holding the locks of the runtime and of the options' store. */
+  /**
+   * Runs {@code creator} holding the locks of the runtime, of the options' store and of the
+   * container whose state arena the new one joins (borrowed for the call only: the native
+   * arena is shared by reference, so the new container does not depend on it).
+   */
   private static Container withParents(WharfRuntime runtime, ContainerOptions options, Creator creator) {
     WeightStore store = options.store();
+    Container arenaOf = options.stateArenaOf();
     if (store != null) FoldCall.refuseIfUpdating(store, "creating a container in it");
-    List<NativeHandle<?>> parents = store == null ? Collections.singletonList(runtime) : Arrays.asList(runtime, store);
+    List<NativeHandle<?>> parents = new ArrayList<>();
+    parents.add(runtime);
+    if (store != null) parents.add(store);
+    if (arenaOf != null) parents.add(arenaOf);
     return withPointers(parents, () -> creator.create(runtime.pointerWhileLocked(),
-        store == null ? null : store.pointerWhileLocked()));
+        store == null ? null : store.pointerWhileLocked(), arenaOf == null ? null : arenaOf.pointerWhileLocked()));
   }
 
   /**
@@ -251,9 +264,10 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     String label = name == null ? DEFAULT_NAME : name;
     // The map's lock is taken last, as everywhere else.
     ProgressCall progress = ProgressCall.of(options.progress(), false);
-    return withParents(runtime, options, (rt, store) -> map.withPointer(m -> withStates(label, options,
+    return withParents(runtime, options, (rt, store, arenaOf) -> map.withPointer(m -> withStates(label, options,
         states -> progress.around(() -> adopt(WharfNative.wharf_swig_container_create_from_map_progress(rt, m, name,
-            store, states, options.maxSessionBytes(), progress), runtime, options.store(), label)))));
+            store, states, options.maxSessionBytes(), arenaOf, options.sessionCapacity(), progress), runtime,
+            options.store(), label)))));
   }
 
   /** Wraps a new native container; call while holding the runtime's and the store's locks. */
@@ -510,6 +524,78 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
     FoldCall.refuseIfUpdating(this, "beginning a run");
     return withPointers(Arrays.asList(this, session),
         () -> Run.begin(this, pointerWhileLocked(), session, session.pointerWhileLocked()));
+  }
+
+  /**
+   * Begins one run over {@code sessions}; see {@link #beginBatch(List)}.
+   *
+   * @param sessions the sessions (at least one)
+   * @return a new run, owned by the caller
+   * @throws WharfException as {@link #beginBatch(List)}
+   * @throws IllegalArgumentException if no session is given
+   * @throws IllegalStateException if the container or a session has been closed
+   * @since 0.3
+   */
+  public Run beginBatch(Session... sessions) {
+    return beginBatch(Arrays.asList(Objects.requireNonNull(sessions, "sessions")));
+  }
+
+  /**
+   * Begins one run over {@code sessions} (each a session of this container's state arena)
+   * on the active generation, pinned for all of them; every session is busy until the run
+   * is closed. All or nothing: when one of them has an open run (or a reset or fork holds
+   * it) this fails with {@link WharfException.Code#BUSY} naming its index and holds none.
+   * Each session's state is initialised at its first run, as in {@link #beginRun(Session)}
+   * (on the host backend the memory is ready when this returns). In the run,
+   * {@link Run#tensor(String)} of a state is the whole arena ({@code [capacity, ...shape]};
+   * only the run's slots may be written) and {@link Run#slotIndices()} gives the sessions'
+   * slots in order. {@link Model#run(Run, TensorView...)} does not take a batched run yet
+   * ({@link WharfException.Code#UNSUPPORTED}). Experimental: part of wharf.h's experimental
+   * tier; it may change in any minor release.
+   *
+   * @param sessions the sessions (at least one, distinct)
+   * @return a new run, owned by the caller; it keeps the sessions alive
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} (no state arena,
+   *     no active weights), {@link WharfException.Code#INVALID_ARGUMENT} (a session twice,
+   *     one not covering the container or not of its arena, more sessions than the
+   *     capacity), {@link WharfException.Code#BUSY}, {@link WharfException.Code#OUT_OF_MEMORY}
+   * @throws IllegalArgumentException if no session is given
+   * @throws IllegalStateException if the container or a session has been closed
+   * @since 0.3
+   */
+  public Run beginBatch(List<Session> sessions) {
+    List<Session> list = Collections.unmodifiableList(new ArrayList<>(Objects.requireNonNull(sessions, "sessions")));
+    if (list.isEmpty()) throw new IllegalArgumentException("a batched run needs at least one session");
+    for (Session s : list) Objects.requireNonNull(s, "sessions contains null");
+    FoldCall.refuseIfUpdating(this, "beginning a run");
+    List<NativeHandle<?>> locked = new ArrayList<>();
+    locked.add(this);
+    locked.addAll(list);
+    return withPointers(locked, () -> Run.beginBatch(this, pointerWhileLocked(), list));
+  }
+
+  /**
+   * The figures of the container's state arena (a container created with
+   * {@link ContainerOptions.Builder#sessionCapacity(long)} or
+   * {@link ContainerOptions.Builder#stateArenaOf(Container)}); they may be stale once another
+   * thread creates or closes a session. Experimental.
+   *
+   * @return a snapshot
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when the container
+   *     has no state arena
+   * @throws IllegalStateException if the container has been closed
+   * @since 0.3
+   */
+  public StateArenaStats stateArenaStats() {
+    return withPointer(c -> {
+      wharf_state_arena_stats s = new wharf_state_arena_stats();
+      try {
+        WharfNative.wharf_container_get_state_arena_stats(c, s);
+        return new StateArenaStats(s.getNum_slots(), s.getNum_slots_used(), s.getNum_slots_free(), s.getBytes());
+      } finally {
+        s.delete();
+      }
+    });
   }
 
   @Override

@@ -33,12 +33,36 @@ public final class ContainerOptions {
   private final List<StateDecl> states;
   private final long maxSessionBytes;
   private final ProgressListener progress;
+  private final long sessionCapacity;
+  private final Container stateArenaOf;
 
   private ContainerOptions(Builder b) {
     this.store = b.store;
     this.states = Collections.unmodifiableList(new ArrayList<>(b.states));
     this.maxSessionBytes = b.maxSessionBytes;
     this.progress = b.progress;
+    this.sessionCapacity = b.sessionCapacity;
+    this.stateArenaOf = b.stateArenaOf;
+  }
+
+  /**
+   * The capacity of the container's state arena (experimental).
+   *
+   * @return sessions; 0 (the default) means no arena of its own
+   * @since 0.3
+   */
+  public long sessionCapacity() {
+    return sessionCapacity;
+  }
+
+  /**
+   * The container whose state arena this container joins (experimental).
+   *
+   * @return the container, or null for none (the default)
+   * @since 0.3
+   */
+  public Container stateArenaOf() {
+    return stateArenaOf;
   }
 
   /**
@@ -99,7 +123,8 @@ public final class ContainerOptions {
   @Override
   public String toString() {
     return "ContainerOptions{store=" + store + ", states=" + states + ", maxSessionBytes="
-        + maxSessionBytes + "}";
+        + maxSessionBytes + (sessionCapacity != 0 ? ", sessionCapacity=" + sessionCapacity : "")
+        + (stateArenaOf != null ? ", stateArenaOf=" + stateArenaOf.describe() : "") + "}";
   }
 
   /** Builds {@link ContainerOptions}. Not thread-safe. */
@@ -108,8 +133,49 @@ public final class ContainerOptions {
     private final List<StateDecl> states = new ArrayList<>();
     private long maxSessionBytes;
     private ProgressListener progress;
+    private long sessionCapacity;
+    private Container stateArenaOf;
 
     private Builder() {}
+
+    /**
+     * Keeps the state of up to {@code sessions} sessions in one allocation per state tensor,
+     * {@code [sessions, ...shape]}, made when the container is created (a state arena): each
+     * {@link Session} takes a slot ({@link Session#slot()}) when it is created, and creating
+     * one past the capacity fails with {@link WharfException.Code#RESOURCE_EXHAUSTED} naming
+     * it; {@link Container#beginBatch(Session...)} runs several sessions at once. Not with
+     * {@link #stateArenaOf(Container)}. Experimental: part of wharf.h's experimental tier;
+     * it may change in any minor release.
+     *
+     * @param sessions the capacity; 0 (the default) means every session allocates buffers
+     *     of its own
+     * @return this builder
+     * @throws IllegalArgumentException if {@code sessions} is negative or above 2^32 - 1
+     * @since 0.3
+     */
+    public Builder sessionCapacity(long sessions) {
+      if (sessions < 0 || sessions > 0xFFFF_FFFFL) {
+        throw new IllegalArgumentException("sessionCapacity is outside 0..2^32-1: " + sessions);
+      }
+      this.sessionCapacity = sessions;
+      return this;
+    }
+
+    /**
+     * Keeps the container's states in the state arena of {@code container} (read during the
+     * create call only: the arena lives while any container or session uses it), whose
+     * states must include these with equal dtype and shape: the methods of one model
+     * (prefill and decode) sharing their sessions' slots. Experimental: part of wharf.h's
+     * experimental tier; it may change in any minor release.
+     *
+     * @param container the container that made the arena, or null for none (the default)
+     * @return this builder
+     * @since 0.3
+     */
+    public Builder stateArenaOf(Container container) {
+      this.stateArenaOf = container;
+      return this;
+    }
 
     /**
      * Shares constants with the other containers of {@code store}: constants with equal FQN,

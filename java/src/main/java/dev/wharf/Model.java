@@ -125,7 +125,8 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
       try {
         pointer = progress.around(() -> WharfNative.wharf_swig_model_load_progress(
             runtime.pointerWhileLocked(), file, weights.pointerWhileLocked(), options.name(),
-            store == null ? null : store.pointerWhileLocked(), options.maxSessionBytes(), shim, offload, progress));
+            store == null ? null : store.pointerWhileLocked(), options.maxSessionBytes(), shim, offload,
+            options.sessionCapacity(), progress));
       } finally {
         WharfNative.wharf_swig_offloader_options_free(offload);
       }
@@ -269,6 +270,78 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
    */
   public int numOutputs() {
     return numOutputs;
+  }
+
+  /**
+   * Makes the model's runs replay CUDA graphs ({@code wharf_model_enable_graphs}; see
+   * docs/decisions.md, "CUDA graphs"): from this call on, {@link #run(Run, TensorView...)}
+   * captures a graph the first time it sees a shape of the inputs and replays it for every
+   * later run of that shape, re-pointed (never recaptured) after a swap, an update or for
+   * another session. Outputs of a replayed run are the graph's static buffers, owned by the
+   * run like every output. Whatever cannot be captured runs eagerly and says why in
+   * {@link #graphStats()}.
+   *
+   * @param options the bucket count, pool ceiling and concurrent runs
+   * @throws WharfException {@link WharfException.Code#UNSUPPORTED} (a model with offloaded
+   *     layers, a model or shim library without the entry points capture needs, a CUDA
+   *     driver older than 12.4; named), {@link WharfException.Code#FAILED_PRECONDITION}
+   *     (graphs already enabled)
+   * @throws IllegalStateException if the model has been closed
+   * @since 0.3
+   */
+  public void enableGraphs(GraphOptions options) {
+    Objects.requireNonNull(options, "options");
+    withPointer(m -> {
+      WharfNative.wharf_swig_model_enable_graphs(m, options.maxBuckets(), options.maxPoolBytes(),
+          options.maxConcurrentRuns());
+      return null;
+    });
+  }
+
+  /**
+   * The statistics of the model's CUDA graphs.
+   *
+   * @return a snapshot
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when graphs are not
+   *     enabled
+   * @throws IllegalStateException if the model has been closed
+   * @since 0.3
+   */
+  public GraphStats graphStats() {
+    return withPointer(m -> {
+      wharf_graph_stats s = new wharf_graph_stats();
+      try {
+        WharfNative.wharf_model_get_graph_stats(m, s);
+        return GraphStats.of(s);
+      } finally {
+        s.delete();
+      }
+    });
+  }
+
+  /**
+   * Graph {@code index} of the model, in capture order (0 ..
+   * {@link GraphStats#numBuckets()} - 1).
+   *
+   * @param index the graph's index
+   * @return a snapshot
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when graphs are not
+   *     enabled, {@link WharfException.Code#INVALID_ARGUMENT} for an index past the last graph
+   * @throws IllegalArgumentException if {@code index} is negative
+   * @throws IllegalStateException if the model has been closed
+   * @since 0.3
+   */
+  public GraphBucket graphBucket(int index) {
+    if (index < 0) throw new IllegalArgumentException("graph index is negative: " + index);
+    return withPointer(m -> {
+      wharf_graph_bucket_info b = new wharf_graph_bucket_info();
+      try {
+        WharfNative.wharf_model_get_graph_bucket(m, index, b);
+        return GraphBucket.of(b);
+      } finally {
+        b.delete();
+      }
+    });
   }
 
   /**

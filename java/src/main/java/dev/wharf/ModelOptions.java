@@ -24,6 +24,7 @@ public final class ModelOptions {
   private final String name;
   private final WeightStore store;
   private final long maxSessionBytes;
+  private final long sessionCapacity;
   private final Path shimPath;
   private final ProgressListener progress;
   private final OffloaderOptions offload;
@@ -32,6 +33,7 @@ public final class ModelOptions {
     this.name = b.name;
     this.store = b.store;
     this.maxSessionBytes = b.maxSessionBytes;
+    this.sessionCapacity = b.sessionCapacity;
     this.shimPath = b.shimPath;
     this.progress = b.progress;
     this.offload = b.offload;
@@ -104,6 +106,17 @@ public final class ModelOptions {
   }
 
   /**
+   * The capacity of the state arena that keeps the model's states (experimental; see
+   * {@link ContainerOptions.Builder#sessionCapacity(long)}).
+   *
+   * @return sessions; 0 (the default) means per-session buffers
+   * @since 0.3
+   */
+  public long sessionCapacity() {
+    return sessionCapacity;
+  }
+
+  /**
    * The AOTInductor shim library the compiled model's {@code aoti_torch_*} calls resolve to.
    *
    * @return its path, or null (the default) for {@code $WHARF_AOTI_SHIM}, else
@@ -117,7 +130,7 @@ public final class ModelOptions {
   @Override
   public String toString() {
     return "ModelOptions{name=" + name + ", store=" + (store != null) + ", maxSessionBytes=" + maxSessionBytes
-        + ", shimPath=" + shimPath + "}";
+        + ", sessionCapacity=" + sessionCapacity + ", shimPath=" + shimPath + "}";
   }
 
   /** Builds {@link ModelOptions}. Not thread-safe. */
@@ -125,6 +138,7 @@ public final class ModelOptions {
     private String name;
     private WeightStore store;
     private long maxSessionBytes;
+    private long sessionCapacity;
     private Path shimPath;
     private ProgressListener progress;
     private OffloaderOptions offload;
@@ -165,6 +179,24 @@ public final class ModelOptions {
     public Builder maxSessionBytes(long bytes) {
       if (bytes < 0) throw new IllegalArgumentException("maxSessionBytes " + bytes + " is negative");
       this.maxSessionBytes = bytes;
+      return this;
+    }
+
+    /**
+     * Keeps the model's states for up to {@code sessions} sessions in one state arena (its mutated buffers) (see
+     * {@link ContainerOptions.Builder#sessionCapacity(long)}). Experimental: part of
+     * wharf.h's experimental tier; it may change in any minor release.
+     *
+     * @param sessions the capacity; 0 (the default) means per-session buffers
+     * @return this builder
+     * @throws IllegalArgumentException if {@code sessions} is negative or above 2^32 - 1
+     * @since 0.3
+     */
+    public Builder sessionCapacity(long sessions) {
+      if (sessions < 0 || sessions > 0xFFFF_FFFFL) {
+        throw new IllegalArgumentException("sessionCapacity is outside 0..2^32-1: " + sessions);
+      }
+      this.sessionCapacity = sessions;
       return this;
     }
 

@@ -146,7 +146,7 @@ public final class ModelPackage extends NativeHandle<SWIGTYPE_p_wharf_model_pack
     return runtime.withPointer(rt -> {
       ProgressCall progress = ProgressCall.of(options.progress(), false);
       SWIGTYPE_p_wharf_model_package pointer = progress.around(() -> WharfNative.wharf_swig_model_package_load_progress(
-          rt, path, shim, options.maxSessionBytes(), progress));
+          rt, path, shim, options.maxSessionBytes(), options.sessionCapacity(), progress));
       ModelPackage pkg;
       try {
         pkg = new ModelPackage(pointer, runtime, path, new Manifest(pointer));

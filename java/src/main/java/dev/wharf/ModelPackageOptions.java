@@ -23,11 +23,13 @@ public final class ModelPackageOptions {
   private static final ModelPackageOptions DEFAULTS = new Builder().build();
 
   private final long maxSessionBytes;
+  private final long sessionCapacity;
   private final Path shimPath;
   private final ProgressListener progress;
 
   private ModelPackageOptions(Builder b) {
     this.maxSessionBytes = b.maxSessionBytes;
+    this.sessionCapacity = b.sessionCapacity;
     this.shimPath = b.shimPath;
     this.progress = b.progress;
   }
@@ -61,6 +63,17 @@ public final class ModelPackageOptions {
   }
 
   /**
+   * The capacity of the state arena that keeps the package's states (experimental; see
+   * {@link ContainerOptions.Builder#sessionCapacity(long)}).
+   *
+   * @return sessions; 0 (the default) means per-session buffers
+   * @since 0.3
+   */
+  public long sessionCapacity() {
+    return sessionCapacity;
+  }
+
+  /**
    * Where {@code libwharf_aoti_shim.so} is.
    *
    * @return the path, or null for the library's default ({@code $WHARF_AOTI_SHIM}, else next
@@ -82,13 +95,15 @@ public final class ModelPackageOptions {
 
   @Override
   public String toString() {
-    return "ModelPackageOptions{maxSessionBytes=" + maxSessionBytes + ", shimPath=" + shimPath
+    return "ModelPackageOptions{maxSessionBytes=" + maxSessionBytes + ", sessionCapacity=" + sessionCapacity
+        + ", shimPath=" + shimPath
         + ", progress=" + (progress != null) + "}";
   }
 
   /** Builds {@link ModelPackageOptions}. */
   public static final class Builder {
     private long maxSessionBytes;
+    private long sessionCapacity;
     private Path shimPath;
     private ProgressListener progress;
 
@@ -105,6 +120,24 @@ public final class ModelPackageOptions {
     public Builder maxSessionBytes(long bytes) {
       if (bytes < 0) throw new IllegalArgumentException("maxSessionBytes " + bytes + " is negative");
       this.maxSessionBytes = bytes;
+      return this;
+    }
+
+    /**
+     * Keeps the package's states for up to {@code sessions} sessions in one state arena, shared by every method (a session of the package takes one slot) (see
+     * {@link ContainerOptions.Builder#sessionCapacity(long)}). Experimental: part of
+     * wharf.h's experimental tier; it may change in any minor release.
+     *
+     * @param sessions the capacity; 0 (the default) means per-session buffers
+     * @return this builder
+     * @throws IllegalArgumentException if {@code sessions} is negative or above 2^32 - 1
+     * @since 0.3
+     */
+    public Builder sessionCapacity(long sessions) {
+      if (sessions < 0 || sessions > 0xFFFF_FFFFL) {
+        throw new IllegalArgumentException("sessionCapacity is outside 0..2^32-1: " + sessions);
+      }
+      this.sessionCapacity = sessions;
       return this;
     }
 

@@ -37,6 +37,7 @@ import java.util.Objects;
 public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   private final Container container;
   private final Session session;
+  private final List<Session> batch; // a batched run's sessions, in order; empty otherwise
   private final long generation;
   private final List<OffloadSlots> slots = new ArrayList<>(); // guarded by itself
 
@@ -45,8 +46,55 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
         session == null ? Collections.singletonList(container) : Arrays.asList(container, session));
     this.container = container;
     this.session = session;
+    this.batch = Collections.emptyList();
     this.generation = generation;
     nameForLeaks();
+  }
+
+  private Run(SWIGTYPE_p_wharf_run pointer, Container container, List<Session> batch, long generation) {
+    super(pointer, WharfNative::wharf_run_end, parentsOf(container, batch));
+    this.container = container;
+    this.session = null;
+    this.batch = batch;
+    this.generation = generation;
+    nameForLeaks();
+  }
+
+  private static List<NativeHandle<?>> parentsOf(Container container, List<Session> batch) {
+    List<NativeHandle<?>> parents = new ArrayList<>();
+    parents.add(container);
+    parents.addAll(batch);
+    return parents;
+  }
+
+  /**
+   * Begins a batched run; call holding the locks of the container and of every session.
+   * {@code batch} is unmodifiable.
+   */
+  static Run beginBatch(Container container, SWIGTYPE_p_wharf_container c, List<Session> batch) {
+    SWIGTYPE_p_wharf_swig_session_list natives = WharfNative.wharf_swig_session_list_new();
+    if (natives == null) throw new OutOfMemoryError("allocating the session list of a batched run");
+    SWIGTYPE_p_wharf_run pointer;
+    try {
+      for (Session s : batch) {
+        if (WharfNative.wharf_swig_session_list_add(natives, s.pointerWhileLocked()) == 0) {
+          throw new OutOfMemoryError("adding " + s.describe() + " to the session list of a batched run");
+        }
+      }
+      pointer = WharfNative.wharf_swig_run_begin_batch(c, natives);
+    } finally {
+      WharfNative.wharf_swig_session_list_free(natives);
+    }
+    try {
+      return new Run(pointer, container, batch, WharfNative.wharf_run_generation(pointer));
+    } catch (RuntimeException | Error e) {
+      try {
+        WharfNative.wharf_run_end(pointer);
+      } catch (RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -96,10 +144,61 @@ public final class Run extends NativeHandle<SWIGTYPE_p_wharf_run> {
   /**
    * The session this run was begun with.
    *
-   * @return the session (possibly closed), or null for a run without one
+   * @return the session (possibly closed), or null for a run without one and for a batched
+   *     run (see {@link #sessions()})
    */
   public Session session() {
     return session;
+  }
+
+  /**
+   * The run's sessions: those of a batched run ({@link Container#beginBatch(List)}) in the
+   * order given, the one session of a run begun with one, else none. Experimental.
+   *
+   * @return an unmodifiable list (sessions possibly closed)
+   * @since 0.3
+   */
+  public List<Session> sessions() {
+    if (!batch.isEmpty()) return batch;
+    return session == null ? Collections.emptyList() : Collections.singletonList(session);
+  }
+
+  /**
+   * The number of sessions of the run as the library counts them
+   * ({@code wharf_run_num_sessions}): N for a batched run, 1 for a run with a session, else
+   * 0. Experimental.
+   *
+   * @return the number of sessions
+   * @throws IllegalStateException if the run has been closed
+   * @since 0.3
+   */
+  public long numSessions() {
+    return withPointer(WharfNative::wharf_run_num_sessions);
+  }
+
+  /**
+   * The slots of the run's sessions in their state arena: an {@link DType#I64} tensor
+   * {@code [N]} in the order of {@link #sessions()} (one element for a run of one arena
+   * session), device memory (host memory on the host backend), read-only, owned by this run
+   * and written in its stream order ({@link TensorView#read(long, ByteBuffer)} reads it).
+   * Experimental.
+   *
+   * @return the slot index tensor
+   * @throws WharfException {@link WharfException.Code#FAILED_PRECONDITION} when the run's
+   *     sessions hold no arena slot
+   * @throws IllegalStateException if the run has been closed
+   * @since 0.3
+   */
+  public TensorView slotIndices() {
+    return withPointer(p -> {
+      wharf_tensor_view view = new wharf_tensor_view();
+      try {
+        WharfNative.wharf_run_get_slot_indices(p, view);
+        return TensorView.slotIndicesOf(this, view);
+      } finally {
+        view.delete();
+      }
+    });
   }
 
   /**

@@ -243,6 +243,18 @@ public final class Session extends NativeHandle<SWIGTYPE_p_wharf_session> {
     return withPointer(s -> adopt(WharfNative.wharf_swig_session_fork(s), runtime, containers, parents(), label));
   }
 
+  /**
+   * The session's slot in its containers' state arena: fixed for its life, distinct among
+   * the arena's live sessions, another session's after this one is closed. Experimental.
+   *
+   * @return the slot, or -1 when its containers have no state arena
+   * @throws IllegalStateException if the session has been closed
+   * @since 0.3
+   */
+  public long slot() {
+    return withPointer(WharfNative::wharf_session_slot);
+  }
+
   @Override
   public String toString() {
     try {

@@ -75,6 +75,19 @@ public final class TensorView {
         view.contiguous() != 0, true);
   }
 
+  /**
+   * Copies the slot index view of a run ({@code wharf_run_get_slot_indices}); call while the
+   * run's lock is held. Not named in the run, it is read by address (as an output), and it
+   * is the library's: read-only.
+   */
+  static TensorView slotIndicesOf(Run run, wharf_tensor_view view) {
+    long[] shape = new long[view.getNdim()];
+    for (int i = 0; i < shape.length; i++) shape[i] = view.dim(i);
+    return new TensorView(run, null, true, "slot indices", DType.fromValue(view.getDtype()), shape,
+        DeviceType.fromValue(view.getDevice_type()), view.getDevice_index(), view.data_address(),
+        view.contiguous() != 0, true);
+  }
+
   /** Copies an output view filled by {@code wharf_model_run}; call while the run's lock is held. */
   static TensorView outputOf(Run run, int index, wharf_tensor_view view) {
     long[] shape = new long[view.getNdim()];

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.wharf;
+
+/**
+ * Statistics of a model's CUDA graphs ({@code wharf_graph_stats}); an immutable snapshot from
+ * {@link Model#graphStats()}. Experimental: part of wharf.h's experimental tier; it may change
+ * in any minor release.
+ *
+ * @since 0.3
+ */
+public final class GraphStats {
+  private final long numBuckets;
+  private final long captures;
+  private final long captureFailures;
+  private final long replays;
+  private final long repoints;
+  private final long nodesRepointed;
+  private final long eagerRuns;
+  private final long folds;
+  private final long poolBytes;
+  private final long foldedBytes;
+  private final long repointNanos;
+  private final long bindCheckNanos;
+  private final long foldNanos;
+  private final String lastEagerReason;
+
+  private GraphStats(wharf_graph_stats s) {
+    numBuckets = s.getNum_buckets();
+    captures = s.getCaptures();
+    captureFailures = s.getCapture_failures();
+    replays = s.getReplays();
+    repoints = s.getRepoints();
+    nodesRepointed = s.getNodes_repointed();
+    eagerRuns = s.getEager_runs();
+    folds = s.getFolds();
+    poolBytes = s.getPool_bytes();
+    foldedBytes = s.getFolded_bytes();
+    repointNanos = s.getRepoint_ns();
+    bindCheckNanos = s.getBind_check_ns();
+    foldNanos = s.getFold_ns();
+    lastEagerReason = s.last_eager_reason_text();
+  }
+
+  /** Copies the native struct the library filled. */
+  static GraphStats of(wharf_graph_stats s) {
+    return new GraphStats(s);
+  }
+
+  /** @return graphs held, one per input shape per concurrent set */
+  public long numBuckets() {
+    return numBuckets;
+  }
+
+  /** @return graphs captured */
+  public long captures() {
+    return captures;
+  }
+
+  /** @return shapes whose capture failed (they run eagerly) */
+  public long captureFailures() {
+    return captureFailures;
+  }
+
+  /** @return runs served by a graph */
+  public long replays() {
+    return replays;
+  }
+
+  /** @return replays that re-pointed nodes (their binding differed) */
+  public long repoints() {
+    return repoints;
+  }
+
+  /** @return node parameter updates, in total */
+  public long nodesRepointed() {
+    return nodesRepointed;
+  }
+
+  /** @return runs executed eagerly while graphs were enabled */
+  public long eagerRuns() {
+    return eagerRuns;
+  }
+
+  /** @return generations whose constants were folded for the graphs */
+  public long folds() {
+    return folds;
+  }
+
+  /** @return bytes of the graph pools (memory tag "graph") */
+  public long poolBytes() {
+    return poolBytes;
+  }
+
+  /** @return bytes of folded constants held for live generations */
+  public long foldedBytes() {
+    return foldedBytes;
+  }
+
+  /** @return host time binding replays that re-pointed nodes, in total, nanoseconds */
+  public long repointNanos() {
+    return repointNanos;
+  }
+
+  /** @return host time binding replays that did not (the bases compared), nanoseconds */
+  public long bindCheckNanos() {
+    return bindCheckNanos;
+  }
+
+  /** @return host time folding the constants of new generations, nanoseconds */
+  public long foldNanos() {
+    return foldNanos;
+  }
+
+  /** @return why the last eager run was not replayed ("" if none; truncated to 255 bytes) */
+  public String lastEagerReason() {
+    return lastEagerReason;
+  }
+
+  @Override
+  public String toString() {
+    return "GraphStats{buckets=" + numBuckets + ", captures=" + captures + ", captureFailures=" + captureFailures
+        + ", replays=" + replays + ", repoints=" + repoints + ", nodesRepointed=" + nodesRepointed + ", eagerRuns="
+        + eagerRuns + ", folds=" + folds + ", poolBytes=" + poolBytes + ", foldedBytes=" + foldedBytes
+        + ", repointNanos=" + repointNanos + ", bindCheckNanos=" + bindCheckNanos + ", foldNanos=" + foldNanos
+        + ", lastEagerReason=\"" + lastEagerReason + "\"}";
+  }
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+package dev.wharf;
+
+import static dev.wharf.TestSupport.assertWharfError;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import org.junit.Test;
+
+/**
+ * CUDA graphs (experimental): what can be checked without a GPU (a model needs one): the
+ * options' validation, the conversion of the library's structs, and the library's own
+ * argument checks reached through the SWIG helpers.
+ */
+public class GraphTest {
+  @Test
+  public void optionsAreValidated() {
+    GraphOptions d = GraphOptions.defaults();
+    assertEquals(0, d.maxBuckets());
+    assertEquals(0, d.maxPoolBytes());
+    assertEquals(0, d.maxConcurrentRuns());
+    GraphOptions o = GraphOptions.builder().maxBuckets(3).maxPoolBytes(1L << 40).maxConcurrentRuns(2).build();
+    assertEquals(3, o.maxBuckets());
+    assertEquals(1L << 40, o.maxPoolBytes());
+    assertEquals(2, o.maxConcurrentRuns());
+    assertTrue(o.toString(), o.toString().contains("maxBuckets=3"));
+    assertThrows(IllegalArgumentException.class, () -> GraphOptions.builder().maxBuckets(-1));
+    assertThrows(IllegalArgumentException.class, () -> GraphOptions.builder().maxBuckets(1L << 32));
+    assertThrows(IllegalArgumentException.class, () -> GraphOptions.builder().maxConcurrentRuns(-2));
+    assertThrows(IllegalArgumentException.class, () -> GraphOptions.builder().maxPoolBytes(-1));
+    assertEquals(0xFFFF_FFFFL, GraphOptions.builder().maxBuckets(0xFFFF_FFFFL).build().maxBuckets());
+  }
+
+  @Test
+  public void statsAndBucketsConvertEveryField() {
+    wharf_graph_stats s = new wharf_graph_stats();
+    try {
+      assertEquals("", GraphStats.of(s).lastEagerReason());
+      s.setNum_buckets(2);
+      s.setCaptures(3);
+      s.setCapture_failures(4);
+      s.setReplays(5);
+      s.setRepoints(6);
+      s.setNodes_repointed(7);
+      s.setEager_runs(8);
+      s.setFolds(9);
+      s.setPool_bytes(10);
+      s.setFolded_bytes(11);
+      s.setRepoint_ns(12);
+      s.setBind_check_ns(13);
+      s.setFold_ns(1L << 40);
+      GraphStats g = GraphStats.of(s);
+      assertEquals(2, g.numBuckets());
+      assertEquals(3, g.captures());
+      assertEquals(4, g.captureFailures());
+      assertEquals(5, g.replays());
+      assertEquals(6, g.repoints());
+      assertEquals(7, g.nodesRepointed());
+      assertEquals(8, g.eagerRuns());
+      assertEquals(9, g.folds());
+      assertEquals(10, g.poolBytes());
+      assertEquals(11, g.foldedBytes());
+      assertEquals(12, g.repointNanos());
+      assertEquals(13, g.bindCheckNanos());
+      assertEquals(1L << 40, g.foldNanos());
+      assertEquals("", g.lastEagerReason());
+    } finally {
+      s.delete();
+    }
+    wharf_graph_bucket_info b = new wharf_graph_bucket_info();
+    try {
+      b.setSet(1);
+      b.setPool_bytes(4096);
+      b.setNodes(120);
+      b.setPatched_nodes(30);
+      b.setPatches(45);
+      b.setCapture_ms(2.5);
+      GraphBucket g = GraphBucket.of(b);
+      assertEquals(1, g.set());
+      assertEquals(4096, g.poolBytes());
+      assertEquals(120, g.nodes());
+      assertEquals(30, g.patchedNodes());
+      assertEquals(45, g.patches());
+      assertEquals(2.5, g.captureMillis(), 0);
+      assertEquals("", g.shapes());
+    } finally {
+      b.delete();
+    }
+  }
+
+  @Test
+  public void theLibraryRefusesANullModel() {
+    assertWharfError(WharfException.Code.INVALID_ARGUMENT,
+        () -> WharfNative.wharf_swig_model_enable_graphs(null, 1, 0, 0), "wharf_model_enable_graphs", "NULL");
+    wharf_graph_stats s = new wharf_graph_stats();
+    wharf_graph_bucket_info b = new wharf_graph_bucket_info();
+    try {
+      assertWharfError(WharfException.Code.INVALID_ARGUMENT, () -> WharfNative.wharf_model_get_graph_stats(null, s),
+          "wharf_model_get_graph_stats", "NULL");
+      assertWharfError(WharfException.Code.INVALID_ARGUMENT,
+          () -> WharfNative.wharf_model_get_graph_bucket(null, 0, b), "wharf_model_get_graph_bucket", "NULL");
+    } finally {
+      s.delete();
+      b.delete();
+    }
+  }
+}
