@@ -431,15 +431,23 @@ int kn_lanes(int element_size, int64_t n) {
 // out[m, n] = alpha * sum_p x[m, p] * w[p, n] + beta * self[m, n], w's rows contiguous along N.
 // Threads run across N: a group of G = blockDim.x lanes owns NT = G * V consecutive columns
 // (V = 16 bytes of elements per lane, one 16-byte load per K row), and the blockDim.y groups
-// of a block split K (group y takes rows y, y + blockDim.y, ...; kKnUnroll rows' loads in
-// flight per lane). x[i, p] is the same for all lanes of a group: a broadcast read through L1.
-// Each lane keeps M x V float32 sums; the groups' sums are reduced with a fixed-order warp
-// butterfly, then across warps in shared memory in warp order: deterministic, no atomics.
-constexpr int kKnUnroll = 4;
+// of a block split K (group y takes rows y, y + blockDim.y, ...; U rows' loads in flight per
+// lane: 8, or 4 for 5 to 8 activation rows, whose M x V sums take the registers). x[i, p] is
+// the same for all lanes of a group: a broadcast read through L1. Each lane keeps M x V
+// float32 sums; the groups' sums are reduced with a fixed-order warp butterfly, then across
+// warps in shared memory in warp order: deterministic, no atomics.
+constexpr int kKnMaxThreads = 512;
+
+// Threads per block of gemv_kn (a tuned rule, with kn_lanes): 256, or 512 when there are
+// fewer blocks than SMs (GPT-2's 768 columns are 48 blocks): K rows are then the only
+// parallelism left, and a block's loads in flight per round trip are what sets the time
+// (3072 x 768 with 256 threads and 4 loads each was 6 round trips for 4.7 MB).
+int kn_threads(int64_t blocks, int sms) { return sms > 0 && blocks < sms ? kKnMaxThreads : kGemvThreads; }
 
 template <class T, int M, bool Vec>
-__global__ void __launch_bounds__(kGemvThreads) gemv_kn(GemvArgs a) {
+__global__ void __launch_bounds__(kKnMaxThreads) gemv_kn(GemvArgs a) {
   constexpr int V = 16 / sizeof(T);
+  constexpr int U = M <= 4 ? 8 : 4;
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
   const int G = blockDim.x, KG = blockDim.y, NT = G * V;
@@ -447,7 +455,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kn(GemvArgs a) {
   const bool whole = Vec && c0 + V <= a.n;                                 // V columns, one 16-byte load
   if (whole && a.pdl) {                                                    // the first iteration's rows
 #pragma unroll
-    for (int u = 0; u < kKnUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int64_t p = threadIdx.y + int64_t(u) * blockDim.y;
       if (p < a.k) prefetch_l2(w + p * a.ldw + c0);
     }
@@ -458,17 +466,17 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kn(GemvArgs a) {
   for (int i = 0; i < M; ++i)
 #pragma unroll
     for (int e = 0; e < V; ++e) acc[i][e] = 0.0f;
-  for (int64_t p0 = threadIdx.y; p0 < a.k; p0 += int64_t(KG) * kKnUnroll) {
-    uint4 wv[kKnUnroll];
+  for (int64_t p0 = threadIdx.y; p0 < a.k; p0 += int64_t(KG) * U) {
+    uint4 wv[U];
     if (whole) {
 #pragma unroll
-      for (int u = 0; u < kKnUnroll; ++u) {
+      for (int u = 0; u < U; ++u) {
         const int64_t p = p0 + int64_t(u) * KG;
         wv[u] = p < a.k ? load_stream(reinterpret_cast<const uint4*>(w + p * a.ldw + c0)) : make_uint4(0, 0, 0, 0);
       }
     }
 #pragma unroll
-    for (int u = 0; u < kKnUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int64_t p = p0 + int64_t(u) * KG;
       if (p < a.k) {
         float wf[V];
@@ -497,7 +505,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_kn(GemvArgs a) {
 #pragma unroll
     for (int e = 0; e < V; ++e)
       for (int off = 16; off >= G; off >>= 1) acc[i][e] += __shfl_xor_sync(0xffffffffu, acc[i][e], off);
-  __shared__ float partial[kGemvThreads / 32][M][kKnMaxCols];
+  __shared__ float partial[kKnMaxThreads / 32][M][kKnMaxCols];
   if (lane < G) {
 #pragma unroll
     for (int i = 0; i < M; ++i)
@@ -523,8 +531,8 @@ template <class T, int M>
 cudaError_t launch_gemv_kn_m(const GemvArgs& a, bool vec, cudaStream_t stream) {
   constexpr int V = 16 / sizeof(T);
   const int G = kn_lanes(int(sizeof(T)), a.n);
-  const dim3 block(unsigned(G), unsigned(kGemvThreads / G));
   const unsigned blocks = unsigned((a.n + int64_t(G) * V - 1) / (int64_t(G) * V));
+  const dim3 block(unsigned(G), unsigned(kn_threads(blocks, sm_count()) / G));
   return vec ? launch_kernel(gemv_kn<T, M, true>, dim3(blocks), block, a, stream)
              : launch_kernel(gemv_kn<T, M, false>, dim3(blocks), block, a, stream);
 }
