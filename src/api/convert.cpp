@@ -52,11 +52,11 @@ const StructLayout& layout_of(const wharf_session_options*) {
 
 const StructLayout& layout_of(const wharf_container_options*) {
   using T = wharf_container_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, name),
-                                WHARF_FIELD(T, constants),   WHARF_FIELD(T, num_constants),
-                                WHARF_FIELD(T, store),       WHARF_FIELD(T, states),
-                                WHARF_FIELD(T, num_states),  WHARF_FIELD(T, max_session_bytes),
-                                WHARF_FIELD(T, progress),    WHARF_FIELD(T, progress_user),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),    WHARF_FIELD(T, name),
+                                WHARF_FIELD(T, constants),      WHARF_FIELD(T, num_constants),
+                                WHARF_FIELD(T, store),          WHARF_FIELD(T, states),
+                                WHARF_FIELD(T, num_states),     WHARF_FIELD(T, max_session_bytes),
+                                WHARF_FIELD(T, progress),       WHARF_FIELD(T, progress_user),
                                 WHARF_FIELD(T, state_arena_of), WHARF_FIELD(T, session_capacity)};
   static const StructLayout l = leading<T>("wharf_container_options", f);
   return l;
@@ -137,9 +137,8 @@ const StructLayout& layout_of(const wharf_weight_store_stats*) {
 
 const StructLayout& layout_of(const wharf_state_arena_stats*) {
   using T = wharf_state_arena_stats;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, num_slots),
-                                WHARF_FIELD(T, num_slots_used), WHARF_FIELD(T, num_slots_free),
-                                WHARF_FIELD(T, bytes)};
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, num_slots), WHARF_FIELD(T, num_slots_used),
+                                WHARF_FIELD(T, num_slots_free), WHARF_FIELD(T, bytes)};
   static const StructLayout l = leading<T>("wharf_state_arena_stats", f);
   return l;
 }

@@ -25,9 +25,9 @@ namespace api {
 
 const StructLayout& layout_of(const wharf_model_package_options*) {
   using T = wharf_model_package_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, shim_path),
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),       WHARF_FIELD(T, shim_path),
                                 WHARF_FIELD(T, max_session_bytes), WHARF_FIELD(T, progress),
-                                WHARF_FIELD(T, progress_user), WHARF_FIELD(T, session_capacity)};
+                                WHARF_FIELD(T, progress_user),     WHARF_FIELD(T, session_capacity)};
   static const StructLayout l{"wharf_model_package_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }

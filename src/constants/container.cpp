@@ -98,7 +98,8 @@ Status Container::create(std::shared_ptr<Runtime> runtime, ContainerConfig confi
                            ": both a session_capacity and another container's state arena to join");
   if (config.arena) {
     if (&config.arena->runtime() != c->runtime_.get())
-      return InvalidArgument("container " + quote_name(c->name_) + ": the state arena it joins belongs to another runtime");
+      return InvalidArgument("container " + quote_name(c->name_) +
+                             ": the state arena it joins belongs to another runtime");
     WHARF_RETURN_IF_ERROR(config.arena->check_subset(c->name_, c->states_));
     c->arena_ = std::move(config.arena);
   } else if (config.session_capacity > 0) {

@@ -97,7 +97,7 @@ struct PackageOptions {
   // > 0: one state arena of this many sessions for the manifest's states, joined by every
   // method's container (a package session takes one slot); 0 = per-session buffers.
   uint32_t session_capacity = 0;
-  ProgressFn progress;             // of loading the weights (all methods as one total); empty = none
+  ProgressFn progress;  // of loading the weights (all methods as one total); empty = none
 };
 
 class ModelPackage {

@@ -65,9 +65,9 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
     const std::string which = what + ": sessions[" + std::to_string(i) + "]";
     if (!s) return InvalidArgument(which + " is NULL");
     if (!s->covers(container.get()))
-      return InvalidArgument(which + " does not cover the container (create the session with every container it will run)");
-    if (s->arena() != arena)
-      return InvalidArgument(which + " does not hold its state in the container's arena");
+      return InvalidArgument(which +
+                             " does not cover the container (create the session with every container it will run)");
+    if (s->arena() != arena) return InvalidArgument(which + " does not hold its state in the container's arena");
     slots[i] = s->slot();
   }
   {
@@ -78,8 +78,8 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
     if (dup != sorted.end()) {
       size_t first = size_t(std::find(slots.begin(), slots.end(), *dup) - slots.begin());
       size_t second = size_t(std::find(slots.begin() + first + 1, slots.end(), *dup) - slots.begin());
-      return InvalidArgument(what + ": sessions[" + std::to_string(first) + "] and sessions[" +
-                             std::to_string(second) + "] are the same session");
+      return InvalidArgument(what + ": sessions[" + std::to_string(first) + "] and sessions[" + std::to_string(second) +
+                             "] are the same session");
     }
   }
   std::unique_ptr<Run> run(new Run());

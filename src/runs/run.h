@@ -65,8 +65,8 @@ class Run {
   std::unique_ptr<Stream> wrapped_;   // when the caller gave a stream
   Stream* stream_ = nullptr;
   uint64_t gen_id_ = 0;
-  bool leased_ = false;  // end() must retire it
-  bool fold_ = false;    // a fold callback's run (over()): some constants are writable
+  bool leased_ = false;                          // end() must retire it
+  bool fold_ = false;                            // a fold callback's run (over()): some constants are writable
   std::vector<std::shared_ptr<Session>> batch_;  // a batched run's sessions
   std::shared_ptr<Event> batch_done_;            // recorded at its end, handed to every session
   std::shared_ptr<StateArena> arena_;            // the sessions' arena (null: none)

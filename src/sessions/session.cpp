@@ -302,9 +302,8 @@ Status Session::fork(std::shared_ptr<Session>* out) {
     WHARF_RETURN_IF_ERROR(s->order_after_last_locked(stream));
     for (size_t i = 0; i < states_.size(); ++i)
       if (states_[i].nbytes > 0)
-        WHARF_RETURN_IF_ERROR(
-            stream.copy_async(s->states_[i].data, states_[i].data, states_[i].nbytes)
-                .with_context("session fork: copying state " + quote_name(states_[i].fqn)));
+        WHARF_RETURN_IF_ERROR(stream.copy_async(s->states_[i].data, states_[i].data, states_[i].nbytes)
+                                  .with_context("session fork: copying state " + quote_name(states_[i].fqn)));
     // Both wait for the copy: the new one before it is used, the source before it is written.
     WHARF_RETURN_IF_ERROR(s->record_last_locked(stream));
     WHARF_RETURN_IF_ERROR(record_last_locked(stream));

@@ -123,7 +123,7 @@ class Session {
   std::vector<std::shared_ptr<Container>> containers_;
   std::unordered_map<std::string, size_t> index_;  // FQN -> position in states_
   uint64_t bytes_ = 0;
-  std::vector<Container*> reserved_;  // containers whose session budget holds bytes_
+  std::vector<Container*> reserved_;   // containers whose session budget holds bytes_
   std::shared_ptr<StateArena> arena_;  // null: buffers of its own
   uint32_t slot_ = 0;                  // arena_'s slot, held from create() to the destructor
   bool has_slot_ = false;
@@ -134,7 +134,7 @@ class Session {
   bool allocated_ WHARF_GUARDED_BY(mu_) = false;  // every buffer of states_ allocated
   std::unique_ptr<Event> last_ WHARF_GUARDED_BY(mu_);
   std::shared_ptr<Event> shared_last_ WHARF_GUARDED_BY(mu_);  // set: the last operation was a batched run
-  bool has_last_ WHARF_GUARDED_BY(mu_) = false;  // last_ (or shared_last_) was recorded at least once
+  bool has_last_ WHARF_GUARDED_BY(mu_) = false;               // last_ (or shared_last_) was recorded at least once
 };
 
 }  // namespace wharf

@@ -10,8 +10,8 @@ namespace wharf {
 
 Status StateArena::create(std::shared_ptr<Runtime> runtime, const std::string& owner, uint32_t capacity,
                           const std::vector<StateDecl>& decls, std::shared_ptr<StateArena>* out) {
-  const std::string what = "container " + quote_name(owner) + ": state arena of session_capacity " +
-                           std::to_string(capacity);
+  const std::string what =
+      "container " + quote_name(owner) + ": state arena of session_capacity " + std::to_string(capacity);
   if (capacity == 0) return InvalidArgument(what + ": the capacity must be at least 1");
   if (decls.empty()) return InvalidArgument(what + ": the container declares no states to hold");
   std::shared_ptr<StateArena> a(new StateArena());
@@ -36,10 +36,9 @@ Status StateArena::create(std::shared_ptr<Runtime> runtime, const std::string& o
   // Allocate everything before anything is kept: a failure leaves nothing behind.
   for (State& s : states)
     if (s.nbytes > 0)
-      WHARF_RETURN_IF_ERROR(a->runtime_->device().allocate(MemKind::kDevice, MemTag::kState, s.nbytes * capacity,
-                                                           "state arena " + quote_name(s.fqn) + " (" +
-                                                               std::to_string(capacity) + " sessions)",
-                                                           &s.storage));
+      WHARF_RETURN_IF_ERROR(a->runtime_->device().allocate(
+          MemKind::kDevice, MemTag::kState, s.nbytes * capacity,
+          "state arena " + quote_name(s.fqn) + " (" + std::to_string(capacity) + " sessions)", &s.storage));
   a->states_ = std::move(states);
   MutexLock lock(a->mu_);
   a->free_.reserve(capacity);
@@ -60,8 +59,10 @@ StateArena::~StateArena() {
   {
     MutexLock lock(mu_);
     for (size_t k = 0; k < events_.size(); ++k) {
-      if (shared_[k] && recorded_[k]) shared.push_back(std::move(shared_[k]));
-      else if (events_[k] && recorded_[k]) events.push_back(std::move(events_[k]));
+      if (shared_[k] && recorded_[k])
+        shared.push_back(std::move(shared_[k]));
+      else if (events_[k] && recorded_[k])
+        events.push_back(std::move(events_[k]));
     }
     pool.swap(index_pool_);
   }
@@ -111,7 +112,8 @@ Status StateArena::acquire(Lease* out) {
       if (free_.empty())
         return ResourceExhausted("state arena of container " + quote_name(owner_) + ": all " +
                                  std::to_string(capacity_) + " slots are in use (session_capacity " +
-                                 std::to_string(capacity_) + "); free a session or create the container with a larger "
+                                 std::to_string(capacity_) +
+                                 "); free a session or create the container with a larger "
                                  "session_capacity");
       uint32_t k = free_.back();
       if (events_[k] || fresh) {
@@ -169,10 +171,9 @@ Status StateArena::take_index_buffer(std::unique_ptr<IndexBuffer>* out) {
                                      "slot indices of a batched run (state arena of " + quote_name(owner_) + ")",
                                      &b->device));
   if (runtime_->backend() != Backend::kHost)
-    WHARF_RETURN_IF_ERROR(dev.allocate(MemKind::kPinnedHost, MemTag::kWorkspace, bytes,
-                                       "pinned slot indices of a batched run (state arena of " + quote_name(owner_) +
-                                           ")",
-                                       &b->staging));
+    WHARF_RETURN_IF_ERROR(
+        dev.allocate(MemKind::kPinnedHost, MemTag::kWorkspace, bytes,
+                     "pinned slot indices of a batched run (state arena of " + quote_name(owner_) + ")", &b->staging));
   WHARF_RETURN_IF_ERROR(dev.create_event(&b->done));
   *out = std::move(b);
   return Status::Ok();

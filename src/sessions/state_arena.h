@@ -54,9 +54,9 @@ class StateArena {
   // What a session takes: a slot and the slot's ordering event.
   struct Lease {
     uint32_t slot = 0;
-    std::unique_ptr<Event> last;          // the slot's own event (never null)
-    std::shared_ptr<Event> shared_last;   // set: the previous user's last operation was a batched run's
-    bool has_last = false;                // `last` (or shared_last) was recorded
+    std::unique_ptr<Event> last;         // the slot's own event (never null)
+    std::shared_ptr<Event> shared_last;  // set: the previous user's last operation was a batched run's
+    bool has_last = false;               // `last` (or shared_last) was recorded
   };
   // A pooled device copy of a batched run's slot indices.
   struct IndexBuffer {

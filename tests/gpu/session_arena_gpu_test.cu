@@ -124,9 +124,8 @@ struct SessionArenaGpuTest : ::testing::Test {
     std::copy(expect.begin(), expect.end(), seeds.begin());
     std::copy(next.begin(), next.end(), seeds.begin() + 64);
     ASSERT_CUDA(cudaMemcpyAsync(d_seeds, seeds.data(), seeds.size() * 4, cudaMemcpyHostToDevice, on));
-    batched_step<<<unsigned(rows.size()), kThreads, 0, on>>>(static_cast<uint32_t*>(kv.data),
-                                                               static_cast<const int64_t*>(slots.data), d_seeds,
-                                                               d_seeds + 64, bad);
+    batched_step<<<unsigned(rows.size()), kThreads, 0, on>>>(
+        static_cast<uint32_t*>(kv.data), static_cast<const int64_t*>(slots.data), d_seeds, d_seeds + 64, bad);
     ASSERT_CUDA(cudaGetLastError());
     ASSERT_OK(wharf_run_end(run));
   }

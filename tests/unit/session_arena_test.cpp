@@ -327,10 +327,11 @@ void reuse_after_parked_last_user(SessionArenaTest& t, bool shared) {
   std::promise<void> gate;
   std::shared_future<void> open = gate.get_future().share();
   // A's device work still running: parked, then it writes A's slot.
-  ASSERT_TRUE(other->enqueue_host([open, slot] {
-                     open.wait();
-                     for (int i = 0; i < kKv; ++i) slot[i] = 9.0f;
-                   })
+  ASSERT_TRUE(other
+                  ->enqueue_host([open, slot] {
+                    open.wait();
+                    for (int i = 0; i < kKv; ++i) slot[i] = 9.0f;
+                  })
                   .ok());
   if (shared) {
     std::unique_ptr<wharf::Event> done;
@@ -342,7 +343,8 @@ void reuse_after_parked_last_user(SessionArenaTest& t, bool shared) {
     ASSERT_TRUE(a->end_run(*other).ok());
   }
   // Freeing does not wait for the parked work, and the slot is free at once.
-  wharf_test::finishes_within(std::chrono::seconds(5), "freeing a session whose last run is parked", [&] { a.reset(); });
+  wharf_test::finishes_within(std::chrono::seconds(5), "freeing a session whose last run is parked",
+                              [&] { a.reset(); });
   EXPECT_EQ(stats(c).num_slots_used, 0u);
   wharf_session* b = nullptr;
   wharf_test::finishes_within(std::chrono::seconds(5), "creating a session over a parked slot",
