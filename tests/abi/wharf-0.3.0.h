@@ -1838,6 +1838,100 @@ typedef struct wharf_replica_group_stats {
 WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_get_stats(const wharf_replica_group* group,
                                                                       wharf_replica_group_stats* out);
 
+/* --- replica groups across processes: one rank per process, formed from a distributed id --- */
+
+/**
+ * The id a group spanning processes is formed from: opaque, 128 bytes (as NCCL's
+ * ncclUniqueId), plain data the caller copies to every rank through its own control plane
+ * (Wharf runs no rendezvous service). One id forms one group. Since 0.3 (experimental).
+ */
+typedef struct wharf_replica_group_id {
+  unsigned char internal[128];
+} wharf_replica_group_id;
+
+/**
+ * Makes a fresh id for a group whose ranks use `runtime`'s backend (call it on one process,
+ * usually rank 0's, and send the bytes to the others). On the host backend the id names an
+ * abstract Unix-domain socket (Linux) that rank 0 listens on while the group forms: the
+ * host transport, a test stand-in for NCCL between processes of one host (a star through
+ * rank 0 over sockets, not for production traffic). Nothing is created until rank 0 calls
+ * wharf_replica_group_create_rank. Errors: WHARF_INVALID_ARGUMENT (NULL),
+ * WHARF_UNSUPPORTED (CUDA: the NCCL transport, ncclGetUniqueId/ncclCommInitRank, is not built
+ * yet). Thread-safe. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_get_unique_id(wharf_runtime* runtime,
+                                                                          wharf_replica_group_id* out);
+
+/** Options of wharf_replica_group_create_rank. Since 0.3 (experimental). */
+typedef struct wharf_replica_group_rank_options {
+  uint32_t struct_size;
+  uint32_t timeout_ms; /* bound on forming the group and on every wait of an update; 0 (default): 30000 */
+} wharf_replica_group_rank_options;
+
+/** Fills the defaults (timeout_ms 0: 30 s) up to `struct_size`. Since 0.3 (experimental). */
+WHARF_API void wharf_replica_group_rank_options_init_sized(wharf_replica_group_rank_options* opts,
+                                                           size_t struct_size);
+#define wharf_replica_group_rank_options_init(opts) \
+  wharf_replica_group_rank_options_init_sized((opts), sizeof(*(opts)))
+
+/**
+ * Makes `container` (this process's replica; the group keeps it alive) rank `rank` of a group
+ * of `size` processes formed from `id` (the same id and size on every rank; `opts` may be
+ * NULL). Blocks until every rank has joined, or fails after opts->timeout_ms. The ranks'
+ * containers must be declared alike (checked: a hash of the constants' and states' names,
+ * order, dtypes, shapes, placements and flags). While in the group the container refuses
+ * writes of its own (as in wharf_replica_group_create); runs on it are used as usual. The
+ * caller owns `*out`: free it with wharf_replica_group_free (its connections close; peers
+ * still in an update fail at once naming this rank). Of the other group functions, only
+ * wharf_replica_group_update_ranks, _free_inactive, _num_replicas (the size) and _get_stats
+ * apply; _update and _swap return WHARF_FAILED_PRECONDITION.
+ * Errors (nothing changes on error; where another rank is at fault, it is named, and every
+ * connected rank fails too): WHARF_INVALID_ARGUMENT (NULL, size 0, rank >= size, an id not
+ * made for this backend, sizes that differ between ranks, a rank given twice, declarations
+ * unlike rank 0's), WHARF_UNSUPPORTED (CUDA runtimes: not built yet; derived constants; a
+ * weight store member), WHARF_FAILED_PRECONDITION (the container is in a group already, or
+ * has an update staged and not swapped), WHARF_BUSY (the container is being updated),
+ * WHARF_ALREADY_EXISTS (rank 0: the id is in use by another group), WHARF_IO_ERROR (a rank
+ * did not join within the timeout: rank 0 names the missing ranks; the others say rank 0
+ * was not reachable). Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create_rank(
+    wharf_container* container, const wharf_replica_group_id* id, uint32_t rank, uint32_t size,
+    const wharf_replica_group_rank_options* opts, wharf_replica_group** out);
+
+/**
+ * One update of every rank, with a two-phase swap. Every rank calls it: rank 0 with `map`
+ * (its sources, borrowed for the call, read once), every other rank with map NULL (they
+ * receive). `opts` may be NULL; only WHARF_TARGET_INACTIVE; require_full, wait_stream and
+ * progress apply on rank 0. Rank 0 validates the map and sends the plan; every rank builds its
+ * next generation in fresh slots (extra memory per rank = the updated bytes) while rank 0
+ * broadcasts the bytes in batches; then every rank votes staged-OK or failed, and only when
+ * every rank staged does each publish it (as wharf_container_swap: runs begun after see the
+ * new weights, runs begun before keep theirs). Runs never wait for the update. Returns
+ * WHARF_OK on every rank when the update is published everywhere.
+ * On failure, exactly:
+ * - rank 0 refuses the map (validation, NULL map on rank 0, in-place target, cancelled before
+ *   sending): every rank returns rank 0's error code, nothing changed anywhere;
+ * - a rank fails to stage (out of memory, a plan unlike its declarations, rank 0's sources
+ *   unreadable or its progress callback cancelling): that rank returns its own error, every
+ *   other rank the same code naming the lowest failing rank; every rank drops its fresh
+ *   slots: nothing changed anywhere, and the group stays usable;
+ * - a rank dies, closes its connection or does not answer within timeout_ms: every survivor
+ *   returns WHARF_IO_ERROR naming the rank (rank 0 relays the name to the others), drops its
+ *   fresh slots and keeps serving its current generation; the group is aborted (later calls
+ *   return WHARF_FAILED_PRECONDITION; free it and form a new group). A survivor whose own
+ *   connection to rank 0 fails names rank 0.
+ * - the one window of any two-phase commit: a rank whose connection fails after every rank
+ *   voted OK but before it received the decision keeps its old generation and returns
+ *   WHARF_IO_ERROR naming rank 0, while the ranks that received the decision publish.
+ * Other errors: WHARF_INVALID_ARGUMENT (group NULL; map not NULL on a rank other than 0),
+ * WHARF_FAILED_PRECONDITION (a group made by wharf_replica_group_create; an aborted group).
+ * Group calls on one group run one at a time. Since 0.3 (experimental).
+ */
+WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_update_ranks(wharf_replica_group* group,
+                                                                         const wharf_constant_map* map,
+                                                                         const wharf_update_options* opts);
+
 /* --- state arenas and batched runs ------------------------------------------------------
  *
  * A container created with wharf_container_options.session_capacity S keeps the state of

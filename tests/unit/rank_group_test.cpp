@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: Apache-2.0
+// Replica groups across processes on the host backend (the host rank transport standing in
+// for NCCL): the parent makes the id, fork() gives each rank a process of its own with its
+// own host runtime and container; each child checks what it serves through runs (EXPECT_*
+// in the child fail its exit code) and the parent collects every exit status within a
+// bound. No sleeps synchronise anything: the ranks meet through the group itself, and a
+// rank is killed (or stopped) by a test hook inside its own update.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "common/test_support.h"
+#include "core/test_hooks.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using wharf_test::St;
+
+const char* const kNames[] = {"embed", "layers.0.w", "layers.1.w", "offloaded.w"};
+const std::vector<int64_t> kShapes[] = {{64, 32}, {32, 32}, {32, 32}, {16, 8}};
+constexpr size_t kNumConstants = 4;
+
+uint64_t elements(size_t i) {
+  uint64_t n = 1;
+  for (int64_t d : kShapes[i]) n *= uint64_t(d);
+  return n;
+}
+
+// Bytes of the device-placed constants (host-placed ones are pinned memory, outside a limit).
+uint64_t device_bytes() {
+  uint64_t b = 0;
+  for (size_t i = 0; i < 3; ++i) b += elements(i) * 4;
+  return b;
+}
+
+wharf_runtime* host_runtime(uint64_t limit = 0) {
+  return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20});
+}
+
+// The model every rank declares; `change` 1 gives constant 1 another shape, 6 makes it derived.
+wharf_container* declare(wharf_runtime* rt, const std::string& name, int change = 0) {
+  static const int64_t other_shape[] = {32, 16};
+  std::vector<wharf_constant_decl> decls;
+  for (size_t i = 0; i < kNumConstants; ++i) {
+    wharf_constant_decl d;
+    std::memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.fqn = kNames[i];
+    d.dtype = WHARF_DTYPE_F32;
+    d.ndim = int32_t(kShapes[i].size());
+    d.shape = kShapes[i].data();
+    d.placement = i == 3 ? WHARF_PLACEMENT_HOST : WHARF_PLACEMENT_DEVICE;
+    if (i == 1 && change == 1) d.shape = other_shape;
+    if (i == 1 && change == 6) d.flags = WHARF_CONSTANT_DERIVED;
+    decls.push_back(d);
+  }
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = name.c_str();
+  o.constants = decls.data();
+  o.num_constants = decls.size();
+  wharf_container* c = nullptr;
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return c;
+}
+
+// Constant i of version v holds v * 100 + i in every element (pageable host memory).
+struct Weights {
+  std::vector<std::vector<float>> data;
+  wharf_constant_map* map = nullptr;
+  explicit Weights(float v, std::vector<size_t> which = {0, 1, 2, 3}) {
+    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
+    for (size_t i : which) {
+      data.emplace_back(elements(i), v * 100 + float(i));
+      wharf_tensor_view t{sizeof(wharf_tensor_view),
+                          0,
+                          data.back().data(),
+                          WHARF_DTYPE_F32,
+                          WHARF_DEVICE_CPU,
+                          0,
+                          int32_t(kShapes[i].size()),
+                          kShapes[i].data(),
+                          nullptr};
+      St st(wharf_constant_map_set(map, kNames[i], &t));
+      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    }
+  }
+  ~Weights() { wharf_constant_map_free(map); }
+  Weights(const Weights&) = delete;
+};
+
+// Every element of constant i in `run`; -1 when they disagree (a torn constant).
+float read_whole(wharf_run* run, size_t i) {
+  wharf_tensor_view v{};
+  St st(wharf_run_get_tensor(run, kNames[i], &v));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  if (st.code() != WHARF_OK) return -2;
+  const float* p = static_cast<const float*>(v.data);
+  for (uint64_t k = 1; k < elements(i); ++k)
+    if (p[k] != p[0]) return -1;
+  return p[0];
+}
+
+// The version every constant of `run` holds, or -1 for a mix.
+float version_of(wharf_run* run) {
+  const float v = read_whole(run, 0) / 100;
+  for (size_t i = 1; i < kNumConstants; ++i)
+    if ((read_whole(run, i) - float(i)) / 100 != v) return -1;
+  return v;
+}
+
+// What a run begun now serves.
+float version_now(wharf_container* c) {
+  wharf_run* run = nullptr;
+  St st(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  if (!run) return -3;
+  const float v = version_of(run);
+  EXPECT_EQ(wharf_run_end(run), nullptr);
+  return v;
+}
+
+uint64_t constants_bytes(wharf_runtime* rt) {
+  wharf_memory_stats m;
+  std::memset(&m, 0, sizeof m);
+  m.struct_size = sizeof m;
+  EXPECT_EQ(wharf_runtime_get_memory_stats(rt, &m), nullptr);
+  return m.current[WHARF_MEM_CONSTANTS];
+}
+
+wharf_replica_group_id new_id() {
+  wharf_runtime* rt = host_runtime();
+  wharf_replica_group_id id;
+  std::memset(&id, 0, sizeof id);
+  EXPECT_EQ(wharf_replica_group_get_unique_id(rt, &id), nullptr);
+  wharf_runtime_free(rt);
+  return id;
+}
+
+wharf_replica_group_rank_options options(uint32_t timeout_ms) {
+  wharf_replica_group_rank_options o;
+  wharf_replica_group_rank_options_init(&o);
+  o.timeout_ms = timeout_ms;
+  return o;
+}
+
+// One rank's process: its runtime and container, loaded with version 1 on its own (before
+// it joins, as a serving process would be), and its group.
+struct Rank {
+  wharf_runtime* rt = nullptr;
+  wharf_container* c = nullptr;
+  wharf_replica_group* g = nullptr;
+  Rank(uint32_t r, uint64_t limit = 0, int change = 0) {
+    rt = host_runtime(limit);
+    c = declare(rt, "rank" + std::to_string(r), change);
+    if (change) return;  // declared unlike the others: it never joins, nothing to load
+    Weights w(1);
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    o.require_full = 1;
+    EXPECT_OK(wharf_container_update(c, w.map, &o));
+    EXPECT_OK(wharf_container_swap(c));
+    EXPECT_OK(wharf_container_free_inactive(c));
+  }
+  ~Rank() {
+    wharf_replica_group_free(g);
+    wharf_container_free(c);
+    wharf_runtime_free(rt);
+  }
+  Rank(const Rank&) = delete;
+  wharf_status* join(const wharf_replica_group_id& id, uint32_t r, uint32_t n, uint32_t timeout_ms = 20000) {
+    const wharf_replica_group_rank_options o = options(timeout_ms);
+    return wharf_replica_group_create_rank(c, &id, r, n, &o, &g);
+  }
+};
+
+// Runs `body(rank)` in one forked process per rank; each exits 0 unless an EXPECT/ASSERT
+// failed in it. Returns the wait statuses; a process still running after `limit` (a hang:
+// the bug these tests look for) is killed and reported. `victim` (if < n) is a rank the
+// test expects to die or stop: it is killed once every other rank has exited.
+std::vector<int> run_ranks(uint32_t n, const std::function<void(uint32_t)>& body, uint32_t victim = UINT32_MAX,
+                           std::chrono::seconds limit = std::chrono::seconds(90)) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids(n, -1);
+  for (uint32_t r = 0; r < n; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      body(r);
+      const bool failed = ::testing::Test::HasFailure();
+      std::fflush(stdout);
+      std::fflush(stderr);
+      ::_exit(failed ? 1 : 0);
+    }
+    EXPECT_GT(pid, 0) << "fork failed: " << std::strerror(errno);
+    pids[r] = pid;
+  }
+  std::vector<int> status(n, -1);
+  std::vector<bool> done(n, false);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  uint32_t left = n;
+  bool victim_killed = false;
+  while (left > 0) {
+    bool progressed = false;
+    for (uint32_t r = 0; r < n; ++r) {
+      if (done[r] || pids[r] <= 0) {
+        if (!done[r]) {
+          done[r] = true;
+          --left;
+        }
+        continue;
+      }
+      int st = 0;
+      const pid_t got = ::waitpid(pids[r], &st, WNOHANG);
+      if (got == pids[r]) {
+        status[r] = st;
+        done[r] = true;
+        --left;
+        progressed = true;
+      }
+    }
+    // Every rank but the victim has exited: the victim (stopped, or dying) goes now.
+    if (victim < n && !victim_killed && left == 1 && !done[victim]) {
+      ::kill(pids[victim], SIGKILL);
+      victim_killed = true;
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      for (uint32_t r = 0; r < n; ++r)
+        if (!done[r]) {
+          ADD_FAILURE() << "rank " << r << " did not exit within " << limit.count() << " s (a hang): killed";
+          ::kill(pids[r], SIGKILL);
+          ::waitpid(pids[r], &status[r], 0);
+          done[r] = true;
+        }
+      break;
+    }
+    // Bounded polling of the children's exit (not synchronisation between the ranks).
+    if (!progressed && left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return status;
+}
+
+void expect_clean_exits(const std::vector<int>& status, uint32_t victim = UINT32_MAX) {
+  for (size_t r = 0; r < status.size(); ++r) {
+    if (r == victim) {
+      EXPECT_TRUE(WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == SIGKILL)
+          << "rank " << r << " should have been killed; status " << status[r];
+      continue;
+    }
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
+        << "rank " << r << " failed (its own output above says why); status " << status[r];
+  }
+}
+
+wharf_replica_group_stats stats_of(const wharf_replica_group* g) {
+  wharf_replica_group_stats s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  EXPECT_OK(wharf_replica_group_get_stats(g, &s));
+  return s;
+}
+
+class RankGroupN : public ::testing::TestWithParam<uint32_t> {};
+INSTANTIATE_TEST_SUITE_P(Ranks, RankGroupN, ::testing::Values(2u, 3u, 4u),
+                         [](const auto& info) { return "N" + std::to_string(info.param); });
+
+TEST_P(RankGroupN, UpdateFromRankZeroReachesEveryRankAndSwapsTogether) {
+  const uint32_t n = GetParam();
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+    Rank R(r);
+    ASSERT_OK(R.join(id, r, n));
+    EXPECT_EQ(wharf_replica_group_num_replicas(R.g), n);
+    EXPECT_EQ(version_now(R.c), 1) << "serves the old weights before the update";
+    wharf_run* before = nullptr;
+    ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &before));
+    const uint64_t gen = wharf_container_generation(R.c);
+    {
+      Weights w(2);
+      ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+    }
+    EXPECT_EQ(version_of(before), 1) << "a run begun before the swap keeps its generation";
+    EXPECT_OK(wharf_run_end(before));
+    EXPECT_EQ(version_now(R.c), 2) << "rank " << r << " serves the new weights after the update";
+    EXPECT_EQ(wharf_container_generation(R.c), gen + 1);
+    EXPECT_EQ(wharf_container_has_staged(R.c), 0);
+    // A partial update next: only constant 1 moves, everywhere.
+    {
+      Weights w(3, {1});
+      ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+    }
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200);
+    EXPECT_EQ(read_whole(run, 1), 301);
+    EXPECT_OK(wharf_run_end(run));
+    const wharf_replica_group_stats s = stats_of(R.g);
+    EXPECT_EQ(s.num_replicas, n);
+    EXPECT_EQ(s.num_updates, 2u);
+    EXPECT_EQ(s.num_swaps, 2u);
+    if (r == 0) {
+      uint64_t all = 0;
+      for (size_t i = 0; i < kNumConstants; ++i) all += elements(i) * 4;
+      EXPECT_EQ(s.source_bytes, all + elements(1) * 4) << "the sources were read once";
+    }
+  }));
+}
+
+TEST_P(RankGroupN, ARankShortOfMemoryFailsTheUpdateOnEveryRankWithNothingChanged) {
+  const uint32_t n = GetParam();
+  for (uint32_t shorted : {n - 1, 0u}) {
+    SCOPED_TRACE("short rank " + std::to_string(shorted));
+    const wharf_replica_group_id id = new_id();
+    expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+      // Room for one generation and one more constant 1, not a full second generation.
+      Rank R(r, r == shorted ? device_bytes() + elements(1) * 4 : 0);
+      ASSERT_OK(R.join(id, r, n));
+      const uint64_t gen = wharf_container_generation(R.c);
+      const uint64_t bytes = constants_bytes(R.rt);
+      {
+        Weights w(2);
+        St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+        EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
+        EXPECT_NE(st.msg().find("rank " + std::to_string(shorted)), std::string::npos) << st.msg();
+      }
+      EXPECT_EQ(version_now(R.c), 1) << "nothing changed on rank " << r;
+      EXPECT_EQ(wharf_container_generation(R.c), gen);
+      EXPECT_EQ(wharf_container_has_staged(R.c), 0);
+      EXPECT_EQ(constants_bytes(R.rt), bytes) << "the fresh slots were dropped";
+      EXPECT_EQ(stats_of(R.g).num_updates, 0u);
+      // The group is not wedged: an update that fits goes through everywhere.
+      Weights w3(3, {1});
+      ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w3.map : nullptr, nullptr));
+      wharf_run* run = nullptr;
+      ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &run));
+      EXPECT_EQ(read_whole(run, 1), 301);
+      EXPECT_EQ(read_whole(run, 2), 102);
+      EXPECT_OK(wharf_run_end(run));
+    }));
+    if (n == 1) break;
+  }
+}
+
+TEST_P(RankGroupN, ARankKilledMidUpdateFailsTheSurvivorsNamingItAndTheyKeepTheOldWeights) {
+  const uint32_t n = GetParam();
+  for (uint32_t victim : {n - 1, 0u}) {
+    SCOPED_TRACE("victim rank " + std::to_string(victim));
+    const wharf_replica_group_id id = new_id();
+    expect_clean_exits(run_ranks(
+                           n,
+                           [&](uint32_t r) {
+                             Rank R(r);
+                             ASSERT_OK(R.join(id, r, n));
+                             const uint64_t gen = wharf_container_generation(R.c);
+                             // The victim dies inside its update: rank 0 after sending its
+                             // first constant, another rank after receiving its first.
+                             const char* point = r == 0 ? "replica.rank.sent" : "replica.rank.received";
+                             wharf::ScopedTestHook hook([&](const char* p) {
+                               if (r == victim && std::strcmp(p, point) == 0) ::raise(SIGKILL);
+                             });
+                             Weights w(2);
+                             const auto t0 = std::chrono::steady_clock::now();
+                             St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+                             const auto took = std::chrono::steady_clock::now() - t0;
+                             EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
+                             EXPECT_NE(st.msg().find("rank " + std::to_string(victim)), std::string::npos) << st.msg();
+                             EXPECT_LT(took, std::chrono::seconds(10))
+                                 << "a dead peer is seen at once, not at the timeout";
+                             EXPECT_EQ(version_now(R.c), 1) << "rank " << r << " still serves the old weights";
+                             EXPECT_EQ(wharf_container_generation(R.c), gen);
+                             EXPECT_EQ(wharf_container_has_staged(R.c), 0);
+                             // The group is aborted; the container keeps serving.
+                             St again(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+                             EXPECT_EQ(again.code(), WHARF_FAILED_PRECONDITION) << again.msg();
+                             EXPECT_EQ(version_now(R.c), 1);
+                           },
+                           victim),
+                       victim);
+  }
+}
+
+TEST(RankGroup, AStoppedRankFailsTheSurvivorsWithinTheTimeoutNamingIt) {
+  const uint32_t n = 3, victim = 2;
+  const uint32_t timeout_ms = 1500;
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(
+                         n,
+                         [&](uint32_t r) {
+                           Rank R(r);
+                           ASSERT_OK(R.join(id, r, n, timeout_ms));
+                           wharf::ScopedTestHook hook([&](const char* p) {
+                             if (r == victim && std::strcmp(p, "replica.rank.before_vote") == 0) ::raise(SIGSTOP);
+                           });
+                           Weights w(2);
+                           const auto t0 = std::chrono::steady_clock::now();
+                           St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+                           const auto took = std::chrono::steady_clock::now() - t0;
+                           EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
+                           EXPECT_NE(st.msg().find("rank 2"), std::string::npos) << st.msg();
+                           EXPECT_GE(took, std::chrono::milliseconds(timeout_ms)) << "rank 0 waited the timeout";
+                           EXPECT_LT(took, std::chrono::milliseconds(2 * timeout_ms + 5000)) << "bounded";
+                           EXPECT_EQ(version_now(R.c), 1);
+                         },
+                         victim),
+                     victim);
+}
+
+TEST(RankGroup, ArgumentErrorsOfOneRankFailEveryRankNamingIt) {
+  const uint32_t n = 2;
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+    Rank R(r);
+    ASSERT_OK(R.join(id, r, n));
+    Weights w(2);
+    // Rank 1 passes a map (only rank 0 may): it fails with INVALID_ARGUMENT, and so does
+    // rank 0, naming rank 1; nothing changes and the group stays usable.
+    St st(wharf_replica_group_update_ranks(R.g, w.map, nullptr));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_NE(st.msg().find("rank 1"), std::string::npos) << st.msg();
+    EXPECT_EQ(version_now(R.c), 1);
+    // Rank 0 passes no map: every rank fails with rank 0's error.
+    St none(wharf_replica_group_update_ranks(R.g, nullptr, nullptr));
+    EXPECT_EQ(none.code(), WHARF_INVALID_ARGUMENT) << none.msg();
+    EXPECT_NE(none.msg().find("map is NULL on rank 0"), std::string::npos) << none.msg();
+    // A map rank 0 refuses (an unknown constant): every rank fails with its code.
+    wharf_constant_map* bad = nullptr;
+    ASSERT_EQ(wharf_constant_map_create(&bad), nullptr);
+    std::vector<float> x(4, 1.0f);
+    const int64_t shape[] = {4};
+    wharf_tensor_view t{
+        sizeof(wharf_tensor_view), 0, x.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, shape, nullptr};
+    ASSERT_OK(wharf_constant_map_set(bad, "no.such.constant", &t));
+    St refused(wharf_replica_group_update_ranks(R.g, r == 0 ? bad : nullptr, nullptr));
+    wharf_constant_map_free(bad);
+    EXPECT_NE(refused.code(), WHARF_OK);
+    EXPECT_NE(refused.msg().find("no.such.constant"), std::string::npos) << refused.msg();
+    EXPECT_EQ(version_now(R.c), 1);
+    ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+    EXPECT_EQ(version_now(R.c), 2);
+  }));
+}
+
+TEST(RankGroup, MismatchedDeclarationsFailEveryRankNamingTheRank) {
+  const uint32_t n = 3;
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+    Rank R(r, 0, r == 2 ? 1 : 0);
+    St st(R.join(id, r, n));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_NE(st.msg().find("rank 2"), std::string::npos) << st.msg();
+    EXPECT_EQ(R.g, nullptr);
+    // The container left no group behind: its own update works.
+    Weights w(2, {0});
+    EXPECT_OK(wharf_container_update(R.c, w.map, nullptr));
+  }));
+}
+
+// In one process: a group of one rank, and the checks that need no peer.
+TEST(RankGroup, ArgumentErrorTable) {
+  wharf_runtime* rt = host_runtime();
+  const wharf_replica_group_id id = new_id();
+  wharf_replica_group_id zero;
+  std::memset(&zero, 0, sizeof zero);
+  wharf_replica_group* g = nullptr;
+  wharf_container* c = declare(rt, "solo");
+  wharf_container* derived = declare(rt, "derived", 6);
+  wharf_replica_group_rank_options small;
+  std::memset(&small, 0, sizeof small);
+  small.struct_size = 2;
+  wharf_replica_group_id out_id;
+  struct Case {
+    const char* what;
+    std::function<wharf_status*()> call;
+    wharf_code code;
+  };
+  const Case cases[] = {
+      {"get_unique_id runtime NULL", [&] { return wharf_replica_group_get_unique_id(nullptr, &out_id); },
+       WHARF_INVALID_ARGUMENT},
+      {"get_unique_id out NULL", [&] { return wharf_replica_group_get_unique_id(rt, nullptr); },
+       WHARF_INVALID_ARGUMENT},
+      {"out NULL", [&] { return wharf_replica_group_create_rank(c, &id, 0, 1, nullptr, nullptr); },
+       WHARF_INVALID_ARGUMENT},
+      {"container NULL", [&] { return wharf_replica_group_create_rank(nullptr, &id, 0, 1, nullptr, &g); },
+       WHARF_INVALID_ARGUMENT},
+      {"id NULL", [&] { return wharf_replica_group_create_rank(c, nullptr, 0, 1, nullptr, &g); },
+       WHARF_INVALID_ARGUMENT},
+      {"size 0", [&] { return wharf_replica_group_create_rank(c, &id, 0, 0, nullptr, &g); }, WHARF_INVALID_ARGUMENT},
+      {"rank >= size", [&] { return wharf_replica_group_create_rank(c, &id, 2, 2, nullptr, &g); },
+       WHARF_INVALID_ARGUMENT},
+      {"an id not made by get_unique_id", [&] { return wharf_replica_group_create_rank(c, &zero, 0, 1, nullptr, &g); },
+       WHARF_INVALID_ARGUMENT},
+      {"options struct_size too small", [&] { return wharf_replica_group_create_rank(c, &id, 0, 1, &small, &g); },
+       WHARF_INVALID_ARGUMENT},
+      {"derived constants", [&] { return wharf_replica_group_create_rank(derived, &id, 0, 1, nullptr, &g); },
+       WHARF_UNSUPPORTED},
+      {"update_ranks group NULL", [&] { return wharf_replica_group_update_ranks(nullptr, nullptr, nullptr); },
+       WHARF_INVALID_ARGUMENT},
+  };
+  for (const Case& k : cases) {
+    St st(k.call());
+    EXPECT_EQ(st.code(), k.code) << k.what << ": " << st.msg();
+    EXPECT_EQ(g, nullptr) << k.what;
+  }
+  // Nothing was joined: the container is free to update on its own.
+  {
+    Weights w(1);
+    ASSERT_OK(wharf_container_update(c, w.map, nullptr));
+    ASSERT_OK(wharf_container_swap(c));
+  }
+
+  // A group of one rank forms without peers and updates like a container.
+  ASSERT_OK(wharf_replica_group_create_rank(c, &id, 0, 1, nullptr, &g));
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(wharf_replica_group_num_replicas(g), 1u);
+  wharf_replica_group* twice = nullptr;
+  const wharf_replica_group_id id2 = new_id();
+  St in_group(wharf_replica_group_create_rank(c, &id2, 0, 1, nullptr, &twice));
+  EXPECT_EQ(in_group.code(), WHARF_FAILED_PRECONDITION) << in_group.msg();
+  Weights w2(2);
+  St own(wharf_container_update(c, w2.map, nullptr));
+  EXPECT_EQ(own.code(), WHARF_FAILED_PRECONDITION) << "members are written only through the group: " << own.msg();
+  St old_update(wharf_replica_group_update(g, w2.map, nullptr));
+  EXPECT_EQ(old_update.code(), WHARF_FAILED_PRECONDITION) << old_update.msg();
+  St old_swap(wharf_replica_group_swap(g));
+  EXPECT_EQ(old_swap.code(), WHARF_FAILED_PRECONDITION) << old_swap.msg();
+  wharf_update_options in_place;
+  wharf_update_options_init(&in_place);
+  in_place.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  St ip(wharf_replica_group_update_ranks(g, w2.map, &in_place));
+  EXPECT_EQ(ip.code(), WHARF_UNSUPPORTED) << ip.msg();
+  St no_map(wharf_replica_group_update_ranks(g, nullptr, nullptr));
+  EXPECT_EQ(no_map.code(), WHARF_INVALID_ARGUMENT) << no_map.msg();
+  EXPECT_EQ(version_now(c), 1);
+  ASSERT_OK(wharf_replica_group_update_ranks(g, w2.map, nullptr));
+  EXPECT_EQ(version_now(c), 2);
+  EXPECT_OK(wharf_replica_group_free_inactive(g));
+  wharf_replica_group_free(g);
+  g = nullptr;
+
+  // Rank 0 of two with nobody joining: IO_ERROR within the timeout, naming the missing rank.
+  const wharf_replica_group_id id3 = new_id();
+  const wharf_replica_group_rank_options quick = options(300);
+  const auto t0 = std::chrono::steady_clock::now();
+  St alone(wharf_replica_group_create_rank(c, &id3, 0, 2, &quick, &g));
+  EXPECT_EQ(alone.code(), WHARF_IO_ERROR) << alone.msg();
+  EXPECT_NE(alone.msg().find("rank(s) 1 of 2"), std::string::npos) << alone.msg();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(g, nullptr);
+  // And a peer whose rank 0 never comes says so.
+  St peer(wharf_replica_group_create_rank(c, &id3, 1, 2, &quick, &g));
+  EXPECT_EQ(peer.code(), WHARF_IO_ERROR) << peer.msg();
+  EXPECT_NE(peer.msg().find("rank 0 was not reachable"), std::string::npos) << peer.msg();
+  EXPECT_EQ(g, nullptr);
+  // The failed attempts left the container free.
+  EXPECT_OK(wharf_container_update(c, w2.map, nullptr));
+
+  wharf_container_free(derived);
+  wharf_container_free(c);
+  wharf_runtime_free(rt);
+}
+
+}  // namespace
