@@ -1841,12 +1841,13 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_get_stats(const whar
 /* --- replica groups across processes: one rank per process, formed from a distributed id --- */
 
 /**
- * The id a group spanning processes is formed from: opaque, 128 bytes (as NCCL's
- * ncclUniqueId), plain data the caller copies to every rank through its own control plane
- * (Wharf runs no rendezvous service). One id forms one group. Since 0.3 (experimental).
+ * The id a group spanning processes is formed from: opaque, 256 bytes (room for NCCL's
+ * 128-byte ncclUniqueId and a tag saying which transport made it), plain data the caller
+ * copies to every rank through its own control plane (Wharf runs no rendezvous service).
+ * One id forms one group. Since 0.3 (experimental).
  */
 typedef struct wharf_replica_group_id {
-  unsigned char internal[128];
+  unsigned char internal[256];
 } wharf_replica_group_id;
 
 /**
@@ -1854,10 +1855,12 @@ typedef struct wharf_replica_group_id {
  * usually rank 0's, and send the bytes to the others). On the host backend the id names an
  * abstract Unix-domain socket (Linux) that rank 0 listens on while the group forms: the
  * host transport, a test stand-in for NCCL between processes of one host (a star through
- * rank 0 over sockets, not for production traffic). Nothing is created until rank 0 calls
- * wharf_replica_group_create_rank. Errors: WHARF_INVALID_ARGUMENT (NULL),
- * WHARF_UNSUPPORTED (CUDA: the NCCL transport, ncclGetUniqueId/ncclCommInitRank, is not built
- * yet). Thread-safe. Since 0.3 (experimental).
+ * rank 0 over sockets, not for production traffic); nothing is created until rank 0 calls
+ * wharf_replica_group_create_rank. On the CUDA backend it carries an ncclUniqueId
+ * (ncclGetUniqueId; NCCL is opened at run time as for wharf_replica_group_create, and needs
+ * 2.14 or later here). Errors: WHARF_INVALID_ARGUMENT (NULL), WHARF_UNSUPPORTED (CUDA: NCCL
+ * cannot be loaded or is too old, with the reason), WHARF_DEVICE_ERROR (ncclGetUniqueId).
+ * Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_get_unique_id(wharf_runtime* runtime,
                                                                           wharf_replica_group_id* out);
@@ -1888,12 +1891,15 @@ WHARF_API void wharf_replica_group_rank_options_init_sized(wharf_replica_group_r
  * Errors (nothing changes on error; where another rank is at fault, it is named, and every
  * connected rank fails too): WHARF_INVALID_ARGUMENT (NULL, size 0, rank >= size, an id not
  * made for this backend, sizes that differ between ranks, a rank given twice, declarations
- * unlike rank 0's), WHARF_UNSUPPORTED (CUDA runtimes: not built yet; derived constants; a
- * weight store member), WHARF_FAILED_PRECONDITION (the container is in a group already, or
+ * unlike rank 0's; on CUDA every rank fails and NCCL cannot say which rank differs),
+ * WHARF_UNSUPPORTED (derived constants; a weight store member; CUDA without a usable NCCL), WHARF_FAILED_PRECONDITION (the container is in a group already, or
  * has an update staged and not swapped), WHARF_BUSY (the container is being updated),
  * WHARF_ALREADY_EXISTS (rank 0: the id is in use by another group), WHARF_IO_ERROR (a rank
  * did not join within the timeout: rank 0 names the missing ranks; the others say rank 0
- * was not reachable). Since 0.3 (experimental).
+ * was not reachable; on CUDA the NCCL communicator is aborted), WHARF_DEVICE_ERROR (NCCL).
+ * On CUDA each rank uses one NCCL communicator (ncclCommInitRankConfig, non-blocking, polled
+ * against the timeout) on its runtime's device and stream; NVLink multicast stays off.
+ * Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create_rank(
     wharf_container* container, const wharf_replica_group_id* id, uint32_t rank, uint32_t size,
@@ -1920,7 +1926,8 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create_rank(
  *   returns WHARF_IO_ERROR naming the rank (rank 0 relays the name to the others), drops its
  *   fresh slots and keeps serving its current generation; the group is aborted (later calls
  *   return WHARF_FAILED_PRECONDITION; free it and form a new group). A survivor whose own
- *   connection to rank 0 fails names rank 0.
+ *   connection to rank 0 fails names rank 0. On CUDA the same holds, except that NCCL does
+ *   not say which peer failed: the message says a peer rank failed or stopped.
  * - the one window of any two-phase commit: a rank whose connection fails after every rank
  *   voted OK but before it received the decision keeps its old generation and returns
  *   WHARF_IO_ERROR naming rank 0, while the ranks that received the decision publish.

@@ -71,13 +71,12 @@ extern "C" {
 WHARF_API wharf_status* wharf_replica_group_get_unique_id(wharf_runtime* runtime, wharf_replica_group_id* out) {
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(runtime && out, "wharf_replica_group_get_unique_id: runtime and out must not be NULL");
-    if (runtime->rt->backend() != Backend::kHost)
-      return Unsupported(std::string("wharf_replica_group_get_unique_id: groups across processes on the ") +
-                         backend_name(runtime->rt->backend()) +
-                         " backend need the NCCL rank transport (ncclGetUniqueId), which is not built yet");
     static_assert(sizeof(out->internal) == kRankIdBytes, "the C id and RankId have one size");
     RankId id;
-    WHARF_RETURN_IF_ERROR(make_host_rank_id(&id));
+    if (runtime->rt->backend() == Backend::kHost)
+      WHARF_RETURN_IF_ERROR(make_host_rank_id(&id));
+    else
+      WHARF_RETURN_IF_ERROR(make_nccl_rank_id(&id).with_context("wharf_replica_group_get_unique_id"));
     std::memcpy(out->internal, id.bytes, sizeof id.bytes);
     return Status::Ok();
   });

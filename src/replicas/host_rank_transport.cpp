@@ -137,8 +137,8 @@ Status socket_address(const RankId& id, sockaddr_un* addr, socklen_t* len) {
   if (!is_host_rank_id(id))
     return InvalidArgument("replica group id: not made by wharf_replica_group_get_unique_id on a host runtime");
   const char* name = reinterpret_cast<const char*>(id.bytes) + sizeof kMagic;
-  const size_t n = strnlen(name, kRankIdBytes - sizeof kMagic);
-  if (n == 0 || n == kRankIdBytes - sizeof kMagic || n + 1 > sizeof addr->sun_path)
+  const size_t n = strnlen(name, kRankIdNcclOffset - sizeof kMagic);
+  if (n == 0 || n == kRankIdNcclOffset - sizeof kMagic || n + 1 > sizeof addr->sun_path)
     return InvalidArgument("replica group id: its socket name is empty or not terminated (a corrupted id)");
   std::memset(addr, 0, sizeof *addr);
   addr->sun_family = AF_UNIX;

@@ -18,43 +18,9 @@
 #include "core/sync.h"
 #include "core/text.h"
 #include "replicas/broadcaster.h"
+#include "replicas/nccl_api.h"
 
 namespace wharf {
-
-namespace nccl {
-using Result = int;           // ncclResult_t
-using Comm = struct Opaque*;  // ncclComm_t
-constexpr Result kSuccess = 0;
-constexpr Result kInProgress = 7;
-constexpr int kInt8 = 0;  // ncclInt8 (bytes)
-}  // namespace nccl
-
-struct NcclApi {
-  void* handle = nullptr;
-  std::string path;
-  nccl::Result (*GetVersion)(int*) = nullptr;
-  nccl::Result (*CommInitAll)(nccl::Comm*, int, const int*) = nullptr;
-  nccl::Result (*CommDestroy)(nccl::Comm) = nullptr;
-  nccl::Result (*CommAbort)(nccl::Comm) = nullptr;
-  nccl::Result (*CommGetAsyncError)(nccl::Comm, nccl::Result*) = nullptr;
-  nccl::Result (*GroupStart)() = nullptr;
-  nccl::Result (*GroupEnd)() = nullptr;
-  nccl::Result (*Broadcast)(const void*, void*, size_t, int, int, nccl::Comm, void*) = nullptr;
-  const char* (*GetErrorString)(nccl::Result) = nullptr;
-
-  ~NcclApi() {
-    // Kept open for the process's life when it is the process's copy (nccl_api()): NCCL's
-    // own threads and atexit handlers must not outlive its code. Copies opened by
-    // open_nccl for a check are closed.
-    if (handle && close_on_destroy) dlclose(handle);
-  }
-  bool close_on_destroy = true;
-
-  std::string error(nccl::Result r) const {
-    return std::string(GetErrorString ? GetErrorString(r) : "unknown NCCL error") + " (ncclResult_t " +
-           std::to_string(r) + ")";
-  }
-};
 
 std::string nccl_library_path() {
   const char* env = std::getenv("WHARF_NCCL_LIBRARY");
@@ -94,6 +60,14 @@ Status open_nccl(const std::string& path, std::shared_ptr<const NcclApi>* out, i
   WHARF_RETURN_IF_ERROR(resolve("ncclGroupEnd", &api->GroupEnd));
   WHARF_RETURN_IF_ERROR(resolve("ncclBroadcast", &api->Broadcast));
   WHARF_RETURN_IF_ERROR(resolve("ncclGetErrorString", &api->GetErrorString));
+  // Groups across processes (nccl_rank_transport.cpp) need these too; a library without
+  // them (before NCCL 2.14) still serves groups of one process.
+  auto optional = [&](const char* name, auto* fn) {
+    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(api->handle, name));
+  };
+  optional("ncclGetUniqueId", &api->GetUniqueId);
+  optional("ncclCommInitRankConfig", &api->CommInitRankConfig);
+  optional("ncclAllReduce", &api->AllReduce);
   int v = 0;
   nccl::Result r = api->GetVersion(&v);
   if (r != nccl::kSuccess)

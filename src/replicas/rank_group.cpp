@@ -85,12 +85,10 @@ Status RankGroup::create(std::shared_ptr<Container> container, const RankId& id,
                            std::to_string(size));
   Container& c = *container;
   const std::string who = "replica group rank " + std::to_string(rank) + " (container " + quote_name(c.name()) + ")";
-  if (c.runtime().backend() != Backend::kHost)
-    return Unsupported(who + ": groups across processes on the " + backend_name(c.runtime().backend()) +
-                       " backend need the NCCL rank transport (ncclCommInitRank), which is not built yet; use a "
-                       "group of one process (wharf_replica_group_create) there");
-  if (!is_host_rank_id(id))
-    return InvalidArgument(who + ": the id was not made by wharf_replica_group_get_unique_id for the host backend");
+  const bool cuda = c.runtime().backend() != Backend::kHost;
+  if (cuda ? !is_nccl_rank_id(id) : !is_host_rank_id(id))
+    return InvalidArgument(who + ": the id was not made by wharf_replica_group_get_unique_id for the " +
+                           backend_name(c.runtime().backend()) + " backend");
   if (c.has_derived())
     return Unsupported(who + " declares derived constants; replica groups do not run fold callbacks yet");
   if (c.store()) return Unsupported(who + " belongs to a weight store; store members cannot be grouped yet");
@@ -107,8 +105,10 @@ Status RankGroup::create(std::shared_ptr<Container> container, const RankId& id,
   WHARF_RETURN_IF_ERROR(
       g->members_.admit([&](size_t) { return who + " is being updated; retry when it returns"; }, &admitted));
   WHARF_RETURN_IF_ERROR(g->members_.join_group(g.get(), [&](size_t) { return who; }));
-  Status st = make_host_rank_transport(id, rank, size, fingerprint(*g->container_),
-                                       RankClock::now() + (rank == 0 ? timeout : 2 * timeout), &g->transport_);
+  const auto deadline = RankClock::now() + (rank == 0 ? timeout : 2 * timeout);
+  Status st = cuda ? make_nccl_rank_transport(id, g->container_->runtime_ptr(), rank, size, fingerprint(*g->container_),
+                                              deadline, &g->transport_)
+                   : make_host_rank_transport(id, rank, size, fingerprint(*g->container_), deadline, &g->transport_);
   if (!st.ok()) {
     g->members_.leave_group(g.get());
     return st.with_context(who);

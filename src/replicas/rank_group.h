@@ -44,8 +44,8 @@ class RankGroup {
   // Forms rank `rank` of a group of `size` processes from `id` (every rank passes the same id
   // and size). Blocks until every rank joined or `timeout` passed. Errors: INVALID_ARGUMENT
   // (size 0, rank >= size, an id not made for this backend, mismatched sizes/declarations or
-  // a rank given twice: the rank named), UNSUPPORTED (CUDA: the NCCL transport is not built
-  // yet; derived constants; a weight store member), FAILED_PRECONDITION (the container is in
+  // a rank given twice: the rank named where the transport can), UNSUPPORTED (CUDA without
+  // a usable NCCL; derived constants; a weight store member), FAILED_PRECONDITION (the container is in
   // a group already or has an update staged), BUSY (the container is being updated),
   // ALREADY_EXISTS (rank 0: the id is in use), IO_ERROR (a rank missing at the timeout).
   static Status create(std::shared_ptr<Container> container, const RankId& id, uint32_t rank, uint32_t size,

@@ -14,7 +14,11 @@
 //   is seen at once (EOF / EPIPE). When rank 0 sees a peer fail it tells the others which
 //   rank it was (an abort frame) before it closes, so every survivor names the same rank.
 //   Not for production traffic: one socket per peer through rank 0, no pipelining.
-// - NCCL (ncclCommInitRank from an ncclUniqueId): not built yet (UNSUPPORTED on CUDA).
+// - NCCL (nccl_rank_transport.cpp, CUDA builds): one communicator per rank from
+//   ncclCommInitRankConfig (non-blocking), ncclBroadcast from rank 0 and an ncclAllReduce
+//   (ncclMin) for the vote on the runtime's stream, every wait polled against the deadline
+//   with ncclCommGetAsyncError, ncclCommAbort on a timeout or an error. NCCL does not say
+//   which peer failed: its errors name the communicator, not the rank.
 //
 // Threads: one group call at a time uses a transport (the group serialises them).
 #pragma once
@@ -28,7 +32,10 @@
 
 namespace wharf {
 
-constexpr size_t kRankIdBytes = 128;
+// Bytes 0-7: which transport made it (a magic); the host transport's socket name follows
+// (bytes 8-127); the NCCL transport's ncclUniqueId is bytes 128-255.
+constexpr size_t kRankIdBytes = 256;
+constexpr size_t kRankIdNcclOffset = 128;
 struct RankId {
   unsigned char bytes[kRankIdBytes];
 };
@@ -69,6 +76,21 @@ class RankTransport {
 // (rank 0: the id's socket is in use), IO_ERROR (a rank missing at `deadline`, a peer that
 // closed), INVALID_ARGUMENT (on every rank: a rank given twice, sizes that differ,
 // declarations unlike rank 0's; the rank named).
+// A fresh NCCL id (ncclGetUniqueId) for ranks on CUDA runtimes; UNSUPPORTED without NCCL
+// (or one older than 2.14) or in a build without CUDA.
+Status make_nccl_rank_id(RankId* out);
+bool is_nccl_rank_id(const RankId& id);
+
+// Forms the NCCL transport for `rank` of `size` on `runtime` (a CUDA runtime) from `id`.
+// The declarations' `fingerprint` is checked with an all-reduce (min and max must agree):
+// INVALID_ARGUMENT on every rank when they differ (NCCL cannot say which rank). Errors:
+// UNSUPPORTED (no NCCL, or no ncclCommInitRankConfig), IO_ERROR (a rank missing at the
+// deadline: the communicator is aborted), DEVICE_ERROR (NCCL errors).
+class Runtime;
+Status make_nccl_rank_transport(const RankId& id, std::shared_ptr<Runtime> runtime, uint32_t rank, uint32_t size,
+                                uint64_t fingerprint, RankClock::time_point deadline,
+                                std::unique_ptr<RankTransport>* out);
+
 Status make_host_rank_transport(const RankId& id, uint32_t rank, uint32_t size, uint64_t fingerprint,
                                 RankClock::time_point deadline, std::unique_ptr<RankTransport>* out);
 
