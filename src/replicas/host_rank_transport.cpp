@@ -43,9 +43,10 @@ struct Frame {
 
 std::string rank_name(uint32_t r) { return "rank " + std::to_string(r); }
 
+// Rounded up, so a wait lasts the whole timeout (poll counts whole milliseconds).
 int ms_left(RankClock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - RankClock::now()).count();
-  return left <= 0 ? 0 : int(std::min<int64_t>(left, 1 << 30));
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(deadline - RankClock::now()).count();
+  return us <= 0 ? 0 : int(std::min<int64_t>((us + 999) / 1000, 1 << 30));
 }
 
 // Waits for `events` on fd until `deadline`: OK, or IO_ERROR for a timeout / hang-up.
@@ -55,6 +56,7 @@ Status wait_fd(int fd, short events, RankClock::time_point deadline, const std::
     const int ms = ms_left(deadline);
     const int n = ::poll(&p, 1, ms);
     if (n > 0) return Status::Ok();  // readable, writable, or closed: the call that follows says which
+    if (n == 0 && RankClock::now() < deadline) continue;  // woke early
     if (n == 0) return IoError(who + " did not " + what + " within the timeout (the replica group's timeout_ms)");
     if (errno != EINTR) return IoError(who + ": poll failed: " + std::strerror(errno));
   }

@@ -467,6 +467,24 @@ TEST(RankGroup, MismatchedDeclarationsFailEveryRankNamingTheRank) {
   }));
 }
 
+TEST(RankGroup, ARankGivenTwiceFailsEveryRankNamingIt) {
+  // Processes 1 and 2 both claim rank 1 of 3; rank 2 never comes, so rank 0 refuses at its
+  // timeout, and every process (the duplicate at once) fails naming rank 1.
+  const uint32_t n = 3, timeout_ms = 1000;
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t p) {
+    const uint32_t r = p == 2 ? 1 : p;
+    Rank R(p);
+    const auto t0 = std::chrono::steady_clock::now();
+    St st(R.join(id, r, n, timeout_ms));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_NE(st.msg().find("rank 1 joined twice"), std::string::npos) << st.msg();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2 * timeout_ms + 5000));
+    EXPECT_EQ(R.g, nullptr);
+    EXPECT_EQ(version_now(R.c), 1);
+  }));
+}
+
 // In one process: a group of one rank, and the checks that need no peer.
 TEST(RankGroup, ArgumentErrorTable) {
   wharf_runtime* rt = host_runtime();
