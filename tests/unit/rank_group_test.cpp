@@ -452,6 +452,28 @@ TEST(RankGroup, ArgumentErrorsOfOneRankFailEveryRankNamingIt) {
   }));
 }
 
+TEST(RankGroup, CancellingOnRankZeroFailsEveryRankWithNothingChanged) {
+  // Rank 0's progress callback cancels after the bytes were read and sent (its final
+  // report): the vote carries CANCELLED to every rank, and nothing is published anywhere.
+  const uint32_t n = 3;
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+    Rank R(r);
+    ASSERT_OK(R.join(id, r, n));
+    Weights w(2);
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    o.progress = [](uint64_t done, uint64_t total, void*) -> int32_t { return done < total ? 0 : 1; };
+    St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, &o));
+    EXPECT_EQ(st.code(), WHARF_CANCELLED) << st.msg();
+    EXPECT_NE(st.msg().find(r == 0 ? "cancelled" : "rank 0"), std::string::npos) << st.msg();
+    EXPECT_EQ(version_now(R.c), 1);
+    EXPECT_EQ(wharf_container_has_staged(R.c), 0);
+    ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+    EXPECT_EQ(version_now(R.c), 2);
+  }));
+}
+
 TEST(RankGroup, MismatchedDeclarationsFailEveryRankNamingTheRank) {
   const uint32_t n = 3;
   const wharf_replica_group_id id = new_id();
