@@ -288,8 +288,15 @@ TEST_P(RankGroupN, UpdateFromRankZeroReachesEveryRankAndSwapsTogether) {
     ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &before));
     const uint64_t gen = wharf_container_generation(R.c);
     {
+      // Runs never wait for the update: one begun in the middle of it (every byte sent,
+      // before the vote), on the updating thread itself, serves the old weights.
+      float mid = -5;
+      wharf::ScopedTestHook hook([&](const char* p) {
+        if (std::strcmp(p, "replica.rank.before_vote") == 0) mid = version_now(R.c);
+      });
       Weights w(2);
       ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+      EXPECT_EQ(mid, 1) << "a run begun during the update serves the old weights";
     }
     EXPECT_EQ(version_of(before), 1) << "a run begun before the swap keeps its generation";
     EXPECT_OK(wharf_run_end(before));
