@@ -1887,7 +1887,9 @@ WHARF_API void wharf_replica_group_rank_options_init_sized(wharf_replica_group_r
  * caller owns `*out`: free it with wharf_replica_group_free (its connections close; peers
  * still in an update fail at once naming this rank). Of the other group functions, only
  * wharf_replica_group_update_ranks, _free_inactive, _num_replicas (the size) and _get_stats
- * apply; _update and _swap return WHARF_FAILED_PRECONDITION.
+ * apply (stats are this rank's: num_replicas is the size, source_bytes counts on rank 0,
+ * broadcast_bytes is what rank 0 sent to all others, or what this rank received); _update
+ * and _swap return WHARF_FAILED_PRECONDITION.
  * Errors (nothing changes on error; where another rank is at fault, it is named, and every
  * connected rank fails too): WHARF_INVALID_ARGUMENT (NULL, size 0, rank >= size, an id not
  * made for this backend, sizes that differ between ranks, a rank given twice, declarations

@@ -63,6 +63,10 @@ class NcclRankTransport final : public RankTransport {
   uint32_t rank() const override { return rank_; }
   uint32_t size() const override { return size_; }
   std::string aborted() const override { return aborted_; }
+  int nccl_version() const override {
+    int v = 0;
+    return nccl_->GetVersion(&v) == nccl::kSuccess ? v : 0;
+  }
 
   Status init(const nccl::UniqueId& id, RankClock::time_point deadline) {
     WHARF_RETURN_IF_ERROR(set_device());

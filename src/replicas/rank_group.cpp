@@ -282,6 +282,7 @@ Status RankGroup::free_inactive() {
 ReplicaGroupStats RankGroup::stats() const {
   ReplicaGroupStats s;
   s.num_replicas = size_;
+  s.nccl_version = transport_ ? transport_->nccl_version() : 0;
   s.updates = updates_.load();
   s.swaps = swaps_.load();
   s.source_bytes = source_bytes_.load();

@@ -67,6 +67,8 @@ class RankTransport {
   virtual void abort(uint32_t failed_rank, const std::string& why) = 0;
   // Why the transport was aborted (empty while it is not).
   virtual std::string aborted() const = 0;
+  // NCCL's version (ncclGetVersion) for the NCCL transport, 0 for others.
+  virtual int nccl_version() const { return 0; }
 };
 
 // Forms the host transport for `rank` of `size` from `id`: rank 0 listens on the id's socket

@@ -317,11 +317,12 @@ TEST_P(RankGroupN, UpdateFromRankZeroReachesEveryRankAndSwapsTogether) {
     EXPECT_EQ(s.num_replicas, n);
     EXPECT_EQ(s.num_updates, 2u);
     EXPECT_EQ(s.num_swaps, 2u);
-    if (r == 0) {
-      uint64_t all = 0;
-      for (size_t i = 0; i < kNumConstants; ++i) all += elements(i) * 4;
-      EXPECT_EQ(s.source_bytes, all + elements(1) * 4) << "the sources were read once";
-    }
+    uint64_t all = 0;
+    for (size_t i = 0; i < kNumConstants; ++i) all += elements(i) * 4;
+    const uint64_t updated = all + elements(1) * 4;
+    EXPECT_EQ(s.source_bytes, r == 0 ? updated : 0u) << "the sources were read once, on rank 0";
+    EXPECT_EQ(s.broadcast_bytes, r == 0 ? updated * (n - 1) : updated) << "sent to every other rank / received";
+    EXPECT_EQ(s.nccl_version, 0) << "the host transport";
   }));
 }
 
