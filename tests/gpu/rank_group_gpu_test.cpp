@@ -225,7 +225,7 @@ TEST(RankGroupGpuChild, Rank) {
   ASSERT_EQ(seed_now(c), 1);
   wharf_replica_group_rank_options ro;
   wharf_replica_group_rank_options_init(&ro);
-  ro.timeout_ms = scenario == "kill" ? 5000 : 60000;
+  ro.timeout_ms = scenario == "kill" ? 15000 : 60000;  // kill: the survivor waits out 15 s
   wharf_replica_group* g = nullptr;
   ASSERT_OK(wharf_replica_group_create_rank(c, &id, r, 2, &ro, &g));
   Sources v2(2);
@@ -243,7 +243,7 @@ TEST(RankGroupGpuChild, Rank) {
     const auto t0 = std::chrono::steady_clock::now();
     St st(wharf_replica_group_update_ranks(g, r == 0 ? v2.map : nullptr, nullptr));
     EXPECT_EQ(st.code(), WHARF_IO_ERROR) << st.msg();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << "bounded by the timeout";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "bounded by the timeout";
     EXPECT_EQ(seed_now(c), 1) << "the survivor keeps serving its weights";
   }
   wharf_replica_group_free(g);
