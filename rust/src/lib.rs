@@ -122,7 +122,7 @@ pub use offload::{
 };
 pub use progress::{CancelToken, Progress};
 #[cfg(feature = "experimental")]
-pub use replica::{ReplicaGroup, ReplicaGroupStats};
+pub use replica::{RankOptions, ReplicaGroup, ReplicaGroupId, ReplicaGroupStats};
 pub use runtime::{DeviceInfo, MemoryStats, Runtime, RuntimeOptions};
 pub use session::{Session, SessionOptions};
 pub use store::{WeightStore, WeightStoreStats};

@@ -3,12 +3,131 @@
 //! (`wharf_replica_group`, experimental tier).
 
 use std::ptr::NonNull;
+use std::time::Duration;
 
 use crate::constant_map::ConstantMap;
 use crate::container::{Container, UpdateOptions};
 use crate::error::{Code, Error, Result};
 use crate::progress::{with_progress, Progress};
+use crate::runtime::Runtime;
 use crate::sys;
+
+/// The id a group spanning processes is formed from (`wharf_replica_group_id`): 256 opaque
+/// bytes the caller sends to every rank through its own control plane (Wharf runs no
+/// rendezvous service); [`as_bytes`](Self::as_bytes) on the rank that made it,
+/// [`from_bytes`](Self::from_bytes) on the others. One id forms one group. Experimental tier.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReplicaGroupId([u8; ReplicaGroupId::SIZE]);
+
+impl std::fmt::Debug for ReplicaGroupId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplicaGroupId(")?;
+        for b in &self.0[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        f.write_str("..)")
+    }
+}
+
+impl ReplicaGroupId {
+    /// The size of an id in bytes.
+    pub const SIZE: usize = 256;
+
+    /// Makes a fresh id for a group whose ranks use `runtime`'s backend (call it in one
+    /// process, usually rank 0's, and send the bytes to the others). On the host backend the
+    /// id names an abstract Unix-domain socket rank 0 listens on (a test stand-in for NCCL
+    /// between processes of one host); on CUDA it carries an `ncclUniqueId`. Errors:
+    /// `Unsupported` (CUDA: NCCL cannot be loaded or is too old), `DeviceError`.
+    pub fn new(runtime: &Runtime) -> Result<ReplicaGroupId> {
+        let mut out = sys::wharf_replica_group_id {
+            internal: [0; Self::SIZE],
+        };
+        // SAFETY: a live runtime and a writable id.
+        unsafe {
+            Error::check(sys::wharf_replica_group_get_unique_id(
+                runtime.as_raw(),
+                &mut out,
+            ))?
+        };
+        Ok(ReplicaGroupId(out.internal))
+    }
+
+    /// Rebuilds an id from the bytes another rank sent. Errors: `InvalidArgument` (not
+    /// [`SIZE`](Self::SIZE) bytes). Whether they are an id is checked by
+    /// [`ReplicaGroup::create_rank`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<ReplicaGroupId> {
+        let b: [u8; Self::SIZE] = bytes.try_into().map_err(|_| {
+            Error::new(
+                Code::InvalidArgument,
+                format!(
+                    "replica group id: an id is {} bytes, got {}",
+                    Self::SIZE,
+                    bytes.len()
+                ),
+            )
+        })?;
+        Ok(ReplicaGroupId(b))
+    }
+
+    /// The id's bytes, to send to the other ranks.
+    pub fn as_bytes(&self) -> &[u8; Self::SIZE] {
+        &self.0
+    }
+}
+
+impl TryFrom<&[u8]> for ReplicaGroupId {
+    type Error = Error;
+    fn try_from(bytes: &[u8]) -> Result<ReplicaGroupId> {
+        ReplicaGroupId::from_bytes(bytes)
+    }
+}
+
+/// Options of [`ReplicaGroup::create_rank`] (`wharf_replica_group_rank_options`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RankOptions {
+    timeout: Option<Duration>,
+}
+
+impl RankOptions {
+    /// The defaults (a 30 s timeout).
+    pub fn new() -> RankOptions {
+        RankOptions::default()
+    }
+
+    /// Bounds forming the group and every wait of an update (whole milliseconds, rounded
+    /// up; above `u32::MAX` ms `create_rank` fails with `InvalidArgument`).
+    pub fn timeout(mut self, timeout: Duration) -> RankOptions {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    fn to_c(self) -> Result<sys::wharf_replica_group_rank_options> {
+        let mut o = sys::wharf_replica_group_rank_options {
+            struct_size: 0,
+            timeout_ms: 0,
+        };
+        // SAFETY: a writable struct of the size given.
+        unsafe {
+            sys::wharf_replica_group_rank_options_init_sized(
+                &mut o,
+                std::mem::size_of::<sys::wharf_replica_group_rank_options>(),
+            )
+        };
+        if let Some(t) = self.timeout {
+            let ms = t.as_nanos().div_ceil(1_000_000);
+            o.timeout_ms = u32::try_from(ms).map_err(|_| {
+                Error::new(
+                    Code::InvalidArgument,
+                    format!(
+                        "replica group rank options: timeout {t:?} is over {} ms",
+                        u32::MAX
+                    ),
+                )
+            })?;
+        }
+        Ok(o)
+    }
+}
 
 /// A replica group's counters (`wharf_replica_group_stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,6 +204,97 @@ impl ReplicaGroup {
             Error::new(Code::Internal, "wharf_replica_group_create returned NULL")
         })?;
         Ok(ReplicaGroup { raw })
+    }
+
+    /// Makes `container` (this process's replica; the library keeps it alive) rank `rank`
+    /// of a group of `size` processes formed from `id` (the same id and size on every
+    /// rank). Blocks until every rank has joined, or fails after the timeout; two ranks in
+    /// one process (each with its own runtime and container) must call it from different
+    /// threads. The ranks' containers must be declared alike. While in the group the
+    /// container refuses writes of its own; runs on it are used as usual. Of the group's
+    /// methods, [`update_ranks`](Self::update_ranks), `free_inactive`, `num_replicas` (the
+    /// size) and `stats` (this rank's) apply; `update` and `swap` fail with
+    /// `FailedPrecondition`. Dropping the group leaves it (peers still in an update fail
+    /// naming this rank). Errors (nothing changes): `InvalidArgument` (size 0, rank >= size,
+    /// an id not made for this backend, sizes that differ between ranks, a rank given twice,
+    /// declarations unlike rank 0's, a timeout over `u32::MAX` ms), `Unsupported` (derived
+    /// constants; a weight store member; CUDA without a usable NCCL), `FailedPrecondition`
+    /// (the container is in a group already, or has an update staged), `Busy`,
+    /// `AlreadyExists` (rank 0: the id is in use), `IoError` (a rank did not join within the
+    /// timeout, named), `DeviceError`.
+    pub fn create_rank(
+        container: &Container,
+        id: &ReplicaGroupId,
+        rank: u32,
+        size: u32,
+        options: &RankOptions,
+    ) -> Result<ReplicaGroup> {
+        let o = options.to_c()?;
+        let cid = sys::wharf_replica_group_id { internal: id.0 };
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a live container (borrowed for the call; the group takes its own
+        // reference), an id and options that outlive the call.
+        unsafe {
+            Error::check(sys::wharf_replica_group_create_rank(
+                container.as_raw(),
+                &cid,
+                rank,
+                size,
+                &o,
+                &mut out,
+            ))?
+        };
+        let raw = NonNull::new(out).ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                "wharf_replica_group_create_rank returned NULL",
+            )
+        })?;
+        Ok(ReplicaGroup { raw })
+    }
+
+    /// One update of every rank of a group made by [`create_rank`](Self::create_rank), with
+    /// a two-phase swap: every rank calls it, rank 0 with `Some(map)` (its sources, read
+    /// once), every other rank with `None` (they receive). Only
+    /// [`UpdateTarget::Inactive`](crate::UpdateTarget) applies; `require_full`, `wait_stream`
+    /// and progress apply on rank 0. Returns `Ok` on every rank once the new weights are
+    /// published everywhere (runs begun after see them). On failure nothing changes
+    /// anywhere: a refused map fails every rank with rank 0's code; a rank that fails to
+    /// stage fails with its own error and the others with the same code naming it; a rank
+    /// that dies or times out fails every survivor with `IoError` naming it, and the group
+    /// is aborted (later calls fail with `FailedPrecondition`: drop it and form a new one).
+    /// Other errors: `InvalidArgument` (`None` on rank 0, a map on another rank),
+    /// `FailedPrecondition` (a group made by [`new`](Self::new)).
+    pub fn update_ranks(
+        &self,
+        map: Option<&ConstantMap<'_>>,
+        options: &UpdateOptions,
+    ) -> Result<()> {
+        self.update_ranks_with_progress(map, options, Progress::default())
+    }
+
+    /// [`update_ranks`](Self::update_ranks) with [`Progress`] (on rank 0): a cancelled update
+    /// fails every rank with `Cancelled`, nothing changed anywhere.
+    pub fn update_ranks_with_progress(
+        &self,
+        map: Option<&ConstantMap<'_>>,
+        options: &UpdateOptions,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        let mut o = options.to_c();
+        let m = map.map_or(std::ptr::null(), |m| m.as_ptr());
+        with_progress(progress, |f, user| {
+            o.progress = f;
+            o.progress_user = user;
+            // SAFETY: a live group and map (or NULL); the options outlive the call.
+            unsafe {
+                Error::check(sys::wharf_replica_group_update_ranks(
+                    self.raw.as_ptr(),
+                    m,
+                    &o,
+                ))
+            }
+        })
     }
 
     /// The raw handle, for the C API.

@@ -800,6 +800,23 @@ pub struct wharf_offloader_budget {
     pub exposed_us: f64,
 }
 
+/// wharf_replica_group_id (experimental): 256 opaque bytes.
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_replica_group_id {
+    pub internal: [u8; 256],
+}
+
+/// wharf_replica_group_rank_options (experimental).
+#[cfg(feature = "experimental")]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct wharf_replica_group_rank_options {
+    pub struct_size: u32,
+    pub timeout_ms: u32,
+}
+
 /// wharf_replica_group_stats (experimental).
 #[cfg(feature = "experimental")]
 #[repr(C)]
@@ -885,6 +902,27 @@ extern "C" {
     pub fn wharf_replica_group_get_stats(
         group: *const wharf_replica_group,
         out: *mut wharf_replica_group_stats,
+    ) -> *mut wharf_status;
+    pub fn wharf_replica_group_get_unique_id(
+        runtime: *mut wharf_runtime,
+        out: *mut wharf_replica_group_id,
+    ) -> *mut wharf_status;
+    pub fn wharf_replica_group_rank_options_init_sized(
+        opts: *mut wharf_replica_group_rank_options,
+        struct_size: usize,
+    );
+    pub fn wharf_replica_group_create_rank(
+        container: *mut wharf_container,
+        id: *const wharf_replica_group_id,
+        rank: u32,
+        size: u32,
+        opts: *const wharf_replica_group_rank_options,
+        out: *mut *mut wharf_replica_group,
+    ) -> *mut wharf_status;
+    pub fn wharf_replica_group_update_ranks(
+        group: *mut wharf_replica_group,
+        map: *const wharf_constant_map,
+        opts: *const wharf_update_options,
     ) -> *mut wharf_status;
 }
 
@@ -1033,6 +1071,9 @@ mod tests {
             assert_eq!(offset_of!(wharf_offloader_budget, copy_us), 32);
             assert_eq!(offset_of!(wharf_offloader_budget, exposed_us), 48);
             assert_eq!(size_of::<wharf_replica_group_stats>(), 56);
+            assert_eq!(size_of::<wharf_replica_group_id>(), 256);
+            assert_eq!(size_of::<wharf_replica_group_rank_options>(), 8);
+            assert_eq!(offset_of!(wharf_replica_group_rank_options, timeout_ms), 4);
             assert_eq!(offset_of!(wharf_replica_group_stats, num_updates), 16);
             assert_eq!(offset_of!(wharf_replica_group_stats, num_broadcasts), 48);
             assert_eq!(offset_of!(wharf_model_options, progress), 48);
