@@ -49,6 +49,7 @@
 %{
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,6 +160,7 @@ WHARF_WRAP(wharf_replica_group_update)
 WHARF_WRAP(wharf_replica_group_swap)
 WHARF_WRAP(wharf_replica_group_free_inactive)
 WHARF_WRAP(wharf_replica_group_get_stats)
+WHARF_WRAP(wharf_replica_group_update_ranks)
 /* CUDA graphs of a model's runs (0.3.0, experimental tier); enabling them:
  * wharf_swig_model_enable_graphs */
 WHARF_WRAP(wharf_model_get_graph_stats)
@@ -404,6 +406,37 @@ static void wharf_swig_throw_status(JNIEnv* jenv, wharf_status* status) {
   static String javaString(byte[] utf8) {
     return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
+%}
+
+/* --- replica group ids: Java byte[] <-> (bytes, length) --------------------------------
+ * Copied through a local 256-byte buffer (nothing to release); the helpers check the length
+ * (a WharfException naming it). In: the first 256 bytes are copied. Out: written back only
+ * when no exception is pending. */
+%typemap(jni) (const unsigned char* id_in, int32_t id_len), (unsigned char* id_out, int32_t id_len) "jbyteArray"
+%typemap(jtype) (const unsigned char* id_in, int32_t id_len), (unsigned char* id_out, int32_t id_len) "byte[]"
+%typemap(jstype) (const unsigned char* id_in, int32_t id_len), (unsigned char* id_out, int32_t id_len) "byte[]"
+%typemap(javain) (const unsigned char* id_in, int32_t id_len), (unsigned char* id_out, int32_t id_len) "$javainput"
+%define WHARF_SWIG_ID_IN(ARGS)
+%typemap(in) ARGS (unsigned char id_buf[sizeof(wharf_replica_group_id)]) %{
+  if (!$input) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "replica group id bytes are null");
+    return $null;
+  }
+  memset(id_buf, 0, sizeof id_buf);
+  {
+    jsize id_n = (*jenv)->GetArrayLength(jenv, $input);
+    $2 = (int32_t)id_n;
+    (*jenv)->GetByteArrayRegion(jenv, $input, 0, id_n < (jsize)sizeof id_buf ? id_n : (jsize)sizeof id_buf,
+                                (jbyte*)id_buf);
+  }
+  $1 = id_buf;
+%}
+%enddef
+WHARF_SWIG_ID_IN((const unsigned char* id_in, int32_t id_len))
+WHARF_SWIG_ID_IN((unsigned char* id_out, int32_t id_len))
+%typemap(argout) (unsigned char* id_out, int32_t id_len) %{
+  if (!(*jenv)->ExceptionCheck(jenv) && $2 == (int32_t)sizeof id_buf$argnum)
+    (*jenv)->SetByteArrayRegion(jenv, $input, 0, (jsize)sizeof id_buf$argnum, (const jbyte*)id_buf$argnum);
 %}
 
 /* --- shapes: Java long[] -> (const wharf_swig_dim* shape, int32_t ndim) -----------------
@@ -1400,6 +1433,50 @@ wharf_replica_group* wharf_swig_replica_group_create(const wharf_swig_container_
   wharf_replica_group* group = NULL;
   *status_out = wharf_replica_group_create(containers ? containers->containers : NULL,
                                            containers ? containers->size : 0, &group);
+  return *status_out ? NULL : group;
+}
+
+/** wharf_replica_group_get_unique_id into `id_out` (id_len must be the id's 256 bytes). */
+wharf_status* wharf_swig_replica_group_get_unique_id(wharf_runtime* runtime, unsigned char* id_out, int32_t id_len) {
+  wharf_replica_group_id id;
+  wharf_status* st;
+  if (id_len != (int32_t)sizeof id.internal)
+    return wharf_status_create(WHARF_INVALID_ARGUMENT, "replica group id: the output array must be 256 bytes");
+  st = wharf_replica_group_get_unique_id(runtime, &id);
+  if (!st) memcpy(id_out, id.internal, sizeof id.internal);
+  return st;
+}
+
+/** wharf_replica_group_create_rank from the id's bytes (256 of them) and a timeout in ms (0:
+ * the default); Java's signed ints are checked here, before the library sees them. */
+wharf_replica_group* wharf_swig_replica_group_create_rank(wharf_container* container, const unsigned char* id_in,
+                                                          int32_t id_len, int32_t rank, int32_t size,
+                                                          int64_t timeout_ms, wharf_status** status_out) {
+  wharf_replica_group_id id;
+  wharf_replica_group_rank_options o;
+  wharf_replica_group* group = NULL;
+  char message[128];
+  if (id_len != (int32_t)sizeof id.internal) {
+    snprintf(message, sizeof message, "replica group id: an id is %u bytes, got %d", (unsigned)sizeof id.internal,
+             (int)id_len);
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, message);
+    return NULL;
+  }
+  if (rank < 0 || size < 0) {
+    snprintf(message, sizeof message, "replica group: rank %d, size %d: negative", (int)rank, (int)size);
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, message);
+    return NULL;
+  }
+  if (timeout_ms < 0 || timeout_ms > (int64_t)UINT32_MAX) {
+    snprintf(message, sizeof message, "replica group: timeout %lld ms is out of range (0 to %u)",
+             (long long)timeout_ms, (unsigned)UINT32_MAX);
+    *status_out = wharf_status_create(WHARF_INVALID_ARGUMENT, message);
+    return NULL;
+  }
+  memcpy(id.internal, id_in, sizeof id.internal);
+  wharf_replica_group_rank_options_init(&o);
+  o.timeout_ms = (uint32_t)timeout_ms;
+  *status_out = wharf_replica_group_create_rank(container, &id, (uint32_t)rank, (uint32_t)size, &o, &group);
   return *status_out ? NULL : group;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 package dev.wharf;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -84,6 +85,131 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
         WharfNative.wharf_swig_container_list_free(natives);
       }
     });
+  }
+
+  /**
+   * As {@link #createRank(Container, ReplicaGroupId, int, int, Duration)} with the default
+   * timeout (30 s).
+   *
+   * @param container this process's replica
+   * @param id the group's id (the same on every rank)
+   * @param rank this process's rank, 0 to size - 1
+   * @param size the number of ranks (the same on every rank)
+   * @return this rank's group, owned by the caller
+   * @throws WharfException as {@link #createRank(Container, ReplicaGroupId, int, int, Duration)}
+   */
+  public static ReplicaGroup createRank(Container container, ReplicaGroupId id, int rank, int size) {
+    return createRank(container, id, rank, size, null);
+  }
+
+  /**
+   * Makes the container (this process's replica; the group keeps it alive) rank {@code rank}
+   * of a group of {@code size} processes formed from {@code id}. Blocks until every rank has
+   * joined, or fails after the timeout; two ranks in one process (each with its own runtime
+   * and container) must call it from different threads. The ranks' containers must be
+   * declared alike. While in the group the container refuses writes of its own; runs on it
+   * are used as usual. Of this class's methods, {@link #updateRanks}, {@link #freeInactive},
+   * {@link #numReplicas} (the size), {@link #stats} (this rank's) and {@link #close} apply;
+   * {@link #update} and {@link #swap} throw {@link WharfException.Code#FAILED_PRECONDITION}.
+   * Closing the group leaves it (peers still in an update fail naming this rank).
+   *
+   * @param container this process's replica
+   * @param id the group's id (the same on every rank)
+   * @param rank this process's rank, 0 to size - 1
+   * @param size the number of ranks (the same on every rank)
+   * @param timeout bound on forming the group and on every wait of an update (whole
+   *     milliseconds, rounded up); null for the default, 30 s
+   * @return this rank's group, owned by the caller
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (a negative rank or
+   *     size, size 0, rank &gt;= size, an id not made for this backend, sizes that differ
+   *     between ranks, a rank given twice, declarations unlike rank 0's, a timeout out of
+   *     range), {@link WharfException.Code#UNSUPPORTED} (derived constants; a weight store
+   *     member; CUDA without a usable NCCL), {@link WharfException.Code#FAILED_PRECONDITION}
+   *     (the container is in a group already, or has an update staged),
+   *     {@link WharfException.Code#BUSY}, {@link WharfException.Code#ALREADY_EXISTS} (rank 0:
+   *     the id is in use), {@link WharfException.Code#IO_ERROR} (a rank did not join within
+   *     the timeout, named), {@link WharfException.Code#DEVICE_ERROR}; nothing changes on
+   *     error
+   * @throws IllegalStateException if the container has been closed
+   */
+  public static ReplicaGroup createRank(Container container, ReplicaGroupId id, int rank, int size, Duration timeout) {
+    Objects.requireNonNull(container, "container");
+    Objects.requireNonNull(id, "id");
+    long timeoutMs = 0;
+    if (timeout != null) {
+      if (timeout.isNegative()) {
+        throw new WharfException(WharfException.Code.INVALID_ARGUMENT, "replica group: timeout " + timeout + " is negative");
+      }
+      try {
+        Duration ceil = timeout.plusNanos(999_999);
+        timeoutMs = ceil.toMillis();
+      } catch (ArithmeticException e) {
+        timeoutMs = Long.MAX_VALUE; // refused below, by the helper
+      }
+    }
+    final long ms = timeoutMs;
+    List<Container> list = Collections.singletonList(container);
+    return container.withPointer(c -> {
+      SWIGTYPE_p_wharf_replica_group pointer =
+          WharfNative.wharf_swig_replica_group_create_rank(c, id.nativeBytes(), rank, size, ms);
+      try {
+        return new ReplicaGroup(pointer, list);
+      } catch (RuntimeException | Error e) {
+        WharfNative.wharf_replica_group_free(pointer);
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * One update of every rank of a group made by {@link #createRank}, with a two-phase swap:
+   * every rank calls it, rank 0 with the map (its sources, read once), every other rank with
+   * null (they receive). Only {@link UpdateTarget#INACTIVE} applies; require-full and the
+   * {@link ProgressListener} (or an interrupt of the calling thread, which cancels) apply on
+   * rank 0. Returns on every rank once the new weights are published everywhere (runs begun
+   * after see them). On failure nothing changes anywhere: a refused map fails every rank with
+   * rank 0's code; a rank that fails to stage fails with its own error and the others with
+   * the same code naming it; a rank that dies or times out fails every survivor with
+   * {@link WharfException.Code#IO_ERROR} naming it, and the group is aborted (later calls
+   * throw {@link WharfException.Code#FAILED_PRECONDITION}: close it and form a new one).
+   *
+   * @param map rank 0's tensors, by name; null on every other rank
+   * @param options require-full, progress (no fold)
+   * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (null on rank 0, a
+   *     map on another rank), {@link WharfException.Code#FAILED_PRECONDITION} (a group made
+   *     by {@link #create(List)}), and the failures above
+   * @throws IllegalArgumentException if the options carry a fold
+   * @throws IllegalStateException if the group or the map has been closed
+   */
+  public void updateRanks(ConstantMap map, UpdateOptions options) {
+    Objects.requireNonNull(options, "options");
+    if (options.fold() != null) {
+      throw new IllegalArgumentException("a replica group holds no derived constants: its update takes no fold");
+    }
+    withPointer(g -> {
+      if (map == null) {
+        options.run(this, o -> WharfNative.wharf_replica_group_update_ranks(g, null, o), (o, call) -> {
+          throw new IllegalStateException("unreachable: no fold");
+        });
+        return null;
+      }
+      return map.withPointer(m -> {
+        options.run(this, o -> WharfNative.wharf_replica_group_update_ranks(g, m, o), (o, call) -> {
+          throw new IllegalStateException("unreachable: no fold");
+        });
+        return null;
+      });
+    });
+  }
+
+  /**
+   * The same as {@code updateRanks(map, UpdateOptions.defaults())}.
+   *
+   * @param map rank 0's tensors, by name; null on every other rank
+   * @throws WharfException as {@link #updateRanks(ConstantMap, UpdateOptions)}
+   */
+  public void updateRanks(ConstantMap map) {
+    updateRanks(map, UpdateOptions.defaults());
   }
 
   @Override
