@@ -708,11 +708,18 @@ fn runs_see_one_generation_during_swaps() {
                 }
             });
         }
-        for v in 2..40 {
+        // At least 38 swaps, and on until the readers have checked some runs (a loaded
+        // machine may not schedule them before 38 host-backend swaps are done).
+        let mut v = 2;
+        while v < 40 || checked.load(Ordering::Relaxed) < 16 {
             if let Err(e) = update(v) {
                 assert_eq!(e.code(), Code::Busy, "{e}");
             }
             c.swap().unwrap();
+            v += 1;
+            if v >= 40 {
+                thread::yield_now();
+            }
         }
         stop.store(true, Ordering::Relaxed);
     });
