@@ -19,6 +19,7 @@
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
+#include "common/replica_model.h"
 #include "common/test_support.h"
 #include "core/test_hooks.h"
 #include "wharf/wharf.h"
@@ -27,15 +28,7 @@ namespace {
 
 using wharf_test::St;
 
-const char* const kNames[] = {"embed", "layers.0.w", "layers.1.w", "offloaded.w"};
-const std::vector<int64_t> kShapes[] = {{64, 32}, {32, 32}, {32, 32}, {16, 8}};
-constexpr size_t kNumConstants = 4;
-
-uint64_t elements(size_t i) {
-  uint64_t n = 1;
-  for (int64_t d : kShapes[i]) n *= uint64_t(d);
-  return n;
-}
+using namespace wharf_test::replica_model;
 
 // Bytes of the device-placed constants (host-placed ones are pinned memory, outside a limit).
 uint64_t device_bytes() {
@@ -44,27 +37,10 @@ uint64_t device_bytes() {
   return b;
 }
 
-wharf_runtime* host_runtime(uint64_t limit = 0) {
-  return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20});
-}
-
-// The model every rank declares; `change` 1 gives constant 1 another shape, 6 makes it derived.
+// The model every rank declares; `change` as model_decls (1 another shape for constant 1,
+// 6 makes it derived).
 wharf_container* declare(wharf_runtime* rt, const std::string& name, int change = 0) {
-  static const int64_t other_shape[] = {32, 16};
-  std::vector<wharf_constant_decl> decls;
-  for (size_t i = 0; i < kNumConstants; ++i) {
-    wharf_constant_decl d;
-    std::memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    d.fqn = kNames[i];
-    d.dtype = WHARF_DTYPE_F32;
-    d.ndim = int32_t(kShapes[i].size());
-    d.shape = kShapes[i].data();
-    d.placement = i == 3 ? WHARF_PLACEMENT_HOST : WHARF_PLACEMENT_DEVICE;
-    if (i == 1 && change == 1) d.shape = other_shape;
-    if (i == 1 && change == 6) d.flags = WHARF_CONSTANT_DERIVED;
-    decls.push_back(d);
-  }
+  std::vector<wharf_constant_decl> decls = model_decls(change);
   wharf_container_options o;
   wharf_container_options_init(&o);
   o.name = name.c_str();
@@ -74,70 +50,6 @@ wharf_container* declare(wharf_runtime* rt, const std::string& name, int change 
   St st(wharf_container_create(rt, &o, &c));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   return c;
-}
-
-// Constant i of version v holds v * 100 + i in every element (pageable host memory).
-struct Weights {
-  std::vector<std::vector<float>> data;
-  wharf_constant_map* map = nullptr;
-  explicit Weights(float v, std::vector<size_t> which = {0, 1, 2, 3}) {
-    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
-    for (size_t i : which) {
-      data.emplace_back(elements(i), v * 100 + float(i));
-      wharf_tensor_view t{sizeof(wharf_tensor_view),
-                          0,
-                          data.back().data(),
-                          WHARF_DTYPE_F32,
-                          WHARF_DEVICE_CPU,
-                          0,
-                          int32_t(kShapes[i].size()),
-                          kShapes[i].data(),
-                          nullptr};
-      St st(wharf_constant_map_set(map, kNames[i], &t));
-      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-    }
-  }
-  ~Weights() { wharf_constant_map_free(map); }
-  Weights(const Weights&) = delete;
-};
-
-// Every element of constant i in `run`; -1 when they disagree (a torn constant).
-float read_whole(wharf_run* run, size_t i) {
-  wharf_tensor_view v{};
-  St st(wharf_run_get_tensor(run, kNames[i], &v));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  if (st.code() != WHARF_OK) return -2;
-  const float* p = static_cast<const float*>(v.data);
-  for (uint64_t k = 1; k < elements(i); ++k)
-    if (p[k] != p[0]) return -1;
-  return p[0];
-}
-
-// The version every constant of `run` holds, or -1 for a mix.
-float version_of(wharf_run* run) {
-  const float v = read_whole(run, 0) / 100;
-  for (size_t i = 1; i < kNumConstants; ++i)
-    if ((read_whole(run, i) - float(i)) / 100 != v) return -1;
-  return v;
-}
-
-// What a run begun now serves.
-float version_now(wharf_container* c) {
-  wharf_run* run = nullptr;
-  St st(wharf_run_begin(c, nullptr, nullptr, &run));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  if (!run) return -3;
-  const float v = version_of(run);
-  EXPECT_EQ(wharf_run_end(run), nullptr);
-  return v;
-}
-
-uint64_t constants_bytes(wharf_runtime* rt) {
-  wharf_memory_stats m;
-  std::memset(&m, 0, sizeof m);
-  m.struct_size = sizeof m;
-  EXPECT_EQ(wharf_runtime_get_memory_stats(rt, &m), nullptr);
-  return m.current[WHARF_MEM_CONSTANTS];
 }
 
 wharf_replica_group_id new_id() {

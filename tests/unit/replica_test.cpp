@@ -19,6 +19,7 @@
 #define WHARF_EXPERIMENTAL
 #include "api/handles.h"
 #include "api/replica_api.h"
+#include "common/replica_model.h"
 #include "common/test_support.h"
 #include "core/test_hooks.h"
 #include "replicas/broadcaster.h"
@@ -31,18 +32,10 @@ using wharf_test::St;
 
 using namespace std::chrono_literals;
 
-// The model every replica declares: three device constants, one host-placed (and, for the
-// session tests, one state).
-const char* const kNames[] = {"embed", "layers.0.w", "layers.1.w", "offloaded.w"};
-const std::vector<int64_t> kShapes[] = {{64, 32}, {32, 32}, {32, 32}, {16, 8}};
-constexpr size_t kNumConstants = 4;
+// The model every replica declares (tests/common/replica_model.h), and for the session
+// tests one state.
+using namespace wharf_test::replica_model;
 const int64_t kStateShape[] = {8};
-
-uint64_t elements(size_t i) {
-  uint64_t n = 1;
-  for (int64_t d : kShapes[i]) n *= uint64_t(d);
-  return n;
-}
 
 uint64_t model_bytes() {
   uint64_t b = 0;
@@ -50,34 +43,11 @@ uint64_t model_bytes() {
   return b;
 }
 
-wharf_runtime* host_runtime(uint64_t limit = 0) {
-  return wharf_test::make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20});
-}
-
-// Declares the model; `change` alters constant 1 (for mismatch tests): 1 shape, 2 dtype,
-// 3 name, 4 placement, 5 one constant fewer, 6 a derived constant, 7 another state shape.
+// Declares the model; `change` as model_decls, and 7 another state shape.
 wharf_container* declare(wharf_runtime* rt, const char* name, int change = 0, wharf_weight_store* store = nullptr,
                          bool state = false) {
-  static const int64_t other_shape[] = {32, 16};
   static const int64_t other_state[] = {9};
-  std::vector<wharf_constant_decl> decls;
-  for (size_t i = 0; i < kNumConstants; ++i) {
-    wharf_constant_decl d;
-    std::memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    d.fqn = kNames[i];
-    d.dtype = WHARF_DTYPE_F32;
-    d.ndim = int32_t(kShapes[i].size());
-    d.shape = kShapes[i].data();
-    d.placement = i == 3 ? WHARF_PLACEMENT_HOST : WHARF_PLACEMENT_DEVICE;
-    if (i == 1 && change == 1) d.shape = other_shape;
-    if (i == 1 && change == 2) d.dtype = WHARF_DTYPE_F16;
-    if (i == 1 && change == 3) d.fqn = "layers.0.v";
-    if (i == 1 && change == 4) d.placement = WHARF_PLACEMENT_HOST;
-    if (i == 1 && change == 6) d.flags = WHARF_CONSTANT_DERIVED;
-    decls.push_back(d);
-  }
-  if (change == 5) decls.pop_back();
+  std::vector<wharf_constant_decl> decls = model_decls(change);
   wharf_state_decl s;
   std::memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
@@ -97,70 +67,6 @@ wharf_container* declare(wharf_runtime* rt, const char* name, int change = 0, wh
   St st(wharf_container_create(rt, &o, &c));
   EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
   return c;
-}
-
-// Constant i of version v holds v * 100 + i in every element (pageable host memory).
-struct Weights {
-  std::vector<std::vector<float>> data;
-  std::vector<size_t> which;
-  wharf_constant_map* map = nullptr;
-  Weights(float v, std::vector<size_t> constants = {0, 1, 2, 3}) : which(std::move(constants)) {
-    EXPECT_EQ(wharf_constant_map_create(&map), nullptr);
-    for (size_t i : which) {
-      data.emplace_back(elements(i), v * 100 + float(i));
-      wharf_tensor_view t{sizeof(wharf_tensor_view),
-                          0,
-                          data.back().data(),
-                          WHARF_DTYPE_F32,
-                          WHARF_DEVICE_CPU,
-                          0,
-                          int32_t(kShapes[i].size()),
-                          kShapes[i].data(),
-                          nullptr};
-      St st(wharf_constant_map_set(map, kNames[i], &t));
-      EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-    }
-  }
-  ~Weights() { wharf_constant_map_free(map); }
-  Weights(const Weights&) = delete;
-};
-
-// Every element of constant i in `run`; -1 when they disagree (a torn constant).
-float read_whole(wharf_run* run, size_t i) {
-  wharf_tensor_view v{};
-  St st(wharf_run_get_tensor(run, kNames[i], &v));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  if (st.code() != WHARF_OK) return -2;
-  const float* p = static_cast<const float*>(v.data);
-  for (uint64_t k = 1; k < elements(i); ++k)
-    if (p[k] != p[0]) return -1;
-  return p[0];
-}
-
-// The version every constant of `run` holds (v * 100 + i), or -1 for a mix.
-float version_of(wharf_run* run) {
-  float v = (read_whole(run, 0) - 0) / 100;
-  for (size_t i = 1; i < kNumConstants; ++i)
-    if ((read_whole(run, i) - float(i)) / 100 != v) return -1;
-  return v;
-}
-
-float version_now(wharf_container* c) {
-  wharf_run* run = nullptr;
-  St st(wharf_run_begin(c, nullptr, nullptr, &run));
-  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-  if (!run) return -3;
-  float v = version_of(run);
-  EXPECT_EQ(wharf_run_end(run), nullptr);
-  return v;
-}
-
-uint64_t constants_bytes(wharf_runtime* rt) {
-  wharf_memory_stats m;
-  std::memset(&m, 0, sizeof m);
-  m.struct_size = sizeof m;
-  EXPECT_EQ(wharf_runtime_get_memory_stats(rt, &m), nullptr);
-  return m.current[WHARF_MEM_CONSTANTS];
 }
 
 wharf_replica_group_stats stats_of(const wharf_replica_group* g) {
