@@ -9,6 +9,16 @@
 
 namespace wharf {
 
+Status Run::use_stream(Runtime& rt, void* native_stream) {
+  if (!native_stream) {
+    stream_ = &rt.stream();
+    return Status::Ok();
+  }
+  WHARF_RETURN_IF_ERROR(rt.device().wrap_stream(native_stream, &wrapped_));
+  stream_ = wrapped_.get();
+  return Status::Ok();
+}
+
 Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session> session, void* native_stream,
                   std::unique_ptr<Run>* out) {
   if (!session && !container->states().empty())
@@ -20,12 +30,7 @@ Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session>
                            " (create the session with every container it will run)");
   std::unique_ptr<Run> run(new Run());
   Runtime& rt = container->runtime();
-  if (native_stream) {
-    WHARF_RETURN_IF_ERROR(rt.device().wrap_stream(native_stream, &run->wrapped_));
-    run->stream_ = run->wrapped_.get();
-  } else {
-    run->stream_ = &rt.stream();
-  }
+  WHARF_RETURN_IF_ERROR(run->use_stream(rt, native_stream));
   if (session) WHARF_RETURN_IF_ERROR(session->begin_run(*run->stream_));
   Status st = container->acquire(&run->gen_, &run->gen_id_);
   if (!st.ok()) {
@@ -84,12 +89,7 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
   }
   std::unique_ptr<Run> run(new Run());
   Runtime& rt = container->runtime();
-  if (native_stream) {
-    WHARF_RETURN_IF_ERROR(rt.device().wrap_stream(native_stream, &run->wrapped_));
-    run->stream_ = run->wrapped_.get();
-  } else {
-    run->stream_ = &rt.stream();
-  }
+  WHARF_RETURN_IF_ERROR(run->use_stream(rt, native_stream));
   // One event for the whole batch, recorded once at its end (Session::end_run_shared).
   std::unique_ptr<Event> done;
   WHARF_RETURN_IF_ERROR(rt.device().create_event(&done));

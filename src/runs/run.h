@@ -59,6 +59,8 @@ class Run {
 
  private:
   Run() = default;
+  // Runs on the caller's stream (wrapped) when `native_stream` is given, else the runtime's.
+  Status use_stream(Runtime& rt, void* native_stream);
   std::shared_ptr<Container> container_;
   std::shared_ptr<Generation> gen_;
   std::shared_ptr<Session> session_;  // null: no session

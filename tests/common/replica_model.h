@@ -26,9 +26,7 @@ inline uint64_t elements(size_t i) {
   return n;
 }
 
-inline wharf_runtime* host_runtime(uint64_t limit = 0) {
-  return make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20});
-}
+inline wharf_runtime* host_runtime(uint64_t limit = 0) { return make_runtime(WHARF_BACKEND_HOST, {limit, 2, 1 << 20}); }
 
 // The constants' declarations; `change` alters constant 1 (for mismatch tests): 1 shape,
 // 2 dtype, 3 name, 4 placement, 5 one constant fewer, 6 a derived constant.
