@@ -16,6 +16,7 @@
 
 #include "core/sync.h"
 #include "core/text.h"
+#include "io/fd.h"
 #include "io/zip_archive.h"
 
 namespace wharf {
@@ -24,23 +25,7 @@ namespace {
 // std::generic_category().message is thread-safe, unlike strerror.
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
-// A descriptor closed on every path.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      if (fd >= 0) ::close(fd);
-      fd = std::exchange(o.fd, -1);
-    }
-    return *this;
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+using io::Fd;
 
 const char* file_type_name(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/fd.h"
 #include "replicas/rank_transport.h"
 
 namespace wharf {
@@ -116,24 +117,7 @@ Status recv_text(int fd, uint64_t bytes, RankClock::time_point deadline, const s
   return recv_all(fd, &(*out)[0], bytes, deadline, who);
 }
 
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd = std::exchange(o.fd, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-};
+using io::Fd;
 
 Status socket_address(const RankId& id, sockaddr_un* addr, socklen_t* len) {
   if (!is_host_rank_id(id))
