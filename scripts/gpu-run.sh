@@ -121,6 +121,12 @@ if want bench; then
     n=$(basename "$b")
     # package_bench needs an exported package: bench/real_models/run.sh runs it.
     [ "$n" = package_bench ] && continue
+    # batch_bench runs over the committed tiny package's batched method (8 sessions).
+    if [ "$n" = batch_bench ]; then
+      run "$n" "$b" "${WHARF_TEST_DATA:-.}/packages/tiny-llama-f32" --batches 1,2,4,8 --graphs --independent \
+        --max-len 64 --csv "$RES/$n.csv" || status=1
+      continue
+    fi
     run "$n" "$b" --csv "$RES/$n.csv" || status=1
   done
   # PyTorch eager and PyTorch's own AOTInductor runner on the same model, beside Wharf's
