@@ -142,16 +142,8 @@ WHARF_API wharf_status* wharf_model_package_get_method(wharf_model_package* pack
   return api::guarded(__func__, [&]() -> Status {
     WHARF_API_REQUIRE(package && name && out, "wharf_model_package_get_method: package, name and out must not be NULL");
     *out = nullptr;
-    const int i = package->p->find_method(name);
-    if (i < 0) {
-      std::string names;
-      for (const PackageMethod& m : package->p->manifest().methods)
-        names += (names.empty() ? "" : ", ") + quote_name(m.name);
-      return NotFound("wharf_model_package_get_method: model package " + quote_name(package->p->manifest().name) +
-                      " has no method " + quote_name(name) + " (its methods: " + names + ")");
-    }
     auto h = std::make_unique<wharf_model>();
-    h->m = package->p->method(size_t(i));
+    WHARF_RETURN_IF_ERROR(package->p->get_method(name, &h->m).with_context("wharf_model_package_get_method"));
     h->container.c = h->m->container();
     *out = h.release();
     return Status::Ok();

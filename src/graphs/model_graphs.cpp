@@ -258,6 +258,61 @@ const char* node_type_name(cudaGraphNodeType t) {
   }
 }
 
+// The rows (slots) of a run's sessions in the arena tensors a capture binds as a whole:
+// copied aside before the warm-up, which runs the model on them, and copied back after it (or
+// when the capture fails before), so a capture leaves the sessions' state as it found it.
+// The copy lives in a workspace buffer for the capture only (N sessions' state bytes).
+class ArenaRows {
+ public:
+  ArenaRows(std::shared_ptr<Runtime> runtime, cudaStream_t stream) : runtime_(std::move(runtime)), stream_(stream) {}
+  ~ArenaRows() {
+    Status st = restore();
+    if (!st.ok()) WHARF_LOG(kError, "graph capture: putting back the run's state arena rows: " + st.message());
+  }
+  void add(char* base, uint64_t nbytes) {
+    if (nbytes) tensors_.push_back({base, nbytes});
+  }
+  Status save(const std::vector<int64_t>& slots) {
+    uint64_t total = 0;
+    for (const auto& t : tensors_) total += t.second * slots.size();
+    if (total == 0) return Status::Ok();
+    WHARF_RETURN_IF_ERROR(runtime_->device().allocate(MemKind::kDevice, MemTag::kWorkspace, total,
+                                                      "graph capture: the run's state arena rows", &saved_));
+    for (const auto& t : tensors_)
+      for (int64_t slot : slots) copies_.push_back({t.first + uint64_t(slot) * t.second, t.second});
+    char* p = static_cast<char*>(saved_.data());
+    Status st;
+    for (size_t i = 0; st.ok() && i < copies_.size(); p += copies_[i].second, ++i)
+      st = cuda_status(cudaMemcpyAsync(p, copies_[i].first, copies_[i].second, cudaMemcpyDeviceToDevice, stream_),
+                       "keeping the run's state arena rows");
+    if (!st.ok()) {
+      (void)cudaStreamSynchronize(stream_);  // nothing was written yet; the copies end before the buffer
+      return st;
+    }
+    pending_ = true;
+    return Status::Ok();
+  }
+  Status restore() {
+    if (!pending_) return Status::Ok();
+    pending_ = false;
+    const char* p = static_cast<const char*>(saved_.data());
+    Status st;
+    for (size_t i = 0; st.ok() && i < copies_.size(); p += copies_[i].second, ++i)
+      st = cuda_status(cudaMemcpyAsync(copies_[i].first, p, copies_[i].second, cudaMemcpyDeviceToDevice, stream_),
+                       "putting back the run's state arena rows");
+    // The copy is freed (and the replay enqueued) only once the rows are back.
+    Status sync = cuda_status(cudaStreamSynchronize(stream_), "putting back the run's state arena rows");
+    return st.ok() ? sync : st;
+  }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  cudaStream_t stream_;
+  std::vector<std::pair<char*, uint64_t> > tensors_, copies_;
+  Buffer saved_;
+  bool pending_ = false;
+};
+
 }  // namespace
 
 // A captured graph of one input shape. Owns its static inputs and outputs (pool blocks) and
@@ -446,6 +501,8 @@ Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold,
     BoundTensor t;
     if (binding.constant >= 0)
       WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &t));
+    else if (binding.whole_arena)  // fixed for the arena's life: never re-points
+      WHARF_RETURN_IF_ERROR(run.arena_state_at(binding.state, &t));
     else
       WHARF_RETURN_IF_ERROR(run.state_at(binding.state, &t));
     (*bases)[r++] = reinterpret_cast<uint64_t>(t.data);
@@ -556,12 +613,20 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   std::vector<BoundTensor> tensors(bindings.size());
   std::vector<GraphRange> ranges;
   const auto& states = model->container_->states();
+  ArenaRows rows(runtime, cap);
   for (size_t i = 0; i < bindings.size(); ++i) {
     const auto& binding = bindings[i];
     GraphRange r;
     if (binding.constant >= 0) {
       WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &tensors[i]));
       r.what = "constant " + quote_name(model->container_->decls()[size_t(binding.constant)].fqn);
+    } else if (binding.whole_arena) {
+      // The arena itself, not a scratch copy (that would hold the whole arena's bytes in every
+      // set's pool): the warm-up may write only the run's own rows, kept and put back below.
+      WHARF_RETURN_IF_ERROR(run.arena_state_at(binding.state, &tensors[i]));
+      const StateDecl& sd = states[size_t(binding.state)];
+      rows.add(static_cast<char*>(tensors[i].data), sd.nbytes);
+      r.what = "state arena " + quote_name(sd.fqn);
     } else {
       // Scratch state: the warm-up must not advance the session's own state.
       const StateDecl& sd = states[size_t(binding.state)];
@@ -619,6 +684,9 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     std::lock_guard<std::mutex> l(pool.mu);
     return pool.error;
   };
+  // The run's rows of a whole-arena binding, kept across the warm-up (put back after it, or
+  // when this returns early): its sessions' state is written once, by the replay.
+  WHARF_RETURN_IF_ERROR(rows.save(run.slots()));
   {  // Warm-up: kernels loaded, GEMM algorithms chosen, the shim's first-call work done.
     std::vector<ModelTensor> outs;
     std::vector<void*> handles;
@@ -634,6 +702,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     }
     GRAPH_CUDA(cudaStreamSynchronize(cap), "the warm-up run");
   }
+  WHARF_RETURN_IF_ERROR(rows.restore());
   {
     std::lock_guard<std::mutex> l(pool.mu);
     pool.error.clear();

@@ -8,7 +8,12 @@
 // chosen), then runs again on a private stream under cudaStreamCaptureModeThreadLocal with
 // the shim's allocations redirected to the model's graph pool (all buckets share it; freed
 // blocks are reused, so intermediates of different buckets share memory). Inputs are copied
-// into static buffers; outputs are the static buffers the captured run returned.
+// into static buffers; outputs are the static buffers the captured run returned. A state
+// bound as the whole arena (Model::whole_arena) is captured on the arena itself, not a
+// scratch copy (that would be the arena's size in every set's pool): the run's own rows are
+// copied aside before the warm-up and back after it, so the replay writes them once. Its
+// address never changes, so replays for any set of sessions (the slot indices are an input,
+// copied into the static buffer like the others) re-point nothing for it.
 //
 // Binding without recapture: every constant, state and folded-constant block the capture was
 // bound to is a range; PatchPlan (graphs/patch_plan.h) knows which kernel, memcpy and memset

@@ -330,11 +330,12 @@ struct Model::Instance {
   std::weak_ptr<Generation> gen;
   std::weak_ptr<Session> session;
   const Session* session_raw = nullptr;
-  std::vector<void*> kept;  // handles the AOTInductor container keeps for user-managed constants
+  bool any_session = false;  // bound to the whole state arena: serves every session's run
+  std::vector<void*> kept;   // handles the AOTInductor container keeps for user-managed constants
   // Whether this instance is bound to `run`'s generation and session (no rebind needed).
   bool bound_to(const Run& run) const {
-    return bound && gen.lock() == run.pinned_generation() && session_raw == run.session().get() &&
-           session.lock() == run.session();
+    return bound && gen.lock() == run.pinned_generation() &&
+           (any_session || (session_raw == run.session().get() && session.lock() == run.session()));
   }
   ~Instance() {
     AccountingScope scope(accounting);
@@ -430,6 +431,10 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
                            " declared, the compiled model " + quote_path(so_path) + " returns " +
                            std::to_string(n_out));
 
+  // The state arena's capacity (one the model creates or joins), for states compiled over it.
+  const uint32_t capacity = opts.arena ? opts.arena->capacity() : opts.session_capacity;
+  bool any_whole = false, any_session = false;
+  std::string first_whole, first_session;  // for the message refusing a mix
   ContainerConfig cfg;
   cfg.name = m->name_;
   cfg.store = opts.store;
@@ -471,11 +476,22 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
         TensorMeta dm;
         dm.dtype = decl->dtype;
         dm.shape = decl->shape;
-        if (decl->dtype != dt || dm.nbytes() != bytes)
+        if (decl->dtype != dt)
           return InvalidArgument(ctx + ": state " + quote_name(fqn) + " is declared " + dtype_name(decl->dtype) + " " +
                                  shape_string(decl->shape) + " (" + std::to_string(dm.nbytes()) +
                                  " bytes), the compiled model's buffer is " + dtype_name(dt) + " of " +
                                  std::to_string(bytes) + " bytes");
+        StateBinding how = StateBinding::kSession;
+        WHARF_RETURN_IF_ERROR(classify_state_binding(ctx, *decl, bytes, capacity, opts.whole_arena_states, &how));
+        b.whole_arena = how == StateBinding::kWholeArena;
+        (b.whole_arena ? any_whole : any_session) = true;
+        std::string& first = b.whole_arena ? first_whole : first_session;
+        if (first.empty()) first = fqn;
+        if (any_whole && any_session)
+          return InvalidArgument(ctx + ": the compiled model binds state " + quote_name(first_whole) +
+                                 " over the whole state arena of " + std::to_string(capacity) + " sessions and state " +
+                                 quote_name(first_session) +
+                                 " as one session's; a method binds all its states one way");
       } else if (!e) {
         return InvalidArgument(ctx + ": the compiled model's buffer " + quote_name(fqn) + " (" + std::to_string(bytes) +
                                " bytes of " + dtype_name(dt) + ") is neither a declared state nor a listed parameter");
@@ -528,6 +544,22 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
       WHARF_RETURN_IF_ERROR(params->add_entry(*e));  // a view or a file range (read when copied)
     }
     m->bindings_.push_back(std::move(b));
+  }
+  if (any_whole) {
+    // A method over the whole arena learns its rows from the slot indices Wharf passes.
+    m->whole_arena_ = true;
+    int slots = int(opts.slots_input);
+    if (slots < 0)
+      for (size_t i = 0; i < m->input_names_.size(); ++i)
+        if (m->input_names_[i] == "slots") slots = int(i);
+    if (slots < 0 || size_t(slots) >= m->input_names_.size())
+      return InvalidArgument(ctx +
+                             ": the compiled model binds its states over the whole state arena but has no "
+                             "input 'slots' (the slot indices of a run's sessions, int64 [N])");
+    m->batch_.slots = slots;
+    m->batch_.batch_dims = opts.batch_dims;
+    m->batch_.batch_dims.resize(m->input_names_.size(), -1);
+    m->batch_.batch_dims[size_t(slots)] = 0;
   }
   if (opts.offload) {
     // A folded constant is computed from the bound parameters when the model binds, before
@@ -618,27 +650,29 @@ void Model::give_back(std::unique_ptr<Instance> inst) {
   idle_.push_back(std::move(inst));
 }
 
+Status Model::binding_tensor(const Binding& b, const Run& run, BoundTensor* t) const {
+  if (b.offload_layer >= 0) {
+    // The slot its layer is copied into (fixed addresses: the binding never changes).
+    t->data = offloader_->slot_base(uint32_t(b.offload_layer)) + b.offload_offset;
+    t->shape = &container_->decls()[size_t(b.constant)].shape;
+    t->device_type = DeviceType::kCuda;
+    return Status::Ok();
+  }
+  if (b.constant >= 0) return run.tensor_at(b.constant, t);
+  if (b.whole_arena) return run.arena_state_at(b.state, t);
+  return run.state_at(b.state, t);
+}
+
 Status Model::bind(Instance& inst, const Run& run) {
   std::vector<BoundTensor> tensors(bindings_.size());
-  for (size_t i = 0; i < bindings_.size(); ++i) {
-    const Binding& b = bindings_[i];
-    BoundTensor& t = tensors[i];
-    if (b.offload_layer >= 0) {
-      // The slot its layer is copied into (fixed addresses: the binding never changes).
-      t.data = offloader_->slot_base(uint32_t(b.offload_layer)) + b.offload_offset;
-      t.shape = &container_->decls()[size_t(b.constant)].shape;
-      t.device_type = DeviceType::kCuda;
-    } else if (b.constant >= 0) {
-      WHARF_RETURN_IF_ERROR(run.tensor_at(b.constant, &t));
-    } else {
-      WHARF_RETURN_IF_ERROR(run.state_at(b.state, &t));
-    }
-  }
+  for (size_t i = 0; i < bindings_.size(); ++i) WHARF_RETURN_IF_ERROR(binding_tensor(bindings_[i], run, &tensors[i]));
   inst.bound = false;
   WHARF_RETURN_IF_ERROR(bind_tensors(inst, tensors));
   inst.gen = run.pinned_generation();
-  inst.session = run.session();
-  inst.session_raw = run.session().get();
+  // Bound to the whole arena, whose address is fixed: any session's run is served as is.
+  inst.any_session = whole_arena_;
+  inst.session = whole_arena_ ? std::shared_ptr<Session>() : run.session();
+  inst.session_raw = whole_arena_ ? nullptr : run.session().get();
   inst.bound = true;
   return Status::Ok();
 }
@@ -694,12 +728,25 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
   if (run.container() != container_)
     return InvalidArgument("model " + quote_name(name_) + ": the run is of container " +
                            quote_name(run.container()->name()) + ", not of this model's");
-  if (run.batched())  // a compiled model binds one session's state buffers (issue 26: batched methods later)
+  if (run.batched() && !whole_arena_)  // it binds one session's state buffers
     return Unsupported("model " + quote_name(name_) + ": a batched run over " + std::to_string(run.batch().size()) +
-                       " sessions; a compiled model runs over one session's state (begin the run with one session)");
+                       " sessions; this method is compiled over one session's state (begin the run with one "
+                       "session, or run a method compiled over the whole state arena)");
   if (inputs.size() != input_names_.size())
     return InvalidArgument("model " + quote_name(name_) + ": " + std::to_string(input_names_.size()) +
                            " inputs expected, got " + std::to_string(inputs.size()));
+  if (whole_arena_) {
+    // The slot indices are the run's own (passed by Wharf): rows reach only its sessions.
+    BoundTensor slots;
+    WHARF_RETURN_IF_ERROR(run.slot_indices(&slots).with_context("model " + quote_name(name_)));
+    std::vector<ModelTensor> resolved;
+    WHARF_RETURN_IF_ERROR(resolve_batch_inputs(name_, input_names_, batch_, slots, inputs, &resolved));
+    return run_inputs(run, resolved, outputs);
+  }
+  return run_inputs(run, inputs, outputs);
+}
+
+Status Model::run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) {
   if (ModelGraphs* g = graphs_.load(std::memory_order_acquire)) {
     bool served = false;
     Status gst = g->run(run, inputs, outputs, &served);

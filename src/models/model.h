@@ -14,7 +14,10 @@
 // a pool, binds it to the run's generation and session without copying (user-managed
 // constants) when its binding differs, and runs it on the run's stream. Instances are
 // kept affine to what they were bound to, so a conversation's decode steps on one
-// generation rebind nothing. Outputs are allocated on the run's stream and belong to the
+// generation rebind nothing. A method compiled over the whole state arena (a package's
+// batched method) binds each state as the arena ([capacity, ...shape], fixed address): its
+// instances depend on the generation only, and it runs batched runs and runs of one arena
+// session alike, told the run's rows by its slots input (always the run's own indices). Outputs are allocated on the run's stream and belong to the
 // run: they are freed (stream-ordered) when it ends.
 //
 // Threads: load, run and the queries are safe from many threads; concurrent runs use
@@ -66,6 +69,16 @@ struct ModelOptions {
   // When >= 0: the compiled forward's number of inputs / outputs, checked before any weight
   // is copied (INVALID_ARGUMENT naming `context`).
   int64_t expected_inputs = -1, expected_outputs = -1;
+  // A batched method (docs/model-package.md): every declared state's compiled buffer must
+  // be the whole state arena (capacity x the state's bytes), not one session's. Without it
+  // the byte size decides: a declared state's buffer of capacity x its bytes (capacity > 1)
+  // binds the whole arena too.
+  bool whole_arena_states = false;
+  // A model whose states are the whole arena: its input of the sessions' slot indices (-1:
+  // the compiled input named "slots"), and per input the dimension that counts the run's
+  // sessions (-1: none; empty: the slots input's dimension 0 only). See BatchInputs.
+  int64_t slots_input = -1;
+  std::vector<int> batch_dims;
   std::string context;  // what declared the above, for messages ("model package '/p': manifest.json: methods[0]")
 };
 
@@ -74,6 +87,34 @@ struct ModelTensor {
   void* data = nullptr;
   TensorMeta meta;
 };
+
+// ---- methods over a whole state arena (issue 26; models/model_batch.cpp, host-testable) ----
+
+// How a compiled buffer that is a declared state is bound: to the run's session's slot or
+// buffer ([...shape]), or to the whole state arena ([capacity, ...shape], fixed address for
+// the arena's life, the same in every run of the model).
+enum class StateBinding { kSession, kWholeArena };
+// `bytes` is the compiled buffer's size, `decl` the declared state (dtype already checked
+// equal), `capacity` the model's state arena's (0: none), `whole_arena_required` a batched
+// method's. kSession when bytes is one session's (unless a batched method of capacity 1),
+// kWholeArena when it is capacity x that; anything else INVALID_ARGUMENT naming `context`,
+// the state, both sizes.
+Status classify_state_binding(const std::string& context, const StateInit& decl, uint64_t bytes, uint32_t capacity,
+                              bool whole_arena_required, StateBinding* out);
+
+// The inputs of a model bound to the whole arena, checked against its run.
+struct BatchInputs {
+  int slots = -1;               // the input of slot indices
+  std::vector<int> batch_dims;  // per input: the dimension that must equal the run's sessions, or -1
+};
+// `slots` is the run's slot index tensor (int64 [N], Run::slot_indices). The slots input must
+// be an empty view (data null: the run's indices are passed) or that tensor itself (same
+// data pointer, int64 [N]); any other is INVALID_ARGUMENT naming the input (isolation is
+// Wharf's promise: a model reads and writes only the run's slots). Every batch dimension must
+// be N. *out: `inputs` with the slots input replaced by the run's tensor.
+Status resolve_batch_inputs(const std::string& model, const std::vector<std::string>& input_names,
+                            const BatchInputs& spec, const BoundTensor& slots, const std::vector<ModelTensor>& inputs,
+                            std::vector<ModelTensor>* out);
 
 class Model {
  public:
@@ -86,6 +127,9 @@ class Model {
   const std::shared_ptr<Container>& container() const { return container_; }
   size_t num_inputs() const { return input_names_.size(); }
   size_t num_outputs() const { return num_outputs_; }
+  // Whether the model's states are bound as the whole state arena (a batched method: it runs
+  // batched runs and runs of one arena session alike; its slots input selects the rows).
+  bool whole_arena() const { return whole_arena_; }
   const std::string& input_name(size_t i) const { return input_names_[i]; }
   // The offloader of the model's offloaded layers (null when loaded without ModelOptions.offload).
   const std::shared_ptr<Offloader>& offloader() const { return offloader_; }
@@ -106,6 +150,9 @@ class Model {
 
  private:
   Model() = default;
+  // run() once the inputs are checked (and, for a whole-arena model, the slots resolved).
+  Status run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs)
+      WHARF_EXCLUDES(mu_);
   Status take_instance(const Run& run, std::unique_ptr<Instance>* out) WHARF_EXCLUDES(mu_);
   void give_back(std::unique_ptr<Instance> inst) WHARF_EXCLUDES(mu_);
   Status create_instance(size_t num_models, std::unique_ptr<Instance>* out);
@@ -145,8 +192,15 @@ class Model {
     int32_t torch_dtype = 0;
     int64_t offload_layer = -1;  // offloaded constant: bound to this layer's slot + offload_offset
     uint64_t offload_offset = 0;
+    bool whole_arena = false;  // a state bound as the whole arena (Run::arena_state_at)
   };
   std::vector<Binding> bindings_;
+  // Its states are the whole arena (every state binding whole_arena): instances bind once per
+  // generation, whatever the run's sessions; runs pass the slot indices as batch_.slots.
+  bool whole_arena_ = false;
+  BatchInputs batch_;
+  // The resolved tensor of binding `b` in `run` (constant, state, or the whole arena).
+  Status binding_tensor(const Binding& b, const Run& run, BoundTensor* out) const;
   std::shared_ptr<Offloader> offloader_;
 
   Mutex mu_;

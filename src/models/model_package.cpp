@@ -363,6 +363,23 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
                        quote_name(d.first) + ": an object {\"min\", \"max\"} expected, got " + a_kind(d.second.kind()));
     WHARF_RETURN_IF_ERROR(parse_tensors(r, mv, field, "inputs", dims, &pm.inputs));
     WHARF_RETURN_IF_ERROR(parse_tensors(r, mv, field, "outputs", dims, &pm.outputs));
+    if (const Value* sc = mv.find("session_capacity")) {
+      // A batched method: compiled over a state arena of S sessions, told its rows by "slots".
+      uint64_t u = 0;
+      WHARF_RETURN_IF_ERROR(r.uint(*sc, field + ".session_capacity", UINT32_MAX, &u));
+      if (u == 0) return r.bad(field + ".session_capacity", "0 (a batched method's capacity is at least 1)");
+      pm.session_capacity = uint32_t(u);
+      for (size_t k = 0; k < pm.inputs.size(); ++k)
+        if (pm.inputs[k].name == "slots") pm.slots_input = int(k);
+      if (pm.slots_input < 0)
+        return r.bad(field + ".inputs", "a batched method (session_capacity " + std::to_string(u) +
+                                            ") has no input 'slots' (the slot indices of a run's sessions, int64 [N])");
+      const PackageTensor& st = pm.inputs[size_t(pm.slots_input)];
+      const std::string sf = at(field + ".inputs", size_t(pm.slots_input));
+      if (st.dtype != DType::kI64 || st.shape.size() != 1)
+        return r.bad(sf, "input 'slots' is " + std::string(dtype_name(st.dtype)) + " with " +
+                             std::to_string(st.shape.size()) + " dimensions; the slot indices are int64 [N]");
+    }
     for (auto* list : {&pm.inputs, &pm.outputs})
       for (PackageTensor& t : *list)
         for (size_t d = 0; d < t.shape.size(); ++d) {
@@ -449,6 +466,25 @@ std::string decl_text(DType d, const std::vector<int64_t>& shape) {
 
 ModelPackage::~ModelPackage() = default;
 
+Status ModelPackage::get_method(std::string_view name, std::shared_ptr<Model>* out) const {
+  const int i = find_method(name);
+  if (i < 0) {
+    std::string names;
+    for (const PackageMethod& m : manifest_.methods) names += (names.empty() ? "" : ", ") + quote_name(m.name);
+    return NotFound("model package " + quote_name(manifest_.name) + " has no method " + quote_name(std::string(name)) +
+                    " (its methods: " + names + ")");
+  }
+  if (!methods_[size_t(i)]) {
+    const uint32_t s = manifest_.methods[size_t(i)].session_capacity;
+    return FailedPrecondition(
+        "model package " + quote_name(manifest_.name) + ": method " + quote_name(std::string(name)) +
+        " runs over a state arena of " + std::to_string(s) + " sessions (session_capacity " + std::to_string(s) +
+        "); the package was loaded without one: load it with session_capacity " + std::to_string(s));
+  }
+  *out = methods_[size_t(i)];
+  return Status::Ok();
+}
+
 int ModelPackage::find_method(std::string_view name) const {
   for (size_t i = 0; i < manifest_.methods.size(); ++i)
     if (manifest_.methods[i].name == name) return int(i);
@@ -457,7 +493,8 @@ int ModelPackage::find_method(std::string_view name) const {
 
 Status ModelPackage::create_session(const SessionOptions& opts, std::shared_ptr<Session>* out) const {
   std::vector<std::shared_ptr<Container>> containers;
-  for (const auto& m : methods_) containers.push_back(m->container());
+  for (const auto& m : methods_)
+    if (m) containers.push_back(m->container());
   return Session::create(runtime_, std::move(containers), opts, out)
       .with_context("model package " + quote_name(manifest_.name));
 }
@@ -476,6 +513,17 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
   WHARF_RETURN_IF_ERROR(read_manifest(what, root, &text));
   WHARF_RETURN_IF_ERROR(parse_manifest(text, mwhat, &p->manifest_));
   const Manifest& m = p->manifest_;
+  // A batched method needs the arena it was compiled over; the package loads without it
+  // (session_capacity 0: the method is listed, not loaded), never with another one.
+  for (size_t i = 0; i < m.methods.size(); ++i) {
+    const uint32_t s = m.methods[i].session_capacity;
+    if (s > 0 && opts.session_capacity > 0 && opts.session_capacity != s)
+      return InvalidArgument(
+          mwhat + ": " + at("methods", i) + " (" + quote_name(m.methods[i].name) + "): session_capacity " +
+          std::to_string(s) + ": the method is compiled over a state arena of " + std::to_string(s) +
+          " sessions; the package is loaded with session_capacity " + std::to_string(opts.session_capacity) +
+          " (load it with " + std::to_string(s) + ", or 0 to leave the method out)");
+  }
 
   // Every file the manifest names exists inside the package.
   std::vector<std::string> method_paths(m.methods.size()), weight_paths(m.weight_files.size());
@@ -582,6 +630,10 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
   uint64_t base = 0, current_total = 0;  // bytes of the methods loaded before, and of this one's load
   for (size_t i = 0; i < m.methods.size(); ++i) {
     const PackageMethod& pm = m.methods[i];
+    if (pm.session_capacity > 0 && !arena) {  // left out: listed, get_method says why
+      p->methods_.push_back(nullptr);
+      continue;
+    }
     ModelOptions mo;
     mo.name = m.name + "/" + pm.name;
     mo.store = p->store_;
@@ -592,6 +644,17 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.expected_inputs = int64_t(pm.inputs.size());
     mo.expected_outputs = int64_t(pm.outputs.size());
     mo.context = "manifest.json: " + at("methods", i) + " (" + quote_name(pm.name) + ")";  // follows the method's name
+    if (pm.session_capacity > 0) {
+      // Its states are the whole arena; the inputs sized by the slots' dimension count sessions.
+      mo.whole_arena_states = true;
+      mo.slots_input = pm.slots_input;
+      const PackageTensor& slots = pm.inputs[size_t(pm.slots_input)];
+      mo.batch_dims.assign(pm.inputs.size(), -1);
+      for (size_t k = 0; k < pm.inputs.size(); ++k)
+        for (size_t d = 0; d < pm.inputs[k].dim_names.size(); ++d)
+          if (!slots.dim_names[0].empty() && pm.inputs[k].dim_names[d] == slots.dim_names[0] && mo.batch_dims[k] < 0)
+            mo.batch_dims[k] = int(d);
+    }
     if (opts.progress) {
       // One total for the package: each method's load copies what the store does not hold yet.
       current_total = 0;
@@ -613,14 +676,16 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
   // nothing reads, and a checkpoint update naming it would be refused by the store.
   std::set<std::string> bound;
   for (const auto& model : p->methods_)
-    for (const ConstantDecl& d : model->container()->decls()) bound.insert(d.fqn);
+    if (model)
+      for (const ConstantDecl& d : model->container()->decls()) bound.insert(d.fqn);
   for (size_t i = 0; i < m.parameters.size(); ++i)
     if (!bound.count(m.parameters[i].fqn))
       return InvalidArgument(mwhat + ": " + at("weights.parameters", i) + ": parameter " +
                              quote_name(m.parameters[i].fqn) + " is bound by no method");
   std::set<std::string> used_states;
   for (const auto& model : p->methods_)
-    for (const StateDecl& d : model->container()->states()) used_states.insert(d.fqn);
+    if (model)
+      for (const StateDecl& d : model->container()->states()) used_states.insert(d.fqn);
   for (size_t i = 0; i < m.states.size(); ++i)
     if (!used_states.count(m.states[i].fqn))
       return InvalidArgument(mwhat + ": " + at("state", i) + ": state " + quote_name(m.states[i].fqn) +

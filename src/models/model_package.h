@@ -51,6 +51,11 @@ struct PackageMethod {
   std::string name;
   std::string file;  // as the manifest gives it (relative to the package)
   std::vector<PackageTensor> inputs, outputs;
+  // > 0: a batched method compiled over a state arena of this many sessions (its states
+  // [S, ...shape], an input "slots" int64 [N]); loaded only with PackageOptions.session_capacity
+  // equal to it. 0: a per-session method.
+  uint32_t session_capacity = 0;
+  int slots_input = -1;  // a batched method's input "slots"
 };
 
 struct PackageParameter {
@@ -95,7 +100,9 @@ struct PackageOptions {
   std::string shim_path;           // as ModelOptions::shim_path
   uint64_t max_session_bytes = 0;  // every method's container's budget (0 = none)
   // > 0: one state arena of this many sessions for the manifest's states, joined by every
-  // method's container (a package session takes one slot); 0 = per-session buffers.
+  // method's container (a package session takes one slot); 0 = per-session buffers. A batched
+  // method (PackageMethod::session_capacity S) loads when this is S, is left out (listed, not
+  // loaded) when this is 0, and any other value refuses the package.
   uint32_t session_capacity = 0;
   ProgressFn progress;  // of loading the weights (all methods as one total); empty = none
 };
@@ -112,9 +119,13 @@ class ModelPackage {
   const std::string& dir() const { return dir_; }
   const std::shared_ptr<WeightStore>& store() const { return store_; }
   size_t num_methods() const { return methods_.size(); }
-  // Method i's model (in the manifest's order).
+  // Method i's model (in the manifest's order); null for a batched method the package was
+  // loaded without (PackageOptions.session_capacity 0).
   const std::shared_ptr<Model>& method(size_t i) const { return methods_[i]; }
   int find_method(std::string_view name) const;  // -1 if none
+  // The model of method `name`: NOT_FOUND (listing the methods), or FAILED_PRECONDITION for
+  // a batched method not loaded (naming the session_capacity it needs).
+  Status get_method(std::string_view name, std::shared_ptr<Model>* out) const;
   // A session over every method's container: prefill and decode share its state.
   Status create_session(const SessionOptions& opts, std::shared_ptr<Session>* out) const;
 

@@ -309,6 +309,18 @@ Status Run::state_at(int index, BoundTensor* out) const {
 
 namespace wharf {
 
+Status Run::arena_state_at(int index, BoundTensor* out) const {
+  const auto& states = container_->states();
+  if (index < 0 || size_t(index) >= states.size())
+    return InvalidArgument("state index " + std::to_string(index) + " out of range (container " +
+                           quote_name(container_->name()) + " declares " + std::to_string(states.size()) + " states)");
+  if (!arena_ || !index_)
+    return FailedPrecondition("state " + quote_name(states[size_t(index)].fqn) + ": the run of container " +
+                              quote_name(container_->name()) +
+                              " holds no slot of a state arena (the container has no session_capacity)");
+  return arena_state(arena_->find(states[size_t(index)].fqn), out);
+}
+
 Status Run::arena_state(int arena_index, BoundTensor* out) const {
   WHARF_DCHECK(arena_index >= 0, "run: a container's state is in its arena");
   const StateArena::State& a = arena_->state(size_t(arena_index));

@@ -88,6 +88,13 @@ class Run {
   // the run has none, as a fold's run).
   Status tensor_at(int index, BoundTensor* out) const;
   Status state_at(int index, BoundTensor* out) const;
+  // State `index` of the container as the whole arena ([capacity, ...shape], writable) in
+  // any run over sessions of a state arena, batched or of one session (a method compiled
+  // over the whole arena binds it so; its slot indices say which rows are the run's):
+  // FAILED_PRECONDITION when the run's sessions hold no arena slot.
+  Status arena_state_at(int index, BoundTensor* out) const;
+  // The run's slot indices on the host, in the order of its sessions (empty without an arena).
+  const std::vector<int64_t>& slots() const { return slots_; }
   // The run's one session (null for a batched run, a run without session or a fold's run).
   const std::shared_ptr<Session>& session() const { return session_; }
   // Batched runs (begin_batch): the sessions in the caller's order (empty otherwise).

@@ -168,7 +168,10 @@ class WharfPackage : public ::testing::Test {
     if (!manifest_.empty()) write("manifest.json", manifest_);
     const size_t fds = open_fds(), files = entries(dir_);
     wharf_model_package* pkg = nullptr;
-    wharf_status* st = wharf_model_package_load(rt_, (path.empty() ? dir_ : path).c_str(), nullptr, &pkg);
+    wharf_model_package_options o;
+    wharf_model_package_options_init(&o);
+    o.session_capacity = capacity_;
+    wharf_status* st = wharf_model_package_load(rt_, (path.empty() ? dir_ : path).c_str(), &o, &pkg);
     EXPECT_EQ(pkg, nullptr) << "the host backend cannot load the methods";
     wharf_model_package_free(pkg);
     EXPECT_EQ(open_fds(), fds) << "a descriptor was left open";
@@ -188,7 +191,21 @@ class WharfPackage : public ::testing::Test {
     for (const std::string& n : needles) EXPECT_TRUE(st.has(n)) << "'" << n << "' not in: " << st.msg();
   }
 
+  // A batched method (BATCHED.md: compiled over a state arena of 8 sessions) listed first.
+  void add_batch_method() {
+    edit("\"methods\": [", std::string("\"methods\": [\n    ") + kBatchMethod + ",");
+    write("methods/decode_batch.so", "placeholder");
+  }
+  static constexpr const char* kBatchMethod = R"({"name": "decode_batch", "file": "methods/decode_batch.so",
+     "session_capacity": 8,
+     "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["N", 1]},
+                {"name": "cache_position", "dtype": "int64", "shape": ["N"]},
+                {"name": "slots", "dtype": "int64", "shape": ["N"]}],
+     "outputs": [{"name": "logits", "dtype": "float32", "shape": ["N", 1, 8]}],
+     "dims": {"N": {"min": 1, "max": 8}}})";
+
   std::string base_, dir_, manifest_;
+  uint32_t capacity_ = 0;  // wharf_model_package_options.session_capacity of load()
   wharf_runtime* rt_ = nullptr;
 };
 
@@ -470,6 +487,73 @@ TEST_F(WharfPackage, ManifestParserKeepsShapesAndSymbolicDimensions) {
   }
   wharf::DType d;
   EXPECT_FALSE(wharf::package_dtype_from_name("torch.float32", &d));
+}
+
+TEST_F(WharfPackage, ABatchedMethodIsParsedWithItsCapacityAndSlotsInput) {
+  add_batch_method();
+  wharf::Manifest m;
+  wharf::Status st = wharf::parse_manifest(manifest_, "m", &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(m.methods.size(), 3u);
+  EXPECT_EQ(m.methods[0].name, "decode_batch");
+  EXPECT_EQ(m.methods[0].session_capacity, 8u);
+  EXPECT_EQ(m.methods[0].slots_input, 2);
+  EXPECT_EQ(m.methods[1].session_capacity, 0u);  // prefill and decode: per session
+  EXPECT_EQ(m.methods[2].session_capacity, 0u);
+  EXPECT_EQ(m.methods[2].slots_input, -1);
+}
+
+TEST_F(WharfPackage, ABatchedMethodLoadsWithItsCapacityAndIsLeftOutWithoutOne) {
+  add_batch_method();
+  // session_capacity 0: the batched method (listed first) is left out; loading goes on to
+  // prefill, which needs the CUDA backend.
+  {
+    St st(load());
+    EXPECT_EQ(st.code(), WHARF_UNSUPPORTED) << st.msg();
+    EXPECT_TRUE(st.has("method 'prefill'")) << st.msg();
+    EXPECT_FALSE(st.has("decode_batch")) << st.msg();
+  }
+  // Its capacity: the arena is made (and released with the rest) and the method loaded first.
+  capacity_ = 8;
+  expect_refused(WHARF_UNSUPPORTED, {"method 'decode_batch'", "CUDA backend"});
+}
+
+TEST_F(WharfPackage, ABatchedMethodRefusesAnotherCapacityNamingBoth) {
+  add_batch_method();
+  for (uint32_t c : {1u, 4u, 9u}) {
+    capacity_ = c;
+    expect_refused(WHARF_INVALID_ARGUMENT, {"manifest.json: methods[0] ('decode_batch')", "session_capacity 8",
+                                            "loaded with session_capacity " + std::to_string(c)});
+  }
+  // Before any file is read: the method's library need not even exist.
+  ASSERT_EQ(::unlink((dir_ + "/methods/decode_batch.so").c_str()), 0);
+  capacity_ = 4;
+  expect_refused(WHARF_INVALID_ARGUMENT, {"session_capacity 8", "session_capacity 4"});
+}
+
+TEST_F(WharfPackage, ABatchedMethodsCapacityAndSlotsInputAreChecked) {
+  add_batch_method();
+  const std::string base = manifest_;
+  for (const char* bad : {"0", "-1", "\"8\"", "1.5", "4294967296"}) {
+    manifest_ = base;
+    edit("\"session_capacity\": 8", std::string("\"session_capacity\": ") + bad);
+    expect_refused(WHARF_INVALID_ARGUMENT, {"methods[0].session_capacity"});
+  }
+  const std::string slots = "{\"name\": \"slots\", \"dtype\": \"int64\", \"shape\": [\"N\"]}";
+  manifest_ = base;
+  edit(slots, "{\"name\": \"rows\", \"dtype\": \"int64\", \"shape\": [\"N\"]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[0].inputs", "session_capacity 8", "no input 'slots'"});
+  manifest_ = base;
+  edit(slots, "{\"name\": \"slots\", \"dtype\": \"int32\", \"shape\": [\"N\"]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[0].inputs[2]", "int64 [N]"});
+  manifest_ = base;
+  edit(slots, "{\"name\": \"slots\", \"dtype\": \"int64\", \"shape\": [\"N\", 1]}");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[0].inputs[2]", "2 dimensions"});
+  // Per-session methods may have an input named slots: only a batched method's is the rows.
+  manifest_ = base;
+  edit("\"session_capacity\": 8,", "");
+  capacity_ = 0;
+  expect_refused(WHARF_UNSUPPORTED, {"method 'decode_batch'", "CUDA backend"});
 }
 
 }  // namespace

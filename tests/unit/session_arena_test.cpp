@@ -198,6 +198,46 @@ TEST_F(SessionArenaTest, OneAllocationPerStateWithFixedSlotAddresses) {
   wharf_session_free(p);
 }
 
+// What a method compiled over the whole arena binds (Model, Run::arena_state_at): the whole
+// arena at its fixed address in a run of one arena session as in a batched run, and the run's
+// slots on the host; a run without an arena has none.
+TEST_F(SessionArenaTest, EveryRunOfArenaSessionsGivesAMethodTheWholeArena) {
+  wharf_container* c = make("m", 4);
+  wharf_session* a = session({c});
+  wharf_session* b = session({c});
+  wharf_run* all = batch(c, {b, a});
+  ASSERT_NE(all, nullptr);
+  const wharf_tensor_view h = view(all, "h");
+  wharf::BoundTensor t;
+  ASSERT_TRUE(all->run->arena_state_at(0, &t).ok());  // state 0 is "h"
+  EXPECT_EQ(t.data, h.data);
+  ASSERT_EQ(*t.shape, std::vector<int64_t>({4, kH}));
+  EXPECT_EQ(t.nbytes, 4u * kH * sizeof(float));
+  EXPECT_FALSE(t.read_only);
+  EXPECT_EQ(all->run->slots(), std::vector<int64_t>({1, 0}));
+  ASSERT_OK(wharf_run_end(all));
+  wharf_run* one = nullptr;
+  ASSERT_OK(wharf_run_begin(c, b, nullptr, &one));
+  wharf::BoundTensor u;
+  ASSERT_TRUE(one->run->arena_state_at(0, &u).ok());
+  EXPECT_EQ(u.data, h.data) << "one address for the arena's life, whatever the run's sessions";
+  EXPECT_EQ(*u.shape, *t.shape);
+  EXPECT_EQ(one->run->slots(), std::vector<int64_t>({1}));
+  EXPECT_EQ(one->run->arena_state_at(2, &u).code(), wharf::Code::kInvalidArgument);
+  ASSERT_OK(wharf_run_end(one));
+  wharf_session_free(a);
+  wharf_session_free(b);
+  wharf_container* plain = make("plain", 0);
+  wharf_session* p = session({plain});
+  ASSERT_OK(wharf_run_begin(plain, p, nullptr, &one));
+  const wharf::Status st = one->run->arena_state_at(0, &u);
+  EXPECT_EQ(st.code(), wharf::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("'h'"), std::string::npos) << st.message();
+  EXPECT_TRUE(one->run->slots().empty());
+  ASSERT_OK(wharf_run_end(one));
+  wharf_session_free(p);
+}
+
 TEST_F(SessionArenaTest, CapacityAndBudgetErrorsNameTheirLimitAndHoldNothing) {
   wharf_container* c = make("m", 2);
   wharf_session* a = session({c});
