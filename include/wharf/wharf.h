@@ -1281,8 +1281,22 @@ WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i)
  * the run's stream (the caller may reuse it when the call returns). `outputs` (an array of
  * `num_outputs` views the caller provides; set each struct_size or zero them) receive
  * device tensors the run owns: valid until wharf_run_end, freed stream-ordered after it.
+ * A method compiled over the whole state arena (a model package's batched method, with
+ * session_capacity; experimental, see "State arenas and batched runs") binds every state as
+ * the arena and runs a batched run (wharf_run_begin_batch over N sessions) or a run of one
+ * arena session (N = 1) alike; its instances do not depend on the sessions (a run over other
+ * sessions rebinds nothing). Its input "slots" must be an empty view (data NULL: Wharf
+ * passes the run's slot indices) or the run's own wharf_run_get_slot_indices tensor (the
+ * same data pointer); the other inputs are the caller's rows in the order of the run's
+ * sessions. Wharf checks what the manifest lets it check generically: every input dimension
+ * the manifest names with the slots input's symbolic dimension (input_ids [N, 1],
+ * cache_position [N]) must be the run's number of sessions; the values (token ids,
+ * positions) are the caller's. Other models refuse a batched run (WHARF_UNSUPPORTED, naming
+ * the model).
  * Errors: WHARF_INVALID_ARGUMENT (the run is of another container, wrong input count,
- * unsupported dtype), WHARF_INTERNAL (the model failed; the message says why).
+ * unsupported dtype; a slots input that is not the run's, or a batch dimension other than the
+ * run's N, naming the input), WHARF_UNSUPPORTED (a batched run of a model compiled over one
+ * session's state), WHARF_INTERNAL (the model failed; the message says why).
  * Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_model_run(wharf_model* model, wharf_run* run,
@@ -1324,7 +1338,9 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * Makes the model's runs replay CUDA graphs (docs/decisions.md, "CUDA graphs"). From this
  * call on, wharf_model_run captures a graph the first time it sees a shape of the inputs
  * (dtypes and shapes; a warm-up run and the capture happen inside that call, on a private
- * stream, against scratch state: the session's state is written once, by the replay) and
+ * stream, against scratch state, or for a method over the whole state arena against the
+ * arena with the run's rows kept aside and put back: the session's state is written once,
+ * by the replay) and
  * replays it for every later run of that shape: the inputs are copied into the graph's static
  * buffers and one graph launch does the rest on the run's stream. A replay reads exactly the
  * run's generation and session, as an eager run does: after a swap, a rollback, an update
@@ -1418,7 +1434,10 @@ typedef struct wharf_model_package_options {
   void* progress_user;
   /** > 0: one state arena for up to this many sessions holds the manifest's states, shared
    *  by every method (a session of the package takes one slot); see "State arenas and
-   *  batched runs". 0: per-session buffers. Appended. */
+   *  batched runs". 0: per-session buffers. A batched method (manifest session_capacity S)
+   *  is loaded when this is S; with 0 the package loads without it (listed; its
+   *  wharf_model_package_get_method answers WHARF_FAILED_PRECONDITION); any other value
+   *  refuses the load (WHARF_INVALID_ARGUMENT). Appended. */
   uint32_t session_capacity;
 } wharf_model_package_options;
 
@@ -1446,7 +1465,8 @@ WHARF_API void wharf_model_package_options_init_sized(wharf_model_package_option
  * manifest does not list, a listed parameter in no weight file, a tensor whose dtype or shape
  * differs; a method whose compiled inputs/outputs differ in number from the manifest's, that
  * binds a parameter the manifest does not list or a buffer it does not declare, a parameter
- * or state no method uses), WHARF_UNSUPPORTED (format_version newer than this library reads;
+ * or state no method uses; a batched method whose session_capacity differs from a nonzero
+ * opts->session_capacity, naming both), WHARF_UNSUPPORTED (format_version newer than this library reads;
  * the host backend; a shim function a method needs that Wharf lacks, named), WHARF_DATA_CORRUPT
  * (a corrupt weight or state file), WHARF_IO_ERROR, WHARF_OUT_OF_MEMORY, WHARF_CANCELLED (by
  * the progress callback), and wharf_model_load's. Nothing is left behind on error.
@@ -1494,7 +1514,9 @@ WHARF_API int64_t wharf_model_package_find_method(const wharf_model_package* pac
  * The model of method `name` (run it with wharf_model_run on runs of its container). `*out`
  * is a new reference the caller owns and frees with wharf_model_free; it stays valid after
  * the package is freed. Errors: WHARF_NOT_FOUND (no such method; the message lists the
- * package's), WHARF_INVALID_ARGUMENT (NULL arguments). Since 0.3 (experimental).
+ * package's), WHARF_FAILED_PRECONDITION (a batched method of a package loaded without a
+ * session_capacity; the message names the capacity it needs), WHARF_INVALID_ARGUMENT (NULL
+ * arguments). Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method(wharf_model_package* package,
                                                                        const char* name, wharf_model** out);
@@ -1963,6 +1985,10 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_update_ranks(wharf_r
  * the whole arena tensors (wharf_run_get_tensor on a state: [S, ...shape]) and must read
  * and write only those slots. Runs of one arena session keep working as before: state
  * views are the session's slot ([...shape]), and the slot index tensor holds its one slot.
+ * A compiled method over the whole arena (a model package's batched method) runs both
+ * kinds of run through wharf_model_run, with the run's slot indices as its "slots" input;
+ * with graphs enabled (wharf_model_enable_graphs) each N is captured once and its replays
+ * serve any sessions (the arena's address is fixed; the indices are an input).
  * ------------------------------------------------------------------------------------- */
 
 /**
@@ -1977,8 +2003,9 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_update_ranks(wharf_r
  * arena ([session_capacity, ...shape], writable; only the run's slots may be written),
  * wharf_run_get_slot_indices gives the sessions' slots in the order of `sessions`, and
  * wharf_run_read of a state reads the arena's bytes. The caller owns `*out` (end it with
- * wharf_run_end, which ends every session's run). A compiled model (wharf_model_run) does
- * not take a batched run yet (WHARF_UNSUPPORTED).
+ * wharf_run_end, which ends every session's run). A compiled model (wharf_model_run) takes
+ * a batched run when it is compiled over the whole arena (a model package's batched method);
+ * one compiled over one session's state refuses it (WHARF_UNSUPPORTED).
  * Errors: WHARF_FAILED_PRECONDITION (no state arena, no active weights), WHARF_INVALID_ARGUMENT
  * (NULL arguments, a session twice, a session not covering the container or not in its
  * arena, more sessions than the capacity), WHARF_BUSY, WHARF_OUT_OF_MEMORY (the index buffer).

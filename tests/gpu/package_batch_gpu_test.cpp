@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: Apache-2.0
+// Batched decode over a state arena (issue 26) on the GPU, through the public C API as a
+// serving loop drives it: the committed tiny Llama package (tests/data/packages/tiny-llama-f32)
+// with its batched method decode_batch (session_capacity 8, BATCHED.md) beside the
+// per-session prefill and decode.
+//
+// Every batched row is checked against the same conversation decoded alone with the
+// per-session decode method in a second load of the package without an arena (the
+// reference): the argmax equal and the logits within 1e-4 (fp32; the maximum is printed).
+// The conversations: 6 sessions prefilled (per-session prefill) to different lengths, then
+// 20 batched steps over all of them and over subsets in any order, sessions leaving and
+// joining (after their own prefill) between steps, a session forked mid-way continuing in
+// both branches in one batch, a reset and a new prefill; the slots input left empty (Wharf
+// passes the run's indices) or given as the run's own index tensor; a run of one arena
+// session. With graphs, the same schedule replays one graph per N with every row equal to
+// an eager batched run of the same steps bit for bit, captured once per N and never
+// re-pointed while the generation stays (the arena's address is fixed; the slots are an
+// input). A swap made while a batched run is open leaves that run on its generation; the
+// next step reads the new one (update.safetensors of the package). Refusals name the input.
+//
+// Skips without a GPU, and while the committed package has no decode_batch (the exporter's
+// --session-capacity 8 makes it).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "common/test_paths.h"
+#include "common/test_support.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using wharf_test::St;
+
+constexpr int kVocab = 256;
+constexpr uint32_t kCapacity = 8;
+constexpr double kTolerance = 1e-4;
+
+std::string package_dir() { return wharf_test::test_data("packages/tiny-llama-f32"); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+wharf_tensor_view zero_view() {
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  return v;
+}
+
+wharf_tensor_view host_i64(const int64_t* data, int ndim, const int64_t* shape) {
+  wharf_tensor_view v = zero_view();
+  v.data = const_cast<int64_t*>(data);
+  v.dtype = WHARF_DTYPE_I64;
+  v.device_type = WHARF_DEVICE_CPU;  // host memory: wharf_model_run copies it
+  v.ndim = ndim;
+  v.shape = shape;
+  return v;
+}
+
+int argmax(const float* row) {
+  int best = 0;
+  for (int i = 1; i < kVocab; ++i)
+    if (row[i] > row[best]) best = i;
+  return best;
+}
+
+// One load of the package: its methods and its sessions by a test's conversation id.
+struct Lane {
+  const char* what = "";
+  wharf_model_package* pkg = nullptr;
+  wharf_model *prefill = nullptr, *decode = nullptr, *batch = nullptr;
+  std::map<int, wharf_session*> s;
+  ~Lane() {
+    for (auto& kv : s) wharf_session_free(kv.second);
+    wharf_model_free(prefill);
+    wharf_model_free(decode);
+    wharf_model_free(batch);
+    wharf_model_package_free(pkg);
+  }
+};
+
+// How a batched step passes the slots input.
+enum class Slots { kEmpty, kRunsOwn };
+
+class PackageBatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    dir_ = package_dir();
+    const std::string manifest = read_text(dir_ + "/manifest.json");
+    if (manifest.find("\"decode_batch\"") == std::string::npos)
+      GTEST_SKIP() << dir_ << " has no decode_batch method yet (wharf_export.py --session-capacity 8 makes it)";
+    wharf_runtime_options ro;
+    wharf_runtime_options_init(&ro);
+    ro.backend = WHARF_BACKEND_CUDA;
+    ASSERT_OK(wharf_runtime_create(&ro, &rt_));
+  }
+  void TearDown() override {
+    lanes_.clear();
+    wharf_runtime_free(rt_);
+  }
+
+  wharf_status* load(uint32_t capacity, wharf_model_package** out) {
+    wharf_model_package_options o;
+    wharf_model_package_options_init(&o);
+    o.shim_path = std::getenv("WHARF_AOTI_SHIM");
+    o.session_capacity = capacity;
+    return wharf_model_package_load(rt_, dir_.c_str(), &o, out);
+  }
+
+  // Loads a lane: with the arena (its batched method, graphs on it when asked) or without (the
+  // reference: per-session buffers). Skips when the compiled methods need a newer C library.
+  Lane* open(const char* what, uint32_t capacity, bool graphs = false) {
+    auto l = std::make_unique<Lane>();
+    l->what = what;
+    St st(load(capacity, &l->pkg));
+    if (st.code() != WHARF_OK && st.has("GLIBC")) {
+      skip_ = "the compiled methods need a newer C library than this machine's: " + st.msg();
+      return nullptr;
+    }
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    if (st.code() != WHARF_OK) return nullptr;
+    EXPECT_OK(wharf_model_package_get_method(l->pkg, "prefill", &l->prefill));
+    EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode", &l->decode));
+    if (capacity) {
+      EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode_batch", &l->batch));
+      if (graphs && l->batch) EXPECT_OK(wharf_model_enable_graphs(l->batch, nullptr));
+    }
+    lanes_.push_back(std::move(l));
+    return lanes_.back().get();
+  }
+#define OPEN_OR_SKIP(var, ...)               \
+  Lane* var = open(__VA_ARGS__);             \
+  if (!skip_.empty()) GTEST_SKIP() << skip_; \
+  ASSERT_NE(var, nullptr);                   \
+  ASSERT_FALSE(HasFailure()) << "loading " << var->what
+
+  // Reads a run's logits output [rows, 1, vocab] (device memory) into *logits.
+  static void read_logits(wharf_run* run, const wharf_tensor_view& out, size_t rows, std::vector<float>* logits) {
+    ASSERT_EQ(out.ndim, 3);
+    ASSERT_EQ(out.shape[0], int64_t(rows));
+    ASSERT_EQ(out.shape[1], 1);
+    ASSERT_EQ(out.shape[2], kVocab);
+    if (out.strides) {
+      EXPECT_EQ(out.strides[2], 1);
+      EXPECT_EQ(out.strides[0], kVocab);
+    }
+    logits->resize(rows * kVocab);
+    ASSERT_OK(wharf_run_copy(run, logits->data(), out.data, logits->size() * sizeof(float)));
+  }
+
+  // Prefills `tokens` at positions 0.. in session `id` of `l` (the per-session method);
+  // the last position's logits.
+  static void prefill(Lane& l, int id, const std::vector<int64_t>& tokens, std::vector<float>* logits) {
+    std::vector<int64_t> pos(tokens.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);
+    const int64_t ishape[2] = {1, int64_t(tokens.size())}, pshape[1] = {int64_t(pos.size())};
+    wharf_tensor_view in[2] = {host_i64(tokens.data(), 2, ishape), host_i64(pos.data(), 1, pshape)};
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(wharf_model_container(l.prefill), l.s.at(id), nullptr, &run));
+    wharf_tensor_view out = zero_view();
+    ASSERT_OK(wharf_model_run(l.prefill, run, in, 2, &out, 1));
+    read_logits(run, out, 1, logits);
+    ASSERT_OK(wharf_run_end(run));
+  }
+
+  // The reference: each conversation's step alone with the per-session decode method.
+  static void decode_each(Lane& l, const std::vector<int>& ids, const std::vector<int64_t>& tokens,
+                          const std::vector<int64_t>& positions, std::vector<float>* logits) {
+    logits->assign(ids.size() * kVocab, 0.f);
+    for (size_t r = 0; r < ids.size(); ++r) {
+      const int64_t ishape[2] = {1, 1}, pshape[1] = {1};
+      wharf_tensor_view in[2] = {host_i64(&tokens[r], 2, ishape), host_i64(&positions[r], 1, pshape)};
+      wharf_run* run = nullptr;
+      ASSERT_OK(wharf_run_begin(wharf_model_container(l.decode), l.s.at(ids[r]), nullptr, &run));
+      wharf_tensor_view out = zero_view();
+      ASSERT_OK(wharf_model_run(l.decode, run, in, 2, &out, 1));
+      std::vector<float> row;
+      read_logits(run, out, 1, &row);
+      ASSERT_OK(wharf_run_end(run));
+      std::copy(row.begin(), row.end(), logits->begin() + std::ptrdiff_t(r * kVocab));
+    }
+  }
+
+  // One batched step of decode_batch over the sessions `ids` (in that order): one token per
+  // row at its own position. `mid` runs between wharf_run_begin_batch and the model's run.
+  // With `one_session_run`, ids has one element and the run is wharf_run_begin's.
+  static void decode_batch(Lane& l, const std::vector<int>& ids, const std::vector<int64_t>& tokens,
+                           const std::vector<int64_t>& positions, std::vector<float>* logits, uint64_t* generation,
+                           Slots slots = Slots::kEmpty, const std::function<void(wharf_run*)>& mid = {},
+                           bool one_session_run = false) {
+    const size_t n = ids.size();
+    std::vector<wharf_session*> ss;
+    for (int id : ids) ss.push_back(l.s.at(id));
+    wharf_run* run = nullptr;
+    if (one_session_run) {
+      ASSERT_EQ(n, 1u);
+      ASSERT_OK(wharf_run_begin(wharf_model_container(l.batch), ss[0], nullptr, &run));
+    } else {
+      ASSERT_OK(wharf_run_begin_batch(wharf_model_container(l.batch), ss.data(), n, nullptr, &run));
+    }
+    ASSERT_EQ(wharf_run_num_sessions(run), n);
+    if (mid) mid(run);
+    const int64_t ishape[2] = {int64_t(n), 1}, pshape[1] = {int64_t(n)};
+    wharf_tensor_view in[3] = {host_i64(tokens.data(), 2, ishape), host_i64(positions.data(), 1, pshape),
+                               zero_view()};  // data NULL: Wharf passes the run's slot indices
+    if (slots == Slots::kRunsOwn) EXPECT_OK(wharf_run_get_slot_indices(run, &in[2]));
+    wharf_tensor_view out = zero_view();
+    St st(wharf_model_run(l.batch, run, in, 3, &out, 1));
+    EXPECT_EQ(st.code(), WHARF_OK) << l.what << ": " << st.msg();
+    if (st.code() == WHARF_OK) read_logits(run, out, n, logits);
+    if (generation) *generation = wharf_run_generation(run);
+    ASSERT_OK(wharf_run_end(run));
+  }
+
+  // The largest |a - b| over rows of logits, each row's argmax equal; fails past kTolerance.
+  static double compare(const std::vector<float>& want, const std::vector<float>& got, const std::string& what) {
+    EXPECT_EQ(want.size(), got.size()) << what;
+    double worst = 0;
+    for (size_t r = 0; r * kVocab < std::min(want.size(), got.size()); ++r) {
+      const float* a = want.data() + r * kVocab;
+      const float* b = got.data() + r * kVocab;
+      EXPECT_EQ(argmax(a), argmax(b)) << what << ", row " << r;
+      for (int i = 0; i < kVocab; ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    }
+    EXPECT_LE(worst, kTolerance) << what;
+    return worst;
+  }
+
+  // The conversations of the file's header on `batched` lanes (each compared with `ref`, and
+  // with each other bit for bit). Returns the largest difference from the reference.
+  double converse(const std::vector<Lane*>& batched, Lane& ref, std::set<size_t>* sizes) {
+    std::vector<Lane*> all = batched;
+    all.push_back(&ref);
+    std::map<int, int64_t> pos;  // each conversation's next position
+    double worst = 0;
+    std::vector<float> want, got, first;
+    auto create = [&](int id) {
+      for (Lane* l : all) {
+        wharf_session* s = nullptr;
+        EXPECT_OK(wharf_model_package_create_session(l->pkg, nullptr, &s));
+        l->s[id] = s;
+      }
+    };
+    auto prefill_all = [&](int id, int len) {
+      std::vector<int64_t> tokens(static_cast<size_t>(len));
+      for (int k = 0; k < len; ++k) tokens[size_t(k)] = (id * 13 + k * 7 + 1) % kVocab;
+      prefill(ref, id, tokens, &want);
+      for (Lane* l : batched) {
+        prefill(*l, id, tokens, &got);
+        worst = std::max(worst, compare(want, got, std::string(l->what) + ": prefill of " + std::to_string(id)));
+      }
+      pos[id] = len;
+    };
+    int step = 0;
+    auto batch_step = [&](const std::vector<int>& ids, Slots slots = Slots::kEmpty) {
+      std::vector<int64_t> tokens, positions;
+      for (int id : ids) {
+        tokens.push_back((id * 37 + step * 11 + 5) % kVocab);  // teacher-forced: every row differs
+        positions.push_back(pos.at(id));
+      }
+      decode_each(ref, ids, tokens, positions, &want);
+      for (size_t k = 0; k < batched.size(); ++k) {
+        decode_batch(*batched[k], ids, tokens, positions, &got, nullptr, slots);
+        const std::string what = std::string(batched[k]->what) + ": step " + std::to_string(step) + " over " +
+                                 std::to_string(ids.size()) + " sessions";
+        worst = std::max(worst, compare(want, got, what));
+        if (k == 0)
+          first = got;
+        else
+          EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0)
+              << what << ": not bit-exact with " << batched[0]->what;
+      }
+      if (sizes) sizes->insert(ids.size());
+      for (int id : ids) ++pos[id];
+      ++step;
+    };
+    for (int id = 0; id < 6; ++id) {  // prompts of 3..8 tokens: ragged lengths
+      create(id);
+      prefill_all(id, 3 + id);
+    }
+    for (int i = 0; i < 4; ++i) batch_step({0, 1, 2, 3, 4, 5}, i == 1 ? Slots::kRunsOwn : Slots::kEmpty);
+    for (int i = 0; i < 4; ++i) batch_step({5, 3, 1});  // a subset, in another order; 0, 2, 4 wait
+    // 0 leaves; 6 joins after its own prefill; the others go on where they were.
+    for (Lane* l : all) {
+      wharf_session_free(l->s.at(0));
+      l->s.erase(0);
+    }
+    create(6);
+    prefill_all(6, 5);
+    for (int i = 0; i < 4; ++i) batch_step({1, 2, 3, 4, 5, 6}, i == 2 ? Slots::kRunsOwn : Slots::kEmpty);
+    // 2 forks into 7 mid-conversation: both branches go on in one batch, fed different tokens.
+    for (Lane* l : all) {
+      wharf_session* f = nullptr;
+      EXPECT_OK(wharf_session_fork(l->s.at(2), &f));
+      l->s[7] = f;
+    }
+    pos[7] = pos.at(2);
+    for (int i = 0; i < 4; ++i) batch_step({2, 7, 3, 6});
+    // 4 is reset and starts a new conversation.
+    for (Lane* l : all) EXPECT_OK(wharf_session_reset(l->s.at(4)));
+    prefill_all(4, 4);
+    for (int i = 0; i < 4; ++i) batch_step({4, 2, 7, 1, 5, 6});
+    EXPECT_EQ(step, 20);
+    // The batched method over a run of one arena session.
+    {
+      const std::vector<int> ids = {3};
+      const std::vector<int64_t> tokens = {42}, positions = {pos.at(3)};
+      decode_each(ref, ids, tokens, positions, &want);
+      for (Lane* l : batched) {
+        decode_batch(*l, ids, tokens, positions, &got, nullptr, Slots::kEmpty, {}, /*one_session_run=*/true);
+        worst = std::max(worst, compare(want, got, std::string(l->what) + ": a run of one arena session"));
+      }
+      if (sizes) sizes->insert(1);
+    }
+    return worst;
+  }
+
+  std::string dir_, skip_;
+  wharf_runtime* rt_ = nullptr;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+TEST_F(PackageBatch, LoadsWithItsCapacityIsListedWithoutOneAndRefusesAnother) {
+  OPEN_OR_SKIP(ref, "without an arena", 0);
+  const int64_t i = wharf_model_package_find_method(ref->pkg, "decode_batch");
+  ASSERT_GE(i, 0);
+  EXPECT_STREQ(wharf_model_package_method_name(ref->pkg, size_t(i)), "decode_batch");
+  ASSERT_EQ(wharf_model_package_num_method_inputs(ref->pkg, size_t(i)), 3u);
+  wharf_model* m = nullptr;
+  EXPECT_FAILS(wharf_model_package_get_method(ref->pkg, "decode_batch", &m), WHARF_FAILED_PRECONDITION,
+               "'decode_batch'");
+  EXPECT_FAILS(wharf_model_package_get_method(ref->pkg, "decode_batch", &m), WHARF_FAILED_PRECONDITION,
+               "session_capacity 8");
+  EXPECT_EQ(m, nullptr);
+  wharf_model_package* pkg = nullptr;
+  {
+    St st(load(4, &pkg));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_TRUE(st.has("'decode_batch'") && st.has("session_capacity 8") && st.has("session_capacity 4")) << st.msg();
+    EXPECT_EQ(pkg, nullptr);
+  }
+  OPEN_OR_SKIP(b, "with its arena", kCapacity);
+  EXPECT_NE(b->batch, nullptr);
+  EXPECT_EQ(wharf_model_num_inputs(b->batch), 3u);
+  wharf_state_arena_stats as;
+  std::memset(&as, 0, sizeof as);
+  as.struct_size = sizeof as;
+  ASSERT_OK(wharf_container_get_state_arena_stats(wharf_model_container(b->batch), &as));
+  EXPECT_EQ(as.num_slots, kCapacity);
+}
+
+TEST_F(PackageBatch, EveryBatchedRowEqualsItsSessionDecodedAlone) {
+  OPEN_OR_SKIP(ref, "reference", 0);
+  OPEN_OR_SKIP(b, "batched", kCapacity);
+  const double worst = converse({b}, *ref, nullptr);
+  std::printf("[ PackageBatch ] eager batched rows vs per-session decode: max |diff| %.3g (tolerance %.0e)\n", worst,
+              kTolerance);
+}
+
+TEST_F(PackageBatch, GraphReplaysAreBitExactWithEagerBatchedRunsAndNeverRepointForSessions) {
+  OPEN_OR_SKIP(ref, "reference", 0);
+  OPEN_OR_SKIP(eager, "eager", kCapacity);
+  OPEN_OR_SKIP(graphs, "graphs", kCapacity, /*graphs=*/true);
+  std::set<size_t> sizes;
+  const double worst = converse({eager, graphs}, *ref, &sizes);
+  std::printf("[ PackageBatch ] graph-replayed batched rows vs per-session decode: max |diff| %.3g\n", worst);
+  wharf_graph_stats gs;
+  std::memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  ASSERT_OK(wharf_model_get_graph_stats(graphs->batch, &gs));
+  EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.captures, sizes.size()) << "one graph per N (" << sizes.size() << " sizes)";
+  EXPECT_EQ(gs.num_buckets, sizes.size());
+  EXPECT_EQ(gs.replays, 21u) << "20 batched steps and a run of one session";
+  // The arena's address is fixed and the sessions are an input: one generation, no re-point.
+  EXPECT_EQ(gs.repoints, 0u);
+  EXPECT_EQ(gs.nodes_repointed, 0u);
+}
+
+TEST_F(PackageBatch, RefusalsNameTheInputAndChangeNothing) {
+  OPEN_OR_SKIP(ref, "reference", 0);
+  OPEN_OR_SKIP(b, "batched", kCapacity);
+  for (int id = 0; id < 2; ++id) {
+    for (Lane* l : {b, ref}) ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[id]));
+    std::vector<float> logits;
+    for (Lane* l : {b, ref}) prefill(*l, id, {1, 2, 3}, &logits);
+  }
+  wharf_session* ss[2] = {b->s.at(0), b->s.at(1)};
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin_batch(wharf_model_container(b->batch), ss, 2, nullptr, &run));
+  const int64_t tokens[2] = {9, 10}, positions[2] = {3, 3}, ishape[2] = {2, 1}, pshape[1] = {2};
+  int64_t foreign_slots[2] = {0, 1};  // the right values in the caller's memory: still refused
+  wharf_tensor_view in[3] = {host_i64(tokens, 2, ishape), host_i64(positions, 1, pshape),
+                             host_i64(foreign_slots, 1, pshape)};
+  wharf_tensor_view out = zero_view();
+  EXPECT_FAILS(wharf_model_run(b->batch, run, in, 3, &out, 1), WHARF_INVALID_ARGUMENT, "input 'slots'");
+  in[2] = zero_view();
+  const int64_t three[2] = {3, 1};
+  in[0].shape = three;  // three rows for two sessions
+  const int64_t more_tokens[3] = {9, 10, 11};
+  in[0].data = const_cast<int64_t*>(more_tokens);
+  EXPECT_FAILS(wharf_model_run(b->batch, run, in, 3, &out, 1), WHARF_INVALID_ARGUMENT, "input 'input_ids'");
+  ASSERT_OK(wharf_run_end(run));
+  // The per-session decode refuses a batched run, naming itself.
+  wharf_run* per = nullptr;
+  ASSERT_OK(wharf_run_begin_batch(wharf_model_container(b->decode), ss, 2, nullptr, &per));
+  EXPECT_FAILS(wharf_model_run(b->decode, per, in, 2, &out, 1), WHARF_UNSUPPORTED, "'tiny-llama-f32/decode'");
+  ASSERT_OK(wharf_run_end(per));
+  // Nothing was written: the sessions decode as their references do.
+  std::vector<float> want, got;
+  decode_each(*ref, {0, 1}, {9, 10}, {3, 3}, &want);
+  decode_batch(*b, {0, 1}, {9, 10}, {3, 3}, &got, nullptr);
+  compare(want, got, "after the refusals");
+}
+
+class PackageBatchSwap : public PackageBatch, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PackageBatchSwap, ABatchedRunKeepsItsGenerationAcrossASwapAndTheNextStepReadsTheNewOne) {
+  const bool graphs = GetParam();
+  // `ref` follows the batched lane's history (its update after step 2); `ref_old` is never
+  // updated (to show the update changes the logits).
+  OPEN_OR_SKIP(ref, "reference", 0);
+  OPEN_OR_SKIP(ref_old, "reference on the old weights", 0);
+  OPEN_OR_SKIP(b, graphs ? "batched with graphs" : "batched", kCapacity, graphs);
+  const std::string update = dir_ + "/update.safetensors";
+  const std::vector<int> ids = {0, 1, 2};
+  std::vector<int64_t> positions;
+  std::vector<float> want, got, old;
+  for (int id : ids) {
+    std::vector<int64_t> prompt;
+    for (int k = 0; k < 4 + 2 * id; ++k) prompt.push_back((id * 31 + k * 3 + 2) % kVocab);
+    for (Lane* l : {b, ref, ref_old}) {
+      ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[id]));
+      prefill(*l, id, prompt, &got);
+    }
+    positions.push_back(int64_t(prompt.size()));
+  }
+  auto references = [&](const std::vector<int64_t>& tokens) {
+    decode_each(*ref, ids, tokens, positions, &want);
+    decode_each(*ref_old, ids, tokens, positions, &old);
+  };
+  // Step 1 on the old weights (the graph of N = 3 is captured here when enabled).
+  std::vector<int64_t> tokens = {7, 8, 9};
+  uint64_t g0 = 0, g = 0;
+  references(tokens);
+  decode_batch(*b, ids, tokens, positions, &got, &g0);
+  compare(want, got, "before the swap");
+  for (int64_t& p : positions) ++p;
+  // Step 2: the update and swap land while the batched run is open; the run keeps its generation.
+  tokens = {10, 11, 12};
+  wharf_container* c = wharf_model_container(b->batch);
+  decode_batch(*b, ids, tokens, positions, &got, &g, Slots::kEmpty, [&](wharf_run* run) {
+    EXPECT_EQ(wharf_run_generation(run), g0);
+    EXPECT_OK(wharf_weight_store_update_from_file(wharf_model_package_store(b->pkg), update.c_str(), nullptr));
+    EXPECT_OK(wharf_weight_store_swap(wharf_model_package_store(b->pkg)));
+    EXPECT_GT(wharf_container_generation(c), g0);
+  });
+  EXPECT_EQ(g, g0);
+  references(tokens);
+  compare(want, got, "the run open across the swap (old weights)");
+  for (int64_t& p : positions) ++p;
+  ASSERT_OK(wharf_weight_store_update_from_file(wharf_model_package_store(ref->pkg), update.c_str(), nullptr));
+  ASSERT_OK(wharf_weight_store_swap(wharf_model_package_store(ref->pkg)));
+  // Step 3: the new generation, the same sessions, none aborted.
+  tokens = {13, 14, 15};
+  references(tokens);
+  decode_batch(*b, ids, tokens, positions, &got, &g);
+  EXPECT_GT(g, g0);
+  const double worst = compare(want, got, "the step after the swap (new weights)");
+  double moved = 0;
+  for (size_t i = 0; i < want.size() && i < old.size(); ++i)
+    moved = std::max(moved, double(std::fabs(want[i] - old[i])));
+  EXPECT_GT(moved, 1e-2) << "update.safetensors should change the logits";
+  std::printf("[ PackageBatch ] %s across a swap: max |diff| after it %.3g (the update moved logits by %.3g)\n",
+              b->what, worst, moved);
+  if (graphs) {
+    wharf_graph_stats gs;
+    std::memset(&gs, 0, sizeof gs);
+    gs.struct_size = sizeof gs;
+    ASSERT_OK(wharf_model_get_graph_stats(b->batch, &gs));
+    EXPECT_EQ(gs.captures, 1u) << "no recapture after a swap";
+    EXPECT_EQ(gs.replays, 3u) << gs.last_eager_reason;
+    EXPECT_GE(gs.repoints, 1u) << "the new generation's constants are re-pointed";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EagerAndGraphs, PackageBatchSwap, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Graphs" : "Eager"; });
+
+}  // namespace
