@@ -35,6 +35,7 @@ N_TOKENS = 8
 UPDATE_AFTER = 3
 MAX_SEQ_LEN = 64
 SEED, UPDATE_SEED = 1234, 4321
+SESSION_CAPACITY = 8  # decode_batch over an arena of 8 sessions
 
 COMMON = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, head_dim=16, max_position_embeddings=256, bos_token_id=1, eos_token_id=2,
@@ -118,7 +119,7 @@ def load_package_weights(pkg, manifest, device):
     return out
 
 
-def run_job(family, dtype, out_dir, gemm):
+def run_job(family, dtype, out_dir, gemm, session_capacity=SESSION_CAPACITY):
     import torch
     from safetensors.torch import save_file
 
@@ -173,13 +174,14 @@ def run_job(family, dtype, out_dir, gemm):
     t0 = time.time()
     try:
         manifest, info = wx.export_package(src, pkg, dtype=dtype, max_seq_len=MAX_SEQ_LEN, gemm=gemm,
-                                           build_dir=build, name=name)
+                                           build_dir=build, name=name, session_capacity=session_capacity)
     except Exception as e:  # noqa: BLE001
         # Keep a usable package: transformers' eager attention needs no SDPA kernel.
         traceback.print_exc()
         res["sdpa_export_error"] = f"{type(e).__name__}: {str(e)[:1500]}"
         manifest, info = wx.export_package(src, pkg, dtype=dtype, max_seq_len=MAX_SEQ_LEN, gemm=gemm,
-                                           build_dir=build, name=name, attention="eager")
+                                           build_dir=build, name=name, attention="eager",
+                                           session_capacity=session_capacity)
         res["exported_attention"] = "eager (fallback)"
     res["export_seconds"] = round(time.time() - t0, 1)
     res["compile_seconds"] = manifest["producer"]["compile_seconds"]
@@ -277,6 +279,52 @@ def run_job(family, dtype, out_dir, gemm):
     except Exception as e:  # noqa: BLE001
         checks["aoti"] = {"error": f"{type(e).__name__}: {str(e)[:800]}"}
         traceback.print_exc()
+
+    # 3. The batched method: its exported program (checked by the exporter) and the compiled
+    # .so against the per-session methods' .so, rows of sessions at ragged positions.
+    batch = None
+    if session_capacity:
+        if "batch_check" in info:
+            batch = info["batch_check"]
+            checks["exported_batch"] = batch_summary(batch)
+        try:
+            promote_libtorch()
+            weights = load_package_weights(pkg, manifest, dev)
+            bound = {s["fqn"]: torch.zeros(s["shape"], dtype=wx.DTYPES[s["dtype"]], device=dev)
+                     for s in manifest["state"]}
+            arena = {s["fqn"]: torch.zeros([session_capacity] + s["shape"], dtype=wx.DTYPES[s["dtype"]], device=dev)
+                     for s in manifest["state"]}
+            runners = {}
+            for m in ("prefill", "decode", "decode_batch"):
+                r = torch._inductor.aoti_load_package(info["pt2"][m])
+                r.load_constants(dict(weights, **(arena if m == "decode_batch" else bound)), check_full_update=True,
+                                 user_managed=True)
+                runners[m] = r
+
+            def per_session(mname, sess, ids, pos):
+                for f, t in sess.items():
+                    bound[f].copy_(t)
+                out = runners[mname](torch.tensor(ids, device=dev), torch.tensor(pos, device=dev))
+                out = out[0] if isinstance(out, (list, tuple)) else out
+                for f, t in sess.items():
+                    t.copy_(bound[f])
+                return out[0, -1]
+
+            def run_batch(ids, pos, slots):
+                out = runners["decode_batch"](ids.to(dev), pos.to(dev), slots.to(dev))
+                out = out[0] if isinstance(out, (list, tuple)) else out
+                return out[:, -1]
+
+            with torch.no_grad():
+                batch = wx.batched_check(
+                    lambda sess, ids, pos: per_session("prefill", sess, [ids], pos),
+                    lambda sess, tok, pos: per_session("decode", sess, [[tok]], [pos]), run_batch,
+                    lambda: {f: torch.zeros_like(t) for f, t in bound.items()}, arena, session_capacity,
+                    int(manifest["source"]["vocab_size"]), MAX_SEQ_LEN, hf_model=ref, dtype=dtype)
+            checks["aoti_batch"] = batch_summary(batch)
+        except Exception as e:  # noqa: BLE001
+            checks["aoti_batch"] = {"error": f"{type(e).__name__}: {str(e)[:800]}"}
+            traceback.print_exc()
     res["checks"] = checks
 
     reference = {
@@ -292,9 +340,38 @@ def run_job(family, dtype, out_dir, gemm):
                        "eager_margins": upd_margins},
         "checks": checks,
     }
+    if batch is not None and "tokens_match_eager" in batch:
+        reference["batched"] = {
+            "method": "decode_batch", "session_capacity": session_capacity,
+            "protocol": "each row is a session in arena slot `slot`: prefill its prompt alone (prefill at "
+                        "positions 0..L-1 -> token 0), then batched steps: step k runs decode_batch over the rows "
+                        "steps[k] in that order (input_ids [N,1] = each row's last token, cache_position [N] = "
+                        "its length so far, slots [N]); each row's greedy tokens are `tokens` (token 0 from its "
+                        "prefill, then one per step it takes part in); first_step_logits: transformers' logits of "
+                        "each row at step 0 (every row is in steps[0])",
+            "steps": batch["plan"],
+            "rows": [{"slot": row["slot"], "prompt": prompt, "tokens": row["eager_tokens"],
+                      "eager_margins": row["eager_margins"], "first_step_logits": row["eager_first_step_logits"]}
+                     for row, prompt in zip(batch["per_row"], batch["prompts"])],
+        }
     with open(os.path.join(pkg, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1)
     return res
+
+
+def batch_summary(b):
+    """What reference.json and the summary keep of a batched_check result."""
+    keys = ("rows", "capacity", "plan", "max_abs_diff", "max_rel_diff", "tolerance", "logits_ok",
+            "other_slots_unchanged", "tokens_match_eager")
+    out = {k: b[k] for k in keys if k in b}
+    out["rows_detail"] = [{k: row.get(k) for k in ("slot", "prompt_length", "max_abs_diff", "max_rel_diff", "tokens",
+                                                   "tokens_match_per_session", "tokens_match_eager")}
+                          for row in b["per_row"]]
+    mism = [compare(row["tokens"], row["eager_tokens"], row["eager_margins"]) for row in b["per_row"]
+            if "eager_tokens" in row and row["tokens"] != row["eager_tokens"]]
+    if mism:
+        out["eager_mismatches"] = mism
+    return out
 
 
 def status_of(r):
@@ -312,7 +389,15 @@ def status_of(r):
         return f"diff@{x.get('first_mismatch')}(m={x.get('eager_margin_there', 0):.2g})"
 
     hu = ao.get("hot_update", {}) if "error" not in ao else {"error": 1}
-    return f"{fb}ep={s(ep)} aoti={s(ao)} upd={s(hu)}"
+    st = f"{fb}ep={s(ep)} aoti={s(ao)} upd={s(hu)}"
+    ab = c.get("aoti_batch")
+    if ab is not None:
+        if "error" in ab:
+            st += " batch=error"
+        else:
+            ok = ab.get("logits_ok", True) and ab.get("other_slots_unchanged", True)
+            st += f" batch={'ok' if ok else 'DIFF'}({ab.get('max_rel_diff', 0):.1g},tok={ab.get('tokens_match_eager')})"
+    return st
 
 
 def main():
@@ -323,6 +408,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=6)
     ap.add_argument("--extra", default="", help="more family:dtype pairs to run besides families x dtypes")
     ap.add_argument("--gemm", default="auto", choices=["auto", "triton", "extern"])
+    ap.add_argument("--session-capacity", type=int, default=SESSION_CAPACITY,
+                    help="decode_batch over an arena of this many sessions (0: per-session methods only)")
     ap.add_argument("--job", help=argparse.SUPPRESS)  # family:dtype, run in this process
     ap.add_argument("--timeout", type=int, default=900, help="seconds per family x dtype")
     args = ap.parse_args()
@@ -331,7 +418,7 @@ def main():
     if args.job:
         family, dtype = args.job.split(":")
         try:
-            res = run_job(family, dtype, out, args.gemm)
+            res = run_job(family, dtype, out, args.gemm, args.session_capacity)
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             res = {"family": family, "dtype": dtype, "error": f"{type(e).__name__}: {str(e)[:1500]}"}
@@ -353,7 +440,8 @@ def main():
             f, d = pending.pop(0)
             logf = open(os.path.join(out, "logs", f"{f}-{d}.log"), "w")
             p = subprocess.Popen([sys.executable, os.path.abspath(__file__), out, "--job", f"{f}:{d}",
-                                  "--gemm", args.gemm], stdout=logf, stderr=subprocess.STDOUT, env=env)
+                                  "--gemm", args.gemm, "--session-capacity", str(args.session_capacity)],
+                                 stdout=logf, stderr=subprocess.STDOUT, env=env)
             running[(f, d)] = (p, time.time(), logf)
         time.sleep(1)
         for key, (p, start, logf) in list(running.items()):
@@ -376,12 +464,23 @@ def main():
     print("\nfamily    " + "".join(f"{d:58s}" for d in dtypes))
     for f in dict.fromkeys(f for f, _ in jobs):
         print(f"{f:10s}" + "".join(f"{status_of(results[(f, d)]) if (f, d) in results else '-':58s}" for d in dtypes))
-    print("\ncompile seconds (prefill/decode), shims missing:")
+    print("\ncompile seconds (prefill/decode/decode_batch), shims missing:")
     for (f, d), r in sorted(results.items()):
         cs = r.get("compile_seconds", {})
         miss = sorted({s for m in r.get("shims", {}).values() for s in m.get("missing", [])})
         other = sorted({s for m in r.get("shims", {}).values() for s in m.get("unresolved_other", [])})
-        print(f"  {f}-{d}: {cs.get('prefill')}/{cs.get('decode')} gemm={r.get('gemm')} missing={miss} other={other}")
+        print(f"  {f}-{d}: {cs.get('prefill')}/{cs.get('decode')}/{cs.get('decode_batch')} gemm={r.get('gemm')} "
+              f"missing={miss} other={other}")
+    print("\ndecode_batch against the per-session decode (max |diff| / max |logit|; greedy tokens vs transformers):")
+    for (f, d), r in sorted(results.items()):
+        for tag in ("exported_batch", "aoti_batch"):
+            b = r.get("checks", {}).get(tag)
+            if b and "error" not in b:
+                print(f"  {f}-{d} {tag}: max abs {b.get('max_abs_diff'):.3g} rel {b.get('max_rel_diff'):.3g} "
+                      f"other slots unchanged {b.get('other_slots_unchanged')} tokens match {b.get('tokens_match_eager')}"
+                      + (f" mismatches {b['eager_mismatches']}" if b.get("eager_mismatches") else ""))
+            elif b:
+                print(f"  {f}-{d} {tag}: {b['error'][:200]}")
     print("\nwhat reached SDPA (first node of each method):")
     for (f, d), r in sorted(results.items()):
         for m, nodes in (r.get("sdpa") or {}).items():

@@ -34,6 +34,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wharf_sdpa  # noqa: E402  (registers wharf::sdpa)
+import wharf_slots  # noqa: E402  (registers wharf::decode_slots)
 from package_tools import check_shims, compiled_constants, find_repo_file, wharf_shims  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -68,16 +69,20 @@ def cache_geometry(config):
 class WharfCacheBuffers(nn.Module):
     """The KV cache as registered buffers (state FQNs wharf_cache.key_<i> / value_<i>)."""
 
-    def __init__(self, n_layers, kv_heads, max_seq_len, head_dim, dtype, device):
+    def __init__(self, n_layers, kv_heads, max_seq_len, head_dim, dtype, device, capacity=None):
+        """Per-session buffers [1, kv_heads, max_seq_len, head_dim]; with `capacity` S the
+        arena of S sessions, [S, 1, kv_heads, max_seq_len, head_dim] (slot-major)."""
         super().__init__()
         self.n_layers = n_layers
+        shape = (1, kv_heads, max_seq_len, head_dim)
+        if capacity is not None:
+            shape = (capacity,) + shape
         for i in range(n_layers):
-            self.register_buffer(f"key_{i}", torch.zeros(1, kv_heads, max_seq_len, head_dim, dtype=dtype, device=device))
-            self.register_buffer(f"value_{i}", torch.zeros(1, kv_heads, max_seq_len, head_dim, dtype=dtype,
-                                                           device=device))
+            self.register_buffer(f"key_{i}", torch.zeros(shape, dtype=dtype, device=device))
+            self.register_buffer(f"value_{i}", torch.zeros(shape, dtype=dtype, device=device))
 
 
-def make_hf_cache(config, buffers, max_seq_len):
+def make_hf_cache(config, buffers, max_seq_len, batched=False):
     """transformers' own StaticCache, every layer a full-length StaticLayer over Wharf's buffers.
 
     Sliding-window layers get a full-length layer too: the window is then applied by
@@ -86,6 +91,11 @@ def make_hf_cache(config, buffers, max_seq_len):
     The layers' `update` writes with index_copy_ at the position the wrapper sets for the call
     (no dependence on how a transformers release passes cache_position), and their mask sizes
     are the full cache: positions past the last written are masked by transformers' causal mask.
+
+    batched: the buffers are arenas [S, 1, kv, T, D]; `update` writes row r's keys and values
+    at (slots[r], 0, :, cache_position[r], :) with one index_put_ on the arena (the indices the
+    wrapper sets for the call, `cache.wharf_rows`) and returns the arenas, which the
+    "wharf_slots" attention function reads (wharf_slots.py).
     """
     from transformers import cache_utils
 
@@ -105,6 +115,13 @@ def make_hf_cache(config, buffers, max_seq_len):
         layer.values.index_copy_(2, pos, value_states)
         return layer.keys, layer.values
 
+    def update_rows(layer, key_states, value_states, *args, **kwargs):
+        # key_states [N, kv, 1, D]; the indices broadcast to [N, kv], so the values are [N, kv, D].
+        rows = cache.wharf_rows
+        torch.ops.aten.index_put_(layer.keys, rows, key_states[:, :, 0, :])
+        torch.ops.aten.index_put_(layer.values, rows, value_states[:, :, 0, :])
+        return layer.keys, layer.values
+
     def mask_sizes(layer, *args, **kwargs):
         return max_seq_len, 0
 
@@ -113,14 +130,15 @@ def make_hf_cache(config, buffers, max_seq_len):
         k, v = buffers.get_buffer(f"key_{i}"), buffers.get_buffer(f"value_{i}")
         # Let the release set up whatever attributes its layer has (sizes, dtype, device, a
         # cumulative_length tensor in newer ones), then put Wharf's buffers in place.
-        probe = torch.zeros(k.shape[0], k.shape[1], 1, k.shape[3], dtype=k.dtype, device=k.device)
+        kk = k[0] if batched else k
+        probe = torch.zeros(kk.shape[0], kk.shape[1], 1, kk.shape[3], dtype=k.dtype, device=k.device)
         try:
             layer.lazy_initialization(probe, probe)
         except TypeError:
             layer.lazy_initialization(probe)
         layer.keys, layer.values = k, v
         layer.is_initialized = True
-        layer.update = types.MethodType(update, layer)
+        layer.update = types.MethodType(update_rows if batched else update, layer)
         layer.get_mask_sizes = types.MethodType(mask_sizes, layer)
         cache.layers[i] = layer
     return cache
@@ -169,6 +187,68 @@ class WharfCausalLM(nn.Module):
         if self._keep:
             kwargs[self._keep] = 1
         out = self._hf(**kwargs)
+        logits = out.logits if hasattr(out, "logits") else out[0]
+        return logits[:, -1:, :].float()
+
+    def reset_cache(self):
+        for b in self.wharf_cache.buffers():
+            b.zero_()
+
+
+class WharfBatchedCausalLM(nn.Module):
+    """The batched decode method over a state arena of `capacity` sessions (docs/model-package.md,
+    `decode_batch`): the same transformers model and parameter FQNs as WharfCausalLM, the KV
+    buffers `wharf_cache.key_<i>` / `value_<i>` as arenas [S, 1, kv, max_seq_len, head_dim].
+    forward(input_ids [N, 1], cache_position [N], slots [N]) writes row r's keys and values at
+    (slots[r], 0, :, cache_position[r], :), attends with wharf::decode_slots over that slot's
+    positions 0..cache_position[r] (the layer's sliding window, if any, within them) and
+    returns the float32 next-token logits [N, 1, vocab]. RoPE (and GPT-2's position embedding)
+    gets position_ids = cache_position[:, None], per row.
+
+    softcap: apply a layer's attention-logit softcapping (Gemma 2) in the kernel. The exporter
+    sets it as the per-session methods compute: transformers' SDPA path ignores softcapping,
+    its eager path applies it."""
+
+    def __init__(self, hf_model, max_seq_len, capacity, softcap=False):
+        super().__init__()
+        wharf_slots.register()
+        for name, child in hf_model.named_children():
+            self.add_module(name, child)
+        object.__setattr__(self, "_hf", hf_model)
+        p = next(hf_model.parameters())
+        n_layers, kv, head_dim = cache_geometry(hf_model.config)
+        self.kv_heads = kv
+        self.capacity = capacity
+        self.wharf_cache = WharfCacheBuffers(n_layers, kv, max_seq_len, head_dim, p.dtype, p.device, capacity=capacity)
+        self.max_seq_len = max_seq_len
+        cache = make_hf_cache(hf_model.config, self.wharf_cache, max_seq_len, batched=True)
+        cache.wharf_softcap = bool(softcap)
+        object.__setattr__(self, "_cache", cache)
+        params = inspect.signature(hf_model.forward).parameters
+        self._keep = "logits_to_keep" if "logits_to_keep" in params else (
+            "num_logits_to_keep" if "num_logits_to_keep" in params else None)
+
+    def forward(self, input_ids, cache_position, slots):
+        cache = self._cache
+        rows = slots.unsqueeze(1)
+        heads = torch.arange(self.kv_heads, device=slots.device, dtype=slots.dtype).unsqueeze(0)
+        cache.wharf_rows = [rows, torch.zeros_like(rows), heads, cache_position.unsqueeze(1)]
+        cache.wharf_slots = slots
+        cache.wharf_lengths = cache_position + 1
+        for i, layer in enumerate(cache.layers):
+            layer.keys = getattr(self.wharf_cache, f"key_{i}")  # see WharfCausalLM.forward
+            layer.values = getattr(self.wharf_cache, f"value_{i}")
+            cl = getattr(layer, "cumulative_length", None)
+            if isinstance(cl, torch.Tensor):
+                layer.cumulative_length = cache_position[:1].reshape(cl.shape).to(cl.dtype)
+        # No cache_position to transformers: its meaning there is one sequence's positions;
+        # each row's position is in position_ids and in the rows the cache writes.
+        kwargs = dict(input_ids=input_ids, past_key_values=cache, use_cache=True,
+                      position_ids=cache_position.unsqueeze(1))
+        if self._keep:
+            kwargs[self._keep] = 1
+        with wharf_slots.attn_implementation(self._hf, wharf_slots.ATTN_IMPLEMENTATION), wharf_slots.active(cache):
+            out = self._hf(**kwargs)
         logits = out.logits if hasattr(out, "logits") else out[0]
         return logits[:, -1:, :].float()
 
@@ -263,6 +343,136 @@ def source_weight_map(src):
 
 
 # --------------------------------------------------------------------------------------------
+# Checking the batched method against the per-session ones
+# --------------------------------------------------------------------------------------------
+
+BATCH_PROMPT_LENGTHS = (6, 1, 13, 27, 3)  # ragged, across a sliding window of 8 and a split of 64
+BATCH_TOLERANCE = {"float32": 1e-4}  # max |batched - per-session| / max |per-session| over all logits
+
+
+def batched_check(run_prefill, run_decode, run_batch, new_session, arena, capacity, vocab, max_seq_len,
+                  hf_model=None, dtype="float32", seed=7):
+    """Runs the batched method for rows of sessions at ragged positions and compares every
+    row's logits with the per-session decode method's for that session.
+
+    run_prefill(session, ids [T], pos [T]) / run_decode(session, token, pos) -> logits [vocab]
+    run the per-session methods on `session` (a dict of per-session state tensors, from
+    new_session()); run_batch(ids [N, 1], pos [N], slots [N]) -> logits [N, vocab] runs the
+    batched method on `arena` (a dict of [S, ...] state tensors it writes in place).
+    Rows: up to 5 sessions in slots spread over the arena; each prompt is prefilled per session
+    and its filled positions copied into the row's slot; the arena's other contents are random
+    (a read of another slot or of a position past a row's length changes its logits). Steps:
+    all rows, every other row in reverse order, one row (N = 1), all rows again. Each row is
+    fed the batched method's greedy token, and the per-session method gets the same token.
+    With hf_model, each row's greedy tokens (prompt, then one per step it took part in) are
+    compared with transformers' own greedy decoding of that prompt."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    R = min(len(BATCH_PROMPT_LENGTHS), capacity)
+    order = list(range(capacity))[::-1]
+    slots = (order[1::2] + order[0::2])[:R]
+    plan = [list(range(R)), list(range(R))[::-2], [R // 2], list(range(R))]
+    steps_of = [sum(r in rows for rows in plan) for r in range(R)]
+    lengths = [max(1, min(L, max_seq_len - steps_of[r] - 1)) for r, L in enumerate(BATCH_PROMPT_LENGTHS[:R])]
+    prompts = [torch.randint(3, vocab, (L,), generator=g).tolist() for L in lengths]
+    with torch.no_grad():
+        for t in arena.values():
+            t.copy_(torch.randn(t.shape, generator=g).to(t.dtype))
+        sessions, toks, pos = [], [], []
+        for r in range(R):
+            sess = new_session()
+            lg = run_prefill(sess, prompts[r], list(range(lengths[r])))
+            for fqn, t in sess.items():  # only the filled positions: the rest of the slot stays random
+                arena[fqn][slots[r], ..., :lengths[r], :] = t[..., :lengths[r], :]
+            sessions.append(sess)
+            toks.append([int(lg.argmax())])
+            pos.append(lengths[r])
+        untouched = [s for s in range(capacity) if s not in slots]
+        before = {fqn: t[untouched].clone() for fqn, t in arena.items()} if untouched else None
+        max_abs, max_rel, per_row = 0.0, 0.0, [{"slot": slots[r], "prompt_length": lengths[r], "max_abs_diff": 0.0,
+                                                "max_rel_diff": 0.0, "per_session_tokens": [toks[r][0]]}
+                                               for r in range(R)]
+        for rows in plan:
+            ids = torch.tensor([[toks[r][-1]] for r in rows])
+            p = torch.tensor([pos[r] for r in rows])
+            sl = torch.tensor([slots[r] for r in rows])
+            lb = run_batch(ids, p, sl)
+            for i, r in enumerate(rows):
+                ls = run_decode(sessions[r], toks[r][-1], pos[r])
+                diff = float((lb[i].float() - ls.float()).abs().max())
+                rel = diff / max(float(ls.float().abs().max()), 1e-30)
+                row = per_row[r]
+                row["max_abs_diff"] = max(row["max_abs_diff"], diff)
+                row["max_rel_diff"] = max(row["max_rel_diff"], rel)
+                row["per_session_tokens"].append(int(ls.argmax()))
+                max_abs, max_rel = max(max_abs, diff), max(max_rel, rel)
+                toks[r].append(int(lb[i].argmax()))
+                pos[r] += 1
+        res = {"rows": R, "capacity": capacity, "plan": plan, "max_abs_diff": max_abs, "max_rel_diff": max_rel,
+               "per_row": per_row}
+        if before is not None:
+            res["other_slots_unchanged"] = all(torch.equal(before[f], arena[f][untouched]) for f in arena)
+        tol = BATCH_TOLERANCE.get(dtype)
+        if tol is not None:
+            res["tolerance"] = tol
+            res["logits_ok"] = max_rel <= tol
+        for r in range(R):
+            per_row[r]["tokens"] = toks[r]
+            per_row[r]["tokens_match_per_session"] = toks[r] == per_row[r]["per_session_tokens"]
+        if hf_model is not None:
+            for r in range(R):
+                ref, margins, logits = hf_greedy(hf_model, prompts[r], len(toks[r]))
+                per_row[r]["eager_tokens"] = ref
+                per_row[r]["eager_margins"] = margins
+                # transformers' logits of the row's first batched step (plan[0] holds every row)
+                per_row[r]["eager_first_step_logits"] = logits[1].tolist() if len(logits) > 1 else None
+                per_row[r]["tokens_match_eager"] = toks[r] == ref
+            res["tokens_match_eager"] = all(row["tokens_match_eager"] for row in per_row)
+        res["prompts"] = prompts
+    return res
+
+
+def hf_greedy(model, prompt, n):
+    """transformers' own greedy decoding (its default attention and cache): n tokens, the
+    margin between the best and second-best logit at each, and the logits (float32, CPU)."""
+    dev = next(model.parameters()).device
+    out = model(input_ids=torch.tensor([prompt], device=dev), use_cache=True)
+    toks, margins, logits = [], [], []
+    for i in range(n):
+        lg = out.logits[0, -1].float()
+        top = lg.topk(2).values
+        toks.append(int(lg.argmax()))
+        margins.append(float(top[0] - top[1]))
+        logits.append(lg.cpu())
+        if i + 1 < n:
+            out = model(input_ids=torch.tensor([[toks[-1]]], device=dev), past_key_values=out.past_key_values,
+                        use_cache=True)
+    return toks, margins, logits
+
+
+def check_exported_batch(programs, state, capacity, vocab, max_seq_len, hf_model, dtype, device="cuda"):
+    """batched_check on the exported programs (wharf::sdpa and wharf::decode_slots run eagerly)."""
+    mods = {m: programs[m].module() for m in ("prefill", "decode", "decode_batch")}
+    fqns = [s["fqn"] for s in state]
+
+    def per_session(mname, sess, ids, pos):
+        m = mods[mname]
+        for f in fqns:
+            m.get_buffer(f).copy_(sess[f])
+        out = m(torch.tensor(ids, device=device), torch.tensor(pos, device=device))
+        for f in fqns:
+            sess[f].copy_(m.get_buffer(f))
+        return out[0, -1]
+
+    arena = {f: mods["decode_batch"].get_buffer(f) for f in fqns}
+    return batched_check(
+        lambda sess, ids, pos: per_session("prefill", sess, [ids], pos),
+        lambda sess, tok, pos: per_session("decode", sess, [[tok]], [pos]),
+        lambda ids, pos, slots: mods["decode_batch"](ids.to(device), pos.to(device), slots.to(device))[:, -1],
+        lambda: {s["fqn"]: torch.zeros(s["shape"], dtype=DTYPES[s["dtype"]], device=device) for s in state},
+        arena, capacity, vocab, max_seq_len, hf_model=hf_model, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------------
 # Export and compile
 # --------------------------------------------------------------------------------------------
 
@@ -284,6 +494,23 @@ def export_method(wrapper, name, example_len, max_seq_len, device):
             last_err = e
             log(f"prefill export with T >= {lo} failed: {type(e).__name__}: {str(e)[:300]}")
     raise last_err
+
+
+def export_batched(wrapper, capacity, device):
+    """Exports a WharfBatchedCausalLM: input_ids [N, 1], cache_position [N], slots [N] with N a
+    dynamic dimension 1..capacity. Returns (program, the manifest's dims)."""
+    from torch.export import Dim
+
+    n = min(capacity, 3)
+    ids = torch.ones(n, 1, dtype=torch.long, device=device)
+    pos = torch.arange(n, dtype=torch.long, device=device) + 1
+    slots = torch.arange(n, dtype=torch.long, device=device)
+    dims = {"min": 1, "max": capacity}
+    if capacity == 1:
+        return torch.export.export(wrapper, (ids, pos, slots), strict=False), dims
+    N = Dim("N", min=1, max=capacity)
+    ep = torch.export.export(wrapper, (ids, pos, slots), dynamic_shapes=({0: N}, {0: N}, {0: N}), strict=False)
+    return ep, dims
 
 
 def inductor_options(gemm, constant_folding):
@@ -344,6 +571,12 @@ def mutated_buffers(ep):
     mutated = set(sig.buffers_to_mutate.values())
     ph = dict(sig.inputs_to_buffers)
     ph.update(getattr(sig, "inputs_to_lifted_tensor_constants", {}))
+    views = set()
+    for n in ("view", "_unsafe_view", "alias", "slice", "select", "unsqueeze", "squeeze", "as_strided", "transpose",
+              "permute", "t"):
+        packet = getattr(torch.ops.aten, n, None)
+        for ov in (packet.overloads() if packet is not None else []):
+            views.add(getattr(packet, ov))
     for node in ep.graph.nodes:
         if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
             continue
@@ -351,6 +584,9 @@ def mutated_buffers(ep):
             if arg.alias_info is None or not arg.alias_info.is_write:
                 continue
             val = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            # an in-place op on a view of a buffer writes the buffer
+            while isinstance(val, torch.fx.Node) and val.op == "call_function" and val.target in views:
+                val = val.args[0]
             if isinstance(val, torch.fx.Node) and val.op == "placeholder" and val.name in ph:
                 mutated.add(ph[val.name])
     return mutated
@@ -445,9 +681,12 @@ def wharf_version():
 
 def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", config_only=False, seed=0,
                    name=None, constant_folding=False, build_dir=None, shims_path=None, prefill_example=None,
-                   model=None, attention=None):
+                   model=None, attention=None, session_capacity=0, check_batch=True):
     """Exports `src` into the package directory `out`. Returns (manifest, info) where info has
-    the wrapper, the exported programs and the compiled .pt2 paths (for validation)."""
+    the wrapper, the exported programs and the compiled .pt2 paths (for validation).
+    session_capacity S > 0 adds the batched method `decode_batch` over an arena of S sessions
+    and (check_batch) checks its exported program against the per-session ones and
+    transformers (info["batch_check"])."""
     import transformers
 
     device = "cuda"
@@ -459,6 +698,13 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
         model = load_model(src, tdtype, device, config_only=config_only, seed=seed, attention=attention)
     wrapper = WharfCausalLM(model, max_seq_len).eval()
     config = model.config
+    per_session_attention = getattr(config, "_attn_implementation", None)
+    wrappers = {"prefill": wrapper, "decode": wrapper}
+    if session_capacity:
+        # Softcapping as the per-session methods compute it: transformers' eager attention
+        # applies it, its SDPA path (replaced by wharf::sdpa) does not.
+        wrappers["decode_batch"] = WharfBatchedCausalLM(model, max_seq_len, session_capacity,
+                                                        softcap=per_session_attention == "eager").eval()
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(os.path.join(out, "methods"))
@@ -470,17 +716,31 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
     consts_all, state_all, values, constant_tables = [], set(), {}, {}
     example = prefill_example or min(8, max_seq_len)
     vocab = int(model.get_output_embeddings().weight.shape[0])
-    for mname in ("prefill", "decode"):
+    slot_nodes = {}
+    for mname in wrappers:
         t0 = time.time()
         with torch.no_grad():
-            ep, dims = export_method(wrapper, mname, example if mname == "prefill" else 1, max_seq_len, device)
+            if mname == "decode_batch":
+                ep, dims = export_batched(wrappers[mname], session_capacity, device)
+            else:
+                ep, dims = export_method(wrapper, mname, example if mname == "prefill" else 1, max_seq_len, device)
         report = wharf_sdpa.replace_sdpa(ep.graph_module)
         sdpa_reports[mname] = report
         export_s = time.time() - t0
         log(f"{mname}: exported in {export_s:.1f} s; {len(report)} SDPA node(s) -> wharf::sdpa")
+        if mname == "decode_batch":
+            slot_nodes[mname] = sum(1 for n in ep.graph.nodes if n.op == "call_function"
+                                    and n.target is torch.ops.wharf.decode_slots.default)
+            n_layers = wrappers[mname].wharf_cache.n_layers
+            if report or slot_nodes[mname] != n_layers:
+                raise RuntimeError(f"decode_batch: {slot_nodes[mname]} wharf::decode_slots node(s) for {n_layers} "
+                                   f"layers and {len(report)} SDPA node(s): the model's attention did not go "
+                                   f"through the {wharf_slots.ATTN_IMPLEMENTATION!r} attention function")
+            log(f"{mname}: {slot_nodes[mname]} wharf::decode_slots node(s)")
         consts, mutated = program_constants(ep)
-        values.update(constant_values(ep))
-        cache_fqns = {f"wharf_cache.{k}" for k, _ in wrapper.wharf_cache.named_buffers()}
+        values.update({k: v for k, v in constant_values(ep).items() if not k.startswith("wharf_cache.")}
+                      if mname == "decode_batch" else constant_values(ep))
+        cache_fqns = {f"wharf_cache.{k}" for k, _ in wrappers[mname].wharf_cache.named_buffers()}
         if not cache_fqns <= set(mutated):
             raise RuntimeError(f"{mname}: the exported program does not write the cache buffers "
                                f"{sorted(cache_fqns - set(mutated))} (it mutates {mutated})")
@@ -523,6 +783,15 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
                                   if constant_folding else ""))
         programs[mname] = ep
         pt2s[mname] = pt2
+        if mname == "decode_batch":
+            m = {"name": mname, "file": f"methods/{mname}.so", "session_capacity": session_capacity,
+                 "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["N", 1]},
+                            {"name": "cache_position", "dtype": "int64", "shape": ["N"]},
+                            {"name": "slots", "dtype": "int64", "shape": ["N"]}],
+                 "outputs": [{"name": "logits", "dtype": "float32", "shape": ["N", 1, vocab]}],
+                 "dims": {"N": dims}}
+            methods.append(m)
+            continue
         T = "T" if mname == "prefill" else 1
         m = {"name": mname, "file": f"methods/{mname}.so",
              "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, T]},
@@ -584,6 +853,7 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
                      "hf_attn_implementation": getattr(config, "_attn_implementation", None),
                      "gemm": gemm, "runtime_constant_folding": constant_folding,
                      "compile_seconds": compile_seconds, "sdpa_nodes": {k: len(v) for k, v in sdpa_reports.items()},
+                     **({"decode_slots_nodes": slot_nodes} if slot_nodes else {}),
                      "shims_needed": sorted({s for r in shim_report.values() for s in r["needed"]}),
                      "shims_missing": sorted({s for r in shim_report.values() for s in r["missing"]})},
         "max_seq_len": max_seq_len,
@@ -601,6 +871,21 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
     info = {"wrapper": wrapper, "model": model, "programs": programs, "pt2": pt2s, "attention": sdpa_reports,
             "constant_tables": constant_tables,
             "shims": shim_report, "build_dir": build_dir, "own_build": own_build}
+    if session_capacity and check_batch:
+        t0 = time.time()
+        try:
+            res = check_exported_batch(programs, state, session_capacity, vocab, max_seq_len, model, dtype, device)
+        finally:
+            for w in wrappers.values():
+                w.reset_cache()
+        info["batch_check"] = res
+        log(f"decode_batch check ({time.time() - t0:.1f} s, exported programs): {res['rows']} rows, logits max abs "
+            f"diff {res['max_abs_diff']:.3g} (relative {res['max_rel_diff']:.3g}) against the per-session decode; "
+            f"tokens match transformers: {res.get('tokens_match_eager')}; other slots unchanged: "
+            f"{res.get('other_slots_unchanged')}")
+        if res.get("logits_ok") is False or res.get("other_slots_unchanged") is False:
+            raise RuntimeError(f"decode_batch: the batched method disagrees with the per-session ones: "
+                               f"{json.dumps(res)[:2000]}")
     return manifest, info
 
 
@@ -624,19 +909,28 @@ def main(argv=None):
     ap.add_argument("--attention", help="transformers' attention implementation (default: the one it picks, "
                                         "SDPA, replaced by Wharf's kernel); 'eager' computes attention with "
                                         "matmul and softmax")
+    ap.add_argument("--session-capacity", type=int, default=0, metavar="S",
+                    help="also emit decode_batch, one decode step for up to S sessions of a state arena of S "
+                         "(docs/model-package.md), checked against decode and transformers (default 0: none)")
     ap.add_argument("--build-dir", help="keep the compiler's outputs (.pt2, generated C++) here")
     ap.add_argument("--shims", help="Wharf's shim sources, src/models/aoti (default: found from this script)")
     args = ap.parse_args(argv)
+    if args.session_capacity < 0:
+        ap.error(f"--session-capacity must be >= 0, got {args.session_capacity}")
     src = os.path.abspath(args.source) if os.path.exists(args.source) else args.source
     manifest, info = export_package(src, args.out, dtype=args.dtype, max_seq_len=args.max_seq_len, gemm=args.gemm,
                                     config_only=args.config_only, seed=args.seed, name=args.name,
                                     constant_folding=args.constant_folding, build_dir=args.build_dir,
-                                    shims_path=args.shims, attention=args.attention)
+                                    shims_path=args.shims, attention=args.attention,
+                                    session_capacity=args.session_capacity)
     if info["own_build"]:
         shutil.rmtree(info["build_dir"], ignore_errors=True)
     p = manifest["producer"]
     print(json.dumps({"package": args.out, "compile_seconds": p["compile_seconds"], "gemm": p["gemm"],
-                      "sdpa_nodes": p["sdpa_nodes"], "shims_missing": p["shims_missing"]}))
+                      "sdpa_nodes": p["sdpa_nodes"], "shims_missing": p["shims_missing"],
+                      **({"decode_batch_check": {k: info["batch_check"].get(k) for k in
+                                                 ("max_abs_diff", "max_rel_diff", "tokens_match_eager",
+                                                  "other_slots_unchanged")}} if "batch_check" in info else {})}))
     return 0
 
 
