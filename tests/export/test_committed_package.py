@@ -85,6 +85,50 @@ class CommittedPackage(unittest.TestCase):
             self.assertNotIn(other, self.params, other)
 
 
+    def test_batched_method_follows_the_contract(self):
+        # decode_batch (issue 26): one step for N <= S sessions of a state arena of S; inputs in
+        # the compiled forward's order, N a dimension 1..S; the same state FQNs as prefill/decode.
+        methods = {m["name"]: m for m in self.manifest["methods"]}
+        self.assertEqual(set(methods), {"prefill", "decode", "decode_batch"})
+        m = methods["decode_batch"]
+        S = m["session_capacity"]
+        self.assertGreaterEqual(S, 1)
+        self.assertEqual(m["inputs"], [{"name": "input_ids", "dtype": "int64", "shape": ["N", 1]},
+                                       {"name": "cache_position", "dtype": "int64", "shape": ["N"]},
+                                       {"name": "slots", "dtype": "int64", "shape": ["N"]}])
+        vocab = methods["decode"]["outputs"][0]["shape"][-1]
+        self.assertEqual(m["outputs"], [{"name": "logits", "dtype": "float32", "shape": ["N", 1, vocab]}])
+        self.assertEqual(m["dims"], {"N": {"min": 1, "max": S}})
+        for other in ("prefill", "decode"):
+            self.assertNotIn("session_capacity", methods[other])
+        # The batched .so binds the same states (the arenas keep the per-session FQNs).
+        strings = so_strings(os.path.join(PACKAGE, m["file"]))
+        self.assertEqual({s for s in strings if s.startswith("wharf_cache.")}, set(self.state))
+
+    def test_batched_reference_matches_the_manifest(self):
+        with open(os.path.join(PACKAGE, "reference.json")) as f:
+            ref = json.load(f)
+        b = ref["batched"]
+        methods = {m["name"]: m for m in self.manifest["methods"]}
+        S = methods["decode_batch"]["session_capacity"]
+        vocab = methods["decode"]["outputs"][0]["shape"][-1]
+        self.assertEqual(b["session_capacity"], S)
+        rows = b["rows"]
+        slots = [r["slot"] for r in rows]
+        self.assertEqual(len(set(slots)), len(slots), "two rows in one slot")
+        self.assertTrue(all(0 <= s < S for s in slots))
+        self.assertEqual(sorted(b["steps"][0]), list(range(len(rows))), "every row takes part in the first step")
+        for i, r in enumerate(rows):
+            steps = sum(i in step for step in b["steps"])
+            self.assertEqual(len(r["tokens"]), 1 + steps, i)
+            self.assertLessEqual(len(r["prompt"]) + steps, self.manifest["max_seq_len"], i)
+            self.assertEqual(len(r["first_step_logits"]), vocab, i)
+            self.assertEqual(int(max(range(vocab), key=lambda t: r["first_step_logits"][t])), r["tokens"][1], i)
+        for tag in ("exported_batch", "aoti_batch"):
+            check = ref["checks"][tag]
+            self.assertTrue(check["logits_ok"] and check["other_slots_unchanged"] and check["tokens_match_eager"], tag)
+
+
 class CompiledConstants(unittest.TestCase):
     def test_reads_the_generated_constant_table(self):
         src = """    constants_info_[0].name = "lm_head_weight";
