@@ -64,8 +64,9 @@ impl Container {
     /// In the run, [`Run::tensor`] of a state is the whole arena (`[capacity, ...shape]`;
     /// only the run's slots may be written), [`Run::slot_indices`] gives the sessions'
     /// slots in the order of `sessions`, and [`Run::read`] of a state reads the arena's
-    /// bytes. [`Model::run`](crate::Model::run) does not take a batched run yet
-    /// (`Unsupported`).
+    /// bytes. [`Model::run`](crate::Model::run) takes a batched run for a method compiled over
+    /// the arena (a package's `decode_batch`), with [`Run::slot_indices`] as its `slots`
+    /// input; a method bound per session refuses it (`Unsupported`).
     ///
     /// The run borrows every session mutably, so a session cannot be in two runs (or be
     /// reset or forked meanwhile), nor appear twice: the borrow checker enforces what the

@@ -549,7 +549,9 @@ public final class Container extends NativeHandle<SWIGTYPE_p_wharf_container> {
    * (on the host backend the memory is ready when this returns). In the run,
    * {@link Run#tensor(String)} of a state is the whole arena ({@code [capacity, ...shape]};
    * only the run's slots may be written) and {@link Run#slotIndices()} gives the sessions'
-   * slots in order. {@link Model#run(Run, TensorView...)} does not take a batched run yet
+   * slots in order. {@link Model#run(Run, TensorView...)} takes a batched run for a method
+   * compiled over the arena (a package's {@code decode_batch}), with {@link Run#slotIndices()}
+   * as its {@code slots} input; a method bound per session refuses it
    * ({@link WharfException.Code#UNSUPPORTED}). Experimental: part of wharf.h's experimental
    * tier; it may change in any minor release.
    *
