@@ -81,7 +81,7 @@ type ReplicaGroupStats struct {
 // or none (an update with RequireFull makes them equal). Errors: ErrInvalidArgument (no
 // containers, one given twice, two on one runtime, mixed backends, declarations that
 // differ: the first difference is named), ErrUnsupported (NCCL cannot be loaded for a CUDA
-// group of two or more; derived constants; a weight store member), ErrFailedPrecondition
+// group of two or more), ErrFailedPrecondition
 // (a container already in a group, or with an update staged and not swapped), ErrBusy (a
 // container is being updated), ErrDeviceError. Nothing changes on error.
 //
@@ -159,8 +159,9 @@ func (g *ReplicaGroup) Replicas() []*Container { return append([]*Container{}, g
 
 // Update stages m in the inactive generation of every replica, as Container.Update would on
 // each (validation first: a bad map changes nothing), reading the sources once; Swap
-// publishes. Only TargetInactive is supported (ErrUnsupported otherwise); Fold does not
-// apply (groups hold no derived constants). Errors: those of Container.Update, the replica
+// publishes. Only TargetInactive is supported (ErrUnsupported otherwise). Fold is required
+// where a written weight reaches a container with derived constants, and runs on every
+// replica (a store member brings its whole store: see wharf.h). Errors: those of Container.Update, the replica
 // named; ErrDeviceError (NCCL). On any error no replica changes.
 func (g *ReplicaGroup) Update(m *ConstantMap, opts *UpdateOptions) error {
 	return g.update("ReplicaGroup.Update", context.Background(), m, opts)
@@ -315,8 +316,8 @@ type RankOptions struct {
 // Swap fail with ErrFailedPrecondition. Close the group to leave it (peers still in an
 // update fail naming this rank). Errors (nothing changes): ErrInvalidArgument (nil c, a
 // negative rank, size 0, rank >= size, an id not made for this backend, sizes that differ
-// between ranks, a rank given twice, declarations unlike rank 0's), ErrUnsupported (derived
-// constants; a weight store member; CUDA without a usable NCCL), ErrFailedPrecondition (c is
+// between ranks, a rank given twice, declarations unlike rank 0's), ErrUnsupported (CUDA
+// without a usable NCCL), ErrFailedPrecondition (c is
 // in a group already, or has an update staged), ErrBusy, ErrAlreadyExists (rank 0: the id
 // is in use), ErrIOError (a rank did not join within the timeout, named), ErrDeviceError.
 //

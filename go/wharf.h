@@ -1776,6 +1776,27 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_run_end_offload(wharf_run* run, wh
  * return WHARF_FAILED_PRECONDITION. Runs and sessions of each replica are used as usual
  * (wharf_run_begin on the replica's container, with sessions of that container).
  *
+ * Weight stores: a grouped container that belongs to a weight store brings its whole store
+ * (a model package's methods share one). The replica is then every member of that store:
+ * the grouped container first, then the others in the order they joined the store; every
+ * replica's store must have as many members, declared alike member by member. A group update
+ * writes the store's weights as wharf_weight_store_update would: the map names each weight
+ * by its FQN (any member's non-derived constant; aliases are not resolved), each replica gets
+ * one fresh storage per weight, shared by every member that declares it, and the group swap
+ * publishes every member of every replica at once and points each store at the new storage
+ * (a container joining the store afterwards shares it). While grouped, the store's own
+ * wharf_weight_store_update answers WHARF_FAILED_PRECONDITION, and a container that joins the
+ * store is not in the group: the group's next update answers WHARF_FAILED_PRECONDITION (it
+ * would leave that container behind) until that container is freed.
+ *
+ * Derived constants (WHARF_CONSTANT_DERIVED): a group update needs opts->fold when a written
+ * weight reaches a member that declares them. The fold runs on every replica, over that
+ * replica's own next generation (its own device and stream, wharf_run_stream), after the
+ * new bytes arrived there and before anything is staged; a fold failing on any replica fails
+ * the update everywhere with nothing changed. In a store, the fold may write derived
+ * constants only (the weights are shared), as in a weight store update. Group calls made
+ * from inside the group's own fold answer WHARF_FAILED_PRECONDITION.
+ *
  * NCCL is not linked: libnccl.so.2 is opened at run time (dlopen) the first time a CUDA
  * group is created; the environment variable WHARF_NCCL_LIBRARY names another file. NVLink
  * multicast stays off: Wharf sets NCCL_NVLS_ENABLE=0 unless the environment sets it. Groups
@@ -1793,13 +1814,14 @@ typedef struct wharf_replica_group wharf_replica_group;
  * same weights when grouped, or none; a group update with require_full makes them equal
  * whatever they held. The caller owns `*out`.
  * Errors: WHARF_INVALID_ARGUMENT (NULL, no containers, a container given twice, two on one
- * runtime or GPU, mixed backends, declarations that differ: the first difference is named),
- * WHARF_UNSUPPORTED (NCCL cannot be loaded for a group of 2 or more CUDA replicas, with the
- * loader's reason; derived constants; a weight store member), WHARF_FAILED_PRECONDITION (a
- * container already in a group, or with an update staged and not swapped), WHARF_BUSY (a
- * container is being updated), WHARF_DEVICE_ERROR (NCCL communicator creation). Nothing
- * changes on error. A group of one CUDA replica uses NCCL when it loads and does without
- * otherwise (nothing to broadcast). Since 0.3 (experimental).
+ * runtime or GPU, mixed backends, declarations that differ, weight stores of different
+ * sizes: the first difference is named), WHARF_UNSUPPORTED (NCCL cannot be loaded for a group
+ * of 2 or more CUDA replicas, with the loader's reason), WHARF_FAILED_PRECONDITION (a
+ * container, or a member of its store, already in a group, or with an update staged and not
+ * swapped), WHARF_BUSY (a container is being updated), WHARF_DEVICE_ERROR (NCCL communicator
+ * creation). Nothing changes on error. A group of one CUDA replica uses NCCL when it loads
+ * and does without otherwise (nothing to broadcast). Since 0.3 (experimental); weight store
+ * members and derived constants are accepted since 0.3 (experimental, issue 27).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create(wharf_container* const* containers, size_t num_containers,
                                                                    wharf_replica_group** out);
@@ -1905,7 +1927,9 @@ WHARF_API void wharf_replica_group_rank_options_init_sized(wharf_replica_group_r
  * NULL). Blocks until every rank has joined, or fails after opts->timeout_ms. The ranks'
  * containers must be declared alike (checked: a hash of the constants' and states' names,
  * order, dtypes, shapes, placements and flags). While in the group the container refuses
- * writes of its own (as in wharf_replica_group_create); runs on it are used as usual. The
+ * writes of its own (as in wharf_replica_group_create; a weight store member brings its whole
+ * store, and derived constants are folded on every rank: see wharf_replica_group); runs on
+ * it are used as usual. The
  * caller owns `*out`: free it with wharf_replica_group_free (its connections close; peers
  * still in an update fail at once naming this rank). Of the other group functions, only
  * wharf_replica_group_update_ranks, _free_inactive, _num_replicas (the size) and _get_stats
@@ -1916,8 +1940,8 @@ WHARF_API void wharf_replica_group_rank_options_init_sized(wharf_replica_group_r
  * connected rank fails too): WHARF_INVALID_ARGUMENT (NULL, size 0, rank >= size, an id not
  * made for this backend, sizes that differ between ranks, a rank given twice, declarations
  * unlike rank 0's; on CUDA every rank fails and NCCL cannot say which rank differs),
- * WHARF_UNSUPPORTED (derived constants; a weight store member; CUDA without a usable NCCL), WHARF_FAILED_PRECONDITION (the container is in a group already, or
- * has an update staged and not swapped), WHARF_BUSY (the container is being updated),
+ * WHARF_UNSUPPORTED (CUDA without a usable NCCL), WHARF_FAILED_PRECONDITION (the container, or
+ * a member of its store, is in a group already, or has an update staged and not swapped), WHARF_BUSY (the container is being updated),
  * WHARF_ALREADY_EXISTS (rank 0: the id is in use by another group), WHARF_IO_ERROR (a rank
  * did not join within the timeout: rank 0 names the missing ranks; the others say rank 0
  * was not reachable; on CUDA the NCCL communicator is aborted), WHARF_DEVICE_ERROR (NCCL).
@@ -1933,17 +1957,22 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create_rank(
  * One update of every rank, with a two-phase swap. Every rank calls it: rank 0 with `map`
  * (its sources, borrowed for the call, read once), every other rank with map NULL (they
  * receive). `opts` may be NULL; only WHARF_TARGET_INACTIVE; require_full, wait_stream and
- * progress apply on rank 0. Rank 0 validates the map and sends the plan; every rank builds its
+ * progress apply on rank 0; fold (and fold_user) on every rank: each rank passes its own,
+ * required where a written weight reaches a member with derived constants. Rank 0 validates
+ * the map and sends the plan (each weight by FQN, dtype and shape); every rank builds its
  * next generation in fresh slots (extra memory per rank = the updated bytes) while rank 0
- * broadcasts the bytes in batches; then every rank votes staged-OK or failed, and only when
+ * broadcasts the bytes in batches, then folds its derived constants on its own device; then
+ * every rank votes staged-OK or failed, and only when
  * every rank staged does each publish it (as wharf_container_swap: runs begun after see the
  * new weights, runs begun before keep theirs). Runs never wait for the update. Returns
  * WHARF_OK on every rank when the update is published everywhere.
  * On failure, exactly:
  * - rank 0 refuses the map (validation, NULL map on rank 0, in-place target, cancelled before
  *   sending): every rank returns rank 0's error code, nothing changed anywhere;
- * - a rank fails to stage (out of memory, a plan unlike its declarations, rank 0's sources
- *   unreadable or its progress callback cancelling): that rank returns its own error, every
+ * - a rank fails to stage (out of memory, a plan unlike its declarations, its fold callback
+ *   failing or missing, a first update that would leave a constant without weights, a
+ *   container that joined its store after the group formed, rank 0's sources unreadable or
+ *   its progress callback cancelling): that rank returns its own error, every
  *   other rank the same code naming the lowest failing rank; every rank drops its fresh
  *   slots: nothing changed anywhere, and the group stays usable;
  * - a rank dies, closes its connection or does not answer within timeout_ms: every survivor

@@ -185,7 +185,8 @@ impl ReplicaGroup {
     /// FQN, dtype, shape and placement, and the same states). Errors: `InvalidArgument` (no
     /// containers, one given twice, two on one runtime, mixed backends, declarations that
     /// differ: the first difference is named), `Unsupported` (NCCL cannot be loaded for a
-    /// CUDA group of two or more; derived constants; a weight store member),
+    /// CUDA group of two or more; and, in this binding, derived constants: its group
+    /// update takes no fold callback),
     /// `FailedPrecondition` (a container already in a group, or with an update staged),
     /// `Busy`, `DeviceError`. Nothing changes on error.
     pub fn new(containers: &[&Container]) -> Result<ReplicaGroup> {
@@ -217,8 +218,8 @@ impl ReplicaGroup {
     /// `FailedPrecondition`. Dropping the group leaves it (peers still in an update fail
     /// naming this rank). Errors (nothing changes): `InvalidArgument` (size 0, rank >= size,
     /// an id not made for this backend, sizes that differ between ranks, a rank given twice,
-    /// declarations unlike rank 0's, a timeout over `u32::MAX` ms), `Unsupported` (derived
-    /// constants; a weight store member; CUDA without a usable NCCL), `FailedPrecondition`
+    /// declarations unlike rank 0's, a timeout over `u32::MAX` ms), `Unsupported` (CUDA
+    /// without a usable NCCL), `FailedPrecondition`
     /// (the container is in a group already, or has an update staged), `Busy`,
     /// `AlreadyExists` (rank 0: the id is in use), `IoError` (a rank did not join within the
     /// timeout, named), `DeviceError`.

@@ -18,6 +18,15 @@ Status MemberSet::admit(const std::function<std::string(size_t)>& busy, Admissio
     std::unique_lock<std::mutex> ul(members_[i]->update_mu_, std::try_to_lock);
     if (!ul.owns_lock()) return Busy(busy(i));  // `a` releases what was taken
     a.locks_.push_back(std::move(ul));
+    // A replica is written only through its group (a weight store update reaching a grouped
+    // store member would stage one replica behind the group's back).
+    const Container& c = *members_[i];
+    MutexLock lock(c.mu_);
+    if (c.replica_group_)
+      return FailedPrecondition("container " + quote_name(c.name()) + " is already replica " +
+                                std::to_string(c.replica_index_) +
+                                " of another replica group: a grouped container and its weight store are written only "
+                                "through that group (wharf_replica_group_*); free the group first");
   }
   *out = std::move(a);
   return Status::Ok();
@@ -99,7 +108,8 @@ void MemberSet::drop_inactive_all(DeadList* dead) const {
   }
 }
 
-Status MemberSet::join_group(const void* group, const std::function<std::string(size_t)>& name) const {
+Status MemberSet::join_group(const void* group, const std::function<std::string(size_t)>& name,
+                             const std::function<size_t(size_t)>& replica) const {
   LockSet locks(mutexes());
   for (size_t i = 0; i < members_.size(); ++i) {
     const Container& c = *members_[i];
@@ -116,7 +126,7 @@ Status MemberSet::join_group(const void* group, const std::function<std::string(
     Container& c = *members_[i];
     locks.holds(c.mu_);
     c.replica_group_ = group;
-    c.replica_index_ = i;
+    c.replica_index_ = replica ? replica(i) : i;
   }
   return Status::Ok();
 }

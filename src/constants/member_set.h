@@ -52,7 +52,8 @@ class MemberSet {
     std::vector<std::unique_lock<std::mutex>> locks_;
   };
   // Admits this write on every member, or none: BUSY with `busy(i)`'s message for the first
-  // member already being written (another update, bind, fold, or group/store call).
+  // member already being written (another update, bind, fold, or group/store call);
+  // FAILED_PRECONDITION for a member of a replica group (written only through the group).
   Status admit(const std::function<std::string(size_t)>& busy, Admission* out) const;
 
   struct Base {
@@ -90,10 +91,12 @@ class MemberSet {
   // Drops every member's inactive generation (a replica group's free_inactive).
   void drop_inactive_all(DeadList* dead) const;
 
-  // Replica groups: marks every member as replica i of `group` (each then refuses writes of
-  // its own); FAILED_PRECONDITION, with nothing marked, when a member is in a group already or
-  // has an update staged (the replicas must start in step). `name(i)` names member i.
-  Status join_group(const void* group, const std::function<std::string(size_t)>& name) const;
+  // Replica groups: marks every member as replica `replica(i)` (default i) of `group` (each
+  // then refuses writes of its own); FAILED_PRECONDITION, with nothing marked, when a member is
+  // in a group already or has an update staged (the replicas must start in step). `name(i)`
+  // names member i. (A replica of several members: a grouped weight store's containers.)
+  Status join_group(const void* group, const std::function<std::string(size_t)>& name,
+                    const std::function<size_t(size_t)>& replica = nullptr) const;
   // Clears the marks `group` set (one member at a time; a no-op for members it never marked).
   void leave_group(const void* group) const;
 

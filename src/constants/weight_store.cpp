@@ -132,6 +132,17 @@ std::vector<std::shared_ptr<Container>> WeightStore::live_members_locked() const
   return out;
 }
 
+std::vector<std::shared_ptr<Container>> WeightStore::members() const {
+  MutexLock lock(mu_);
+  return live_members_locked();
+}
+
+void WeightStore::set_entry_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) {
+  MutexLock lock(mu_);
+  auto it = entries_.find(fqn);
+  if (it != entries_.end()) it->second.slot = slot;
+}
+
 size_t WeightStore::staged_members_for_test() const {
   MutexLock lock(mu_);
   return staged_.size();

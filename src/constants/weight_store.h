@@ -65,6 +65,11 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
   Status swap() WHARF_EXCLUDES(mu_);
   WeightStoreStats stats() const WHARF_EXCLUDES(mu_);
   Runtime& runtime() { return *runtime_; }
+  // Replica groups (src/replicas/replica_members.h) group a member with its whole store: the
+  // live members in the order they joined, and the store's entry for `fqn` pointed at the
+  // storage a group swap published (called under the members' `mu_`s: the documented order).
+  std::vector<std::shared_ptr<Container>> members() const WHARF_EXCLUDES(mu_);
+  void set_entry_slot(const std::string& fqn, const std::shared_ptr<Slot>& slot) WHARF_EXCLUDES(mu_);
   // For tests: how many containers a store update has staged and the store swap would publish.
   size_t staged_members_for_test() const WHARF_EXCLUDES(mu_);
 

@@ -15,6 +15,7 @@
 #include "device/runtime.h"
 #include "replicas/broadcaster.h"
 #include "replicas/nccl_api.h"
+#include "replicas/rank_protocol.h"
 #include "replicas/rank_transport.h"
 
 #if defined(WHARF_HAVE_CUDA)
@@ -35,10 +36,13 @@ bool is_nccl_rank_id(const RankId& id) { return std::memcmp(id.bytes, kNcclMagic
 namespace {
 
 // Host data (the header, the plan, the vote) and host-placed constants go through a pinned
-// host buffer and a device scratch buffer of this size; device constants are broadcast in
-// place. Pinned, because a device-to-pageable copy blocks the host until the stream gets
-// there, which a stopped peer would make forever (the deadline could not be kept).
-constexpr uint64_t kScratchBytes = 4ull << 20;
+// host buffer and a device scratch buffer of one protocol piece; device constants are
+// broadcast in place. Pinned, because a device-to-pageable copy blocks the host until the
+// stream gets there, which a stopped peer would make forever (the deadline could not be kept).
+// Every broadcast is cut into pieces of kRankChunkBytes whatever the memory (rank_protocol.h),
+// so a rank discarding into the scratch buffer issues the same NCCL calls as one receiving in
+// place, and a sender outside Wharf (tools/sender) knows which calls to make.
+constexpr uint64_t kScratchBytes = kRankChunkBytes;
 
 Status require_rank_api(const NcclApi& api) {
   if (!api.GetUniqueId || !api.CommInitRankConfig || !api.AllReduce)
@@ -95,8 +99,13 @@ class NcclRankTransport final : public RankTransport {
     void* stream = runtime_->stream().native_handle();
     const bool on_device = data && runtime_->device().query_pointer(data).kind == PointerKind::kDevice;
     if (on_device) {
-      WHARF_RETURN_IF_ERROR(
-          call(nccl_->Broadcast(data, data, size_t(bytes), nccl::kInt8, 0, comm_, stream), "ncclBroadcast", deadline));
+      // The pieces back to back on the stream, one wait at the end.
+      for (uint64_t off = 0; off < bytes; off += kScratchBytes) {
+        char* p = static_cast<char*>(data) + off;
+        const uint64_t n = std::min(kScratchBytes, bytes - off);
+        WHARF_RETURN_IF_ERROR(
+            call(nccl_->Broadcast(p, p, size_t(n), nccl::kInt8, 0, comm_, stream), "ncclBroadcast", deadline));
+      }
       return wait(deadline, "broadcast");
     }
     // Host memory (or none): through the pinned and the scratch buffer, a chunk at a time.

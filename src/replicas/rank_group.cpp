@@ -10,66 +10,9 @@
 #include "constants/weight_store.h"
 #include "core/test_hooks.h"
 #include "core/text.h"
+#include "replicas/rank_protocol.h"
 
 namespace wharf {
-namespace {
-
-// What rank 0 broadcasts first: its verdict on the map, and how many plan entries follow.
-struct Header {
-  uint32_t code = 0;  // rank 0's Status code (0: the update goes ahead)
-  uint32_t count = 0;
-  uint64_t total_bytes = 0;
-  char text[1008] = {};  // rank 0's error message (truncated)
-};
-static_assert(sizeof(Header) == 1024, "the header is a fixed 1 KiB on every rank");
-
-struct PlanEntry {
-  uint32_t index = 0;
-  uint32_t reserved = 0;
-  uint64_t nbytes = 0;
-};
-
-// The vote: size << 32 for "staged", rank << 32 | code for a failure; the minimum names the
-// lowest failing rank.
-uint64_t encode_vote(uint32_t rank, uint32_t size, const Status& st) {
-  return st.ok() ? uint64_t(size) << 32 : (uint64_t(rank) << 32) | uint32_t(st.code());
-}
-
-void mix(uint64_t* h, const void* p, size_t n) {
-  const unsigned char* b = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) {
-    *h ^= b[i];
-    *h *= 1099511628211ull;  // FNV-1a
-  }
-}
-
-void mix_str(uint64_t* h, const std::string& s) {
-  const uint64_t n = s.size();
-  mix(h, &n, sizeof n);
-  mix(h, s.data(), s.size());
-}
-
-}  // namespace
-
-uint64_t RankGroup::fingerprint(const Container& c) {
-  uint64_t h = 14695981039346656037ull;
-  const uint64_t nc = c.decls().size(), ns = c.states().size();
-  mix(&h, &nc, sizeof nc);
-  for (const ConstantDecl& d : c.decls()) {
-    mix_str(&h, d.fqn);
-    const int64_t fields[] = {int64_t(d.dtype), int64_t(d.placement), int64_t(d.flags), int64_t(d.shape.size())};
-    mix(&h, fields, sizeof fields);
-    mix(&h, d.shape.data(), d.shape.size() * sizeof(d.shape[0]));
-  }
-  mix(&h, &ns, sizeof ns);
-  for (const StateDecl& d : c.states()) {
-    mix_str(&h, d.fqn);
-    const int64_t fields[] = {int64_t(d.dtype), int64_t(d.shape.size())};
-    mix(&h, fields, sizeof fields);
-    mix(&h, d.shape.data(), d.shape.size() * sizeof(d.shape[0]));
-  }
-  return h;
-}
 
 std::string RankGroup::where() const {
   return "replica group rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (container " +
@@ -89,26 +32,28 @@ Status RankGroup::create(std::shared_ptr<Container> container, const RankId& id,
   if (cuda ? !is_nccl_rank_id(id) : !is_host_rank_id(id))
     return InvalidArgument(who + ": the id was not made by wharf_replica_group_get_unique_id for the " +
                            backend_name(c.runtime().backend()) + " backend");
-  if (c.has_derived())
-    return Unsupported(who + " declares derived constants; replica groups do not run fold callbacks yet");
-  if (c.store()) return Unsupported(who + " belongs to a weight store; store members cannot be grouped yet");
 
   std::shared_ptr<RankGroup> g(new RankGroup());
   g->container_ = std::move(container);
   g->rank_ = rank;
   g->size_ = size;
   g->timeout_ = timeout;
-  g->members_ = MemberSet({g->container_});
-  // Hold the container's admission while the group forms (a member update begun meanwhile
-  // would stage behind the group's back), and mark it first so a refusal costs no peer wait.
+  g->set_ = ReplicaMembers::of(g->container_, g->where());
+  g->members_ = MemberSet(g->set_.containers());
+  auto name = [&](size_t m) {
+    return m == 0 ? who : who + "'s store member (container " + quote_name(g->members_[m].name()) + ")";
+  };
+  // Hold the members' admission while the group forms (a member update begun meanwhile
+  // would stage behind the group's back), and mark them first so a refusal costs no peer wait.
   MemberSet::Admission admitted;
   WHARF_RETURN_IF_ERROR(
-      g->members_.admit([&](size_t) { return who + " is being updated; retry when it returns"; }, &admitted));
-  WHARF_RETURN_IF_ERROR(g->members_.join_group(g.get(), [&](size_t) { return who; }));
+      g->members_.admit([&](size_t m) { return name(m) + " is being updated; retry when it returns"; }, &admitted));
+  WHARF_RETURN_IF_ERROR(g->members_.join_group(g.get(), name, [&](size_t) { return size_t(rank); }));
   const auto deadline = RankClock::now() + (rank == 0 ? timeout : 2 * timeout);
-  Status st = cuda ? make_nccl_rank_transport(id, g->container_->runtime_ptr(), rank, size, fingerprint(*g->container_),
-                                              deadline, &g->transport_)
-                   : make_host_rank_transport(id, rank, size, fingerprint(*g->container_), deadline, &g->transport_);
+  const uint64_t fingerprint = g->set_.fingerprint();
+  Status st = cuda ? make_nccl_rank_transport(id, g->container_->runtime_ptr(), rank, size, fingerprint, deadline,
+                                              &g->transport_)
+                   : make_host_rank_transport(id, rank, size, fingerprint, deadline, &g->transport_);
   if (!st.ok()) {
     g->members_.leave_group(g.get());
     return st.with_context(who);
@@ -123,22 +68,45 @@ RankGroup::~RankGroup() {
 }
 
 Status RankGroup::update(const ConstantMap* map, const UpdateOptions& opts, const Status& refused) {
+  if (owner_.load() == std::this_thread::get_id())
+    return FailedPrecondition(where() +
+                              ": update called from inside this group's update (a fold callback); the group is busy "
+                              "with that update on this thread");
   MutexLock serial(op_mu_);
+  owner_.store(std::this_thread::get_id());
+  Status st = update_serialised(map, opts, refused);
+  owner_.store(std::thread::id());
+  return st;
+}
+
+Status RankGroup::update_serialised(const ConstantMap* map, const UpdateOptions& opts, const Status& refused) {
   if (!transport_->aborted().empty())
     return FailedPrecondition(where() + ": the group was aborted by an earlier failure (" + transport_->aborted() +
                               "); it still serves its last committed weights; free it and form a new group");
   const std::string what = where() + ": update";
   DeadList dead;  // destroyed last
-  // Every rank's next generation starts as its current one (members refuse writes of their
-  // own, so the base cannot move before the stage).
-  MemberSet::Base base = members_.base(0, &dead);
-  std::shared_ptr<Generation> gen = std::move(base.gen);
+  // Every member's next generation starts as its current one (members refuse writes of
+  // their own, so the base cannot move before the stage).
+  ReplicaMembers::Writes writes(members_.size());
+  for (size_t m = 0; m < members_.size(); ++m) {
+    MemberSet::Base base = members_.base(m, &dead);
+    writes[m].gen = std::move(base.gen);
+    writes[m].base_version = base.version;
+  }
   Status local = refused;
+  if (local.ok()) local = set_.check_store_unchanged();
+  Received got;
   uint64_t source_bytes = 0;
-  Status st = rank_ == 0 ? send(map, opts, gen, &local, &source_bytes) : receive(gen, &local);
+  Status st = rank_ == 0 ? send(map, opts, &writes, &local, &got, &source_bytes) : receive(&local, &got);
   if (!st.ok()) return st.with_context(what + " (nothing changed on this rank)");
   // A refusal by rank 0 before anything was sent (a bad map): every rank returns it.
-  if (local.code() != Code::kOk && gen == nullptr) return local;
+  if (got.refused_by_rank0) return local;
+  // Every member takes the new storage and folds its derived constants on this rank's
+  // device, before the vote: a fold failing here fails the update on every rank.
+  if (local.ok()) {
+    for (size_t k = 0; k < got.weights.size(); ++k) set_.assign(&writes, got.weights[k], got.slots[k]);
+    local = set_.fold(&writes, got.weights, opts, true);
+  }
 
   // Phase one: the vote.
   test_hook("replica.rank.before_vote");
@@ -152,29 +120,30 @@ Status RankGroup::update(const ConstantMap* map, const UpdateOptions& opts, cons
                                                 " could not stage the update (its own error says why: " +
                                                 code_name(Code(uint32_t(decision))) + "); nothing changed on any rank");
   }
-  // Phase two: every rank staged; publish. Members refuse writes of their own, so neither
-  // call can be refused here (an Internal error would mean a broken invariant).
-  std::vector<MemberSet::Write> writes(1);
-  writes[0].gen = std::move(gen);
-  writes[0].base_version = base.version;
+  // Phase two: every rank staged; publish (and point a grouped store at the new storage).
+  // Members refuse writes of their own, so neither call can be refused here (an Internal
+  // error would mean a broken invariant).
+  set_.remember(got.weights, got.slots);
   st = members_.stage_all(&writes, MemberSet::Staging::kLockstep, what, &dead);
   if (st.ok())
     st = members_.swap_all(
-        false, [&](size_t) { return what + ": swap"; }, nullptr, &dead);
-  if (!st.ok())
+        false, [&](size_t) { return what + ": swap"; }, [&] { set_.publish_entries(); }, &dead);
+  if (!st.ok()) {
+    set_.forget_entries();
     return Internal(what + ": every rank staged, but this rank could not publish (" + st.message() +
                     "); the ranks may now serve different generations");
+  }
   updates_.fetch_add(1);
   swaps_.fetch_add(1);
   source_bytes_.fetch_add(source_bytes);
   return Status::Ok();
 }
 
-Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, std::shared_ptr<Generation>& gen,
-                       Status* local, uint64_t* source_bytes) {
+Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, ReplicaMembers::Writes* writes, Status* local,
+                       Received* got, uint64_t* source_bytes) {
   Container& c = *container_;
-  std::vector<Container::Planned> plan;
-  Status verdict = *local;  // an argument error of the caller's
+  std::vector<ReplicaMembers::Planned> plan;
+  Status verdict = *local;  // an argument error of the caller's, or a store that gained a member
   if (verdict.ok() && !map)
     verdict = InvalidArgument(where() + ": update: map is NULL on rank 0 (the source rank passes the weights)");
   else if (verdict.ok() && opts.in_place)
@@ -182,20 +151,21 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, std::s
                           ": update: only the inactive target is supported (an in-place write cannot be "
                           "published on every rank at once)");
   else if (verdict.ok())
-    verdict = c.validate_map(*map, opts, &plan).with_context(where() + ": update");
+    verdict = set_.validate(*map, opts, &plan).with_context(where() + ": update");
   std::unique_ptr<Event> source_ready;
   if (verdict.ok()) verdict = record_wait_stream(c.runtime(), opts.wait_stream, where() + ": update", &source_ready);
-  Header h;
-  std::vector<PlanEntry> entries;
+  RankHeader h;
+  std::vector<unsigned char> blob;
   if (verdict.ok()) {
-    for (const Container::Planned& p : plan) {
-      PlanEntry e;
-      e.index = uint32_t(p.index);
-      e.nbytes = c.decls()[size_t(p.index)].nbytes;
-      h.total_bytes += e.nbytes;
-      entries.push_back(e);
+    std::vector<RankPlanEntry> entries;
+    for (const ReplicaMembers::Planned& p : plan) {
+      const ConstantDecl& d = *set_.weights()[p.weight].decl;
+      entries.push_back({d.fqn, d.dtype, d.shape, d.nbytes});
+      h.total_bytes += d.nbytes;
     }
+    blob = encode_rank_plan(entries);
     h.count = uint32_t(entries.size());
+    h.plan_bytes = blob.size();
   } else {
     h.code = uint32_t(verdict.code());
     std::strncpy(h.text, verdict.message().c_str(), sizeof h.text - 1);
@@ -203,30 +173,38 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, std::s
   WHARF_RETURN_IF_ERROR(transport_->broadcast(&h, sizeof h, deadline()));
   if (!verdict.ok()) {
     *local = verdict;
-    gen.reset();  // nothing was sent: no vote follows
+    got->refused_by_rank0 = true;  // nothing was sent: no vote follows
     return Status::Ok();
   }
-  if (!entries.empty())
-    WHARF_RETURN_IF_ERROR(transport_->broadcast(entries.data(), entries.size() * sizeof(PlanEntry), deadline()));
+  if (!blob.empty()) WHARF_RETURN_IF_ERROR(transport_->broadcast(blob.data(), blob.size(), deadline()));
+  for (const ReplicaMembers::Planned& p : plan) got->weights.push_back(p.weight);
+  got->slots.assign(plan.size(), nullptr);
 
-  // Batches: each is read into this rank's fresh slots (pageable sources through the staging
-  // ring), then sent on constant by constant. A local failure sends zeros for the rest.
+  // Batches: each is read into this rank's fresh storage (pageable sources through the
+  // staging ring), then sent on weight by weight. A local failure sends zeros for the rest.
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
   Progress progress(opts.progress, h.total_bytes, where() + ": update");
   uint64_t copied = 0;
   for (size_t begin = 0; begin < plan.size();) {
-    std::vector<Container::Planned> batch;
+    const size_t first = begin;
+    std::vector<ReplicaMembers::Planned> batch;
     uint64_t bytes = 0;
     for (; begin < plan.size() && (batch.empty() || bytes < batch_bytes_); ++begin) {
       batch.push_back(plan[begin]);
-      bytes += c.decls()[size_t(plan[begin].index)].nbytes;
+      bytes += set_.weights()[plan[begin].weight].decl->nbytes;
     }
-    if (local->ok()) *local = c.allocate_and_copy(gen, batch, wait_for, &progress, copied).with_context(where());
+    std::vector<std::shared_ptr<Slot>> slots;
+    if (local->ok())
+      *local = set_.read_sources(batch, writes, wait_for, &progress, copied, &slots).with_context(where());
     copied += bytes;
-    for (const Container::Planned& p : batch) {
-      const uint64_t n = c.decls()[size_t(p.index)].nbytes;
-      void* src = local->ok() ? gen->slots[size_t(p.index)]->data() : nullptr;
+    for (size_t j = 0; j < batch.size(); ++j) {
+      const uint64_t n = set_.weights()[batch[j].weight].decl->nbytes;
+      void* src = nullptr;
+      if (local->ok()) {
+        got->slots[first + j] = slots[j];
+        src = slots[j]->data();
+      }
       WHARF_RETURN_IF_ERROR(transport_->broadcast(src, n, deadline()));
       broadcasts_.fetch_add(1);
       broadcast_bytes_.fetch_add(n * (size_ - 1));
@@ -238,41 +216,56 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, std::s
   return Status::Ok();
 }
 
-Status RankGroup::receive(std::shared_ptr<Generation>& gen, Status* local) {
-  Container& c = *container_;
-  Header h;
+Status RankGroup::receive(Status* local, Received* got) {
+  RankHeader h;
   WHARF_RETURN_IF_ERROR(transport_->broadcast(&h, sizeof h, deadline()));
   if (h.code != 0) {
     h.text[sizeof h.text - 1] = '\0';
     *local = Status(Code(h.code), where() + ": rank 0 refused the update (nothing changed on any rank): " + h.text);
-    gen.reset();
+    got->refused_by_rank0 = true;
     return Status::Ok();
   }
-  std::vector<PlanEntry> entries(h.count);
-  if (!entries.empty())
-    WHARF_RETURN_IF_ERROR(transport_->broadcast(entries.data(), entries.size() * sizeof(PlanEntry), deadline()));
+  std::vector<unsigned char> blob(h.count ? size_t(h.plan_bytes) : 0);
+  if (!blob.empty()) WHARF_RETURN_IF_ERROR(transport_->broadcast(blob.data(), blob.size(), deadline()));
+  std::vector<RankPlanEntry> entries;
+  Status decoded = decode_rank_plan(blob.data(), blob.size(), h.count, &entries);
+  if (!decoded.ok()) {
+    // The sizes of what follows are unknown: this rank cannot stay in step.
+    transport_->abort(rank_, decoded.message());
+    return decoded;
+  }
   // Fresh storage first: a rank short of memory knows before any byte arrives (and then
   // discards what it receives, to stay in step).
-  for (const PlanEntry& e : entries) {
-    if (!local->ok()) break;
-    if (e.index >= c.decls().size() || c.decls()[e.index].nbytes != e.nbytes) {
-      *local = InvalidArgument(where() + ": rank 0 planned constant " + std::to_string(e.index) + " of " +
-                               std::to_string(e.nbytes) + " bytes, which this rank does not declare alike");
-      break;
+  got->weights.assign(entries.size(), 0);
+  got->slots.assign(entries.size(), nullptr);
+  for (size_t k = 0; k < entries.size() && local->ok(); ++k) {
+    const RankPlanEntry& e = entries[k];
+    const int w = set_.find(e.fqn);
+    const ConstantDecl* d = w < 0 ? nullptr : set_.weights()[size_t(w)].decl;
+    if (!d) {
+      *local = NotFound(where() + ": rank 0 sent weight " + quote_name(e.fqn) + ", which this rank does not declare");
+    } else if (d->dtype != e.dtype || d->shape != e.shape || d->nbytes != e.nbytes) {
+      *local = InvalidArgument(where() + ": rank 0 sent weight " + quote_name(e.fqn) + " as " + dtype_name(e.dtype) +
+                               " " + shape_string(e.shape) + " (" + std::to_string(e.nbytes) +
+                               " bytes), this rank declares it " + dtype_name(d->dtype) + " " + shape_string(d->shape));
+    } else {
+      got->weights[k] = size_t(w);
+      *local = set_.allocate(size_t(w), &got->slots[k]).with_context(where());
     }
-    *local = c.allocate_slot(int(e.index), &gen->slots[e.index]).with_context(where());
   }
-  for (const PlanEntry& e : entries) {
-    void* dst = local->ok() ? gen->slots[e.index]->data() : nullptr;
-    WHARF_RETURN_IF_ERROR(transport_->broadcast(dst, e.nbytes, deadline()));
+  for (size_t k = 0; k < entries.size(); ++k) {
+    void* dst = local->ok() ? got->slots[k]->data() : nullptr;
+    WHARF_RETURN_IF_ERROR(transport_->broadcast(dst, entries[k].nbytes, deadline()));
     broadcasts_.fetch_add(1);
-    broadcast_bytes_.fetch_add(e.nbytes);
+    broadcast_bytes_.fetch_add(entries[k].nbytes);
     test_hook("replica.rank.received");
   }
   return Status::Ok();
 }
 
 Status RankGroup::free_inactive() {
+  if (owner_.load() == std::this_thread::get_id())
+    return FailedPrecondition(where() + ": free_inactive called from inside this group's update (a fold callback)");
   MutexLock serial(op_mu_);
   DeadList dead;
   members_.drop_inactive_all(&dead);

@@ -22,13 +22,20 @@
 //
 // The container refuses writes of its own while it is a rank (as in-process replicas), and
 // runs never wait for the update: the container's lock is taken only for the stage and swap.
-// Threads: `op_mu_` serialises the group's calls.
+// A container in a weight store brings its whole store, and derived constants are folded on
+// every rank after its bytes arrived and before the vote (replica_members.h), so a fold that
+// fails anywhere fails the update everywhere with nothing changed. The bytes on the wire are
+// rank_protocol.h's.
+// Threads: `op_mu_` serialises the group's calls; a group call from inside the group's own
+// update (a fold callback on the updating thread) answers FAILED_PRECONDITION.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "constants/constant_map.h"
 #include "constants/container.h"
@@ -36,6 +43,7 @@
 #include "core/sync.h"
 #include "replicas/rank_transport.h"
 #include "replicas/replica_group.h"
+#include "replicas/replica_members.h"
 
 namespace wharf {
 
@@ -45,7 +53,7 @@ class RankGroup {
   // and size). Blocks until every rank joined or `timeout` passed. Errors: INVALID_ARGUMENT
   // (size 0, rank >= size, an id not made for this backend, mismatched sizes/declarations or
   // a rank given twice: the rank named where the transport can), UNSUPPORTED (CUDA without
-  // a usable NCCL; derived constants; a weight store member), FAILED_PRECONDITION (the container is in
+  // a usable NCCL), FAILED_PRECONDITION (the container (or a member of its store) is in
   // a group already or has an update staged), BUSY (the container is being updated),
   // ALREADY_EXISTS (rank 0: the id is in use), IO_ERROR (a rank missing at the timeout).
   static Status create(std::shared_ptr<Container> container, const RankId& id, uint32_t rank, uint32_t size,
@@ -71,12 +79,18 @@ class RankGroup {
 
  private:
   RankGroup() = default;
-  // A hash of the container's declarations (constants and states): ranks compare it on joining.
-  static uint64_t fingerprint(const Container& c);
+  // What steps 1-2 produced on this rank: the weights written and their fresh storage here.
+  struct Received {
+    bool refused_by_rank0 = false;  // rank 0 refused before sending anything: no vote follows
+    std::vector<size_t> weights;    // ReplicaMembers weight indices, in plan order
+    std::vector<std::shared_ptr<Slot>> slots;
+  };
+  Status update_serialised(const ConstantMap* map, const UpdateOptions& opts, const Status& refused)
+      WHARF_REQUIRES(op_mu_);
   // Steps 1-2 on rank 0 / on a receiver: *local is this rank's own failure (the ranks go on).
-  Status send(const ConstantMap* map, const UpdateOptions& opts, std::shared_ptr<Generation>& gen, Status* local,
-              uint64_t* source_bytes) WHARF_REQUIRES(op_mu_);
-  Status receive(std::shared_ptr<Generation>& gen, Status* local) WHARF_REQUIRES(op_mu_);
+  Status send(const ConstantMap* map, const UpdateOptions& opts, ReplicaMembers::Writes* writes, Status* local,
+              Received* got, uint64_t* source_bytes) WHARF_REQUIRES(op_mu_);
+  Status receive(Status* local, Received* got) WHARF_REQUIRES(op_mu_);
   // Rank 0 waits `timeout_` for a peer; a peer waits twice that for rank 0, which may itself
   // have waited `timeout_` for a stuck rank before it relays that rank's name (so every
   // survivor names the rank at fault, not rank 0).
@@ -84,12 +98,14 @@ class RankGroup {
   std::string where() const;
 
   std::shared_ptr<Container> container_;
-  MemberSet members_;  // this rank's container, staged and swapped through it
+  ReplicaMembers set_;  // the container, or its weight store's members (store entries: under op_mu_)
+  MemberSet members_;   // set_'s containers, staged and swapped through it
   std::unique_ptr<RankTransport> transport_;
   uint32_t rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_{30000};
   Mutex op_mu_;
-  uint64_t batch_bytes_ = 1ull << 30;  // as ReplicaGroup's (its comment says why)
+  std::atomic<std::thread::id> owner_{};  // the thread inside update (re-entrancy check)
+  uint64_t batch_bytes_ = 1ull << 30;     // as ReplicaGroup's (its comment says why)
   std::atomic<uint64_t> updates_{0}, swaps_{0}, source_bytes_{0}, broadcast_bytes_{0}, broadcasts_{0};
 };
 

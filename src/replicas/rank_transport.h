@@ -84,7 +84,8 @@ Status make_nccl_rank_id(RankId* out);
 bool is_nccl_rank_id(const RankId& id);
 
 // Forms the NCCL transport for `rank` of `size` on `runtime` (a CUDA runtime) from `id`.
-// The declarations' `fingerprint` is checked with an all-reduce (min and max must agree):
+// The declarations' `fingerprint` is checked with an all-reduce (min and max must agree; a
+// rank without declarations, such as tools/sender's trainer, gives UINT64_MAX to both):
 // INVALID_ARGUMENT on every rank when they differ (NCCL cannot say which rank). Errors:
 // UNSUPPORTED (no NCCL, or no ncclCommInitRankConfig), IO_ERROR (a rank missing at the
 // deadline: the communicator is aborted), DEVICE_ERROR (NCCL errors).

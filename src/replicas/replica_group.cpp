@@ -12,55 +12,29 @@
 #include "device/transfer.h"
 
 namespace wharf {
-namespace {
-
-const char* placement_word(Placement p) { return p == Placement::kHost ? "host" : "device"; }
-
-std::string describe_constant(const ConstantDecl& d) {
-  return quote_name(d.fqn) + " " + dtype_name(d.dtype) + " " + shape_string(d.shape) + " " +
-         placement_word(d.placement) + (d.derived() ? " derived" : "");
-}
-
-std::string describe_state(const StateDecl& d) {
-  return quote_name(d.fqn) + " " + dtype_name(d.dtype) + " " + shape_string(d.shape);
-}
-
-}  // namespace
 
 std::string ReplicaGroup::replica_name(size_t r) const {
   return "replica " + std::to_string(r) + " (container " + quote_name(replicas_[r]->name()) + ")";
 }
 
+std::string ReplicaGroup::member_name(size_t r, size_t m) const {
+  if (m == 0) return replica_name(r);
+  return "replica " + std::to_string(r) + "'s store member " + std::to_string(m) + " (container " +
+         quote_name(members_[offsets_[r] + m].name()) + ")";
+}
+
 Status ReplicaGroup::check_declarations() const {
-  const Container& first = *replicas_[0];
-  auto differ = [&](size_t r, const std::string& what, const std::string& here, const std::string& there) {
-    return InvalidArgument("replica group: " + replica_name(r) + " declares " + what + " as " + here + ", " +
-                           replica_name(0) + " as " + there + "; the replicas of a group must be declared alike");
-  };
-  for (size_t r = 1; r < replicas_.size(); ++r) {
-    const Container& c = *replicas_[r];
-    const size_t n = std::min(c.decls().size(), first.decls().size());
-    for (size_t i = 0; i < n; ++i) {
-      const ConstantDecl& a = c.decls()[i];
-      const ConstantDecl& b = first.decls()[i];
-      if (a.fqn != b.fqn || a.dtype != b.dtype || a.shape != b.shape || a.placement != b.placement ||
-          a.flags != b.flags)
-        return differ(r, "constant " + std::to_string(i), describe_constant(a), describe_constant(b));
-    }
-    if (c.decls().size() != first.decls().size())
-      return differ(r, "its constants", std::to_string(c.decls().size()) + " constants",
-                    std::to_string(first.decls().size()));
-    const size_t ns = std::min(c.states().size(), first.states().size());
-    for (size_t i = 0; i < ns; ++i) {
-      const StateDecl& a = c.states()[i];
-      const StateDecl& b = first.states()[i];
-      if (a.fqn != b.fqn || a.dtype != b.dtype || a.shape != b.shape)
-        return differ(r, "state " + std::to_string(i), describe_state(a), describe_state(b));
-    }
-    if (c.states().size() != first.states().size())
-      return differ(r, "its states", std::to_string(c.states().size()) + " states",
-                    std::to_string(first.states().size()));
-  }
+  for (size_t r = 1; r < sets_.size(); ++r)
+    WHARF_RETURN_IF_ERROR(sets_[r].check_alike(
+        sets_[0], [&](size_t m) { return member_name(r, m); }, [&](size_t m) { return member_name(0, m); }));
+  return Status::Ok();
+}
+
+Status ReplicaGroup::check_not_reentrant(const char* what) const {
+  if (owner_.load() == std::this_thread::get_id())
+    return FailedPrecondition(std::string("replica group ") + what +
+                              ": called from inside this group's update (a fold callback); the group is busy with "
+                              "that update on this thread");
   return Status::Ok();
 }
 
@@ -91,23 +65,29 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
                                " are both on CUDA device " + std::to_string(c.runtime().device().index()) +
                                "; a group has one replica per GPU (NCCL takes one rank per device)");
     }
-    if (c.has_derived())
-      return Unsupported("replica group: " + g->replica_name(r) +
-                         " declares derived constants; replica groups do not run fold callbacks yet");
-    if (c.store())
-      return Unsupported("replica group: " + g->replica_name(r) +
-                         " belongs to a weight store; a store update would reach one replica only, so store members "
-                         "cannot be grouped yet");
   }
+  // Each replica with what it stands for (a store member: its whole store), all members in
+  // one set: staged and swapped as one. (Replicas never share a store: a store belongs to one
+  // runtime, and each replica has its own.)
+  std::vector<std::shared_ptr<Container>> all;
+  std::vector<size_t> replica_of;
+  for (size_t r = 0; r < n; ++r) {
+    g->sets_.push_back(ReplicaMembers::of(g->replicas_[r], g->replica_name(r)));
+    g->offsets_.push_back(all.size());
+    for (const auto& c : g->sets_.back().containers()) {
+      all.push_back(c);
+      replica_of.push_back(r);
+    }
+  }
+  g->members_ = MemberSet(all);
   WHARF_RETURN_IF_ERROR(g->check_declarations());
 
   // No member update may run while the group forms (one started earlier would stage into a
   // replica behind the group's back): hold every admission until the group has joined.
-  g->members_ = MemberSet(g->replicas_);
+  auto name = [&](size_t k) { return g->member_name(replica_of[k], k - g->offsets_[replica_of[k]]); };
   MemberSet::Admission admitted;
   WHARF_RETURN_IF_ERROR(g->members_.admit(
-      [&](size_t r) { return "replica group: " + g->replica_name(r) + " is being updated; retry when it returns"; },
-      &admitted));
+      [&](size_t k) { return "replica group: " + name(k) + " is being updated; retry when it returns"; }, &admitted));
 
   std::vector<std::shared_ptr<Runtime>> runtimes;
   for (const auto& c : g->replicas_) runtimes.push_back(c->runtime_ptr());
@@ -128,7 +108,7 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
     }
   }
 
-  WHARF_RETURN_IF_ERROR(g->members_.join_group(g.get(), [&](size_t r) { return g->replica_name(r); }));
+  WHARF_RETURN_IF_ERROR(g->members_.join_group(g.get(), name, [&](size_t k) { return replica_of[k]; }));
   *out = std::move(g);
   return Status::Ok();
 }
@@ -136,63 +116,86 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
 ReplicaGroup::~ReplicaGroup() { members_.leave_group(this); }
 
 Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
+  WHARF_RETURN_IF_ERROR(check_not_reentrant("update"));
   if (opts.in_place)
     return Unsupported(
         "replica group update: only the inactive target is supported (an in-place write cannot be "
         "published on every replica at once)");
-  Container& first = *replicas_[0];
-  std::vector<Container::Planned> plan;
-  WHARF_RETURN_IF_ERROR(first.validate_map(map, opts, &plan).with_context("replica group update"));
   MutexLock serial(op_mu_);
+  owner_.store(std::this_thread::get_id());
+  Status st = update_serialised(map, opts);
+  owner_.store(std::thread::id());
+  return st;
+}
+
+Status ReplicaGroup::update_serialised(const ConstantMap& map, const UpdateOptions& opts) {
+  std::vector<ReplicaMembers::Planned> plan;
+  WHARF_RETURN_IF_ERROR(sets_[0].validate(map, opts, &plan).with_context("replica group update"));
+  for (const ReplicaMembers& set : sets_)
+    WHARF_RETURN_IF_ERROR(set.check_store_unchanged().with_context("replica group update"));
+  Container& first = *replicas_[0];
   std::unique_ptr<Event> source_ready;
   WHARF_RETURN_IF_ERROR(record_wait_stream(first.runtime(), opts.wait_stream, "replica group update", &source_ready));
 
   const size_t n = replicas_.size();
   DeadList dead;  // destroyed last, after every lock is released
-  // 1. Every replica's next generation, built outside the locks. Group calls are serialised
+  // 1. Every member's next generation, built outside the locks. Group calls are serialised
   //    and members refuse writes of their own, so the bases cannot change until the stage.
-  std::vector<std::shared_ptr<Generation>> gens(n);
-  std::vector<MemberSet::Write> writes(n);
+  std::vector<ReplicaMembers::Writes> writes(n);
   for (size_t r = 0; r < n; ++r) {
-    MemberSet::Base base = members_.base(r, &dead);
-    gens[r] = std::move(base.gen);
-    writes[r].base_version = base.version;
+    writes[r].resize(sets_[r].containers().size());
+    for (size_t m = 0; m < writes[r].size(); ++m) {
+      MemberSet::Base base = members_.base(offsets_[r] + m, &dead);
+      writes[r][m].gen = std::move(base.gen);
+      writes[r][m].base_version = base.version;
+    }
   }
-  // 2. Fresh storage for every written constant on every replica (copy-on-write): the extra
+  // 2. Fresh storage for every written weight on every replica (copy-on-write): the extra
   //    memory per replica is the updated bytes. Out of memory anywhere: nothing staged.
   //    Replica 0's is allocated while its copy runs (fill); the others' first, so a replica
   //    short of memory fails the update before any source is read.
+  std::vector<std::vector<std::shared_ptr<Slot>>> slots(n, std::vector<std::shared_ptr<Slot>>(plan.size()));
   for (size_t r = 1; r < n; ++r)
-    for (const Container::Planned& p : plan)
-      WHARF_RETURN_IF_ERROR(replicas_[r]
-                                ->allocate_slot(p.index, &gens[r]->slots[size_t(p.index)])
-                                .with_context("replica group update: " + replica_name(r)));
+    for (size_t k = 0; k < plan.size(); ++k)
+      WHARF_RETURN_IF_ERROR(
+          sets_[r].allocate(plan[k].weight, &slots[r][k]).with_context("replica group update: " + replica_name(r)));
   // 3-4. The sources are read once, into replica 0, and sent on from there.
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
   uint64_t broadcast_bytes = 0;
   uint64_t source_bytes = 0;
-  for (const Container::Planned& p : plan) source_bytes += first.decls()[size_t(p.index)].nbytes;
+  for (const auto& p : plan) source_bytes += sets_[0].weights()[p.weight].decl->nbytes;
   Progress progress(opts.progress, source_bytes, "replica group update");
-  WHARF_RETURN_IF_ERROR(fill(plan, gens, wait_for, &progress, &broadcast_bytes));
+  WHARF_RETURN_IF_ERROR(fill(plan, &writes, &slots, wait_for, &progress, &broadcast_bytes));
+  // 5. Every replica's members take the new storage, and fold their derived constants on
+  //    their own device: a fold failing anywhere stages nothing anywhere.
+  std::vector<size_t> written;
+  for (const auto& p : plan) written.push_back(p.weight);
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t k = 0; k < plan.size(); ++k) sets_[r].assign(&writes[r], plan[k].weight, slots[r][k]);
+    WHARF_RETURN_IF_ERROR(sets_[r].fold(&writes[r], written, opts, false).with_context("replica group update"));
+  }
   WHARF_RETURN_IF_ERROR(progress.finish());  // the last chance to cancel: nothing is staged yet
   test_hook("replica.update.before_stage");
 
-  // 5. Stage everywhere at once. Members refuse writes of their own, so no base moved and
+  // 6. Stage everywhere at once. Members refuse writes of their own, so no base moved and
   //    the rebase rule (the only reader of Write::written) never applies here.
-  for (size_t r = 0; r < n; ++r) writes[r].gen = std::move(gens[r]);
-  WHARF_RETURN_IF_ERROR(members_.stage_all(&writes, MemberSet::Staging::kLockstep, "replica group update", &dead));
+  std::vector<MemberSet::Write> all;
+  for (auto& w : writes)
+    for (auto& m : w) all.push_back(std::move(m));
+  WHARF_RETURN_IF_ERROR(members_.stage_all(&all, MemberSet::Staging::kLockstep, "replica group update", &dead));
+  for (size_t r = 0; r < n; ++r) sets_[r].remember(written, slots[r]);
   updates_.fetch_add(1);
   source_bytes_.fetch_add(source_bytes);
   broadcast_bytes_.fetch_add(broadcast_bytes);
   return Status::Ok();
 }
 
-Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
-                          const std::vector<std::shared_ptr<Generation>>& gens, const std::vector<Event*>& wait_for,
+Status ReplicaGroup::fill(const std::vector<ReplicaMembers::Planned>& plan, std::vector<ReplicaMembers::Writes>* writes,
+                          std::vector<std::vector<std::shared_ptr<Slot>>>* slots, const std::vector<Event*>& wait_for,
                           Progress* progress, uint64_t* broadcast_bytes) {
   const size_t n = replicas_.size();
-  Container& first = *replicas_[0];
+  const ReplicaMembers& first = sets_[0];
   // In batches of about batch_bytes_, so that the broadcast of one batch (NCCL over NVLink,
   // on the replicas' streams) overlaps the host-to-device copy of the next (the copy engine
   // and the staging ring): the update takes about one GPU's copy time plus one batch's
@@ -203,38 +206,40 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
   Status sent;          // the broadcaster's
   uint64_t copied = 0;  // source bytes of the batches before this one (progress)
   for (size_t begin = 0; begin < plan.size() && st.ok() && sent.ok();) {
-    std::vector<Container::Planned> batch;
+    std::vector<ReplicaMembers::Planned> batch;
+    const size_t batch_begin = begin;
     uint64_t bytes = 0;
     // One replica has nothing to broadcast: one batch, one drain.
     const uint64_t limit = n > 1 ? batch_bytes_ : UINT64_MAX;
     for (; begin < plan.size() && (batch.empty() || bytes < limit); ++begin) {
       batch.push_back(plan[begin]);
-      bytes += first.decls()[size_t(plan[begin].index)].nbytes;
+      bytes += first.weights()[plan[begin].weight].decl->nbytes;
     }
     // Replica 0's slots are allocated while earlier ones are copied, and pageable sources go
     // through its staging ring, as in a container update; returns when the batch is in place.
-    st = first.allocate_and_copy(gens[0], batch, wait_for, progress, copied);
+    std::vector<std::shared_ptr<Slot>> got;
+    st = first.read_sources(batch, &(*writes)[0], wait_for, progress, copied, &got);
     if (!st.ok()) {
       if (st.code() != Code::kCancelled) st = st.with_context("replica group update: " + replica_name(0));
       break;
     }
+    for (size_t j = 0; j < batch.size(); ++j) (*slots)[0][batch_begin + j] = got[j];
     copied += bytes;
     // Replica 0 -> the others: device constants through the broadcaster, host-placed ones
     // (pinned host memory) by each replica's own copy engine from replica 0's copy.
     std::vector<BroadcastBuffer> buffers;
-    for (const Container::Planned& p : batch) {
-      const ConstantDecl& d = first.decls()[size_t(p.index)];
+    for (size_t j = 0; j < batch.size(); ++j) {
+      const size_t k = batch_begin + j;
+      const ConstantDecl& d = *first.weights()[plan[k].weight].decl;
       if (d.nbytes == 0) continue;
       *broadcast_bytes += d.nbytes * (n - 1);
       if (d.placement == Placement::kHost) {
-        for (size_t r = 1; r < n; ++r)
-          host_copies[r].push_back(
-              {gens[r]->slots[size_t(p.index)]->data(), gens[0]->slots[size_t(p.index)]->data(), d.nbytes});
+        for (size_t r = 1; r < n; ++r) host_copies[r].push_back({(*slots)[r][k]->data(), got[j]->data(), d.nbytes});
         continue;
       }
       BroadcastBuffer b;
       b.bytes = d.nbytes;
-      for (size_t r = 0; r < n; ++r) b.ptrs.push_back(gens[r]->slots[size_t(p.index)]->data());
+      for (size_t r = 0; r < n; ++r) b.ptrs.push_back((*slots)[r][k]->data());
       buffers.push_back(std::move(b));
     }
     if (!broadcaster_ || buffers.empty()) continue;
@@ -265,21 +270,37 @@ Status ReplicaGroup::fill(const std::vector<Container::Planned>& plan,
 }
 
 Status ReplicaGroup::swap() {
+  WHARF_RETURN_IF_ERROR(check_not_reentrant("swap"));
   MutexLock serial(op_mu_);
   DeadList dead;
   // All replicas' locks at once: run_begin on any of them waits for the whole swap, so no
-  // run begun after it returns sees old weights on one replica and new ones on another.
+  // run begun after it returns sees old weights on one replica and new ones on another. A
+  // grouped store's entries move under the same locks (as a store swap moves them).
+  auto replica_of = [&](size_t k) {
+    size_t r = 0;
+    while (r + 1 < offsets_.size() && offsets_[r + 1] <= k) ++r;
+    return r;
+  };
   WHARF_RETURN_IF_ERROR(members_.swap_all(
-      false, [&](size_t r) { return "replica group swap: " + replica_name(r) + " (nothing was swapped)"; }, nullptr,
+      false,
+      [&](size_t k) {
+        const size_t r = replica_of(k);
+        return "replica group swap: " + member_name(r, k - offsets_[r]) + " (nothing was swapped)";
+      },
+      [&] {
+        for (ReplicaMembers& set : sets_) set.publish_entries();
+      },
       &dead));
   swaps_.fetch_add(1);
   return Status::Ok();
 }
 
 Status ReplicaGroup::free_inactive() {
+  WHARF_RETURN_IF_ERROR(check_not_reentrant("free_inactive"));
   MutexLock serial(op_mu_);
   DeadList dead;
   members_.drop_inactive_all(&dead);
+  for (ReplicaMembers& set : sets_) set.forget_entries();
   return Status::Ok();
 }
 

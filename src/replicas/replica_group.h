@@ -16,15 +16,23 @@
 // `replica_group_`), so the replicas move in lockstep and the group needs no admission lock
 // on them beyond its own serialisation.
 //
+// Weight stores and derived constants (src/replicas/replica_members.h): a grouped store
+// member brings its whole store (replica r is every member of container r's store), and the
+// fold callback runs on every replica over its own next generation, after the broadcast and
+// before anything is staged.
+//
 // Locking: `op_mu_` serialises group calls (they wait for each other, as store calls do);
 // under it, MemberSet takes the members' `mu_`s as one lock set (address order), only for
-// pointer operations.
+// pointer operations (and, at a swap, each grouped store's `mu_` after them, to move its
+// entries). A group call from inside the group's own update (a fold callback on the
+// updating thread) answers FAILED_PRECONDITION instead of waiting for itself.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "constants/constant_map.h"
@@ -32,6 +40,7 @@
 #include "constants/member_set.h"
 #include "core/sync.h"
 #include "replicas/broadcaster.h"
+#include "replicas/replica_members.h"
 
 namespace wharf {
 
@@ -51,11 +60,13 @@ class ReplicaGroup {
   // the same constants in the same order with the same dtype, shape and placement, and the
   // same states). `broadcaster`: null chooses by backend (host copies; NCCL for CUDA, which
   // a group of one CUDA replica uses when it can be loaded and does without otherwise).
+  // A store member stands for its whole store (replica_members.h): the stores must have as
+  // many members, declared alike member by member.
   // Errors: INVALID_ARGUMENT (no replicas, a container twice, two on one device or runtime,
-  // mixed backends, declarations that differ: the first difference named), UNSUPPORTED
-  // (derived constants, a weight store member, NCCL missing for N >= 2 CUDA replicas),
-  // FAILED_PRECONDITION (a container already in a group, or with an update staged),
-  // BUSY (a container is being updated). Nothing changes on error.
+  // mixed backends, declarations or store sizes that differ: the first difference named),
+  // UNSUPPORTED (NCCL missing for N >= 2 CUDA replicas), FAILED_PRECONDITION (a container
+  // already in a group, or with an update staged), BUSY (a container is being updated).
+  // Nothing changes on error.
   static Status create(std::vector<std::shared_ptr<Container>> replicas, std::unique_ptr<Broadcaster> broadcaster,
                        std::shared_ptr<ReplicaGroup>* out);
   ~ReplicaGroup();
@@ -82,16 +93,27 @@ class ReplicaGroup {
   ReplicaGroup() = default;
   Status check_declarations() const;
   std::string replica_name(size_t r) const;
-  // Copies the planned sources into replica 0's `gens[0]` and from there into every other
-  // replica's generation (batches of batch_bytes_, broadcast overlapping the next copy).
-  Status fill(const std::vector<Container::Planned>& plan, const std::vector<std::shared_ptr<Generation>>& gens,
-              const std::vector<Event*>& wait_for, Progress* progress, uint64_t* broadcast_bytes)
-      WHARF_REQUIRES(op_mu_);
+  std::string member_name(size_t r, size_t m) const;
+  // FAILED_PRECONDITION for a group call from inside this group's update (a fold callback).
+  Status check_not_reentrant(const char* what) const;
+  Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_REQUIRES(op_mu_);
+  // Copies the planned sources into replica 0's fresh storage and from there into every
+  // other replica's (batches of batch_bytes_, broadcast overlapping the next copy);
+  // (*slots)[r][k] is plan[k]'s storage on replica r (allocated beforehand for r >= 1).
+  Status fill(const std::vector<ReplicaMembers::Planned>& plan, std::vector<ReplicaMembers::Writes>* writes,
+              std::vector<std::vector<std::shared_ptr<Slot>>>* slots, const std::vector<Event*>& wait_for,
+              Progress* progress, uint64_t* broadcast_bytes) WHARF_REQUIRES(op_mu_);
 
-  std::vector<std::shared_ptr<Container>> replicas_;
-  MemberSet members_;                         // the replicas, staged and swapped as one
+  std::vector<std::shared_ptr<Container>> replicas_;  // the grouped containers, one per replica
+  // What each replica stands for (its container, or its weight store's members). Fixed at
+  // create, except the store entries it keeps for the next swap: those change only under
+  // op_mu_ (not annotated: the swap's publish runs in a callback under the members' locks).
+  std::vector<ReplicaMembers> sets_;
+  std::vector<size_t> offsets_;               // replica r's members start at members_[offsets_[r]]
+  MemberSet members_;                         // every replica's members, staged and swapped as one
   std::unique_ptr<Broadcaster> broadcaster_;  // null: one replica, nothing to broadcast
   Mutex op_mu_;                               // one group call at a time
+  std::atomic<std::thread::id> owner_{};      // the thread inside a group call (re-entrancy check)
   // Broadcast batch (see fill). Each batch's copy into replica 0 ends by draining the copy
   // engine, so fewer, larger batches lose less; the last batch's broadcast is the tail the
   // copy cannot hide (1 GiB over NVLink: a few ms against ~180 ms for 8 GiB from the host).

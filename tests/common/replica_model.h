@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "common/test_support.h"
@@ -108,6 +109,42 @@ inline float version_now(wharf_container* c) {
   const float v = version_of(run);
   EXPECT_EQ(wharf_run_end(run), nullptr);
   return v;
+}
+
+// A fold callback for the host backend: writes `target` (a derived constant) as embed[0] +
+// `offset` in every element, so with model_decls(6) (constant 1, "layers.0.w", derived) and
+// offset 1 a folded container serves version v exactly as version_of reads it. Counts its
+// calls; the call numbered `fail_at` (from 0) fails with DATA_CORRUPT instead, writing nothing.
+struct Fold {
+  const char* target = "layers.0.w";
+  float offset = 1;
+  int fail_at = -1;
+  int calls = 0;
+  // Called (if set) from inside the callback, on the updating thread (re-entrancy tests).
+  std::function<void()> inside;
+};
+
+inline wharf_status* fold_from_embed(wharf_run* run, void* user) {
+  Fold* f = static_cast<Fold*>(user);
+  const int call = f->calls++;
+  if (f->inside) f->inside();
+  if (call == f->fail_at) return wharf_status_create(WHARF_DATA_CORRUPT, "the test's fold failed on purpose");
+  wharf_tensor_view embed{}, out{};
+  if (wharf_status* st = wharf_run_get_tensor(run, "embed", &embed)) return st;
+  if (wharf_status* st = wharf_run_get_tensor(run, f->target, &out)) return st;
+  uint64_t n = 1;
+  for (int32_t d = 0; d < out.ndim; ++d) n *= uint64_t(out.shape[d]);
+  const float v = static_cast<const float*>(embed.data)[0] + f->offset;
+  for (uint64_t k = 0; k < n; ++k) static_cast<float*>(out.data)[k] = v;
+  return nullptr;
+}
+
+inline wharf_update_options fold_options(Fold* f) {
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.fold = fold_from_embed;
+  o.fold_user = f;
+  return o;
 }
 
 inline uint64_t constants_bytes(wharf_runtime* rt) {

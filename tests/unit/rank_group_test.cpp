@@ -427,6 +427,230 @@ TEST(RankGroup, ARankGivenTwiceFailsEveryRankNamingIt) {
   }));
 }
 
+// Derived constants: every rank folds its own next generation after the bytes arrived and
+// before the vote, each with the fold callback its own call passes.
+struct FoldedRank {
+  wharf_runtime* rt = host_runtime();
+  wharf_weight_store* store = nullptr;
+  wharf_container* c = nullptr;    // "layers.0.w" derived (model_decls(6))
+  wharf_container* dec = nullptr;  // with a store: a second method, "decode.scaled" derived
+  wharf_replica_group* g = nullptr;
+  Fold fold;
+  Fold dec_fold{"decode.scaled", 1000};
+  Fold dec_layer;  // decode's own layers.0.w (derived constants are never shared)
+  // Both methods' folds in one callback (a store update's fold is run for each member).
+  static wharf_status* both(wharf_run* run, void* user) {
+    FoldedRank* R = static_cast<FoldedRank*>(user);
+    wharf_tensor_view v{};
+    wharf_status* probe = wharf_run_get_tensor(run, "decode.scaled", &v);
+    const bool is_decode = probe == nullptr;
+    wharf_status_free(probe);
+    if (!is_decode) return fold_from_embed(run, &R->fold);
+    if (wharf_status* st = fold_from_embed(run, &R->dec_fold)) return st;
+    return fold_from_embed(run, &R->dec_layer);
+  }
+  wharf_update_options options() {
+    wharf_update_options o;
+    wharf_update_options_init(&o);
+    o.fold = both;
+    o.fold_user = this;
+    return o;
+  }
+  FoldedRank(uint32_t r, bool with_store) {
+    if (with_store) EXPECT_OK(wharf_weight_store_create(rt, &store));
+    std::vector<wharf_constant_decl> decls = model_decls(6);
+    const std::string name = "rank" + std::to_string(r);
+    wharf_container_options o;
+    wharf_container_options_init(&o);
+    o.name = name.c_str();
+    o.constants = decls.data();
+    o.num_constants = decls.size();
+    o.store = store;
+    EXPECT_OK(wharf_container_create(rt, &o, &c));
+    if (with_store) {
+      static const int64_t scaled_shape[] = {64, 32};
+      wharf_constant_decl d;
+      std::memset(&d, 0, sizeof d);
+      d.struct_size = sizeof d;
+      d.fqn = "decode.scaled";
+      d.dtype = WHARF_DTYPE_F32;
+      d.ndim = 2;
+      d.shape = scaled_shape;
+      d.flags = WHARF_CONSTANT_DERIVED;
+      std::vector<wharf_constant_decl> dd = model_decls(6);
+      dd.push_back(d);
+      const std::string dname = "decode" + std::to_string(r);
+      o.name = dname.c_str();
+      o.constants = dd.data();
+      o.num_constants = dd.size();
+      EXPECT_OK(wharf_container_create(rt, &o, &dec));
+    }
+    Weights w(1, {0, 2, 3});
+    wharf_update_options u = options();
+    u.require_full = 1;
+    if (with_store) {
+      EXPECT_OK(wharf_weight_store_update(store, w.map, &u));
+      EXPECT_OK(wharf_weight_store_swap(store));
+    } else {
+      EXPECT_OK(wharf_container_update(c, w.map, &u));
+      EXPECT_OK(wharf_container_swap(c));
+      EXPECT_OK(wharf_container_free_inactive(c));
+    }
+    fold.calls = dec_fold.calls = 0;
+  }
+  ~FoldedRank() {
+    wharf_replica_group_free(g);
+    wharf_container_free(dec);
+    wharf_container_free(c);
+    wharf_weight_store_free(store);
+    wharf_runtime_free(rt);
+  }
+  FoldedRank(const FoldedRank&) = delete;
+  float scaled() {
+    wharf_run* run = nullptr;
+    EXPECT_OK(wharf_run_begin(dec, nullptr, nullptr, &run));
+    if (!run) return -3;
+    wharf_tensor_view v{};
+    EXPECT_OK(wharf_run_get_tensor(run, "decode.scaled", &v));
+    const float x = static_cast<const float*>(v.data)[0];
+    EXPECT_OK(wharf_run_end(run));
+    return x;
+  }
+};
+
+TEST_P(RankGroupN, DerivedConstantsAreFoldedOnEveryRank) {
+  const uint32_t n = GetParam();
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+    FoldedRank R(r, false);
+    const wharf_replica_group_rank_options ro = options(20000);
+    ASSERT_OK(wharf_replica_group_create_rank(R.c, &id, r, n, &ro, &R.g));
+    EXPECT_EQ(version_now(R.c), 1);
+    Weights w(2, {0});  // only embed: each rank folds layers.0.w from it
+    wharf_update_options o = R.options();
+    ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, &o));
+    EXPECT_EQ(R.fold.calls, 1) << "rank " << r << " folded once, on its own";
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200);
+    EXPECT_EQ(read_whole(run, 1), 201) << "folded from the new embed on rank " << r;
+    EXPECT_EQ(read_whole(run, 2), 102);
+    EXPECT_OK(wharf_run_end(run));
+    // A rank that passes no fold callback fails (its container could not recompute
+    // layers.0.w), and so does every other rank, naming it; nothing changes.
+    const uint32_t bare = n - 1;
+    Weights w3(3, {0});
+    wharf_update_options none;
+    wharf_update_options_init(&none);
+    St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w3.map : nullptr, r == bare ? &none : &o));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+    EXPECT_NE(st.msg().find(r == bare ? "fold callback" : "rank " + std::to_string(bare)), std::string::npos)
+        << st.msg();
+    ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200) << "nothing changed";
+    EXPECT_EQ(read_whole(run, 1), 201);
+    EXPECT_OK(wharf_run_end(run));
+  }));
+}
+
+TEST_P(RankGroupN, AFoldFailingOnOneRankFailsEveryRankWithNothingChanged) {
+  const uint32_t n = GetParam();
+  for (uint32_t victim : {n - 1, 0u}) {
+    SCOPED_TRACE("fold fails on rank " + std::to_string(victim));
+    const wharf_replica_group_id id = new_id();
+    expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+      FoldedRank R(r, false);
+      const wharf_replica_group_rank_options ro = options(20000);
+      ASSERT_OK(wharf_replica_group_create_rank(R.c, &id, r, n, &ro, &R.g));
+      const uint64_t gen = wharf_container_generation(R.c);
+      const uint64_t bytes = constants_bytes(R.rt);
+      if (r == victim) R.fold.fail_at = 0;
+      wharf_update_options o = R.options();
+      {
+        Weights w(2, {0, 2});
+        St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, &o));
+        EXPECT_EQ(st.code(), WHARF_DATA_CORRUPT) << st.msg();
+        EXPECT_NE(st.msg().find(r == victim ? "on purpose" : "rank " + std::to_string(victim)), std::string::npos)
+            << st.msg();
+      }
+      EXPECT_EQ(version_now(R.c), 1) << "nothing changed on rank " << r;
+      EXPECT_EQ(wharf_container_generation(R.c), gen);
+      EXPECT_EQ(wharf_container_has_staged(R.c), 0);
+      EXPECT_EQ(constants_bytes(R.rt), bytes) << "the fresh storage was dropped";
+      // The group stays usable.
+      Weights w3(3, {0});
+      ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w3.map : nullptr, &o));
+      wharf_run* run = nullptr;
+      ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &run));
+      EXPECT_EQ(read_whole(run, 1), 301);
+      EXPECT_EQ(read_whole(run, 2), 102);
+      EXPECT_OK(wharf_run_end(run));
+    }));
+  }
+}
+
+// Weight stores: each rank's grouped container brings its store (prefill and decode sharing
+// the weights); an update reaches both methods on every rank, a fold failing in one rank's
+// decode fails every rank with nothing changed on any member, and afterwards the store
+// serves the new weights to a container joining it.
+TEST(RankGroup, StoreMembersUpdateTogetherOnEveryRankOrNowhere) {
+  const uint32_t n = 3, victim = 2;
+  const wharf_replica_group_id id = new_id();
+  expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+    FoldedRank R(r, true);
+    const wharf_replica_group_rank_options ro = options(20000);
+    ASSERT_OK(wharf_replica_group_create_rank(R.c, &id, r, n, &ro, &R.g));
+    EXPECT_EQ(R.scaled(), 1100);
+    wharf_update_options o = R.options();
+    if (r == victim) R.dec_fold.fail_at = 0;
+    {
+      Weights w(2, {0});
+      St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, &o));
+      EXPECT_EQ(st.code(), WHARF_DATA_CORRUPT) << st.msg();
+      EXPECT_NE(st.msg().find(r == victim ? "decode2" : "rank 2"), std::string::npos) << st.msg();
+    }
+    EXPECT_EQ(version_now(R.c), 1);
+    EXPECT_EQ(version_now(R.dec), 1);
+    EXPECT_EQ(R.scaled(), 1100);
+    EXPECT_EQ(wharf_container_has_staged(R.dec), 0);
+    {
+      Weights w(2, {0});
+      ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, &o));
+    }
+    EXPECT_EQ(R.scaled(), 1200) << "decode folded on rank " << r;
+    wharf_run* a = nullptr;
+    wharf_run* b = nullptr;
+    ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &a));
+    ASSERT_OK(wharf_run_begin(R.dec, nullptr, nullptr, &b));
+    wharf_tensor_view va{}, vb{};
+    EXPECT_OK(wharf_run_get_tensor(a, "embed", &va));
+    EXPECT_OK(wharf_run_get_tensor(b, "embed", &vb));
+    EXPECT_EQ(va.data, vb.data) << "one storage per weight on rank " << r;
+    EXPECT_EQ(static_cast<const float*>(vb.data)[0], 200.0f);
+    EXPECT_EQ(read_whole(a, 1), 201);
+    EXPECT_EQ(read_whole(b, 1), 201);
+    EXPECT_OK(wharf_run_end(a));
+    EXPECT_OK(wharf_run_end(b));
+    // The store itself is the group's while grouped.
+    Weights w4(4, {0});
+    St own(wharf_weight_store_update(R.store, w4.map, &o));
+    EXPECT_EQ(own.code(), WHARF_FAILED_PRECONDITION) << own.msg();
+    // A container joining the store now shares the group's new weights.
+    Weights mine(9, {0, 1, 2});
+    wharf_container_options co;
+    wharf_container_options_init(&co);
+    co.name = "joiner";
+    co.store = R.store;
+    wharf_container* joiner = nullptr;
+    ASSERT_OK(wharf_container_create_from_map(R.rt, mine.map, &co, &joiner));
+    wharf_run* j = nullptr;
+    ASSERT_OK(wharf_run_begin(joiner, nullptr, nullptr, &j));
+    EXPECT_EQ(read_whole(j, 0), 200);
+    EXPECT_OK(wharf_run_end(j));
+    wharf_container_free(joiner);
+  }));
+}
+
 // In one process: a group of one rank, and the checks that need no peer.
 TEST(RankGroup, ArgumentErrorTable) {
   wharf_runtime* rt = host_runtime();
@@ -435,7 +659,6 @@ TEST(RankGroup, ArgumentErrorTable) {
   std::memset(&zero, 0, sizeof zero);
   wharf_replica_group* g = nullptr;
   wharf_container* c = declare(rt, "solo");
-  wharf_container* derived = declare(rt, "derived", 6);
   wharf_replica_group_rank_options small;
   std::memset(&small, 0, sizeof small);
   small.struct_size = 2;
@@ -463,8 +686,6 @@ TEST(RankGroup, ArgumentErrorTable) {
        WHARF_INVALID_ARGUMENT},
       {"options struct_size too small", [&] { return wharf_replica_group_create_rank(c, &id, 0, 1, &small, &g); },
        WHARF_INVALID_ARGUMENT},
-      {"derived constants", [&] { return wharf_replica_group_create_rank(derived, &id, 0, 1, nullptr, &g); },
-       WHARF_UNSUPPORTED},
       {"update_ranks group NULL", [&] { return wharf_replica_group_update_ranks(nullptr, nullptr, nullptr); },
        WHARF_INVALID_ARGUMENT},
   };
@@ -526,7 +747,6 @@ TEST(RankGroup, ArgumentErrorTable) {
   // The failed attempts left the container free.
   EXPECT_OK(wharf_container_update(c, w2.map, nullptr));
 
-  wharf_container_free(derived);
   wharf_container_free(c);
   wharf_runtime_free(rt);
 }

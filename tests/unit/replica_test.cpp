@@ -650,34 +650,9 @@ TEST(ReplicaGroup, MismatchedDeclarationsAreNamed) {
   }
 }
 
-TEST(ReplicaGroup, DerivedConstantsStoreMembersAndStagedContainersAreRefused) {
+TEST(ReplicaGroup, StagedContainersAreRefused) {
   wharf_runtime* a = host_runtime();
   wharf_runtime* b = host_runtime();
-  {
-    wharf_container* ca = declare(a, "a", 6);
-    wharf_container* cb = declare(b, "b", 6);
-    wharf_container* pair[] = {ca, cb};
-    wharf_replica_group* g = nullptr;
-    St st(wharf_replica_group_create(pair, 2, &g));
-    EXPECT_EQ(st.code(), WHARF_UNSUPPORTED);
-    EXPECT_NE(st.msg().find("derived constants"), std::string::npos) << st.msg();
-    wharf_container_free(ca);
-    wharf_container_free(cb);
-  }
-  {
-    wharf_weight_store* store = nullptr;
-    ASSERT_OK(wharf_weight_store_create(b, &store));
-    wharf_container* ca = declare(a, "a");
-    wharf_container* cb = declare(b, "b", 0, store);
-    wharf_container* pair[] = {ca, cb};
-    wharf_replica_group* g = nullptr;
-    St st(wharf_replica_group_create(pair, 2, &g));
-    EXPECT_EQ(st.code(), WHARF_UNSUPPORTED);
-    EXPECT_NE(st.msg().find("weight store"), std::string::npos) << st.msg();
-    wharf_container_free(ca);
-    wharf_container_free(cb);
-    wharf_weight_store_free(store);
-  }
   {
     wharf_container* ca = declare(a, "a");
     wharf_container* cb = declare(b, "b");
@@ -705,6 +680,362 @@ TEST(ReplicaGroup, DerivedConstantsStoreMembersAndStagedContainersAreRefused) {
   }
   wharf_runtime_free(a);
   wharf_runtime_free(b);
+}
+
+// Derived constants: the fold runs on every replica over its own next generation, after the
+// broadcast and before anything is staged.
+TEST_P(ReplicaGroupN, DerivedConstantsAreFoldedOnEveryReplica) {
+  const size_t n = GetParam();
+  std::vector<wharf_runtime*> rts;
+  std::vector<wharf_container*> cs;
+  for (size_t r = 0; r < n; ++r) {
+    rts.push_back(host_runtime());
+    cs.push_back(declare(rts.back(), ("folded" + std::to_string(r)).c_str(), 6));
+  }
+  wharf_replica_group* g = nullptr;
+  ASSERT_OK(wharf_replica_group_create(cs.data(), n, &g));
+  Fold fold;
+  wharf_update_options o = fold_options(&fold);
+  o.require_full = 1;
+  {
+    Weights w(1, {0, 2, 3});
+    // Without a fold callback the derived constant could not be recomputed: refused.
+    St none(wharf_replica_group_update(g, w.map, nullptr));
+    EXPECT_EQ(none.code(), WHARF_INVALID_ARGUMENT) << none.msg();
+    EXPECT_NE(none.msg().find("fold callback"), std::string::npos) << none.msg();
+    ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+    ASSERT_OK(wharf_replica_group_swap(g));
+  }
+  EXPECT_EQ(fold.calls, int(n)) << "one fold per replica";
+  for (auto* c : cs) EXPECT_EQ(version_now(c), 1.0f);
+  o.require_full = 0;
+  {
+    Weights w(2, {0});  // only embed: layers.0.w is folded from it everywhere
+    ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+    ASSERT_OK(wharf_replica_group_swap(g));
+  }
+  EXPECT_EQ(fold.calls, int(2 * n));
+  for (auto* c : cs) {
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200);
+    EXPECT_EQ(read_whole(run, 1), 201) << "folded from the new embed on this replica";
+    EXPECT_EQ(read_whole(run, 2), 102);
+    EXPECT_OK(wharf_run_end(run));
+  }
+  wharf_replica_group_free(g);
+  for (auto* c : cs) wharf_container_free(c);
+  for (auto* rt : rts) wharf_runtime_free(rt);
+}
+
+TEST_P(ReplicaGroupN, AFoldFailingOnOneReplicaChangesNoReplica) {
+  const size_t n = GetParam();
+  for (size_t victim : {n - 1, size_t(0)}) {
+    SCOPED_TRACE("fold fails on replica " + std::to_string(victim));
+    std::vector<wharf_runtime*> rts;
+    std::vector<wharf_container*> cs;
+    for (size_t r = 0; r < n; ++r) {
+      rts.push_back(host_runtime());
+      cs.push_back(declare(rts.back(), ("folded" + std::to_string(r)).c_str(), 6));
+    }
+    wharf_replica_group* g = nullptr;
+    ASSERT_OK(wharf_replica_group_create(cs.data(), n, &g));
+    Fold fold;
+    wharf_update_options o = fold_options(&fold);
+    {
+      Weights w(1, {0, 2, 3});
+      ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+      ASSERT_OK(wharf_replica_group_swap(g));
+      ASSERT_OK(wharf_replica_group_free_inactive(g));
+    }
+    std::vector<uint64_t> gens, bytes;
+    for (size_t r = 0; r < n; ++r) {
+      gens.push_back(wharf_container_generation(cs[r]));
+      bytes.push_back(constants_bytes(rts[r]));
+    }
+    fold.calls = 0;
+    fold.fail_at = int(victim);  // replicas fold in order
+    {
+      Weights w(2, {0, 2});
+      St st(wharf_replica_group_update(g, w.map, &o));
+      EXPECT_EQ(st.code(), WHARF_DATA_CORRUPT) << st.msg();
+      EXPECT_NE(st.msg().find("replica " + std::to_string(victim)), std::string::npos) << st.msg();
+      EXPECT_NE(st.msg().find("on purpose"), std::string::npos) << st.msg();
+    }
+    for (size_t r = 0; r < n; ++r) {
+      EXPECT_EQ(version_now(cs[r]), 1.0f) << "replica " << r;
+      EXPECT_EQ(wharf_container_has_staged(cs[r]), 0) << "replica " << r;
+      EXPECT_EQ(wharf_container_generation(cs[r]), gens[r]);
+      EXPECT_EQ(constants_bytes(rts[r]), bytes[r]) << "replica " << r << ": the fresh storage was dropped";
+    }
+    EXPECT_EQ(stats_of(g).num_updates, 1u);
+    // The group is not wedged.
+    fold.fail_at = -1;
+    {
+      Weights w(3, {0, 2});
+      ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+      ASSERT_OK(wharf_replica_group_swap(g));
+    }
+    for (auto* c : cs) {
+      wharf_run* run = nullptr;
+      ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+      EXPECT_EQ(read_whole(run, 1), 301);
+      EXPECT_EQ(read_whole(run, 2), 302);
+      EXPECT_EQ(read_whole(run, 3), 103);
+      EXPECT_OK(wharf_run_end(run));
+    }
+    wharf_replica_group_free(g);
+    for (auto* c : cs) wharf_container_free(c);
+    for (auto* rt : rts) wharf_runtime_free(rt);
+  }
+}
+
+TEST(ReplicaGroup, GroupCallsFromInsideItsFoldAreRefusedNotDeadlocked) {
+  wharf_runtime* rts[] = {host_runtime(), host_runtime()};
+  wharf_container* cs[] = {declare(rts[0], "a", 6), declare(rts[1], "b", 6)};
+  wharf_replica_group* g = nullptr;
+  ASSERT_OK(wharf_replica_group_create(cs, 2, &g));
+  Weights w(1, {0, 2, 3});
+  std::vector<int> codes;
+  Fold fold;
+  fold.inside = [&] {
+    St up(wharf_replica_group_update(g, w.map, nullptr));
+    St sw(wharf_replica_group_swap(g));
+    St fi(wharf_replica_group_free_inactive(g));
+    codes = {up.code(), sw.code(), fi.code()};
+  };
+  wharf_update_options o = fold_options(&fold);
+  ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+  EXPECT_EQ(codes, std::vector<int>(3, WHARF_FAILED_PRECONDITION));
+  fold.inside = nullptr;
+  ASSERT_OK(wharf_replica_group_swap(g));
+  EXPECT_EQ(version_now(cs[0]), 1.0f);
+  EXPECT_EQ(version_now(cs[1]), 1.0f);
+  wharf_replica_group_free(g);
+  for (auto* c : cs) wharf_container_free(c);
+  for (auto* rt : rts) wharf_runtime_free(rt);
+}
+
+// Weight stores: a grouped store member brings its whole store. Each replica holds a store
+// with two methods over the same weights ("prefill", and "decode" with a derived constant of
+// its own); a group update reaches both on every replica, sharing one storage per weight.
+namespace store_group {
+
+const int64_t kScaledShape[] = {64, 32};
+
+wharf_container* decode(wharf_runtime* rt, wharf_weight_store* store, const std::string& name) {
+  std::vector<wharf_constant_decl> decls = model_decls();
+  wharf_constant_decl d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.fqn = "decode.scaled";
+  d.dtype = WHARF_DTYPE_F32;
+  d.ndim = 2;
+  d.shape = kScaledShape;
+  d.flags = WHARF_CONSTANT_DERIVED;
+  decls.push_back(d);
+  wharf_container_options o;
+  wharf_container_options_init(&o);
+  o.name = name.c_str();
+  o.constants = decls.data();
+  o.num_constants = decls.size();
+  o.store = store;
+  wharf_container* c = nullptr;
+  St st(wharf_container_create(rt, &o, &c));
+  EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+  return c;
+}
+
+float scaled(wharf_container* c) {
+  wharf_run* run = nullptr;
+  EXPECT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  if (!run) return -3;
+  wharf_tensor_view v{};
+  EXPECT_OK(wharf_run_get_tensor(run, "decode.scaled", &v));
+  const float x = static_cast<const float*>(v.data)[0];
+  EXPECT_OK(wharf_run_end(run));
+  return x;
+}
+
+const void* data_of(wharf_container* c, const char* fqn) {
+  wharf_run* run = nullptr;
+  EXPECT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  if (!run) return nullptr;
+  wharf_tensor_view v{};
+  EXPECT_OK(wharf_run_get_tensor(run, fqn, &v));
+  EXPECT_OK(wharf_run_end(run));
+  return v.data;
+}
+
+// One replica: a runtime, its store, prefill and decode, loaded with version 1 through the
+// store (as a model package loads its methods).
+struct StoreReplica {
+  wharf_runtime* rt = host_runtime();
+  wharf_weight_store* store = nullptr;
+  wharf_container* prefill = nullptr;
+  wharf_container* dec = nullptr;
+  Fold fold{"decode.scaled", 1000};
+  explicit StoreReplica(size_t r) {
+    EXPECT_OK(wharf_weight_store_create(rt, &store));
+    prefill = declare(rt, ("prefill" + std::to_string(r)).c_str(), 0, store);
+    dec = decode(rt, store, "decode" + std::to_string(r));
+    Weights w(1);
+    wharf_update_options o = fold_options(&fold);
+    EXPECT_OK(wharf_weight_store_update(store, w.map, &o));
+    EXPECT_OK(wharf_weight_store_swap(store));
+  }
+  ~StoreReplica() {
+    wharf_container_free(prefill);
+    wharf_container_free(dec);
+    wharf_weight_store_free(store);
+    wharf_runtime_free(rt);
+  }
+  StoreReplica(const StoreReplica&) = delete;
+};
+
+}  // namespace store_group
+
+TEST_P(ReplicaGroupN, AStoreMemberBringsItsWholeStoreIntoTheGroup) {
+  using namespace store_group;
+  const size_t n = GetParam();
+  std::vector<std::unique_ptr<StoreReplica>> R;
+  std::vector<wharf_container*> grouped;
+  for (size_t r = 0; r < n; ++r) {
+    R.push_back(std::make_unique<StoreReplica>(r));
+    grouped.push_back(R.back()->prefill);
+  }
+  for (auto& x : R) {
+    ASSERT_EQ(version_now(x->prefill), 1.0f);
+    ASSERT_EQ(scaled(x->dec), 1100.0f);
+  }
+  wharf_replica_group* g = nullptr;
+  ASSERT_OK(wharf_replica_group_create(grouped.data(), n, &g));
+  // Every member of every store is written only through the group now.
+  Weights w2(2);
+  for (auto& x : R) {
+    wharf_update_options so = fold_options(&x->fold);
+    St own(wharf_container_update(x->dec, w2.map, &so));
+    EXPECT_EQ(own.code(), WHARF_FAILED_PRECONDITION) << own.msg();
+    St store_up(wharf_weight_store_update(x->store, w2.map, &so));
+    EXPECT_EQ(store_up.code(), WHARF_FAILED_PRECONDITION) << store_up.msg();
+    EXPECT_NE(store_up.msg().find("replica group"), std::string::npos) << store_up.msg();
+  }
+  // The group update reaches both methods on every replica; decode folds on each.
+  Fold fold{"decode.scaled", 1000};
+  wharf_update_options o = fold_options(&fold);
+  {
+    Weights w(2, {0, 1});
+    St none(wharf_replica_group_update(g, w.map, nullptr));
+    EXPECT_EQ(none.code(), WHARF_INVALID_ARGUMENT) << "decode declares a derived constant: " << none.msg();
+    ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+  }
+  EXPECT_EQ(fold.calls, int(n)) << "decode folds once per replica (prefill has nothing to fold)";
+  for (auto& x : R) EXPECT_EQ(version_now(x->prefill), 1.0f) << "staged, not swapped";
+  ASSERT_OK(wharf_replica_group_swap(g));
+  for (size_t r = 0; r < n; ++r) {
+    StoreReplica& x = *R[r];
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(x.dec, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200);
+    EXPECT_EQ(read_whole(run, 1), 201);
+    EXPECT_EQ(read_whole(run, 2), 102);
+    EXPECT_OK(wharf_run_end(run));
+    EXPECT_EQ(scaled(x.dec), 1200.0f) << "replica " << r << ": decode folded from the new embed";
+    ASSERT_OK(wharf_run_begin(x.prefill, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200);
+    EXPECT_EQ(read_whole(run, 1), 201);
+    EXPECT_OK(wharf_run_end(run));
+    EXPECT_EQ(data_of(x.prefill, "embed"), data_of(x.dec, "embed")) << "one storage per weight per replica";
+    EXPECT_EQ(data_of(x.prefill, "layers.0.w"), data_of(x.dec, "layers.0.w"));
+  }
+  // The stores point at the new storage: a container joining replica 0's store now shares
+  // the group's weights instead of loading its own (its map's data is not read).
+  {
+    Weights mine(9, {0, 1, 2});
+    wharf_container_options co;
+    wharf_container_options_init(&co);
+    co.name = "joiner";
+    co.store = R[0]->store;
+    wharf_container* joiner = nullptr;
+    ASSERT_OK(wharf_container_create_from_map(R[0]->rt, mine.map, &co, &joiner));
+    EXPECT_EQ(data_of(joiner, "embed"), data_of(R[0]->prefill, "embed"));
+    // It is not in the group: the group's next update refuses (it would leave it behind).
+    Weights w(3, {0});
+    St st(wharf_replica_group_update(g, w.map, &o));
+    EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION) << st.msg();
+    EXPECT_NE(st.msg().find("'joiner' joined the weight store after the group formed"), std::string::npos) << st.msg();
+    wharf_container_free(joiner);
+  }
+  {
+    Weights w(3, {0});
+    ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+    ASSERT_OK(wharf_replica_group_swap(g));
+  }
+  for (auto& x : R) EXPECT_EQ(scaled(x->dec), 1300.0f);
+  // Freed: the stores are their own again.
+  wharf_replica_group_free(g);
+  for (auto& x : R) {
+    wharf_update_options so = fold_options(&x->fold);
+    Weights w(4, {0});
+    ASSERT_OK(wharf_weight_store_update(x->store, w.map, &so));
+    ASSERT_OK(wharf_weight_store_swap(x->store));
+    EXPECT_EQ(scaled(x->dec), 1400.0f);
+  }
+}
+
+TEST(ReplicaGroup, StoresOfDifferentSizesAreRefusedNamingTheReplica) {
+  using namespace store_group;
+  StoreReplica a(0), b(1);
+  Weights mine(9, {0, 1, 2});
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.name = "extra";
+  co.store = b.store;
+  wharf_container* extra = nullptr;
+  ASSERT_OK(wharf_container_create_from_map(b.rt, mine.map, &co, &extra));
+  wharf_container* pair[] = {a.prefill, b.prefill};
+  wharf_replica_group* g = nullptr;
+  St st(wharf_replica_group_create(pair, 2, &g));
+  EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << st.msg();
+  EXPECT_NE(st.msg().find("replica 1 (container 'prefill1') stands for a weight store of 3 containers"),
+            std::string::npos)
+      << st.msg();
+  EXPECT_EQ(g, nullptr);
+  // Nothing stuck: the store is its own.
+  Weights w(2, {0});
+  wharf_update_options so = fold_options(&b.fold);
+  EXPECT_OK(wharf_weight_store_update(b.store, w.map, &so));
+  wharf_container_free(extra);
+}
+
+TEST(ReplicaGroup, AFoldFailingInOneReplicasStoreChangesNoMemberAnywhere) {
+  using namespace store_group;
+  StoreReplica a(0), b(1);
+  wharf_container* pair[] = {a.prefill, b.prefill};
+  wharf_replica_group* g = nullptr;
+  ASSERT_OK(wharf_replica_group_create(pair, 2, &g));
+  const uint64_t ga = wharf_container_generation(a.dec), gb = wharf_container_generation(b.prefill);
+  Fold fold{"decode.scaled", 1000};
+  fold.fail_at = 1;  // replica 1's decode
+  wharf_update_options o = fold_options(&fold);
+  Weights w(2);
+  St st(wharf_replica_group_update(g, w.map, &o));
+  EXPECT_EQ(st.code(), WHARF_DATA_CORRUPT) << st.msg();
+  EXPECT_NE(st.msg().find("decode1"), std::string::npos) << st.msg();
+  for (StoreReplica* x : {&a, &b}) {
+    EXPECT_EQ(version_now(x->prefill), 1.0f);
+    EXPECT_EQ(scaled(x->dec), 1100.0f);
+    EXPECT_EQ(wharf_container_has_staged(x->prefill), 0);
+    EXPECT_EQ(wharf_container_has_staged(x->dec), 0);
+  }
+  EXPECT_EQ(wharf_container_generation(a.dec), ga);
+  EXPECT_EQ(wharf_container_generation(b.prefill), gb);
+  // The group is not wedged.
+  fold.fail_at = -1;
+  ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
+  ASSERT_OK(wharf_replica_group_swap(g));
+  for (StoreReplica* x : {&a, &b}) EXPECT_EQ(scaled(x->dec), 1200.0f);
+  wharf_replica_group_free(g);
 }
 
 // The first swap needs every constant on every replica: a partial first update is refused

@@ -56,7 +56,8 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
    * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (no containers, one
    *     given twice, two on one runtime, mixed backends, declarations that differ: the first
    *     difference is named), {@link WharfException.Code#UNSUPPORTED} (NCCL cannot be loaded
-   *     for a CUDA group of two or more; derived constants; a weight store member),
+   *     for a CUDA group of two or more; a weight store member brings its whole store; this
+   *     binding's group updates take no fold, so derived constants cannot be updated here),
    *     {@link WharfException.Code#FAILED_PRECONDITION} (a container already in a group, or
    *     with an update staged), {@link WharfException.Code#BUSY},
    *     {@link WharfException.Code#DEVICE_ERROR}; nothing changes on error
@@ -123,8 +124,8 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
    * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (a negative rank or
    *     size, size 0, rank &gt;= size, an id not made for this backend, sizes that differ
    *     between ranks, a rank given twice, declarations unlike rank 0's, a timeout out of
-   *     range), {@link WharfException.Code#UNSUPPORTED} (derived constants; a weight store
-   *     member; CUDA without a usable NCCL), {@link WharfException.Code#FAILED_PRECONDITION}
+   *     range), {@link WharfException.Code#UNSUPPORTED} (CUDA without a usable
+   *     NCCL), {@link WharfException.Code#FAILED_PRECONDITION}
    *     (the container is in a group already, or has an update staged),
    *     {@link WharfException.Code#BUSY}, {@link WharfException.Code#ALREADY_EXISTS} (rank 0:
    *     the id is in use), {@link WharfException.Code#IO_ERROR} (a rank did not join within
