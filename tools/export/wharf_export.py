@@ -4,7 +4,7 @@
 Run where PyTorch, transformers, safetensors and Triton are (a CUDA GPU is needed):
 
     python3 tools/export/wharf_export.py MODEL_DIR --out OUT.wharf [--dtype bfloat16]
-        [--max-seq-len 1024] [--gemm auto|triton|extern] [--name NAME]
+        [--max-seq-len 1024] [--gemm auto|triton|extern] [--name NAME] [--session-capacity S]
     python3 tools/export/wharf_export.py CONFIG.json --config-only --out OUT.wharf   # random weights
 
 MODEL_DIR is a transformers checkpoint directory (config.json and safetensors shards). The
@@ -15,7 +15,9 @@ the attention implementation it picks by default (SDPA); only the KV cache conta
 Wharf's (`wharf_cache.key_<layer>` / `value_<layer>` buffers the methods write in place at
 `cache_position`). SDPA is replaced by Wharf's Triton kernel (wharf_sdpa.py) in the exported
 graph so that the compiled `.so` needs only the shims Wharf implements; the exporter checks
-that (`nm -D --undefined-only`) and warns naming any missing function.
+that (`nm -D --undefined-only`) and warns naming any missing function. With
+--session-capacity S the package also holds `decode_batch`, one decode step for up to S
+sessions compiled over the state arena (wharf_slots.py), checked against `decode`.
 """
 import argparse
 import inspect
