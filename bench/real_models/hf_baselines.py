@@ -15,6 +15,14 @@
         A step is: the forward for one token at the next position with logits of the last
         position only (logits_to_keep=1), then torch.cuda.synchronize(); the token is fixed
         (no argmax round trip), as in Wharf's package_bench. Medians with min and max.
+    python3 hf_baselines.py measure-batch --model DIR --out JSON [--batches 1,8,32,64,128]
+            [--cache 1024] [--context 512] [--steps 100]
+        The batched baseline of issue 26: for each batch size B, a StaticCache of B rows, an
+        eager prefill of B prompts of --context tokens, then decode steps of B tokens (one per
+        row, fixed) under torch.compile(mode="reduce-overhead"): step_us (medians with min and
+        max, synchronized each step as above), tokens_per_s = B / median step, compile_s. All
+        rows sit at the same position (a transformers StaticCache has one position for the
+        batch; ragged lengths need Wharf's batched method).
 """
 import argparse
 import inspect
@@ -58,12 +66,12 @@ def stats(us):
     return {"median": statistics.median(us), "min": min(us), "max": max(us), "n": len(us)}
 
 
-def static_cache(model, max_len):
+def static_cache(model, max_len, batch=1):
     from transformers import StaticCache
 
     params = inspect.signature(StaticCache.__init__).parameters
     kw = {"config": model.config, "max_cache_len": max_len}
-    for k, v in (("max_batch_size", 1), ("batch_size", 1), ("device", "cuda"), ("dtype", model.dtype)):
+    for k, v in (("max_batch_size", batch), ("batch_size", batch), ("device", "cuda"), ("dtype", model.dtype)):
         if k in params:
             kw[k] = v
     return StaticCache(**kw)
@@ -169,6 +177,59 @@ def measure(model_dir, out, cache_len, prefill_len, steps):
     print(json.dumps(res))
 
 
+def measure_batch(model_dir, out, batches, cache_len, context, steps):
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    res = {"model": model_dir, "torch": torch.__version__, "device": torch.cuda.get_device_name(),
+           "transformers": transformers.__version__, "cache": cache_len, "context": context, "steps": steps,
+           "mode": "torch.compile(mode='reduce-overhead', fullgraph=True), StaticCache of B rows, all at one position",
+           "batches": []}
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16, device_map="cuda").eval()
+    vocab = model.config.vocab_size
+
+    def save():
+        with open(out, "w") as f:
+            json.dump(res, f, indent=1)
+
+    for B in batches:
+        row = {"batch": B}
+        try:
+            if context + 1 + 10 + steps > cache_len:  # prefill, the compiling step, warm-up, timed steps
+                raise ValueError(f"context {context} + {steps + 11} steps exceed the cache of {cache_len}")
+            torch._dynamo.reset()  # one compilation (and CUDA graph pool) per batch size
+            cache = static_cache(model, cache_len, batch=B)
+            prompt = torch.randint(0, vocab, (B, context), device="cuda")
+            tok = torch.full((B, 1), 11, dtype=torch.long, device="cuda")
+            pos = torch.tensor([context], device="cuda")
+            with torch.no_grad():
+                # Eager prefill: allocates the cache outside the compiled region (see measure()).
+                model(input_ids=prompt, past_key_values=cache, cache_position=torch.arange(context, device="cuda"),
+                      use_cache=True, logits_to_keep=1)
+                compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+
+                def step():
+                    return compiled(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True,
+                                    logits_to_keep=1)
+
+                t0 = time.time()
+                step()  # compiles (the warm-up steps below record and replay the graph)
+                torch.cuda.synchronize()
+                row["compile_s"] = time.time() - t0
+                us = timed(step, steps, 10)
+            row["step_us"] = stats(us)
+            row["tokens_per_s"] = B / (statistics.median(us) * 1e-6)
+        except Exception as e:  # the table says why a batch size is missing
+            row["error"] = f"{type(e).__name__}: {e}"[:400]
+        finally:
+            cache = compiled = None
+            torch.cuda.empty_cache()
+        res["batches"].append(row)
+        print(json.dumps(row), flush=True)
+        save()
+    print(json.dumps(res))
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -181,9 +242,19 @@ def main():
     b.add_argument("--cache", type=int, default=1024)
     b.add_argument("--prefill", type=int, default=512)
     b.add_argument("--steps", type=int, default=200)
+    c = sub.add_parser("measure-batch")
+    c.add_argument("--model", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--batches", default="1,8,32,64,128")
+    c.add_argument("--cache", type=int, default=1024)
+    c.add_argument("--context", type=int, default=512)
+    c.add_argument("--steps", type=int, default=100)
     args = ap.parse_args()
     if args.cmd == "make-checkpoint":
         make_checkpoint(args.shape, args.out)
+    elif args.cmd == "measure-batch":
+        measure_batch(args.model, args.out, [int(b) for b in args.batches.split(",")], args.cache, args.context,
+                      args.steps)
     else:
         measure(args.model, args.out, args.cache, args.prefill, args.steps)
 
