@@ -36,10 +36,10 @@ constexpr uint64_t kRankChunkBytes = 4ull << 20;
 constexpr size_t kRankHeaderBytes = 1024;
 
 struct RankHeader {
-  uint32_t code = 0;  // rank 0's status code (0: the update goes ahead)
-  uint32_t count = 0;  // plan entries
-  uint64_t total_bytes = 0;  // the entries' bytes
-  uint64_t plan_bytes = 0;  // the encoded plan's size
+  uint32_t code = 0;                      // rank 0's status code (0: the update goes ahead)
+  uint32_t count = 0;                     // plan entries
+  uint64_t total_bytes = 0;               // the entries' bytes
+  uint64_t plan_bytes = 0;                // the encoded plan's size
   char text[kRankHeaderBytes - 24] = {};  // rank 0's error message (truncated, NUL-terminated)
 };
 static_assert(sizeof(RankHeader) == kRankHeaderBytes, "the header is a fixed 1 KiB on every rank");

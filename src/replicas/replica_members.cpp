@@ -102,8 +102,7 @@ Status ReplicaMembers::check_alike(const ReplicaMembers& first, const std::funct
         return differ("constant " + std::to_string(i), describe_constant(a), describe_constant(b));
     }
     if (c.decls().size() != f.decls().size())
-      return differ("its constants", std::to_string(c.decls().size()) + " constants",
-                    std::to_string(f.decls().size()));
+      return differ("its constants", std::to_string(c.decls().size()) + " constants", std::to_string(f.decls().size()));
     const size_t ns = std::min(c.states().size(), f.states().size());
     for (size_t i = 0; i < ns; ++i) {
       const StateDecl& a = c.states()[i];
@@ -145,7 +144,8 @@ Status ReplicaMembers::validate(const ConstantMap& map, const UpdateOptions& opt
   if (lone) {  // the container's own checks and messages
     std::vector<Container::Planned> p;
     WHARF_RETURN_IF_ERROR(first().validate_map(map, opts, &p));
-    for (const Container::Planned& k : p) plan->push_back({size_t(find(first().decls()[size_t(k.index)].fqn)), k.entry});
+    for (const Container::Planned& k : p)
+      plan->push_back({size_t(find(first().decls()[size_t(k.index)].fqn)), k.entry});
     return Status::Ok();
   }
   std::vector<bool> seen(weights_.size(), false);
@@ -229,8 +229,7 @@ Status ReplicaMembers::fold(Writes* writes, const std::vector<size_t>& written, 
                                " declares derived constants; an update needs a fold callback to recompute them");
       // A store's weights are shared by its members: only derived constants may be written
       // (as in a weight store update's fold); a lone container may also write what it got fresh.
-      WHARF_RETURN_IF_ERROR(
-          c.fold_into((*writes)[m].gen, opts, lone ? mine : std::vector<int>{}).with_context(who_));
+      WHARF_RETURN_IF_ERROR(c.fold_into((*writes)[m].gen, opts, lone ? mine : std::vector<int>{}).with_context(who_));
     }
     if (!complete) continue;
     const auto& slots = (*writes)[m].gen->slots;

@@ -1984,6 +1984,9 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create_rank(
  * - the one window of any two-phase commit: a rank whose connection fails after every rank
  *   voted OK but before it received the decision keeps its old generation and returns
  *   WHARF_IO_ERROR naming rank 0, while the ranks that received the decision publish.
+ * Rank 0 need not be a Wharf process: tools/sender/wharf_sender.py joins as rank 0 from a
+ * PyTorch trainer and pushes a state dict from its GPU tensors in the same protocol (the
+ * bytes: src/replicas/rank_protocol.h); the other ranks call this function with map NULL.
  * Other errors: WHARF_INVALID_ARGUMENT (group NULL; map not NULL on a rank other than 0),
  * WHARF_FAILED_PRECONDITION (a group made by wharf_replica_group_create; an aborted group).
  * Group calls on one group run one at a time. Since 0.3 (experimental).
