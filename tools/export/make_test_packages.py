@@ -17,7 +17,11 @@ position L+t (N=8 tokens). Hot update: after K=3 decode steps the parameters are
 update.safetensors and decoding continues with the same cache.
 Checks (recorded in reference.json["checks"]): the exported programs (before compilation) and
 the AOTInductor-compiled methods (the package's .so, run by PyTorch's AOTI runner with the
-package's weight files bound and one shared cache) give transformers' tokens.
+package's weight files bound and one shared cache) give transformers' tokens. With
+--session-capacity S (default 8; 0: none) every package also has decode_batch, checked as
+exported (by the exporter) and as compiled against each session's per-session decode and
+transformers (wharf_export.batched_check; exported_batch, aoti_batch), and reference.json gets
+a "batched" section (rows, steps, transformers' tokens and first-step logits).
 Each family runs in its own process; a failure is logged (OUT_DIR/logs/) and the others go on.
 The summary table is printed at the end and written to OUT_DIR/summary.json.
 """
