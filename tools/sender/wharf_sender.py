@@ -144,6 +144,8 @@ class _Nccl:
 
     def __init__(self, path=None):
         self.path = find_nccl(path)
+        # As Wharf: NVLink multicast off (NCCL reads its environment once, at first use).
+        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
         lib = ctypes.CDLL(self.path)
         self.lib = lib
         lib.ncclGetErrorString.restype = ctypes.c_char_p
@@ -185,7 +187,6 @@ class _NcclTransport:
         uid = _NcclUniqueId()
         ctypes.memmove(ctypes.addressof(uid), group_id[NCCL_ID_OFFSET:], 128)
         self.comm = ctypes.c_void_p()
-        os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # as Wharf: NVLink multicast off
         # Blocking: returns once every Wharf rank joined (their own init is bounded by their timeout).
         self.nccl.check(self.nccl.lib.ncclCommInitRank(ctypes.byref(self.comm), size, uid, 0), "ncclCommInitRank")
         self.scratch = torch.empty(CHUNK_BYTES, dtype=torch.uint8, device=self.device)
