@@ -94,42 +94,21 @@ class NcclRankTransport final : public RankTransport {
   }
 
   Status broadcast(void* data, uint64_t bytes, RankClock::time_point deadline) override {
+    WHARF_RETURN_IF_ERROR(issue(data, bytes, deadline));
+    return wait(deadline, "broadcast");
+  }
+
+  // Device memory and discards are only enqueued (the stream orders the pieces, so the host
+  // waits once per batch instead of once per constant: a broadcast's latency grows with the
+  // ranks, and a model has tens of thousands of constants).
+  Status broadcast_async(void* data, uint64_t bytes, RankClock::time_point deadline) override {
+    return issue(data, bytes, deadline);
+  }
+
+  Status flush(RankClock::time_point deadline) override {
     WHARF_RETURN_IF_ERROR(check_open());
     WHARF_RETURN_IF_ERROR(set_device());
-    void* stream = runtime_->stream().native_handle();
-    const bool on_device = data && runtime_->device().query_pointer(data).kind == PointerKind::kDevice;
-    if (on_device) {
-      // The pieces back to back on the stream, one wait at the end.
-      for (uint64_t off = 0; off < bytes; off += kScratchBytes) {
-        char* p = static_cast<char*>(data) + off;
-        const uint64_t n = std::min(kScratchBytes, bytes - off);
-        WHARF_RETURN_IF_ERROR(
-            call(nccl_->Broadcast(p, p, size_t(n), nccl::kInt8, 0, comm_, stream), "ncclBroadcast", deadline));
-      }
-      return wait(deadline, "broadcast");
-    }
-    // Host memory (or none): through the pinned and the scratch buffer, a chunk at a time.
-    for (uint64_t off = 0; off < bytes; off += kScratchBytes) {
-      const uint64_t n = std::min(kScratchBytes, bytes - off);
-      char* host = data ? static_cast<char*>(data) + off : nullptr;
-      if (rank_ == 0) {
-        if (host) std::memcpy(pinned_.data(), host, size_t(n));
-        Status st = host ? runtime_->stream().copy_async(scratch_.data(), pinned_.data(), n)
-                         : runtime_->stream().memset_async(scratch_.data(), 0, n);
-        if (!st.ok()) return fail(st);
-      }
-      WHARF_RETURN_IF_ERROR(
-          call(nccl_->Broadcast(scratch_.data(), scratch_.data(), size_t(n), nccl::kInt8, 0, comm_, stream),
-               "ncclBroadcast", deadline));
-      if (rank_ != 0 && host) {
-        Status st = runtime_->stream().copy_async(pinned_.data(), scratch_.data(), n);
-        if (!st.ok()) return fail(st);
-      }
-      // Each chunk completes before the buffers are reused.
-      WHARF_RETURN_IF_ERROR(wait(deadline, "broadcast"));
-      if (rank_ != 0 && host) std::memcpy(host, pinned_.data(), size_t(n));
-    }
-    return Status::Ok();
+    return wait(deadline, "broadcast");
   }
 
   Status vote(uint64_t mine, RankClock::time_point deadline, uint64_t* out) override {
@@ -162,6 +141,51 @@ class NcclRankTransport final : public RankTransport {
   }
 
  private:
+  // Enqueues the pieces of one broadcast (rank_protocol.h: at most kScratchBytes each) on the
+  // runtime's stream. Device memory is broadcast in place; a discard (receiver, null) goes
+  // into the scratch buffer and rank 0's zeros come from it, with no host wait (the stream
+  // orders the reuse); host memory goes through the pinned buffer, waiting for each piece.
+  Status issue(void* data, uint64_t bytes, RankClock::time_point deadline) {
+    WHARF_RETURN_IF_ERROR(check_open());
+    WHARF_RETURN_IF_ERROR(set_device());
+    void* stream = runtime_->stream().native_handle();
+    const bool on_device = data && runtime_->device().query_pointer(data).kind == PointerKind::kDevice;
+    if (on_device) {
+      for (uint64_t off = 0; off < bytes; off += kScratchBytes) {
+        char* p = static_cast<char*>(data) + off;
+        const uint64_t n = std::min(kScratchBytes, bytes - off);
+        WHARF_RETURN_IF_ERROR(
+            call(nccl_->Broadcast(p, p, size_t(n), nccl::kInt8, 0, comm_, stream), "ncclBroadcast", deadline));
+      }
+      return Status::Ok();
+    }
+    if (!data && rank_ == 0 && bytes > 0) {
+      Status st = runtime_->stream().memset_async(scratch_.data(), 0, std::min(kScratchBytes, bytes));
+      if (!st.ok()) return fail(st);
+    }
+    for (uint64_t off = 0; off < bytes; off += kScratchBytes) {
+      const uint64_t n = std::min(kScratchBytes, bytes - off);
+      char* host = data ? static_cast<char*>(data) + off : nullptr;
+      if (rank_ == 0 && host) {
+        std::memcpy(pinned_.data(), host, size_t(n));
+        Status st = runtime_->stream().copy_async(scratch_.data(), pinned_.data(), n);
+        if (!st.ok()) return fail(st);
+      }
+      WHARF_RETURN_IF_ERROR(
+          call(nccl_->Broadcast(scratch_.data(), scratch_.data(), size_t(n), nccl::kInt8, 0, comm_, stream),
+               "ncclBroadcast", deadline));
+      if (!host) continue;  // a discard, or zeros: nothing to bring back, no wait
+      if (rank_ != 0) {
+        Status st = runtime_->stream().copy_async(pinned_.data(), scratch_.data(), n);
+        if (!st.ok()) return fail(st);
+      }
+      // The pinned buffer is reused by the next piece: this one completes first.
+      WHARF_RETURN_IF_ERROR(wait(deadline, "broadcast"));
+      if (rank_ != 0) std::memcpy(host, pinned_.data(), size_t(n));
+    }
+    return Status::Ok();
+  }
+
   Status set_device() {
     cudaError_t e = cudaSetDevice(runtime_->device().index());
     if (e != cudaSuccess)

@@ -182,10 +182,14 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
 
   // Batches: each is read into this rank's fresh storage (pageable sources through the
   // staging ring), then sent on weight by weight. A local failure sends zeros for the rest.
+  // A batch's broadcasts are only issued; the host waits for them after reading the next
+  // batch, so the copy of batch k+1 overlaps the broadcast of batch k (and the host waits
+  // once per batch, not once per constant).
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
   Progress progress(opts.progress, h.total_bytes, where() + ": update");
   uint64_t copied = 0;
+  bool issued = false;
   for (size_t begin = 0; begin < plan.size();) {
     const size_t first = begin;
     std::vector<ReplicaMembers::Planned> batch;
@@ -198,6 +202,8 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
     if (local->ok())
       *local = set_.read_sources(batch, writes, wait_for, &progress, copied, &slots).with_context(where());
     copied += bytes;
+    if (issued) WHARF_RETURN_IF_ERROR(transport_->flush(deadline()));
+    issued = true;
     for (size_t j = 0; j < batch.size(); ++j) {
       const uint64_t n = set_.weights()[batch[j].weight].decl->nbytes;
       void* src = nullptr;
@@ -205,12 +211,13 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
         got->slots[first + j] = slots[j];
         src = slots[j]->data();
       }
-      WHARF_RETURN_IF_ERROR(transport_->broadcast(src, n, deadline()));
+      WHARF_RETURN_IF_ERROR(transport_->broadcast_async(src, n, deadline()));
       broadcasts_.fetch_add(1);
       broadcast_bytes_.fetch_add(n * (size_ - 1));
       test_hook("replica.rank.sent");
     }
   }
+  if (issued) WHARF_RETURN_IF_ERROR(transport_->flush(deadline()));
   if (local->ok()) *local = progress.finish();  // the last chance to cancel: nothing is staged
   *source_bytes = h.total_bytes;
   return Status::Ok();
@@ -253,14 +260,22 @@ Status RankGroup::receive(Status* local, Received* got) {
       *local = set_.allocate(size_t(w), &got->slots[k]).with_context(where());
     }
   }
+  // Issued without a wait per constant; the host waits once per batch of about batch_bytes_
+  // (as rank 0's batches), and for the last one before the fold reads the bytes.
+  uint64_t pending = 0;
   for (size_t k = 0; k < entries.size(); ++k) {
     void* dst = local->ok() ? got->slots[k]->data() : nullptr;
-    WHARF_RETURN_IF_ERROR(transport_->broadcast(dst, entries[k].nbytes, deadline()));
+    WHARF_RETURN_IF_ERROR(transport_->broadcast_async(dst, entries[k].nbytes, deadline()));
     broadcasts_.fetch_add(1);
     broadcast_bytes_.fetch_add(entries[k].nbytes);
     test_hook("replica.rank.received");
+    pending += entries[k].nbytes;
+    if (pending >= batch_bytes_) {
+      WHARF_RETURN_IF_ERROR(transport_->flush(deadline()));
+      pending = 0;
+    }
   }
-  return Status::Ok();
+  return transport_->flush(deadline());
 }
 
 Status RankGroup::free_inactive() {

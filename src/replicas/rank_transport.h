@@ -59,6 +59,15 @@ class RankTransport {
   // peer that closed or did not keep up by `deadline`, or, on a receiver, rank 0's abort
   // frame naming the rank that failed. After an error the transport is aborted.
   virtual Status broadcast(void* data, uint64_t bytes, RankClock::time_point deadline) = 0;
+  // broadcast() that may return before the bytes have arrived: `data` (device memory on the
+  // NCCL transport; null as above) must stay valid and unread/unwritten by the caller until
+  // flush() returns. Host memory is still done by the time it returns. Every rank issues the
+  // same calls (async or not), so the pieces match across ranks. Default: broadcast().
+  virtual Status broadcast_async(void* data, uint64_t bytes, RankClock::time_point deadline) {
+    return broadcast(data, bytes, deadline);
+  }
+  // Waits for every broadcast_async issued so far (errors as broadcast). Default: nothing.
+  virtual Status flush(RankClock::time_point) { return Status::Ok(); }
   // Every rank's `mine` combined: *out is the minimum over the ranks (every rank gets the
   // same answer). Errors as broadcast.
   virtual Status vote(uint64_t mine, RankClock::time_point deadline, uint64_t* out) = 0;
