@@ -188,6 +188,51 @@ TEST_F(RankGroupGpu, AKilledRankFailsTheSurvivorWithinTheTimeoutAndItKeepsItsWei
   EXPECT_TRUE(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL) << "rank 1: status " << st[1];
 }
 
+// Rank 1 is short of device memory for the update's 12 MiB constant: it discards it (in the
+// same 4 MiB NCCL pieces rank 0 sends), both ranks fail with OUT_OF_MEMORY naming rank 1,
+// nothing changes, and the next update (which fits) reaches both.
+TEST_F(RankGroupGpu, ARankShortOfMemoryFailsBothWithNothingChangedAndTheGroupGoesOn) {
+  const std::vector<int> st = run_two_ranks("short");
+  EXPECT_TRUE(exited_ok(st[0])) << "rank 0: status " << st[0];
+  EXPECT_TRUE(exited_ok(st[1])) << "rank 1: status " << st[1];
+}
+
+// Derived constants: each rank folds "embed.copy" (a copy of embed, by cudaMemcpyAsync on
+// the fold run's stream) on its own GPU after the broadcast; a fold failing on rank 1 fails
+// both with nothing changed.
+TEST_F(RankGroupGpu, EachRankFoldsOnItsOwnGpuAndAFailingFoldChangesNothing) {
+  const std::vector<int> st = run_two_ranks("fold");
+  EXPECT_TRUE(exited_ok(st[0])) << "rank 0: status " << st[0];
+  EXPECT_TRUE(exited_ok(st[1])) << "rank 1: status " << st[1];
+}
+
+// The fold of the "fold" scenario: embed.copy = embed; fails on purpose when *user is set.
+wharf_status* copy_embed(wharf_run* run, void* user) {
+  if (user && *static_cast<bool*>(user)) return wharf_status_create(WHARF_DATA_CORRUPT, "the test's fold failed");
+  wharf_tensor_view from{}, to{};
+  if (wharf_status* st = wharf_run_get_tensor(run, "embed", &from)) return st;
+  if (wharf_status* st = wharf_run_get_tensor(run, "embed.copy", &to)) return st;
+  if (cudaMemcpyAsync(to.data, from.data, size_t(kCounts[0]) * 4, cudaMemcpyDeviceToDevice,
+                      static_cast<cudaStream_t>(wharf_run_stream(run))) != cudaSuccess)
+    return wharf_status_create(WHARF_DEVICE_ERROR, "cudaMemcpyAsync failed");
+  return nullptr;
+}
+
+// Whether embed.copy of a run begun now holds seed `seed`'s embed.
+bool copy_holds(wharf_container* c, uint32_t seed) {
+  wharf_run* run = nullptr;
+  EXPECT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  if (!run) return false;
+  wharf_tensor_view v{};
+  EXPECT_OK(wharf_run_get_tensor(run, "embed.copy", &v));
+  std::vector<uint32_t> host(static_cast<size_t>(kCounts[0]));
+  EXPECT_EQ(cudaMemcpy(host.data(), v.data, host.size() * 4, cudaMemcpyDefault), cudaSuccess);
+  EXPECT_OK(wharf_run_end(run));
+  for (size_t k = 0; k < host.size(); ++k)
+    if (host[k] != pattern(seed, k)) return false;
+  return true;
+}
+
 // One rank of the tests above (skipped unless started by them).
 TEST(RankGroupGpuChild, Rank) {
   const char* rank_env = std::getenv("WHARF_RANK_TEST_RANK");
@@ -195,7 +240,12 @@ TEST(RankGroupGpuChild, Rank) {
   const uint32_t r = uint32_t(std::atoi(rank_env));
   const std::string scenario = std::getenv("WHARF_RANK_TEST_SCENARIO");
   const wharf_replica_group_id id = from_hex(std::getenv("WHARF_RANK_TEST_ID"));
-  wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_CUDA, {0, 0, 0, int(r)});
+  wharf_test::RuntimeConfig cfg;
+  cfg.device_index = int32_t(r);
+  // "short": room for one generation of the device constants, the transport's 4 MiB scratch
+  // and 4 MiB more, not for a second 12 MiB embed.
+  if (scenario == "short" && r == 1) cfg.device_memory_limit = uint64_t(kCounts[0] + kCounts[1]) * 4 + (8u << 20);
+  wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_CUDA, cfg);
   ASSERT_NE(rt, nullptr);
   std::vector<wharf_constant_decl> decls;
   for (size_t i = 0; i < kNumConstants; ++i) {
@@ -209,6 +259,23 @@ TEST(RankGroupGpuChild, Rank) {
     d.placement = i == 2 ? WHARF_PLACEMENT_HOST : WHARF_PLACEMENT_DEVICE;
     decls.push_back(d);
   }
+  if (scenario == "fold") {
+    wharf_constant_decl d;
+    std::memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.fqn = "embed.copy";
+    d.dtype = WHARF_DTYPE_I32;
+    d.ndim = 1;
+    d.shape = &kCounts[0];
+    d.flags = WHARF_CONSTANT_DERIVED;
+    decls.push_back(d);
+  }
+  bool fail_fold = false;
+  wharf_update_options fo;
+  wharf_update_options_init(&fo);
+  fo.fold = copy_embed;
+  fo.fold_user = &fail_fold;
+  const wharf_update_options* uo = scenario == "fold" ? &fo : nullptr;
   wharf_container_options o;
   wharf_container_options_init(&o);
   const std::string name = "rank" + std::to_string(r);
@@ -219,8 +286,9 @@ TEST(RankGroupGpuChild, Rank) {
   ASSERT_OK(wharf_container_create(rt, &o, &c));
   {
     Sources v1(1);
-    ASSERT_OK(wharf_container_update(c, v1.map, nullptr));
+    ASSERT_OK(wharf_container_update(c, v1.map, uo));
     ASSERT_OK(wharf_container_swap(c));
+    ASSERT_OK(wharf_container_free_inactive(c));
   }
   ASSERT_EQ(seed_now(c), 1);
   wharf_replica_group_rank_options ro;
@@ -236,6 +304,46 @@ TEST(RankGroupGpuChild, Rank) {
     EXPECT_EQ(seed_of(before), 1) << "a run begun before the update keeps its generation";
     EXPECT_OK(wharf_run_end(before));
     EXPECT_EQ(seed_now(c), 2) << "rank " << r << " serves the new weights";
+  } else if (scenario == "short") {
+    St st(wharf_replica_group_update_ranks(g, r == 0 ? v2.map : nullptr, nullptr));
+    EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
+    EXPECT_NE(st.msg().find("rank 1"), std::string::npos) << st.msg();
+    EXPECT_EQ(seed_now(c), 1) << "nothing changed on rank " << r;
+    EXPECT_EQ(wharf_container_has_staged(c), 0);
+    // The group goes on: an update that fits (layers.0.w only) reaches both.
+    wharf_constant_map* small = nullptr;
+    ASSERT_OK(wharf_constant_map_create(&small));
+    wharf_tensor_view v;
+    std::memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.data = v2.data[1].data();
+    v.dtype = WHARF_DTYPE_I32;
+    v.device_type = WHARF_DEVICE_CPU;
+    v.ndim = 1;
+    v.shape = &kCounts[1];
+    ASSERT_OK(wharf_constant_map_set(small, kNames[1], &v));
+    St ok(wharf_replica_group_update_ranks(g, r == 0 ? small : nullptr, nullptr));
+    wharf_constant_map_free(small);
+    EXPECT_EQ(ok.code(), WHARF_OK) << ok.msg();
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+    wharf_tensor_view got{};
+    EXPECT_OK(wharf_run_get_tensor(run, kNames[1], &got));
+    uint32_t first = 0;
+    EXPECT_EQ(cudaMemcpy(&first, got.data, 4, cudaMemcpyDefault), cudaSuccess);
+    EXPECT_OK(wharf_run_end(run));
+    EXPECT_EQ(first, pattern(2 + 1, 0)) << "layers.0.w moved to version 2 on rank " << r;
+  } else if (scenario == "fold") {
+    EXPECT_TRUE(copy_holds(c, 1));
+    ASSERT_OK(wharf_replica_group_update_ranks(g, r == 0 ? v2.map : nullptr, &fo));
+    EXPECT_EQ(seed_now(c), 2);
+    EXPECT_TRUE(copy_holds(c, 2)) << "rank " << r << " folded embed.copy from the new embed";
+    fail_fold = r == 1;
+    Sources v3(3);
+    St st(wharf_replica_group_update_ranks(g, r == 0 ? v3.map : nullptr, &fo));
+    EXPECT_EQ(st.code(), WHARF_DATA_CORRUPT) << st.msg();
+    EXPECT_EQ(seed_now(c), 2) << "nothing changed on rank " << r;
+    EXPECT_TRUE(copy_holds(c, 2));
   } else {  // "kill": rank 1 dies after receiving its first constant
     wharf::ScopedTestHook hook([&](const char* p) {
       if (r == 1 && std::strcmp(p, "replica.rank.received") == 0) ::raise(SIGKILL);
