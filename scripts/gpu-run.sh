@@ -124,7 +124,7 @@ if want bench; then
     # batch_bench runs over the committed tiny package's batched method (8 sessions).
     if [ "$n" = batch_bench ]; then
       run "$n" "$b" "${WHARF_TEST_DATA:-.}/packages/tiny-llama-f32" --batches 1,2,4,8 --graphs --independent \
-        --max-len 64 --csv "$RES/$n.csv" || status=1
+        --max-len 16 --steps 20 --csv "$RES/$n.csv" || status=1
       continue
     fi
     run "$n" "$b" --csv "$RES/$n.csv" || status=1

@@ -1270,7 +1270,11 @@ WHARF_API size_t wharf_model_num_inputs(const wharf_model* model);
 /** Number of outputs of the model's forward (0 for NULL). Since 0.3 (experimental). */
 WHARF_API size_t wharf_model_num_outputs(const wharf_model* model);
 
-/** Name of input `i` (owned by the model), or NULL past the end. Since 0.3 (experimental). */
+/**
+ * Name of input `i` (owned by the model), or NULL past the end: a package method's name from
+ * its manifest (AOTInductor may give the compiled inputs placeholder names such as
+ * "arg27_1"), else the compiled forward's. Since 0.3 (experimental).
+ */
 WHARF_API const char* wharf_model_input_name(const wharf_model* model, size_t i);
 
 /**

@@ -420,6 +420,7 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
     if (lib->input_name(h, i, &in) != 0 || !in) return InvalidArgument(what + ": reading input " + std::to_string(i));
     m->input_names_.emplace_back(in);
   }
+  if (!opts.input_names.empty() && opts.input_names.size() == n_in) m->input_names_ = opts.input_names;
   m->num_outputs_ = n_out;
   const bool declared = opts.declared_states != nullptr;
   const std::string ctx = opts.context.empty() ? what : opts.context;

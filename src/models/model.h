@@ -17,8 +17,8 @@
 // generation rebind nothing. A method compiled over the whole state arena (a package's
 // batched method) binds each state as the arena ([capacity, ...shape], fixed address): its
 // instances depend on the generation only, and it runs batched runs and runs of one arena
-// session alike, told the run's rows by its slots input (always the run's own indices). Outputs are allocated on the run's stream and belong to the
-// run: they are freed (stream-ordered) when it ends.
+// session alike, told the run's rows by its slots input (always the run's own indices). Outputs are allocated on the
+// run's stream and belong to the run: they are freed (stream-ordered) when it ends.
 //
 // Threads: load, run and the queries are safe from many threads; concurrent runs use
 // different instances.
@@ -69,6 +69,11 @@ struct ModelOptions {
   // When >= 0: the compiled forward's number of inputs / outputs, checked before any weight
   // is copied (INVALID_ARGUMENT naming `context`).
   int64_t expected_inputs = -1, expected_outputs = -1;
+  // Declared input names (a package's manifest, in the compiled forward's order): they name
+  // the inputs in messages and wharf_model_input_name instead of the compiled names, which
+  // AOTInductor may have replaced with placeholders ("arg27_1"). Used when their count is
+  // the compiled model's.
+  std::vector<std::string> input_names;
   // A batched method (docs/model-package.md): every declared state's compiled buffer must
   // be the whole state arena (capacity x the state's bytes), not one session's. Without it
   // the byte size decides: a declared state's buffer of capacity x its bytes (capacity > 1)

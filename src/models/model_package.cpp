@@ -643,6 +643,7 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.declared_states = &states;
     mo.expected_inputs = int64_t(pm.inputs.size());
     mo.expected_outputs = int64_t(pm.outputs.size());
+    for (const PackageTensor& t : pm.inputs) mo.input_names.push_back(t.name);
     mo.context = "manifest.json: " + at("methods", i) + " (" + quote_name(pm.name) + ")";  // follows the method's name
     if (pm.session_capacity > 0) {
       // Its states are the whole arena; the inputs sized by the slots' dimension count sessions.
