@@ -11,7 +11,10 @@
 // two conversations alternating (a re-point per step). tools/aoti/bench_torch.py measures PyTorch
 // eager and PyTorch's own AOTInductor runner on the same model and weights and prints them
 // beside these figures (gpu-run runs both).
-//   model_bench [--model DIR] [--csv FILE]
+// --legacy-ab adds the host time per graph step of the replay path before buckets
+// (WHARF_GRAPHS_LEGACY_REPLAY=1 on a third load) beside the current one, measured in
+// alternating blocks, with device and host inputs, and begin / model run / end apart.
+//   model_bench [--model DIR] [--csv FILE] [--legacy-ab]
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -39,6 +42,10 @@ struct Ctx {
   // of the model run (events on the stream around it).
   std::vector<double>* host_us = nullptr;
   std::vector<double>* gpu_us = nullptr;
+  // Optional: the host time of begin, model run and end apart.
+  std::vector<double>* part_us[3] = {nullptr, nullptr, nullptr};
+  // Inputs from host memory (what a Go, Rust or Java service passes) instead of device memory.
+  bool host_inputs = false;
   cudaEvent_t ev0 = nullptr, ev1 = nullptr;
 };
 
@@ -49,17 +56,21 @@ int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float
   wharf_run* run = nullptr;
   wharf_ok(wharf_run_begin(x.c, s, stream, &run), "run_begin");
   double host_us = us_since(t_begin);
+  const double begin_us = host_us;
   // Token at d_in[0], position at d_in[2]: each input 16-byte aligned, as the model was
   // compiled to expect (a misaligned input makes it copy).
   int64_t host[3] = {tok, 0, pos};
-  CUDA_OK(cudaMemcpyAsync(d_in, host, sizeof host, cudaMemcpyHostToDevice, stream));
+  if (x.host_inputs)
+    d_in = host;  // wharf_model_run copies host inputs itself
+  else
+    CUDA_OK(cudaMemcpyAsync(d_in, host, sizeof host, cudaMemcpyHostToDevice, stream));
   const int64_t tshape[2] = {1, 1}, pshape[1] = {1};
   wharf_tensor_view in[2];
   std::memset(in, 0, sizeof in);
   in[0].struct_size = in[1].struct_size = sizeof in[0];
   in[0].data = d_in;
   in[0].dtype = in[1].dtype = WHARF_DTYPE_I64;
-  in[0].device_type = in[1].device_type = WHARF_DEVICE_CUDA;
+  in[0].device_type = in[1].device_type = x.host_inputs ? WHARF_DEVICE_CPU : WHARF_DEVICE_CUDA;
   in[0].ndim = 2;
   in[0].shape = tshape;
   in[1].data = d_in + 2;
@@ -71,14 +82,19 @@ int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float
   if (x.gpu_us) CUDA_OK(cudaEventRecord(x.ev0, stream));
   auto t_run = Clock::now();
   wharf_ok(wharf_model_run(x.model, run, in, 2, &out, 1), "model_run");
-  host_us += us_since(t_run);
+  const double run_us = us_since(t_run);
+  host_us += run_us;
   if (x.gpu_us) CUDA_OK(cudaEventRecord(x.ev1, stream));
   CUDA_OK(cudaMemcpyAsync(h_last, out.data, kVocab * sizeof(float), cudaMemcpyDeviceToHost, stream));
   CUDA_OK(cudaStreamSynchronize(stream));
   auto t_end = Clock::now();
   wharf_ok(wharf_run_end(run), "run_end");
-  host_us += us_since(t_end);
+  const double end_us = us_since(t_end);
+  host_us += end_us;
   if (x.host_us) x.host_us->push_back(host_us);
+  const double parts[3] = {begin_us, run_us, end_us};
+  for (int i = 0; i < 3; ++i)
+    if (x.part_us[i]) x.part_us[i]->push_back(parts[i]);
   if (x.gpu_us) {
     float ms = 0;
     CUDA_OK(cudaEventElapsedTime(&ms, x.ev0, x.ev1));
@@ -130,11 +146,14 @@ std::vector<double> decode(Ctx& x, cudaStream_t stream, int steps) {
 
 int main(int argc, char** argv) {
   std::string dir, csv;
+  bool legacy_ab = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--model") && i + 1 < argc)
       dir = argv[++i];
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
       csv = argv[++i];
+    else if (!std::strcmp(argv[i], "--legacy-ab"))
+      legacy_ab = true;
   }
   if (dir.empty()) {
     struct stat st;
@@ -379,6 +398,49 @@ int main(int argc, char** argv) {
         "  graph [%s] set %u: %llu nodes, %llu re-pointable (%llu words), pool +%llu bytes, captured in %.1f ms\n",
         b.shapes, b.set, (unsigned long long)b.nodes, (unsigned long long)b.patched_nodes,
         (unsigned long long)b.patches, (unsigned long long)b.pool_bytes, b.capture_ms);
+
+  // A/B of the replay path: the current one (g) against the one before buckets (a third load
+  // with WHARF_GRAPHS_LEGACY_REPLAY=1 at enable time), in alternating blocks on one stream.
+  struct AbRow {
+    const char* name;
+    Ctx* c;
+    bool host;
+    std::vector<double> total, parts[3];
+  };
+  std::vector<AbRow> ab;
+  Ctx l = x;
+  l.model = nullptr;
+  if (legacy_ab) {
+    wharf_ok(wharf_model_load(x.rt, (dir + "/tiny_decoder.so").c_str(), weights, nullptr, &l.model), "model_load");
+    l.c = wharf_model_container(l.model);
+    ::setenv("WHARF_GRAPHS_LEGACY_REPLAY", "1", 1);
+    wharf_ok(wharf_model_enable_graphs(l.model, nullptr), "enable_graphs (legacy replay path)");
+    ::unsetenv("WHARF_GRAPHS_LEGACY_REPLAY");
+    l.host_us = l.gpu_us = nullptr;
+    decode(l, s0, 48);  // capture and warm-up
+    g.host_us = g.gpu_us = nullptr;
+    ab = {{"graph host/step, device inputs: current", &g, false, {}, {}},
+          {"graph host/step, device inputs: legacy", &l, false, {}, {}},
+          {"graph host/step, host inputs: current", &g, true, {}, {}},
+          {"graph host/step, host inputs: legacy", &l, true, {}, {}}};
+    for (int block = 0; block < 8; ++block)
+      for (AbRow& r : ab) {
+        r.c->host_inputs = r.host;
+        r.c->host_us = &r.total;
+        for (int i = 0; i < 3; ++i) r.c->part_us[i] = &r.parts[i];
+        decode(*r.c, s0, steps / 8);
+        r.c->host_inputs = false;
+        r.c->host_us = nullptr;
+        for (int i = 0; i < 3; ++i) r.c->part_us[i] = nullptr;
+      }
+    std::printf("%-46s %10s %10s %10s  (medians: begin / model run / end)\n",
+                "A/B: replay path (WHARF_GRAPHS_LEGACY_REPLAY)", "median", "min", "max");
+    for (const AbRow& r : ab) {
+      const Stats t = stats(r.total);
+      std::printf("%-46s %8.2f us %8.2f us %8.2f us  (%.2f / %.2f / %.2f us)\n", r.name, t.med, t.lo, t.hi,
+                  median(r.parts[0]), median(r.parts[1]), median(r.parts[2]));
+    }
+  }
   if (!csv.empty()) {
     if (FILE* f = std::fopen(csv.c_str(), "w")) {
       std::fprintf(f, "metric,median_us,min_us,max_us\n");
@@ -397,6 +459,13 @@ int main(int argc, char** argv) {
       std::fprintf(f, "wharf_graph_step_after_that,%.3f,%.3f,%.3f\n", g_second.med, g_second.lo, g_second.hi);
       std::fprintf(f, "wharf_graph_alternating_sessions_step,%.3f,%.3f,%.3f\n", alt.med, alt.lo, alt.hi);
       std::fprintf(f, "wharf_graph_4_streams_steps_per_s,%.1f,,\n", g_par);
+      const char* ab_keys[4] = {
+          "wharf_graph_host_per_step_device_inputs", "wharf_graph_legacy_host_per_step_device_inputs",
+          "wharf_graph_host_per_step_host_inputs", "wharf_graph_legacy_host_per_step_host_inputs"};
+      for (size_t i = 0; i < ab.size() && i < 4; ++i) {
+        const Stats t = stats(ab[i].total);
+        std::fprintf(f, "%s,%.3f,%.3f,%.3f\n", ab_keys[i], t.med, t.lo, t.hi);
+      }
       std::fclose(f);
     }
   }
@@ -405,6 +474,7 @@ int main(int argc, char** argv) {
   cudaEventDestroy(g.ev0);
   cudaEventDestroy(g.ev1);
   wharf_model_free(g.model);
+  wharf_model_free(l.model);
   wharf_model_free(x.model);
   wharf_constant_map_free(weights);
   wharf_runtime_free(x.rt);

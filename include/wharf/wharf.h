@@ -1332,6 +1332,19 @@ typedef struct wharf_graph_options {
    * (a pool and a graph per bucket, captured when a concurrent run first needs it) until it
    * ends; a run finding every set held executes eagerly. 0: 4. */
   uint32_t max_concurrent_runs;
+  /* Appended: buckets of a symbolic dimension (a model package method's manifest `dims`,
+   * e.g. prefill's "T", decode_batch's "N"); see wharf_model_enable_graphs. `bucket_dim`
+   * names it (NULL: the method's only dimension that may be padded); `bucket_sizes` (borrowed
+   * for the call; any order, distinct, each in 1 .. the dimension's max) are the sizes a
+   * graph is captured for; `num_bucket_sizes` 0: the default set, powers of two up to the
+   * dimension's max and the max itself (decode_batch N in 1..8: 1, 2, 4, 8), when the method
+   * has exactly one such dimension with a max (else exact shapes). `exact_shapes` nonzero: no
+   * padding, a graph per exact input shape (the other three must be unset). Since 0.3
+   * (experimental). */
+  const char* bucket_dim;
+  const int64_t* bucket_sizes;
+  uint32_t num_bucket_sizes;
+  uint32_t exact_shapes;
 } wharf_graph_options;
 
 /** Fills the defaults (all zero) up to `struct_size`. Since 0.3 (experimental). */
@@ -1341,6 +1354,7 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
 /**
  * Makes the model's runs replay CUDA graphs (docs/decisions.md, "CUDA graphs"). From this
  * call on, wharf_model_run captures a graph the first time it sees a shape of the inputs
+ * (with buckets: a bucket size, below)
  * (dtypes and shapes; a warm-up run and the capture happen inside that call, on a private
  * stream, against scratch state, or for a method over the whole state arena against the
  * arena with the run's rows kept aside and put back: the session's state is written once,
@@ -1355,13 +1369,33 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * model output; until then the set of graphs that call used is held by the run: other calls
  * meanwhile (other runs, or the same run again) replay from other sets, up to
  * max_concurrent_runs, each set captured at its first use, and a call finding every set held
- * executes eagerly. Whatever cannot be captured or re-pointed runs eagerly and says why in
+ * executes eagerly.
+ * Buckets (a model package's method whose inputs share a symbolic dimension; opts'
+ * bucket_* fields or the default set): a run of size n along it replays the graph of the
+ * smallest bucket b >= n. Every input with the dimension is padded to b by repeating its
+ * last entry along it (the last token, position, slot); every output with it is a view of
+ * its first n entries there (the view's strides are the bucket's); an output without it
+ * (prefill's last-position logits) is the padded run's, which equals the real last row's.
+ * The rule a method must satisfy to be padded: each row writes only at places keyed by its
+ * own entries (its position, its slot), and rows are independent apart from what they read
+ * through those writes (attention up to the row's own position, in its own slot): a
+ * repeated last row then writes the same values to the same places and attends as the real
+ * last row, so the real rows, their outputs and the session's state equal an unpadded run's
+ * (bit for bit where the kernels compute a row alike whatever the row count). The exporter's
+ * prefill, decode and decode_batch satisfy it. The largest bucket is captured first (at the
+ * first run needing any bucket; the smaller ones reuse its pool memory); a size past the
+ * largest bucket runs eagerly, the reason in the stats. max_buckets bounds graphs of exact
+ * shapes only (runs whose inputs lack the dimension), not declared buckets.
+ * Whatever cannot be captured or re-pointed runs eagerly and says why in
  * wharf_model_get_graph_stats (a failed capture is not retried for its shape; nothing
  * half-captured is used). `opts` may be NULL (defaults;
  * borrowed for the call). Errors: WHARF_UNSUPPORTED (a model with offloaded layers, a model
  * or shim library without the entry points capture needs, a CUDA driver older than 12.4,
  * named), WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
- * model, nonzero bytes the library does not know in `opts`). Thread-safe. Since 0.3 (experimental).
+ * model, nonzero bytes the library does not know in `opts`; a bucket_dim the model does not
+ * declare or that an input names twice, a size < 1, past the dimension's max or given twice,
+ * sizes without bucket_dim for a model with no or several paddable dimensions, bucket sizes
+ * with exact_shapes, sizes NULL with num_bucket_sizes > 0; each named). Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_model_enable_graphs(wharf_model* model, const wharf_graph_options* opts);
 
@@ -1385,6 +1419,11 @@ typedef struct wharf_graph_stats {
   uint64_t bind_check_ns;
   uint64_t fold_ns;
   char last_eager_reason[256]; /* why the last eager run was not replayed ("" if none; truncated) */
+  /* Appended: replays whose inputs were padded to a larger bucket; the bucket dimension
+   * ("" for exact shapes; truncated) and its number of sizes. */
+  uint64_t padded_replays;
+  char bucket_dim[64];
+  uint32_t num_bucket_sizes;
 } wharf_graph_stats;
 
 /**
@@ -1403,6 +1442,7 @@ typedef struct wharf_graph_bucket_info {
   uint64_t patches;        /* such parameter words */
   double capture_ms;       /* fold, warm-up, capture and instantiation, milliseconds */
   char shapes[128];        /* the inputs' dtypes and shapes, e.g. "I64[1, 1], I64[1]" (truncated) */
+  int64_t bucket_size;     /* Appended: its size along the bucket dimension (-1: an exact shape) */
 } wharf_graph_bucket_info;
 
 /**

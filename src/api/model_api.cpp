@@ -32,8 +32,10 @@ const StructLayout& layout_of(const wharf_model_options*) {
 
 const StructLayout& layout_of(const wharf_graph_options*) {
   using T = wharf_graph_options;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, max_buckets),
-                                WHARF_FIELD(T, max_pool_bytes), WHARF_FIELD(T, max_concurrent_runs)};
+  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size),      WHARF_FIELD(T, max_buckets),
+                                WHARF_FIELD(T, max_pool_bytes),   WHARF_FIELD(T, max_concurrent_runs),
+                                WHARF_FIELD(T, bucket_dim),       WHARF_FIELD(T, bucket_sizes),
+                                WHARF_FIELD(T, num_bucket_sizes), WHARF_FIELD(T, exact_shapes)};
   static const StructLayout l{"wharf_graph_options", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -45,16 +47,18 @@ const StructLayout& layout_of(const wharf_graph_stats*) {
       WHARF_FIELD(T, capture_failures), WHARF_FIELD(T, replays),      WHARF_FIELD(T, repoints),
       WHARF_FIELD(T, nodes_repointed),  WHARF_FIELD(T, eager_runs),   WHARF_FIELD(T, folds),
       WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes), WHARF_FIELD(T, repoint_ns),
-      WHARF_FIELD(T, bind_check_ns),    WHARF_FIELD(T, fold_ns),      WHARF_FIELD(T, last_eager_reason)};
+      WHARF_FIELD(T, bind_check_ns),    WHARF_FIELD(T, fold_ns),      WHARF_FIELD(T, last_eager_reason),
+      WHARF_FIELD(T, padded_replays),   WHARF_FIELD(T, bucket_dim),   WHARF_FIELD(T, num_bucket_sizes)};
   static const StructLayout l{"wharf_graph_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
 
 const StructLayout& layout_of(const wharf_graph_bucket_info*) {
   using T = wharf_graph_bucket_info;
-  static const FieldInfo f[] = {WHARF_FIELD(T, struct_size), WHARF_FIELD(T, set),           WHARF_FIELD(T, pool_bytes),
-                                WHARF_FIELD(T, nodes),       WHARF_FIELD(T, patched_nodes), WHARF_FIELD(T, patches),
-                                WHARF_FIELD(T, capture_ms),  WHARF_FIELD(T, shapes)};
+  static const FieldInfo f[] = {
+      WHARF_FIELD(T, struct_size), WHARF_FIELD(T, set),           WHARF_FIELD(T, pool_bytes),
+      WHARF_FIELD(T, nodes),       WHARF_FIELD(T, patched_nodes), WHARF_FIELD(T, patches),
+      WHARF_FIELD(T, capture_ms),  WHARF_FIELD(T, shapes),        WHARF_FIELD(T, bucket_size)};
   static const StructLayout l{"wharf_graph_bucket_info", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -163,6 +167,11 @@ WHARF_API wharf_status* wharf_model_enable_graphs(wharf_model* model, const whar
     if (o.max_buckets) go.max_buckets = o.max_buckets;
     go.max_pool_bytes = o.max_pool_bytes;
     if (o.max_concurrent_runs) go.max_concurrent = o.max_concurrent_runs;
+    WHARF_API_REQUIRE(o.num_bucket_sizes == 0 || o.bucket_sizes,
+                      "wharf_model_enable_graphs: bucket_sizes is NULL with num_bucket_sizes > 0");
+    if (o.bucket_dim) go.bucket_dim = o.bucket_dim;
+    if (o.num_bucket_sizes) go.bucket_sizes.assign(o.bucket_sizes, o.bucket_sizes + o.num_bucket_sizes);
+    go.exact_shapes = o.exact_shapes != 0;
     return model->m->enable_graphs(go);
   });
 }
@@ -189,6 +198,9 @@ WHARF_API wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wh
     full.bind_check_ns = st.bind_check_ns;
     full.fold_ns = st.fold_ns;
     std::snprintf(full.last_eager_reason, sizeof full.last_eager_reason, "%s", st.last_eager_reason.c_str());
+    full.padded_replays = st.padded_replays;
+    std::snprintf(full.bucket_dim, sizeof full.bucket_dim, "%s", st.bucket_dim.c_str());
+    full.num_bucket_sizes = uint32_t(st.bucket_sizes.size());
     return api::write_output(full, out, "wharf_graph_stats");
   });
 }
@@ -213,6 +225,7 @@ WHARF_API wharf_status* wharf_model_get_graph_bucket(const wharf_model* model, u
     full.patches = b.patches;
     full.capture_ms = b.capture_ms;
     std::snprintf(full.shapes, sizeof full.shapes, "%s", b.shapes.c_str());
+    full.bucket_size = b.size;
     return api::write_output(full, out, "wharf_graph_bucket_info");
   });
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -10,6 +11,8 @@
 #include "core/logging.h"
 #include "core/sync.h"
 #include "core/text.h"
+#include "graphs/bucket_plan.h"
+#include "graphs/gather.h"
 #include "graphs/patch_plan.h"
 #include "models/aoti/shim_host.h"
 #include "offload/offloader.h"
@@ -238,6 +241,21 @@ std::string shapes_text(const std::vector<ModelTensor>& inputs) {
   return s;
 }
 
+// Whether `in` padded to bucket size b (-1: as they are) has the dtypes and shapes `want`.
+bool shapes_match(const std::vector<TensorMeta>& want, const std::vector<ModelTensor>& in, const BucketSpec& spec,
+                  int64_t b) {
+  if (in.size() != want.size()) return false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<int64_t>& have = in[i].meta.shape;
+    const std::vector<int64_t>& w = want[i].shape;
+    if (in[i].meta.dtype != want[i].dtype || have.size() != w.size()) return false;
+    const int k = b >= 0 ? spec.inputs[i] : -1;
+    for (size_t d = 0; d < have.size(); ++d)
+      if (w[d] != (int(d) == k ? b : have[d])) return false;
+  }
+  return true;
+}
+
 const char* node_type_name(cudaGraphNodeType t) {
   switch (t) {
     case cudaGraphNodeTypeHost:
@@ -320,9 +338,20 @@ class ArenaRows {
 struct Bucket {
   Pool* pool = nullptr;
   Model::HandleDeleter del = nullptr;
-  std::vector<TensorMeta> inputs;  // dtypes and shapes (contiguous)
+  int64_t size = -1;               // along the bucket dimension (-1: an exact shape)
+  std::vector<TensorMeta> inputs;  // dtypes and shapes (contiguous; the bucket's size)
   std::vector<void*> static_inputs;
   std::vector<uint64_t> input_bytes;
+  // The gather node (graphs/gather.h) at the graph's head, null on the legacy path (per-input
+  // copies): `gather` is what the executable graph's node holds now.
+  cudaGraphNode_t gather_node = nullptr;
+  GatherParams gather;
+  unsigned gather_grid = 1;
+  // Host inputs are packed into host_image and copied in one go to `staging` (a pool block;
+  // input i at staging_off[i], room for the bucket's size), where the gather reads them.
+  void* staging = nullptr;
+  std::vector<uint64_t> staging_off;
+  std::vector<uint8_t> host_image;
   std::vector<ModelTensor> outputs;  // views of the static outputs
   std::vector<void*> output_handles;
   std::shared_ptr<Model::Instance> instance;  // captured on; kept: the graph may read its memory
@@ -348,12 +377,45 @@ struct Bucket {
     if (graph) (void)cudaGraphDestroy(graph);
     for (void* h : output_handles) del(h);  // their pool blocks go back to the pool
     for (void* p : static_inputs) pool->free(p);
+    pool->free(staging);
   }
-  bool matches(const std::vector<ModelTensor>& in) const {
-    if (in.size() != inputs.size()) return false;
-    for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].meta.dtype != inputs[i].dtype || in[i].meta.shape != inputs[i].shape) return false;
-    return true;
+  // Whether runs with these inputs replay this graph when padded to bucket size `b` (-1: as
+  // they are): dtypes equal, shapes equal but for the bucket dimension, which is b.
+  bool matches(const std::vector<ModelTensor>& in, const BucketSpec& spec, int64_t b) const {
+    return size == b && shapes_match(inputs, in, spec, b);
+  }
+  // The gather of a run's inputs of size n (-1: exact) into this bucket's static inputs: host
+  // inputs packed into host_image and copied to `staging` on `stream` (one copy), device ones
+  // read where they are. *p: the gather's parameters.
+  Status stage(const BucketSpec& spec, const std::vector<ModelTensor>& in, cudaStream_t stream, GatherParams* p) {
+    p->count = uint32_t(in.size());
+    uint64_t host_end = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      GatherInput g = gather_geometry(spec, i, in[i].meta, size >= 0 ? size : 1);
+      if (size < 0 || spec.inputs[i] < 0) {  // copied whole
+        g = GatherInput();
+        g.row_units = input_bytes[i];
+      }
+      const uint64_t bytes = in[i].meta.nbytes();
+      if (bytes && g.row_units == 0)
+        return FailedPrecondition("input " + std::to_string(i) + ": its rows are not whole bytes");
+      g.dst = static_inputs[i];
+      if (in[i].meta.device_type == DeviceType::kCuda) {
+        g.src = in[i].data;
+      } else {
+        if (bytes) std::memcpy(host_image.data() + staging_off[i], in[i].data, bytes);
+        g.src = static_cast<char*>(staging) + staging_off[i];
+        host_end = staging_off[i] + bytes;
+      }
+      if (bytes == 0) g.outer = 0;  // nothing to copy
+      gather_narrow(&g);
+      p->in[i] = g;
+    }
+    for (size_t i = in.size(); i < kMaxGatherInputs; ++i) p->in[i] = GatherInput();
+    if (host_end)
+      return cuda_status(cudaMemcpyAsync(staging, host_image.data(), host_end, cudaMemcpyHostToDevice, stream),
+                         "copying the host inputs");
+    return Status::Ok();
   }
   Status apply(uint32_t n, const NodeImage& img) {
     NodeMeta& m = nodes[n];
@@ -382,6 +444,19 @@ struct Bucket {
   }
 };
 
+// The gather node's parameters for `p` (args: one slot the call reads).
+cudaKernelNodeParams gather_node_params(const Bucket& b, const GatherParams& p, void** args) {
+  args[0] = const_cast<GatherParams*>(&p);
+  cudaKernelNodeParams kp{};
+  kp.func = const_cast<void*>(gather_kernel());
+  kp.gridDim = dim3(b.gather_grid, p.count ? p.count : 1);
+  kp.blockDim = dim3(kGatherThreads);
+  kp.sharedMemBytes = 0;
+  kp.kernelParams = args;
+  kp.extra = nullptr;
+  return kp;
+}
+
 // One holder's worth of graphs: a pool and a graph per bucket. A set is held by one run at a
 // time (from its replay until the run ends); concurrent runs use other sets.
 struct GraphSet {
@@ -397,6 +472,11 @@ struct GraphSet {
   uint64_t pool_bytes() {
     std::lock_guard<std::mutex> l(pool.mu);
     return pool.bytes;
+  }
+  Bucket* find(const std::vector<ModelTensor>& inputs, const BucketSpec& spec, int64_t size) {
+    for (auto& x : buckets)
+      if (x->matches(inputs, spec, size)) return x.get();
+    return nullptr;
   }
 };
 
@@ -414,6 +494,8 @@ struct ModelGraphs::Core {
   Model* model = nullptr;  // valid inside run() (the caller came through the model)
   std::shared_ptr<Runtime> runtime;
   GraphOptions opts;
+  BucketSpec spec;      // the bucket dimension and sizes (none: exact shapes)
+  bool legacy = false;  // the replay path before buckets (per-input copies; exact shapes)
   std::string name;
   int device = 0;
 
@@ -422,11 +504,18 @@ struct ModelGraphs::Core {
   // Sets are created as concurrent runs need them (up to opts.max_concurrent), never removed
   // before the Core: a run's at_end may point at its set.
   std::vector<std::unique_ptr<GraphSet> > sets WHARF_GUARDED_BY(mu);
-  std::vector<std::pair<std::vector<TensorMeta>, std::string> > failed WHARF_GUARDED_BY(mu);  // shapes -> why
+  struct Failure {
+    std::vector<TensorMeta> key;  // the inputs' dtypes and shapes (padded to `size`)
+    int64_t size = -1;            // the bucket (-1: an exact shape)
+    std::string why;
+  };
+  std::vector<Failure> failed WHARF_GUARDED_BY(mu);   // captures that failed: not tried again
+  std::string last_failure WHARF_GUARDED_BY(mu);      // why the last capture failed
   std::string no_more_captures WHARF_GUARDED_BY(mu);  // set: new shapes run eagerly, this is why
   std::shared_ptr<Model::Instance> fold_instance WHARF_GUARDED_BY(mu);
   std::vector<std::pair<std::weak_ptr<Generation>, std::shared_ptr<FoldRecord> > > folds WHARF_GUARDED_BY(mu);
   GraphStats stats WHARF_GUARDED_BY(mu);
+  std::vector<uint64_t> arena_bases WHARF_GUARDED_BY(mu);  // per binding: a whole-arena state's address (0: not yet)
 
   ~Core() {
     // Replays may still run: wait before their graphs and memory go.
@@ -447,11 +536,20 @@ struct ModelGraphs::Core {
   }
 
   Status fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) WHARF_REQUIRES(mu);
-  Status capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs, std::unique_ptr<Bucket>* out)
+  // Captures the graph of bucket size `size` (-1: the inputs' exact shapes) for these inputs.
+  Status capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs, int64_t size,
+                 std::unique_ptr<Bucket>* out) WHARF_REQUIRES(mu);
+  // capture() with the failure bookkeeping; null when it failed (the reason counted).
+  Bucket* capture_bucket(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs, int64_t size)
       WHARF_REQUIRES(mu);
+  // Why the capture for these inputs at bucket `size` failed before, or null.
+  const std::string* failure_of(const std::vector<ModelTensor>& inputs, int64_t size) const WHARF_REQUIRES(mu);
   // A set no open run holds, created if fewer than opts.max_concurrent exist; null if none.
   Status free_set(GraphSet** out) WHARF_REQUIRES(mu);
   Status bases_for(Run& run, Bucket& b, const FoldRecord* fold, std::vector<uint64_t>* bases) WHARF_REQUIRES(mu);
+  // The replay of `b` for `run` (bound, inputs gathered, launched); *served as ModelGraphs::run.
+  Status replay(Run& run, GraphSet& set, Bucket& b, const std::vector<ModelTensor>& inputs, int64_t n,
+                std::vector<ModelTensor>* outputs, bool* served, const std::shared_ptr<Core>& self) WHARF_REQUIRES(mu);
 };
 
 Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_ptr<ModelGraphs>* out) {
@@ -465,6 +563,15 @@ Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_p
   core->model = model;
   core->runtime = model->runtime_;
   core->opts = opts;
+  const char* env = std::getenv("WHARF_GRAPHS_LEGACY_REPLAY");
+  core->legacy = opts.legacy_replay || (env && env[0] && std::strcmp(env, "0") != 0);
+  if (!core->legacy)
+    WHARF_RETURN_IF_ERROR(resolve_buckets(model->name_, model->dims(), model->num_inputs(), opts.bucket_dim,
+                                          opts.bucket_sizes, opts.exact_shapes, &core->spec));
+  else if (!opts.bucket_dim.empty() || !opts.bucket_sizes.empty())
+    return InvalidArgument(
+        "model " + quote_name(model->name_) +
+        ": graph buckets: the legacy replay path (WHARF_GRAPHS_LEGACY_REPLAY) has exact shapes only");
   core->name = model->name_;
   core->device = model->runtime_->device().index();
   if (core->opts.max_concurrent == 0) core->opts.max_concurrent = 1;
@@ -490,6 +597,8 @@ GraphStats ModelGraphs::stats() const {
   s.buckets.clear();
   for (const auto& set : core_->sets)
     for (const auto& b : set->buckets) s.buckets.push_back(b->stats);
+  s.bucket_dim = core_->spec.dim;
+  s.bucket_sizes = core_->spec.sizes;
   return s;
 }
 
@@ -497,14 +606,30 @@ Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold,
   const auto& bindings = model->bindings_;
   bases->resize(b.plan.num_ranges());
   size_t r = 0;
-  for (const auto& binding : bindings) {
+  const Generation& gen = *run.pinned_generation();
+  if (arena_bases.size() != bindings.size()) arena_bases.assign(bindings.size(), 0);
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const auto& binding = bindings[i];
+    if (binding.constant >= 0) {
+      // What Run::tensor_at resolves, without the rest of its view (per step, per constant):
+      // the slot of the run's pinned generation.
+      const std::shared_ptr<Slot>& slot = gen.slots[size_t(binding.constant)];
+      if (!slot)
+        return FailedPrecondition("constant " + quote_name(model->container_->decls()[size_t(binding.constant)].fqn) +
+                                  " has no storage in generation " + std::to_string(run.generation()));
+      (*bases)[r++] = reinterpret_cast<uint64_t>(slot->data());
+      continue;
+    }
     BoundTensor t;
-    if (binding.constant >= 0)
-      WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &t));
-    else if (binding.whole_arena)  // fixed for the arena's life: never re-points
-      WHARF_RETURN_IF_ERROR(run.arena_state_at(binding.state, &t));
-    else
-      WHARF_RETURN_IF_ERROR(run.state_at(binding.state, &t));
+    if (binding.whole_arena) {  // fixed for the arena's life (the container's): resolved once
+      if (!arena_bases[i]) {
+        WHARF_RETURN_IF_ERROR(run.arena_state_at(binding.state, &t));
+        arena_bases[i] = reinterpret_cast<uint64_t>(t.data);
+      }
+      (*bases)[r++] = arena_bases[i];
+      continue;
+    }
+    WHARF_RETURN_IF_ERROR(run.state_at(binding.state, &t));
     (*bases)[r++] = reinterpret_cast<uint64_t>(t.data);
   }
   const size_t nf = b.fold_sizes.size();
@@ -571,7 +696,7 @@ Status ModelGraphs::Core::free_set(GraphSet** out) {
   return Status::Ok();
 }
 
-Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs,
+Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs, int64_t size,
                                   std::unique_ptr<Bucket>* out) {
   Pool& pool = set.pool;
   const auto t0 = std::chrono::steady_clock::now();
@@ -583,6 +708,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   auto b = std::make_unique<Bucket>();
   b->pool = &pool;
   b->del = model->graph_handle_deleter();
+  b->size = size;
   cudaStream_t cap = capture_stream;
   cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
   std::vector<void*> scratch;  // pool blocks returned to the pool whatever happens
@@ -661,12 +787,16 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
         {reinterpret_cast<uint64_t>(rec->ptrs[j]), rec->sizes[j], "folded constant block " + std::to_string(j)});
   b->fold_sizes = rec->sizes;
   b->capture_fold = rec;
-  // Static inputs hold this run's inputs for the warm-up (valid token ids, positions).
+  // Static inputs hold this run's inputs (padded to the bucket) for the warm-up (valid token
+  // ids, positions, slots).
   std::vector<ModelTensor> statics(inputs.size());
+  uint64_t staging_bytes = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    TensorMeta m;
-    m.dtype = inputs[i].meta.dtype;
-    m.shape = inputs[i].meta.shape;
+    TensorMeta m = size >= 0 ? bucket_meta(spec, i, inputs[i].meta, size) : TensorMeta();
+    if (size < 0) {
+      m.dtype = inputs[i].meta.dtype;
+      m.shape = inputs[i].meta.shape;
+    }
     m.device_type = DeviceType::kCuda;
     m.device_index = device;
     const uint64_t bytes = m.nbytes();
@@ -675,9 +805,20 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     b->static_inputs.push_back(p);  // the bucket's from here on (freed with it, on failure too)
     b->inputs.push_back(m);
     b->input_bytes.push_back(bytes);
-    if (bytes) GRAPH_CUDA(cudaMemcpyAsync(p, inputs[i].data, bytes, cudaMemcpyDefault, cap), "copying an input");
+    if (legacy && bytes)
+      GRAPH_CUDA(cudaMemcpyAsync(p, inputs[i].data, bytes, cudaMemcpyDefault, cap), "copying an input");
+    b->staging_off.push_back(staging_bytes);
+    staging_bytes += (bytes + 15) / 16 * 16;  // a run's input is at most the bucket's
     statics[i].data = p;
     statics[i].meta = m;
+  }
+  if (!legacy) {
+    // The gather (the same kernel the graph's head node runs) fills and pads them.
+    b->host_image.resize(staging_bytes);
+    WHARF_RETURN_IF_ERROR(pool.alloc(staging_bytes, &b->staging));
+    WHARF_RETURN_IF_ERROR(b->stage(spec, inputs, cap, &b->gather));
+    b->gather_grid = gather_blocks(b->gather);
+    GRAPH_CUDA(cudaError_t(gather_launch(b->gather, cap)), "gathering the inputs");
   }
   const wharf_aoti_allocator pool_alloc{sizeof(wharf_aoti_allocator), &Pool::shim_alloc, &Pool::shim_free, &pool};
   auto pool_error = [&]() {
@@ -811,6 +952,24 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
                            " itself; graphs hand out static outputs only");
   }
   WHARF_RETURN_IF_ERROR(PatchPlan::build(std::move(images), std::move(ranges), &b->plan));
+  if (!legacy) {
+    // The gather node, ahead of every root of the captured run (not in the plan: its
+    // parameters are set from each replay's inputs).
+    size_t nroots = 0;
+    GRAPH_CUDA(cudaGraphGetRootNodes(graph, nullptr, &nroots), "cudaGraphGetRootNodes");
+    std::vector<cudaGraphNode_t> roots(nroots);
+    if (nroots) GRAPH_CUDA(cudaGraphGetRootNodes(graph, roots.data(), &nroots), "cudaGraphGetRootNodes");
+    void* args[1];
+    cudaKernelNodeParams kp = gather_node_params(*b, b->gather, args);
+    GRAPH_CUDA(cudaGraphAddKernelNode(&b->gather_node, graph, nullptr, 0, &kp), "adding the input gather node");
+    for (cudaGraphNode_t r : roots) {
+#if CUDART_VERSION >= 13000
+      GRAPH_CUDA(cudaGraphAddDependencies(graph, &b->gather_node, &r, nullptr, 1), "cudaGraphAddDependencies");
+#else
+      GRAPH_CUDA(cudaGraphAddDependencies(graph, &b->gather_node, &r, 1), "cudaGraphAddDependencies");
+#endif
+    }
+  }
   GRAPH_CUDA(cudaGraphInstantiate(&b->exec, graph, 0), "cudaGraphInstantiate");
   // The folded constants of this generation are the ones the capture folded.
   bool cached = false;
@@ -820,7 +979,8 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     folds.emplace_back(run.pinned_generation(), rec);
     ++stats.folds;
   }
-  b->stats.shapes = shapes_text(inputs);
+  b->stats.shapes = shapes_text(statics);
+  b->stats.size = size;
   for (size_t k = 0; k < sets.size(); ++k)
     if (sets[k].get() == &set) b->stats.set = uint32_t(k);
   b->stats.nodes = all.size();
@@ -833,6 +993,46 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   }
   *out = std::move(b);
   return Status::Ok();
+}
+
+Bucket* ModelGraphs::Core::capture_bucket(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs,
+                                          int64_t size) {
+  std::unique_ptr<Bucket> nb;
+  Status st = capture(run, set, inputs, size, &nb);
+  if (st.ok()) {
+    ++stats.captures;
+    set.buckets.push_back(std::move(nb));
+    return set.buckets.back().get();
+  }
+  ++stats.capture_failures;
+  std::vector<TensorMeta> key;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorMeta m = size >= 0 ? bucket_meta(spec, i, inputs[i].meta, size) : TensorMeta();
+    if (size < 0) {
+      m.dtype = inputs[i].meta.dtype;
+      m.shape = inputs[i].meta.shape;
+    }
+    key.push_back(std::move(m));
+  }
+  const std::string what =
+      size >= 0 ? "bucket " + quote_name(spec.dim) + " = " + std::to_string(size) : "inputs " + shapes_text(inputs);
+  const std::string why = "capturing a graph for " + what + " failed: " + st.message();
+  WHARF_LOG(kWarn, "model " + quote_name(name) + ": " + why + "; " + (size >= 0 ? "that bucket" : "that shape") +
+                       " runs eagerly");
+  failed.push_back({std::move(key), size, why});
+  // What the model does (a node type, a parameter layout, an uncapturable call) fails every
+  // shape alike: no more captures then, nor after many failures (each costs a warm-up).
+  if (st.code() == Code::kUnsupported || stats.capture_failures >= kMaxCaptureFailures)
+    no_more_captures = "no more graphs are captured for this model after: " + why;
+  if (set.buckets.empty()) set.pool.trim();  // nothing of the failed capture stays allocated
+  last_failure = why;
+  return nullptr;
+}
+
+const std::string* ModelGraphs::Core::failure_of(const std::vector<ModelTensor>& inputs, int64_t size) const {
+  for (const Failure& f : failed)
+    if (f.size == size && shapes_match(f.key, inputs, spec, size)) return &f.why;
+  return nullptr;
 }
 
 Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
@@ -856,6 +1056,24 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
       c.eager("an input is not contiguous");
       return Status::Ok();
     }
+  // The bucket: the smallest declared size >= the run's (its inputs padded), else its shape.
+  int64_t n = -1, size = -1;
+  if (c.spec.enabled()) {
+    Status st = run_size(c.spec, inputs, &n);
+    if (!st.ok()) {
+      c.eager("inputs " + shapes_text(inputs) + ": " + st.message());
+      return Status::Ok();
+    }
+    if (n >= 0) {
+      const int k = choose_bucket(c.spec.sizes, n);
+      if (k < 0) {
+        c.eager(quote_name(c.spec.dim) + " = " + std::to_string(n) + " is past the largest bucket (" +
+                std::to_string(c.spec.sizes.back()) + "); such runs execute eagerly");
+        return Status::Ok();
+      }
+      size = c.spec.sizes[size_t(k)];
+    }
+  }
   GraphSet* set = nullptr;
   {
     Status st = c.free_set(&set);
@@ -869,111 +1087,128 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
             " other open runs (max_concurrent; a replay's outputs stay valid until its run ends)");
     return Status::Ok();
   }
-  Bucket* b = nullptr;
-  for (auto& x : set->buckets)
-    if (x->matches(inputs)) b = x.get();
+  Bucket* b = set->find(inputs, c.spec, size);
   if (!b) {
-    for (const auto& f : c.failed)
-      if (f.first.size() == inputs.size() &&
-          std::equal(f.first.begin(), f.first.end(), inputs.begin(), [](const TensorMeta& m, const ModelTensor& t) {
-            return m.dtype == t.meta.dtype && m.shape == t.meta.shape;
-          })) {
-        c.eager(f.second);
-        return Status::Ok();
-      }
+    if (const std::string* why = c.failure_of(inputs, size)) {
+      c.eager(*why);
+      return Status::Ok();
+    }
     if (!c.no_more_captures.empty()) {
       c.eager(c.no_more_captures);
       return Status::Ok();
     }
-    if (set->buckets.size() >= c.opts.max_buckets) {
-      c.eager("inputs " + shapes_text(inputs) + ": " + std::to_string(c.opts.max_buckets) +
-              " input shapes have graphs already (max_buckets)");
-      return Status::Ok();
-    }
-    std::unique_ptr<Bucket> nb;
-    Status st = c.capture(run, *set, inputs, &nb);
-    if (!st.ok()) {
-      ++c.stats.capture_failures;
-      std::vector<TensorMeta> key;
-      for (const ModelTensor& t : inputs) {
-        TensorMeta m;
-        m.dtype = t.meta.dtype;
-        m.shape = t.meta.shape;
-        key.push_back(m);
+    if (size < 0) {
+      // Exact shapes are bounded by max_buckets; declared buckets by their declaration.
+      size_t exact = 0;
+      for (const auto& x : set->buckets) exact += x->size < 0;
+      if (exact >= c.opts.max_buckets) {
+        c.eager("inputs " + shapes_text(inputs) + ": " + std::to_string(c.opts.max_buckets) +
+                " input shapes have graphs already (max_buckets)");
+        return Status::Ok();
       }
-      const std::string why = "capturing a graph for inputs " + shapes_text(inputs) + " failed: " + st.message();
-      WHARF_LOG(kWarn, "model " + quote_name(c.name) + ": " + why + "; that shape runs eagerly");
-      c.failed.emplace_back(std::move(key), why);
-      // What the model does (a node type, a parameter layout, an uncapturable call) fails every
-      // shape alike: no more captures then, nor after many failures (each costs a warm-up).
-      if (st.code() == Code::kUnsupported || c.stats.capture_failures >= kMaxCaptureFailures)
-        c.no_more_captures = "no more graphs are captured for this model after: " + why;
-      c.eager(why);
-      if (set->buckets.empty()) set->pool.trim();  // nothing of the failed capture stays allocated
+    } else {
+      // The largest bucket first: smaller buckets' captures then reuse its pool blocks.
+      const int64_t largest = c.spec.sizes.back();
+      if (size != largest && !set->find(inputs, c.spec, largest) && !c.failure_of(inputs, largest))
+        (void)c.capture_bucket(run, *set, inputs, largest);
+    }
+    if (c.no_more_captures.empty()) b = c.capture_bucket(run, *set, inputs, size);
+    if (!b) {
+      c.eager(c.no_more_captures.empty() ? c.last_failure : c.no_more_captures);
       return Status::Ok();
     }
-    ++c.stats.captures;
-    set->buckets.push_back(std::move(nb));
-    b = set->buckets.back().get();
   }
+  return c.replay(run, *set, *b, inputs, n, outputs, served, core_);
+}
+
+Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const std::vector<ModelTensor>& inputs,
+                                 int64_t n, std::vector<ModelTensor>* outputs, bool* served,
+                                 const std::shared_ptr<Core>& self) {
+  Bucket* b = &bucket;
   std::shared_ptr<FoldRecord> fold;
   const auto t_fold = std::chrono::steady_clock::now();
-  const uint64_t folds_before = c.stats.folds;
-  Status st = c.fold_for(run, *b, &fold);
+  const uint64_t folds_before = stats.folds;
+  Status st = fold_for(run, *b, &fold);
   const auto t_bind = std::chrono::steady_clock::now();
-  if (c.stats.folds != folds_before)
-    c.stats.fold_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t_bind - t_fold).count());
-  if (st.ok()) st = c.bases_for(run, *b, fold.get(), &b->bases);
+  if (stats.folds != folds_before)
+    stats.fold_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t_bind - t_fold).count());
+  if (st.ok()) st = bases_for(run, *b, fold.get(), &b->bases);
   size_t applied = 0;
   if (st.ok())
     st = b->plan.repoint(
         b->bases, [b](uint32_t n, const NodeImage& img) { return b->apply(n, img); }, &applied);
   if (!st.ok()) {
-    c.eager("re-pointing the graph for inputs " + b->stats.shapes + " failed: " + st.message());
+    eager("re-pointing the graph for inputs " + b->stats.shapes + " failed: " + st.message());
     return Status::Ok();
   }
   const uint64_t bind_ns =
       uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t_bind).count());
   b->capture_fold.reset();  // the graph no longer points at it
   if (applied) {
-    ++c.stats.repoints;
-    c.stats.nodes_repointed += applied;
-    c.stats.repoint_ns += bind_ns;
+    ++stats.repoints;
+    stats.nodes_repointed += applied;
+    stats.repoint_ns += bind_ns;
   } else {
-    c.stats.bind_check_ns += bind_ns;
+    stats.bind_check_ns += bind_ns;
   }
   cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
-  // After the previous holder's run ended (its outputs read), then this run's inputs.
-  if (set->has_released)
-    st = cuda_status(cudaStreamWaitEvent(rs, set->released, 0), "waiting for the graphs' last run");
-  for (size_t i = 0; st.ok() && i < inputs.size(); ++i)
-    if (b->input_bytes[i])
-      st = cuda_status(cudaMemcpyAsync(b->static_inputs[i], inputs[i].data, b->input_bytes[i], cudaMemcpyDefault, rs),
-                       "copying input " + std::to_string(i) + " into the graph");
+  // After the previous holder's run ended (its outputs read), then this run's inputs. An
+  // event that has completed orders nothing: the query is cheaper than enqueueing the wait.
+  if (set.has_released) {
+    const cudaError_t q = legacy ? cudaErrorNotReady : cudaEventQuery(set.released);
+    if (q == cudaSuccess) {
+      set.has_released = false;
+    } else {
+      if (q != cudaErrorNotReady) (void)cudaGetLastError();
+      st = cuda_status(cudaStreamWaitEvent(rs, set.released, 0), "waiting for the graphs' last run");
+    }
+  }
+  if (legacy) {
+    for (size_t i = 0; st.ok() && i < inputs.size(); ++i)
+      if (b->input_bytes[i])
+        st = cuda_status(cudaMemcpyAsync(b->static_inputs[i], inputs[i].data, b->input_bytes[i], cudaMemcpyDefault, rs),
+                         "copying input " + std::to_string(i) + " into the graph");
+  } else if (st.ok()) {
+    // The gather node reads the inputs where they are (host ones: one copy to the staging
+    // block first); its parameters change only when their addresses or sizes do.
+    GatherParams p;
+    st = b->stage(spec, inputs, rs, &p);
+    if (st.ok() && std::memcmp(&p, &b->gather, sizeof p) != 0) {
+      void* args[1];
+      const cudaKernelNodeParams kp = gather_node_params(*b, p, args);
+      st = cuda_status(cudaGraphExecKernelNodeSetParams(b->exec, b->gather_node, &kp), "setting the input gather");
+      if (st.ok()) b->gather = p;
+    }
+  }
   if (st.ok()) st = cuda_status(cudaGraphLaunch(b->exec, rs), "cudaGraphLaunch");
   if (!st.ok()) {
     // Nothing of the run's own was written yet unless the launch itself failed after being
     // enqueued, which CUDA reports as a device error on the stream: say so, do not fall back.
     *served = true;
-    return st.with_context("model " + quote_name(c.name) + ": replaying its graph");
+    return st.with_context("model " + quote_name(name) + ": replaying its graph");
   }
-  set->held = true;
-  ++c.stats.replays;
-  std::shared_ptr<Core> keep = core_;  // the set lives as long as the Core
-  run.at_end([keep, set, rs] {
-    MutexLock l(keep->mu);
-    cudaError_t e = cudaEventRecord(set->released, rs);
+  set.held = true;
+  ++stats.replays;
+  GraphSet* held = &set;
+  run.at_end([self, held, rs] {
+    MutexLock l(self->mu);
+    cudaError_t e = cudaEventRecord(held->released, rs);
     if (e != cudaSuccess) {
       // Later replays must not overtake this run's reads: wait here instead.
       (void)cudaGetLastError();
       (void)cudaStreamSynchronize(rs);
-      set->has_released = false;
+      held->has_released = false;
     } else {
-      set->has_released = true;
+      held->has_released = true;
     }
-    set->held = false;
+    held->held = false;
   });
   *outputs = b->outputs;
+  if (n >= 0 && n != b->size) {
+    // A padded run: outputs with the bucket dimension are views of their real rows.
+    ++stats.padded_replays;
+    for (size_t j = 0; j < outputs->size(); ++j) (*outputs)[j].meta = output_view(spec, j, b->outputs[j].meta, n);
+  }
   *served = true;
   return Status::Ok();
 }

@@ -2,12 +2,26 @@
 // ModelGraphs: a compiled model's runs replayed from CUDA graphs, one per input shape
 // (bucket), that follow the run's generation and session without recapture.
 //
+// Buckets (graphs/bucket_plan.h): with a symbolic dimension declared (a package method's
+// manifest `dims`; the sizes given, or powers of two up to the dimension's max), a run of
+// size n replays the graph of the smallest bucket >= n, its inputs padded by repeating their
+// last row and its outputs with the dimension handed out as views of the real rows; the
+// largest bucket is captured first (the smaller ones reuse its pool blocks); sizes past the
+// largest run eagerly. Without one, a graph per exact input shape (up to max_buckets).
+//
+// Inputs reach the graph through its head node, a gather kernel (graphs/gather.h) that reads
+// each input where it is (host inputs: packed and copied once to a staging block), copies it
+// into the static buffer and pads it; a replay sets its parameters only when the inputs'
+// addresses or sizes changed, so a serving loop reusing its input buffers enqueues the graph
+// launch alone. WHARF_GRAPHS_LEGACY_REPLAY=1 (or GraphOptions::legacy_replay) keeps the
+// earlier path (a copy per input per replay, exact shapes only) for A/B measurements.
+//
 // Capture (the first run of a shape; docs/decisions.md, "CUDA graphs"): a dedicated model
 // instance is bound to the run's generation and to scratch state, folds its constants into
 // memory Wharf owns for that generation, runs once (warm-up: kernels loaded, GEMM algorithms
 // chosen), then runs again on a private stream under cudaStreamCaptureModeThreadLocal with
 // the shim's allocations redirected to the model's graph pool (all buckets share it; freed
-// blocks are reused, so intermediates of different buckets share memory). Inputs are copied
+// blocks are reused, so intermediates of different buckets share memory). Inputs are gathered
 // into static buffers; outputs are the static buffers the captured run returned. A state
 // bound as the whole arena (Model::whole_arena) is captured on the arena itself, not a
 // scratch copy (that would be the arena's size in every set's pool): the run's own rows are
@@ -26,8 +40,8 @@
 // Fallback: whatever cannot be captured or verified (an uncapturable call, a node type or
 // parameter layout the plan cannot read, pool memory exhausted, overlapping ranges, a fold
 // whose layout differs, a set-params failure, graphs held by another open run, more shapes
-// than max_buckets) makes that run execute eagerly, and the reason is kept (stats). A failed
-// capture leaves nothing behind and is not retried for that shape.
+// than max_buckets, a size past the largest bucket) makes that run execute eagerly, and the reason is kept (stats). A
+// failed capture leaves nothing behind and is not retried for that shape.
 //
 // Outputs of a replayed run are views of the bucket's static outputs, valid until the run
 // ends: that set of graphs is held by the run until then, and the next replay of the set
@@ -55,6 +69,16 @@ struct GraphOptions {
   // Runs that may hold graphs at once: each concurrent holder has its own set (pool and a
   // graph per bucket, captured at its first use); a run beyond them executes eagerly.
   uint32_t max_concurrent = 4;
+  // Buckets of a symbolic dimension (graphs/bucket_plan.h): `bucket_dim` names it (empty: the
+  // model's only one that may be padded), `bucket_sizes` its sizes (empty: the default set,
+  // powers of two up to the dimension's max, where the model declares one). `exact_shapes`:
+  // no padding, a graph per exact input shape.
+  std::string bucket_dim;
+  std::vector<int64_t> bucket_sizes;
+  bool exact_shapes = false;
+  // The replay path before buckets (per-input copies, exact shapes only), for A/B host-time
+  // measurements; also set by the environment variable WHARF_GRAPHS_LEGACY_REPLAY=1.
+  bool legacy_replay = false;
   // Tests only: an uncapturable call (a stream synchronisation) inside the capture.
   bool test_break_capture = false;
 };
@@ -62,6 +86,7 @@ struct GraphOptions {
 struct GraphBucketStats {
   uint32_t set = 0;         // the concurrent set it belongs to
   std::string shapes;       // the inputs' dtypes and shapes ("I64[1, 1], I64[1]")
+  int64_t size = -1;        // its bucket's size along the bucket dimension (-1: an exact shape)
   uint64_t pool_bytes = 0;  // pool memory this bucket's capture added (tag graph)
   uint64_t nodes = 0, patched_nodes = 0, patches = 0;
   double capture_ms = 0;
@@ -73,6 +98,7 @@ struct GraphStats {
   uint64_t repoints = 0;         // replays that set node parameters (a binding changed)
   uint64_t nodes_repointed = 0;  // node parameter sets, in total
   uint64_t eager_runs = 0;       // runs served eagerly while graphs were enabled
+  uint64_t padded_replays = 0;   // replays whose inputs were padded to a larger bucket
   uint64_t folds = 0;            // generations whose constants were folded for the graphs
   // Host time, in total: binding a replay that re-pointed nodes (its bases and the set-params
   // calls), binding one that did not (the bases compared), folding for a new generation.
@@ -80,6 +106,8 @@ struct GraphStats {
   uint64_t pool_bytes = 0;    // the graph pool (tag graph)
   uint64_t folded_bytes = 0;  // folded constants held for live generations
   std::string last_eager_reason;
+  std::string bucket_dim;             // the dimension padded to buckets ("": exact shapes)
+  std::vector<int64_t> bucket_sizes;  // its sizes
   std::vector<GraphBucketStats> buckets;
 };
 

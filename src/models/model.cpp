@@ -422,6 +422,11 @@ Status Model::load(std::shared_ptr<Runtime> runtime, const std::string& so_path,
   }
   if (!opts.input_names.empty() && opts.input_names.size() == n_in) m->input_names_ = opts.input_names;
   m->num_outputs_ = n_out;
+  m->dims_ = opts.dims;
+  for (SymbolicDim& d : m->dims_) {  // sized to the compiled forward (checked against the manifest below)
+    d.inputs.resize(n_in, -1);
+    d.outputs.resize(n_out, -1);
+  }
   const bool declared = opts.declared_states != nullptr;
   const std::string ctx = opts.context.empty() ? what : opts.context;
   if (opts.expected_inputs >= 0 && size_t(opts.expected_inputs) != n_in)

@@ -35,6 +35,7 @@
 #include "constants/container.h"
 #include "core/sync.h"
 #include "core/tensor.h"
+#include "graphs/bucket_plan.h"
 #include "offload/offloader.h"
 #include "runs/run.h"
 
@@ -84,6 +85,9 @@ struct ModelOptions {
   // sessions (-1: none; empty: the slots input's dimension 0 only). See BatchInputs.
   int64_t slots_input = -1;
   std::vector<int> batch_dims;
+  // The symbolic dimensions of the inputs and outputs (a package manifest's `dims`): what
+  // graph buckets may pad (graphs/bucket_plan.h). Empty: none known (exact shapes only).
+  std::vector<SymbolicDim> dims;
   std::string context;  // what declared the above, for messages ("model package '/p': manifest.json: methods[0]")
 };
 
@@ -136,6 +140,8 @@ class Model {
   // batched runs and runs of one arena session alike; its slots input selects the rows).
   bool whole_arena() const { return whole_arena_; }
   const std::string& input_name(size_t i) const { return input_names_[i]; }
+  // ModelOptions::dims, as loaded.
+  const std::vector<SymbolicDim>& dims() const { return dims_; }
   // The offloader of the model's offloaded layers (null when loaded without ModelOptions.offload).
   const std::shared_ptr<Offloader>& offloader() const { return offloader_; }
 
@@ -189,6 +195,7 @@ class Model {
   std::string name_;
   std::vector<std::string> input_names_;
   size_t num_outputs_ = 0;
+  std::vector<SymbolicDim> dims_;
   // Per model constant index: how it is bound.
   struct Binding {
     std::string internal_name;  // the model's constant name (pairs are keyed by it)

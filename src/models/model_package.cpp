@@ -462,6 +462,35 @@ std::string decl_text(DType d, const std::vector<int64_t>& shape) {
   return std::string(dtype_name(d)) + " " + shape_text(shape);
 }
 
+// The method's symbolic dimensions: per input and output, where each name appears (-2: twice).
+std::vector<SymbolicDim> method_dims(const PackageMethod& pm) {
+  std::vector<SymbolicDim> out;
+  auto note = [&out, &pm](const std::vector<PackageTensor>& ts, bool inputs) {
+    for (size_t k = 0; k < ts.size(); ++k)
+      for (size_t d = 0; d < ts[k].dim_names.size(); ++d) {
+        const std::string& name = ts[k].dim_names[d];
+        if (name.empty()) continue;
+        SymbolicDim* sd = nullptr;
+        for (SymbolicDim& x : out)
+          if (x.name == name) sd = &x;
+        if (!sd) {
+          out.emplace_back();
+          sd = &out.back();
+          sd->name = name;
+          sd->min = ts[k].dim_min[d];
+          sd->max = ts[k].dim_max[d];
+          sd->inputs.assign(pm.inputs.size(), -1);
+          sd->outputs.assign(pm.outputs.size(), -1);
+        }
+        int& at = inputs ? sd->inputs[k] : sd->outputs[k];
+        at = at == -1 ? int(d) : -2;
+      }
+  };
+  note(pm.inputs, true);
+  note(pm.outputs, false);
+  return out;
+}
+
 }  // namespace
 
 ModelPackage::~ModelPackage() = default;
@@ -645,6 +674,7 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.expected_outputs = int64_t(pm.outputs.size());
     for (const PackageTensor& t : pm.inputs) mo.input_names.push_back(t.name);
     mo.context = "manifest.json: " + at("methods", i) + " (" + quote_name(pm.name) + ")";  // follows the method's name
+    mo.dims = method_dims(pm);                                                             // what graph buckets may pad
     if (pm.session_capacity > 0) {
       // Its states are the whole arena; the inputs sized by the slots' dimension count sessions.
       mo.whole_arena_states = true;

@@ -12,8 +12,9 @@
 // joining (after their own prefill) between steps, a session forked mid-way continuing in
 // both branches in one batch, a reset and a new prefill; the slots input left empty (Wharf
 // passes the run's indices) or given as the run's own index tensor; a run of one arena
-// session. With graphs, the same schedule replays one graph per N with every row equal to
-// an eager batched run of the same steps bit for bit, captured once per N and never
+// session. With graphs, the same schedule replays one graph per bucket of N (the default
+// buckets 1, 2, 4, 8: inputs padded) with every row equal to an eager batched run of the
+// same steps bit for bit, captured once per bucket and never
 // re-pointed while the generation stays (the arena's address is fixed; the slots are an
 // input). A swap made while a batched run is open leaves that run on its generation; the
 // next step reads the new one (update.safetensors of the package). Refusals name the input.
@@ -392,8 +393,16 @@ TEST_F(PackageBatch, GraphReplaysAreBitExactWithEagerBatchedRunsAndNeverRepointF
   ASSERT_OK(wharf_model_get_graph_stats(graphs->batch, &gs));
   EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
   EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
-  EXPECT_EQ(gs.captures, sizes.size()) << "one graph per N (" << sizes.size() << " sizes)";
-  EXPECT_EQ(gs.num_buckets, sizes.size());
+  // The default buckets of N (1, 2, 4, 8; graphs/bucket_plan.h): one graph per bucket a size
+  // used, and the largest (8), captured first.
+  std::set<size_t> buckets = {kCapacity};
+  for (size_t n : sizes) {
+    size_t b = 1;
+    while (b < n) b *= 2;
+    buckets.insert(b);
+  }
+  EXPECT_EQ(gs.captures, buckets.size()) << "one graph per bucket (" << buckets.size() << " buckets)";
+  EXPECT_EQ(gs.num_buckets, buckets.size());
   EXPECT_EQ(gs.replays, 21u) << "20 batched steps and a run of one session";
   // The arena's address is fixed and the sessions are an input: one generation, no re-point.
   EXPECT_EQ(gs.repoints, 0u);
@@ -501,7 +510,7 @@ TEST_P(PackageBatchSwap, ABatchedRunKeepsItsGenerationAcrossASwapAndTheNextStepR
     std::memset(&gs, 0, sizeof gs);
     gs.struct_size = sizeof gs;
     ASSERT_OK(wharf_model_get_graph_stats(b->batch, &gs));
-    EXPECT_EQ(gs.captures, 1u) << "no recapture after a swap";
+    EXPECT_EQ(gs.captures, 2u) << "buckets 8 (the largest, first) and 4 (N = 3); no recapture after a swap";
     EXPECT_EQ(gs.replays, 3u) << gs.last_eager_reason;
     EXPECT_GE(gs.repoints, 1u) << "the new generation's constants are re-pointed";
   }

@@ -21,6 +21,10 @@ TEST(GraphApi, NullModelsAreRefused) {
   EXPECT_EQ(o.struct_size, sizeof(wharf_graph_options));
   EXPECT_EQ(o.max_buckets, 0u);
   EXPECT_EQ(o.max_pool_bytes, 0u);
+  EXPECT_EQ(o.bucket_dim, nullptr);
+  EXPECT_EQ(o.bucket_sizes, nullptr);
+  EXPECT_EQ(o.num_bucket_sizes, 0u);
+  EXPECT_EQ(o.exact_shapes, 0u);
   St enable(wharf_model_enable_graphs(nullptr, &o));
   EXPECT_EQ(enable.code(), WHARF_INVALID_ARGUMENT);
   EXPECT_NE(enable.msg().find("wharf_model_enable_graphs"), std::string::npos) << enable.msg();
@@ -46,8 +50,13 @@ TEST(GraphApi, StructsFollowTheSizeRules) {
   wharf_graph_options_init_sized(reinterpret_cast<wharf_graph_options*>(&older), sizeof older);
   EXPECT_EQ(older.struct_size, sizeof older);
   EXPECT_EQ(older.max_buckets, 0u);
-  // The reason buffer is the stats' last field and has a fixed size (ABI).
-  EXPECT_EQ(offsetof(wharf_graph_stats, last_eager_reason) + 256, sizeof(wharf_graph_stats));
+  // The reason buffer has a fixed size (ABI); the fields appended for buckets come after it
+  // and after the options' and bucket info's earlier fields.
+  EXPECT_EQ(offsetof(wharf_graph_stats, last_eager_reason) + 256, offsetof(wharf_graph_stats, padded_replays));
+  EXPECT_GT(offsetof(wharf_graph_stats, bucket_dim), offsetof(wharf_graph_stats, padded_replays));
+  EXPECT_GT(offsetof(wharf_graph_options, bucket_dim), offsetof(wharf_graph_options, max_concurrent_runs));
+  EXPECT_GT(offsetof(wharf_graph_options, exact_shapes), offsetof(wharf_graph_options, num_bucket_sizes));
+  EXPECT_EQ(offsetof(wharf_graph_bucket_info, shapes) + 128, offsetof(wharf_graph_bucket_info, bucket_size));
   EXPECT_EQ(offsetof(wharf_graph_options, struct_size), 0u);
   EXPECT_EQ(offsetof(wharf_graph_stats, struct_size), 0u);
 }

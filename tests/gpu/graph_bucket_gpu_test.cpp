@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA graphs padded to declared buckets (graphs/bucket_plan.h) on the committed tiny Llama
+// package (tests/data/packages/tiny-llama-f32), through the public C API.
+//
+// Two loads of the package run the same schedule side by side: `eager` (graphs off) and
+// `graphs` (graphs on the method under test, with buckets). Every logit of a padded replay
+// must equal the eager run's bit for bit, and so must the sessions' state afterwards (read
+// with wharf_run_read: the padded rows rewrote the last position with the same values and
+// nothing else), and the decode steps that follow. prefill: lengths 3, 5, 7, 13 padded to
+// buckets {8, 16} (the largest captured first), 8 replayed as is, 17 (past the largest)
+// eager with the reason in the stats. decode_batch (session_capacity 8, once the package has
+// it): N = 3, 5, 6 over scattered sessions padded to bucket 8, the whole arena (the other
+// sessions' slots included) equal to the eager lane's after every step; the default buckets
+// (1, 2, 4, 8) when none are declared; refusals of bad declarations naming the value.
+//
+// Skips without a GPU, and (decode_batch) while the package has no decode_batch.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#define WHARF_EXPERIMENTAL
+#include "common/test_paths.h"
+#include "common/test_support.h"
+#include "wharf/wharf.h"
+
+namespace {
+
+using wharf_test::St;
+
+constexpr int kVocab = 256;
+constexpr uint32_t kCapacity = 8;
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+wharf_tensor_view zero_view() {
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  return v;
+}
+
+wharf_tensor_view host_i64(const int64_t* data, int ndim, const int64_t* shape) {
+  wharf_tensor_view v = zero_view();
+  v.data = const_cast<int64_t*>(data);
+  v.dtype = WHARF_DTYPE_I64;
+  v.device_type = WHARF_DEVICE_CPU;
+  v.ndim = ndim;
+  v.shape = shape;
+  return v;
+}
+
+wharf_graph_stats graph_stats(wharf_model* m) {
+  wharf_graph_stats gs;
+  std::memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  EXPECT_OK(wharf_model_get_graph_stats(m, &gs));
+  return gs;
+}
+
+std::vector<wharf_graph_bucket_info> graph_buckets(wharf_model* m) {
+  std::vector<wharf_graph_bucket_info> out(graph_stats(m).num_buckets);
+  for (uint32_t i = 0; i < out.size(); ++i) {
+    std::memset(&out[i], 0, sizeof out[i]);
+    out[i].struct_size = sizeof out[i];
+    EXPECT_OK(wharf_model_get_graph_bucket(m, i, &out[i]));
+  }
+  return out;
+}
+
+struct Lane {
+  const char* what = "";
+  wharf_model_package* pkg = nullptr;
+  wharf_model *prefill = nullptr, *decode = nullptr, *batch = nullptr;
+  std::map<int, wharf_session*> s;
+  ~Lane() {
+    for (auto& kv : s) wharf_session_free(kv.second);
+    wharf_model_free(prefill);
+    wharf_model_free(decode);
+    wharf_model_free(batch);
+    wharf_model_package_free(pkg);
+  }
+};
+
+class GraphBuckets : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    dir_ = wharf_test::test_data("packages/tiny-llama-f32");
+    has_batch_ = read_text(dir_ + "/manifest.json").find("\"decode_batch\"") != std::string::npos;
+    wharf_runtime_options ro;
+    wharf_runtime_options_init(&ro);
+    ro.backend = WHARF_BACKEND_CUDA;
+    ASSERT_OK(wharf_runtime_create(&ro, &rt_));
+  }
+  void TearDown() override {
+    lanes_.clear();
+    wharf_runtime_free(rt_);
+  }
+
+  Lane* open(const char* what, uint32_t capacity) {
+    auto l = std::make_unique<Lane>();
+    l->what = what;
+    wharf_model_package_options o;
+    wharf_model_package_options_init(&o);
+    o.shim_path = std::getenv("WHARF_AOTI_SHIM");
+    o.session_capacity = capacity;
+    St st(wharf_model_package_load(rt_, dir_.c_str(), &o, &l->pkg));
+    if (st.code() != WHARF_OK && st.has("GLIBC")) {
+      skip_ = "the compiled methods need a newer C library than this machine's: " + st.msg();
+      return nullptr;
+    }
+    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+    if (st.code() != WHARF_OK) return nullptr;
+    EXPECT_OK(wharf_model_package_get_method(l->pkg, "prefill", &l->prefill));
+    EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode", &l->decode));
+    if (capacity) EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode_batch", &l->batch));
+    lanes_.push_back(std::move(l));
+    return lanes_.back().get();
+  }
+#define OPEN_OR_SKIP(var, ...)               \
+  Lane* var = open(__VA_ARGS__);             \
+  if (!skip_.empty()) GTEST_SKIP() << skip_; \
+  ASSERT_NE(var, nullptr);                   \
+  ASSERT_FALSE(HasFailure()) << "loading " << var->what
+
+  static wharf_status* enable(wharf_model* m, const char* dim, std::vector<int64_t> sizes) {
+    wharf_graph_options o;
+    wharf_graph_options_init(&o);
+    o.bucket_dim = dim;
+    o.bucket_sizes = sizes.empty() ? nullptr : sizes.data();
+    o.num_bucket_sizes = uint32_t(sizes.size());
+    return wharf_model_enable_graphs(m, &o);
+  }
+
+  // Reads a run's logits output [rows, 1, vocab] into *logits (row-major rows).
+  static void read_logits(wharf_run* run, const wharf_tensor_view& out, size_t rows, std::vector<float>* logits) {
+    ASSERT_EQ(out.ndim, 3);
+    ASSERT_EQ(out.shape[0], int64_t(rows));
+    ASSERT_EQ(out.shape[1], 1);
+    ASSERT_EQ(out.shape[2], kVocab);
+    if (out.strides) {
+      EXPECT_EQ(out.strides[2], 1);
+      EXPECT_EQ(out.strides[0], kVocab);
+    }
+    logits->resize(rows * kVocab);
+    ASSERT_OK(wharf_run_copy(run, logits->data(), out.data, logits->size() * sizeof(float)));
+  }
+
+  static void prefill(Lane& l, int id, const std::vector<int64_t>& tokens, std::vector<float>* logits) {
+    std::vector<int64_t> pos(tokens.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);
+    const int64_t ishape[2] = {1, int64_t(tokens.size())}, pshape[1] = {int64_t(pos.size())};
+    wharf_tensor_view in[2] = {host_i64(tokens.data(), 2, ishape), host_i64(pos.data(), 1, pshape)};
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(wharf_model_container(l.prefill), l.s.at(id), nullptr, &run));
+    wharf_tensor_view out = zero_view();
+    ASSERT_OK(wharf_model_run(l.prefill, run, in, 2, &out, 1));
+    read_logits(run, out, 1, logits);
+    ASSERT_OK(wharf_run_end(run));
+  }
+
+  static void decode(Lane& l, int id, int64_t token, int64_t position, std::vector<float>* logits) {
+    const int64_t ishape[2] = {1, 1}, pshape[1] = {1};
+    wharf_tensor_view in[2] = {host_i64(&token, 2, ishape), host_i64(&position, 1, pshape)};
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(wharf_model_container(l.decode), l.s.at(id), nullptr, &run));
+    wharf_tensor_view out = zero_view();
+    ASSERT_OK(wharf_model_run(l.decode, run, in, 2, &out, 1));
+    read_logits(run, out, 1, logits);
+    ASSERT_OK(wharf_run_end(run));
+  }
+
+  static void decode_batch(Lane& l, const std::vector<int>& ids, const std::vector<int64_t>& tokens,
+                           const std::vector<int64_t>& positions, std::vector<float>* logits) {
+    const size_t n = ids.size();
+    std::vector<wharf_session*> ss;
+    for (int id : ids) ss.push_back(l.s.at(id));
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin_batch(wharf_model_container(l.batch), ss.data(), n, nullptr, &run));
+    const int64_t ishape[2] = {int64_t(n), 1}, pshape[1] = {int64_t(n)};
+    wharf_tensor_view in[3] = {host_i64(tokens.data(), 2, ishape), host_i64(positions.data(), 1, pshape),
+                               zero_view()};
+    wharf_tensor_view out = zero_view();
+    St st(wharf_model_run(l.batch, run, in, 3, &out, 1));
+    EXPECT_EQ(st.code(), WHARF_OK) << l.what << ": " << st.msg();
+    if (st.code() == WHARF_OK) read_logits(run, out, n, logits);
+    ASSERT_OK(wharf_run_end(run));
+  }
+
+  // Every state of the sessions `ids` of `c`'s runs, read with wharf_run_read: one session's
+  // buffers (a run of it) or, batched, the whole arena.
+  static std::vector<uint8_t> state_bytes(wharf_container* c, const std::vector<wharf_session*>& ss, bool batched) {
+    std::vector<uint8_t> all;
+    wharf_run* run = nullptr;
+    if (batched)
+      EXPECT_OK(wharf_run_begin_batch(c, ss.data(), ss.size(), nullptr, &run));
+    else
+      EXPECT_OK(wharf_run_begin(c, ss[0], nullptr, &run));
+    if (!run) return all;
+    for (size_t i = 0; i < wharf_container_num_states(c); ++i) {
+      wharf_state_info si;
+      std::memset(&si, 0, sizeof si);
+      si.struct_size = sizeof si;
+      EXPECT_OK(wharf_container_get_state_info(c, i, &si));
+      const uint64_t bytes = batched ? si.nbytes * kCapacity : si.nbytes;
+      std::vector<uint8_t> b(bytes);
+      EXPECT_OK(wharf_run_read(run, si.fqn, 0, b.data(), bytes));
+      all.insert(all.end(), b.begin(), b.end());
+    }
+    EXPECT_OK(wharf_run_end(run));
+    return all;
+  }
+
+  std::string dir_, skip_;
+  bool has_batch_ = false;
+  wharf_runtime* rt_ = nullptr;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+TEST_F(GraphBuckets, PaddedPrefillsEqualEagerOnesAndLeaveTheSameState) {
+  OPEN_OR_SKIP(eager, "eager", 0);
+  OPEN_OR_SKIP(graphs, "graphs", 0);
+  ASSERT_OK(enable(graphs->prefill, "T", {16, 8}));
+  std::vector<float> want, got;
+  int id = 0;
+  for (int t : {3, 5, 7, 13, 8, 17}) {
+    ++id;
+    std::vector<int64_t> tokens;
+    for (int k = 0; k < t; ++k) tokens.push_back((t * 7 + k * 13 + 3) % kVocab);
+    for (Lane* l : {eager, graphs}) ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[id]));
+    prefill(*eager, id, tokens, &want);
+    prefill(*graphs, id, tokens, &got);
+    const std::string what = "prefill of " + std::to_string(t) + " tokens";
+    ASSERT_EQ(want.size(), got.size());
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << what << ": logits differ";
+    // The state after it: the padded rows rewrote the last position with its own values.
+    const std::vector<uint8_t> se = state_bytes(wharf_model_container(eager->prefill), {eager->s.at(id)}, false);
+    const std::vector<uint8_t> sg = state_bytes(wharf_model_container(graphs->prefill), {graphs->s.at(id)}, false);
+    ASSERT_EQ(se.size(), sg.size());
+    ASSERT_GT(se.size(), 0u);
+    EXPECT_TRUE(se == sg) << what << ": the session's state differs from the eager prefill's";
+    // And the decode steps that follow read it alike.
+    int64_t tok = 1 + t;
+    for (int k = 0; k < 3; ++k) {
+      decode(*eager, id, tok, t + k, &want);
+      decode(*graphs, id, tok, t + k, &got);
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << what << ": decode step " << k << " after it differs";
+      tok = (tok * 5 + 1) % kVocab;
+    }
+  }
+  const wharf_graph_stats gs = graph_stats(graphs->prefill);
+  EXPECT_STREQ(gs.bucket_dim, "T");
+  EXPECT_EQ(gs.num_bucket_sizes, 2u);
+  EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.captures, 2u) << "one graph per bucket";
+  EXPECT_EQ(gs.replays, 5u) << "3, 5, 7, 13 padded; 8 as is";
+  EXPECT_EQ(gs.padded_replays, 4u);
+  EXPECT_EQ(gs.eager_runs, 1u) << "17 tokens: past the largest bucket";
+  EXPECT_NE(std::string(gs.last_eager_reason).find("'T' = 17 is past the largest bucket (16)"), std::string::npos)
+      << gs.last_eager_reason;
+  const std::vector<wharf_graph_bucket_info> bs = graph_buckets(graphs->prefill);
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].bucket_size, 16) << "the largest bucket is captured first";
+  EXPECT_EQ(bs[1].bucket_size, 8);
+  EXPECT_STREQ(bs[1].shapes, "I64[1, 8], I64[8]");
+  std::printf("[ GraphBuckets ] prefill buckets 16 and 8: pool +%llu and +%llu bytes, captured in %.1f and %.1f ms\n",
+              (unsigned long long)bs[0].pool_bytes, (unsigned long long)bs[1].pool_bytes, bs[0].capture_ms,
+              bs[1].capture_ms);
+}
+
+TEST_F(GraphBuckets, PaddedBatchesEqualEagerOnesAndLeaveOtherSlotsUntouched) {
+  if (!has_batch_) GTEST_SKIP() << dir_ << " has no decode_batch method yet";
+  OPEN_OR_SKIP(eager, "eager", kCapacity);
+  OPEN_OR_SKIP(graphs, "graphs", kCapacity);
+  ASSERT_OK(enable(graphs->batch, "N", {8}));
+  std::vector<float> want, got;
+  std::map<int, int64_t> pos;
+  for (int id = 0; id < int(kCapacity); ++id) {
+    std::vector<int64_t> tokens;
+    for (int k = 0; k < 3 + id; ++k) tokens.push_back((id * 11 + k * 5 + 2) % kVocab);
+    for (Lane* l : {eager, graphs}) {
+      ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[id]));
+      prefill(*l, id, tokens, &got);
+    }
+    pos[id] = int64_t(tokens.size());
+  }
+  auto arena = [&](Lane& l) {
+    std::vector<wharf_session*> all;
+    for (auto& kv : l.s) all.push_back(kv.second);
+    return state_bytes(wharf_model_container(l.batch), all, true);
+  };
+  ASSERT_TRUE(arena(*eager) == arena(*graphs)) << "the lanes start alike";
+  int step = 0;
+  for (const std::vector<int>& ids : std::vector<std::vector<int>>{
+           {6, 4, 2}, {0, 7, 3, 5, 1}, {1, 2, 3, 4, 5, 6}, {5, 0, 3}, {7, 6, 5, 4, 3}, {2, 4, 6, 0, 1, 3}}) {
+    std::vector<int64_t> tokens, positions;
+    for (int id : ids) {
+      tokens.push_back((id * 37 + step * 11 + 5) % kVocab);
+      positions.push_back(pos.at(id));
+    }
+    const std::vector<uint8_t> before = arena(*graphs);
+    decode_batch(*eager, ids, tokens, positions, &want);
+    decode_batch(*graphs, ids, tokens, positions, &got);
+    const std::string what = "step " + std::to_string(step) + " over " + std::to_string(ids.size()) + " sessions";
+    ASSERT_EQ(want.size(), got.size()) << what;
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << what << ": logits differ";
+    const std::vector<uint8_t> after_e = arena(*eager), after_g = arena(*graphs);
+    EXPECT_TRUE(after_e == after_g) << what << ": the arenas differ";
+    // The rows not in the batch are untouched (the padded rows repeat the last session's).
+    ASSERT_EQ(before.size(), after_g.size());
+    size_t changed_outside = 0;
+    {
+      wharf_container* c = wharf_model_container(graphs->batch);
+      size_t off = 0;
+      for (size_t i = 0; i < wharf_container_num_states(c); ++i) {
+        wharf_state_info si;
+        std::memset(&si, 0, sizeof si);
+        si.struct_size = sizeof si;
+        ASSERT_OK(wharf_container_get_state_info(c, i, &si));
+        for (int id = 0; id < int(kCapacity); ++id) {
+          bool in = false;
+          for (int x : ids) in = in || x == id;
+          // Sessions were created in id order on a fresh arena: slot == id.
+          const size_t at = off + size_t(id) * si.nbytes;
+          if (!in && std::memcmp(before.data() + at, after_g.data() + at, si.nbytes) != 0) ++changed_outside;
+        }
+        off += si.nbytes * kCapacity;
+      }
+    }
+    EXPECT_EQ(changed_outside, 0u) << what << ": a slot outside the batch was written";
+    for (int id : ids) ++pos[id];
+    ++step;
+  }
+  const wharf_graph_stats gs = graph_stats(graphs->batch);
+  EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.captures, 1u) << "one bucket, 8";
+  EXPECT_EQ(gs.replays, 6u);
+  EXPECT_EQ(gs.padded_replays, 6u);
+  EXPECT_EQ(gs.repoints, 0u) << "sessions are an input";
+}
+
+TEST_F(GraphBuckets, BatchesUseTheDefaultBucketsWhenNoneAreDeclared) {
+  if (!has_batch_) GTEST_SKIP() << dir_ << " has no decode_batch method yet";
+  OPEN_OR_SKIP(eager, "eager", kCapacity);
+  OPEN_OR_SKIP(graphs, "graphs", kCapacity);
+  ASSERT_OK(wharf_model_enable_graphs(graphs->batch, nullptr));
+  std::vector<float> want, got;
+  for (int id = 0; id < 6; ++id)
+    for (Lane* l : {eager, graphs}) {
+      ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[id]));
+      prefill(*l, id, {1, 2, 3, int64_t(id)}, &got);
+    }
+  int64_t p = 4;
+  for (const std::vector<int>& ids : std::vector<std::vector<int>>{{0, 1, 2}, {3}, {0, 1, 2, 3, 4}, {5, 4}}) {
+    std::vector<int64_t> tokens(ids.size(), 9), positions(ids.size(), p);
+    decode_batch(*eager, ids, tokens, positions, &want);
+    decode_batch(*graphs, ids, tokens, positions, &got);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << ids.size() << " sessions";
+    ++p;
+    // Every session steps once per loop so positions stay equal across them.
+    for (int id = 0; id < 6; ++id) {
+      bool in = false;
+      for (int x : ids) in = in || x == id;
+      if (in) continue;
+      decode_batch(*eager, {id}, {9}, {p - 1}, &want);
+      decode_batch(*graphs, {id}, {9}, {p - 1}, &got);
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << "session " << id;
+    }
+  }
+  const wharf_graph_stats gs = graph_stats(graphs->batch);
+  EXPECT_STREQ(gs.bucket_dim, "N");
+  EXPECT_EQ(gs.num_bucket_sizes, 4u) << "1, 2, 4, 8";
+  EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
+  std::vector<int64_t> sizes;
+  uint64_t pool = 0;
+  for (const wharf_graph_bucket_info& b : graph_buckets(graphs->batch)) {
+    sizes.push_back(b.bucket_size);
+    pool += b.pool_bytes;
+  }
+  // N = 3, 1, 5, 2 (and 1s): buckets 4, 1, 8, 2, the largest (8) first.
+  EXPECT_EQ(sizes, (std::vector<int64_t>{8, 4, 1, 2}));
+  std::printf("[ GraphBuckets ] decode_batch default buckets 8, 4, 1, 2: pool %llu bytes in all (stats: %llu)\n",
+              (unsigned long long)pool, (unsigned long long)gs.pool_bytes);
+}
+
+TEST_F(GraphBuckets, BadDeclarationsAreRefusedNamingTheValue) {
+  OPEN_OR_SKIP(l, "package", 0);
+  EXPECT_FAILS(enable(l->prefill, "N", {8}), WHARF_INVALID_ARGUMENT, "'N'");
+  EXPECT_FAILS(enable(l->prefill, "T", {0}), WHARF_INVALID_ARGUMENT, "size 0");
+  EXPECT_FAILS(enable(l->prefill, "T", {8, 8}), WHARF_INVALID_ARGUMENT, "given twice");
+  EXPECT_FAILS(enable(l->prefill, "T", {65}), WHARF_INVALID_ARGUMENT, "past the dimension's max 64");
+  EXPECT_FAILS(enable(l->decode, "T", {8}), WHARF_INVALID_ARGUMENT, "declares none");
+  wharf_graph_options o;
+  wharf_graph_options_init(&o);
+  o.num_bucket_sizes = 2;
+  EXPECT_FAILS(wharf_model_enable_graphs(l->prefill, &o), WHARF_INVALID_ARGUMENT, "bucket_sizes is NULL");
+  const int64_t eight = 8;
+  o.bucket_sizes = &eight;
+  o.num_bucket_sizes = 1;
+  o.exact_shapes = 1;
+  EXPECT_FAILS(wharf_model_enable_graphs(l->prefill, &o), WHARF_INVALID_ARGUMENT, "exact shapes");
+  // A refused declaration enables nothing: a good one goes through after it.
+  ASSERT_OK(enable(l->prefill, "T", {8}));
+  const wharf_graph_stats gs = graph_stats(l->prefill);
+  EXPECT_EQ(gs.num_bucket_sizes, 1u);
+  // The per-session decode has no dimension: exact shapes, no default.
+  ASSERT_OK(wharf_model_enable_graphs(l->decode, nullptr));
+  EXPECT_STREQ(graph_stats(l->decode).bucket_dim, "");
+}
+
+}  // namespace
