@@ -7,6 +7,7 @@ package wharf
 // minor release of the library, as the C functions it calls may.
 
 /*
+#include <stdlib.h>
 #define WHARF_EXPERIMENTAL
 #include "wharf.h"
 */
@@ -32,6 +33,16 @@ type GraphOptions struct {
 	// replayed holds a set of graphs until it ends; a run finding every set held executes
 	// eagerly. 0: 4.
 	MaxConcurrentRuns uint32
+	// BucketDim names the symbolic dimension (a model package method's manifest dims:
+	// prefill's "T", decode_batch's "N") whose runs are padded to BucketSizes; "" with sizes:
+	// the method's only paddable dimension. A run of size n replays the graph of the smallest
+	// size >= n, its inputs padded by repeating their last row, its outputs with the
+	// dimension views of the real rows; sizes past the largest run eagerly. No sizes: the
+	// default set (powers of two up to the dimension's max, and the max) where the method
+	// has one such dimension with a max. ExactShapes: no padding, a graph per exact shape.
+	BucketDim   string
+	BucketSizes []int64
+	ExactShapes bool
 }
 
 // GraphStats are the statistics of a model's CUDA graphs (wharf_graph_stats).
@@ -54,6 +65,9 @@ type GraphStats struct {
 	// LastEagerReason says why the last eager run was not replayed ("" if none; the
 	// library truncates it to 255 bytes).
 	LastEagerReason string
+	PaddedReplays   uint64 // replays whose inputs were padded to a larger bucket
+	BucketDim       string // the dimension padded to buckets ("" for exact shapes)
+	NumBucketSizes  uint32 // its number of bucket sizes
 }
 
 // GraphBucket describes one captured graph (wharf_graph_bucket_info).
@@ -68,20 +82,56 @@ type GraphBucket struct {
 	CaptureMS    float64 // fold, warm-up, capture and instantiation, milliseconds
 	// Shapes are the inputs' dtypes and shapes, e.g. "I64[1, 1], I64[1]" (truncated to
 	// 127 bytes by the library).
-	Shapes string
+	Shapes     string
+	BucketSize int64 // its size along the bucket dimension (-1: an exact shape)
 }
 
 // graphOptions fills a wharf_graph_options by the library's sized init with this
-// binding's struct size, then opts' fields (nil: the defaults).
-func graphOptions(opts *GraphOptions) C.wharf_graph_options {
-	var o C.wharf_graph_options
+// binding's struct size, then opts' fields (nil: the defaults). The bucket name and sizes
+// are copied to C memory (cgo forbids Go pointers inside the struct the library reads):
+// free releases them once the call returned.
+func graphOptions(opts *GraphOptions) (o C.wharf_graph_options, free func()) {
 	C.wharf_graph_options_init_sized(&o, C.sizeof_wharf_graph_options)
-	if opts != nil {
-		o.max_buckets = C.uint32_t(opts.MaxBuckets)
-		o.max_pool_bytes = C.uint64_t(opts.MaxPoolBytes)
-		o.max_concurrent_runs = C.uint32_t(opts.MaxConcurrentRuns)
+	free = func() {}
+	if opts == nil {
+		return o, free
 	}
-	return o
+	o.max_buckets = C.uint32_t(opts.MaxBuckets)
+	o.max_pool_bytes = C.uint64_t(opts.MaxPoolBytes)
+	o.max_concurrent_runs = C.uint32_t(opts.MaxConcurrentRuns)
+	if opts.ExactShapes {
+		o.exact_shapes = 1
+	}
+	var dim *C.char
+	var sizes *C.int64_t
+	if opts.BucketDim != "" {
+		dim = C.CString(opts.BucketDim)
+		o.bucket_dim = dim
+	}
+	if n := len(opts.BucketSizes); n > 0 {
+		sizes = (*C.int64_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.int64_t(0)))))
+		copy(unsafe.Slice((*int64)(unsafe.Pointer(sizes)), n), opts.BucketSizes)
+		o.bucket_sizes = sizes
+		o.num_bucket_sizes = C.uint32_t(n)
+	}
+	free = func() {
+		C.free(unsafe.Pointer(dim))
+		C.free(unsafe.Pointer(sizes))
+	}
+	return o, free
+}
+
+// The options' C strings and sizes as Go values (for tests: cgo is not usable in them).
+func graphOptionsBuckets(o *C.wharf_graph_options) (string, []int64) {
+	dim := ""
+	if o.bucket_dim != nil {
+		dim = C.GoString(o.bucket_dim)
+	}
+	var sizes []int64
+	if o.num_bucket_sizes > 0 {
+		sizes = append(sizes, unsafe.Slice((*int64)(unsafe.Pointer(o.bucket_sizes)), int(o.num_bucket_sizes))...)
+	}
+	return dim, sizes
 }
 
 // fixedString reads a char array the library NUL-terminates, never past its n bytes.
@@ -111,6 +161,9 @@ func graphStatsOf(s *C.wharf_graph_stats) GraphStats {
 		BindCheckNS:     uint64(s.bind_check_ns),
 		FoldNS:          uint64(s.fold_ns),
 		LastEagerReason: fixedString(&s.last_eager_reason[0], len(s.last_eager_reason)),
+		PaddedReplays:   uint64(s.padded_replays),
+		BucketDim:       fixedString(&s.bucket_dim[0], len(s.bucket_dim)),
+		NumBucketSizes:  uint32(s.num_bucket_sizes),
 	}
 }
 
@@ -123,13 +176,15 @@ func graphBucketOf(b *C.wharf_graph_bucket_info) GraphBucket {
 		Patches:      uint64(b.patches),
 		CaptureMS:    float64(b.capture_ms),
 		Shapes:       fixedString(&b.shapes[0], len(b.shapes)),
+		BucketSize:   int64(b.bucket_size),
 	}
 }
 
 // The C calls, on a model pointer the caller holds (nil reaches the library, whose
 // argument checks the tests exercise without a GPU).
 func enableGraphs(mp unsafe.Pointer, opts *GraphOptions) error {
-	o := graphOptions(opts)
+	o, free := graphOptions(opts)
+	defer free()
 	return statusError(C.wharf_model_enable_graphs((*C.wharf_model)(mp), &o))
 }
 
@@ -157,12 +212,15 @@ func getGraphBucket(mp unsafe.Pointer, index uint32) (GraphBucket, error) {
 // re-pointed (never recaptured) after a swap, an update or for another session. Outputs of
 // a replayed run are the graph's static buffers, valid until Run.End like every model
 // output. Whatever cannot be captured runs eagerly and says why in GraphStats. opts may be
-// nil (defaults).
+// nil (defaults). With buckets (GraphOptions.BucketDim, BucketSizes, or the default set of
+// a package method's dimension) runs are padded to the smallest bucket that fits (see
+// wharf_model_enable_graphs for the rule a method must satisfy).
 //
 // Errors: ErrUnsupported (a model with offloaded layers, a model or shim library without
 // the entry points capture needs, a CUDA driver older than 12.4; named),
-// ErrFailedPrecondition (graphs already enabled), ErrInvalidArgument (a nil Model),
-// ErrClosed.
+// ErrFailedPrecondition (graphs already enabled), ErrInvalidArgument (a nil Model; a bucket
+// dimension the model does not declare, a size < 1, past its max or given twice, sizes with
+// ExactShapes; named), ErrClosed.
 //
 // Experimental: part of wharf.h's experimental tier; it may change in any minor release.
 func (m *Model) EnableGraphs(opts *GraphOptions) error {

@@ -13,13 +13,24 @@ import (
 // GraphOptions become the wharf_graph_options EnableGraphs passes: the library's sized
 // init with this binding's struct size (defaults all zero), then the fields.
 func TestGraphOptionsRoundTrip(t *testing.T) {
-	o := graphOptions(nil)
-	if uintptr(o.struct_size) != unsafe.Sizeof(o) || o.max_buckets != 0 || o.max_pool_bytes != 0 || o.max_concurrent_runs != 0 {
+	o, free := graphOptions(nil)
+	free()
+	if uintptr(o.struct_size) != unsafe.Sizeof(o) || o.max_buckets != 0 || o.max_pool_bytes != 0 || o.max_concurrent_runs != 0 ||
+		o.bucket_dim != nil || o.bucket_sizes != nil || o.num_bucket_sizes != 0 || o.exact_shapes != 0 {
 		t.Fatalf("defaults: %+v", o)
 	}
-	o = graphOptions(&GraphOptions{MaxBuckets: 3, MaxPoolBytes: 1 << 40, MaxConcurrentRuns: 2})
-	if uintptr(o.struct_size) != unsafe.Sizeof(o) || o.max_buckets != 3 || o.max_pool_bytes != 1<<40 || o.max_concurrent_runs != 2 {
-		t.Fatalf("round trip: %+v", o)
+	o, free = graphOptions(&GraphOptions{MaxBuckets: 3, MaxPoolBytes: 1 << 40, MaxConcurrentRuns: 2,
+		BucketDim: "T", BucketSizes: []int64{16, 8, 1 << 40}})
+	dim, sizes := graphOptionsBuckets(&o)
+	if uintptr(o.struct_size) != unsafe.Sizeof(o) || o.max_buckets != 3 || o.max_pool_bytes != 1<<40 || o.max_concurrent_runs != 2 ||
+		dim != "T" || len(sizes) != 3 || sizes[0] != 16 || sizes[1] != 8 || sizes[2] != 1<<40 || o.exact_shapes != 0 {
+		t.Fatalf("round trip: %+v (dim %q, sizes %v)", o, dim, sizes)
+	}
+	free()
+	o, free = graphOptions(&GraphOptions{ExactShapes: true})
+	defer free()
+	if o.exact_shapes != 1 || o.bucket_dim != nil || o.num_bucket_sizes != 0 {
+		t.Fatalf("exact shapes: %+v", o)
 	}
 }
 
@@ -30,26 +41,29 @@ func TestGraphStatsConversion(t *testing.T) {
 	s.num_buckets, s.captures, s.capture_failures, s.replays = 2, 3, 4, 5
 	s.repoints, s.nodes_repointed, s.eager_runs, s.folds = 6, 7, 8, 9
 	s.pool_bytes, s.folded_bytes, s.repoint_ns, s.bind_check_ns, s.fold_ns = 10, 11, 12, 13, 1<<40
+	s.padded_replays, s.num_bucket_sizes = 14, 4
 	reason := "shape I64[1, 9] past max_buckets"
 	for i := range reason {
 		s.last_eager_reason[i] = _Ctype_char(reason[i])
 	}
+	s.bucket_dim[0] = 'N'
 	got := graphStatsOf(&s)
 	want := GraphStats{NumBuckets: 2, Captures: 3, CaptureFailures: 4, Replays: 5, Repoints: 6, NodesRepointed: 7,
 		EagerRuns: 8, Folds: 9, PoolBytes: 10, FoldedBytes: 11, RepointNS: 12, BindCheckNS: 13, FoldNS: 1 << 40,
-		LastEagerReason: reason}
+		LastEagerReason: reason, PaddedReplays: 14, BucketDim: "N", NumBucketSizes: 4}
 	if got != want {
 		t.Fatalf("stats %+v, want %+v", got, want)
 	}
 
 	var b _Ctype_wharf_graph_bucket_info
 	b.set, b.pool_bytes, b.nodes, b.patched_nodes, b.patches, b.capture_ms = 1, 4096, 120, 30, 45, 2.5
+	b.bucket_size = -1
 	for i := range b.shapes {
 		b.shapes[i] = 'x' // no NUL: the whole array
 	}
 	gb := graphBucketOf(&b)
 	if gb.Set != 1 || gb.PoolBytes != 4096 || gb.Nodes != 120 || gb.PatchedNodes != 30 || gb.Patches != 45 ||
-		gb.CaptureMS != 2.5 || gb.Shapes != strings.Repeat("x", len(b.shapes)) {
+		gb.CaptureMS != 2.5 || gb.Shapes != strings.Repeat("x", len(b.shapes)) || gb.BucketSize != -1 {
 		t.Fatalf("bucket %+v", gb)
 	}
 }

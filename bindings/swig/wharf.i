@@ -60,6 +60,8 @@
 /* One dimension of a shape. SWIG sees only the name (not that it is int64_t), so the casts
  * it generates for shape arguments name this type rather than its guess at int64_t's type. */
 typedef int64_t wharf_swig_dim;
+typedef int64_t wharf_swig_bucket;  /* a graph bucket size (wharf_swig_model_enable_graphs) */
+#define WHARF_SWIG_MAX_BUCKETS 64
 %}
 
 %include <stdint.i>
@@ -210,6 +212,7 @@ WHARF_WRAP(wharf_container_get_state_arena_stats)
 %ignore wharf_graph_options;               /* wharf_swig_model_enable_graphs takes its fields */
 %ignore wharf_graph_stats::last_eager_reason; /* last_eager_reason_text() */
 %ignore wharf_graph_bucket_info::shapes;      /* shapes_text() */
+%ignore wharf_graph_stats::bucket_dim;        /* bucket_dim_text() */
 %ignore wharf_constant_decl;
 %ignore wharf_state_decl;
 %ignore wharf_container_options;
@@ -465,6 +468,28 @@ WHARF_SWIG_ID_IN((unsigned char* id_out, int32_t id_len))
 typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim)) ? 1 : -1];
 %}
 
+/* --- graph bucket sizes: Java long[] (or null) -> (const wharf_swig_bucket* sizes, uint32_t num_sizes)
+ * Copied into a local array of at most WHARF_SWIG_MAX_BUCKETS (the calling layer checks the
+ * count first); null is no sizes. */
+%typemap(jni) (const wharf_swig_bucket* sizes, uint32_t num_sizes) "jlongArray"
+%typemap(jtype) (const wharf_swig_bucket* sizes, uint32_t num_sizes) "long[]"
+%typemap(jstype) (const wharf_swig_bucket* sizes, uint32_t num_sizes) "long[]"
+%typemap(javain) (const wharf_swig_bucket* sizes, uint32_t num_sizes) "$javainput"
+%typemap(in) (const wharf_swig_bucket* sizes, uint32_t num_sizes) (wharf_swig_bucket buckets[WHARF_SWIG_MAX_BUCKETS]) %{
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    jsize n = (*jenv)->GetArrayLength(jenv, $input);
+    if (n > WHARF_SWIG_MAX_BUCKETS) {
+      SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException, "more than WHARF_SWIG_MAX_BUCKETS bucket sizes");
+      return $null;
+    }
+    (*jenv)->GetLongArrayRegion(jenv, $input, 0, n, (jlong*)buckets);
+    $1 = buckets;
+    $2 = (uint32_t)n;
+  }
+%}
+
 /* --- JNIEnv for the Java-only helpers ----------------------------------------------------- */
 %typemap(in, numinputs=0) JNIEnv* jenv %{ $1 = jenv; %}
 
@@ -717,6 +742,11 @@ typedef char wharf_swig_jlong_is_int64[(sizeof(jlong) == sizeof(wharf_swig_dim))
   const char* last_eager_reason_text() {
     $self->last_eager_reason[sizeof($self->last_eager_reason) - 1] = '\0';
     return $self->last_eager_reason;
+  }
+  /** The dimension padded to buckets ("" for exact shapes). The last byte is forced to NUL. */
+  const char* bucket_dim_text() {
+    $self->bucket_dim[sizeof($self->bucket_dim) - 1] = '\0';
+    return $self->bucket_dim;
   }
 }
 %extend wharf_graph_bucket_info {
@@ -1043,15 +1073,21 @@ wharf_run* wharf_swig_run_begin_batch(wharf_container* container, const wharf_sw
   return *status_out ? NULL : run;
 }
 
-/** wharf_model_enable_graphs with the fields of wharf_graph_options as arguments (0: the
- *  default), filled through the sized init. */
+/** wharf_model_enable_graphs with the fields of wharf_graph_options as arguments (0, NULL:
+ *  the default), filled through the sized init. */
 wharf_status* wharf_swig_model_enable_graphs(wharf_model* model, uint32_t max_buckets, uint64_t max_pool_bytes,
-                                             uint32_t max_concurrent_runs) {
+                                             uint32_t max_concurrent_runs, const char* bucket_dim,
+                                             const wharf_swig_bucket* sizes, uint32_t num_sizes,
+                                             uint32_t exact_shapes) {
   wharf_graph_options opts;
   wharf_graph_options_init_sized(&opts, sizeof opts);
   opts.max_buckets = max_buckets;
   opts.max_pool_bytes = max_pool_bytes;
   opts.max_concurrent_runs = max_concurrent_runs;
+  opts.bucket_dim = bucket_dim;
+  opts.bucket_sizes = sizes;
+  opts.num_bucket_sizes = num_sizes;
+  opts.exact_shapes = exact_shapes;
   return wharf_model_enable_graphs(model, &opts);
 }
 

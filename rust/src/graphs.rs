@@ -2,19 +2,30 @@
 //! CUDA graphs of a model's runs (experimental): [`Model::enable_graphs`],
 //! [`Model::graph_stats`], [`Model::graph_bucket`].
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CString};
 
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::sys;
 
 /// Options of [`Model::enable_graphs`] (`wharf_graph_options`). `GraphOptions::new()` (or
-/// `default()`) means the library's defaults: 8 buckets, no pool ceiling, 4 concurrent runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// `default()`) means the library's defaults: 8 buckets, no pool ceiling, 4 concurrent runs,
+/// a package method's dimension padded to its default buckets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GraphOptions {
     max_buckets: u32,
     max_pool_bytes: u64,
     max_concurrent_runs: u32,
+    bucket_dim: Option<String>,
+    bucket_sizes: Vec<i64>,
+    exact_shapes: bool,
+}
+
+/// A `wharf_graph_options` and the memory its pointers name (kept for the call).
+pub(crate) struct COptions {
+    pub(crate) raw: sys::wharf_graph_options,
+    _dim: Option<CString>,
+    _sizes: Vec<i64>,
 }
 
 impl GraphOptions {
@@ -45,7 +56,28 @@ impl GraphOptions {
         self
     }
 
-    pub(crate) fn to_c(self) -> sys::wharf_graph_options {
+    /// Buckets of a symbolic dimension (a model package method's manifest `dims`:
+    /// prefill's `"T"`, decode_batch's `"N"`): a run of size n replays the graph of the
+    /// smallest of `sizes` >= n, its inputs padded by repeating their last row, its outputs
+    /// with the dimension views of the real rows; sizes past the largest run eagerly (see
+    /// `wharf_model_enable_graphs` for the rule a method must satisfy). `dim` `None` with
+    /// sizes: the method's only paddable dimension. Not called: the default set (powers of
+    /// two up to the dimension's max, and the max) where the method has one such dimension
+    /// with a max.
+    pub fn buckets(mut self, dim: Option<&str>, sizes: &[i64]) -> GraphOptions {
+        self.bucket_dim = dim.map(str::to_string);
+        self.bucket_sizes = sizes.to_vec();
+        self
+    }
+
+    /// No padding: a graph per exact input shape.
+    pub fn exact_shapes(mut self, exact: bool) -> GraphOptions {
+        self.exact_shapes = exact;
+        self
+    }
+
+    /// `InvalidArgument` for a dimension name holding a NUL byte.
+    pub(crate) fn to_c(&self) -> Result<COptions> {
         // SAFETY: all-zero is valid input for *_init_sized, which fills the defaults.
         let mut o = unsafe { std::mem::zeroed::<sys::wharf_graph_options>() };
         // SAFETY: a valid, writable struct of the size passed.
@@ -58,7 +90,30 @@ impl GraphOptions {
         o.max_buckets = self.max_buckets;
         o.max_pool_bytes = self.max_pool_bytes;
         o.max_concurrent_runs = self.max_concurrent_runs;
-        o
+        o.exact_shapes = u32::from(self.exact_shapes);
+        let dim = match &self.bucket_dim {
+            Some(d) => Some(CString::new(d.as_str()).map_err(|_| {
+                Error::invalid(format!(
+                    "GraphOptions::buckets: the dimension name {d:?} holds a NUL byte"
+                ))
+            })?),
+            None => None,
+        };
+        let sizes = self.bucket_sizes.clone();
+        if let Some(d) = &dim {
+            o.bucket_dim = d.as_ptr();
+        }
+        if !sizes.is_empty() {
+            o.bucket_sizes = sizes.as_ptr();
+            o.num_bucket_sizes = u32::try_from(sizes.len()).map_err(|_| {
+                Error::invalid(format!("GraphOptions::buckets: {} sizes", sizes.len()))
+            })?;
+        }
+        Ok(COptions {
+            raw: o,
+            _dim: dim,
+            _sizes: sizes,
+        })
     }
 }
 
@@ -93,6 +148,12 @@ pub struct GraphStats {
     pub fold_ns: u64,
     /// Why the last eager run was not replayed (`""` if none; truncated to 255 bytes).
     pub last_eager_reason: String,
+    /// Replays whose inputs were padded to a larger bucket.
+    pub padded_replays: u64,
+    /// The dimension padded to buckets (`""` for exact shapes).
+    pub bucket_dim: String,
+    /// Its number of bucket sizes.
+    pub num_bucket_sizes: u32,
 }
 
 /// One captured graph (`wharf_graph_bucket_info`), from [`Model::graph_bucket`].
@@ -112,6 +173,8 @@ pub struct GraphBucket {
     pub capture_ms: f64,
     /// The inputs' dtypes and shapes, e.g. `"I64[1, 1], I64[1]"` (truncated to 127 bytes).
     pub shapes: String,
+    /// Its size along the bucket dimension (-1: an exact shape).
+    pub bucket_size: i64,
 }
 
 /// A char array the library NUL-terminates, never read past its length.
@@ -141,6 +204,9 @@ impl GraphStats {
             bind_check_ns: s.bind_check_ns,
             fold_ns: s.fold_ns,
             last_eager_reason: fixed_string(&s.last_eager_reason),
+            padded_replays: s.padded_replays,
+            bucket_dim: fixed_string(&s.bucket_dim),
+            num_bucket_sizes: s.num_bucket_sizes,
         }
     }
 }
@@ -155,6 +221,7 @@ impl GraphBucket {
             patches: b.patches,
             capture_ms: b.capture_ms,
             shapes: fixed_string(&b.shapes),
+            bucket_size: b.bucket_size,
         }
     }
 }
@@ -166,9 +233,9 @@ impl GraphBucket {
 ///
 /// `model` is NULL or a live model.
 unsafe fn enable_graphs(model: *mut sys::wharf_model, opts: &GraphOptions) -> Result<()> {
-    let o = opts.to_c();
-    // SAFETY: (caller) model; `o` is read during the call only.
-    unsafe { Error::check(sys::wharf_model_enable_graphs(model, &o)) }
+    let o = opts.to_c()?;
+    // SAFETY: (caller) model; `o` (and the memory its pointers name) is read during the call only.
+    unsafe { Error::check(sys::wharf_model_enable_graphs(model, &o.raw)) }
 }
 
 /// # Safety
@@ -204,9 +271,14 @@ impl Model {
     /// run like every output. Whatever cannot be captured runs eagerly and says why in
     /// [`graph_stats`](Self::graph_stats).
     ///
+    /// With buckets ([`GraphOptions::buckets`], or the default set of a package method's
+    /// dimension) runs are padded to the smallest bucket that fits.
+    ///
     /// Errors: `Unsupported` (a model with offloaded layers, a model or shim library without
     /// the entry points capture needs, a CUDA driver older than 12.4; named),
-    /// `FailedPrecondition` (graphs already enabled).
+    /// `FailedPrecondition` (graphs already enabled), `InvalidArgument` (a bucket dimension
+    /// the model does not declare, a size < 1, past its max or given twice, sizes with
+    /// exact shapes; named).
     pub fn enable_graphs(&self, opts: &GraphOptions) -> Result<()> {
         // SAFETY: a live model (thread-safe in C).
         unsafe { enable_graphs(self.as_raw(), opts) }
@@ -235,7 +307,8 @@ mod tests {
 
     #[test]
     fn options_reach_the_c_struct() {
-        let o = GraphOptions::new().to_c();
+        let c = GraphOptions::new().to_c().unwrap();
+        let o = c.raw;
         assert_eq!(
             o.struct_size as usize,
             std::mem::size_of::<sys::wharf_graph_options>()
@@ -244,15 +317,36 @@ mod tests {
             (o.max_buckets, o.max_pool_bytes, o.max_concurrent_runs),
             (0, 0, 0)
         );
-        let o = GraphOptions::new()
+        assert!(o.bucket_dim.is_null() && o.bucket_sizes.is_null());
+        assert_eq!((o.num_bucket_sizes, o.exact_shapes), (0, 0));
+        let c = GraphOptions::new()
             .max_buckets(3)
             .max_pool_bytes(1 << 40)
             .max_concurrent_runs(2)
-            .to_c();
+            .buckets(Some("T"), &[16, 8, 1 << 40])
+            .to_c()
+            .unwrap();
+        let o = c.raw;
         assert_eq!(
             (o.max_buckets, o.max_pool_bytes, o.max_concurrent_runs),
             (3, 1 << 40, 2)
         );
+        // SAFETY: the pointers name memory `c` keeps.
+        let (dim, sizes) = unsafe {
+            (
+                std::ffi::CStr::from_ptr(o.bucket_dim).to_str().unwrap(),
+                std::slice::from_raw_parts(o.bucket_sizes, o.num_bucket_sizes as usize),
+            )
+        };
+        assert_eq!(
+            (dim, sizes, o.exact_shapes),
+            ("T", &[16, 8, 1 << 40][..], 0)
+        );
+        let o = GraphOptions::new().exact_shapes(true).to_c().unwrap().raw;
+        assert_eq!((o.exact_shapes, o.num_bucket_sizes), (1, 0));
+        assert!(o.bucket_dim.is_null());
+        let nul = GraphOptions::new().buckets(Some("T\0"), &[8]).to_c();
+        assert_eq!(nul.err().map(|e| e.code()), Some(Code::InvalidArgument));
     }
 
     #[test]
@@ -267,6 +361,8 @@ mod tests {
         for (d, b) in s.last_eager_reason.iter_mut().zip(reason.bytes()) {
             *d = b as c_char;
         }
+        (s.padded_replays, s.num_bucket_sizes) = (14, 4);
+        s.bucket_dim[0] = b'N' as c_char;
         let got = GraphStats::from_c(&s);
         assert_eq!(
             got,
@@ -285,6 +381,9 @@ mod tests {
                 bind_check_ns: 13,
                 fold_ns: 1 << 40,
                 last_eager_reason: reason.to_string(),
+                padded_replays: 14,
+                bucket_dim: "N".to_string(),
+                num_bucket_sizes: 4,
             }
         );
 
@@ -293,6 +392,7 @@ mod tests {
         (b.set, b.pool_bytes, b.nodes, b.patched_nodes, b.patches) = (1, 4096, 120, 30, 45);
         b.capture_ms = 2.5;
         b.shapes = [b'x' as c_char; 128]; // no NUL: the whole array, never past it
+        b.bucket_size = -1;
         let got = GraphBucket::from_c(&b);
         assert_eq!(
             (
@@ -306,6 +406,7 @@ mod tests {
         );
         assert_eq!(got.capture_ms, 2.5);
         assert_eq!(got.shapes, "x".repeat(128));
+        assert_eq!(got.bucket_size, -1);
     }
 
     #[test]

@@ -523,6 +523,10 @@ pub struct wharf_graph_options {
     pub max_buckets: u32,
     pub max_pool_bytes: u64,
     pub max_concurrent_runs: u32,
+    pub bucket_dim: *const c_char,
+    pub bucket_sizes: *const i64,
+    pub num_bucket_sizes: u32,
+    pub exact_shapes: u32,
 }
 
 /// wharf_graph_stats (experimental).
@@ -545,6 +549,9 @@ pub struct wharf_graph_stats {
     pub bind_check_ns: u64,
     pub fold_ns: u64,
     pub last_eager_reason: [c_char; 256],
+    pub padded_replays: u64,
+    pub bucket_dim: [c_char; 64],
+    pub num_bucket_sizes: u32,
 }
 
 /// wharf_graph_bucket_info (experimental).
@@ -560,6 +567,7 @@ pub struct wharf_graph_bucket_info {
     pub patches: u64,
     pub capture_ms: f64,
     pub shapes: [c_char; 128],
+    pub bucket_size: i64,
 }
 
 /// wharf_state_arena_stats (experimental).
@@ -1049,14 +1057,22 @@ mod tests {
                 offset_of!(wharf_model_package_options, session_capacity),
                 40
             );
-            assert_eq!(size_of::<wharf_graph_options>(), 24);
+            assert_eq!(size_of::<wharf_graph_options>(), 48);
             assert_eq!(offset_of!(wharf_graph_options, max_concurrent_runs), 16);
-            assert_eq!(size_of::<wharf_graph_stats>(), 360);
+            assert_eq!(offset_of!(wharf_graph_options, bucket_dim), 24);
+            assert_eq!(offset_of!(wharf_graph_options, bucket_sizes), 32);
+            assert_eq!(offset_of!(wharf_graph_options, num_bucket_sizes), 40);
+            assert_eq!(offset_of!(wharf_graph_options, exact_shapes), 44);
+            assert_eq!(size_of::<wharf_graph_stats>(), 440);
             assert_eq!(offset_of!(wharf_graph_stats, fold_ns), 96);
             assert_eq!(offset_of!(wharf_graph_stats, last_eager_reason), 104);
-            assert_eq!(size_of::<wharf_graph_bucket_info>(), 176);
+            assert_eq!(offset_of!(wharf_graph_stats, padded_replays), 360);
+            assert_eq!(offset_of!(wharf_graph_stats, bucket_dim), 368);
+            assert_eq!(offset_of!(wharf_graph_stats, num_bucket_sizes), 432);
+            assert_eq!(size_of::<wharf_graph_bucket_info>(), 184);
             assert_eq!(offset_of!(wharf_graph_bucket_info, capture_ms), 40);
             assert_eq!(offset_of!(wharf_graph_bucket_info, shapes), 48);
+            assert_eq!(offset_of!(wharf_graph_bucket_info, bucket_size), 176);
             assert_eq!(size_of::<wharf_state_arena_stats>(), 24);
             assert_eq!(offset_of!(wharf_state_arena_stats, bytes), 16);
             assert_eq!(offset_of!(wharf_model_options, offload), 40);

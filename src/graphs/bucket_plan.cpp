@@ -66,7 +66,8 @@ Status resolve_buckets(const std::string& model, const std::vector<SymbolicDim>&
       if (paddable(x) && (!sizes.empty() || x.max >= 1)) cands.push_back(&x);
     if (cands.size() != 1) {
       if (sizes.empty()) return Status::Ok();  // no default: exact shapes
-      return InvalidArgument(who + std::to_string(sizes.size()) + " sizes given without a dimension name, and the model has " +
+      return InvalidArgument(who + std::to_string(sizes.size()) +
+                             " sizes given without a dimension name, and the model has " +
                              std::to_string(cands.size()) + " dimensions that may be padded (name one)");
     }
     d = cands[0];
@@ -82,12 +83,14 @@ Status resolve_buckets(const std::string& model, const std::vector<SymbolicDim>&
   }
   std::sort(s.begin(), s.end());
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] < 1) return InvalidArgument(who + "size " + std::to_string(s[i]) + " of " + quote_name(d->name) + " is < 1");
+    if (s[i] < 1)
+      return InvalidArgument(who + "size " + std::to_string(s[i]) + " of " + quote_name(d->name) + " is < 1");
     if (i && s[i] == s[i - 1])
       return InvalidArgument(who + "size " + std::to_string(s[i]) + " of " + quote_name(d->name) + " is given twice");
     if (s[i] > UINT32_MAX || (d->max >= 0 && s[i] > d->max))
       return InvalidArgument(who + "size " + std::to_string(s[i]) + " of " + quote_name(d->name) +
-                             " is past the dimension's max " + std::to_string(d->max >= 0 ? d->max : int64_t(UINT32_MAX)));
+                             " is past the dimension's max " +
+                             std::to_string(d->max >= 0 ? d->max : int64_t(UINT32_MAX)));
   }
   out->dim = d->name;
   out->inputs = d->inputs;

@@ -194,8 +194,7 @@ class GraphBuckets : public ::testing::Test {
     wharf_run* run = nullptr;
     ASSERT_OK(wharf_run_begin_batch(wharf_model_container(l.batch), ss.data(), n, nullptr, &run));
     const int64_t ishape[2] = {int64_t(n), 1}, pshape[1] = {int64_t(n)};
-    wharf_tensor_view in[3] = {host_i64(tokens.data(), 2, ishape), host_i64(positions.data(), 1, pshape),
-                               zero_view()};
+    wharf_tensor_view in[3] = {host_i64(tokens.data(), 2, ishape), host_i64(positions.data(), 1, pshape), zero_view()};
     wharf_tensor_view out = zero_view();
     St st(wharf_model_run(l.batch, run, in, 3, &out, 1));
     EXPECT_EQ(st.code(), WHARF_OK) << l.what << ": " << st.msg();

@@ -136,18 +136,17 @@ TEST(GraphBuckets, TheRunSizeIsTheInputsCommonOne) {
   BucketSpec spec;
   ASSERT_TRUE(resolve_buckets("m", {batch_n()}, 3, "N", {8}, false, &spec).ok());
   int64_t n = 0;
-  ASSERT_TRUE(run_size(spec, std::vector<TensorMeta>{meta(DType::kI64, {3, 1}), meta(DType::kI64, {3}),
-                                                      meta(DType::kI64, {3})},
-                       &n)
-                  .ok());
+  ASSERT_TRUE(
+      run_size(spec, std::vector<TensorMeta>{meta(DType::kI64, {3, 1}), meta(DType::kI64, {3}), meta(DType::kI64, {3})},
+               &n)
+          .ok());
   EXPECT_EQ(n, 3);
-  Status st = run_size(spec, std::vector<TensorMeta>{meta(DType::kI64, {3, 1}), meta(DType::kI64, {4}),
-                                                      meta(DType::kI64, {3})},
-                       &n);
+  Status st = run_size(
+      spec, std::vector<TensorMeta>{meta(DType::kI64, {3, 1}), meta(DType::kI64, {4}), meta(DType::kI64, {3})}, &n);
   EXPECT_EQ(st.code(), Code::kFailedPrecondition);
   EXPECT_NE(st.message().find("inputs 0 and 1 disagree on 'N' (3 and 4)"), std::string::npos) << st.message();
-  st = run_size(spec, std::vector<TensorMeta>{meta(DType::kI64, {0, 1}), meta(DType::kI64, {0}), meta(DType::kI64, {0})},
-                &n);
+  st = run_size(spec,
+                std::vector<TensorMeta>{meta(DType::kI64, {0, 1}), meta(DType::kI64, {0}), meta(DType::kI64, {0})}, &n);
   EXPECT_NE(st.message().find("no last row"), std::string::npos) << st.message();
   st = run_size(spec, std::vector<TensorMeta>{meta(DType::kI64, {}), meta(DType::kI64, {3}), meta(DType::kI64, {3})},
                 &n);

@@ -16,6 +16,7 @@ public final class GraphBucket {
   private final long patches;
   private final double captureMillis;
   private final String shapes;
+  private final long bucketSize;
 
   private GraphBucket(wharf_graph_bucket_info b) {
     set = b.getSet();
@@ -25,6 +26,7 @@ public final class GraphBucket {
     patches = b.getPatches();
     captureMillis = b.getCapture_ms();
     shapes = b.shapes_text();
+    bucketSize = b.getBucket_size();
   }
 
   /** Copies the native struct the library filled. */
@@ -67,9 +69,15 @@ public final class GraphBucket {
     return shapes;
   }
 
+  /** @return its size along the bucket dimension (-1: an exact shape) */
+  public long bucketSize() {
+    return bucketSize;
+  }
+
   @Override
   public String toString() {
     return "GraphBucket{set=" + set + ", shapes=\"" + shapes + "\", nodes=" + nodes + ", patchedNodes=" + patchedNodes
-        + ", patches=" + patches + ", poolBytes=" + poolBytes + ", captureMillis=" + captureMillis + "}";
+        + ", patches=" + patches + ", poolBytes=" + poolBytes + ", captureMillis=" + captureMillis + ", bucketSize="
+        + bucketSize + "}";
   }
 }

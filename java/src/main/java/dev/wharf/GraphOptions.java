@@ -16,14 +16,23 @@ public final class GraphOptions {
   private static final GraphOptions DEFAULTS = new Builder().build();
   private static final long UINT32_MAX = 0xFFFF_FFFFL;
 
+  /** The most bucket sizes the binding passes (the SWIG helper's bound). */
+  public static final int MAX_BUCKET_SIZES = 64;
+
   private final long maxBuckets;
   private final long maxPoolBytes;
   private final long maxConcurrentRuns;
+  private final String bucketDim;
+  private final long[] bucketSizes;
+  private final boolean exactShapes;
 
   private GraphOptions(Builder b) {
     this.maxBuckets = b.maxBuckets;
     this.maxPoolBytes = b.maxPoolBytes;
     this.maxConcurrentRuns = b.maxConcurrentRuns;
+    this.bucketDim = b.bucketDim;
+    this.bucketSizes = b.bucketSizes.clone();
+    this.exactShapes = b.exactShapes;
   }
 
   /**
@@ -71,10 +80,39 @@ public final class GraphOptions {
     return maxConcurrentRuns;
   }
 
+  /**
+   * The symbolic dimension padded to buckets.
+   *
+   * @return its name, or null (the method's only paddable dimension)
+   */
+  public String bucketDim() {
+    return bucketDim;
+  }
+
+  /**
+   * The bucket sizes.
+   *
+   * @return a copy; empty (the default) means the default set where the method has one
+   *     paddable dimension with a max
+   */
+  public long[] bucketSizes() {
+    return bucketSizes.clone();
+  }
+
+  /**
+   * Whether every exact input shape gets its own graph (no padding).
+   *
+   * @return true for exact shapes
+   */
+  public boolean exactShapes() {
+    return exactShapes;
+  }
+
   @Override
   public String toString() {
     return "GraphOptions{maxBuckets=" + maxBuckets + ", maxPoolBytes=" + maxPoolBytes + ", maxConcurrentRuns="
-        + maxConcurrentRuns + "}";
+        + maxConcurrentRuns + ", bucketDim=" + bucketDim + ", bucketSizes=" + java.util.Arrays.toString(bucketSizes)
+        + ", exactShapes=" + exactShapes + "}";
   }
 
   /** Builds {@link GraphOptions}. Not thread-safe. */
@@ -82,6 +120,9 @@ public final class GraphOptions {
     private long maxBuckets;
     private long maxPoolBytes;
     private long maxConcurrentRuns;
+    private String bucketDim;
+    private long[] bucketSizes = new long[0];
+    private boolean exactShapes;
 
     private Builder() {}
 
@@ -129,6 +170,41 @@ public final class GraphOptions {
      */
     public Builder maxConcurrentRuns(long runs) {
       this.maxConcurrentRuns = uint32("maxConcurrentRuns", runs);
+      return this;
+    }
+
+    /**
+     * Buckets of a symbolic dimension (a model package method's manifest {@code dims}:
+     * prefill's "T", decode_batch's "N"): a run of size n replays the graph of the smallest
+     * size &gt;= n, its inputs padded by repeating their last row, its outputs with the
+     * dimension views of the real rows; sizes past the largest run eagerly (see
+     * {@code wharf_model_enable_graphs} for the rule a method must satisfy). Not called: the
+     * default set (powers of two up to the dimension's max, and the max) where the method has
+     * one such dimension with a max. The library checks the sizes against the dimension.
+     *
+     * @param dim the dimension's name, or null for the method's only paddable dimension
+     * @param sizes the sizes (copied)
+     * @return this builder
+     * @throws IllegalArgumentException if there are more than {@link #MAX_BUCKET_SIZES} sizes
+     */
+    public Builder buckets(String dim, long... sizes) {
+      java.util.Objects.requireNonNull(sizes, "sizes");
+      if (sizes.length > MAX_BUCKET_SIZES) {
+        throw new IllegalArgumentException(sizes.length + " bucket sizes; at most " + MAX_BUCKET_SIZES);
+      }
+      this.bucketDim = dim;
+      this.bucketSizes = sizes.clone();
+      return this;
+    }
+
+    /**
+     * No padding: a graph per exact input shape.
+     *
+     * @param exact true for exact shapes
+     * @return this builder
+     */
+    public Builder exactShapes(boolean exact) {
+      this.exactShapes = exact;
       return this;
     }
 

@@ -23,6 +23,9 @@ public final class GraphStats {
   private final long bindCheckNanos;
   private final long foldNanos;
   private final String lastEagerReason;
+  private final long paddedReplays;
+  private final String bucketDim;
+  private final long numBucketSizes;
 
   private GraphStats(wharf_graph_stats s) {
     numBuckets = s.getNum_buckets();
@@ -39,6 +42,9 @@ public final class GraphStats {
     bindCheckNanos = s.getBind_check_ns();
     foldNanos = s.getFold_ns();
     lastEagerReason = s.last_eager_reason_text();
+    paddedReplays = s.getPadded_replays();
+    bucketDim = s.bucket_dim_text();
+    numBucketSizes = s.getNum_bucket_sizes();
   }
 
   /** Copies the native struct the library filled. */
@@ -114,6 +120,21 @@ public final class GraphStats {
   /** @return why the last eager run was not replayed ("" if none; truncated to 255 bytes) */
   public String lastEagerReason() {
     return lastEagerReason;
+  }
+
+  /** @return replays whose inputs were padded to a larger bucket */
+  public long paddedReplays() {
+    return paddedReplays;
+  }
+
+  /** @return the dimension padded to buckets ("" for exact shapes) */
+  public String bucketDim() {
+    return bucketDim;
+  }
+
+  /** @return its number of bucket sizes */
+  public long numBucketSizes() {
+    return numBucketSizes;
   }
 
   @Override

@@ -279,13 +279,16 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
    * later run of that shape, re-pointed (never recaptured) after a swap, an update or for
    * another session. Outputs of a replayed run are the graph's static buffers, owned by the
    * run like every output. Whatever cannot be captured runs eagerly and says why in
-   * {@link #graphStats()}.
+   * {@link #graphStats()}. With buckets ({@link GraphOptions.Builder#buckets}, or the default
+   * set of a package method's dimension) runs are padded to the smallest bucket that fits.
    *
-   * @param options the bucket count, pool ceiling and concurrent runs
+   * @param options the bucket count, pool ceiling, concurrent runs and buckets
    * @throws WharfException {@link WharfException.Code#UNSUPPORTED} (a model with offloaded
    *     layers, a model or shim library without the entry points capture needs, a CUDA
    *     driver older than 12.4; named), {@link WharfException.Code#FAILED_PRECONDITION}
-   *     (graphs already enabled)
+   *     (graphs already enabled), {@link WharfException.Code#INVALID_ARGUMENT} (a bucket
+   *     dimension the model does not declare, a size &lt; 1, past its max or given twice,
+   *     sizes with exact shapes; named)
    * @throws IllegalStateException if the model has been closed
    * @since 0.3
    */
@@ -293,7 +296,7 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
     Objects.requireNonNull(options, "options");
     withPointer(m -> {
       WharfNative.wharf_swig_model_enable_graphs(m, options.maxBuckets(), options.maxPoolBytes(),
-          options.maxConcurrentRuns());
+          options.maxConcurrentRuns(), options.bucketDim(), options.bucketSizes(), options.exactShapes() ? 1 : 0);
       return null;
     });
   }

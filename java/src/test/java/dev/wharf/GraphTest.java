@@ -30,6 +30,22 @@ public class GraphTest {
     assertThrows(IllegalArgumentException.class, () -> GraphOptions.builder().maxConcurrentRuns(-2));
     assertThrows(IllegalArgumentException.class, () -> GraphOptions.builder().maxPoolBytes(-1));
     assertEquals(0xFFFF_FFFFL, GraphOptions.builder().maxBuckets(0xFFFF_FFFFL).build().maxBuckets());
+    // Buckets: copied in and out; too many refused before the library.
+    assertEquals(null, d.bucketDim());
+    assertEquals(0, d.bucketSizes().length);
+    assertEquals(false, d.exactShapes());
+    long[] sizes = {16, 8};
+    GraphOptions b = GraphOptions.builder().buckets("T", sizes).build();
+    sizes[0] = 99;
+    assertEquals("T", b.bucketDim());
+    org.junit.Assert.assertArrayEquals(new long[] {16, 8}, b.bucketSizes());
+    b.bucketSizes()[0] = 99;
+    org.junit.Assert.assertArrayEquals(new long[] {16, 8}, b.bucketSizes());
+    assertTrue(b.toString(), b.toString().contains("bucketSizes=[16, 8]"));
+    assertTrue(GraphOptions.builder().exactShapes(true).build().exactShapes());
+    assertThrows(IllegalArgumentException.class,
+        () -> GraphOptions.builder().buckets("N", new long[GraphOptions.MAX_BUCKET_SIZES + 1]));
+    assertThrows(NullPointerException.class, () -> GraphOptions.builder().buckets("N", (long[]) null));
   }
 
   @Test
@@ -50,6 +66,8 @@ public class GraphTest {
       s.setRepoint_ns(12);
       s.setBind_check_ns(13);
       s.setFold_ns(1L << 40);
+      s.setPadded_replays(14);
+      s.setNum_bucket_sizes(4);
       GraphStats g = GraphStats.of(s);
       assertEquals(2, g.numBuckets());
       assertEquals(3, g.captures());
@@ -65,6 +83,9 @@ public class GraphTest {
       assertEquals(13, g.bindCheckNanos());
       assertEquals(1L << 40, g.foldNanos());
       assertEquals("", g.lastEagerReason());
+      assertEquals(14, g.paddedReplays());
+      assertEquals(4, g.numBucketSizes());
+      assertEquals("", g.bucketDim());
     } finally {
       s.delete();
     }
@@ -76,6 +97,7 @@ public class GraphTest {
       b.setPatched_nodes(30);
       b.setPatches(45);
       b.setCapture_ms(2.5);
+      b.setBucket_size(-1);
       GraphBucket g = GraphBucket.of(b);
       assertEquals(1, g.set());
       assertEquals(4096, g.poolBytes());
@@ -84,6 +106,7 @@ public class GraphTest {
       assertEquals(45, g.patches());
       assertEquals(2.5, g.captureMillis(), 0);
       assertEquals("", g.shapes());
+      assertEquals(-1, g.bucketSize());
     } finally {
       b.delete();
     }
@@ -92,7 +115,15 @@ public class GraphTest {
   @Test
   public void theLibraryRefusesANullModel() {
     assertWharfError(WharfException.Code.INVALID_ARGUMENT,
-        () -> WharfNative.wharf_swig_model_enable_graphs(null, 1, 0, 0), "wharf_model_enable_graphs", "NULL");
+        () -> WharfNative.wharf_swig_model_enable_graphs(null, 1, 0, 0, null, null, 0), "wharf_model_enable_graphs",
+        "NULL");
+    // Sizes reach the library through the helper's array typemap (null: none).
+    assertWharfError(WharfException.Code.INVALID_ARGUMENT,
+        () -> WharfNative.wharf_swig_model_enable_graphs(null, 0, 0, 0, "T", new long[] {8, 16}, 0),
+        "wharf_model_enable_graphs");
+    assertThrows(IllegalArgumentException.class,
+        () -> WharfNative.wharf_swig_model_enable_graphs(null, 0, 0, 0, "T",
+            new long[GraphOptions.MAX_BUCKET_SIZES + 1], 0));
     wharf_graph_stats s = new wharf_graph_stats();
     wharf_graph_bucket_info b = new wharf_graph_bucket_info();
     try {
