@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   {
     std::vector<int64_t> ids(static_cast<size_t>(max_len)), pos(static_cast<size_t>(max_len));
     for (int64_t i = 0; i < max_len; ++i) {
-      ids[size_t(i)] = (i * 7919 + 13) % 1000;  // any tokens below every vocabulary's size
+      ids[size_t(i)] = (i * 7919 + 13) % int64_t(vocab);  // tokens below the vocabulary size
       pos[size_t(i)] = i;
     }
     CUDA_OK(cudaMemcpy(d_ids, ids.data(), ids.size() * 8, cudaMemcpyHostToDevice));
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
     std::vector<double> step_us, host_us;
     for (int it = 0; it < warmup + steps; ++it) {
       for (int r = 0; r < n; ++r) {
-        h_tok[r] = (r * 31 + it) % 1000;
+        h_tok[r] = (r * 31 + it) % int64_t(vocab);
         h_pos[r] = next[size_t(r)]++;
       }
       const int64_t tok_shape[2] = {n, 1}, pos_shape[1] = {n}, out_shape[3] = {n, 1, int64_t(vocab)};
@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
         auto a = Clock::now();
         for (int r = 0; r < n; ++r) {
           const int64_t tok_shape[2] = {1, 1}, one[1] = {1}, out_shape[3] = {1, 1, int64_t(vocab)};
-          h_tok[r] = (r * 31 + it) % 1000;
+          h_tok[r] = (r * 31 + it) % int64_t(vocab);
           h_pos[r] = next[size_t(r)]++;
           auto x = Clock::now();
           wharf_run* run = nullptr;
