@@ -840,6 +840,7 @@ Status Container::acquire(std::shared_ptr<Generation>* out, uint64_t* id) {
   });
   if (!active_)
     return FailedPrecondition("container " + quote_name(name_) + " has no active weights yet (update and swap first)");
+  runtime_->serving().note_run();  // updates pace their copies meanwhile (device/serving.h)
   if (active_->open_runs++ == 0) open_gens_.push_back(active_);
   *out = active_;
   *id = active_->id;

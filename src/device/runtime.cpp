@@ -62,6 +62,8 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
   rt->opts_ = o;
   rt->device_ = std::move(dev);
   WHARF_RETURN_IF_ERROR(rt->device_->create_stream(&rt->stream_));
+  rt->serving_ = rt->device_->backend() == Backend::kCuda ? ServingSignal::for_cuda_device(rt->device_->index())
+                                                          : std::make_shared<ServingSignal>();
   *out = std::move(rt);
   return Status::Ok();
 }
@@ -73,6 +75,7 @@ Status Runtime::transfers(TransferEngine** out) {
     t.threads = opts_.copy_threads;
     t.chunk_bytes = std::min<uint64_t>(kDefaultChunkBytes, opts_.staging_bytes / 2);
     t.staging_bytes = opts_.staging_bytes;
+    t.serving = serving_;
     WHARF_RETURN_IF_ERROR(TransferEngine::create(device_, t, &transfers_));
   }
   *out = transfers_.get();

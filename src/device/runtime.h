@@ -8,6 +8,7 @@
 
 #include "core/sync.h"
 #include "device/device.h"
+#include "device/serving.h"
 #include "device/transfer.h"
 
 namespace wharf {
@@ -34,12 +35,17 @@ class Runtime {
   Status synchronize() { return device_->synchronize(); }
   // The runtime's copy engine, created on first use (its staging ring on first pageable copy).
   Status transfers(TransferEngine** out) WHARF_EXCLUDES(transfers_mu_);
+  // Whether runs are being served on this device (device/serving.h): every run notes itself
+  // (Container::acquire), the transfer engine paces an update's copies meanwhile. Shared by
+  // every runtime of the same CUDA device; a host-backend runtime has its own.
+  ServingSignal& serving() { return *serving_; }
 
  private:
   Runtime() = default;
   RuntimeOptions opts_;
   std::shared_ptr<Device> device_;
   std::unique_ptr<Stream> stream_;
+  std::shared_ptr<ServingSignal> serving_;
   Mutex transfers_mu_;
   // Created once under transfers_mu_ and never replaced or freed before the runtime, so the
   // pointer transfers() hands out stays valid without the lock.

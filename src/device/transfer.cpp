@@ -39,6 +39,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <string>
@@ -236,6 +237,10 @@ struct Job {
   std::condition_variable issue_cv;
   std::vector<bool> issued WHARF_GUARDED_BY(issue_mu);
   std::atomic<uint64_t> staged_copies{0};
+  std::atomic<uint64_t> direct_copies{0};
+  // The serving policy of this call (device/serving.h), read once when it begins.
+  ServingPolicy policy;
+  std::atomic<uint64_t> paced_waits{0};
   // Set on the first error so no thread starts another piece; pieces already running finish.
   std::atomic<bool> failed{false};
 
@@ -400,6 +405,29 @@ struct TransferEngine::Impl {
   // Last, so it is destroyed first: its threads use everything above.
   WorkerPool pool;
 
+  // Serving while updating: the copy stream's pieces still in flight while pacing (each with
+  // the event recorded after it), oldest first, and their bytes; spare events for reuse.
+  struct Pending {
+    std::unique_ptr<Event> event;
+    uint64_t bytes;
+  };
+  Mutex pace_mu;
+  std::deque<Pending> pending WHARF_GUARDED_BY(pace_mu);
+  uint64_t inflight WHARF_GUARDED_BY(pace_mu) = 0;
+  std::vector<std::unique_ptr<Event>> spare_events WHARF_GUARDED_BY(pace_mu);
+
+  // Whether runs are being served on the device now, under `policy`.
+  bool serving(const ServingPolicy& policy) const {
+    return opts.serving && policy.window_ms > 0 && opts.serving->active(policy.window_ms);
+  }
+  // Enqueues one copy on the copy stream (counted in *copies, one per DMA). While runs are
+  // served it goes in pieces of at most policy.dma_bytes, and waits before each piece until
+  // the stream holds at most policy.inflight_bytes including it (device/serving.h).
+  Status enqueue(Job& job, void* dst, const void* src, uint64_t bytes, std::atomic<uint64_t>* copies)
+      WHARF_EXCLUDES(pace_mu);
+  // After the stream drained: every pending piece is complete.
+  void forget_pending() WHARF_EXCLUDES(pace_mu);
+
   Status ensure_ring() WHARF_REQUIRES(mu);
   void run_staged(Job& job) WHARF_REQUIRES(mu);
   // Enqueues block k's DMAs and records its event (the thread that read its last fill).
@@ -501,7 +529,7 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k) {
   auto flush = [&]() -> bool {
     if (run.bytes == 0) return true;
     const Clock::time_point t_enq = job.trace.now();
-    Status cs = stream->copy_async(run.to, run.from, run.bytes);
+    Status cs = enqueue(job, run.to, run.from, run.bytes, &job.staged_copies);
     job.trace.add(job.trace.enqueue_ns, t_enq);
     job.trace.enqueued();
     if (!cs.ok()) {
@@ -511,7 +539,6 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k) {
                                std::to_string(run.bytes) + " bytes from staging block " + std::to_string(k % slots)));
       return false;
     }
-    job.staged_copies.fetch_add(1, std::memory_order_relaxed);
     return true;
   };
   for (size_t f = first; f < end; ++f) {
@@ -541,6 +568,55 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k) {
   }
   job.mark_issued(k);
   for (size_t f = first; f < end; ++f) test_hook("transfer.staged.enqueued");  // each fill's DMAs are on the stream
+}
+
+Status TransferEngine::Impl::enqueue(Job& job, void* dst, const void* src, uint64_t bytes,
+                                     std::atomic<uint64_t>* copies) {
+  const ServingPolicy& p = job.policy;
+  const bool now_serving = serving(p);
+  const uint64_t piece = now_serving && p.dma_bytes > 0 ? p.dma_bytes : bytes;
+  const bool pace = now_serving && p.inflight_bytes > 0;
+  for (uint64_t off = 0; off < bytes; off += piece) {
+    const uint64_t n = std::min(piece, bytes - off);
+    char* const to = static_cast<char*>(dst) + off;
+    const char* const from = static_cast<const char*>(src) + off;
+    if (!pace) {
+      WHARF_RETURN_IF_ERROR(stream->copy_async(to, from, n));
+      copies->fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    // One enqueuer at a time while pacing: the oldest pieces are waited for in stream order.
+    MutexLock lock(pace_mu);
+    while (!pending.empty() && inflight + n > p.inflight_bytes) {
+      Pending& oldest = pending.front();
+      WHARF_RETURN_IF_ERROR(
+          oldest.event->synchronize().with_context("waiting for an earlier copy while pacing for runs being served"));
+      inflight -= oldest.bytes;
+      spare_events.push_back(std::move(oldest.event));
+      pending.pop_front();
+      job.paced_waits.fetch_add(1, std::memory_order_relaxed);
+    }
+    WHARF_RETURN_IF_ERROR(stream->copy_async(to, from, n));
+    copies->fetch_add(1, std::memory_order_relaxed);
+    std::unique_ptr<Event> ev;
+    if (!spare_events.empty()) {
+      ev = std::move(spare_events.back());
+      spare_events.pop_back();
+    } else {
+      WHARF_RETURN_IF_ERROR(device->create_event(&ev).with_context("creating a pacing event"));
+    }
+    WHARF_RETURN_IF_ERROR(stream->record(*ev).with_context("recording a pacing event"));
+    pending.push_back({std::move(ev), n});
+    inflight += n;
+  }
+  return Status::Ok();
+}
+
+void TransferEngine::Impl::forget_pending() {
+  MutexLock lock(pace_mu);
+  for (Pending& q : pending) spare_events.push_back(std::move(q.event));
+  pending.clear();
+  inflight = 0;
 }
 
 void TransferEngine::Impl::run_host(Job& job) {
@@ -579,16 +655,21 @@ void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::t
   const uint64_t first = tr.first_enqueue.load(), last = tr.last_enqueue.load();
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.2f GB/s", total ? double(bytes) / double(total) : 0.0);
-  WHARF_LOG(kDebug,
-            "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
-                mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
-                ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate + "; first DMA enqueued at " +
-                (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) + ", drain from " +
-                ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) + " allocations " +
-                ms(tr.alloc_ns) + " (longest " + ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) +
-                " fills in " + std::to_string(job.staged_copies.load()) + " DMAs: reads " + ms(tr.read_ns.load()) +
-                ", chunk waits " + ms(tr.chunk_wait_ns.load()) + ", destination waits " + ms(tr.dst_wait_ns.load()) +
-                ", enqueue calls " + ms(tr.enqueue_ns.load()) + " (summed over threads)");
+  WHARF_LOG(kDebug, "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
+                        mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
+                        ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate +
+                        "; first DMA enqueued at " + (first == UINT64_MAX ? std::string("-") : ms(first)) +
+                        ", last at " + ms(last) + ", drain from " + ms(drain_from) + " to " + ms(total) + "; " +
+                        std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) + " (longest " +
+                        ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills in " +
+                        std::to_string(job.staged_copies.load()) + " DMAs: reads " + ms(tr.read_ns.load()) +
+                        ", chunk waits " + ms(tr.chunk_wait_ns.load()) + ", destination waits " +
+                        ms(tr.dst_wait_ns.load()) + ", enqueue calls " + ms(tr.enqueue_ns.load()) +
+                        " (summed over threads); " + std::to_string(t.direct_copies) + " direct DMAs; " +
+                        (t.serving ? "runs being served: pieces of at most " + mib(job.policy.dma_bytes) + ", " +
+                                         mib(job.policy.inflight_bytes) + " in flight, " +
+                                         std::to_string(job.paced_waits.load()) + " paced waits"
+                                   : std::string("no runs being served")));
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
@@ -598,6 +679,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   if (stats) *stats = TransferStats{};
   Job job;
   job.requests = &requests;
+  job.policy = opts.serving_policy ? *opts.serving_policy : ServingPolicy::from_env();
   job.trace.on = log_enabled(LogLevel::kDebug);
   job.progress_on = bool(progress);
   if (job.trace.on) job.trace.t0 = Clock::now();
@@ -739,8 +821,16 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   // The pool's workers start staging (their host memcpys need no destination) while this
   // thread, in request order, allocates missing destinations, publishes each one, and
   // enqueues the direct copies: allocation overlaps the DMA of the requests before it.
+  const bool serving_at_start = serving(job.policy);
+  totals.serving = serving_at_start;
+  // While serving, optionally fewer staging threads: cores (and memory bandwidth) for the
+  // threads that serve.
+  const uint64_t stage_threads = serving_at_start && job.policy.copy_threads > 0
+                                     ? std::min<uint64_t>(staging_threads, job.policy.copy_threads)
+                                     : staging_threads;
   const uint32_t stage_n =
-      job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(staging_threads, job.fills.size()));
+      job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(stage_threads, job.fills.size()));
+  totals.staging_threads = stage_n;
   const uint32_t host_n = static_cast<uint32_t>(std::min<uint64_t>(pool.size(), job.host.size()));
   // Runs on the pool's threads while this thread holds mu (see Impl::mu).
   std::function<void(uint32_t)> work = [&](uint32_t t) WHARF_REQUIRES(mu) {
@@ -807,7 +897,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       if (progress) report();
       continue;
     }
-    Status st = stream->copy_async(d, r.src, r.bytes);
+    Status st = enqueue(job, d, r.src, r.bytes, &job.direct_copies);
     job.trace.enqueued();
     if (!st.ok()) {
       job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": enqueueing the direct copy of " +
@@ -860,7 +950,10 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   const Clock::time_point t_drain = job.trace.now();
   Status sync = stream->synchronize();
   if (first.ok() && !sync.ok()) first = sync.with_context("copy: waiting for the copy stream to finish");
+  forget_pending();  // drained: nothing of this call is in flight (or the stream failed)
   totals.staged_copies = job.staged_copies.load(std::memory_order_relaxed);
+  totals.direct_copies = job.direct_copies.load(std::memory_order_relaxed);
+  totals.paced_waits = job.paced_waits.load(std::memory_order_relaxed);
   if (first.ok() && stats) *stats = totals;
   if (job.trace.on) log_trace(job, totals, requests.size(), t_drain);
   return first;

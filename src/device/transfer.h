@@ -21,6 +21,7 @@
 
 #include "core/status.h"
 #include "device/device.h"
+#include "device/serving.h"
 
 namespace wharf {
 namespace io {
@@ -76,6 +77,12 @@ struct TransferOptions {
   // the largest whole number of chunks <= block_bytes that divides the ring, at most half of
   // it (so one block fills while another is copied); one chunk when block_bytes < chunk_bytes.
   uint64_t block_bytes = 16ull << 20;
+  // Serving while updating (device/serving.h): while `serving` says runs are served on the
+  // device, copies follow `serving_policy` (split into pieces, paced, fewer staging threads)
+  // so runs' own small copies do not queue behind them. Null: never. An empty policy is read
+  // from the environment at each copy() (the A/B switches of bench/serve_update_bench).
+  std::shared_ptr<const ServingSignal> serving;
+  std::optional<ServingPolicy> serving_policy;
 };
 
 struct TransferStats {
@@ -84,6 +91,13 @@ struct TransferStats {
   // destination within a block (a request's bytes across the block's chunks, a dst_group's
   // requests side by side).
   uint64_t staged_copies = 0;
+  // Copies enqueued straight from pinned or device sources (a request's pieces while serving).
+  uint64_t direct_copies = 0;
+  // Whether runs were being served when the call began (the serving policy applied), and how
+  // often an enqueue waited for the copy stream to take fewer bytes in flight.
+  bool serving = false;
+  uint64_t paced_waits = 0;
+  uint32_t staging_threads = 0;  // host threads that filled the ring in this call
 };
 
 class TransferEngine {
