@@ -166,8 +166,7 @@ struct Options {
 
 class Server {
  public:
-  Server(const Options& o, wharf_runtime* rt, wharf_model_package* pkg, Clock::time_point epoch)
-      : o_(o), epoch_(epoch) {
+  Server(const Options& o, wharf_model_package* pkg, Clock::time_point epoch) : o_(o), epoch_(epoch) {
     wharf_ok(wharf_model_package_get_method(pkg, "decode", &model_), "get_method decode");
     if (o.graphs) wharf_ok(wharf_model_enable_graphs(model_, nullptr), "enable_graphs");
     c_ = wharf_model_container(model_);
@@ -191,7 +190,6 @@ class Server {
       h_out_ = new float[kVocab];
     }
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in_), 4 * sizeof(int64_t)));
-    (void)rt;
   }
   ~Server() {
     for (wharf_session* s : sessions_) wharf_session_free(s);
@@ -237,7 +235,7 @@ class Server {
     h_in_[0] = tok_[si];
     h_in_[1] = 0;
     h_in_[2] = pos_[si];
-    const int64_t tshape[2] = {1, 1}, pshape[1] = {1}, lshape[3] = {1, 1, kVocab};
+    const int64_t tshape[2] = {1, 1}, pshape[1] = {1};
     wharf_tensor_view in[2];
     if (o_.input == "device") {
       CUDA_OK(cudaMemcpyAsync(d_in_, h_in_, 3 * sizeof(int64_t), cudaMemcpyHostToDevice, stream_));
@@ -253,7 +251,6 @@ class Server {
     wharf_tensor_view out;
     std::memset(&out, 0, sizeof out);
     out.struct_size = sizeof out;
-    (void)lshape;
     st = wharf_model_run(model_, run, in, 2, &out, 1);
     auto t_c = Clock::now();
     r.model_us = float(std::chrono::duration<double, std::micro>(t_c - t_b).count());
@@ -585,7 +582,7 @@ int main(int argc, char** argv) {
 
   wharf_model_package* pkg = nullptr;
   wharf_ok(wharf_model_package_load(rt, o.package.c_str(), nullptr, &pkg), "model_package_load");
-  Server server(o, rt, pkg, epoch);
+  Server server(o, pkg, epoch);
 
   Updater up{o, epoch, rt};
   up.store = wharf_model_package_store(pkg);

@@ -400,8 +400,10 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_get_device_info(const whar
                                                                   wharf_device_info* out);
 
 /**
- * Waits until all work Wharf enqueued on the runtime's own streams has finished.
- * Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work). Since 0.3.
+ * Waits until all work Wharf enqueued on the runtime's own streams has finished, and until
+ * storage that ended runs let go of has been freed (Wharf frees it on a thread of its own,
+ * not on the thread ending a run). Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the
+ * failed work). Since 0.3.
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
 

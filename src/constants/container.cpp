@@ -20,6 +20,13 @@ namespace {
 
 std::string quoted(const std::string& fqn) { return "constant " + quote_name(fqn) + ""; }
 
+// Whether dropping `g` (held only by the caller) would free storage: a slot nothing else holds.
+bool holds_last_storage(const Generation& g) {
+  for (const std::shared_ptr<Slot>& s : g.slots)
+    if (s && s.use_count() == 1) return true;
+  return false;
+}
+
 std::string hex_u32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%x", unsigned(v));
@@ -866,19 +873,27 @@ Status Container::retire(std::shared_ptr<Generation> gen, Stream& stream) {
     st = take_event_locked(&ev);
   }
   if (st.ok()) st = stream.record(*ev);
-  MutexLock lock(mu_);
-  WHARF_DCHECK(gen->open_runs > 0, "a retired run's generation counts it as open");
-  if (--gen->open_runs == 0) {
-    for (auto it = open_gens_.begin(); it != open_gens_.end(); ++it)
-      if (*it == gen) {
-        open_gens_.erase(it);
-        break;
-      }
-    cv_.notify_all();
+  {
+    MutexLock lock(mu_);
+    WHARF_DCHECK(gen->open_runs > 0, "a retired run's generation counts it as open");
+    if (--gen->open_runs == 0) {
+      for (auto it = open_gens_.begin(); it != open_gens_.end(); ++it)
+        if (*it == gen) {
+          open_gens_.erase(it);
+          break;
+        }
+      cv_.notify_all();
+    }
+    // Without an event the run's end is unknown: keep its generation until the container
+    // goes (it is then freed after a device-wide wait).
+    retired_.push_back(Retired{st.ok() ? std::move(ev) : nullptr, std::move(gen)});
   }
-  // Without an event the run's end is unknown: keep its generation until the container
-  // goes (it is then freed after a device-wide wait).
-  retired_.push_back(Retired{st.ok() ? std::move(ev) : nullptr, std::move(gen)});
+  // A generation reaped here that held the last reference to some storage (a swap or an
+  // update dropped it while runs still used it) would free that storage on the thread
+  // ending this run: device frees on the serving path (issue 26). It goes to the runtime's
+  // release thread instead; generations that free nothing are just dropped.
+  for (std::shared_ptr<Generation>& g : dead)
+    if (g && g.use_count() == 1 && holds_last_storage(*g)) runtime_->release_later(std::move(g));
   return st;
 }
 

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device/runtime.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <system_error>
 #include <thread>
 
 #include "core/logging.h"
@@ -62,6 +67,11 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
   rt->opts_ = o;
   rt->device_ = std::move(dev);
   WHARF_RETURN_IF_ERROR(rt->device_->create_stream(&rt->stream_));
+  // On the host backend a free is a free(): nothing to take off the serving path, and the
+  // bindings' tests see storage go at once, as before. WHARF_DEFER_RUN_FREES=0/1 forces it.
+  rt->defer_run_frees_ = rt->device_->backend() == Backend::kCuda;
+  if (const char* v = std::getenv("WHARF_DEFER_RUN_FREES"))
+    if (*v) rt->defer_run_frees_ = std::string(v) != "0";
   rt->serving_ = rt->device_->backend() == Backend::kCuda ? ServingSignal::for_cuda_device(rt->device_->index())
                                                           : std::make_shared<ServingSignal>();
   *out = std::move(rt);
@@ -82,7 +92,66 @@ Status Runtime::transfers(TransferEngine** out) {
   return Status::Ok();
 }
 
+Status Runtime::synchronize() {
+  {
+    UniqueLock lock(release_mu_);
+    lock.wait(released_cv_, [&]() WHARF_REQUIRES(release_mu_) { return release_queue_.empty() && !releasing_; });
+  }
+  return device_->synchronize();
+}
+
+void Runtime::release_later(std::shared_ptr<void> obj) {
+  if (!obj) return;
+  if (!defer_run_frees_) return;  // obj goes here, on the caller's thread (the old way)
+  MutexLock lock(release_mu_);
+  if (release_stop_) return;  // never: the runtime is going and nothing holds it any more
+  if (!release_thread_.joinable()) {
+    try {
+      release_thread_ = std::thread([this] { release_loop(); });
+    } catch (const std::system_error& e) {
+      WHARF_LOG(kWarn, std::string("runtime: no release thread (") + e.what() + "); freeing on the calling thread");
+      return;  // obj is destroyed by the caller's frame (after the lock is dropped: it is a by-value parameter)
+    }
+  }
+  release_queue_.push_back(std::move(obj));
+  release_cv_.notify_one();
+}
+
+void Runtime::release_loop() {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), "wharf-release");
+#endif
+  UniqueLock lock(release_mu_);
+  for (;;) {
+    lock.wait(release_cv_, [&]() WHARF_REQUIRES(release_mu_) { return release_stop_ || !release_queue_.empty(); });
+    if (release_queue_.empty()) return;  // stopping, and everything handed over is gone
+    std::shared_ptr<void> obj = std::move(release_queue_.front());
+    release_queue_.pop_front();
+    releasing_ = true;
+    lock.unlock();
+    obj.reset();  // the device frees, outside the lock
+    lock.lock();
+    releasing_ = false;
+    if (release_queue_.empty()) released_cv_.notify_all();
+  }
+}
+
 Runtime::~Runtime() {
+  std::thread releaser;
+  {
+    MutexLock lock(release_mu_);
+    release_stop_ = true;
+    release_cv_.notify_all();
+    releaser = std::move(release_thread_);
+  }
+  // The thread drains the queue before it exits. Nothing it destroys holds the runtime, so
+  // this destructor never runs on it; if it ever did, it must not join itself.
+  if (releaser.joinable()) {
+    if (releaser.get_id() == std::this_thread::get_id())
+      releaser.detach();
+    else
+      releaser.join();
+  }
   if (stream_) {
     Status st = stream_->synchronize();
     if (!st.ok()) WHARF_LOG(kError, "runtime: draining its stream at free: " + st.message());

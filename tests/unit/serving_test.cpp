@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -224,6 +225,66 @@ TEST(ServingTransfer, ARunMarksItsRuntimeAsServing) {
   EXPECT_FALSE(rt.serving().active(window)) << "no run yet (a host runtime has a signal of its own)";
   EXPECT_EQ(m.first(), 1.0f);
   EXPECT_TRUE(rt.serving().active(window));
+}
+
+// Where and when user memory bound to a constant was released.
+struct Released {
+  std::mutex mu;
+  bool done = false;
+  std::thread::id on;
+};
+void on_release(void*, void* user) {
+  auto* r = static_cast<Released*>(user);
+  std::lock_guard<std::mutex> lock(r->mu);
+  r->done = true;
+  r->on = std::this_thread::get_id();
+}
+
+// A run's end that reaps the last holder of some storage (generation U, dropped by a swap and
+// free_inactive while run A still used it; reaped at run B's end) does not free it on the
+// thread ending the run: the runtime's release thread does, and wharf_runtime_synchronize
+// waits for it (the CUDA backend's default; WHARF_DEFER_RUN_FREES=1 here). With
+// WHARF_DEFER_RUN_FREES=0 (the host backend's default) it is freed on the thread ending the
+// run, as before.
+TEST(ServingFrees, ARunsEndHandsTheLastStorageOfAGenerationToTheReleaseThread) {
+  for (bool defer : {true, false}) {
+    SCOPED_TRACE(defer ? "WHARF_DEFER_RUN_FREES=1" : "WHARF_DEFER_RUN_FREES=0");
+    ::setenv("WHARF_DEFER_RUN_FREES", defer ? "1" : "0", 1);  // the host backend's default is 0
+    wharf_test::Model m(1.0f);
+    ::unsetenv("WHARF_DEFER_RUN_FREES");
+    wharf_container* c = m.c;
+    float user[4] = {2, 2, 2, 2}, next[4] = {3, 3, 3, 3};
+    int64_t shape[1] = {4};
+    Released released;
+    wharf_tensor_view v = wharf_test::f32_view(user, 1, shape);
+    ASSERT_EQ(wharf_container_bind_user_constant(c, "w", &v, on_release, &released), nullptr);
+    ASSERT_EQ(wharf_container_swap(c), nullptr);  // U: the user memory, active
+    wharf_run* a = nullptr;
+    ASSERT_EQ(wharf_run_begin(c, nullptr, nullptr, &a), nullptr);  // pins U
+    wharf_constant_map* map = wharf_test::map_of("w", next, shape);
+    ASSERT_EQ(wharf_container_update(c, map, nullptr), nullptr);
+    wharf_constant_map_free(map);
+    ASSERT_EQ(wharf_container_swap(c), nullptr);
+    ASSERT_EQ(wharf_container_free_inactive(c), nullptr);  // U is held by run A alone now
+    ASSERT_EQ(wharf_run_end(a), nullptr);                  // ... then by the retire list
+    ASSERT_EQ(wharf_runtime_synchronize(m.rt), nullptr);   // A's end event has fired
+    {
+      std::lock_guard<std::mutex> lock(released.mu);
+      ASSERT_FALSE(released.done) << "U is released only when a later reap finds it";
+    }
+    EXPECT_EQ(m.first(), 3.0f);  // run B: its end reaps U
+    if (!defer) {
+      std::lock_guard<std::mutex> lock(released.mu);
+      EXPECT_TRUE(released.done);
+    }
+    ASSERT_EQ(wharf_runtime_synchronize(m.rt), nullptr);
+    std::lock_guard<std::mutex> lock(released.mu);
+    EXPECT_TRUE(released.done) << "synchronize waits for the release thread";
+    if (defer)
+      EXPECT_NE(released.on, std::this_thread::get_id()) << "freed on the thread ending the run";
+    else
+      EXPECT_EQ(released.on, std::this_thread::get_id());
+  }
 }
 
 }  // namespace

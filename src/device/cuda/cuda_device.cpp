@@ -11,6 +11,7 @@
 //  * Every CUDA object is owned by exactly one RAII holder.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -25,6 +26,7 @@
 #include "core/text.h"
 #include "device/cuda/cuda_check.h"
 #include "device/device.h"
+#include "device/serving.h"
 
 namespace wharf {
 namespace {
@@ -270,7 +272,21 @@ class DevicePool {
     if (e != cudaSuccess) log_cuda_failure(e, "cudaMemPoolDestroy on " + device_label(device_));
   }
 
+  // Serving while updating (device/serving.h): with WHARF_SERVING_POOL_KEEP_MIB > 0, memory
+  // freed while runs are being served stays in the pool (up to that many bytes) instead of
+  // going back to the driver at once, and goes back at the first allocation or free once
+  // serving stopped. Handing gigabytes back to the driver makes it unmap and scrub them, and
+  // for ~20 ms after such a free the copy engines are busy (docs/performance.md); an update's
+  // next generation reuses the kept memory instead. Off by default: freed memory returns to
+  // the device when raw_free returns, as documented.
+  void keep_while_serving(uint64_t bytes, uint64_t window_ms, std::shared_ptr<ServingSignal> signal) {
+    keep_bytes_ = bytes;
+    window_ms_ = window_ms;
+    signal_ = std::move(signal);
+  }
+
   cudaError_t allocate(void** out, size_t bytes) {
+    trim_if_not_serving();
     cudaError_t e = cudaMallocFromPoolAsync(out, bytes, pool_, stream_);
     if (e != cudaSuccess) return e;
     e = cudaStreamSynchronize(stream_);  // complete before any other stream uses it
@@ -283,10 +299,30 @@ class DevicePool {
   cudaError_t free(void* ptr) {
     cudaError_t e = cudaFreeAsync(ptr, stream_);
     if (e != cudaSuccess) return e;
+    if (keep_bytes_ > 0) {
+      // The threshold decides what the synchronize below hands back to the driver.
+      const bool serving = signal_ && signal_->active(window_ms_);
+      uint64_t threshold = serving ? keep_bytes_ : 0;
+      e = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &threshold);
+      if (e != cudaSuccess) return e;
+      kept_.store(serving, std::memory_order_relaxed);
+    }
     return cudaStreamSynchronize(stream_);  // memory back to the device when free returns
   }
 
  private:
+  void trim_if_not_serving() {
+    if (keep_bytes_ == 0 || !kept_.load(std::memory_order_relaxed) || (signal_ && signal_->active(window_ms_))) return;
+    uint64_t zero = 0;
+    if (cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &zero) == cudaSuccess &&
+        cudaMemPoolTrimTo(pool_, 0) == cudaSuccess)
+      kept_.store(false, std::memory_order_relaxed);
+  }
+
+  uint64_t keep_bytes_ = 0;  // set once, before the pool is shared
+  uint64_t window_ms_ = 0;
+  std::shared_ptr<ServingSignal> signal_;
+  std::atomic<bool> kept_{false};  // memory may be kept beyond what is allocated
   const int device_;
   const cudaMemPool_t pool_;
   const cudaStream_t stream_;
@@ -491,6 +527,13 @@ class CudaDevice final : public Device {
     if (!pool_checked_) {
       WHARF_RETURN_IF_ERROR(DevicePool::create(index_, &pool_));
       pool_checked_ = true;
+      if (pool_) {
+        const char* keep = std::getenv("WHARF_SERVING_POOL_KEEP_MIB");
+        const uint64_t mib = keep ? std::strtoull(keep, nullptr, 10) : 0;
+        if (mib > 0)
+          pool_->keep_while_serving(mib << 20, ServingPolicy::from_env().window_ms,
+                                    ServingSignal::for_cuda_device(index_));
+      }
     }
     *out = pool_.get();
     return Status::Ok();
