@@ -352,6 +352,50 @@ TEST_F(CudaTest, TransferEngineNeverMergesCopiesAcrossAdjacentAllocations) {
   EXPECT_EQ(pattern_mismatches(back.data(), back.size(), 2), 0u);
 }
 
+// While runs are being served (issue 26) the engine splits its DMAs into pieces and paces
+// them with an event per piece (device/serving.h): staged (pageable) and direct (pinned)
+// copies still land byte for byte, in more DMAs, and the pacing waits happened.
+TEST_F(CudaTest, TransferEnginePacedForServingRunsLandsByteForByte) {
+  const uint64_t n = 5 * kMiB + 1024, m = 3 * kMiB;
+  Buffer d1, d2, pin;
+  ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, n, "d1", &d1));
+  ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, m, "d2", &d2));
+  ASSERT_OK(dev_->allocate(MemKind::kPinnedHost, MemTag::kStaging, m, "pin", &pin));
+  std::vector<uint32_t> a(n / 4), back(n / 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = wharf_test::pattern(3, i);
+  auto* p = static_cast<uint32_t*>(pin.data());
+  for (size_t i = 0; i < m / 4; ++i) p[i] = wharf_test::pattern(4, i);
+  auto signal = std::make_shared<ServingSignal>();
+  signal->note_run();
+  TransferOptions topts;
+  topts.threads = 4;
+  topts.chunk_bytes = 1 * kMiB;
+  topts.staging_bytes = 8 * kMiB;
+  topts.block_bytes = 4 * kMiB;
+  topts.serving = signal;
+  ServingPolicy policy;
+  policy.dma_bytes = 64 * 1024;
+  policy.inflight_bytes = 128 * 1024;
+  policy.window_ms = 60000;
+  topts.serving_policy = policy;
+  std::unique_ptr<TransferEngine> engine;
+  ASSERT_OK(TransferEngine::create(dev_, topts, &engine));
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(cudaMemset(d1.data(), 0, n), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d2.data(), 0, m), cudaSuccess);
+    TransferStats stats;
+    ASSERT_OK(engine->copy({{d1.data(), a.data(), n}, {d2.data(), pin.data(), m}}, {}, &stats));
+    EXPECT_TRUE(stats.serving);
+    EXPECT_EQ(stats.staged_copies, (n + policy.dma_bytes - 1) / policy.dma_bytes) << "one DMA per 64 KiB piece";
+    EXPECT_EQ(stats.direct_copies, m / policy.dma_bytes);
+    EXPECT_GT(stats.paced_waits, 0u);
+    ASSERT_EQ(cudaMemcpy(back.data(), d1.data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(pattern_mismatches(back.data(), n / 4, 3), 0u) << "round " << round;
+    ASSERT_EQ(cudaMemcpy(back.data(), d2.data(), m, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(pattern_mismatches(back.data(), m / 4, 4), 0u) << "round " << round;
+  }
+}
+
 TEST_F(CudaTest, MemsetAsyncDevice) {
   const uint64_t n = kMiB + 7;
   Buffer d, pin;
