@@ -61,6 +61,10 @@ if [ "$SET" = all ]; then
   run old-self "${OLD[@]}" -- --mode self --pause-ms 5
   run new-self -- --mode self --pause-ms 5
   run new-both-4-sessions -- --mode both --sessions 4
+  # The transfer engine's profile line per update (pieces, paced waits, reads, waits) and the
+  # container's phases, old and new.
+  run old-debug-log "${OLD[@]}" WHARF_LOG_LEVEL=debug -- --mode big --serve-s 4
+  run new-debug-log WHARF_LOG_LEVEL=debug -- --mode big --serve-s 4
   run old-3 "${OLD[@]}" -- --mode big
   run new-3 -- --mode big
 fi

@@ -54,6 +54,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -362,7 +363,7 @@ struct Updater {
   wharf_container* big = nullptr;
   wharf_constant_map* big_map = nullptr;
   uint64_t big_bytes = 0;  // bytes one big update copies
-  std::vector<char> pageable;
+  std::unique_ptr<char[]> pageable;  // not value-initialized: touch() writes it from every core
   // self: the served package's store and the two weight files
   wharf_weight_store* store = nullptr;
   wharf_container* served = nullptr;
@@ -593,15 +594,15 @@ int main(int argc, char** argv) {
   const int count = std::max(1, o.tensors * o.update_percent / 100);
   if (big_mode) {
     const uint64_t total = per_tensor * uint64_t(o.tensors);
-    up.pageable.resize(total);
-    touch(up.pageable.data(), total, 1);
+    up.pageable.reset(new char[total]);
+    touch(up.pageable.get(), total, 1);
     auto make = [&](int n) {
       wharf_constant_map* m = nullptr;
       wharf_ok(wharf_constant_map_create(&m), "map");
       const int64_t elems = int64_t(per_tensor / 2);  // BF16
       for (int i = 0; i < n; ++i) {
         wharf_tensor_view v =
-            view(up.pageable.data() + uint64_t(i) * per_tensor, WHARF_DTYPE_BF16, WHARF_DEVICE_CPU, 1, &elems);
+            view(up.pageable.get() + uint64_t(i) * per_tensor, WHARF_DTYPE_BF16, WHARF_DEVICE_CPU, 1, &elems);
         wharf_ok(wharf_constant_map_set(m, ("layers." + std::to_string(i) + ".weight").c_str(), &v), "map set");
       }
       return m;
