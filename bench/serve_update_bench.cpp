@@ -362,7 +362,7 @@ struct Updater {
   // big: a separate container and a map of pageable sources
   wharf_container* big = nullptr;
   wharf_constant_map* big_map = nullptr;
-  uint64_t big_bytes = 0;  // bytes one big update copies
+  uint64_t big_bytes = 0;            // bytes one big update copies
   std::unique_ptr<char[]> pageable;  // not value-initialized: touch() writes it from every core
   // self: the served package's store and the two weight files
   wharf_weight_store* store = nullptr;
@@ -668,9 +668,14 @@ int main(int argc, char** argv) {
   // 1. Idle serving.
   server.serve(&stop, o.idle_s, &idle, &probes);
 
-  // 2. The update alone: its idle speed.
+  // 2. The update alone: its idle speed. First a pause longer than the library's serving
+  // window (WHARF_SERVING_WINDOW_MS, default 100 ms), so the idle steps just run do not make
+  // these updates pace themselves as if runs were being served.
   std::vector<double> alone_gbs, alone_stage_ms, alone_swap_ms, alone_free_ms, alone_self_ms;
   if (big_mode || self_mode) {
+    long window_ms = 100;
+    if (const char* w = std::getenv("WHARF_SERVING_WINDOW_MS")) window_ms = std::atol(w);
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::max(300L, window_ms + 200)));
     for (int k = 0; k < o.alone; ++k) {
       up.phases.clear();
       up.round();
