@@ -697,6 +697,7 @@ int main(int argc, char** argv) {
   // 3. Serving while the updater streams updates back to back.
   server.reset_all();
   const double during_t0 = now_us(epoch);
+  double serving_end = during_t0;  // when the last step while updating ended
   int rounds = 0;
   {
     std::atomic<bool> upd_stop{false};
@@ -708,6 +709,7 @@ int main(int argc, char** argv) {
       }
     });
     server.serve(&stop, o.serve_s, &during, &probes);
+    serving_end = now_us(epoch);
     upd_stop = true;
     updater.join();
   }
@@ -763,8 +765,11 @@ int main(int argc, char** argv) {
   const Pct p_idle = pct(lat(idle)), p_during = pct(lat(during)), p_after = pct(lat(idle_after));
   const double slow_at = p_idle.p99;
 
+  // The update's speed while serving: phases that ended while steps still ran (the one the
+  // updater finishes after serving stopped ran partly alone).
   std::vector<double> serve_gbs, serve_stage_ms, serve_swap_ms, serve_free_ms, serve_self_ms;
   for (const PhaseRec& p : up.phases) {
+    if (p.t1 > serving_end) continue;
     if (p.kind == kStage && p.bytes) {
       serve_gbs.push_back(double(p.bytes) / ((p.t1 - p.t0) * 1e3));
       serve_stage_ms.push_back((p.t1 - p.t0) / 1e3);
