@@ -79,13 +79,13 @@ func foldStoresFor(store *handle) []*handle {
 }
 
 // checkNotInStoreFold fails with ErrFailedPrecondition when called from a fold goroutine
-// of an update of store s, as the library does on the updating thread.
+// of an update of store (or replica group) s, as the library does on the updating thread.
 func checkNotInStoreFold(s *handle, what string) error {
 	foldStores.Lock()
 	defer foldStores.Unlock()
 	for _, h := range foldStores.byThread[syscall.Gettid()] {
 		if h == s {
-			return &Error{Code: CodeFailedPrecondition, Message: what + ": called from inside this weight store's update (a fold callback); the store is busy with that update"}
+			return &Error{Code: CodeFailedPrecondition, Message: what + ": called from inside this weight store's or replica group's update (a fold callback); it is busy with that update"}
 		}
 	}
 	return nil

@@ -175,6 +175,9 @@ func (g *ReplicaGroup) UpdateContext(ctx context.Context, m *ConstantMap, opts *
 }
 
 func (g *ReplicaGroup) update(what string, ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
+	if err := checkNotInStoreFold(&g.h, what); err != nil {
+		return err
+	}
 	mp, err := m.read(what)
 	if err != nil {
 		return err
@@ -185,7 +188,9 @@ func (g *ReplicaGroup) update(what string, ctx context.Context, m *ConstantMap, 
 		return err
 	}
 	defer g.h.release()
-	err = withUpdate(what, ctx, nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	// The group's handle as the fold's "store": group calls from the fold goroutine are
+	// refused (checkNotInStoreFold) instead of waiting for the update that runs the fold.
+	err = withUpdate(what, ctx, &g.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_replica_update((*C.wharf_replica_group)(gp), mp, args)
 	})
 	runtime.KeepAlive(m)
@@ -211,6 +216,9 @@ func (g *ReplicaGroup) FreeInactive() error {
 }
 
 func (g *ReplicaGroup) call(what string, fn func(*C.wharf_replica_group) *C.wharf_status) error {
+	if err := checkNotInStoreFold(&g.h, what); err != nil {
+		return err
+	}
 	p, err := g.h.acquire(what)
 	if err != nil {
 		return err
@@ -393,6 +401,9 @@ func (g *ReplicaGroup) UpdateRanksContext(ctx context.Context, m *ConstantMap, o
 }
 
 func (g *ReplicaGroup) updateRanks(what string, ctx context.Context, m *ConstantMap, opts *UpdateOptions) error {
+	if err := checkNotInStoreFold(&g.h, what); err != nil {
+		return err
+	}
 	var mp *C.wharf_constant_map
 	if m != nil {
 		var err error
@@ -406,7 +417,7 @@ func (g *ReplicaGroup) updateRanks(what string, ctx context.Context, m *Constant
 		return err
 	}
 	defer g.h.release()
-	err = withUpdate(what, ctx, nil, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
+	err = withUpdate(what, ctx, &g.h, opts, func(args *C.wharf_go_update_args) *C.wharf_status {
 		return C.wharf_go_replica_update_ranks((*C.wharf_replica_group)(gp), mp, args)
 	})
 	runtime.KeepAlive(m)

@@ -4,6 +4,7 @@ package wharf
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -87,6 +88,74 @@ func TestReplicaGroupUpdatesAndSwapsEveryReplica(t *testing.T) {
 	must(t, g.Close())
 	wantClosed(t, g.Swap())
 	must(t, replicas[1].Update(replicaMap(t, 5), nil))
+}
+
+// Derived constants in a group: the Fold runs on every replica, a failing Fold changes no
+// replica, and group calls from inside the Fold are refused rather than hang.
+func TestReplicaGroupFoldsOnEveryReplica(t *testing.T) {
+	var replicas []*Container
+	for i := 0; i < 2; i++ {
+		c := foldContainer(t)
+		replicas = append(replicas, c)
+	}
+	g, err := NewReplicaGroup(replicas...)
+	must(t, err)
+	defer g.Close()
+	w := func(base float32) *ConstantMap {
+		m, err := NewConstantMap()
+		must(t, err)
+		t.Cleanup(func() { m.Close() })
+		_, tw := bufferTensor(t, []int64{2, 3}, []float32{base, base + 1, base + 2, base + 3, base + 4, base + 5})
+		must(t, m.Set("w", tw))
+		return m
+	}
+	wantCode(t, g.Update(w(0), nil), ErrInvalidArgument, "fold")
+	calls := 0
+	must(t, g.Update(w(0), &UpdateOptions{Fold: func(r *FoldRun) error { calls++; return transpose(r) }}))
+	must(t, g.Swap())
+	if calls != 2 {
+		t.Fatalf("the fold ran %d times, want once per replica", calls)
+	}
+	for i, c := range replicas {
+		if v, _ := readRun[float32](t, c, "wt"); !equal(v, []float32{0, 3, 1, 4, 2, 5}) {
+			t.Fatalf("replica %d: wt = %v", i, v)
+		}
+	}
+	// The second replica's fold fails: nothing changes on either.
+	calls = 0
+	failure := errors.New("fold fails on replica 1")
+	err = g.Update(w(10), &UpdateOptions{Fold: func(r *FoldRun) error {
+		calls++
+		if calls == 2 {
+			return failure
+		}
+		return transpose(r)
+	}})
+	if !errors.Is(err, failure) {
+		t.Fatalf("update: %v, want the fold's error", err)
+	}
+	for i, c := range replicas {
+		if v, _ := readRun[float32](t, c, "wt"); !equal(v, []float32{0, 3, 1, 4, 2, 5}) {
+			t.Fatalf("replica %d changed after a failed fold: wt = %v", i, v)
+		}
+	}
+	// Group calls from the fold: refused, not a hang.
+	var nested []error
+	noHang(t, "group calls from a group fold", func() {
+		must(t, g.Update(w(20), &UpdateOptions{Fold: func(r *FoldRun) error {
+			nested = append(nested, g.Swap(), g.FreeInactive(), g.Update(w(30), nil))
+			return transpose(r)
+		}}))
+	})
+	for _, e := range nested {
+		wantCode(t, e, ErrFailedPrecondition, "fold")
+	}
+	must(t, g.Swap())
+	for i, c := range replicas {
+		if v, _ := readRun[float32](t, c, "wt"); !equal(v, []float32{20, 23, 21, 24, 22, 25}) {
+			t.Fatalf("replica %d: wt = %v", i, v)
+		}
+	}
 }
 
 func TestReplicaGroupUpdateContextCancelledChangesNoReplica(t *testing.T) {

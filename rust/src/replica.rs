@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use std::time::Duration;
 
 use crate::constant_map::ConstantMap;
-use crate::container::{Container, UpdateOptions};
+use crate::container::{call_with_fold, Container, FoldRun, UpdateOptions};
 use crate::error::{Code, Error, Result};
 use crate::progress::{with_progress, Progress};
 use crate::runtime::Runtime;
@@ -185,8 +185,7 @@ impl ReplicaGroup {
     /// FQN, dtype, shape and placement, and the same states). Errors: `InvalidArgument` (no
     /// containers, one given twice, two on one runtime, mixed backends, declarations that
     /// differ: the first difference is named), `Unsupported` (NCCL cannot be loaded for a
-    /// CUDA group of two or more; and, in this binding, derived constants: its group
-    /// update takes no fold callback),
+    /// CUDA group of two or more),
     /// `FailedPrecondition` (a container already in a group, or with an update staged),
     /// `Busy`, `DeviceError`. Nothing changes on error.
     pub fn new(containers: &[&Container]) -> Result<ReplicaGroup> {
@@ -336,6 +335,69 @@ impl ReplicaGroup {
                     self.raw.as_ptr(),
                     map.as_ptr(),
                     &o,
+                ))
+            }
+        })
+    }
+
+    /// [`update`](Self::update) with `fold` computing the derived constants of every
+    /// replica's containers that declare them (a grouped weight store member brings its
+    /// whole store): it is called once per such container on every replica, on the calling
+    /// thread, with a [`FoldRun`] over that replica's generation being written (its own
+    /// device and stream), after the new bytes arrived there and before anything is staged.
+    /// Its error or panic aborts the update on every replica, which then changes nothing
+    /// (errors as [`Container::update_with_fold`]). Group calls on this group from inside
+    /// `fold` answer `FailedPrecondition`. Since 0.3 (experimental).
+    pub fn update_with_fold<F>(
+        &self,
+        map: &ConstantMap<'_>,
+        options: &UpdateOptions,
+        fold: F,
+    ) -> Result<()>
+    where
+        F: FnMut(
+                &FoldRun<'_>,
+            )
+                -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>
+            + Send,
+    {
+        call_with_fold(options, fold, |o| {
+            // SAFETY: a live group and map; the options outlive the call.
+            unsafe {
+                Error::check(sys::wharf_replica_group_update(
+                    self.raw.as_ptr(),
+                    map.as_ptr(),
+                    o,
+                ))
+            }
+        })
+    }
+
+    /// [`update_ranks`](Self::update_ranks) with `fold` (as
+    /// [`update_with_fold`](Self::update_with_fold)) folding this rank's derived constants
+    /// before the vote: every rank passes its own fold, and a fold failing on any rank fails
+    /// the update on every rank with nothing changed. Since 0.3 (experimental).
+    pub fn update_ranks_with_fold<F>(
+        &self,
+        map: Option<&ConstantMap<'_>>,
+        options: &UpdateOptions,
+        fold: F,
+    ) -> Result<()>
+    where
+        F: FnMut(
+                &FoldRun<'_>,
+            )
+                -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync + 'static>>
+            + Send,
+    {
+        let m = map.map_or(std::ptr::null(), |m| m.as_ptr());
+        call_with_fold(options, fold, |o| {
+            // SAFETY: a live group and map (or NULL); the options outlive the call.
+            unsafe {
+                Error::check(sys::wharf_replica_group_update_ranks(
+                    self.raw.as_ptr(),
+                    m,
+                    o,
                 ))
             }
         })

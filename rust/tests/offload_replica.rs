@@ -271,3 +271,101 @@ fn a_replica_group_updates_and_swaps_every_replica() {
         .update(&group_map(&fives), &UpdateOptions::new())
         .unwrap();
 }
+
+/// Derived constants in a group: the fold runs on every replica, a failing fold changes no
+/// replica, and group calls from inside the fold answer `FailedPrecondition`, not a hang.
+#[test]
+fn replica_group_folds_on_every_replica() {
+    type FoldResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+    fn twice(run: &wharf::FoldRun<'_>) -> FoldResult {
+        let mut s = [0u8; 8];
+        run.read("s", 0, &mut s)?;
+        let d: Vec<f32> = s
+            .chunks(4)
+            .map(|b| 2.0 * f32::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        let t = run.tensor("d")?;
+        // SAFETY: host memory (host backend) of 2 f32s of the generation being written,
+        // which only this fold touches.
+        unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), t.data_ptr_mut()?.cast::<f32>(), 2) };
+        Ok(())
+    }
+    let rts = [host(), host()];
+    let cs: Vec<Container> = rts
+        .iter()
+        .map(|rt| {
+            let o = ContainerOptions::new()
+                .name("folded")
+                .constant(ConstantDecl::new("s", DType::F32, &[2]))
+                .constant(ConstantDecl::new("d", DType::F32, &[2]).derived(true));
+            Container::with_options(rt, &o).unwrap()
+        })
+        .collect();
+    let g = ReplicaGroup::new(&cs.iter().collect::<Vec<_>>()).unwrap();
+    fn map_of(d: &[f32]) -> ConstantMap<'_> {
+        let mut m = ConstantMap::new().unwrap();
+        m.set_slice("s", &[2], d).unwrap();
+        m
+    }
+    let (d1, d5, d7) = ([1.0f32, 2.0], [5.0f32, 6.0], [7.0f32, 8.0]);
+    let map = |v: f32| match v as i32 {
+        1 => map_of(&d1),
+        5 => map_of(&d5),
+        _ => map_of(&d7),
+    };
+    expect_code(
+        g.update(&map(1.0), &UpdateOptions::new()),
+        Code::InvalidArgument,
+        &["fold callback"],
+    );
+    let mut calls = 0;
+    g.update_with_fold(
+        &map(1.0),
+        &UpdateOptions::new(),
+        |r: &wharf::FoldRun<'_>| {
+            calls += 1;
+            twice(r)
+        },
+    )
+    .unwrap();
+    g.swap().unwrap();
+    assert_eq!(calls, 2, "one fold per replica");
+    for c in &cs {
+        let run = c.begin_run().unwrap();
+        assert_eq!(run.read_to_vec::<f32>("d").unwrap(), [2.0, 4.0]);
+        run.end().unwrap();
+    }
+    // The second replica's fold fails: nothing changes on either.
+    let mut calls = 0;
+    let failed = g.update_with_fold(
+        &map(5.0),
+        &UpdateOptions::new(),
+        |r: &wharf::FoldRun<'_>| {
+            calls += 1;
+            if calls == 2 {
+                return Err("the second replica's fold fails".into());
+            }
+            twice(r)
+        },
+    );
+    assert!(failed.is_err());
+    // Group calls from the fold: refused, the update itself goes through.
+    let mut nested = Vec::new();
+    g.update_with_fold(
+        &map(7.0),
+        &UpdateOptions::new(),
+        |r: &wharf::FoldRun<'_>| {
+            nested.push(g.swap().err().map(|e| e.code()));
+            nested.push(g.free_inactive().err().map(|e| e.code()));
+            twice(r)
+        },
+    )
+    .unwrap();
+    assert_eq!(nested, vec![Some(Code::FailedPrecondition); 4]);
+    g.swap().unwrap();
+    for c in &cs {
+        let run = c.begin_run().unwrap();
+        assert_eq!(run.read_to_vec::<f32>("d").unwrap(), [14.0, 16.0]);
+        run.end().unwrap();
+    }
+}

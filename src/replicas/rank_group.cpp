@@ -94,7 +94,6 @@ Status RankGroup::update_serialised(const ConstantMap* map, const UpdateOptions&
     writes[m].base_version = base.version;
   }
   Status local = refused;
-  if (local.ok()) local = set_.check_store_unchanged();
   Received got;
   uint64_t source_bytes = 0;
   Status st = rank_ == 0 ? send(map, opts, &writes, &local, &got, &source_bytes) : receive(&local, &got);

@@ -131,8 +131,6 @@ Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
 Status ReplicaGroup::update_serialised(const ConstantMap& map, const UpdateOptions& opts) {
   std::vector<ReplicaMembers::Planned> plan;
   WHARF_RETURN_IF_ERROR(sets_[0].validate(map, opts, &plan).with_context("replica group update"));
-  for (const ReplicaMembers& set : sets_)
-    WHARF_RETURN_IF_ERROR(set.check_store_unchanged().with_context("replica group update"));
   Container& first = *replicas_[0];
   std::unique_ptr<Event> source_ready;
   WHARF_RETURN_IF_ERROR(record_wait_stream(first.runtime(), opts.wait_stream, "replica group update", &source_ready));

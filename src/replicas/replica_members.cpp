@@ -127,16 +127,6 @@ uint64_t ReplicaMembers::fingerprint() const {
   return h;
 }
 
-Status ReplicaMembers::check_store_unchanged() const {
-  if (!store_) return Status::Ok();
-  for (const auto& m : store_->members())
-    if (std::find(containers_.begin(), containers_.end(), m) == containers_.end())
-      return FailedPrecondition(who_ + ": container " + quote_name(m->name()) +
-                                " joined the weight store after the group formed, so a group update would not reach "
-                                "it; free that container, or free the group and form it again");
-  return Status::Ok();
-}
-
 Status ReplicaMembers::validate(const ConstantMap& map, const UpdateOptions& opts, std::vector<Planned>* plan) const {
   plan->clear();
   plan->reserve(map.size());

@@ -11,7 +11,10 @@
 // derived constants (each on its own device); the group publishes every member of every
 // replica at once and points each store's entries at the new storage, so a container that
 // joins the store afterwards shares it. A container joining a grouped store is not in the
-// group: the group's next update refuses (FAILED_PRECONDITION) rather than leave it behind.
+// group: it starts from the weights the store serves when it joins, group updates do not
+// reach it, and it is updated on its own. (Refusing group updates while such a container
+// lives was tried: a freed container outlives its handle while any run or internal snapshot
+// holds it, so group updates failed spuriously after the caller had freed it.)
 // A container without a store is a replica of one member, its weights its own constants.
 //
 // Derived constants: after the sources (or a broadcast) filled a replica's fresh storage,
@@ -64,9 +67,6 @@ class ReplicaMembers {
                      const std::function<std::string(size_t)>& first_name) const;
   // A hash of every member's declarations, in order (ranks compare it when they join).
   uint64_t fingerprint() const;
-  // FAILED_PRECONDITION when the store gained a member since the group formed (it would miss
-  // the group's updates).
-  Status check_store_unchanged() const;
 
   // One written weight and its source.
   struct Planned {

@@ -1831,9 +1831,10 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_run_end_offload(wharf_run* run, wh
  * one fresh storage per weight, shared by every member that declares it, and the group swap
  * publishes every member of every replica at once and points each store at the new storage
  * (a container joining the store afterwards shares it). While grouped, the store's own
- * wharf_weight_store_update answers WHARF_FAILED_PRECONDITION, and a container that joins the
- * store is not in the group: the group's next update answers WHARF_FAILED_PRECONDITION (it
- * would leave that container behind) until that container is freed.
+ * wharf_weight_store_update answers WHARF_FAILED_PRECONDITION. A container that joins the
+ * store after the group formed is not in the group: it starts from the weights the store
+ * serves when it joins (the group's latest), group updates do not reach it, and it is
+ * updated with its own wharf_container_update.
  *
  * Derived constants (WHARF_CONSTANT_DERIVED): a group update needs opts->fold when a written
  * weight reaches a member that declares them. The fold runs on every replica, over that
@@ -2016,8 +2017,8 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_replica_group_create_rank(
  * - rank 0 refuses the map (validation, NULL map on rank 0, in-place target, cancelled before
  *   sending): every rank returns rank 0's error code, nothing changed anywhere;
  * - a rank fails to stage (out of memory, a plan unlike its declarations, its fold callback
- *   failing or missing, a first update that would leave a constant without weights, a
- *   container that joined its store after the group formed, rank 0's sources unreadable or
+ *   failing or missing, a first update that would leave a constant without weights, rank
+ *   0's sources unreadable or
  *   its progress callback cancelling): that rank returns its own error, every
  *   other rank the same code naming the lowest failing rank; every rank drops its fresh
  *   slots: nothing changed anywhere, and the group stays usable;

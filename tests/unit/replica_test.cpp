@@ -959,17 +959,19 @@ TEST_P(ReplicaGroupN, AStoreMemberBringsItsWholeStoreIntoTheGroup) {
     wharf_container* joiner = nullptr;
     ASSERT_OK(wharf_container_create_from_map(R[0]->rt, mine.map, &co, &joiner));
     EXPECT_EQ(data_of(joiner, "embed"), data_of(R[0]->prefill, "embed"));
-    // It is not in the group: the group's next update refuses (it would leave it behind).
-    Weights w(3, {0});
-    St st(wharf_replica_group_update(g, w.map, &o));
-    EXPECT_EQ(st.code(), WHARF_FAILED_PRECONDITION) << st.msg();
-    EXPECT_NE(st.msg().find("'joiner' joined the weight store after the group formed"), std::string::npos) << st.msg();
-    wharf_container_free(joiner);
-  }
-  {
+    // It is not in the group: a group update does not reach it (it keeps what it joined
+    // with), and it is updated on its own.
     Weights w(3, {0});
     ASSERT_OK(wharf_replica_group_update(g, w.map, &o));
     ASSERT_OK(wharf_replica_group_swap(g));
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(joiner, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), 200) << "the joiner keeps the weights it joined with";
+    EXPECT_OK(wharf_run_end(run));
+    Weights own(5, {0});
+    EXPECT_OK(wharf_container_update(joiner, own.map, nullptr));
+    EXPECT_OK(wharf_container_swap(joiner));
+    wharf_container_free(joiner);
   }
   for (auto& x : R) EXPECT_EQ(scaled(x->dec), 1300.0f);
   // Freed: the stores are their own again.
@@ -981,6 +983,115 @@ TEST_P(ReplicaGroupN, AStoreMemberBringsItsWholeStoreIntoTheGroup) {
     ASSERT_OK(wharf_weight_store_swap(x->store));
     EXPECT_EQ(scaled(x->dec), 1400.0f);
   }
+}
+
+// Stores under concurrency (also run under ThreadSanitizer): while group updates and swaps
+// run, readers on both methods of every replica's store never see a mix of versions (within
+// a method, or between the two methods once the swap returned), store updates of the grouped
+// stores are always refused (never staged behind the group's back), and containers joining
+// a store race the group's updates without a torn generation.
+TEST_P(ReplicaGroupN, StoreMembersUnderConcurrentUpdatesRunsStoreCallsAndJoiners) {
+  using namespace store_group;
+  const size_t n = GetParam();
+  std::vector<std::unique_ptr<StoreReplica>> R;
+  std::vector<wharf_container*> grouped;
+  for (size_t r = 0; r < n; ++r) {
+    R.push_back(std::make_unique<StoreReplica>(r));
+    grouped.push_back(R.back()->prefill);
+  }
+  wharf_replica_group* g = nullptr;
+  ASSERT_OK(wharf_replica_group_create(grouped.data(), n, &g));
+  std::atomic<int> published{1};
+  std::atomic<bool> done{false};
+  std::atomic<int> runs{0}, mixes{0}, stale{0}, store_ok{0}, store_refused{0};
+  std::vector<std::thread> threads;
+  struct Join {  // also when an assertion returns early
+    std::atomic<bool>& done;
+    std::vector<std::thread>& threads;
+    ~Join() {
+      done = true;
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join{done, threads};
+  for (size_t t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      size_t r = t % n;
+      while (!done) {
+        const int floor = published.load();
+        StoreReplica& x = *R[r];
+        wharf_container* c = t == 0 ? x.prefill : x.dec;
+        wharf_run* run = nullptr;
+        if (wharf_status* st = wharf_run_begin(c, nullptr, nullptr, &run)) {
+          wharf_status_free(st);
+          mixes++;
+          continue;
+        }
+        const float v = version_of(run);
+        if (v < 0)
+          mixes++;
+        else if (v < float(floor))
+          stale++;
+        wharf_status_free(wharf_run_end(run));
+        runs++;
+        r = (r + 1) % n;
+      }
+    });
+  // A thread that keeps trying the grouped stores' own updates.
+  threads.emplace_back([&] {
+    Weights w(99, {0});
+    size_t r = 0;
+    while (!done) {
+      StoreReplica& x = *R[r];
+      Fold f{"decode.scaled", 1000};
+      wharf_update_options o = fold_options(&f);
+      wharf_status* st = wharf_weight_store_update(x.store, w.map, &o);
+      if (!st)
+        store_ok++;
+      else if (wharf_status_code(st) == WHARF_FAILED_PRECONDITION || wharf_status_code(st) == WHARF_BUSY)
+        store_refused++;
+      wharf_status_free(st);
+      r = (r + 1) % n;
+    }
+  });
+  Fold fold{"decode.scaled", 1000};
+  wharf_update_options o = fold_options(&fold);
+  for (int v = 2; v <= 20; ++v) {
+    const int seen = runs.load();
+    while (runs.load() == seen) std::this_thread::yield();
+    Weights w(static_cast<float>(v));
+    St st(wharf_replica_group_update(g, w.map, &o));
+    ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
+    ASSERT_OK(wharf_replica_group_swap(g));
+    published = v;
+    // A joiner taking replica (v % n)'s store right after a swap shares the new version.
+    StoreReplica& x = *R[size_t(v) % n];
+    Weights mine(77, {0, 1, 2});
+    wharf_container_options co;
+    wharf_container_options_init(&co);
+    co.name = "joiner";
+    co.store = x.store;
+    wharf_container* joiner = nullptr;
+    ASSERT_OK(wharf_container_create_from_map(x.rt, mine.map, &co, &joiner));
+    wharf_run* run = nullptr;
+    ASSERT_OK(wharf_run_begin(joiner, nullptr, nullptr, &run));
+    EXPECT_EQ(read_whole(run, 0), float(v) * 100) << "the joiner shares the published weights";
+    EXPECT_OK(wharf_run_end(run));
+    wharf_container_free(joiner);
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  EXPECT_GT(runs.load(), 0);
+  EXPECT_EQ(mixes.load(), 0);
+  EXPECT_EQ(stale.load(), 0);
+  EXPECT_EQ(store_ok.load(), 0) << "a grouped store's own update must never stage";
+  EXPECT_GT(store_refused.load(), 0);
+  for (auto& x : R) {
+    EXPECT_EQ(version_now(x->prefill), 20.0f);
+    EXPECT_EQ(version_now(x->dec), 20.0f);
+    EXPECT_EQ(scaled(x->dec), 3000.0f);
+  }
+  wharf_replica_group_free(g);
 }
 
 TEST(ReplicaGroup, StoresOfDifferentSizesAreRefusedNamingTheReplica) {

@@ -185,7 +185,9 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
   public void updateRanks(ConstantMap map, UpdateOptions options) {
     Objects.requireNonNull(options, "options");
     if (options.fold() != null) {
-      throw new IllegalArgumentException("a replica group holds no derived constants: its update takes no fold");
+      throw new IllegalArgumentException(
+          "the Java binding's replica group updates take no fold yet (issue 27): groups whose"
+              + " containers declare derived constants are updated through C, Go or Rust");
     }
     withPointer(g -> {
       if (map == null) {
@@ -246,7 +248,7 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
    * which then stages nothing on any replica.
    *
    * @param map the tensors to write, by name
-   * @param options require-full, progress (no fold: groups hold no derived constants)
+   * @param options require-full, progress (no fold: not in this binding yet)
    * @throws WharfException as {@link Container#update(ConstantMap, UpdateOptions)}, the
    *     replica named; {@link WharfException.Code#UNSUPPORTED} (in-place target);
    *     {@link WharfException.Code#DEVICE_ERROR} (NCCL); on any error no replica changes
@@ -257,7 +259,9 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
     if (options.fold() != null) {
-      throw new IllegalArgumentException("a replica group holds no derived constants: its update takes no fold");
+      throw new IllegalArgumentException(
+          "the Java binding's replica group updates take no fold yet (issue 27): groups whose"
+              + " containers declare derived constants are updated through C, Go or Rust");
     }
     withPointer(g -> map.withPointer(m -> {
       options.run(this, o -> WharfNative.wharf_replica_group_update(g, m, o), (o, call) -> {
