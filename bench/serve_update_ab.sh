@@ -51,6 +51,7 @@ if [ "$SET" = all ]; then
   run new-dma1024-inflight1024 WHARF_SERVING_DMA_KIB=1024 WHARF_SERVING_INFLIGHT_KIB=1024 -- --mode big
   run new-dma4096-inflight16384 WHARF_SERVING_DMA_KIB=4096 WHARF_SERVING_INFLIGHT_KIB=16384 -- --mode big
   run new-pieces-not-paced WHARF_SERVING_INFLIGHT_KIB=0 -- --mode big
+  run new-spin-waits WHARF_SERVING_POLL_US=0 -- --mode big
   run new-pool-keep-16g WHARF_SERVING_POOL_KEEP_MIB=16384 -- --mode big
   run old-pinned-io "${OLD[@]}" -- --mode big --io pinned
   run new-pinned-io -- --mode big --io pinned

@@ -616,8 +616,9 @@ int main(int argc, char** argv) {
 
   // Environment switches of the library (A/B): printed so each log says what it measured.
   std::string env;
-  for (const char* k : {"WHARF_SERVING_DMA_KIB", "WHARF_SERVING_COPY_THREADS", "WHARF_SERVING_WINDOW_MS",
-                        "WHARF_DEFER_RUN_FREES", "WHARF_LOG_LEVEL"})
+  for (const char* k :
+       {"WHARF_SERVING_WINDOW_MS", "WHARF_SERVING_DMA_KIB", "WHARF_SERVING_INFLIGHT_KIB", "WHARF_SERVING_POLL_US",
+        "WHARF_SERVING_COPY_THREADS", "WHARF_SERVING_POOL_KEEP_MIB", "WHARF_DEFER_RUN_FREES", "WHARF_LOG_LEVEL"})
     if (const char* v = std::getenv(k)) env += std::string(" ") + k + "=" + v;
   std::printf("serve_update_bench: %s (wharf %s)%s%s; package %s, %d session(s), input %s, io %s%s; mode %s", info.name,
               wharf_version(), o.label.empty() ? "" : ", label ", o.label.c_str(), o.package.c_str(), o.sessions,

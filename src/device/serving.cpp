@@ -34,6 +34,7 @@ ServingPolicy ServingPolicy::from_env() {
   p.inflight_bytes = env_u64("WHARF_SERVING_INFLIGHT_KIB", p.inflight_bytes >> 10) << 10;
   p.copy_threads = uint32_t(std::min<uint64_t>(env_u64("WHARF_SERVING_COPY_THREADS", p.copy_threads), 1u << 16));
   p.window_ms = env_u64("WHARF_SERVING_WINDOW_MS", p.window_ms);
+  p.poll_us = std::min<uint64_t>(env_u64("WHARF_SERVING_POLL_US", p.poll_us), 100000);
   return p;
 }
 

@@ -10,8 +10,9 @@
 // engine therefore (1) splits its copies into pieces of at most `dma_bytes`, so a run's copy
 // waits for at most one piece, (2) keeps at most `inflight_bytes` of them queued on its
 // stream, so the engine's channel drains between pieces instead of holding the copy engine,
-// and optionally (3) fills the staging ring with fewer host threads, leaving cores to the
-// serving threads. Outside serving nothing changes (update_bench measures that path).
+// (3) waits for the copy engine by polling instead of spinning, and optionally (4) fills the
+// staging ring with fewer host threads, leaving cores to the serving threads. Outside serving nothing changes
+// (update_bench measures that path).
 //
 // "Serving" = a run began on the device within the last `window_ms` (Container::acquire notes
 // each run). The signal is process-wide per CUDA device: the copy engines belong to the GPU,
@@ -20,7 +21,8 @@
 // The policy's values come from the environment at each copy() (A/B switches for
 // bench/serve_update_bench; docs/performance.md): WHARF_SERVING_DMA_KIB (0: no split),
 // WHARF_SERVING_INFLIGHT_KIB (0: no limit), WHARF_SERVING_COPY_THREADS (0: all),
-// WHARF_SERVING_WINDOW_MS (0: never serving, i.e. the behaviour before issue 26).
+// WHARF_SERVING_POLL_US (0: spin), WHARF_SERVING_WINDOW_MS (0: never serving, i.e. the
+// behaviour before issue 26).
 #pragma once
 
 #include <atomic>
@@ -34,6 +36,11 @@ struct ServingPolicy {
   uint64_t inflight_bytes = 4ull << 20;  // the most queued on the copy stream; 0: no limit
   uint32_t copy_threads = 0;             // staging threads while serving; 0: all of them
   uint64_t window_ms = 100;              // a run within this long means serving; 0: never
+  // How the engine's threads wait for the copy engine while serving: polling the event every
+  // this many microseconds, sleeping in between, instead of CUDA's spin (by default a waiting
+  // thread spins on a core, and a dozen staging threads spinning take the cores the serving
+  // threads need); 0: spin.
+  uint64_t poll_us = 20;
 
   // The defaults above, overridden by the environment variables named at the top.
   static ServingPolicy from_env();

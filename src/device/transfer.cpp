@@ -241,6 +241,7 @@ struct Job {
   // The serving policy of this call (device/serving.h), read once when it begins.
   ServingPolicy policy;
   std::atomic<uint64_t> paced_waits{0};
+  std::atomic<uint64_t> polls{0};  // event queries that found the copy engine not done yet
   // Set on the first error so no thread starts another piece; pieces already running finish.
   std::atomic<bool> failed{false};
 
@@ -425,6 +426,10 @@ struct TransferEngine::Impl {
   // the stream holds at most policy.inflight_bytes including it (device/serving.h).
   Status enqueue(Job& job, void* dst, const void* src, uint64_t bytes, std::atomic<uint64_t>* copies)
       WHARF_EXCLUDES(pace_mu);
+  // Waits for `ev` on the host: Event::synchronize (CUDA spins by default), or, while runs are
+  // being served with policy.poll_us > 0, a query every poll_us with the thread asleep in
+  // between, so waiting staging threads leave the cores to the serving ones.
+  Status wait_event(Job& job, Event& ev);
   // After the stream drained: every pending piece is complete.
   void forget_pending() WHARF_EXCLUDES(pace_mu);
 
@@ -488,7 +493,7 @@ void TransferEngine::Impl::run_staged(Job& job) {
     if (k >= slots) {
       const Clock::time_point t_wait = job.trace.now();
       if (!job.wait_issued(k - slots)) return;  // the job failed; its error is recorded
-      Status st = block_events[k % slots]->synchronize();
+      Status st = wait_event(job, *block_events[k % slots]);
       if (!st.ok()) {
         job.fail(st.with_context("waiting for staging block " + std::to_string(k % slots) + "'s previous copy"));
         return;
@@ -589,8 +594,8 @@ Status TransferEngine::Impl::enqueue(Job& job, void* dst, const void* src, uint6
     MutexLock lock(pace_mu);
     while (!pending.empty() && inflight + n > p.inflight_bytes) {
       Pending& oldest = pending.front();
-      WHARF_RETURN_IF_ERROR(
-          oldest.event->synchronize().with_context("waiting for an earlier copy while pacing for runs being served"));
+      WHARF_RETURN_IF_ERROR(wait_event(job, *oldest.event)
+                                .with_context("waiting for an earlier copy while pacing for runs being served"));
       inflight -= oldest.bytes;
       spare_events.push_back(std::move(oldest.event));
       pending.pop_front();
@@ -610,6 +615,17 @@ Status TransferEngine::Impl::enqueue(Job& job, void* dst, const void* src, uint6
     inflight += n;
   }
   return Status::Ok();
+}
+
+Status TransferEngine::Impl::wait_event(Job& job, Event& ev) {
+  if (job.policy.poll_us == 0 || !serving(job.policy)) return ev.synchronize();
+  for (;;) {
+    bool done = false;
+    WHARF_RETURN_IF_ERROR(ev.query(&done));
+    if (done) return Status::Ok();
+    job.polls.fetch_add(1, std::memory_order_relaxed);
+    std::this_thread::sleep_for(std::chrono::microseconds(job.policy.poll_us));
+  }
 }
 
 void TransferEngine::Impl::forget_pending() {
@@ -655,21 +671,21 @@ void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::t
   const uint64_t first = tr.first_enqueue.load(), last = tr.last_enqueue.load();
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.2f GB/s", total ? double(bytes) / double(total) : 0.0);
-  WHARF_LOG(kDebug, "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " +
-                        mib(t.pageable_bytes) + ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) +
-                        ", file " + mib(t.file_bytes) + ") in " + ms(total) + " = " + rate +
-                        "; first DMA enqueued at " + (first == UINT64_MAX ? std::string("-") : ms(first)) +
-                        ", last at " + ms(last) + ", drain from " + ms(drain_from) + " to " + ms(total) + "; " +
-                        std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) + " (longest " +
-                        ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills in " +
-                        std::to_string(job.staged_copies.load()) + " DMAs: reads " + ms(tr.read_ns.load()) +
-                        ", chunk waits " + ms(tr.chunk_wait_ns.load()) + ", destination waits " +
-                        ms(tr.dst_wait_ns.load()) + ", enqueue calls " + ms(tr.enqueue_ns.load()) +
-                        " (summed over threads); " + std::to_string(t.direct_copies) + " direct DMAs; " +
-                        (t.serving ? "runs being served: pieces of at most " + mib(job.policy.dma_bytes) + ", " +
-                                         mib(job.policy.inflight_bytes) + " in flight, " +
-                                         std::to_string(job.paced_waits.load()) + " paced waits"
-                                   : std::string("no runs being served")));
+  WHARF_LOG(
+      kDebug,
+      "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " + mib(t.pageable_bytes) +
+          ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) + ", file " + mib(t.file_bytes) +
+          ") in " + ms(total) + " = " + rate + "; first DMA enqueued at " +
+          (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) + ", drain from " +
+          ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) +
+          " (longest " + ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills in " +
+          std::to_string(job.staged_copies.load()) + " DMAs: reads " + ms(tr.read_ns.load()) + ", chunk waits " +
+          ms(tr.chunk_wait_ns.load()) + ", destination waits " + ms(tr.dst_wait_ns.load()) + ", enqueue calls " +
+          ms(tr.enqueue_ns.load()) + " (summed over threads); " + std::to_string(t.direct_copies) + " direct DMAs; " +
+          (t.serving ? "runs being served: pieces of at most " + mib(job.policy.dma_bytes) + ", " +
+                           mib(job.policy.inflight_bytes) + " in flight, " + std::to_string(job.paced_waits.load()) +
+                           " paced waits, " + std::to_string(job.polls.load()) + " polls"
+                     : std::string("no runs being served")));
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
@@ -954,6 +970,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   totals.staged_copies = job.staged_copies.load(std::memory_order_relaxed);
   totals.direct_copies = job.direct_copies.load(std::memory_order_relaxed);
   totals.paced_waits = job.paced_waits.load(std::memory_order_relaxed);
+  totals.polls = job.polls.load(std::memory_order_relaxed);
   if (first.ok() && stats) *stats = totals;
   if (job.trace.on) log_trace(job, totals, requests.size(), t_drain);
   return first;

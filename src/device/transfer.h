@@ -98,6 +98,7 @@ struct TransferStats {
   bool serving = false;
   uint64_t paced_waits = 0;
   uint32_t staging_threads = 0;  // host threads that filled the ring in this call
+  uint64_t polls = 0;            // event queries while serving that found the copy not done
 };
 
 class TransferEngine {

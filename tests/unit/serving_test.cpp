@@ -99,19 +99,48 @@ TEST(ServingPolicy, EnvironmentOverridesEachDefault) {
   ::setenv("WHARF_SERVING_INFLIGHT_KIB", "0", 1);
   ::setenv("WHARF_SERVING_COPY_THREADS", "4", 1);
   ::setenv("WHARF_SERVING_WINDOW_MS", "not a number", 1);
+  ::setenv("WHARF_SERVING_POLL_US", "0", 1);
   const ServingPolicy p = ServingPolicy::from_env();
   EXPECT_EQ(p.dma_bytes, 512 * KiB);
   EXPECT_EQ(p.inflight_bytes, 0u);
   EXPECT_EQ(p.copy_threads, 4u);
   EXPECT_EQ(p.window_ms, d.window_ms) << "a malformed value keeps the default";
-  for (const char* k :
-       {"WHARF_SERVING_DMA_KIB", "WHARF_SERVING_INFLIGHT_KIB", "WHARF_SERVING_COPY_THREADS", "WHARF_SERVING_WINDOW_MS"})
+  EXPECT_EQ(p.poll_us, 0u);
+  for (const char* k : {"WHARF_SERVING_DMA_KIB", "WHARF_SERVING_INFLIGHT_KIB", "WHARF_SERVING_COPY_THREADS",
+                        "WHARF_SERVING_WINDOW_MS", "WHARF_SERVING_POLL_US"})
     ::unsetenv(k);
   const ServingPolicy q = ServingPolicy::from_env();
   EXPECT_EQ(q.dma_bytes, d.dma_bytes);
   EXPECT_EQ(q.inflight_bytes, d.inflight_bytes);
   EXPECT_EQ(q.copy_threads, d.copy_threads);
   EXPECT_EQ(q.window_ms, d.window_ms);
+  EXPECT_EQ(q.poll_us, d.poll_us);
+}
+
+// Waiting for the copy engine while serving: by polling (the default) or CUDA's spin
+// (poll_us 0, never a poll). Either way every byte lands.
+TEST(ServingTransfer, WaitsPollOrSpinAndTheBytesLand) {
+  auto dev = host_device();
+  const uint64_t n = 3 * MiB + 77;
+  auto src = pattern(n, 5);
+  Buffer dst = alloc(dev, MemKind::kDevice, n, 0);
+  for (uint64_t poll : {uint64_t(0), uint64_t(20)}) {
+    SCOPED_TRACE("poll_us " + std::to_string(poll));
+    auto signal = std::make_shared<ServingSignal>();
+    signal->note_run();
+    ServingPolicy p = pieces_of(16 * KiB, 16 * KiB);
+    p.poll_us = poll;
+    auto eng = engine(dev, signal, p);
+    std::memset(dst.data(), 0, n);
+    TransferStats s;
+    Status st = eng->copy({{dst.data(), src.data(), n}}, {}, &s);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(std::memcmp(dst.data(), src.data(), n), 0);
+    EXPECT_GT(s.paced_waits, 0u);
+    if (poll == 0) {
+      EXPECT_EQ(s.polls, 0u) << "spinning never polls";
+    }
+  }
 }
 
 // 1 MiB + 4321 bytes from pageable memory: 17 fills in 5 blocks (the last of one partial
