@@ -28,8 +28,8 @@
  * a time in small owning lists (wharf_swig_decl_list, wharf_swig_state_list,
  * wharf_swig_container_list) that the helpers hand to the library.
  *
- * Callbacks: fold functions are wrapped for Java (wharf_swig_container_update_fold and
- * wharf_swig_weight_store_update_fold): the library calls an update's fold during the update
+ * Callbacks: fold functions are wrapped for Java (wharf_swig_container_update_fold,
+ * wharf_swig_weight_store_update_fold, wharf_swig_replica_group_update_fold and _update_ranks_fold): the library calls an update's fold during the update
  * call, and the trampoline calls back into Java (attaching the thread if the library ever
  * calls it from another one); the Java callback's failure comes back as a status made with
  * wharf_status_create. The log callback is wrapped for one receiver only,
@@ -2009,6 +2009,34 @@ void wharf_swig_weight_store_update_fold(JNIEnv* jenv, wharf_weight_store* store
   o = *opts;
   if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
   *status_out = wharf_weight_store_update(store, map, &o);
+  (*jenv)->DeleteGlobalRef(jenv, f.call);
+}
+
+/** wharf_replica_group_update with a Java fold callback (run on every replica), as
+ * wharf_swig_container_update_fold. */
+void wharf_swig_replica_group_update_fold(JNIEnv* jenv, wharf_replica_group* group, const wharf_constant_map* map,
+                                          const wharf_update_options* opts, jobject fold_call,
+                                          wharf_status** status_out) {
+  wharf_update_options o;
+  wharf_swig_fold f;
+  if (!opts) return;
+  o = *opts;
+  if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
+  *status_out = wharf_replica_group_update(group, map, &o);
+  (*jenv)->DeleteGlobalRef(jenv, f.call);
+}
+
+/** wharf_replica_group_update_ranks with a Java fold callback (this rank's), as
+ * wharf_swig_container_update_fold; `map` may be NULL (a rank other than 0). */
+void wharf_swig_replica_group_update_ranks_fold(JNIEnv* jenv, wharf_replica_group* group,
+                                                const wharf_constant_map* map, const wharf_update_options* opts,
+                                                jobject fold_call, wharf_status** status_out) {
+  wharf_update_options o;
+  wharf_swig_fold f;
+  if (!opts) return;
+  o = *opts;
+  if (!wharf_swig_fold_begin(jenv, fold_call, &f, &o)) return;
+  *status_out = wharf_replica_group_update_ranks(group, map, &o);
   (*jenv)->DeleteGlobalRef(jenv, f.call);
 }
 

@@ -56,8 +56,7 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
    * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (no containers, one
    *     given twice, two on one runtime, mixed backends, declarations that differ: the first
    *     difference is named), {@link WharfException.Code#UNSUPPORTED} (NCCL cannot be loaded
-   *     for a CUDA group of two or more; a weight store member brings its whole store; this
-   *     binding's group updates take no fold, so derived constants cannot be updated here),
+   *     for a CUDA group of two or more; a weight store member brings its whole store),
    *     {@link WharfException.Code#FAILED_PRECONDITION} (a container already in a group, or
    *     with an update staged), {@link WharfException.Code#BUSY},
    *     {@link WharfException.Code#DEVICE_ERROR}; nothing changes on error
@@ -175,31 +174,24 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
    * throw {@link WharfException.Code#FAILED_PRECONDITION}: close it and form a new one).
    *
    * @param map rank 0's tensors, by name; null on every other rank
-   * @param options require-full, progress (no fold)
+   * @param options require-full and progress (rank 0), and this rank's fold (every rank
+   *     whose containers declare derived constants passes one; it runs before the vote)
    * @throws WharfException {@link WharfException.Code#INVALID_ARGUMENT} (null on rank 0, a
    *     map on another rank), {@link WharfException.Code#FAILED_PRECONDITION} (a group made
    *     by {@link #create(List)}), and the failures above
-   * @throws IllegalArgumentException if the options carry a fold
    * @throws IllegalStateException if the group or the map has been closed
    */
   public void updateRanks(ConstantMap map, UpdateOptions options) {
     Objects.requireNonNull(options, "options");
-    if (options.fold() != null) {
-      throw new IllegalArgumentException(
-          "the Java binding's replica group updates take no fold yet (issue 27): groups whose"
-              + " containers declare derived constants are updated through C, Go or Rust");
-    }
     withPointer(g -> {
       if (map == null) {
-        options.run(this, o -> WharfNative.wharf_replica_group_update_ranks(g, null, o), (o, call) -> {
-          throw new IllegalStateException("unreachable: no fold");
-        });
+        options.run(this, o -> WharfNative.wharf_replica_group_update_ranks(g, null, o),
+            (o, call) -> WharfNative.wharf_swig_replica_group_update_ranks_fold(g, null, o, call));
         return null;
       }
       return map.withPointer(m -> {
-        options.run(this, o -> WharfNative.wharf_replica_group_update_ranks(g, m, o), (o, call) -> {
-          throw new IllegalStateException("unreachable: no fold");
-        });
+        options.run(this, o -> WharfNative.wharf_replica_group_update_ranks(g, m, o),
+            (o, call) -> WharfNative.wharf_swig_replica_group_update_ranks_fold(g, m, o, call));
         return null;
       });
     });
@@ -248,25 +240,20 @@ public final class ReplicaGroup extends NativeHandle<SWIGTYPE_p_wharf_replica_gr
    * which then stages nothing on any replica.
    *
    * @param map the tensors to write, by name
-   * @param options require-full, progress (no fold: not in this binding yet)
+   * @param options require-full, progress, and the fold, run on every replica for the
+   *     containers that declare derived constants (required then); group calls on this
+   *     group from inside it throw {@link WharfException.Code#FAILED_PRECONDITION}
    * @throws WharfException as {@link Container#update(ConstantMap, UpdateOptions)}, the
    *     replica named; {@link WharfException.Code#UNSUPPORTED} (in-place target);
    *     {@link WharfException.Code#DEVICE_ERROR} (NCCL); on any error no replica changes
-   * @throws IllegalArgumentException if the options carry a fold
    * @throws IllegalStateException if the group or the map has been closed
    */
   public void update(ConstantMap map, UpdateOptions options) {
     Objects.requireNonNull(map, "map");
     Objects.requireNonNull(options, "options");
-    if (options.fold() != null) {
-      throw new IllegalArgumentException(
-          "the Java binding's replica group updates take no fold yet (issue 27): groups whose"
-              + " containers declare derived constants are updated through C, Go or Rust");
-    }
     withPointer(g -> map.withPointer(m -> {
-      options.run(this, o -> WharfNative.wharf_replica_group_update(g, m, o), (o, call) -> {
-        throw new IllegalStateException("unreachable: no fold");
-      });
+      options.run(this, o -> WharfNative.wharf_replica_group_update(g, m, o),
+          (o, call) -> WharfNative.wharf_swig_replica_group_update_fold(g, m, o, call));
       return null;
     }));
   }

@@ -11,6 +11,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
+import java.nio.FloatBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -200,8 +201,6 @@ public class OffloadReplicaTest {
       assertEquals(16, stats.sourceBytes());
       assertWharfError(WharfException.Code.UNSUPPORTED,
           () -> group.update(fives, UpdateOptions.builder().target(UpdateTarget.ACTIVE_IN_PLACE).build()));
-      assertThrows(IllegalArgumentException.class,
-          () -> group.update(fives, UpdateOptions.builder().fold(run -> {}).build()));
 
       // Cancelled (a listener, then an interrupt): nothing staged anywhere.
       assertWharfError(WharfException.Code.CANCELLED,
@@ -226,6 +225,72 @@ public class OffloadReplicaTest {
       group.close();
       assertClosed("ReplicaGroup", group::swap);
       replicas.get(1).update(fives); // the containers are their own again
+    }
+  }
+
+  /** Derived constants in a group: the fold runs on every replica, a failing fold changes no replica. */
+  @Test
+  public void aReplicaGroupFoldsOnEveryReplica() {
+    List<Container> replicas = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      WharfRuntime rt = closeLater(hostRuntime());
+      replicas.add(closeLater(Container.create(rt, "folded" + i, Arrays.asList(
+          ConstantDecl.of("w", DType.F32, 2, 3), ConstantDecl.of("wt", DType.F32, 3, 2).derived()))));
+    }
+    ReplicaGroup group = closeLater(ReplicaGroup.create(replicas));
+    int[] calls = new int[1];
+    Fold transpose = run -> {
+      calls[0]++;
+      float[] w = floats(run.tensor("w"));
+      FloatBuffer wt = run.writableBuffer("wt").asFloatBuffer();
+      for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 3; j++) wt.put(j * 2 + i, w[i * 3 + j]);
+      }
+    };
+    try (ConstantMap first = ConstantMap.create(); ConstantMap second = ConstantMap.create()) {
+      first.put("w", new float[] {0, 1, 2, 3, 4, 5}, 2, 3);
+      second.put("w", new float[] {10, 11, 12, 13, 14, 15}, 2, 3);
+      assertWharfError(WharfException.Code.INVALID_ARGUMENT, () -> group.update(first));
+      group.update(first, UpdateOptions.builder().fold(transpose).build());
+      group.swap();
+      assertEquals("one fold per replica", 2, calls[0]);
+      for (Container c : replicas) {
+        try (Run run = c.beginRun()) {
+          assertArrayEquals(new float[] {0, 3, 1, 4, 2, 5}, floats(run.tensor("wt")), 0f);
+        }
+      }
+      // Replica 1's fold fails: nothing changes on either replica.
+      calls[0] = 0;
+      WharfException e = assertThrows(WharfException.class,
+          () -> group.update(second, UpdateOptions.builder().fold(run -> {
+            if (calls[0] == 1) throw new IllegalStateException("replica 1's fold fails");
+            transpose.apply(run);
+          }).build()));
+      assertEquals(WharfException.Code.FAILED_PRECONDITION, e.code());
+      assertTrue(e.getMessage(), e.getMessage().contains("replica 1's fold fails"));
+      for (Container c : replicas) {
+        try (Run run = c.beginRun()) {
+          assertArrayEquals(new float[] {0, 3, 1, 4, 2, 5}, floats(run.tensor("wt")), 0f);
+        }
+      }
+      // Group calls from inside the fold answer FAILED_PRECONDITION (the update goes on).
+      List<WharfException.Code> nested = new ArrayList<>();
+      group.update(second, UpdateOptions.builder().fold(run -> {
+        try {
+          group.swap();
+        } catch (WharfException x) {
+          nested.add(x.code());
+        }
+        transpose.apply(run);
+      }).build());
+      assertEquals(Arrays.asList(WharfException.Code.FAILED_PRECONDITION, WharfException.Code.FAILED_PRECONDITION),
+          nested);
+      group.swap();
+      for (Container c : replicas) {
+        try (Run run = c.beginRun()) {
+          assertArrayEquals(new float[] {10, 13, 11, 14, 12, 15}, floats(run.tensor("wt")), 0f);
+        }
+      }
     }
   }
 }
