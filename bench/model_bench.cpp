@@ -14,9 +14,13 @@
 // --legacy-ab adds the host time per graph step of the replay path before buckets
 // (WHARF_GRAPHS_LEGACY_REPLAY=1 on a third load) beside the current one, measured in
 // alternating blocks, with device and host inputs, and begin / model run / end apart.
+// --package DIR measures capturing every graph bucket of a package method instead (see
+// package_capture below).
 //   model_bench [--model DIR] [--csv FILE] [--legacy-ab]
+//   model_bench --package DIR [--method NAME] [--buckets A,B,...] [--capacity S] [--csv FILE]
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,11 +146,175 @@ std::vector<double> decode(Ctx& x, cudaStream_t stream, int steps) {
   return us;
 }
 
+// --package DIR: what capturing every bucket of a package method costs (issue 25: capture
+// time and pool bytes for all buckets). Loads the package (--capacity S for a batched method),
+// enables graphs on --method (default decode_batch when the package has it at S, else
+// prefill) with --buckets a,b,... (default: the library's default set of the method's
+// dimension), then per bucket size, smallest first: the first run (the capture; the first
+// one captures the largest bucket too) and 20 replays (step time with the logits read back).
+// Prints each graph's capture time in parts, nodes and pool bytes, and the totals.
+int package_capture(const std::string& dir, std::string method, const std::string& buckets_arg, uint32_t capacity,
+                    const std::string& csv) {
+  wharf_runtime* rt = nullptr;
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_ok(wharf_runtime_create(&ro, &rt), "runtime");
+  wharf_model_package_options po;
+  wharf_model_package_options_init(&po);
+  po.shim_path = std::getenv("WHARF_AOTI_SHIM");
+  po.session_capacity = capacity;
+  wharf_model_package* pkg = nullptr;
+  auto t_load = Clock::now();
+  wharf_ok(wharf_model_package_load(rt, dir.c_str(), &po, &pkg), "package load");
+  const double load_s = seconds_since(t_load);
+  if (method.empty())
+    method = capacity && wharf_model_package_find_method(pkg, "decode_batch") >= 0 ? "decode_batch" : "prefill";
+  const int64_t mi = wharf_model_package_find_method(pkg, method.c_str());
+  if (mi < 0) {
+    std::fprintf(stderr, "model_bench: the package has no method '%s'\n", method.c_str());
+    return 2;
+  }
+  wharf_model* m = nullptr;
+  wharf_ok(wharf_model_package_get_method(pkg, method.c_str(), &m), "get_method");
+  const bool batched = method == "decode_batch";
+  // The method's dimension: input 0's symbolic one (input_ids [1, T] or [N, 1]).
+  wharf_model_package_tensor_info ti;
+  std::memset(&ti, 0, sizeof ti);
+  ti.struct_size = sizeof ti;
+  wharf_ok(wharf_model_package_get_method_input(pkg, size_t(mi), 0, &ti), "method input");
+  std::string dim;
+  int64_t lo = 1, hi = -1;
+  for (int d = 0; d < ti.ndim; ++d)
+    if (ti.dim_names && ti.dim_names[d]) {
+      dim = ti.dim_names[d];
+      lo = ti.dim_min[d];
+      hi = ti.dim_max[d];
+    }
+  std::vector<int64_t> sizes;
+  for (size_t at = 0; at < buckets_arg.size();) {
+    size_t comma = buckets_arg.find(',', at);
+    if (comma == std::string::npos) comma = buckets_arg.size();
+    sizes.push_back(std::strtoll(buckets_arg.substr(at, comma - at).c_str(), nullptr, 10));
+    at = comma + 1;
+  }
+  wharf_graph_options go;
+  wharf_graph_options_init(&go);
+  if (!sizes.empty()) {
+    go.bucket_dim = dim.empty() ? nullptr : dim.c_str();
+    go.bucket_sizes = sizes.data();
+    go.num_bucket_sizes = uint32_t(sizes.size());
+  } else if (!dim.empty() && hi >= 1) {
+    // The library's default set (graphs/bucket_plan.cpp): powers of two up to the max, and the max.
+    int64_t p = 1;
+    while (p < std::max<int64_t>(lo, 1)) p *= 2;
+    for (; p <= hi; p *= 2) sizes.push_back(p);
+    if (sizes.empty() || sizes.back() != hi) sizes.push_back(hi);
+  } else {
+    sizes.push_back(1);  // no dimension: one shape
+  }
+  std::sort(sizes.begin(), sizes.end());
+  wharf_ok(wharf_model_enable_graphs(m, &go), "enable_graphs");
+  const int64_t most = sizes.back();
+  std::vector<wharf_session*> ss(batched ? size_t(most) : 1);
+  for (auto& x : ss) wharf_ok(wharf_model_package_create_session(pkg, nullptr, &x), "session");
+  wharf_container* c = wharf_model_container(m);
+  std::vector<float> logits;
+  std::vector<double> first_ms, step_us;
+  // One step at size b: returns its wall time in microseconds (logits read back).
+  auto step = [&](int64_t b) {
+    std::vector<int64_t> tokens(size_t(b), 1), pos(size_t(b), 0), slots;
+    if (!batched)
+      for (int64_t i = 0; i < b; ++i) pos[size_t(i)] = i;
+    const int64_t ishape[2] = {batched ? b : 1, batched ? 1 : b}, pshape[1] = {b};
+    wharf_tensor_view in[3];
+    std::memset(in, 0, sizeof in);
+    for (auto& v : in) v.struct_size = sizeof v;
+    in[0].data = tokens.data();
+    in[1].data = pos.data();
+    in[0].dtype = in[1].dtype = WHARF_DTYPE_I64;
+    in[0].device_type = in[1].device_type = WHARF_DEVICE_CPU;
+    in[0].ndim = 2;
+    in[0].shape = ishape;
+    in[1].ndim = 1;
+    in[1].shape = pshape;  // in[2] (slots): an empty view, Wharf passes the run's slots
+    const size_t n_in = wharf_model_num_inputs(m);
+    auto t0 = Clock::now();
+    wharf_run* run = nullptr;
+    if (batched)
+      wharf_ok(wharf_run_begin_batch(c, ss.data(), size_t(b), nullptr, &run), "run_begin_batch");
+    else
+      wharf_ok(wharf_run_begin(c, ss[0], nullptr, &run), "run_begin");
+    wharf_tensor_view out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    wharf_ok(wharf_model_run(m, run, in, n_in, &out, 1), "model_run");
+    uint64_t elems = 1;
+    for (int d = 0; d < out.ndim; ++d) elems *= uint64_t(out.shape[d]);
+    logits.resize(elems);
+    wharf_ok(wharf_run_copy(run, logits.data(), out.data, elems * sizeof(float)), "read logits");
+    wharf_ok(wharf_run_end(run), "run_end");
+    return us_since(t0);
+  };
+  std::printf("package %s, method %s, dimension '%s' (%lld..%lld), %zu buckets; package load %.2f s\n",
+              wharf_model_package_name(pkg), method.c_str(), dim.c_str(), (long long)lo, (long long)hi, sizes.size(),
+              load_s);
+  auto t_all = Clock::now();
+  for (int64_t b : sizes) first_ms.push_back(step(b) / 1e3);
+  const double all_s = seconds_since(t_all);
+  for (int64_t b : sizes) {
+    std::vector<double> us;
+    for (int i = 0; i < 20; ++i) us.push_back(step(b));
+    step_us.push_back(median(us));
+  }
+  wharf_graph_stats gs;
+  std::memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  wharf_ok(wharf_model_get_graph_stats(m, &gs), "graph stats");
+  std::printf("%-8s %12s %12s  %s\n", "size", "first run", "replay step", "");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    std::printf("%-8lld %9.1f ms %9.1f us\n", (long long)sizes[i], first_ms[i], step_us[i]);
+  double capture_total = 0;
+  std::printf("%-8s %9s %9s %9s %9s %9s %9s %7s %12s\n", "bucket", "capture", "bind+fold", "warm-up", "captured",
+              "scan", "instant.", "nodes", "pool +bytes");
+  for (uint32_t i = 0; i < gs.num_buckets; ++i) {
+    wharf_graph_bucket_info b;
+    std::memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    wharf_ok(wharf_model_get_graph_bucket(m, i, &b), "graph bucket");
+    capture_total += b.capture_ms;
+    std::printf("%-8lld %6.1f ms %6.1f ms %6.1f ms %6.1f ms %6.1f ms %6.1f ms %7llu %12llu\n", (long long)b.bucket_size,
+                b.capture_ms, b.bind_fold_ms, b.warmup_ms, b.capture_run_ms, b.scan_ms, b.instantiate_ms,
+                (unsigned long long)b.nodes, (unsigned long long)b.pool_bytes);
+  }
+  std::printf(
+      "all buckets: %llu captures in %.1f ms (first runs of every size: %.2f s), pool %llu bytes (%.3f GiB), "
+      "folded %llu bytes, %llu eager runs%s%s\n",
+      (unsigned long long)gs.captures, capture_total, all_s, (unsigned long long)gs.pool_bytes,
+      double(gs.pool_bytes) / double(1ull << 30), (unsigned long long)gs.folded_bytes,
+      (unsigned long long)gs.eager_runs, gs.last_eager_reason[0] ? "; last eager reason: " : "", gs.last_eager_reason);
+  if (!csv.empty())
+    if (FILE* f = std::fopen(csv.c_str(), "w")) {
+      std::fprintf(f, "metric,median,min,max\n");
+      std::fprintf(f, "graph_capture_all_buckets_ms,%.3f,,\n", capture_total);
+      std::fprintf(f, "graph_pool_bytes_all_buckets,%llu,,\n", (unsigned long long)gs.pool_bytes);
+      for (size_t i = 0; i < sizes.size(); ++i)
+        std::fprintf(f, "graph_replay_step_us_%lld,%.3f,,\n", (long long)sizes[i], step_us[i]);
+      std::fclose(f);
+    }
+  for (auto* x : ss) wharf_session_free(x);
+  wharf_model_free(m);
+  wharf_model_package_free(pkg);
+  wharf_runtime_free(rt);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, csv;
+  std::string dir, csv, package, method, bucket_sizes;
   bool legacy_ab = false;
+  uint32_t capacity = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--model") && i + 1 < argc)
       dir = argv[++i];
@@ -154,7 +322,16 @@ int main(int argc, char** argv) {
       csv = argv[++i];
     else if (!std::strcmp(argv[i], "--legacy-ab"))
       legacy_ab = true;
+    else if (!std::strcmp(argv[i], "--package") && i + 1 < argc)
+      package = argv[++i];
+    else if (!std::strcmp(argv[i], "--method") && i + 1 < argc)
+      method = argv[++i];
+    else if (!std::strcmp(argv[i], "--buckets") && i + 1 < argc)
+      bucket_sizes = argv[++i];
+    else if (!std::strcmp(argv[i], "--capacity") && i + 1 < argc)
+      capacity = uint32_t(std::strtoul(argv[++i], nullptr, 10));
   }
+  if (!package.empty()) return package_capture(package, method, bucket_sizes, capacity, csv);
   if (dir.empty()) {
     struct stat st;
     dir = ::stat("models/tiny_decoder/tiny_decoder.so", &st) == 0 ? "models/tiny_decoder"

@@ -84,6 +84,9 @@ type GraphBucket struct {
 	// 127 bytes by the library).
 	Shapes     string
 	BucketSize int64 // its size along the bucket dimension (-1: an exact shape)
+	// CaptureMS in parts: the instance, binding and fold; the static inputs and the warm-up
+	// run; the captured run; reading the nodes and building the patch plan; instantiation.
+	BindFoldMS, WarmupMS, CaptureRunMS, ScanMS, InstantiateMS float64
 }
 
 // graphOptions fills a wharf_graph_options by the library's sized init with this
@@ -169,14 +172,19 @@ func graphStatsOf(s *C.wharf_graph_stats) GraphStats {
 
 func graphBucketOf(b *C.wharf_graph_bucket_info) GraphBucket {
 	return GraphBucket{
-		Set:          uint32(b.set),
-		PoolBytes:    uint64(b.pool_bytes),
-		Nodes:        uint64(b.nodes),
-		PatchedNodes: uint64(b.patched_nodes),
-		Patches:      uint64(b.patches),
-		CaptureMS:    float64(b.capture_ms),
-		Shapes:       fixedString(&b.shapes[0], len(b.shapes)),
-		BucketSize:   int64(b.bucket_size),
+		Set:           uint32(b.set),
+		PoolBytes:     uint64(b.pool_bytes),
+		Nodes:         uint64(b.nodes),
+		PatchedNodes:  uint64(b.patched_nodes),
+		Patches:       uint64(b.patches),
+		CaptureMS:     float64(b.capture_ms),
+		Shapes:        fixedString(&b.shapes[0], len(b.shapes)),
+		BucketSize:    int64(b.bucket_size),
+		BindFoldMS:    float64(b.bind_fold_ms),
+		WarmupMS:      float64(b.warmup_ms),
+		CaptureRunMS:  float64(b.capture_run_ms),
+		ScanMS:        float64(b.scan_ms),
+		InstantiateMS: float64(b.instantiate_ms),
 	}
 }
 

@@ -58,12 +58,14 @@ func TestGraphStatsConversion(t *testing.T) {
 	var b _Ctype_wharf_graph_bucket_info
 	b.set, b.pool_bytes, b.nodes, b.patched_nodes, b.patches, b.capture_ms = 1, 4096, 120, 30, 45, 2.5
 	b.bucket_size = -1
+	b.bind_fold_ms, b.warmup_ms, b.capture_run_ms, b.scan_ms, b.instantiate_ms = 0.5, 1.5, 2.5, 3.5, 4.5
 	for i := range b.shapes {
 		b.shapes[i] = 'x' // no NUL: the whole array
 	}
 	gb := graphBucketOf(&b)
 	if gb.Set != 1 || gb.PoolBytes != 4096 || gb.Nodes != 120 || gb.PatchedNodes != 30 || gb.Patches != 45 ||
-		gb.CaptureMS != 2.5 || gb.Shapes != strings.Repeat("x", len(b.shapes)) || gb.BucketSize != -1 {
+		gb.CaptureMS != 2.5 || gb.Shapes != strings.Repeat("x", len(b.shapes)) || gb.BucketSize != -1 ||
+		gb.BindFoldMS != 0.5 || gb.WarmupMS != 1.5 || gb.CaptureRunMS != 2.5 || gb.ScanMS != 3.5 || gb.InstantiateMS != 4.5 {
 		t.Fatalf("bucket %+v", gb)
 	}
 }

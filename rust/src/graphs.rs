@@ -175,6 +175,16 @@ pub struct GraphBucket {
     pub shapes: String,
     /// Its size along the bucket dimension (-1: an exact shape).
     pub bucket_size: i64,
+    /// `capture_ms` in parts, milliseconds: the instance, binding and fold.
+    pub bind_fold_ms: f64,
+    /// The static inputs and the warm-up run.
+    pub warmup_ms: f64,
+    /// The captured run.
+    pub capture_run_ms: f64,
+    /// Reading the nodes and building the patch plan.
+    pub scan_ms: f64,
+    /// Instantiation.
+    pub instantiate_ms: f64,
 }
 
 /// A char array the library NUL-terminates, never read past its length.
@@ -222,6 +232,11 @@ impl GraphBucket {
             capture_ms: b.capture_ms,
             shapes: fixed_string(&b.shapes),
             bucket_size: b.bucket_size,
+            bind_fold_ms: b.bind_fold_ms,
+            warmup_ms: b.warmup_ms,
+            capture_run_ms: b.capture_run_ms,
+            scan_ms: b.scan_ms,
+            instantiate_ms: b.instantiate_ms,
         }
     }
 }
@@ -393,6 +408,8 @@ mod tests {
         b.capture_ms = 2.5;
         b.shapes = [b'x' as c_char; 128]; // no NUL: the whole array, never past it
         b.bucket_size = -1;
+        (b.bind_fold_ms, b.warmup_ms, b.capture_run_ms) = (0.5, 1.5, 2.5);
+        (b.scan_ms, b.instantiate_ms) = (3.5, 4.5);
         let got = GraphBucket::from_c(&b);
         assert_eq!(
             (
@@ -407,6 +424,16 @@ mod tests {
         assert_eq!(got.capture_ms, 2.5);
         assert_eq!(got.shapes, "x".repeat(128));
         assert_eq!(got.bucket_size, -1);
+        assert_eq!(
+            (
+                got.bind_fold_ms,
+                got.warmup_ms,
+                got.capture_run_ms,
+                got.scan_ms,
+                got.instantiate_ms
+            ),
+            (0.5, 1.5, 2.5, 3.5, 4.5)
+        );
     }
 
     #[test]

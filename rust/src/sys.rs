@@ -568,6 +568,11 @@ pub struct wharf_graph_bucket_info {
     pub capture_ms: f64,
     pub shapes: [c_char; 128],
     pub bucket_size: i64,
+    pub bind_fold_ms: f64,
+    pub warmup_ms: f64,
+    pub capture_run_ms: f64,
+    pub scan_ms: f64,
+    pub instantiate_ms: f64,
 }
 
 /// wharf_state_arena_stats (experimental).
@@ -1069,7 +1074,8 @@ mod tests {
             assert_eq!(offset_of!(wharf_graph_stats, padded_replays), 360);
             assert_eq!(offset_of!(wharf_graph_stats, bucket_dim), 368);
             assert_eq!(offset_of!(wharf_graph_stats, num_bucket_sizes), 432);
-            assert_eq!(size_of::<wharf_graph_bucket_info>(), 184);
+            assert_eq!(size_of::<wharf_graph_bucket_info>(), 224);
+            assert_eq!(offset_of!(wharf_graph_bucket_info, instantiate_ms), 216);
             assert_eq!(offset_of!(wharf_graph_bucket_info, capture_ms), 40);
             assert_eq!(offset_of!(wharf_graph_bucket_info, shapes), 48);
             assert_eq!(offset_of!(wharf_graph_bucket_info, bucket_size), 176);

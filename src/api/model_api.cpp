@@ -56,9 +56,11 @@ const StructLayout& layout_of(const wharf_graph_stats*) {
 const StructLayout& layout_of(const wharf_graph_bucket_info*) {
   using T = wharf_graph_bucket_info;
   static const FieldInfo f[] = {
-      WHARF_FIELD(T, struct_size), WHARF_FIELD(T, set),           WHARF_FIELD(T, pool_bytes),
-      WHARF_FIELD(T, nodes),       WHARF_FIELD(T, patched_nodes), WHARF_FIELD(T, patches),
-      WHARF_FIELD(T, capture_ms),  WHARF_FIELD(T, shapes),        WHARF_FIELD(T, bucket_size)};
+      WHARF_FIELD(T, struct_size),  WHARF_FIELD(T, set),           WHARF_FIELD(T, pool_bytes),
+      WHARF_FIELD(T, nodes),        WHARF_FIELD(T, patched_nodes), WHARF_FIELD(T, patches),
+      WHARF_FIELD(T, capture_ms),   WHARF_FIELD(T, shapes),        WHARF_FIELD(T, bucket_size),
+      WHARF_FIELD(T, bind_fold_ms), WHARF_FIELD(T, warmup_ms),     WHARF_FIELD(T, capture_run_ms),
+      WHARF_FIELD(T, scan_ms),      WHARF_FIELD(T, instantiate_ms)};
   static const StructLayout l{"wharf_graph_bucket_info", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -226,6 +228,11 @@ WHARF_API wharf_status* wharf_model_get_graph_bucket(const wharf_model* model, u
     full.capture_ms = b.capture_ms;
     std::snprintf(full.shapes, sizeof full.shapes, "%s", b.shapes.c_str());
     full.bucket_size = b.size;
+    full.bind_fold_ms = b.bind_fold_ms;
+    full.warmup_ms = b.warmup_ms;
+    full.capture_run_ms = b.capture_run_ms;
+    full.scan_ms = b.scan_ms;
+    full.instantiate_ms = b.instantiate_ms;
     return api::write_output(full, out, "wharf_graph_bucket_info");
   });
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "core/logging.h"
 #include "core/sync.h"
@@ -516,6 +517,34 @@ struct ModelGraphs::Core {
   std::vector<std::pair<std::weak_ptr<Generation>, std::shared_ptr<FoldRecord> > > folds WHARF_GUARDED_BY(mu);
   GraphStats stats WHARF_GUARDED_BY(mu);
   std::vector<uint64_t> arena_bases WHARF_GUARDED_BY(mu);  // per binding: a whole-arena state's address (0: not yet)
+  // Per recent session: its state addresses by binding (bases_for).
+  struct SessionBases {
+    std::weak_ptr<Session> session;
+    std::vector<uint64_t> bases;
+  };
+  static constexpr size_t kSessionCache = 16;
+  std::vector<SessionBases> session_cache WHARF_GUARDED_BY(mu);
+  size_t session_evict WHARF_GUARDED_BY(mu) = 0;
+
+  const uint64_t* session_bases_of(const Run& run) WHARF_REQUIRES(mu) {
+    const std::shared_ptr<Session>& s = run.session();
+    if (!s) return nullptr;
+    for (const SessionBases& e : session_cache)
+      if (!e.session.owner_before(s) && !s.owner_before(e.session)) return e.bases.data();
+    return nullptr;
+  }
+  void remember_session(const std::shared_ptr<Session>& s, std::vector<uint64_t> bases) WHARF_REQUIRES(mu) {
+    for (SessionBases& e : session_cache)
+      if (e.session.expired()) {
+        e = {s, std::move(bases)};
+        return;
+      }
+    if (session_cache.size() < kSessionCache) {
+      session_cache.push_back({s, std::move(bases)});
+      return;
+    }
+    session_cache[session_evict++ % kSessionCache] = {s, std::move(bases)};
+  }
 
   ~Core() {
     // Replays may still run: wait before their graphs and memory go.
@@ -608,6 +637,12 @@ Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold,
   size_t r = 0;
   const Generation& gen = *run.pinned_generation();
   if (arena_bases.size() != bindings.size()) arena_bases.assign(bindings.size(), 0);
+  // The session's state addresses, resolved once per session (Session::find is a string
+  // lookup under the session's lock, per state per step): a session's buffers are allocated
+  // before its first run begins and never move after, and the cache's weak_ptr keeps the
+  // session's identity from being reused while it is cached.
+  const uint64_t* sess = session_bases_of(run);
+  std::vector<uint64_t> fresh;  // resolved now (no cached entry), kept for the next runs
   for (size_t i = 0; i < bindings.size(); ++i) {
     const auto& binding = bindings[i];
     if (binding.constant >= 0) {
@@ -629,9 +664,16 @@ Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold,
       (*bases)[r++] = arena_bases[i];
       continue;
     }
+    if (sess) {
+      (*bases)[r++] = sess[i];
+      continue;
+    }
     WHARF_RETURN_IF_ERROR(run.state_at(binding.state, &t));
-    (*bases)[r++] = reinterpret_cast<uint64_t>(t.data);
+    if (fresh.empty()) fresh.assign(bindings.size(), 0);
+    fresh[i] = reinterpret_cast<uint64_t>(t.data);
+    (*bases)[r++] = fresh[i];
   }
+  if (!fresh.empty() && run.session()) remember_session(run.session(), std::move(fresh));
   const size_t nf = b.fold_sizes.size();
   if (nf) {
     if (!fold || fold->sizes != b.fold_sizes)
@@ -773,9 +815,17 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     ranges.push_back(std::move(r));
   }
   WHARF_RETURN_IF_ERROR(model->bind_tensors(*b->instance, tensors));
-  // Fold now (never inside the capture), into memory owned per generation.
+  // Fold now (never inside the capture), into memory owned per generation: one arena laid
+  // out as an earlier fold of this model allocated (one device allocation instead of one per
+  // block), when there was one.
   auto rec = std::make_shared<FoldRecord>();
   rec->runtime = runtime;
+  {
+    const std::vector<uint64_t>* layout = nullptr;
+    for (const auto& f : folds)
+      if (!layout && !f.second->sizes.empty()) layout = &f.second->sizes;
+    if (layout) WHARF_RETURN_IF_ERROR(rec->reserve(*layout));
+  }
   {
     wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &FoldRecord::shim_alloc, nullptr, rec.get()};
     AllocatorScope scope(*model, a);
@@ -787,6 +837,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
         {reinterpret_cast<uint64_t>(rec->ptrs[j]), rec->sizes[j], "folded constant block " + std::to_string(j)});
   b->fold_sizes = rec->sizes;
   b->capture_fold = rec;
+  const auto t_bound = std::chrono::steady_clock::now();
   // Static inputs hold this run's inputs (padded to the bucket) for the warm-up (valid token
   // ids, positions, slots).
   std::vector<ModelTensor> statics(inputs.size());
@@ -843,6 +894,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     }
     GRAPH_CUDA(cudaStreamSynchronize(cap), "the warm-up run");
   }
+  const auto t_warm = std::chrono::steady_clock::now();
   WHARF_RETURN_IF_ERROR(rows.restore());
   {
     std::lock_guard<std::mutex> l(pool.mu);
@@ -874,7 +926,11 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     return pe.empty() ? run_st.with_context("capturing") : run_st.with_context("capturing: " + pe);
   }
   if (!graph) return DeviceError("the capture produced no graph");
-  // The nodes and their parameter images.
+  const auto t_captured = std::chrono::steady_clock::now();
+  // The nodes and their parameter images. A kernel's parameter layout is read once per
+  // function of this capture (the layers' nodes share their kernels); not kept across
+  // captures: a function handle of an unloaded module could name another function later.
+  std::unordered_map<const void*, std::vector<NodeImage::Param> > layouts;
   size_t n = 0;
   GRAPH_CUDA(cudaGraphGetNodes(graph, nullptr, &n), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> all(n);
@@ -903,22 +959,31 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
         return Unsupported(
             "a kernel node passes its parameters as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER), "
             "whose pointers cannot be located");
-      for (size_t i = 0;; ++i) {
-        size_t off = 0, size = 0;
-        CUresult r = CUDA_ERROR_INVALID_VALUE;
-        if (m.kernel.func)
-          r = drv.func_param(m.kernel.func, i, &off, &size);
-        else if (m.kernel.kern && drv.kernel_param)
-          r = drv.kernel_param(m.kernel.kern, i, &off, &size);
-        else
-          return Unsupported("a kernel node names no function whose parameters can be read");
-        if (r == CUDA_ERROR_INVALID_VALUE) break;
-        if (r != CUDA_SUCCESS) return driver_status(r, "reading a kernel's parameter layout");
+      const void* fn =
+          m.kernel.func ? static_cast<const void*>(m.kernel.func) : static_cast<const void*>(m.kernel.kern);
+      if (!m.kernel.func && !(m.kernel.kern && drv.kernel_param))
+        return Unsupported("a kernel node names no function whose parameters can be read");
+      auto known = layouts.find(fn);
+      if (known == layouts.end()) {
+        std::vector<NodeImage::Param> params;
+        for (size_t i = 0;; ++i) {
+          size_t off = 0, size = 0;
+          const CUresult r = m.kernel.func ? drv.func_param(m.kernel.func, i, &off, &size)
+                                           : drv.kernel_param(m.kernel.kern, i, &off, &size);
+          if (r == CUDA_ERROR_INVALID_VALUE) break;
+          if (r != CUDA_SUCCESS) return driver_status(r, "reading a kernel's parameter layout");
+          NodeImage::Param p;
+          p.offset = uint32_t(off);
+          p.size = uint32_t(size);
+          params.push_back(p);
+        }
+        known = layouts.emplace(fn, std::move(params)).first;
+      }
+      for (size_t i = 0; i < known->second.size(); ++i) {
+        const NodeImage::Param p = known->second[i];
+        const size_t off = p.offset, size = p.size;
         if (!m.kernel.kernelParams || !m.kernel.kernelParams[i])
           return Unsupported("a kernel node has no value for its parameter " + std::to_string(i));
-        NodeImage::Param p;
-        p.offset = uint32_t(off);
-        p.size = uint32_t(size);
         if (img.bytes.size() < off + size) img.bytes.resize(off + size);
         std::memcpy(img.bytes.data() + off, m.kernel.kernelParams[i], size);
         img.params.push_back(p);
@@ -970,7 +1035,9 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
 #endif
     }
   }
+  const auto t_scanned = std::chrono::steady_clock::now();
   GRAPH_CUDA(cudaGraphInstantiate(&b->exec, graph, 0), "cudaGraphInstantiate");
+  const auto t_instantiated = std::chrono::steady_clock::now();
   // The folded constants of this generation are the ones the capture folded.
   bool cached = false;
   for (const auto& f : folds)
@@ -987,6 +1054,14 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   b->stats.patches = b->plan.patches().size();
   b->stats.patched_nodes = b->plan.num_patched_nodes();
   b->stats.capture_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  auto ms = [](std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point z) {
+    return std::chrono::duration<double, std::milli>(z - a).count();
+  };
+  b->stats.bind_fold_ms = ms(t0, t_bound);
+  b->stats.warmup_ms = ms(t_bound, t_warm);
+  b->stats.capture_run_ms = ms(t_warm, t_captured);
+  b->stats.scan_ms = ms(t_captured, t_scanned);
+  b->stats.instantiate_ms = ms(t_scanned, t_instantiated);
   {
     std::lock_guard<std::mutex> l(pool.mu);
     b->stats.pool_bytes = pool.bytes - pool_before;

@@ -90,6 +90,9 @@ struct GraphBucketStats {
   uint64_t pool_bytes = 0;  // pool memory this bucket's capture added (tag graph)
   uint64_t nodes = 0, patched_nodes = 0, patches = 0;
   double capture_ms = 0;
+  // Its parts: instance, binding and fold; static inputs and the warm-up run; the captured run;
+  // reading the nodes and building the patch plan (and the gather node); instantiation.
+  double bind_fold_ms = 0, warmup_ms = 0, capture_run_ms = 0, scan_ms = 0, instantiate_ms = 0;
 };
 
 struct GraphStats {

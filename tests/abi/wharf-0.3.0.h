@@ -1445,6 +1445,14 @@ typedef struct wharf_graph_bucket_info {
   double capture_ms;       /* fold, warm-up, capture and instantiation, milliseconds */
   char shapes[128];        /* the inputs' dtypes and shapes, e.g. "I64[1, 1], I64[1]" (truncated) */
   int64_t bucket_size;     /* Appended: its size along the bucket dimension (-1: an exact shape) */
+  /* Appended: capture_ms in parts, milliseconds: the instance, binding and fold; the static
+   * inputs and the warm-up run; the captured run; reading the nodes and building the patch
+   * plan; instantiation. */
+  double bind_fold_ms;
+  double warmup_ms;
+  double capture_run_ms;
+  double scan_ms;
+  double instantiate_ms;
 } wharf_graph_bucket_info;
 
 /**

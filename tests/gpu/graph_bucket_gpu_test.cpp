@@ -264,13 +264,30 @@ TEST_F(GraphBuckets, PaddedPrefillsEqualEagerOnesAndLeaveTheSameState) {
       tok = (tok * 5 + 1) % kVocab;
     }
   }
+  // Sessions freed and new ones made (their buffers may reuse the freed memory, their
+  // handles the freed addresses): each replay binds the new session's own state.
+  for (int old_id = 1; old_id <= 3; ++old_id) {
+    for (Lane* l : {eager, graphs}) {
+      wharf_session_free(l->s.at(old_id));
+      l->s.erase(old_id);
+    }
+    const int nid = 10 + old_id;
+    for (Lane* l : {eager, graphs}) ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[nid]));
+    const std::vector<int64_t> tokens = {int64_t(nid), 3, 4, 5, int64_t(old_id)};
+    prefill(*eager, nid, tokens, &want);
+    prefill(*graphs, nid, tokens, &got);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << "new session " << nid;
+    EXPECT_TRUE(state_bytes(wharf_model_container(eager->prefill), {eager->s.at(nid)}, false) ==
+                state_bytes(wharf_model_container(graphs->prefill), {graphs->s.at(nid)}, false))
+        << "new session " << nid << ": its state differs from the eager prefill's";
+  }
   const wharf_graph_stats gs = graph_stats(graphs->prefill);
   EXPECT_STREQ(gs.bucket_dim, "T");
   EXPECT_EQ(gs.num_bucket_sizes, 2u);
   EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
   EXPECT_EQ(gs.captures, 2u) << "one graph per bucket";
-  EXPECT_EQ(gs.replays, 5u) << "3, 5, 7, 13 padded; 8 as is";
-  EXPECT_EQ(gs.padded_replays, 4u);
+  EXPECT_EQ(gs.replays, 8u) << "3, 5, 7, 13 padded; 8 as is; three new sessions' 5";
+  EXPECT_EQ(gs.padded_replays, 7u);
   EXPECT_EQ(gs.eager_runs, 1u) << "17 tokens: past the largest bucket";
   EXPECT_NE(std::string(gs.last_eager_reason).find("'T' = 17 is past the largest bucket (16)"), std::string::npos)
       << gs.last_eager_reason;

@@ -57,6 +57,8 @@ TEST(GraphApi, StructsFollowTheSizeRules) {
   EXPECT_GT(offsetof(wharf_graph_options, bucket_dim), offsetof(wharf_graph_options, max_concurrent_runs));
   EXPECT_GT(offsetof(wharf_graph_options, exact_shapes), offsetof(wharf_graph_options, num_bucket_sizes));
   EXPECT_EQ(offsetof(wharf_graph_bucket_info, shapes) + 128, offsetof(wharf_graph_bucket_info, bucket_size));
+  EXPECT_EQ(offsetof(wharf_graph_bucket_info, bucket_size) + 8, offsetof(wharf_graph_bucket_info, bind_fold_ms));
+  EXPECT_EQ(offsetof(wharf_graph_bucket_info, instantiate_ms) + 8, sizeof(wharf_graph_bucket_info));
   EXPECT_EQ(offsetof(wharf_graph_options, struct_size), 0u);
   EXPECT_EQ(offsetof(wharf_graph_stats, struct_size), 0u);
 }

@@ -17,6 +17,11 @@ public final class GraphBucket {
   private final double captureMillis;
   private final String shapes;
   private final long bucketSize;
+  private final double bindFoldMillis;
+  private final double warmupMillis;
+  private final double captureRunMillis;
+  private final double scanMillis;
+  private final double instantiateMillis;
 
   private GraphBucket(wharf_graph_bucket_info b) {
     set = b.getSet();
@@ -27,6 +32,11 @@ public final class GraphBucket {
     captureMillis = b.getCapture_ms();
     shapes = b.shapes_text();
     bucketSize = b.getBucket_size();
+    bindFoldMillis = b.getBind_fold_ms();
+    warmupMillis = b.getWarmup_ms();
+    captureRunMillis = b.getCapture_run_ms();
+    scanMillis = b.getScan_ms();
+    instantiateMillis = b.getInstantiate_ms();
   }
 
   /** Copies the native struct the library filled. */
@@ -72,6 +82,31 @@ public final class GraphBucket {
   /** @return its size along the bucket dimension (-1: an exact shape) */
   public long bucketSize() {
     return bucketSize;
+  }
+
+  /** @return of captureMillis: the instance, binding and fold, milliseconds */
+  public double bindFoldMillis() {
+    return bindFoldMillis;
+  }
+
+  /** @return of captureMillis: the static inputs and the warm-up run, milliseconds */
+  public double warmupMillis() {
+    return warmupMillis;
+  }
+
+  /** @return of captureMillis: the captured run, milliseconds */
+  public double captureRunMillis() {
+    return captureRunMillis;
+  }
+
+  /** @return of captureMillis: reading the nodes and building the patch plan, milliseconds */
+  public double scanMillis() {
+    return scanMillis;
+  }
+
+  /** @return of captureMillis: instantiation, milliseconds */
+  public double instantiateMillis() {
+    return instantiateMillis;
   }
 
   @Override

@@ -98,6 +98,11 @@ public class GraphTest {
       b.setPatches(45);
       b.setCapture_ms(2.5);
       b.setBucket_size(-1);
+      b.setBind_fold_ms(0.5);
+      b.setWarmup_ms(1.5);
+      b.setCapture_run_ms(2.5);
+      b.setScan_ms(3.5);
+      b.setInstantiate_ms(4.5);
       GraphBucket g = GraphBucket.of(b);
       assertEquals(1, g.set());
       assertEquals(4096, g.poolBytes());
@@ -107,6 +112,11 @@ public class GraphTest {
       assertEquals(2.5, g.captureMillis(), 0);
       assertEquals("", g.shapes());
       assertEquals(-1, g.bucketSize());
+      assertEquals(0.5, g.bindFoldMillis(), 0);
+      assertEquals(1.5, g.warmupMillis(), 0);
+      assertEquals(2.5, g.captureRunMillis(), 0);
+      assertEquals(3.5, g.scanMillis(), 0);
+      assertEquals(4.5, g.instantiateMillis(), 0);
     } finally {
       b.delete();
     }
