@@ -389,6 +389,9 @@ struct Bucket {
   // inputs packed into host_image and copied to `staging` on `stream` (one copy), device ones
   // read where they are. *p: the gather's parameters.
   Status stage(const BucketSpec& spec, const std::vector<ModelTensor>& in, cudaStream_t stream, GatherParams* p) {
+    if (in.size() > kMaxGatherInputs || in.size() != static_inputs.size())
+      return Internal("the input gather takes " + std::to_string(static_inputs.size()) + " inputs (at most " +
+                      std::to_string(kMaxGatherInputs) + "), not " + std::to_string(in.size()));
     p->count = uint32_t(in.size());
     uint64_t host_end = 0;
     for (size_t i = 0; i < in.size(); ++i) {
@@ -593,14 +596,19 @@ Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_p
   core->runtime = model->runtime_;
   core->opts = opts;
   const char* env = std::getenv("WHARF_GRAPHS_LEGACY_REPLAY");
-  core->legacy = opts.legacy_replay || (env && env[0] && std::strcmp(env, "0") != 0);
+  // The gather node takes at most kMaxGatherInputs inputs: a model with more keeps the copy
+  // per input (and exact shapes).
+  const bool many_inputs = model->num_inputs() > kMaxGatherInputs;
+  core->legacy = opts.legacy_replay || (env && env[0] && std::strcmp(env, "0") != 0) || many_inputs;
   if (!core->legacy)
     WHARF_RETURN_IF_ERROR(resolve_buckets(model->name_, model->dims(), model->num_inputs(), opts.bucket_dim,
                                           opts.bucket_sizes, opts.exact_shapes, &core->spec));
   else if (!opts.bucket_dim.empty() || !opts.bucket_sizes.empty())
-    return InvalidArgument(
-        "model " + quote_name(model->name_) +
-        ": graph buckets: the legacy replay path (WHARF_GRAPHS_LEGACY_REPLAY) has exact shapes only");
+    return InvalidArgument("model " + quote_name(model->name_) + ": graph buckets: " +
+                           (many_inputs ? "the model has " + std::to_string(model->num_inputs()) +
+                                              " inputs; padding handles at most " + std::to_string(kMaxGatherInputs)
+                                        : std::string("the legacy replay path (WHARF_GRAPHS_LEGACY_REPLAY) has exact "
+                                                      "shapes only")));
   core->name = model->name_;
   core->device = model->runtime_->device().index();
   if (core->opts.max_concurrent == 0) core->opts.max_concurrent = 1;
