@@ -4,10 +4,12 @@
 # before the fixes ("old": WHARF_SERVING_WINDOW_MS=0 WHARF_DEFER_RUN_FREES=0) beside the
 # defaults ("new") and one variant per switch, alternating in one call on one machine; each
 # run takes 15-25 s. Logs go to $OUT (or /tmp/wharf-serve); a summary line per run at the end.
-# usage: bash serve_update_ab.sh DIR [quick|all]
-#   DIR: a gpu-bundle (make gpu-bundle) or build/bench; quick: old/new twice plus two variants (~2.5 min); all: every switch (~7 min).
+# usage: bash serve_update_ab.sh DIR [quick|more|all]
+#   DIR: a gpu-bundle (make gpu-bundle) or build/bench; quick: old/new twice plus two variants
+#   (~2.5 min); more: every other switch, mode and I/O variant, old/new once more (~6.5 min);
+#   all: both (over the 10 minutes one device command may take: run quick and more apart).
 set -uo pipefail
-DIR=${1:?usage: serve_update_ab.sh DIR [quick|all]}
+DIR=${1:?usage: serve_update_ab.sh DIR [quick|more|all]}
 SET=${2:-quick}
 cd "$DIR"
 export LD_LIBRARY_PATH=$PWD:${LD_LIBRARY_PATH:-}
@@ -40,13 +42,15 @@ run() {  # name, env assignments..., -- , bench arguments...
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$RES/device.txt"
 
-run old-1 "${OLD[@]}" -- --mode big
-run new-1 -- --mode big
-run old-2 "${OLD[@]}" -- --mode big
-run new-2 -- --mode big
-run new-copy-threads-6 WHARF_SERVING_COPY_THREADS=6 -- --mode big
-run new-shim-pool-keep -- --mode big --default-pool-keep-mib 256
-if [ "$SET" = all ]; then
+if [ "$SET" != more ]; then
+  run old-1 "${OLD[@]}" -- --mode big
+  run new-1 -- --mode big
+  run old-2 "${OLD[@]}" -- --mode big
+  run new-2 -- --mode big
+  run new-copy-threads-6 WHARF_SERVING_COPY_THREADS=6 -- --mode big
+  run new-shim-pool-keep -- --mode big --default-pool-keep-mib 256
+fi
+if [ "$SET" = more ] || [ "$SET" = all ]; then
   run new-dma256-inflight512 WHARF_SERVING_DMA_KIB=256 WHARF_SERVING_INFLIGHT_KIB=512 -- --mode big
   run new-dma1024-inflight1024 WHARF_SERVING_DMA_KIB=1024 WHARF_SERVING_INFLIGHT_KIB=1024 -- --mode big
   run new-dma4096-inflight16384 WHARF_SERVING_DMA_KIB=4096 WHARF_SERVING_INFLIGHT_KIB=16384 -- --mode big
