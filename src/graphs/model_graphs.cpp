@@ -468,6 +468,11 @@ struct GraphSet {
   cudaEvent_t released = nullptr;  // recorded when the last holder's run ended
   bool has_released = false;
   bool held = false;
+  // The instance its captures run on (each bucket keeps it too): shared by the set's buckets
+  // so its kernels are loaded once, at the first warm-up. A set's replays never overlap, so
+  // whatever the instance keeps between runs is never used by two of its graphs at once.
+  // Dropped after a failed capture (its binding and folded state are then unknown).
+  std::shared_ptr<Model::Instance> instance;
   std::vector<std::unique_ptr<Bucket> > buckets;
   ~GraphSet() {
     buckets.clear();  // their blocks go back to the pool first
@@ -782,9 +787,17 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     (void)cudaEventDestroy(e);
     GRAPH_CUDA(r2, "ordering the capture stream after the run's stream");
   }
-  // A dedicated instance: two models, so the explicit fold below leaves one available to
-  // AOTInductorModelContainerRunSingleThreaded (which queries no event: legal in a capture).
-  WHARF_RETURN_IF_ERROR(model->graph_instance(2, &b->instance));
+  // The set's instance (two models, so the explicit fold below leaves one available to
+  // AOTInductorModelContainerRunSingleThreaded, which queries no event: legal in a capture).
+  struct DropInstanceOnFailure {
+    GraphSet& set;
+    bool done = false;
+    ~DropInstanceOnFailure() {
+      if (!done) set.instance.reset();
+    }
+  } drop_instance{set};
+  if (!set.instance) WHARF_RETURN_IF_ERROR(model->graph_instance(2, &set.instance));
+  b->instance = set.instance;
   const auto& bindings = model->bindings_;
   std::vector<BoundTensor> tensors(bindings.size());
   std::vector<GraphRange> ranges;
@@ -1074,6 +1087,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     std::lock_guard<std::mutex> l(pool.mu);
     b->stats.pool_bytes = pool.bytes - pool_before;
   }
+  drop_instance.done = true;
   *out = std::move(b);
   return Status::Ok();
 }

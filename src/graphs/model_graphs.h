@@ -16,9 +16,9 @@
 // launch alone. WHARF_GRAPHS_LEGACY_REPLAY=1 (or GraphOptions::legacy_replay) keeps the
 // earlier path (a copy per input per replay, exact shapes only) for A/B measurements.
 //
-// Capture (the first run of a shape; docs/decisions.md, "CUDA graphs"): a dedicated model
-// instance is bound to the run's generation and to scratch state, folds its constants into
-// memory Wharf owns for that generation, runs once (warm-up: kernels loaded, GEMM algorithms
+// Capture (the first run of a shape; docs/decisions.md, "CUDA graphs"): the set's model
+// instance (shared by its buckets, whose replays never overlap) is bound to the run's generation and to scratch state,
+// folds its constants into memory Wharf owns for that generation, runs once (warm-up: kernels loaded, GEMM algorithms
 // chosen), then runs again on a private stream under cudaStreamCaptureModeThreadLocal with
 // the shim's allocations redirected to the model's graph pool (all buckets share it; freed
 // blocks are reused, so intermediates of different buckets share memory). Inputs are gathered
