@@ -584,6 +584,9 @@ struct ModelGraphs::Core {
   // A set no open run holds, created if fewer than opts.max_concurrent exist; null if none.
   Status free_set(GraphSet** out) WHARF_REQUIRES(mu);
   Status bases_for(Run& run, Bucket& b, const FoldRecord* fold, std::vector<uint64_t>* bases) WHARF_REQUIRES(mu);
+  // bases_for's folded-constant blocks, from index r on.
+  Status folded_bases(Run& run, Bucket& b, const FoldRecord* fold, size_t r, std::vector<uint64_t>* bases)
+      WHARF_REQUIRES(mu);
   // The replay of `b` for `run` (bound, inputs gathered, launched); *served as ModelGraphs::run.
   Status replay(Run& run, GraphSet& set, Bucket& b, const std::vector<ModelTensor>& inputs, int64_t n,
                 std::vector<ModelTensor>* outputs, bool* served, const std::shared_ptr<Core>& self) WHARF_REQUIRES(mu);
@@ -648,6 +651,20 @@ Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold,
   const auto& bindings = model->bindings_;
   bases->resize(b.plan.num_ranges());
   size_t r = 0;
+  if (legacy) {
+    // The path before the caches (A/B): every binding resolved through the run's views.
+    for (const auto& binding : bindings) {
+      BoundTensor t;
+      if (binding.constant >= 0)
+        WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &t));
+      else if (binding.whole_arena)
+        WHARF_RETURN_IF_ERROR(run.arena_state_at(binding.state, &t));
+      else
+        WHARF_RETURN_IF_ERROR(run.state_at(binding.state, &t));
+      (*bases)[r++] = reinterpret_cast<uint64_t>(t.data);
+    }
+    return folded_bases(run, b, fold, r, bases);
+  }
   const Generation& gen = *run.pinned_generation();
   if (arena_bases.size() != bindings.size()) arena_bases.assign(bindings.size(), 0);
   // The session's state addresses, resolved once per session (Session::find is a string
@@ -687,6 +704,11 @@ Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold,
     (*bases)[r++] = fresh[i];
   }
   if (!fresh.empty() && run.session()) remember_session(run.session(), std::move(fresh));
+  return folded_bases(run, b, fold, r, bases);
+}
+
+Status ModelGraphs::Core::folded_bases(Run& run, Bucket& b, const FoldRecord* fold, size_t r,
+                                       std::vector<uint64_t>* bases) {
   const size_t nf = b.fold_sizes.size();
   if (nf) {
     if (!fold || fold->sizes != b.fold_sizes)

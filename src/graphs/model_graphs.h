@@ -76,7 +76,8 @@ struct GraphOptions {
   std::string bucket_dim;
   std::vector<int64_t> bucket_sizes;
   bool exact_shapes = false;
-  // The replay path before buckets (per-input copies, exact shapes only), for A/B host-time
+  // The replay path before buckets (per-input copies, exact shapes only, the wait on the last
+  // holder every time, every base resolved through the run's views), for A/B host-time
   // measurements; also set by the environment variable WHARF_GRAPHS_LEGACY_REPLAY=1.
   bool legacy_replay = false;
   // Tests only: an uncapturable call (a stream synchronisation) inside the capture.
