@@ -111,6 +111,9 @@ class ModelGraph : public ::testing::Test {
     return Model::load(rt_, so_, *weights_, mo, out);
   }
 
+  // The body of ReplayIsBitExactWithEagerEveryStep with graphs enabled by `go`.
+  void greedy_bit_exact(const GraphOptions& go);
+
   void enable(const GraphOptions& go = GraphOptions()) {
     Status st = graph_->enable_graphs(go);
     ASSERT_TRUE(st.ok()) << st.message();
@@ -236,8 +239,19 @@ class ModelGraph : public ::testing::Test {
 // Greedy decoding of the prompt and 6 tokens: the graph's logits equal the eager run's at
 // every step, its tokens are PyTorch's, and after the first (capturing) run every step is a
 // replay.
-TEST_F(ModelGraph, ReplayIsBitExactWithEagerEveryStep) {
-  enable();
+TEST_F(ModelGraph, ReplayIsBitExactWithEagerEveryStep) { greedy_bit_exact(GraphOptions()); }
+
+// The replay path before buckets (WHARF_GRAPHS_LEGACY_REPLAY, model_bench --legacy-ab's
+// baseline) stays what it was: the same steps, bit-exact.
+TEST_F(ModelGraph, LegacyReplayPathIsBitExactToo) {
+  GraphOptions go;
+  go.legacy_replay = true;
+  greedy_bit_exact(go);
+}
+
+void ModelGraph::greedy_bit_exact(const GraphOptions& go) {
+  enable(go);
+  if (HasFatalFailure()) return;
   std::shared_ptr<Session> se, sg;
   sessions(&se, &sg);
   std::vector<float> logits;
