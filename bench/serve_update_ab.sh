@@ -4,10 +4,11 @@
 # before the fixes ("old": WHARF_SERVING_WINDOW_MS=0 WHARF_DEFER_RUN_FREES=0) beside the
 # defaults ("new") and one variant per switch, alternating in one call on one machine; each
 # run takes 15-25 s. Logs go to $OUT (or /tmp/wharf-serve); a summary line per run at the end.
-# usage: bash serve_update_ab.sh DIR [quick|more|all]
+# usage: bash serve_update_ab.sh DIR [quick|more|all|key]
 #   DIR: a gpu-bundle (make gpu-bundle) or build/bench; quick: old/new twice plus two variants
 #   (~2.5 min); more: every other switch, mode and I/O variant, old/new once more (~6.5 min);
-#   all: both (over the 10 minutes one device command may take: run quick and more apart).
+#   key: graphs old/new, graphs and eager with the old generation's memory kept (16 GiB), the
+#   swap under running steps old/new (~2.5 min); all: quick and more (over the 10 minutes one device command may take: run quick and more apart).
 set -uo pipefail
 DIR=${1:?usage: serve_update_ab.sh DIR [quick|more|all]}
 SET=${2:-quick}
@@ -18,6 +19,8 @@ mkdir -p "$RES"
 # The bench finds the package itself (packages/ in a bundle, else the source tree's tests/data).
 B=(./serve_update_bench --idle-s 2 --serve-s 8)
 OLD=(WHARF_SERVING_WINDOW_MS=0 WHARF_DEFER_RUN_FREES=0)
+# The paced copies (off by default since the measurement in docs/performance.md).
+NEW=(WHARF_SERVING_WINDOW_MS=100)
 declare -a rows
 run() {  # name, env assignments..., -- , bench arguments...
   local name=$1
@@ -42,36 +45,46 @@ run() {  # name, env assignments..., -- , bench arguments...
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | tee "$RES/device.txt"
 
-if [ "$SET" != more ]; then
+if [ "$SET" = key ]; then
+  # What a service would run (CUDA graphs), the old generation's memory kept for reuse, and
+  # the swap under running steps.
+  run old-graphs "${OLD[@]}" -- --mode big --graphs
+  run new-graphs "${NEW[@]}" -- --mode big --graphs
+  run new-graphs-pool-keep-16g "${NEW[@]}" WHARF_SERVING_POOL_KEEP_MIB=16384 -- --mode big --graphs
+  run new-pool-keep-16g "${NEW[@]}" WHARF_SERVING_POOL_KEEP_MIB=16384 -- --mode big
+  run old-self "${OLD[@]}" -- --mode self --pause-ms 5 --graphs
+  run new-self "${NEW[@]}" -- --mode self --pause-ms 5 --graphs
+fi
+if [ "$SET" = quick ] || [ "$SET" = all ]; then
   run old-1 "${OLD[@]}" -- --mode big
-  run new-1 -- --mode big
+  run new-1 "${NEW[@]}" -- --mode big
   run old-2 "${OLD[@]}" -- --mode big
-  run new-2 -- --mode big
-  run new-copy-threads-6 WHARF_SERVING_COPY_THREADS=6 -- --mode big
-  run new-shim-pool-keep -- --mode big --default-pool-keep-mib 256
+  run new-2 "${NEW[@]}" -- --mode big
+  run new-copy-threads-6 "${NEW[@]}" WHARF_SERVING_COPY_THREADS=6 -- --mode big
+  run new-shim-pool-keep "${NEW[@]}" -- --mode big --default-pool-keep-mib 256
 fi
 if [ "$SET" = more ] || [ "$SET" = all ]; then
-  run new-dma256-inflight512 WHARF_SERVING_DMA_KIB=256 WHARF_SERVING_INFLIGHT_KIB=512 -- --mode big
-  run new-dma1024-inflight1024 WHARF_SERVING_DMA_KIB=1024 WHARF_SERVING_INFLIGHT_KIB=1024 -- --mode big
-  run new-dma4096-inflight16384 WHARF_SERVING_DMA_KIB=4096 WHARF_SERVING_INFLIGHT_KIB=16384 -- --mode big
-  run new-pieces-not-paced WHARF_SERVING_INFLIGHT_KIB=0 -- --mode big
-  run new-spin-waits WHARF_SERVING_POLL_US=0 -- --mode big
-  run new-pool-keep-16g WHARF_SERVING_POOL_KEEP_MIB=16384 -- --mode big
+  run new-dma256-inflight512 "${NEW[@]}" WHARF_SERVING_DMA_KIB=256 WHARF_SERVING_INFLIGHT_KIB=512 -- --mode big
+  run new-dma1024-inflight1024 "${NEW[@]}" WHARF_SERVING_DMA_KIB=1024 WHARF_SERVING_INFLIGHT_KIB=1024 -- --mode big
+  run new-dma4096-inflight16384 "${NEW[@]}" WHARF_SERVING_DMA_KIB=4096 WHARF_SERVING_INFLIGHT_KIB=16384 -- --mode big
+  run new-pieces-not-paced "${NEW[@]}" WHARF_SERVING_INFLIGHT_KIB=0 -- --mode big
+  run new-spin-waits "${NEW[@]}" WHARF_SERVING_POLL_US=0 -- --mode big
+  run new-pool-keep-16g "${NEW[@]}" WHARF_SERVING_POOL_KEEP_MIB=16384 -- --mode big
   run old-pinned-io "${OLD[@]}" -- --mode big --io pinned
-  run new-pinned-io -- --mode big --io pinned
+  run new-pinned-io "${NEW[@]}" -- --mode big --io pinned
   run old-graphs "${OLD[@]}" -- --mode big --graphs
-  run new-graphs -- --mode big --graphs
+  run new-graphs "${NEW[@]}" -- --mode big --graphs
   run old-25pct "${OLD[@]}" -- --mode big --update-percent 25
-  run new-25pct -- --mode big --update-percent 25
+  run new-25pct "${NEW[@]}" -- --mode big --update-percent 25
   run old-self "${OLD[@]}" -- --mode self --pause-ms 5
-  run new-self -- --mode self --pause-ms 5
-  run new-both-4-sessions -- --mode both --sessions 4
+  run new-self "${NEW[@]}" -- --mode self --pause-ms 5
+  run new-both-4-sessions "${NEW[@]}" -- --mode both --sessions 4
   # The transfer engine's profile line per update (pieces, paced waits, reads, waits) and the
   # container's phases, old and new.
   run old-debug-log "${OLD[@]}" WHARF_LOG_LEVEL=debug -- --mode big --serve-s 4
-  run new-debug-log WHARF_LOG_LEVEL=debug -- --mode big --serve-s 4
+  run new-debug-log "${NEW[@]}" WHARF_LOG_LEVEL=debug -- --mode big --serve-s 4
   run old-3 "${OLD[@]}" -- --mode big
-  run new-3 -- --mode big
+  run new-3 "${NEW[@]}" -- --mode big
 fi
 echo
 echo "================ serve_update_bench A/B (${SET}) ================"

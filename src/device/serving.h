@@ -35,7 +35,7 @@ struct ServingPolicy {
   uint64_t dma_bytes = 1ull << 20;       // the most one copy carries while serving; 0: no split
   uint64_t inflight_bytes = 4ull << 20;  // the most queued on the copy stream; 0: no limit
   uint32_t copy_threads = 0;             // staging threads while serving; 0: all of them
-  uint64_t window_ms = 100;              // a run within this long means serving; 0: never
+  uint64_t window_ms = 0;                // a run within this long means serving; 0: never (default, measured)
   // How the engine's threads wait for the copy engine while serving: polling the event every
   // this many microseconds, sleeping in between, instead of CUDA's spin (by default a waiting
   // thread spins on a core, and a dozen staging threads spinning take the cores the serving

@@ -250,7 +250,7 @@ TEST(ServingTransfer, ConcurrentCallersWhilePacingAllCorrect) {
 TEST(ServingTransfer, ARunMarksItsRuntimeAsServing) {
   wharf_test::Model m(1.0f);
   Runtime& rt = *m.rt->rt;
-  const uint64_t window = ServingPolicy{}.window_ms;
+  const uint64_t window = 100;  // the default window is 0 (pacing off); the signal is kept regardless
   EXPECT_FALSE(rt.serving().active(window)) << "no run yet (a host runtime has a signal of its own)";
   EXPECT_EQ(m.first(), 1.0f);
   EXPECT_TRUE(rt.serving().active(window));
