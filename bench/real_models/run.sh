@@ -43,6 +43,7 @@ if [ "$PHASE" = batch ]; then
   fi
   BATCH_BENCH_CAPACITY=$cap "$HERE/batch_bench" "$pkgb" --batches "$batches" --graphs --independent \
     --max-independent 8 --min-len 256 --max-len 768 --steps 30 --csv "$OUT/$SHAPE-batch-wharf.csv" || exit 1
+  [ "${BATCH_HF:-1}" = 0 ] && exit 0  # the baseline in a later call (its compiles take minutes)
   python3 "$HERE/real_models/hf_baselines.py" measure-batch --model "$ckpt" --out "$OUT/$SHAPE-batch-hf.json" \
     --batches "$batches" --context 512 --steps 50 > "$OUT/$SHAPE-batch-hf.log" 2>&1 \
     || { tail -20 "$OUT/$SHAPE-batch-hf.log"; exit 1; }
