@@ -34,7 +34,7 @@ type GraphOptions struct {
 	// eagerly. 0: 4.
 	MaxConcurrentRuns uint32
 	// BucketDim names the symbolic dimension (a model package method's manifest dims:
-	// prefill's "T", decode_batch's "N") whose runs are padded to BucketSizes; "" with sizes:
+	// a batched method's session dimension, decode_batch's "N") whose runs are padded to BucketSizes; "" with sizes:
 	// the method's only paddable dimension. A run of size n replays the graph of the smallest
 	// size >= n, its inputs padded by repeating their last row, its outputs with the
 	// dimension views of the real rows; sizes past the largest run eagerly. No sizes: the

@@ -57,8 +57,8 @@ impl GraphOptions {
     }
 
     /// Buckets of a symbolic dimension (a model package method's manifest `dims`:
-    /// prefill's `"T"`, decode_batch's `"N"`): a run of size n replays the graph of the
-    /// smallest of `sizes` >= n, its inputs padded by repeating their last row, its outputs
+    /// a batched method's session dimension, decode_batch's `"N"`): a run of size n replays the
+    /// graph of the smallest of `sizes` >= n, its inputs padded by repeating their last row, its outputs
     /// with the dimension views of the real rows; sizes past the largest run eagerly (see
     /// `wharf_model_enable_graphs` for the rule a method must satisfy). `dim` `None` with
     /// sizes: the method's only paddable dimension. Not called: the default set (powers of

@@ -59,11 +59,16 @@ Status resolve_buckets(const std::string& model, const std::vector<SymbolicDim>&
     if (!paddable(*d))
       return InvalidArgument(who + "dimension " + quote_name(dim) +
                              " cannot be padded row by row (an input or output names it twice, or no input has it)");
+    if (!d->rows_independent)
+      return Unsupported(who + "dimension " + quote_name(dim) +
+                         " is not a batched method's session dimension: repeating its last row is not known to "
+                         "leave the real rows' results unchanged (a prefill's tokens attend by their place in the "
+                         "chunk); declare exact shapes");
   } else {
     // The model's only dimension that may be padded (with a max, for the default set).
     std::vector<const SymbolicDim*> cands;
     for (const SymbolicDim& x : dims)
-      if (paddable(x) && (!sizes.empty() || x.max >= 1)) cands.push_back(&x);
+      if (paddable(x) && x.rows_independent && (!sizes.empty() || x.max >= 1)) cands.push_back(&x);
     if (cands.size() != 1) {
       if (sizes.empty()) return Status::Ok();  // no default: exact shapes
       return InvalidArgument(who + std::to_string(sizes.size()) +

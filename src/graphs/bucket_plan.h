@@ -43,6 +43,13 @@ struct SymbolicDim {
   // Per input / output: the dimension of this name, -1 where it has none, -2 where it names it
   // more than once (such a dimension cannot be padded row by row).
   std::vector<int> inputs, outputs;
+  // Rows along this dimension are independent and keyed by their own inputs, so repeating the
+  // last row changes nothing the real rows compute or write: a batched method's session
+  // dimension (each row its own slot and position). Only such a dimension is padded. A
+  // prefill's token dimension is not: measured on the H100, the exported prefill's attention
+  // takes a row's place in the chunk into account, so repeated last rows changed the last
+  // row's logits (greedy token included).
+  bool rows_independent = false;
 };
 
 // The bucket declaration of a model's graphs, resolved.

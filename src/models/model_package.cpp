@@ -488,6 +488,10 @@ std::vector<SymbolicDim> method_dims(const PackageMethod& pm) {
   };
   note(pm.inputs, true);
   note(pm.outputs, false);
+  // A batched method's session dimension (the slots input's): rows are independent sessions.
+  if (pm.session_capacity > 0 && pm.slots_input >= 0 && !pm.inputs[size_t(pm.slots_input)].dim_names.empty())
+    for (SymbolicDim& x : out)
+      if (x.name == pm.inputs[size_t(pm.slots_input)].dim_names[0]) x.rows_independent = true;
   return out;
 }
 

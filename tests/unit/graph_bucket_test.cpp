@@ -21,14 +21,17 @@ TensorMeta meta(DType d, std::vector<int64_t> shape) {
   return m;
 }
 
-// prefill: input_ids [1, T], cache_position [T], logits [1, 1, V] (no T).
-SymbolicDim prefill_t(int64_t max = 64) {
+// prefill: input_ids [1, T], cache_position [T], logits [1, 1, V] (no T). Marked as rows
+// independent here to test the plan's mechanics on a dimension that is not every input's
+// first; a package's prefill T is not (only a batched method's session dimension is).
+SymbolicDim prefill_t(int64_t max = 64, bool rows_independent = true) {
   SymbolicDim d;
   d.name = "T";
   d.min = 1;
   d.max = max;
   d.inputs = {1, 0};
   d.outputs = {-1};
+  d.rows_independent = rows_independent;
   return d;
 }
 
@@ -40,7 +43,21 @@ SymbolicDim batch_n(int64_t max = 8) {
   d.max = max;
   d.inputs = {0, 0, 0};
   d.outputs = {0};
+  d.rows_independent = true;
   return d;
+}
+
+// Only a dimension whose rows are independent is padded: a prefill's T (its attention takes a
+// row's place in the chunk into account) is refused when named and never a default.
+TEST(GraphBuckets, OnlyADimensionOfIndependentRowsIsPadded) {
+  BucketSpec spec;
+  const Status st = resolve_buckets("m", {prefill_t(64, false)}, 2, "T", {8, 16}, false, &spec);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("'T' is not a batched method's session dimension"), std::string::npos) << st.message();
+  ASSERT_TRUE(resolve_buckets("m", {prefill_t(64, false)}, 2, "", {}, false, &spec).ok());
+  EXPECT_FALSE(spec.enabled()) << "no default padding of a prefill's tokens";
+  ASSERT_TRUE(resolve_buckets("m", {prefill_t(64, false), batch_n()}, 3, "", {}, false, &spec).ok());
+  EXPECT_EQ(spec.dim, "N") << "the session dimension is the default";
 }
 
 TEST(GraphBuckets, DefaultSizesArePowersOfTwoUpToTheMaxAndTheMax) {
@@ -188,6 +205,7 @@ TEST(GraphBuckets, PaddingRepeatsTheLastRowAlongTheDimension) {
   mid.name = "T";
   mid.max = 4;
   mid.inputs = {1};
+  mid.rows_independent = true;
   ASSERT_TRUE(resolve_buckets("m", {mid}, 1, "T", {3}, false, &spec).ok());
   EXPECT_EQ(pad(spec, 0, meta(DType::kI64, {2, 2, 2}), {1, 2, 3, 4, 5, 6, 7, 8}, 3),
             (std::vector<int64_t>{1, 2, 3, 4, 3, 4, 5, 6, 7, 8, 7, 8}));

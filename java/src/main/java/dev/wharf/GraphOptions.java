@@ -175,7 +175,7 @@ public final class GraphOptions {
 
     /**
      * Buckets of a symbolic dimension (a model package method's manifest {@code dims}:
-     * prefill's "T", decode_batch's "N"): a run of size n replays the graph of the smallest
+     * a batched method's session dimension, decode_batch's "N"): a run of size n replays the graph of the smallest
      * size &gt;= n, its inputs padded by repeating their last row, its outputs with the
      * dimension views of the real rows; sizes past the largest run eagerly (see
      * {@code wharf_model_enable_graphs} for the rule a method must satisfy). Not called: the
