@@ -1386,9 +1386,9 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * last row, so the real rows, their outputs and the session's state equal an unpadded run's
  * (bit for bit where the kernels compute a row alike whatever the row count). Only a
  * batched method's session dimension (the `slots` input's, whose rows are sessions) is
- * padded: the exporter's decode_batch satisfies the rule, its prefill does not (measured: its
- * attention takes a row's place in the chunk into account, so a prefill padded this way gave
- * the last row other logits), so buckets on any other dimension are refused and prefills get
+ * padded: the exporter's decode_batch satisfies the rule, its prefill does not (measured: a
+ * prefill padded this way gave the last row other logits; something in the exported prefill
+ * depends on a row's place in the chunk, not only on its position), so buckets on any other dimension are refused and prefills get
  * a graph per exact length. The largest bucket is captured first (at the
  * first run needing any bucket; the smaller ones reuse its pool memory); a size past the
  * largest bucket runs eagerly, the reason in the stats. max_buckets bounds graphs of exact

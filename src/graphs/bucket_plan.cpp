@@ -62,8 +62,8 @@ Status resolve_buckets(const std::string& model, const std::vector<SymbolicDim>&
     if (!d->rows_independent)
       return Unsupported(who + "dimension " + quote_name(dim) +
                          " is not a batched method's session dimension: repeating its last row is not known to "
-                         "leave the real rows' results unchanged (a prefill's tokens attend by their place in the "
-                         "chunk); declare exact shapes");
+                         "leave the real rows' results unchanged (padding a prefill's tokens this "
+                         "way changed its last row's logits); declare exact shapes");
   } else {
     // The model's only dimension that may be padded (with a max, for the default set).
     std::vector<const SymbolicDim*> cands;

@@ -46,9 +46,9 @@ struct SymbolicDim {
   // Rows along this dimension are independent and keyed by their own inputs, so repeating the
   // last row changes nothing the real rows compute or write: a batched method's session
   // dimension (each row its own slot and position). Only such a dimension is padded. A
-  // prefill's token dimension is not: measured on the H100, the exported prefill's attention
-  // takes a row's place in the chunk into account, so repeated last rows changed the last
-  // row's logits (greedy token included).
+  // prefill's token dimension is not: measured on the H100, repeated last rows changed the
+  // exported prefill's last-row logits (greedy token included): something in it depends on a
+  // row's place in the chunk, not only on its position (not identified yet).
   bool rows_independent = false;
 };
 

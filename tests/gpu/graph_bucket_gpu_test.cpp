@@ -240,8 +240,8 @@ class GraphBuckets : public ::testing::Test {
 
 // A prefill's token dimension is not padded: measured on the H100, the exported prefill run
 // over its tokens padded by repeating the last one (positions too) gave the last row other
-// logits than the unpadded prefill (max |diff| / max |logit| 0.59, another greedy token): its
-// attention takes a row's place in the chunk into account. So buckets on 'T' are refused and
+// logits than the unpadded prefill (max |diff| / max |logit| 0.59, another greedy token):
+// something in it depends on a row's place in the chunk. So buckets on 'T' are refused and
 // the default is exact shapes, each replay bit-exact with the eager prefill.
 TEST_F(GraphBuckets, PrefillTokensAreNotPaddedAndExactShapesEqualEager) {
   OPEN_OR_SKIP(eager, "eager", 0);

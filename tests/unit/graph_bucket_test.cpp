@@ -47,8 +47,8 @@ SymbolicDim batch_n(int64_t max = 8) {
   return d;
 }
 
-// Only a dimension whose rows are independent is padded: a prefill's T (its attention takes a
-// row's place in the chunk into account) is refused when named and never a default.
+// Only a dimension whose rows are independent is padded: a prefill's T (padding it changed its
+// last row's logits on the H100) is refused when named and never a default.
 TEST(GraphBuckets, OnlyADimensionOfIndependentRowsIsPadded) {
   BucketSpec spec;
   const Status st = resolve_buckets("m", {prefill_t(64, false)}, 2, "T", {8, 16}, false, &spec);
