@@ -39,32 +39,6 @@ using namespace bench;
 
 namespace {
 
-struct Stats {
-  double med, lo, hi;
-  size_t n;
-};
-
-Stats stats(const std::vector<double>& v) {
-  Stats s{median(v), v.empty() ? 0 : v[0], v.empty() ? 0 : v[0], v.size()};
-  for (double x : v) {
-    s.lo = std::min(s.lo, x);
-    s.hi = std::max(s.hi, x);
-  }
-  return s;
-}
-
-wharf_tensor_view view(void* data, wharf_dtype dt, int32_t ndim, const int64_t* shape) {
-  wharf_tensor_view v;
-  std::memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  v.data = data;
-  v.dtype = dt;
-  v.device_type = WHARF_DEVICE_CUDA;
-  v.ndim = ndim;
-  v.shape = shape;
-  return v;
-}
-
 std::vector<int> parse_list(const char* s) {
   std::vector<int> out;
   for (const char* p = s; *p;) {
@@ -79,7 +53,7 @@ std::vector<int> parse_list(const char* s) {
 struct Row {
   std::string mode;
   int n;
-  Stats step, host;
+  Spread step, host;
 };
 
 }  // namespace
@@ -203,8 +177,9 @@ int main(int argc, char** argv) {
     len[size_t(i)] = S == 1 ? max_len : min_len + (max_len - min_len) * i / (S - 1);
     const int64_t ids_shape[2] = {1, len[size_t(i)]}, pos_shape[1] = {len[size_t(i)]},
                   out_shape[3] = {1, 1, int64_t(vocab)};
-    wharf_tensor_view in[2] = {view(d_ids, WHARF_DTYPE_I64, 2, ids_shape), view(d_pos, WHARF_DTYPE_I64, 1, pos_shape)};
-    wharf_tensor_view out = view(d_logits_pre, WHARF_DTYPE_F32, 3, out_shape);
+    wharf_tensor_view in[2] = {tensor_view(d_ids, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, ids_shape),
+                               tensor_view(d_pos, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape)};
+    wharf_tensor_view out = tensor_view(d_logits_pre, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 3, out_shape);
     wharf_run* run = nullptr;
     wharf_ok(wharf_run_begin(wharf_model_container(pre), sessions[size_t(i)], stream, &run), "run_begin prefill");
     wharf_ok(wharf_model_run(pre, run, in, 2, &out, 1), "model_run prefill");
@@ -251,10 +226,11 @@ int main(int argc, char** argv) {
                "run_begin_batch");
       CUDA_OK(cudaMemcpyAsync(d_tok, h_tok, size_t(n) * 8, cudaMemcpyHostToDevice, stream));
       CUDA_OK(cudaMemcpyAsync(d_bpos, h_pos, size_t(n) * 8, cudaMemcpyHostToDevice, stream));
-      wharf_tensor_view in[3] = {view(d_tok, WHARF_DTYPE_I64, 2, tok_shape),
-                                 view(d_bpos, WHARF_DTYPE_I64, 1, pos_shape),
-                                 view(nullptr, WHARF_DTYPE_I64, 1, pos_shape)};  // slots: the run's
-      wharf_tensor_view out = view(d_logits, WHARF_DTYPE_F32, 3, out_shape);
+      wharf_tensor_view in[3] = {
+          tensor_view(d_tok, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, tok_shape),
+          tensor_view(d_bpos, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape),
+          tensor_view(nullptr, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape)};  // slots: the run's
+      wharf_tensor_view out = tensor_view(d_logits, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 3, out_shape);
       wharf_ok(wharf_model_run(bat, run, in, 3, &out, 1), "model_run decode_batch");
       CUDA_OK(cudaMemcpyAsync(h_logits, d_logits, size_t(n) * vocab * 4, cudaMemcpyDeviceToHost, stream));
       auto b = Clock::now();
@@ -267,7 +243,7 @@ int main(int argc, char** argv) {
         host_us.push_back(std::chrono::duration<double, std::micro>((b - a) + (d - c)).count());
       }
     }
-    rows.push_back({"batched", n, stats(step_us), stats(host_us)});
+    rows.push_back({"batched", n, spread(step_us), spread(host_us)});
     if (independent && n <= max_indep) {
       next = len;
       std::vector<double> istep, ihost;
@@ -283,9 +259,10 @@ int main(int argc, char** argv) {
           wharf_ok(wharf_run_begin(wharf_model_container(dec), sessions[size_t(r)], stream, &run), "run_begin");
           CUDA_OK(cudaMemcpyAsync(d_tok + r, h_tok + r, 8, cudaMemcpyHostToDevice, stream));
           CUDA_OK(cudaMemcpyAsync(d_bpos + r, h_pos + r, 8, cudaMemcpyHostToDevice, stream));
-          wharf_tensor_view in[2] = {view(d_tok + r, WHARF_DTYPE_I64, 2, tok_shape),
-                                     view(d_bpos + r, WHARF_DTYPE_I64, 1, one)};
-          wharf_tensor_view out = view(d_logits + size_t(r) * vocab, WHARF_DTYPE_F32, 3, out_shape);
+          wharf_tensor_view in[2] = {tensor_view(d_tok + r, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, tok_shape),
+                                     tensor_view(d_bpos + r, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, one)};
+          wharf_tensor_view out =
+              tensor_view(d_logits + size_t(r) * vocab, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 3, out_shape);
           wharf_ok(wharf_model_run(dec, run, in, 2, &out, 1), "model_run decode");
           CUDA_OK(cudaMemcpyAsync(h_logits + size_t(r) * vocab, d_logits + size_t(r) * vocab, vocab * 4,
                                   cudaMemcpyDeviceToHost, stream));
@@ -298,7 +275,7 @@ int main(int argc, char** argv) {
           ihost.push_back(host);
         }
       }
-      rows.push_back({"independent", n, stats(istep), stats(ihost)});
+      rows.push_back({"independent", n, spread(istep), spread(ihost)});
     }
   }
 

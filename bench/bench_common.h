@@ -47,6 +47,34 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Median with the smallest and largest sample (what every table prints), and the count.
+struct Spread {
+  double med = 0, lo = 0, hi = 0;
+  size_t n = 0;
+};
+inline Spread spread(const std::vector<double>& v) {
+  Spread s{median(v), v.empty() ? 0 : v[0], v.empty() ? 0 : v[0], v.size()};
+  for (double x : v) {
+    s.lo = std::min(s.lo, x);
+    s.hi = std::max(s.hi, x);
+  }
+  return s;
+}
+
+// A dense tensor view of `data` (contiguous: no strides).
+inline wharf_tensor_view tensor_view(void* data, wharf_dtype dt, wharf_device_type dev, int32_t ndim,
+                                     const int64_t* shape) {
+  wharf_tensor_view v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  v.data = data;
+  v.dtype = dt;
+  v.device_type = dev;
+  v.ndim = ndim;
+  v.shape = shape;
+  return v;
+}
+
 // Free device memory as the driver sees it.
 inline uint64_t free_device_bytes() {
   size_t f = 0, t = 0;

@@ -110,17 +110,8 @@ int64_t step(Ctx& x, wharf_session* s, cudaStream_t stream, int64_t* d_in, float
   return best;
 }
 
-struct Stats {
-  double med, lo, hi;
-};
-Stats stats(const std::vector<double>& v) {
-  Stats s{median(v), v.empty() ? 0 : v[0], v.empty() ? 0 : v[0]};
-  for (double x : v) {
-    s.lo = std::min(s.lo, x);
-    s.hi = std::max(s.hi, x);
-  }
-  return s;
-}
+using Stats = Spread;
+inline Spread stats(const std::vector<double>& v) { return spread(v); }
 
 // `steps` decode steps in one conversation; each step's latency in microseconds. The
 // session is reset every 48 steps (the model's cache holds 64 positions).

@@ -30,30 +30,8 @@ using namespace bench;
 
 namespace {
 
-struct Stats {
-  double med, lo, hi;
-  size_t n;
-};
-
-Stats stats(const std::vector<double>& v) {
-  Stats s{median(v), v.empty() ? 0 : v[0], v.empty() ? 0 : v[0], v.size()};
-  for (double x : v) {
-    s.lo = std::min(s.lo, x);
-    s.hi = std::max(s.hi, x);
-  }
-  return s;
-}
-
 wharf_tensor_view i64_view(int64_t* data, int32_t ndim, const int64_t* shape) {
-  wharf_tensor_view v;
-  std::memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  v.data = data;
-  v.dtype = WHARF_DTYPE_I64;
-  v.device_type = WHARF_DEVICE_CUDA;
-  v.ndim = ndim;
-  v.shape = shape;
-  return v;
+  return tensor_view(data, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, ndim, shape);
 }
 
 // One run of `model` over `session`: begin, run, synchronize the run's stream, end.
@@ -160,7 +138,7 @@ int main(int argc, char** argv) {
     run_once(dec, session, stream, din);
     if (i >= 10) dec_us.push_back(us_since(t));  // 10 warm-up steps
   }
-  Stats p = stats(pre_us), d = stats(dec_us);
+  Spread p = spread(pre_us), d = spread(dec_us);
   std::printf("package %s (%s)\n", wharf_model_package_name(pkg), dir.c_str());
   std::printf("  load                 %10.3f s\n", load_s);
   std::printf("  prefill %5lld tokens  %10.1f us (min %.1f, max %.1f, n %zu)\n", (long long)prefill, p.med, p.lo, p.hi,

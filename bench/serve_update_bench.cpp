@@ -142,15 +142,7 @@ MedRange med_range(const std::vector<double>& v) {
 }
 
 wharf_tensor_view view(void* data, wharf_dtype dt, wharf_device_type dev, int32_t ndim, const int64_t* shape) {
-  wharf_tensor_view v;
-  std::memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  v.data = data;
-  v.dtype = dt;
-  v.device_type = dev;
-  v.ndim = ndim;
-  v.shape = shape;
-  return v;
+  return tensor_view(data, dt, dev, ndim, shape);
 }
 
 struct Options {
