@@ -11,6 +11,16 @@
 //
 // --csv writes the rows also as CSV (what scripts/gpu-run.sh collects).
 //
+//   shim_gemm_bench --probe-graph [--dtype bf16|f16|f32] [--csv PATH]
+//
+// instead asks, for bfloat16, float16 and float32 at M = 16, 32, 64, 128 and (N, K) = (2048,
+// 2048), (8192, 2048), (2048, 8192), (128256, 2048), which cuBLASLt algorithms CUDA graphs can
+// re-point (wharf_aoti_gemm_probe: the heuristic's 16 candidates and the search per algorithm
+// ID, each captured and read) and what the shim's graph choice costs: the GPU time of one
+// GEMM (median of 50, each run alone behind a gate so the host's enqueue is not timed) with
+// the heuristic's first algorithm (the eager choice), the graph choice and the fastest
+// qualifying one. The graph choice's result is checked against the eager one (within 1%).
+//
 // Rows: "bound" is the weight's bytes over the device's copy bandwidth (a 1 GiB
 // device-to-device cudaMemcpyAsync, read plus write bytes over its time): what a kernel that
 // only streams the weight can approach. "cuBLASLt" is what a hand-written runtime does:
@@ -32,15 +42,20 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench_common.h"
+#include "models/aoti/shim_host.h"
 
 namespace {
 
@@ -188,9 +203,296 @@ float to_f32(int32_t dtype, const unsigned char* p) {
   return sign ? -v : v;
 }
 
+// ---- --probe-graph: which cuBLASLt algorithms CUDA graphs can re-point, and their cost ----
+
+// Blocks the stream until released: the events around a timed GEMM then measure its GPU time,
+// not the host's enqueue time (a decode-sized GEMM runs shorter than cublasLtMatmul's host
+// call).
+void CUDART_CB wait_gate(void* gate) {
+  auto* g = static_cast<std::atomic<int>*>(gate);
+  while (g->load(std::memory_order_acquire) == 0) std::this_thread::yield();
+}
+
+// GPU microseconds of one call(i), median of `runs` runs, each gated.
+template <class F>
+double time_gated(cudaStream_t stream, int runs, F&& call) {
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) call(i);  // warm-up
+  std::vector<double> us;
+  std::atomic<int> gate{0};
+  for (int r = 0; r < runs; ++r) {
+    gate.store(0);
+    CUDA_OK(cudaLaunchHostFunc(stream, wait_gate, &gate));
+    CUDA_OK(cudaEventRecord(e0, stream));
+    call(r);
+    CUDA_OK(cudaEventRecord(e1, stream));
+    gate.store(1, std::memory_order_release);
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    us.push_back(ms * 1000.0);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return bench::median(us);
+}
+
+int probe_graph_main(const std::vector<int32_t>& dtypes, const std::string& csv_path) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) die("no CUDA device");
+  CUDA_OK(cudaSetDevice(0));
+  std::vector<std::string> shim_paths;
+  if (const char* env = std::getenv("WHARF_AOTI_SHIM"))
+    if (*env) shim_paths.push_back(env);
+  shim_paths.push_back(self_dir() + "/libwharf_aoti_shim.so");
+  shim_paths.push_back(self_dir() + "/../libwharf_aoti_shim.so");
+  void* shim_lib = open_first(shim_paths, "libwharf_aoti_shim.so");
+  auto from_blob = sym<decltype(Shim::from_blob)>(shim_lib, "aoti_torch_create_tensor_from_blob");
+  auto del = sym<decltype(Shim::del)>(shim_lib, "aoti_torch_delete_tensor_object");
+  auto guard_fn = sym<decltype(Shim::guard)>(shim_lib, "aoti_torch_create_cuda_stream_guard");
+  auto unguard = sym<decltype(Shim::unguard)>(shim_lib, "aoti_torch_delete_cuda_stream_guard");
+  auto mm_out = sym<decltype(Shim::mm_out)>(shim_lib, "aoti_torch_cuda_mm_out");
+  auto last_error = sym<decltype(Shim::last_error)>(shim_lib, "wharf_aoti_last_error");
+  auto graph_algos = sym<wharf_aoti_gemm_graph_algos_fn>(shim_lib, "wharf_aoti_gemm_graph_algos");
+  auto probe = sym<wharf_aoti_gemm_probe_fn>(shim_lib, "wharf_aoti_gemm_probe");
+
+  std::vector<std::string> lt_paths;
+  if (const char* env = std::getenv("WHARF_CUBLASLT_LIBRARY"))
+    if (*env) lt_paths.push_back(env);
+  lt_paths.push_back("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  lt_paths.push_back("/usr/local/cuda/lib64/libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  void* lt_lib = open_first(lt_paths, "cuBLASLt");
+  auto Create = sym<decltype(&cublasLtCreate)>(lt_lib, "cublasLtCreate");
+  auto Matmul = sym<decltype(&cublasLtMatmul)>(lt_lib, "cublasLtMatmul");
+  auto DescCreate = sym<decltype(&cublasLtMatmulDescCreate)>(lt_lib, "cublasLtMatmulDescCreate");
+  auto DescDestroy = sym<decltype(&cublasLtMatmulDescDestroy)>(lt_lib, "cublasLtMatmulDescDestroy");
+  auto DescSet = sym<decltype(&cublasLtMatmulDescSetAttribute)>(lt_lib, "cublasLtMatmulDescSetAttribute");
+  auto LayoutCreate = sym<decltype(&cublasLtMatrixLayoutCreate)>(lt_lib, "cublasLtMatrixLayoutCreate");
+  auto LayoutDestroy = sym<decltype(&cublasLtMatrixLayoutDestroy)>(lt_lib, "cublasLtMatrixLayoutDestroy");
+  cublasLtHandle_t handle;
+  lt_ok(Create(&handle), "cublasLtCreate");
+
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void* guard = nullptr;
+  if (guard_fn(stream, 0, &guard) != 0) die(std::string("stream guard: ") + last_error());
+  const size_t ws_bytes = 32u << 20;
+  void* workspace = nullptr;
+  CUDA_OK(cudaMalloc(&workspace, ws_bytes));
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  constexpr int kRuns = 50;
+  std::printf(
+      "shim_gemm_bench --probe-graph: %s, out [M, N] = x [M, K] @ W^T (W [N, K] row-major, what the shim gives "
+      "cuBLASLt as D^T = W x^T)\n"
+      "cands: the heuristic's list + the search per other algorithm ID; params: list indices whose kernels take a "
+      "parameter array (R: also re-pointable, what qualifies); chosen: the shim's graph algorithm (list index, "
+      "h = heuristic list, i = ID search, algo id); times: GPU us of one GEMM, median of %d (weights rotated "
+      "beyond L2), default = the heuristic's first (the shim's eager choice), best = fastest qualifying\n",
+      prop.name, kRuns);
+  std::printf("%-4s %-4s %-6s %-5s | %-9s | %-34s | %-4s | %-13s %-13s | %8s %8s %8s | %6s %6s | %8s | %s\n", "dt", "M",
+              "N", "K", "cands", "params (heuristic list)", "ids", "chosen", "best", "default", "chosen", "best",
+              "ch/def", "bst/df", "probe", "results");
+  FILE* csv = nullptr;
+  if (!csv_path.empty()) {
+    csv = std::fopen(csv_path.c_str(), "w");
+    if (!csv) die("cannot write " + csv_path);
+    std::fprintf(csv,
+                 "device,dtype,m,n,k,heuristic,candidates,heuristic_params,heuristic_repointable,ids_qualifying,"
+                 "chosen,chosen_source,chosen_algo_id,default_us,chosen_us,best_us,best_index,best_algo_id,probe_ms,"
+                 "results\n");
+  }
+  std::string failures;  // results that were wrong (reported at the end; exit status 1)
+  const int64_t ms[] = {16, 32, 64, 128};
+  const std::pair<int64_t, int64_t> nks[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
+  for (int32_t dtype : dtypes) {
+    const cudaDataType_t ctype = dtype == kF32 ? CUDA_R_32F : dtype == kF16 ? CUDA_R_16F : CUDA_R_16BF;
+    const size_t es = dtype == kF32 ? 4 : 2;
+    const char* dname = dtype == kF32 ? "f32" : dtype == kF16 ? "f16" : "bf16";
+    for (const auto& nk : nks)
+      for (int64_t M : ms) {
+        const int64_t N = nk.first, K = nk.second;
+        const size_t w_bytes = size_t(N * K) * es;
+        const int copies = int(std::max<size_t>(1, (256u << 20) / w_bytes + 1));
+        std::vector<void*> w(static_cast<size_t>(copies));
+        for (void*& p : w) {
+          CUDA_OK(cudaMalloc(&p, w_bytes));
+          CUDA_OK(cudaMemset(p, 0x3c, w_bytes));
+        }
+        void *x, *out_default, *out_graph;
+        CUDA_OK(cudaMalloc(&x, size_t(M * K) * es));
+        CUDA_OK(cudaMemset(x, dtype == kF16 ? 0x1f : 0x3f, size_t(M * K) * es));
+        CUDA_OK(cudaMalloc(&out_default, size_t(M * N) * es));
+        CUDA_OK(cudaMalloc(&out_graph, size_t(M * N) * es));
+        const int64_t xs[2] = {M, K}, xst[2] = {K, 1}, wts[2] = {K, N}, wtst[2] = {1, K}, os[2] = {M, N},
+                      ost[2] = {N, 1};
+        H hx, hw, hd, hg;
+        if (from_blob(x, 2, xs, xst, 0, dtype, kCuda, 0, &hx) ||
+            from_blob(w[0], 2, wts, wtst, 0, dtype, kCuda, 0, &hw) ||
+            from_blob(out_default, 2, os, ost, 0, dtype, kCuda, 0, &hd) ||
+            from_blob(out_graph, 2, os, ost, 0, dtype, kCuda, 0, &hg))
+          die(std::string("from_blob: ") + last_error());
+        // The shim's eager result (graph algorithms off), then the probe's (its chosen algorithm).
+        const int32_t previous = graph_algos(0);
+        if (mm_out(hd, hx, hw) != 0) die(std::string("mm_out: ") + last_error());
+        graph_algos(previous);
+        auto rep = std::make_unique<wharf_aoti_gemm_probe_t>();
+        rep->struct_size = sizeof(wharf_aoti_gemm_probe_t);
+        if (probe(hg, hx, hw, 1u, rep.get()) != 0) die(std::string("wharf_aoti_gemm_probe: ") + last_error());
+        CUDA_OK(cudaStreamSynchronize(stream));
+        std::vector<unsigned char> a(size_t(M * N) * es), b(a.size());
+        CUDA_OK(cudaMemcpy(a.data(), out_default, a.size(), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(b.data(), out_graph, b.size(), cudaMemcpyDeviceToHost));
+        // Every element is K * x * w (the buffers are filled with one value each): each result
+        // is checked against it (within 1%), so a wrong one is named rather than only a mismatch.
+        unsigned char xv[4], wv[4];
+        std::memset(xv, dtype == kF16 ? 0x1f : 0x3f, sizeof xv);
+        std::memset(wv, 0x3c, sizeof wv);
+        const float expect = float(K) * to_f32(dtype, xv) * to_f32(dtype, wv);
+        std::string check;
+        for (int which = 0; which < 2; ++which) {
+          const std::vector<unsigned char>& r = which == 0 ? a : b;
+          for (size_t i = 0; i < size_t(M * N); ++i) {
+            const float v = to_f32(dtype, &r[i * es]);
+            if (!(std::fabs(v - expect) <= 0.01f * std::fabs(expect))) {
+              char msg[96];
+              std::snprintf(msg, sizeof msg, "%s%s BAD: [%zu] %.4g, expected %.4g", check.empty() ? "" : "; ",
+                            which == 0 ? "eager" : "graph", i, double(v), double(expect));
+              check += msg;
+              break;
+            }
+          }
+        }
+        if (!check.empty())
+          failures += std::string(dname) + " M " + std::to_string(M) + " N " + std::to_string(N) + " K " +
+                      std::to_string(K) + ": " + check + "\n";
+        if (rep->m != N || rep->n != M || rep->k != K || !rep->transa || rep->transb)
+          die("the shim oriented the problem unexpectedly (m " + std::to_string(rep->m) + ", n " +
+              std::to_string(rep->n) + ", transa " + std::to_string(rep->transa) + ")");
+
+        // Each candidate run directly, as the shim runs it: D^T [N, M] = W (K x N stored, T) x^T (K x M).
+        cublasLtMatmulDesc_t desc;
+        lt_ok(DescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+        const int32_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
+        lt_ok(DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "transa");
+        lt_ok(DescSet(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop), "transb");
+        cublasLtMatrixLayout_t la, lb, ld;
+        lt_ok(LayoutCreate(&la, ctype, uint64_t(K), uint64_t(N), rep->lda), "layout a");
+        lt_ok(LayoutCreate(&lb, ctype, uint64_t(K), uint64_t(M), rep->ldb), "layout b");
+        lt_ok(LayoutCreate(&ld, ctype, uint64_t(N), uint64_t(M), rep->ldd), "layout d");
+        const float one = 1, zero = 0;
+        auto time_candidate = [&](int idx) {
+          cublasLtMatmulAlgo_t algo;
+          std::memcpy(&algo, rep->candidates[idx].algo, sizeof algo);
+          return time_gated(stream, kRuns, [&](int i) {
+            lt_ok(Matmul(handle, desc, &one, w[size_t(i % copies)], la, x, lb, &zero, out_graph, ld, out_graph, ld,
+                         &algo, workspace, ws_bytes, stream),
+                  "cublasLtMatmul");
+          });
+        };
+        auto qualifies = [&](int i) {
+          const uint32_t f = rep->candidates[i].flags;
+          return (f & WHARF_AOTI_PROBE_PARAMS) && (f & WHARF_AOTI_PROBE_REPOINTABLE);
+        };
+        std::string params, hp, hr;
+        int ids_q = 0;
+        for (int i = 0; i < rep->count; ++i) {
+          const uint32_t f = rep->candidates[i].flags;
+          if (i < rep->heuristic && (f & WHARF_AOTI_PROBE_PARAMS)) {
+            params += (params.empty() ? "" : ",") + std::to_string(i) + (qualifies(i) ? "R" : "");
+            hp += (hp.empty() ? "" : " ") + std::to_string(i);
+            if (qualifies(i)) hr += (hr.empty() ? "" : " ") + std::to_string(i);
+          }
+          if (i >= rep->heuristic && qualifies(i)) ++ids_q;
+        }
+        if (params.empty()) params = "none";
+        if (params.size() > 34) params = params.substr(0, 31) + "...";
+        const double t_default = time_candidate(0);
+        double t_chosen = -1, t_best = -1;
+        int best = -1;
+        for (int i = 0; i < rep->count; ++i) {
+          if (!qualifies(i)) continue;
+          const double us = i == 0 ? t_default : time_candidate(i);
+          if (i == rep->chosen) t_chosen = us;
+          if (best < 0 || us < t_best) {
+            best = i;
+            t_best = us;
+          }
+        }
+        char chosen[32] = "none", bestc[32] = "-", tc[16] = "-", tb[16] = "-", rc[16] = "-", rb[16] = "-";
+        if (rep->chosen >= 0) {
+          const auto& c = rep->candidates[rep->chosen];
+          std::snprintf(chosen, sizeof chosen, "%d%s id%d", rep->chosen, c.source ? "i" : "h", c.algo_id);
+          std::snprintf(tc, sizeof tc, "%.2f", t_chosen);
+          std::snprintf(rc, sizeof rc, "%.3f", t_chosen / t_default);
+        }
+        if (best >= 0) {
+          const auto& c = rep->candidates[best];
+          std::snprintf(bestc, sizeof bestc, "%d%s id%d", best, c.source ? "i" : "h", c.algo_id);
+          std::snprintf(tb, sizeof tb, "%.2f", t_best);
+          std::snprintf(rb, sizeof rb, "%.3f", t_best / t_default);
+        }
+        char cands[16];
+        std::snprintf(cands, sizeof cands, "%d+%d", rep->heuristic, rep->count - rep->heuristic);
+        std::printf(
+            "%-4s %-4lld %-6lld %-5lld | %-9s | %-34s | %-4d | %-13s %-13s | %8.2f %8s %8s | %6s %6s | %6.1fms | %s\n",
+            dname, (long long)M, (long long)N, (long long)K, cands, params.c_str(), ids_q, chosen, bestc, t_default, tc,
+            tb, rc, rb, rep->probe_us / 1000, check.empty() ? "ok" : check.c_str());
+        std::fflush(stdout);
+        if (csv)
+          std::fprintf(
+              csv, "\"%s\",%s,%lld,%lld,%lld,%d,%d,\"%s\",\"%s\",%d,%d,%d,%d,%.3f,%.3f,%.3f,%d,%d,%.2f,\"%s\"\n",
+              prop.name, dname, (long long)M, (long long)N, (long long)K, rep->heuristic, rep->count, hp.c_str(),
+              hr.c_str(), ids_q, rep->chosen, rep->chosen >= 0 ? rep->candidates[rep->chosen].source : -1,
+              rep->chosen >= 0 ? rep->candidates[rep->chosen].algo_id : -1, t_default, t_chosen, t_best, best,
+              best >= 0 ? rep->candidates[best].algo_id : -1, rep->probe_us / 1000,
+              check.empty() ? "ok" : check.c_str());
+        LayoutDestroy(la);
+        LayoutDestroy(lb);
+        LayoutDestroy(ld);
+        DescDestroy(desc);
+        for (H h : {hx, hw, hd, hg}) del(h);
+        CUDA_OK(cudaStreamSynchronize(stream));
+        for (void* p : w) CUDA_OK(cudaFree(p));
+        CUDA_OK(cudaFree(x));
+        CUDA_OK(cudaFree(out_default));
+        CUDA_OK(cudaFree(out_graph));
+      }
+  }
+  if (csv && std::fclose(csv) != 0) die("writing " + csv_path + " failed");
+  unguard(guard);
+  CUDA_OK(cudaFree(workspace));
+  if (!failures.empty()) {
+    std::fprintf(stderr, "shim_gemm_bench --probe-graph: wrong results:\n%s", failures.c_str());
+    return 1;
+  }
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--probe-graph") {
+      std::vector<int32_t> dtypes = {kBF16, kF16, kF32};
+      std::string csv_path;
+      for (int j = 1; j < argc; ++j) {
+        const std::string arg = argv[j];
+        if (arg == "--probe-graph") continue;
+        if (arg == "--dtype" && j + 1 < argc) {
+          const std::string d = argv[++j];
+          dtypes = {d == "bf16" ? kBF16 : d == "f16" ? kF16 : d == "f32" ? kF32 : -1};
+          if (dtypes[0] < 0) die("--probe-graph: unknown dtype " + d);
+        } else if (arg == "--csv" && j + 1 < argc) {
+          csv_path = argv[++j];
+        } else {
+          die("usage: shim_gemm_bench --probe-graph [--dtype bf16|f16|f32] [--csv PATH] (unknown argument " + arg +
+              ")");
+        }
+      }
+      return probe_graph_main(dtypes, csv_path);
+    }
   int reps = 200;
   int32_t dtype = kBF16;
   std::vector<int64_t> ms = {1, 8};

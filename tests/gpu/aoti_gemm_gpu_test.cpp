@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/test_paths.h"
+#include "models/aoti/shim_host.h"
 
 namespace {
 
@@ -48,11 +49,14 @@ struct Shim {
   const char* (*last_error)() = nullptr;
   struct Stats {
     uint32_t struct_size = sizeof(Stats);
-    uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0, gemv_kn = 0;
+    uint64_t gemv = 0, gemv_elementwise = 0, cublaslt = 0, gemv_kn = 0, graph_algo = 0, graph_fallback = 0;
   };
   void (*gemm_stats)(Stats*) = nullptr;
   int32_t (*use_gemv)(int32_t) = nullptr;
   int32_t (*use_pdl)(int32_t) = nullptr;
+  wharf_aoti_gemm_graph_algos_fn graph_algos = nullptr;
+  wharf_aoti_gemm_probe_fn probe = nullptr;
+  wharf_aoti_set_allocator_fn set_allocator = nullptr;
   std::string error;
 };
 
@@ -92,6 +96,9 @@ const Shim& shim() {
     get("wharf_aoti_gemm_stats", &r.gemm_stats);
     get("wharf_aoti_gemm_use_gemv", &r.use_gemv);
     get("wharf_aoti_gemm_use_pdl", &r.use_pdl);
+    get("wharf_aoti_gemm_graph_algos", &r.graph_algos);
+    get("wharf_aoti_gemm_probe", &r.probe);
+    get("wharf_aoti_set_allocator", &r.set_allocator);
     return r;
   }();
   return s;
@@ -325,6 +332,17 @@ class GemvSwitch {
  public:
   explicit GemvSwitch(int32_t mode) : previous_(shim().use_gemv(mode)) {}
   ~GemvSwitch() { shim().use_gemv(previous_); }
+
+ private:
+  int32_t previous_;
+};
+
+// Sets when cuBLASLt calls use the graph algorithm for a scope (0 never, 1 under Wharf's
+// allocator or capture, 2 always).
+class GraphAlgos {
+ public:
+  explicit GraphAlgos(int32_t mode) : previous_(shim().graph_algos(mode)) {}
+  ~GraphAlgos() { shim().graph_algos(previous_); }
 
  private:
   int32_t previous_;
@@ -1091,6 +1109,269 @@ TEST_F(AotiGemmGpu, GemvWithProgrammaticDependentLaunchWaitsForItsInput) {
         cudaGraphDestroy(graph);
         if (HasFailure()) return;
       }
+}
+
+// Reads a captured graph's kernel nodes: each must take a parameter array (what graph
+// re-pointing reads). Returns the nodes' parameters and their layout readers via `kernels`.
+struct KernelNode {
+  cudaGraphNode_t node = nullptr;
+  CUDA_KERNEL_NODE_PARAMS params;
+};
+void kernel_nodes(cudaGraph_t graph, const std::string& what, std::vector<KernelNode>* out) {
+  const GraphDriver& drv = graph_driver();
+  ASSERT_TRUE(drv.kernel_get) << "the driver lacks cuGraphKernelNodeGetParams";
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(count);
+  ASSERT_EQ(cudaGraphGetNodes(graph, nodes.data(), &count), cudaSuccess);
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+    if (type != cudaGraphNodeTypeKernel) continue;
+    KernelNode k;
+    k.node = node;
+    std::memset(&k.params, 0, sizeof k.params);
+    ASSERT_EQ(drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &k.params), CUDA_SUCCESS);
+    ASSERT_NE(k.params.kernelParams, nullptr) << what << ": a kernel node passes no parameter array";
+    ASSERT_EQ(k.params.extra, nullptr) << what << ": a kernel node passes its parameters as one buffer";
+    out->push_back(k);
+  }
+  ASSERT_FALSE(out->empty()) << what << ": no kernel node captured";
+}
+
+// Rewrites, in every kernel node of `exec`, each 8-byte parameter word inside [from, from +
+// bytes) to the same offset from `to` (what src/graphs' patch plan does); returns how many.
+int repoint(cudaGraphExec_t exec, const std::vector<KernelNode>& kernels, const void* from, uint64_t bytes,
+            const void* to) {
+  const GraphDriver& drv = graph_driver();
+  int replaced = 0;
+  for (const KernelNode& k : kernels) {
+    std::vector<std::vector<unsigned char>> values;
+    for (size_t i = 0;; ++i) {
+      size_t off = 0, size = 0;
+      const CUresult r = k.params.func ? drv.func_param(k.params.func, i, &off, &size)
+                                       : (drv.kernel_param ? drv.kernel_param(k.params.kern, i, &off, &size)
+                                                           : CUDA_ERROR_INVALID_VALUE);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;
+      EXPECT_EQ(r, CUDA_SUCCESS);
+      if (r != CUDA_SUCCESS) return -1;
+      std::vector<unsigned char> v(size);
+      std::memcpy(v.data(), k.params.kernelParams[i], size);
+      for (size_t o = 0; size >= 8 && o + 8 <= size; o += 8) {
+        uint64_t word = 0;
+        std::memcpy(&word, v.data() + o, 8);
+        const uint64_t base = reinterpret_cast<uint64_t>(from);
+        if (word - base < bytes) {
+          const uint64_t moved = reinterpret_cast<uint64_t>(to) + (word - base);
+          std::memcpy(v.data() + o, &moved, 8);
+          ++replaced;
+        }
+      }
+      values.push_back(std::move(v));
+    }
+    std::vector<void*> args;
+    for (auto& v : values) args.push_back(v.data());
+    CUDA_KERNEL_NODE_PARAMS np = k.params;
+    np.kernelParams = args.data();
+    np.extra = nullptr;
+    EXPECT_EQ(drv.kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(k.node), &np),
+              CUDA_SUCCESS);
+  }
+  return replaced;
+}
+
+// A GEMM past the GEMV's rows (M 32: cuBLASLt) captured into a CUDA graph runs the shim's graph
+// algorithm (cuBLASLt's bfloat16 kernels on Hopper that the heuristic picks first pass one
+// parameter buffer, which made decode_batch at N = 32..128 run eagerly): every kernel node
+// takes a parameter array, the replay gives the eager call's bits, and re-pointing the
+// weight's words in the parameters (as src/graphs does after a swap) makes the replay read
+// the new weight. Exact inputs: any algorithm gives the reference's bits.
+TEST_F(AotiGemmGpu, CublasLtGemmCapturedInAGraphTakesAParameterArrayAndIsRepointed) {
+  const GraphDriver& drv = graph_driver();
+  ASSERT_TRUE(drv.kernel_get && drv.kernel_set && drv.func_param) << "the driver lacks the graph functions";
+  GraphAlgos mode(1);
+  uint32_t seed = 1300;
+  for (int32_t dtype : kDtypes)
+    for (int64_t m : {32, 16}) {
+      const int64_t k = 2048, n = 2048;
+      const std::string what = std::string("mm ") + dname(dtype) + " m" + std::to_string(m);
+      auto x = make(dtype, {m, k}, {}, 0, seed++);
+      auto w1 = linear_weight_t(dtype, k, n, k, 0, seed++);
+      auto w2 = linear_weight_t(dtype, k, n, k, 0, seed++);
+      auto out = make(dtype, {m, n}, {}, 0, seed++);
+      const std::vector<double> before = out->storage;
+      {
+        PathCheck path;
+        ASSERT_EQ(shim().mm_out(out->handle, x->handle, w1->handle), 0) << what << ": " << shim().last_error();
+        sync();
+        path.expect_cublaslt(what + " eager");
+        EXPECT_EQ(stats().graph_algo, path.before.graph_algo) << what << ": an eager call ran the graph algorithm";
+      }
+      expect_product(*out, before, nullptr, *x, *w1, 0, 1, Case{1, m, k, n}, what + " eager");
+      const std::vector<double> eager = out->download();
+
+      const Shim::Stats s0 = stats();
+      ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      const int32_t rc = shim().mm_out(out->handle, x->handle, w1->handle);
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess) << what;
+      ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+      std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> own_graph(graph, cudaGraphDestroy);
+      const Shim::Stats s1 = stats();
+      EXPECT_EQ(s1.graph_algo - s0.graph_algo, 1u) << what << ": the capture did not run the graph algorithm";
+      EXPECT_EQ(s1.graph_fallback, s0.graph_fallback) << what << ": no graph algorithm qualified";
+      std::vector<KernelNode> kernels;
+      kernel_nodes(graph, what, &kernels);
+      if (HasFailure()) return;
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      std::unique_ptr<CUgraphExec_st, cudaError_t (*)(cudaGraphExec_t)> own_exec(exec, cudaGraphExecDestroy);
+      out->upload();  // the initial values again
+      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      sync();
+      EXPECT_TRUE(out->download() == eager) << what << ": the replay's bits differ from the eager call's";
+
+      const uint64_t w_bytes = uint64_t(n * k) * esize(dtype);
+      EXPECT_GE(repoint(exec, kernels, w1->base, w_bytes, w2->base), 1) << what << ": the weight's address not found";
+      out->upload();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      sync();
+      expect_product(*out, before, nullptr, *x, *w2, 0, 1, Case{1, m, k, n}, what + " replay re-pointed");
+      if (HasFailure()) return;
+    }
+}
+
+// The graph algorithm is also chosen under Wharf's allocator (its warm-up before a capture
+// installs one: the probe and the kernels' first launch happen outside the capture) and in
+// mode 2 for every call, where eager calls and replays then agree bit for bit on inputs
+// whose sums round; mode 0 never chooses it.
+TEST_F(AotiGemmGpu, GraphAlgorithmUnderWharfsAllocatorAndInEveryCallInMode2) {
+  struct Arena {
+    char* base = nullptr;
+    uint64_t used = 0, bytes = 64ull << 20;
+    static int32_t alloc(uint64_t n, void** out, void* user) {
+      auto* a = static_cast<Arena*>(user);
+      if (a->used + n > a->bytes) return 1;
+      *out = a->base + a->used;
+      a->used += (n + 255) / 256 * 256;
+      return 0;
+    }
+  } arena;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&arena.base), arena.bytes), cudaSuccess);
+  std::unique_ptr<char, cudaError_t (*)(void*)> own_arena(arena.base, cudaFree);
+  const int64_t m = 32, k = 2048, n = 2048;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> mag(0.25, 1.0);
+  for (int32_t dtype : kDtypes) {
+    const std::string what = std::string("mm ") + dname(dtype);
+    auto x = make(dtype, {m, k}, {}, 0, 1401);
+    auto w = linear_weight_t(dtype, k, n, k, 0, 1402);
+    for (Tensor* t : {x.get(), w.get()}) {
+      for (double& v : t->storage) v = (rng() & 1 ? -1 : 1) * mag(rng);  // sums that round
+      t->upload();
+    }
+    auto out = make(dtype, {m, n}, {}, 0, 1403);
+    {
+      GraphAlgos mode(1);
+      const Shim::Stats s0 = stats();
+      wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &Arena::alloc, nullptr, &arena};
+      shim().set_allocator(&a);
+      const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
+      shim().set_allocator(nullptr);
+      ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+      sync();
+      EXPECT_EQ(stats().graph_algo - s0.graph_algo, 1u) << what << ": under the allocator";
+    }
+    {
+      GraphAlgos mode(0);
+      const Shim::Stats s0 = stats();
+      ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+      cudaGraphDestroy(graph);
+      ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+      const Shim::Stats s1 = stats();
+      EXPECT_EQ(s1.graph_algo, s0.graph_algo) << what << ": mode 0 ran the graph algorithm";
+      EXPECT_EQ(s1.graph_fallback, s0.graph_fallback) << what << ": mode 0 looked for one";
+      EXPECT_EQ(s1.cublaslt - s0.cublaslt, 1u) << what;
+    }
+    GraphAlgos mode(2);
+    const Shim::Stats s0 = stats();
+    ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+    sync();
+    EXPECT_EQ(stats().graph_algo - s0.graph_algo, 1u) << what << ": an eager call in mode 2";
+    const std::vector<double> eager = out->download();
+    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+    ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+    std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> own_graph(graph, cudaGraphDestroy);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    std::unique_ptr<CUgraphExec_st, cudaError_t (*)(cudaGraphExec_t)> own_exec(exec, cudaGraphExecDestroy);
+    out->upload();
+    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+    sync();
+    EXPECT_TRUE(out->download() == eager) << what << ": mode 2's eager call and replay differ";
+    if (HasFailure()) return;
+  }
+}
+
+// wharf_aoti_gemm_probe reports cuBLASLt's candidates and its choice (which takes a
+// parameter array and is re-pointable), computes the product with it, also for rows the
+// GEMV would serve, and refuses a report of the wrong size.
+TEST_F(AotiGemmGpu, ProbeReportsCandidatesAndComputesTheProduct) {
+  uint32_t seed = 1500;
+  for (int32_t dtype : kDtypes)
+    for (int64_t m : {32, 4}) {
+      const int64_t k = 512, n = 768;
+      const std::string what = std::string("probe ") + dname(dtype) + " m" + std::to_string(m);
+      auto x = make(dtype, {m, k}, {}, 0, seed++);
+      auto w = linear_weight_t(dtype, k, n, k, 0, seed++);
+      auto out = make(dtype, {m, n}, {}, 0, seed++);
+      const std::vector<double> before = out->storage;
+      auto rep = std::make_unique<wharf_aoti_gemm_probe_t>();
+      rep->struct_size = sizeof(wharf_aoti_gemm_probe_t);
+      PathCheck path;
+      ASSERT_EQ(shim().probe(out->handle, x->handle, w->handle, 0, rep.get()), 0)
+          << what << ": " << shim().last_error();
+      sync();
+      path.expect_cublaslt(what);
+      expect_product(*out, before, nullptr, *x, *w, 0, 1, Case{1, m, k, n}, what);
+      EXPECT_EQ(rep->m, n) << what << ": a row-major out is computed as out^T";
+      EXPECT_EQ(rep->n, m) << what;
+      EXPECT_EQ(rep->k, k) << what;
+      EXPECT_GE(rep->heuristic, 1) << what;
+      EXPECT_GE(rep->count, rep->heuristic) << what;
+      ASSERT_GE(rep->chosen, 0) << what << ": no candidate qualified (" << rep->count << " probed)";
+      ASSERT_LT(rep->chosen, rep->count) << what;
+      const wharf_aoti_gemm_probe_candidate_t& c = rep->candidates[rep->chosen];
+      EXPECT_EQ(c.flags, WHARF_AOTI_PROBE_PARAMS | WHARF_AOTI_PROBE_REPOINTABLE) << what;
+      EXPECT_GE(c.kernel_nodes, 1) << what;
+      // The heuristic's list in its order; past it (none there qualified) the fastest of those
+      // that qualify, each timed.
+      const uint32_t both = WHARF_AOTI_PROBE_PARAMS | WHARF_AOTI_PROBE_REPOINTABLE;
+      for (int i = 0; i < std::min(rep->chosen, rep->heuristic); ++i)
+        EXPECT_NE(rep->candidates[i].flags, both)
+            << what << ": candidate " << i << " of the heuristic's list qualifies ahead of the chosen " << rep->chosen;
+      if (c.source == 1) {
+        EXPECT_GT(c.time_us, 0.0) << what << ": the chosen candidate was not timed";
+        for (int i = rep->heuristic; i < rep->count; ++i)
+          if (rep->candidates[i].flags == both && rep->candidates[i].time_us > 0)
+            EXPECT_LE(c.time_us, rep->candidates[i].time_us) << what << ": candidate " << i << " was faster";
+      }
+      if (HasFailure()) return;
+    }
+  auto x = make(kBF16, {32, 64}, {}, 0, 1);
+  auto w = linear_weight_t(kBF16, 64, 64, 64, 0, 2);
+  auto out = make(kBF16, {32, 64}, {}, 0, 3);
+  wharf_aoti_gemm_probe_t small;
+  std::memset(&small, 0, sizeof small);
+  small.struct_size = 64;
+  EXPECT_EQ(shim().probe(out->handle, x->handle, w->handle, 0, &small), 1);
+  EXPECT_NE(std::string(shim().last_error()).find("struct_size is 64"), std::string::npos) << shim().last_error();
 }
 
 // Mode 3: float16/bfloat16 with 5 to 8 rows go to cuBLASLt above the measured weight size

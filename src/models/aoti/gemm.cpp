@@ -19,11 +19,19 @@
 // allocated stream-ordered on that stream for that call and freed after it, so calls on
 // different streams never share one. The heuristic's choice is cached per problem (shape,
 // layouts, alignments, dtype, device, epilogue).
+//
+// CUDA graphs: Wharf's graphs re-point weights by rewriting kernel parameters, which needs a
+// parameter array; cuBLASLt launches some kernels (bfloat16 on Hopper) with one opaque
+// buffer instead. Calls made for a graph (wharf_aoti_gemm_graph_algos: under Wharf's
+// allocator, or on a capturing stream) run an algorithm probed to launch re-pointable kernels
+// (probe_graph_algo), cached per problem beside the heuristic's choice.
 #include <cublasLt.h>
+#include <cuda.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -60,6 +68,10 @@ struct LtApi {
   decltype(&cublasLtMatmulAlgoGetHeuristic) AlgoGetHeuristic = nullptr;
   decltype(&cublasLtGetStatusName) GetStatusName = nullptr;
   decltype(&cublasLtGetVersion) GetVersion = nullptr;
+  // Optional (the graph probe's search by algorithm ID; absent: the heuristic's list only).
+  decltype(&cublasLtMatmulAlgoGetIds) AlgoGetIds = nullptr;
+  decltype(&cublasLtMatmulAlgoInit) AlgoInit = nullptr;
+  decltype(&cublasLtMatmulAlgoConfigGetAttribute) AlgoConfigGet = nullptr;
 
   std::string error(cublasStatus_t s) const {
     return std::string(GetStatusName ? GetStatusName(s) : "cublasStatus") + " (" + std::to_string(int(s)) + ")";
@@ -141,6 +153,10 @@ AOTITorchError lt_api(const LtApi** out) {
   resolve("cublasLtMatmulAlgoGetHeuristic", &api->AlgoGetHeuristic);
   resolve("cublasLtGetStatusName", &api->GetStatusName);
   resolve("cublasLtGetVersion", &api->GetVersion);
+  api->AlgoGetIds = reinterpret_cast<decltype(api->AlgoGetIds)>(dlsym(lib, "cublasLtMatmulAlgoGetIds"));
+  api->AlgoInit = reinterpret_cast<decltype(api->AlgoInit)>(dlsym(lib, "cublasLtMatmulAlgoInit"));
+  api->AlgoConfigGet =
+      reinterpret_cast<decltype(api->AlgoConfigGet)>(dlsym(lib, "cublasLtMatmulAlgoConfigGetAttribute"));
   if (!ok) {
     dlclose(lib);
     return fail("cuBLASLt library " + wharf::quote_path(path) + " lacks" + missing + " (cuBLAS " +
@@ -205,7 +221,8 @@ struct ProblemHash {
 struct Choice {
   cublasLtMatmulAlgo_t algo;
   size_t workspace;
-  bool none;  // the heuristic found no algorithm
+  bool none;      // the heuristic found no algorithm
+  uint8_t graph;  // 0: the heuristic's first; 1: a probed graph algorithm; 2: none qualified
 };
 // run_gemm's answer when cuBLASLt has no algorithm with the bias epilogue (nothing was
 // enqueued, no error recorded).
@@ -213,6 +230,28 @@ constexpr AOTITorchError kNoBiasAlgorithm = 2;
 
 std::shared_mutex g_cache_mu;
 std::unordered_map<ProblemKey, Choice, ProblemHash> g_cache;
+std::unordered_map<ProblemKey, Choice, ProblemHash> g_graph_cache;  // calls made for graphs
+
+// One probe at a time (probes are once per problem): the probe streams, the graph cache's
+// misses (checked again under it, so a problem is probed and logged once).
+std::mutex g_probe_mu;
+cudaStream_t g_probe_streams[kMaxDevices];  // created at a device's first probe, never destroyed
+
+// wharf_aoti_gemm_graph_algos: 0 never, 1 under Wharf's allocator or capture, 2 always.
+int32_t graph_algos_of(int32_t v) { return v == 0 || v == 2 ? v : 1; }
+std::atomic<int32_t> g_graph_algos{[] {
+  const char* v = std::getenv("WHARF_AOTI_GEMM_GRAPH_ALGOS");
+  return v && *v ? graph_algos_of(int32_t(std::atoi(v))) : 1;
+}()};
+std::atomic<uint64_t> g_graph_algo_calls{0}, g_graph_fallback_calls{0};
+
+// wharf_aoti_gemm_probe's request, for the calling thread's one call.
+struct ProbeRequest {
+  uint32_t flags = 0;
+  wharf_aoti_gemm_probe_t* report = nullptr;
+  bool ran = false;
+};
+thread_local ProbeRequest* t_probe = nullptr;
 
 // Which path served each call (wharf_aoti_gemm_stats), the GEMV path's mode
 // (wharf_aoti_gemm_use_gemv: 0 off, 1 on, 2 on without the tensor-core variant, 3 on with
@@ -355,6 +394,370 @@ AOTITorchError contiguous_copy(const Gemm& g, View* v, std::shared_ptr<Storage>*
   return kOk;
 }
 
+// ---- the graph probe: an algorithm whose kernels graph re-pointing can read -------------
+
+// Whether this call is made for a CUDA graph (wharf_aoti_gemm_graph_algos).
+bool wants_graph_algo(cudaStream_t stream) {
+  const int32_t mode = g_graph_algos.load(std::memory_order_relaxed);
+  if (mode != 1) return mode == 2;
+  if (wharf_allocator_installed()) return true;
+  if (stream == nullptr || stream == cudaStreamLegacy) return false;  // never captured
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &st) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return st == cudaStreamCaptureStatusActive;
+}
+
+// The driver functions that read a captured kernel node (src/graphs/model_graphs.cpp reads
+// them the same way).
+struct NodeDriver {
+  CUresult (*kernel_get)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*) = nullptr;
+  CUresult (*func_param)(CUfunction, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*kernel_param)(CUkernel, size_t, size_t*, size_t*) = nullptr;
+};
+const NodeDriver& node_driver() {
+  static const NodeDriver d = [] {
+    NodeDriver r;
+    auto get = [](const char* name, unsigned version, void** fn) {
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      if (cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault, &q) != cudaSuccess ||
+          q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        *fn = nullptr;
+      }
+    };
+    get("cuGraphKernelNodeGetParams", 12000, reinterpret_cast<void**>(&r.kernel_get));
+    get("cuFuncGetParamInfo", 12040, reinterpret_cast<void**>(&r.func_param));
+    get("cuKernelGetParamInfo", 12040, reinterpret_cast<void**>(&r.kernel_param));
+    return r;
+  }();
+  return d;
+}
+
+// The calling thread in relaxed capture mode for a scope: the probe may run while this
+// thread captures another stream (ThreadLocal mode forbids "unsafe" calls on it).
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+// What one call captured into a throw-away graph.
+struct CapturedCall {
+  bool ok = false;      // the call and its capture succeeded
+  bool params = true;   // every kernel node has a parameter array, every node a type graphs re-point
+  bool layouts = true;  // every kernel's parameter layout was read
+  struct Kernel {
+    const void* fn = nullptr;
+    std::vector<std::vector<unsigned char>> params;  // each parameter's bytes
+  };
+  std::vector<Kernel> kernels;
+};
+
+// The problem as the probe sees it: descriptors, the operands' addresses, alpha and beta.
+struct ProbeProblem {
+  const LtApi* api;
+  cublasLtHandle_t handle;
+  // cuBLASLt's functions take these non-const; the probe only reads them.
+  cublasLtMatmulDescOpaque_t* desc;
+  cublasLtMatrixLayoutOpaque_t *la, *lb, *ld;
+  const void *a, *b, *bias;
+  void* d;
+  float alpha, beta;
+  cudaDataType_t type;
+  uint64_t d_bytes;  // D's extent (a scratch D of this size is written when candidates are timed)
+};
+
+// Captures one call of `algo` into a graph on `stream` (not executed: the addresses are only
+// recorded, so moved operands need no memory) and reads its nodes.
+CapturedCall capture_call(const ProbeProblem& p, const cublasLtMatmulAlgo_t& algo, size_t workspace,
+                          const int64_t shift[4], cudaStream_t stream) {
+  CapturedCall c;
+  cublasLtMatmulDescOpaque_t desc = *p.desc;  // the bias address lives in the descriptor
+  const char* bias = static_cast<const char*>(p.bias) + shift[3];
+  if (p.bias && p.api->MatmulDescSetAttribute(&desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) !=
+                    CUBLAS_STATUS_SUCCESS)
+    return c;
+  // Never dereferenced (nothing runs): a device address of the right alignment.
+  void* ws = workspace ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p.d) & ~uintptr_t(255)) : nullptr;
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return c;
+  }
+  const cublasStatus_t st =
+      p.api->Matmul(p.handle, &desc, &p.alpha, static_cast<const char*>(p.a) + shift[0], p.la,
+                    static_cast<const char*>(p.b) + shift[1], p.lb, &p.beta, static_cast<char*>(p.d) + shift[2], p.ld,
+                    static_cast<char*>(p.d) + shift[2], p.ld, &algo, ws, workspace, stream);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream, &graph);
+  (void)cudaGetLastError();
+  std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> owned(graph, cudaGraphDestroy);
+  if (st != CUBLAS_STATUS_SUCCESS || e != cudaSuccess || !graph) return c;
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return c;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n && cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return c;
+  const NodeDriver& drv = node_driver();
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) return c;
+    if (type == cudaGraphNodeTypeMemcpy || type == cudaGraphNodeTypeMemset || type == cudaGraphNodeTypeEmpty ||
+        type == cudaGraphNodeTypeEventRecord || type == cudaGraphNodeTypeWaitEvent)
+      continue;  // what graphs re-point (memcpy, memset) or holds no address
+    if (type != cudaGraphNodeTypeKernel || !drv.kernel_get) {
+      c.params = false;
+      continue;
+    }
+    CUDA_KERNEL_NODE_PARAMS kp;
+    std::memset(&kp, 0, sizeof kp);
+    if (drv.kernel_get(reinterpret_cast<CUgraphNode>(node), &kp) != CUDA_SUCCESS) return c;
+    CapturedCall::Kernel k;
+    k.fn = kp.func ? static_cast<const void*>(kp.func) : static_cast<const void*>(kp.kern);
+    if (!kp.kernelParams || kp.extra || !(kp.func || (kp.kern && drv.kernel_param))) {
+      c.params = false;
+      c.kernels.push_back(std::move(k));
+      continue;
+    }
+    if (!drv.func_param) c.layouts = false;
+    for (size_t i = 0; c.layouts; ++i) {
+      size_t off = 0, size = 0;
+      const CUresult r = kp.func ? drv.func_param(kp.func, i, &off, &size) : drv.kernel_param(kp.kern, i, &off, &size);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;
+      if (r != CUDA_SUCCESS || !kp.kernelParams[i]) {
+        c.layouts = false;
+        break;
+      }
+      const unsigned char* v = static_cast<const unsigned char*>(kp.kernelParams[i]);
+      k.params.emplace_back(v, v + size);
+    }
+    c.kernels.push_back(std::move(k));
+  }
+  c.ok = true;
+  return c;
+}
+
+// Whether `moved` (the operands at base + shift) differs from `base` only in whole 8-byte
+// words of parameters of 8 bytes or more (the words re-pointing scans), each by one operand's
+// shift, and every operand's address appears: then rewriting those words is exactly a call
+// on the new addresses. An address encoded any other way, or not passed at all (read from
+// memory the call prepared), fails this.
+bool repointable(const CapturedCall& base, const CapturedCall& moved, const int64_t shift[4], bool with_bias) {
+  if (base.kernels.size() != moved.kernels.size()) return false;
+  bool seen[4] = {false, false, false, !with_bias};
+  for (size_t n = 0; n < base.kernels.size(); ++n) {
+    const CapturedCall::Kernel &x = base.kernels[n], &y = moved.kernels[n];
+    if (x.fn != y.fn || x.params.size() != y.params.size()) return false;
+    for (size_t i = 0; i < x.params.size(); ++i) {
+      const std::vector<unsigned char>&u = x.params[i], &v = y.params[i];
+      if (u.size() != v.size()) return false;
+      const size_t words = u.size() >= 8 ? u.size() / 8 * 8 : 0;
+      if (std::memcmp(u.data() + words, v.data() + words, u.size() - words) != 0) return false;
+      for (size_t o = 0; o < words; o += 8) {
+        uint64_t wu, wv;
+        std::memcpy(&wu, u.data() + o, 8);
+        std::memcpy(&wv, v.data() + o, 8);
+        if (wu == wv) continue;
+        const int64_t delta = int64_t(wv - wu);
+        bool matched = false;
+        for (int j = 0; j < 4 && !matched; ++j)
+          if (delta == shift[j] && (j < 3 || with_bias)) matched = seen[j] = true;
+        if (!matched) return false;
+      }
+    }
+  }
+  return seen[0] && seen[1] && seen[2] && seen[3];
+}
+
+// GPU time per call of each candidate in `which` (time_us; 0 where it failed): a warm-up,
+// then 5 calls between two events, on the probe stream, reading the real A and B (their
+// values do not matter) and writing a scratch D and workspace (the caller's D is untouched).
+// Allowed while this thread captures another stream: the thread is in relaxed mode and the
+// probe stream is not captured. False if the scratch memory or events could not be had.
+bool time_candidates(const ProbeProblem& p, const std::vector<size_t>& which, cudaStream_t stream,
+                     std::vector<wharf_aoti_gemm_probe_candidate_t>* cands) {
+  constexpr int kCalls = 5;
+  uint64_t ws_bytes = 0;
+  for (size_t i : which) ws_bytes = std::max<uint64_t>(ws_bytes, (*cands)[i].workspace);
+  void *d = nullptr, *ws = nullptr;
+  std::vector<cudaEvent_t> events(2 * which.size(), nullptr);
+  bool ok = cudaMallocAsync(&d, std::max<uint64_t>(p.d_bytes, 1), stream) == cudaSuccess &&
+            (ws_bytes == 0 || cudaMallocAsync(&ws, ws_bytes, stream) == cudaSuccess);
+  for (cudaEvent_t& e : events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
+  std::vector<char> ran(which.size(), 0);
+  for (size_t j = 0; ok && j < which.size(); ++j) {
+    wharf_aoti_gemm_probe_candidate_t& c = (*cands)[which[j]];
+    cublasLtMatmulAlgo_t algo;
+    std::memcpy(&algo, c.algo, sizeof algo);
+    auto call = [&] {
+      return p.api->Matmul(p.handle, p.desc, &p.alpha, p.a, p.la, p.b, p.lb, &p.beta, d, p.ld, d, p.ld, &algo, ws,
+                           c.workspace, stream) == CUBLAS_STATUS_SUCCESS;
+    };
+    if (!call()) continue;  // the warm-up: kernels loaded
+    bool all = cudaEventRecord(events[2 * j], stream) == cudaSuccess;
+    for (int r = 0; all && r < kCalls; ++r) all = call();
+    ran[j] = all && cudaEventRecord(events[2 * j + 1], stream) == cudaSuccess;
+  }
+  ok = ok && cudaStreamSynchronize(stream) == cudaSuccess;
+  for (size_t j = 0; ok && j < which.size(); ++j) {
+    float ms = 0;
+    if (ran[j] && cudaEventElapsedTime(&ms, events[2 * j], events[2 * j + 1]) == cudaSuccess)
+      (*cands)[which[j]].time_us = double(ms) * 1000.0 / kCalls;
+  }
+  for (cudaEvent_t e : events)
+    if (e) cudaEventDestroy(e);
+  if (d) cudaFreeAsync(d, stream);
+  if (ws) cudaFreeAsync(ws, stream);
+  (void)cudaGetLastError();
+  return ok;
+}
+
+struct Probe {
+  std::vector<wharf_aoti_gemm_probe_candidate_t> candidates;
+  int heuristic = 0;
+  int chosen = -1;
+  bool layouts = true;  // parameter layouts could be read (else PARAMS alone qualifies)
+};
+
+// The graph algorithm of a problem: cuBLASLt's candidates (the heuristic's list; then, if none
+// qualifies or `exhaustive`, a search limited to each other algorithm ID) captured one by one
+// on the device's probe stream in relaxed mode, each kept or not by what its nodes show.
+// `all`: classify every listed candidate (for the report), not stop at the first that
+// qualifies. Runs under g_probe_mu.
+AOTITorchError probe_graph_algo(const ProbeProblem& p, int device, cublasLtMatmulPreferenceOpaque_t pref, bool all,
+                                bool exhaustive, Probe* out) {
+  cudaStream_t& stream = g_probe_streams[device];
+  if (!stream) {
+    RelaxedCaptureMode relaxed;
+    cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+      stream = nullptr;
+      return cuda_fail(e, "creating the cuBLASLt graph probe's stream on CUDA device " + std::to_string(device));
+    }
+  }
+  RelaxedCaptureMode relaxed;
+  // Distinct, 256-byte-preserving moves of A, B, D and the bias.
+  static const int64_t kNone[4] = {0, 0, 0, 0};
+  static const int64_t kShift[4] = {int64_t(1) << 20, int64_t(2) << 20, int64_t(4) << 20, int64_t(8) << 20};
+  auto classify = [&](wharf_aoti_gemm_probe_candidate_t* c) {
+    cublasLtMatmulAlgo_t algo;
+    std::memcpy(&algo, c->algo, sizeof algo);
+    const CapturedCall base = capture_call(p, algo, c->workspace, kNone, stream);
+    c->kernel_nodes = base.ok ? int32_t(base.kernels.size()) : -1;
+    c->flags = 0;
+    if (!base.ok || !base.params) return;
+    c->flags |= WHARF_AOTI_PROBE_PARAMS;
+    if (!base.layouts) {
+      out->layouts = false;
+      return;
+    }
+    const CapturedCall moved = capture_call(p, algo, c->workspace, kShift, stream);
+    if (moved.ok && moved.params && moved.layouts && repointable(base, moved, kShift, p.bias != nullptr))
+      c->flags |= WHARF_AOTI_PROBE_REPOINTABLE;
+  };
+  auto qualifies = [&](const wharf_aoti_gemm_probe_candidate_t& c) {
+    return (c.flags & WHARF_AOTI_PROBE_PARAMS) && ((c.flags & WHARF_AOTI_PROBE_REPOINTABLE) || !out->layouts);
+  };
+  auto add = [&](const cublasLtMatmulHeuristicResult_t& r, int32_t source) {
+    wharf_aoti_gemm_probe_candidate_t c;
+    std::memset(&c, 0, sizeof c);
+    static_assert(sizeof c.algo == sizeof r.algo, "cublasLtMatmulAlgo_t is 8 words");
+    std::memcpy(c.algo, &r.algo, sizeof r.algo);
+    c.workspace = r.workspaceSize;
+    c.source = source;
+    c.algo_id = -1;
+    size_t written = 0;
+    if (p.api->AlgoConfigGet)
+      (void)p.api->AlgoConfigGet(&r.algo, CUBLASLT_ALGO_CONFIG_ID, &c.algo_id, sizeof c.algo_id, &written);
+    c.kernel_nodes = -1;
+    out->candidates.push_back(c);
+  };
+  // Classifies candidates[from..], choosing the first that qualifies (every one: `every`).
+  auto walk = [&](size_t from, bool every) {
+    for (size_t i = from; i < out->candidates.size(); ++i) {
+      if (out->chosen >= 0 && !every) return;
+      classify(&out->candidates[i]);
+      if (out->chosen < 0 && qualifies(out->candidates[i])) out->chosen = int(i);
+    }
+  };
+
+  constexpr int kListed = 16;
+  cublasLtMatmulHeuristicResult_t results[kListed];
+  std::memset(results, 0, sizeof results);
+  int found = 0;
+  cublasStatus_t hs =
+      p.api->AlgoGetHeuristic(p.handle, p.desc, p.la, p.lb, p.ld, p.ld, &pref, kListed, results, &found);
+  if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED)
+    return fail("cublasLtMatmulAlgoGetHeuristic (16 candidates for the graph probe): " + p.api->error(hs));
+  for (int i = 0; hs == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= kMaxWorkspace) add(results[i], 0);
+  out->heuristic = int(out->candidates.size());
+  walk(0, all);
+  if ((out->chosen >= 0 && !exhaustive) || !p.api->AlgoGetIds || !p.api->AlgoInit || out->candidates.empty())
+    return kOk;
+
+  // Other algorithm IDs, each through the heuristic limited to it (which configures tiles,
+  // stages and split-K for this problem), two configurations per ID at most.
+  constexpr int kMaxIds = 128;
+  int ids[kMaxIds];
+  int nids = 0;
+  if (p.api->AlgoGetIds(p.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, p.type, p.type, p.type, p.type, kMaxIds, ids,
+                        &nids) != CUBLAS_STATUS_SUCCESS)
+    return kOk;
+  cublasLtMatmulPreferenceOpaque_t limited = pref;
+  const uint32_t search = CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID;
+  if (p.api->PreferenceSetAttribute(&limited, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &search, sizeof search) !=
+      CUBLAS_STATUS_SUCCESS)
+    return kOk;
+  const size_t listed = out->candidates.size();
+  for (int i = 0; i < nids && out->candidates.size() < WHARF_AOTI_PROBE_MAX_CANDIDATES; ++i) {
+    bool tried = false;
+    for (size_t j = 0; j < listed; ++j) tried = tried || out->candidates[j].algo_id == ids[i];
+    if (tried) continue;
+    cublasLtMatmulHeuristicResult_t r[2];
+    std::memset(r, 0, sizeof r);
+    bool init = true;
+    for (auto& x : r)
+      init = init && p.api->AlgoInit(p.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, p.type, p.type, p.type, p.type, ids[i],
+                                     &x.algo) == CUBLAS_STATUS_SUCCESS;
+    int got = 0;
+    if (!init || p.api->AlgoGetHeuristic(p.handle, p.desc, p.la, p.lb, p.ld, p.ld, &limited, 2, r, &got) !=
+                     CUBLAS_STATUS_SUCCESS)
+      continue;
+    for (int j = 0; j < got && out->candidates.size() < WHARF_AOTI_PROBE_MAX_CANDIDATES; ++j)
+      if (r[j].state == CUBLAS_STATUS_SUCCESS && r[j].workspaceSize <= kMaxWorkspace) add(r[j], 1);
+  }
+  // The IDs come in no order of speed: on H100 (bfloat16, M 16 to 128) the first that
+  // qualified ran 3 to 41 times slower than the heuristic's first, the fastest 1.0 to 1.6
+  // times. So every one that qualifies is timed and the fastest kept.
+  const bool none_listed = out->chosen < 0;
+  walk(listed, true);
+  if (!none_listed) return kOk;
+  out->chosen = -1;
+  std::vector<size_t> timed;
+  for (size_t i = listed; i < out->candidates.size(); ++i)
+    if (qualifies(out->candidates[i])) timed.push_back(i);
+  if (timed.empty()) return kOk;
+  out->chosen = int(timed[0]);  // if timing fails: the first that qualifies
+  if (timed.size() > 1 && time_candidates(p, timed, stream, &out->candidates)) {
+    double best = 0;
+    for (size_t i : timed) {
+      const double t = out->candidates[i].time_us;
+      if (t > 0 && (best == 0 || t < best)) {
+        best = t;
+        out->chosen = int(i);
+      }
+    }
+  }
+  return kOk;
+}
+
 AOTITorchError run_gemm(Gemm g) {
   const LtApi* api = nullptr;
   if (lt_api(&api) != kOk) return kFail;
@@ -466,58 +869,125 @@ AOTITorchError run_gemm(Gemm g) {
       layout(&ld, dl, key.stride_d, "layout of D"))
     return kFail;
 
-  Choice choice;
-  bool cached = false;
-  {
-    std::shared_lock<std::shared_mutex> lock(g_cache_mu);
-    auto it = g_cache.find(key);
-    if (it != g_cache.end()) {
-      choice = it->second;
-      cached = true;
-    }
-  }
-  if (!cached) {
-    cublasLtMatmulPreferenceOpaque_t pref;
-    if (check(api->PreferenceInit(&pref, sizeof pref), "cublasLtMatmulPreferenceInit")) return kFail;
+  auto make_pref = [&](cublasLtMatmulPreferenceOpaque_t* pref) -> AOTITorchError {
+    if (check(api->PreferenceInit(pref, sizeof *pref), "cublasLtMatmulPreferenceInit")) return kFail;
     const uint64_t ws = kMaxWorkspace;
-    if (check(api->PreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+    if (check(api->PreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
               "setting the workspace limit") ||
-        check(api->PreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a,
+        check(api->PreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a,
                                           sizeof key.align_a),
               "setting A's alignment") ||
-        check(api->PreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key.align_b,
+        check(api->PreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &key.align_b,
                                           sizeof key.align_b),
               "setting B's alignment") ||
-        check(api->PreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_d,
+        check(api->PreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_d,
                                           sizeof key.align_d),
               "setting C's alignment") ||
-        check(api->PreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_d,
+        check(api->PreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_d,
                                           sizeof key.align_d),
               "setting D's alignment") ||
-        check(api->PreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &kReductionSchemes,
+        check(api->PreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &kReductionSchemes,
                                           sizeof kReductionSchemes),
               "setting the split-K reduction schemes"))
       return kFail;
+    return kOk;
+  };
+  auto lookup = [&](const std::unordered_map<ProblemKey, Choice, ProblemHash>& cache, Choice* out) {
+    std::shared_lock<std::shared_mutex> lock(g_cache_mu);
+    auto it = cache.find(key);
+    if (it == cache.end()) return false;
+    *out = it->second;
+    return true;
+  };
+  auto remember = [&](std::unordered_map<ProblemKey, Choice, ProblemHash>* cache, const Choice& c) {
+    std::unique_lock<std::shared_mutex> lock(g_cache_mu);
+    if (cache->size() >= kMaxCachedProblems) cache->clear();  // many dynamic shapes: start over
+    cache->emplace(key, c);
+  };
+
+  Choice choice;
+  ProbeRequest* const request = t_probe;
+  const bool for_graph = request != nullptr || wants_graph_algo(current_stream());
+  if (!for_graph && !lookup(g_cache, &choice)) {
+    cublasLtMatmulPreferenceOpaque_t pref;
+    if (make_pref(&pref)) return kFail;
     cublasLtMatmulHeuristicResult_t result;
     std::memset(&result, 0, sizeof result);
     int found = 0;
     const cublasStatus_t hs = api->AlgoGetHeuristic(handle, &desc, &la, &lb, &ld, &ld, &pref, 1, &result, &found);
     if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED)
       return check(hs, "cublasLtMatmulAlgoGetHeuristic");
-    choice = Choice{result.algo, result.workspaceSize, hs != CUBLAS_STATUS_SUCCESS || found == 0};
-    std::unique_lock<std::shared_mutex> lock(g_cache_mu);
-    if (g_cache.size() >= kMaxCachedProblems) g_cache.clear();  // many dynamic shapes: start over
-    g_cache.emplace(key, choice);
+    choice = Choice{result.algo, result.workspaceSize, hs != CUBLAS_STATUS_SUCCESS || found == 0, 0};
+    remember(&g_cache, choice);
   }
-  if (choice.none) {
-    if (g.bias) return kNoBiasAlgorithm;  // the caller adds the bias itself
-    return fail(what() + ": cuBLASLt has no algorithm for this problem");
+  if (for_graph && (request || !lookup(g_graph_cache, &choice))) {
+    // Probed once per problem (again only for wharf_aoti_gemm_probe, which keeps nothing).
+    std::lock_guard<std::mutex> probe_lock(g_probe_mu);
+    if (request || !lookup(g_graph_cache, &choice)) {
+      cublasLtMatmulPreferenceOpaque_t pref;
+      if (make_pref(&pref)) return kFail;
+      const auto t0 = std::chrono::steady_clock::now();
+      const uint64_t d_elems = uint64_t(key.stride_d) * uint64_t(g.batch > 1 ? g.batch - 1 : 0) +
+                               uint64_t(dl.ld) * uint64_t(dl.stored_cols - 1) + uint64_t(dl.stored_rows);
+      ProbeProblem pp{api,      handle, &desc,    &la,     &lb,    &ld,  g.a.data,
+                      g.b.data, g.bias, g.d.data, g.alpha, g.beta, type, d_elems * es};
+      Probe probe;
+      if (probe_graph_algo(pp, g.device, pref, request != nullptr, request && (request->flags & 1u), &probe) != kOk)
+        return kFail;
+      if (probe.chosen >= 0) {
+        const wharf_aoti_gemm_probe_candidate_t& c = probe.candidates[size_t(probe.chosen)];
+        std::memcpy(&choice.algo, c.algo, sizeof choice.algo);
+        choice.workspace = c.workspace;
+        choice.none = false;
+        choice.graph = 1;
+      } else if (!probe.candidates.empty()) {
+        // None qualifies: the heuristic's first (a capture then fails, the run stays eager).
+        const wharf_aoti_gemm_probe_candidate_t& c = probe.candidates[0];
+        std::memcpy(&choice.algo, c.algo, sizeof choice.algo);
+        choice.workspace = c.workspace;
+        choice.none = false;
+        choice.graph = 2;
+      } else {
+        std::memset(&choice.algo, 0, sizeof choice.algo);
+        choice.workspace = 0;
+        choice.none = true;
+        choice.graph = 2;
+      }
+      if (request) {
+        request->ran = true;
+        wharf_aoti_gemm_probe_t* r = request->report;
+        if (r) {
+          r->transa = ta == CUBLAS_OP_T;
+          r->transb = tb == CUBLAS_OP_T;
+          r->m = g.m;
+          r->n = g.n;
+          r->k = g.k;
+          r->lda = al.ld;
+          r->ldb = bl.ld;
+          r->ldd = dl.ld;
+          r->heuristic = probe.heuristic;
+          r->count = int32_t(probe.candidates.size());
+          r->chosen = probe.chosen;
+          r->probe_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+          std::memcpy(r->candidates, probe.candidates.data(),
+                      probe.candidates.size() * sizeof(wharf_aoti_gemm_probe_candidate_t));
+        }
+      } else {
+        remember(&g_graph_cache, choice);
+        if (choice.graph == 2 && !choice.none)
+          note(what() + ": no cuBLASLt algorithm launches kernels that CUDA graphs can re-point (" +
+               std::to_string(probe.candidates.size()) +
+               " candidates probed: parameters passed as one buffer, or addresses not passed as plain words); "
+               "the heuristic's first runs, and a graph capturing this GEMM fails");
+      }
+    }
   }
-
   std::shared_ptr<Storage> workspace;
   if (choice.workspace > 0 && allocate(choice.workspace, kCuda, g.device, &workspace) != kOk) return kFail;
   const float alpha = g.alpha, beta = g.beta;
   g_cublaslt_calls.fetch_add(1, std::memory_order_relaxed);
+  if (choice.graph == 1) g_graph_algo_calls.fetch_add(1, std::memory_order_relaxed);
+  if (choice.graph == 2) g_graph_fallback_calls.fetch_add(1, std::memory_order_relaxed);
   return check(api->Matmul(handle, &desc, &alpha, g.a.data, &la, g.b.data, &lb, &beta, g.d.data, &ld, g.d.data, &ld,
                            &choice.algo, workspace ? workspace->base : nullptr, choice.workspace, current_stream()),
                "cublasLtMatmul");
@@ -673,7 +1143,7 @@ AOTITorchError gemm_op(const char* fn, WharfAotiTensor* out, const WharfAotiTens
   // or out's elements overlap: the GEMM path stages those.
   const int32_t gemv_mode = g_gemv_mode.load(std::memory_order_relaxed);
   const bool linear = m2->strides[0] == 1 || k == 1, row_major = !linear && (m2->strides[1] == 1 || n == 1);
-  if (!batched && m <= kGemvMaxM && (linear || row_major) && gemv_mode != 0 && !shares_memory(*m1, *out) &&
+  if (!batched && m <= kGemvMaxM && (linear || row_major) && gemv_mode != 0 && !t_probe && !shares_memory(*m1, *out) &&
       !shares_memory(*m2, *out) && (!with_self || self_is_out || !shares_memory(*self, *out)) && !overlapping(*out)) {
     GemvArgs ga;
     ga.x = m1->data();
@@ -773,8 +1243,43 @@ SHIM_API void wharf_aoti_gemm_stats(wharf_aoti_gemm_stats_t* out) {
   out->gemv = g_gemv_calls.load(std::memory_order_relaxed);
   out->gemv_elementwise = g_gemv_elementwise_calls.load(std::memory_order_relaxed);
   out->cublaslt = g_cublaslt_calls.load(std::memory_order_relaxed);
-  if (out->struct_size >= sizeof(wharf_aoti_gemm_stats_t))
+  if (out->struct_size >= offsetof(wharf_aoti_gemm_stats_t, graph_algo))
     out->gemv_kn = g_gemv_kn_calls.load(std::memory_order_relaxed);
+  if (out->struct_size >= sizeof(wharf_aoti_gemm_stats_t)) {
+    out->graph_algo = g_graph_algo_calls.load(std::memory_order_relaxed);
+    out->graph_fallback = g_graph_fallback_calls.load(std::memory_order_relaxed);
+  }
+}
+
+SHIM_API int32_t wharf_aoti_gemm_graph_algos(int32_t mode) {
+  return g_graph_algos.exchange(graph_algos_of(mode), std::memory_order_relaxed);
+}
+
+SHIM_API int32_t wharf_aoti_gemm_probe(AtenTensorHandle out, AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                       uint32_t flags, wharf_aoti_gemm_probe_t* report) {
+  return guarded("wharf_aoti_gemm_probe", [&]() -> AOTITorchError {
+    if (report) {
+      if (report->struct_size < sizeof(wharf_aoti_gemm_probe_t))
+        return fail("wharf_aoti_gemm_probe: report->struct_size is " + std::to_string(report->struct_size) + ", " +
+                    std::to_string(sizeof(wharf_aoti_gemm_probe_t)) + " expected");
+      const uint32_t size = report->struct_size;
+      std::memset(report, 0, sizeof *report);
+      report->struct_size = size;
+      report->chosen = -1;
+    }
+    ProbeRequest request;
+    request.flags = flags;
+    request.report = report;
+    struct Scope {
+      explicit Scope(ProbeRequest* r) { t_probe = r; }
+      ~Scope() { t_probe = nullptr; }
+      Scope(const Scope&) = delete;
+      Scope& operator=(const Scope&) = delete;
+    } scope(&request);
+    if (gemm_op("wharf_aoti_gemm_probe", out, nullptr, mat1, mat2, 0.0, 1.0, false) != kOk) return kFail;
+    if (!request.ran) return fail("wharf_aoti_gemm_probe: the product is empty or k is 0 (cuBLASLt is not called)");
+    return kOk;
+  });
 }
 
 SHIM_API int32_t wharf_aoti_gemm_use_gemv(int32_t enabled) {

@@ -96,6 +96,10 @@ AOTITorchError cuda_fail(cudaError_t e, const std::string& what) {
   return fail(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+void note(const std::string& what) { host_log(false, "aoti shim: " + what); }
+
+bool wharf_allocator_installed() { return t_allocator.alloc != nullptr; }
+
 cudaStream_t current_stream() { return t_stream; }
 
 Storage::~Storage() {

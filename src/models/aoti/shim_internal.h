@@ -67,6 +67,11 @@ struct Storage {
 // returns kFail.
 AOTITorchError fail(const std::string& what);
 AOTITorchError cuda_fail(cudaError_t e, const std::string& what);
+// Logs `what` through the host table as information (not an error; the last error is kept).
+void note(const std::string& what);
+// Whether a wharf_aoti_allocator is installed on the calling thread (Wharf's graph warm-up
+// and capture, and its folds).
+bool wharf_allocator_installed();
 // The calling thread's current CUDA stream (set by the model's stream guard).
 cudaStream_t current_stream();
 // `bytes` of memory on the device, stream-ordered on the current stream for CUDA.
