@@ -16,60 +16,29 @@
 // Skips without a GPU, and (decode_batch) while the package has no decode_batch.
 #include <gtest/gtest.h>
 
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
-#include "common/test_paths.h"
+#include "common/package_fixture.h"
 #include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
+using wharf_test::kCapacity;
+using wharf_test::kVocab;
+using wharf_test::Lane;
 using wharf_test::St;
-
-constexpr int kVocab = 256;
-constexpr uint32_t kCapacity = 8;
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-wharf_tensor_view zero_view() {
-  wharf_tensor_view v;
-  std::memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  return v;
-}
-
-wharf_tensor_view host_i64(const int64_t* data, int ndim, const int64_t* shape) {
-  wharf_tensor_view v = zero_view();
-  v.data = const_cast<int64_t*>(data);
-  v.dtype = WHARF_DTYPE_I64;
-  v.device_type = WHARF_DEVICE_CPU;
-  v.ndim = ndim;
-  v.shape = shape;
-  return v;
-}
+using wharf_test::zero_view;
 
 wharf_graph_stats graph_stats(wharf_model* m) {
-  wharf_graph_stats gs;
-  std::memset(&gs, 0, sizeof gs);
-  gs.struct_size = sizeof gs;
+  wharf_graph_stats gs = wharf_test::sized<wharf_graph_stats>();
   EXPECT_OK(wharf_model_get_graph_stats(m, &gs));
   return gs;
 }
@@ -77,70 +46,14 @@ wharf_graph_stats graph_stats(wharf_model* m) {
 std::vector<wharf_graph_bucket_info> graph_buckets(wharf_model* m) {
   std::vector<wharf_graph_bucket_info> out(graph_stats(m).num_buckets);
   for (uint32_t i = 0; i < out.size(); ++i) {
-    std::memset(&out[i], 0, sizeof out[i]);
-    out[i].struct_size = sizeof out[i];
+    out[i] = wharf_test::sized<wharf_graph_bucket_info>();
     EXPECT_OK(wharf_model_get_graph_bucket(m, i, &out[i]));
   }
   return out;
 }
 
-struct Lane {
-  const char* what = "";
-  wharf_model_package* pkg = nullptr;
-  wharf_model *prefill = nullptr, *decode = nullptr, *batch = nullptr;
-  std::map<int, wharf_session*> s;
-  ~Lane() {
-    for (auto& kv : s) wharf_session_free(kv.second);
-    wharf_model_free(prefill);
-    wharf_model_free(decode);
-    wharf_model_free(batch);
-    wharf_model_package_free(pkg);
-  }
-};
-
-class GraphBuckets : public ::testing::Test {
+class GraphBuckets : public wharf_test::PackageLanes {
  protected:
-  void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-    dir_ = wharf_test::test_data("packages/tiny-llama-f32");
-    has_batch_ = read_text(dir_ + "/manifest.json").find("\"decode_batch\"") != std::string::npos;
-    wharf_runtime_options ro;
-    wharf_runtime_options_init(&ro);
-    ro.backend = WHARF_BACKEND_CUDA;
-    ASSERT_OK(wharf_runtime_create(&ro, &rt_));
-  }
-  void TearDown() override {
-    lanes_.clear();
-    wharf_runtime_free(rt_);
-  }
-
-  Lane* open(const char* what, uint32_t capacity) {
-    auto l = std::make_unique<Lane>();
-    l->what = what;
-    wharf_model_package_options o;
-    wharf_model_package_options_init(&o);
-    o.shim_path = std::getenv("WHARF_AOTI_SHIM");
-    o.session_capacity = capacity;
-    St st(wharf_model_package_load(rt_, dir_.c_str(), &o, &l->pkg));
-    if (st.code() != WHARF_OK && st.has("GLIBC")) {
-      skip_ = "the compiled methods need a newer C library than this machine's: " + st.msg();
-      return nullptr;
-    }
-    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-    if (st.code() != WHARF_OK) return nullptr;
-    EXPECT_OK(wharf_model_package_get_method(l->pkg, "prefill", &l->prefill));
-    EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode", &l->decode));
-    if (capacity) EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode_batch", &l->batch));
-    lanes_.push_back(std::move(l));
-    return lanes_.back().get();
-  }
-#define OPEN_OR_SKIP(var, ...)               \
-  Lane* var = open(__VA_ARGS__);             \
-  if (!skip_.empty()) GTEST_SKIP() << skip_; \
-  ASSERT_NE(var, nullptr);                   \
-  ASSERT_FALSE(HasFailure()) << "loading " << var->what
-
   static wharf_status* enable(wharf_model* m, const char* dim, std::vector<int64_t> sizes) {
     wharf_graph_options o;
     wharf_graph_options_init(&o);
@@ -150,48 +63,6 @@ class GraphBuckets : public ::testing::Test {
     return wharf_model_enable_graphs(m, &o);
   }
 
-  // Reads a run's logits output [rows, 1, vocab] into *logits (row-major rows).
-  static void read_logits(wharf_run* run, const wharf_tensor_view& out, size_t rows, std::vector<float>* logits) {
-    ASSERT_EQ(out.ndim, 3);
-    ASSERT_EQ(out.shape[0], int64_t(rows));
-    ASSERT_EQ(out.shape[1], 1);
-    ASSERT_EQ(out.shape[2], kVocab);
-    if (out.strides) {
-      EXPECT_EQ(out.strides[2], 1);
-      EXPECT_EQ(out.strides[0], kVocab);
-    }
-    logits->resize(rows * kVocab);
-    ASSERT_OK(wharf_run_copy(run, logits->data(), out.data, logits->size() * sizeof(float)));
-  }
-
-  // positions: 0..T-1 when empty.
-  static void prefill(Lane& l, int id, const std::vector<int64_t>& tokens, std::vector<float>* logits,
-                      std::vector<int64_t> pos = {}) {
-    if (pos.empty()) {
-      pos.resize(tokens.size());
-      for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);
-    }
-    const int64_t ishape[2] = {1, int64_t(tokens.size())}, pshape[1] = {int64_t(pos.size())};
-    wharf_tensor_view in[2] = {host_i64(tokens.data(), 2, ishape), host_i64(pos.data(), 1, pshape)};
-    wharf_run* run = nullptr;
-    ASSERT_OK(wharf_run_begin(wharf_model_container(l.prefill), l.s.at(id), nullptr, &run));
-    wharf_tensor_view out = zero_view();
-    ASSERT_OK(wharf_model_run(l.prefill, run, in, 2, &out, 1));
-    read_logits(run, out, 1, logits);
-    ASSERT_OK(wharf_run_end(run));
-  }
-
-  static void decode(Lane& l, int id, int64_t token, int64_t position, std::vector<float>* logits) {
-    const int64_t ishape[2] = {1, 1}, pshape[1] = {1};
-    wharf_tensor_view in[2] = {host_i64(&token, 2, ishape), host_i64(&position, 1, pshape)};
-    wharf_run* run = nullptr;
-    ASSERT_OK(wharf_run_begin(wharf_model_container(l.decode), l.s.at(id), nullptr, &run));
-    wharf_tensor_view out = zero_view();
-    ASSERT_OK(wharf_model_run(l.decode, run, in, 2, &out, 1));
-    read_logits(run, out, 1, logits);
-    ASSERT_OK(wharf_run_end(run));
-  }
-
   static void decode_batch(Lane& l, const std::vector<int>& ids, const std::vector<int64_t>& tokens,
                            const std::vector<int64_t>& positions, std::vector<float>* logits) {
     const size_t n = ids.size();
@@ -199,12 +70,7 @@ class GraphBuckets : public ::testing::Test {
     for (int id : ids) ss.push_back(l.s.at(id));
     wharf_run* run = nullptr;
     ASSERT_OK(wharf_run_begin_batch(wharf_model_container(l.batch), ss.data(), n, nullptr, &run));
-    const int64_t ishape[2] = {int64_t(n), 1}, pshape[1] = {int64_t(n)};
-    wharf_tensor_view in[3] = {host_i64(tokens.data(), 2, ishape), host_i64(positions.data(), 1, pshape), zero_view()};
-    wharf_tensor_view out = zero_view();
-    St st(wharf_model_run(l.batch, run, in, 3, &out, 1));
-    EXPECT_EQ(st.code(), WHARF_OK) << l.what << ": " << st.msg();
-    if (st.code() == WHARF_OK) read_logits(run, out, n, logits);
+    run_batch(l, run, n, tokens, positions, logits);
     ASSERT_OK(wharf_run_end(run));
   }
 
@@ -219,9 +85,7 @@ class GraphBuckets : public ::testing::Test {
       EXPECT_OK(wharf_run_begin(c, ss[0], nullptr, &run));
     if (!run) return all;
     for (size_t i = 0; i < wharf_container_num_states(c); ++i) {
-      wharf_state_info si;
-      std::memset(&si, 0, sizeof si);
-      si.struct_size = sizeof si;
+      wharf_state_info si = wharf_test::sized<wharf_state_info>();
       EXPECT_OK(wharf_container_get_state_info(c, i, &si));
       const uint64_t bytes = batched ? si.nbytes * kCapacity : si.nbytes;
       std::vector<uint8_t> b(bytes);
@@ -231,11 +95,6 @@ class GraphBuckets : public ::testing::Test {
     EXPECT_OK(wharf_run_end(run));
     return all;
   }
-
-  std::string dir_, skip_;
-  bool has_batch_ = false;
-  wharf_runtime* rt_ = nullptr;
-  std::vector<std::unique_ptr<Lane>> lanes_;
 };
 
 // A prefill's token dimension is not padded: measured on the H100, the exported prefill run
@@ -333,9 +192,7 @@ TEST_F(GraphBuckets, PaddedBatchesEqualEagerOnesAndLeaveOtherSlotsUntouched) {
       wharf_container* c = wharf_model_container(graphs->batch);
       size_t off = 0;
       for (size_t i = 0; i < wharf_container_num_states(c); ++i) {
-        wharf_state_info si;
-        std::memset(&si, 0, sizeof si);
-        si.struct_size = sizeof si;
+        wharf_state_info si = wharf_test::sized<wharf_state_info>();
         ASSERT_OK(wharf_container_get_state_info(c, i, &si));
         for (int id = 0; id < int(kCapacity); ++id) {
           bool in = false;

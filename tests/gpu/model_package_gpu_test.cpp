@@ -28,13 +28,17 @@
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
+#include "common/package_fixture.h"
 #include "common/test_paths.h"
 #include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
+using wharf_test::host_i64;
+using wharf_test::sized;
 using wharf_test::St;
+using wharf_test::zero_view;
 
 constexpr int kVocab = 256;
 
@@ -103,11 +107,7 @@ class PackageGpu : public ::testing::Test {
     ASSERT_OK(wharf_runtime_create(&ro, &rt_));
     ASSERT_OK(wharf_constant_map_load_safetensors((src_ + "/tiny_decoder.safetensors").c_str(), &weights_));
     ASSERT_OK(wharf_constant_map_load_safetensors((src_ + "/reference.safetensors").c_str(), &ref_));
-    wharf_tensor_view pv, tv, lv;
-    for (wharf_tensor_view* v : {&pv, &tv, &lv}) {
-      std::memset(v, 0, sizeof *v);
-      v->struct_size = sizeof *v;
-    }
+    wharf_tensor_view pv = zero_view(), tv = zero_view(), lv = zero_view();
     ASSERT_OK(wharf_constant_map_find(ref_, "prompt", &pv));
     ASSERT_OK(wharf_constant_map_find(ref_, "tokens", &tv));
     ASSERT_OK(wharf_constant_map_find(ref_, "decode_logits", &lv));
@@ -130,9 +130,7 @@ class PackageGpu : public ::testing::Test {
     std::string params;
     for (size_t i = 0; i < wharf_constant_map_num_entries(weights_); ++i) {
       const char* name = nullptr;
-      wharf_tensor_view v{};
-      std::memset(&v, 0, sizeof v);
-      v.struct_size = sizeof v;
+      wharf_tensor_view v = zero_view();
       EXPECT_OK(wharf_constant_map_get_entry(weights_, i, &name, &v));
       if (name == skip_param) continue;
       params += std::string(params.empty() ? "" : ",\n      ") + "{\"fqn\": \"" + name + "\", \"dtype\": \"" +
@@ -186,9 +184,7 @@ class PackageGpu : public ::testing::Test {
   }
 
   uint64_t mem(int tag) {
-    wharf_memory_stats ms;
-    std::memset(&ms, 0, sizeof ms);
-    ms.struct_size = sizeof ms;
+    wharf_memory_stats ms = sized<wharf_memory_stats>();
     EXPECT_OK(wharf_runtime_get_memory_stats(rt_, &ms));
     return ms.current[tag];
   }
@@ -202,22 +198,8 @@ class PackageGpu : public ::testing::Test {
     wharf_run* run = nullptr;
     ASSERT_OK(wharf_run_begin(wharf_model_container(method), session, nullptr, &run));
     const int64_t ishape[2] = {1, int64_t(ids.size())}, pshape[1] = {int64_t(pos.size())};
-    wharf_tensor_view in[2];
-    std::memset(in, 0, sizeof in);
-    for (int k = 0; k < 2; ++k) {
-      in[k].struct_size = sizeof in[k];
-      in[k].dtype = WHARF_DTYPE_I64;
-      in[k].device_type = WHARF_DEVICE_CPU;  // host memory: wharf_model_run copies it
-    }
-    in[0].data = const_cast<int64_t*>(ids.data());
-    in[0].ndim = 2;
-    in[0].shape = ishape;
-    in[1].data = pos.data();
-    in[1].ndim = 1;
-    in[1].shape = pshape;
-    wharf_tensor_view out{};
-    std::memset(&out, 0, sizeof out);
-    out.struct_size = sizeof out;
+    wharf_tensor_view in[2] = {host_i64(ids.data(), 2, ishape), host_i64(pos.data(), 1, pshape)};
+    wharf_tensor_view out = zero_view();
     ASSERT_OK(wharf_model_run(method, run, in, 2, &out, 1));
     ASSERT_EQ(out.ndim, 3);
     ASSERT_EQ(out.shape[2], kVocab);
@@ -263,9 +245,7 @@ TEST_F(PackageGpu, LoadsInOneCallAndDecodesPyTorchsTokens) {
   // The manifest's signatures, symbolic dimensions included.
   ASSERT_EQ(wharf_model_package_num_method_inputs(pkg, 0), 2u);
   ASSERT_EQ(wharf_model_package_num_method_outputs(pkg, 1), 1u);
-  wharf_model_package_tensor_info ti;
-  std::memset(&ti, 0, sizeof ti);
-  ti.struct_size = sizeof ti;
+  wharf_model_package_tensor_info ti = sized<wharf_model_package_tensor_info>();
   ASSERT_OK(wharf_model_package_get_method_input(pkg, 0, 0, &ti));
   EXPECT_STREQ(ti.name, "input_ids");
   EXPECT_EQ(ti.dtype, WHARF_DTYPE_I64);
@@ -286,18 +266,14 @@ TEST_F(PackageGpu, LoadsInOneCallAndDecodesPyTorchsTokens) {
   uint64_t weight_bytes = 0;
   for (size_t i = 0; i < wharf_constant_map_num_entries(weights_); ++i) {
     const char* name = nullptr;
-    wharf_tensor_view v{};
-    std::memset(&v, 0, sizeof v);
-    v.struct_size = sizeof v;
+    wharf_tensor_view v = zero_view();
     ASSERT_OK(wharf_constant_map_get_entry(weights_, i, &name, &v));
     uint64_t b = wharf_dtype_size(v.dtype);
     for (int d = 0; d < v.ndim; ++d) b *= uint64_t(v.shape[d]);
     weight_bytes += b;
   }
   EXPECT_EQ(mem(WHARF_MEM_CONSTANTS), weight_bytes);
-  wharf_weight_store_stats ss;
-  std::memset(&ss, 0, sizeof ss);
-  ss.struct_size = sizeof ss;
+  wharf_weight_store_stats ss = sized<wharf_weight_store_stats>();
   ASSERT_OK(wharf_weight_store_get_stats(wharf_model_package_store(pkg), &ss));
   EXPECT_EQ(ss.num_unique_constants, wharf_constant_map_num_entries(weights_));
   EXPECT_GT(ss.num_references, ss.num_unique_constants) << "both methods use the store's weights";
@@ -372,9 +348,7 @@ TEST_F(PackageGpu, ArenaSessionsInterleavedEachDecodeTheReference) {
   ASSERT_OK(wharf_model_package_get_method(pkg, "prefill", &prefill));
   ASSERT_OK(wharf_model_package_get_method(pkg, "decode", &decode));
   const uint64_t one = 4u * 4 * 64 * 16 * 4;  // one session's four states (see the test above)
-  wharf_state_arena_stats as;
-  std::memset(&as, 0, sizeof as);
-  as.struct_size = sizeof as;
+  wharf_state_arena_stats as = sized<wharf_state_arena_stats>();
   ASSERT_OK(wharf_container_get_state_arena_stats(wharf_model_container(decode), &as));
   EXPECT_EQ(as.num_slots, 2u);
   EXPECT_EQ(as.bytes, 2 * one);
@@ -427,9 +401,7 @@ TEST_F(PackageGpu, AStoreUpdateFromAFileMidConversationReachesBothMethodsAndRoll
   ASSERT_OK(wharf_model_package_get_method(pkg, "decode", &decode));
   wharf_weight_store* store = wharf_model_package_store(pkg);
   // The update: lm_head.weight negated (every logit changes sign), as a trainer would write it.
-  wharf_tensor_view head{};
-  std::memset(&head, 0, sizeof head);
-  head.struct_size = sizeof head;
+  wharf_tensor_view head = zero_view();
   ASSERT_OK(wharf_constant_map_find(weights_, "lm_head.weight", &head));
   std::vector<float> neg(size_t(head.shape[0] * head.shape[1]));
   std::memcpy(neg.data(), head.data, neg.size() * sizeof(float));
@@ -537,9 +509,7 @@ TEST_F(PackageGpu, AParameterTheManifestDoesNotListIsRefusedNamingIt) {
   ASSERT_OK(wharf_constant_map_create(&partial));
   for (size_t i = 0; i < wharf_constant_map_num_entries(weights_); ++i) {
     const char* name = nullptr;
-    wharf_tensor_view v{};
-    std::memset(&v, 0, sizeof v);
-    v.struct_size = sizeof v;
+    wharf_tensor_view v = zero_view();
     ASSERT_OK(wharf_constant_map_get_entry(weights_, i, &name, &v));
     if (std::string(name) == "lm_head.weight") continue;
     v.flags = 0;

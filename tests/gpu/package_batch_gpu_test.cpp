@@ -23,60 +23,32 @@
 // --session-capacity 8 makes it).
 #include <gtest/gtest.h>
 
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
-#include "common/test_paths.h"
+#include "common/package_fixture.h"
 #include "common/test_support.h"
 #include "wharf/wharf.h"
 
 namespace {
 
+using wharf_test::host_i64;
+using wharf_test::kCapacity;
+using wharf_test::kVocab;
+using wharf_test::Lane;
+using wharf_test::Slots;
 using wharf_test::St;
+using wharf_test::zero_view;
 
-constexpr int kVocab = 256;
-constexpr uint32_t kCapacity = 8;
 constexpr double kTolerance = 1e-4;
-
-std::string package_dir() { return wharf_test::test_data("packages/tiny-llama-f32"); }
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-wharf_tensor_view zero_view() {
-  wharf_tensor_view v;
-  std::memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  return v;
-}
-
-wharf_tensor_view host_i64(const int64_t* data, int ndim, const int64_t* shape) {
-  wharf_tensor_view v = zero_view();
-  v.data = const_cast<int64_t*>(data);
-  v.dtype = WHARF_DTYPE_I64;
-  v.device_type = WHARF_DEVICE_CPU;  // host memory: wharf_model_run copies it
-  v.ndim = ndim;
-  v.shape = shape;
-  return v;
-}
 
 int argmax(const float* row) {
   int best = 0;
@@ -85,121 +57,18 @@ int argmax(const float* row) {
   return best;
 }
 
-// One load of the package: its methods and its sessions by a test's conversation id.
-struct Lane {
-  const char* what = "";
-  wharf_model_package* pkg = nullptr;
-  wharf_model *prefill = nullptr, *decode = nullptr, *batch = nullptr;
-  std::map<int, wharf_session*> s;
-  ~Lane() {
-    for (auto& kv : s) wharf_session_free(kv.second);
-    wharf_model_free(prefill);
-    wharf_model_free(decode);
-    wharf_model_free(batch);
-    wharf_model_package_free(pkg);
-  }
-};
-
-// How a batched step passes the slots input.
-enum class Slots { kEmpty, kRunsOwn };
-
-class PackageBatch : public ::testing::Test {
+class PackageBatch : public wharf_test::PackageLanes {
  protected:
-  void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-    dir_ = package_dir();
-    const std::string manifest = read_text(dir_ + "/manifest.json");
-    if (manifest.find("\"decode_batch\"") == std::string::npos)
-      GTEST_SKIP() << dir_ << " has no decode_batch method yet (wharf_export.py --session-capacity 8 makes it)";
-    wharf_runtime_options ro;
-    wharf_runtime_options_init(&ro);
-    ro.backend = WHARF_BACKEND_CUDA;
-    ASSERT_OK(wharf_runtime_create(&ro, &rt_));
-  }
-  void TearDown() override {
-    lanes_.clear();
-    wharf_runtime_free(rt_);
-  }
-
-  wharf_status* load(uint32_t capacity, wharf_model_package** out) {
-    wharf_model_package_options o;
-    wharf_model_package_options_init(&o);
-    o.shim_path = std::getenv("WHARF_AOTI_SHIM");
-    o.session_capacity = capacity;
-    return wharf_model_package_load(rt_, dir_.c_str(), &o, out);
-  }
-
-  // Loads a lane: with the arena (its batched method, graphs on it when asked) or without (the
-  // reference: per-session buffers). Skips when the compiled methods need a newer C library.
-  Lane* open(const char* what, uint32_t capacity, bool graphs = false) {
-    auto l = std::make_unique<Lane>();
-    l->what = what;
-    St st(load(capacity, &l->pkg));
-    if (st.code() != WHARF_OK && st.has("GLIBC")) {
-      skip_ = "the compiled methods need a newer C library than this machine's: " + st.msg();
-      return nullptr;
-    }
-    EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
-    if (st.code() != WHARF_OK) return nullptr;
-    EXPECT_OK(wharf_model_package_get_method(l->pkg, "prefill", &l->prefill));
-    EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode", &l->decode));
-    if (capacity) {
-      EXPECT_OK(wharf_model_package_get_method(l->pkg, "decode_batch", &l->batch));
-      if (graphs && l->batch) EXPECT_OK(wharf_model_enable_graphs(l->batch, nullptr));
-    }
-    lanes_.push_back(std::move(l));
-    return lanes_.back().get();
-  }
-#define OPEN_OR_SKIP(var, ...)               \
-  Lane* var = open(__VA_ARGS__);             \
-  if (!skip_.empty()) GTEST_SKIP() << skip_; \
-  ASSERT_NE(var, nullptr);                   \
-  ASSERT_FALSE(HasFailure()) << "loading " << var->what
-
-  // Reads a run's logits output [rows, 1, vocab] (device memory) into *logits.
-  static void read_logits(wharf_run* run, const wharf_tensor_view& out, size_t rows, std::vector<float>* logits) {
-    ASSERT_EQ(out.ndim, 3);
-    ASSERT_EQ(out.shape[0], int64_t(rows));
-    ASSERT_EQ(out.shape[1], 1);
-    ASSERT_EQ(out.shape[2], kVocab);
-    if (out.strides) {
-      EXPECT_EQ(out.strides[2], 1);
-      EXPECT_EQ(out.strides[0], kVocab);
-    }
-    logits->resize(rows * kVocab);
-    ASSERT_OK(wharf_run_copy(run, logits->data(), out.data, logits->size() * sizeof(float)));
-  }
-
-  // Prefills `tokens` at positions 0.. in session `id` of `l` (the per-session method);
-  // the last position's logits.
-  static void prefill(Lane& l, int id, const std::vector<int64_t>& tokens, std::vector<float>* logits) {
-    std::vector<int64_t> pos(tokens.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);
-    const int64_t ishape[2] = {1, int64_t(tokens.size())}, pshape[1] = {int64_t(pos.size())};
-    wharf_tensor_view in[2] = {host_i64(tokens.data(), 2, ishape), host_i64(pos.data(), 1, pshape)};
-    wharf_run* run = nullptr;
-    ASSERT_OK(wharf_run_begin(wharf_model_container(l.prefill), l.s.at(id), nullptr, &run));
-    wharf_tensor_view out = zero_view();
-    ASSERT_OK(wharf_model_run(l.prefill, run, in, 2, &out, 1));
-    read_logits(run, out, 1, logits);
-    ASSERT_OK(wharf_run_end(run));
-  }
+  PackageBatch() { needs_batch_ = true; }
 
   // The reference: each conversation's step alone with the per-session decode method.
   static void decode_each(Lane& l, const std::vector<int>& ids, const std::vector<int64_t>& tokens,
                           const std::vector<int64_t>& positions, std::vector<float>* logits) {
     logits->assign(ids.size() * kVocab, 0.f);
     for (size_t r = 0; r < ids.size(); ++r) {
-      const int64_t ishape[2] = {1, 1}, pshape[1] = {1};
-      wharf_tensor_view in[2] = {host_i64(&tokens[r], 2, ishape), host_i64(&positions[r], 1, pshape)};
-      wharf_run* run = nullptr;
-      ASSERT_OK(wharf_run_begin(wharf_model_container(l.decode), l.s.at(ids[r]), nullptr, &run));
-      wharf_tensor_view out = zero_view();
-      ASSERT_OK(wharf_model_run(l.decode, run, in, 2, &out, 1));
       std::vector<float> row;
-      read_logits(run, out, 1, &row);
-      ASSERT_OK(wharf_run_end(run));
+      decode(l, ids[r], tokens[r], positions[r], &row);
+      if (::testing::Test::HasFatalFailure()) return;
       std::copy(row.begin(), row.end(), logits->begin() + std::ptrdiff_t(r * kVocab));
     }
   }
@@ -223,14 +92,7 @@ class PackageBatch : public ::testing::Test {
     }
     ASSERT_EQ(wharf_run_num_sessions(run), n);
     if (mid) mid(run);
-    const int64_t ishape[2] = {int64_t(n), 1}, pshape[1] = {int64_t(n)};
-    wharf_tensor_view in[3] = {host_i64(tokens.data(), 2, ishape), host_i64(positions.data(), 1, pshape),
-                               zero_view()};  // data NULL: Wharf passes the run's slot indices
-    if (slots == Slots::kRunsOwn) EXPECT_OK(wharf_run_get_slot_indices(run, &in[2]));
-    wharf_tensor_view out = zero_view();
-    St st(wharf_model_run(l.batch, run, in, 3, &out, 1));
-    EXPECT_EQ(st.code(), WHARF_OK) << l.what << ": " << st.msg();
-    if (st.code() == WHARF_OK) read_logits(run, out, n, logits);
+    run_batch(l, run, n, tokens, positions, logits, slots);
     if (generation) *generation = wharf_run_generation(run);
     ASSERT_OK(wharf_run_end(run));
   }
@@ -337,10 +199,6 @@ class PackageBatch : public ::testing::Test {
     }
     return worst;
   }
-
-  std::string dir_, skip_;
-  wharf_runtime* rt_ = nullptr;
-  std::vector<std::unique_ptr<Lane>> lanes_;
 };
 
 TEST_F(PackageBatch, LoadsWithItsCapacityIsListedWithoutOneAndRefusesAnother) {
@@ -365,9 +223,7 @@ TEST_F(PackageBatch, LoadsWithItsCapacityIsListedWithoutOneAndRefusesAnother) {
   OPEN_OR_SKIP(b, "with its arena", kCapacity);
   EXPECT_NE(b->batch, nullptr);
   EXPECT_EQ(wharf_model_num_inputs(b->batch), 3u);
-  wharf_state_arena_stats as;
-  std::memset(&as, 0, sizeof as);
-  as.struct_size = sizeof as;
+  wharf_state_arena_stats as = wharf_test::sized<wharf_state_arena_stats>();
   ASSERT_OK(wharf_container_get_state_arena_stats(wharf_model_container(b->batch), &as));
   EXPECT_EQ(as.num_slots, kCapacity);
 }
@@ -387,9 +243,7 @@ TEST_F(PackageBatch, GraphReplaysAreBitExactWithEagerBatchedRunsAndNeverRepointF
   std::set<size_t> sizes;
   const double worst = converse({eager, graphs}, *ref, &sizes);
   std::printf("[ PackageBatch ] graph-replayed batched rows vs per-session decode: max |diff| %.3g\n", worst);
-  wharf_graph_stats gs;
-  std::memset(&gs, 0, sizeof gs);
-  gs.struct_size = sizeof gs;
+  wharf_graph_stats gs = wharf_test::sized<wharf_graph_stats>();
   ASSERT_OK(wharf_model_get_graph_stats(graphs->batch, &gs));
   EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
   EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
@@ -506,9 +360,7 @@ TEST_P(PackageBatchSwap, ABatchedRunKeepsItsGenerationAcrossASwapAndTheNextStepR
   std::printf("[ PackageBatch ] %s across a swap: max |diff| after it %.3g (the update moved logits by %.3g)\n",
               b->what, worst, moved);
   if (graphs) {
-    wharf_graph_stats gs;
-    std::memset(&gs, 0, sizeof gs);
-    gs.struct_size = sizeof gs;
+    wharf_graph_stats gs = wharf_test::sized<wharf_graph_stats>();
     ASSERT_OK(wharf_model_get_graph_stats(b->batch, &gs));
     EXPECT_EQ(gs.captures, 2u) << "buckets 8 (the largest, first) and 4 (N = 3); no recapture after a swap";
     EXPECT_EQ(gs.replays, 3u) << gs.last_eager_reason;
