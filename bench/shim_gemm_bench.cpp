@@ -15,11 +15,12 @@
 //
 // instead asks, for bfloat16, float16 and float32 at M = 16, 32, 64, 128 and (N, K) = (2048,
 // 2048), (8192, 2048), (2048, 8192), (128256, 2048), which cuBLASLt algorithms CUDA graphs can
-// re-point (wharf_aoti_gemm_probe: the heuristic's 16 candidates and the search per algorithm
-// ID, each captured and read) and what the shim's graph choice costs: the GPU time of one
-// GEMM (median of 50, each run alone behind a gate so the host's enqueue is not timed) with
-// the heuristic's first algorithm (the eager choice), the graph choice and the fastest
-// qualifying one. The graph choice's result is checked against the eager one (within 1%).
+// re-point (wharf_aoti_gemm_probe: the eager choice, the heuristic's 16 candidates and the
+// search per algorithm ID, each captured and read) and what the shim's graph choice costs:
+// the GPU time of one GEMM (median of 50, each run alone behind a gate so the host's enqueue
+// is not timed) with the eager choice, the graph choice and the fastest qualifying one. The
+// eager and graph results are checked against the exact product (within 1%); a wrong one is
+// named in the row, listed at the end, and the exit status is 1.
 //
 // Rows: "bound" is the weight's bytes over the device's copy bandwidth (a 1 GiB
 // device-to-device cudaMemcpyAsync, read plus write bytes over its time): what a kernel that
@@ -287,10 +288,11 @@ int probe_graph_main(const std::vector<int32_t>& dtypes, const std::string& csv_
   std::printf(
       "shim_gemm_bench --probe-graph: %s, out [M, N] = x [M, K] @ W^T (W [N, K] row-major, what the shim gives "
       "cuBLASLt as D^T = W x^T)\n"
-      "cands: the heuristic's list + the search per other algorithm ID; params: list indices whose kernels take a "
+      "cands: the eager choice and the heuristic's list + the search per other algorithm ID; params: list indices "
+      "whose kernels take a "
       "parameter array (R: also re-pointable, what qualifies); chosen: the shim's graph algorithm (list index, "
       "h = heuristic list, i = ID search, algo id); times: GPU us of one GEMM, median of %d (weights rotated "
-      "beyond L2), default = the heuristic's first (the shim's eager choice), best = fastest qualifying\n",
+      "beyond L2), default = list index 0 (the shim's eager choice), best = fastest qualifying\n",
       prop.name, kRuns);
   std::printf("%-4s %-4s %-6s %-5s | %-9s | %-34s | %-4s | %-13s %-13s | %8s %8s %8s | %6s %6s | %8s | %s\n", "dt", "M",
               "N", "K", "cands", "params (heuristic list)", "ids", "chosen", "best", "default", "chosen", "best",

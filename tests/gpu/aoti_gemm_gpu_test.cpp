@@ -1244,7 +1244,8 @@ TEST_F(AotiGemmGpu, CublasLtGemmCapturedInAGraphTakesAParameterArrayAndIsRepoint
 // The graph algorithm is also chosen under Wharf's allocator (its warm-up before a capture
 // installs one: the probe and the kernels' first launch happen outside the capture) and in
 // mode 2 for every call, where eager calls and replays then agree bit for bit on inputs
-// whose sums round; mode 0 never chooses it.
+// whose sums round (in mode 1 too where the eager algorithm qualifies); mode 0 never chooses
+// it.
 TEST_F(AotiGemmGpu, GraphAlgorithmUnderWharfsAllocatorAndInEveryCallInMode2) {
   struct Arena {
     char* base = nullptr;
@@ -1296,25 +1297,50 @@ TEST_F(AotiGemmGpu, GraphAlgorithmUnderWharfsAllocatorAndInEveryCallInMode2) {
       EXPECT_EQ(s1.graph_fallback, s0.graph_fallback) << what << ": mode 0 looked for one";
       EXPECT_EQ(s1.cublaslt - s0.cublaslt, 1u) << what;
     }
+    // Mode 1: where the eager call's algorithm can be re-pointed (the probe chooses candidate
+    // 0: float32 on H100), a replay gives an eager call's bits, as before graph algorithms.
+    auto replay_bits = [&](std::vector<double>* bits) {
+      ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+      ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
+      std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> own_graph(graph, cudaGraphDestroy);
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      std::unique_ptr<CUgraphExec_st, cudaError_t (*)(cudaGraphExec_t)> own_exec(exec, cudaGraphExecDestroy);
+      out->upload();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      sync();
+      *bits = out->download();
+    };
+    {
+      GraphAlgos mode(1);
+      auto rep = std::make_unique<wharf_aoti_gemm_probe_t>();
+      rep->struct_size = sizeof(wharf_aoti_gemm_probe_t);
+      ASSERT_EQ(shim().probe(out->handle, x->handle, w->handle, 0, rep.get()), 0)
+          << what << ": " << shim().last_error();
+      ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
+      sync();
+      const std::vector<double> eager = out->download();
+      if (rep->chosen == 0) {
+        std::vector<double> replayed;
+        replay_bits(&replayed);
+        if (HasFatalFailure()) return;
+        EXPECT_TRUE(replayed == eager) << what << ": the eager algorithm qualifies, yet the replay's bits differ";
+      }
+      if (dtype == kF32) EXPECT_EQ(rep->chosen, 0) << what << ": float32's eager algorithm did not qualify";
+    }
     GraphAlgos mode(2);
     const Shim::Stats s0 = stats();
     ASSERT_EQ(shim().mm_out(out->handle, x->handle, w->handle), 0) << what << ": " << shim().last_error();
     sync();
     EXPECT_EQ(stats().graph_algo - s0.graph_algo, 1u) << what << ": an eager call in mode 2";
     const std::vector<double> eager = out->download();
-    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    const int32_t rc = shim().mm_out(out->handle, x->handle, w->handle);
-    cudaGraph_t graph = nullptr;
-    ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
-    ASSERT_EQ(rc, 0) << what << ": " << shim().last_error();
-    std::unique_ptr<CUgraph_st, cudaError_t (*)(cudaGraph_t)> own_graph(graph, cudaGraphDestroy);
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    std::unique_ptr<CUgraphExec_st, cudaError_t (*)(cudaGraphExec_t)> own_exec(exec, cudaGraphExecDestroy);
-    out->upload();
-    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-    sync();
-    EXPECT_TRUE(out->download() == eager) << what << ": mode 2's eager call and replay differ";
+    std::vector<double> replayed;
+    replay_bits(&replayed);
+    if (HasFatalFailure()) return;
+    EXPECT_TRUE(replayed == eager) << what << ": mode 2's eager call and replay differ";
     if (HasFailure()) return;
   }
 }

@@ -625,13 +625,14 @@ struct Probe {
   bool layouts = true;  // parameter layouts could be read (else PARAMS alone qualifies)
 };
 
-// The graph algorithm of a problem: cuBLASLt's candidates (the heuristic's list; then, if none
-// qualifies or `exhaustive`, a search limited to each other algorithm ID) captured one by one
+// The graph algorithm of a problem: cuBLASLt's candidates (the eager choice, the heuristic's
+// list; then, if none qualifies or `exhaustive`, a search limited to each other algorithm ID)
+// captured one by one
 // on the device's probe stream in relaxed mode, each kept or not by what its nodes show.
 // `all`: classify every listed candidate (for the report), not stop at the first that
 // qualifies. Runs under g_probe_mu.
-AOTITorchError probe_graph_algo(const ProbeProblem& p, int device, cublasLtMatmulPreferenceOpaque_t pref, bool all,
-                                bool exhaustive, Probe* out) {
+AOTITorchError probe_graph_algo(const ProbeProblem& p, int device, cublasLtMatmulPreferenceOpaque_t pref,
+                                const Choice& eager, bool all, bool exhaustive, Probe* out) {
   cudaStream_t& stream = g_probe_streams[device];
   if (!stream) {
     RelaxedCaptureMode relaxed;
@@ -695,8 +696,17 @@ AOTITorchError probe_graph_algo(const ProbeProblem& p, int device, cublasLtMatmu
       p.api->AlgoGetHeuristic(p.handle, p.desc, p.la, p.lb, p.ld, p.ld, &pref, kListed, results, &found);
   if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED)
     return fail("cublasLtMatmulAlgoGetHeuristic (16 candidates for the graph probe): " + p.api->error(hs));
+  if (!eager.none) {  // the eager choice first (the list's first, usually; not always)
+    cublasLtMatmulHeuristicResult_t r;
+    std::memset(&r, 0, sizeof r);
+    r.algo = eager.algo;
+    r.workspaceSize = eager.workspace;
+    add(r, 0);
+  }
   for (int i = 0; hs == CUBLAS_STATUS_SUCCESS && i < found; ++i)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= kMaxWorkspace) add(results[i], 0);
+    if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize <= kMaxWorkspace &&
+        (eager.none || std::memcmp(&results[i].algo, &eager.algo, sizeof eager.algo) != 0))
+      add(results[i], 0);
   out->heuristic = int(out->candidates.size());
   walk(0, all);
   if ((out->chosen >= 0 && !exhaustive) || !p.api->AlgoGetIds || !p.api->AlgoInit || out->candidates.empty())
@@ -905,10 +915,10 @@ AOTITorchError run_gemm(Gemm g) {
     cache->emplace(key, c);
   };
 
-  Choice choice;
-  ProbeRequest* const request = t_probe;
-  const bool for_graph = request != nullptr || wants_graph_algo(current_stream());
-  if (!for_graph && !lookup(g_cache, &choice)) {
+  // The heuristic's first: the eager choice and, for graphs, the first candidate probed (a
+  // graph runs what an eager call runs wherever that can be re-pointed: the same bits).
+  auto eager_choice = [&](Choice* out) -> AOTITorchError {
+    if (lookup(g_cache, out)) return kOk;
     cublasLtMatmulPreferenceOpaque_t pref;
     if (make_pref(&pref)) return kFail;
     cublasLtMatmulHeuristicResult_t result;
@@ -917,13 +927,20 @@ AOTITorchError run_gemm(Gemm g) {
     const cublasStatus_t hs = api->AlgoGetHeuristic(handle, &desc, &la, &lb, &ld, &ld, &pref, 1, &result, &found);
     if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED)
       return check(hs, "cublasLtMatmulAlgoGetHeuristic");
-    choice = Choice{result.algo, result.workspaceSize, hs != CUBLAS_STATUS_SUCCESS || found == 0, 0};
-    remember(&g_cache, choice);
-  }
+    *out = Choice{result.algo, result.workspaceSize, hs != CUBLAS_STATUS_SUCCESS || found == 0, 0};
+    remember(&g_cache, *out);
+    return kOk;
+  };
+  Choice choice;
+  ProbeRequest* const request = t_probe;
+  const bool for_graph = request != nullptr || wants_graph_algo(current_stream());
+  if (!for_graph && eager_choice(&choice)) return kFail;
   if (for_graph && (request || !lookup(g_graph_cache, &choice))) {
     // Probed once per problem (again only for wharf_aoti_gemm_probe, which keeps nothing).
     std::lock_guard<std::mutex> probe_lock(g_probe_mu);
     if (request || !lookup(g_graph_cache, &choice)) {
+      Choice eager;
+      if (eager_choice(&eager)) return kFail;
       cublasLtMatmulPreferenceOpaque_t pref;
       if (make_pref(&pref)) return kFail;
       const auto t0 = std::chrono::steady_clock::now();
@@ -932,7 +949,8 @@ AOTITorchError run_gemm(Gemm g) {
       ProbeProblem pp{api,      handle, &desc,    &la,     &lb,    &ld,  g.a.data,
                       g.b.data, g.bias, g.d.data, g.alpha, g.beta, type, d_elems * es};
       Probe probe;
-      if (probe_graph_algo(pp, g.device, pref, request != nullptr, request && (request->flags & 1u), &probe) != kOk)
+      if (probe_graph_algo(pp, g.device, pref, eager, request != nullptr, request && (request->flags & 1u), &probe) !=
+          kOk)
         return kFail;
       if (probe.chosen >= 0) {
         const wharf_aoti_gemm_probe_candidate_t& c = probe.candidates[size_t(probe.chosen)];

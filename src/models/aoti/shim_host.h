@@ -102,7 +102,9 @@ typedef int32_t (*wharf_aoti_gemm_use_pdl_fn)(int32_t enabled);
 // reads each kernel node's parameter array; some cuBLASLt kernels (bfloat16 on Hopper) are
 // launched with one opaque parameter buffer (CU_LAUNCH_PARAM_BUFFER_POINTER) instead, which
 // makes the capture fail. The graph algorithm of a problem is the first of cuBLASLt's
-// candidates (the heuristic's 16, in its order) whose call, captured into a throw-away graph
+// candidates (the eager call's algorithm, so that a replay computes what an eager call
+// computes wherever it can, then the heuristic's 16 in its order) whose call, captured into a
+// throw-away graph
 // on a private stream, gives only kernel nodes with a parameter array (and node types graphs
 // re-point) and whose operands' addresses appear in those parameters only as whole 8-byte
 // words (a second capture with the operands moved differs exactly there), so re-pointing a
@@ -142,7 +144,7 @@ typedef struct wharf_aoti_gemm_probe_t {
   // column-major A (lda), B (ldb), D (ldd), op(A) m x k, op(B) k x n.
   int32_t transa, transb;
   int64_t m, n, k, lda, ldb, ldd;
-  int32_t heuristic;  // candidates from the heuristic's list (the first count entries)
+  int32_t heuristic;  // the first entries: the eager call's algorithm (first), the heuristic's list
   int32_t count;      // candidates in candidates[]
   int32_t chosen;     // the one the shim runs for graphs, -1: none qualified
   int32_t reserved;
