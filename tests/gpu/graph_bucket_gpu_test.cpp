@@ -261,24 +261,27 @@ TEST_F(GraphBuckets, BatchesUseTheDefaultBucketsWhenNoneAreDeclared) {
 }
 
 TEST_F(GraphBuckets, BadDeclarationsAreRefusedNamingTheValue) {
-  OPEN_OR_SKIP(l, "package", 0);
-  EXPECT_FAILS(enable(l->prefill, "N", {8}), WHARF_INVALID_ARGUMENT, "'N'");
-  EXPECT_FAILS(enable(l->prefill, "T", {0}), WHARF_INVALID_ARGUMENT, "size 0");
-  EXPECT_FAILS(enable(l->prefill, "T", {8, 8}), WHARF_INVALID_ARGUMENT, "given twice");
-  EXPECT_FAILS(enable(l->prefill, "T", {65}), WHARF_INVALID_ARGUMENT, "past the dimension's max 64");
+  if (!has_batch_) GTEST_SKIP() << dir_ << " has no decode_batch method yet";
+  OPEN_OR_SKIP(l, "package", kCapacity);
+  EXPECT_FAILS(enable(l->batch, "T", {8}), WHARF_INVALID_ARGUMENT, "'T'");
+  EXPECT_FAILS(enable(l->batch, "N", {0}), WHARF_INVALID_ARGUMENT, "size 0");
+  EXPECT_FAILS(enable(l->batch, "N", {8, 8}), WHARF_INVALID_ARGUMENT, "given twice");
+  EXPECT_FAILS(enable(l->batch, "N", {9}), WHARF_INVALID_ARGUMENT, "past the dimension's max 8");
   EXPECT_FAILS(enable(l->decode, "T", {8}), WHARF_INVALID_ARGUMENT, "declares none");
+  // A prefill's tokens are not padded (PrefillTokensAreNotPaddedAndExactShapesEqualEager).
+  EXPECT_FAILS(enable(l->prefill, "T", {8}), WHARF_UNSUPPORTED, "not a batched method's session dimension");
   wharf_graph_options o;
   wharf_graph_options_init(&o);
   o.num_bucket_sizes = 2;
-  EXPECT_FAILS(wharf_model_enable_graphs(l->prefill, &o), WHARF_INVALID_ARGUMENT, "bucket_sizes is NULL");
+  EXPECT_FAILS(wharf_model_enable_graphs(l->batch, &o), WHARF_INVALID_ARGUMENT, "bucket_sizes is NULL");
   const int64_t eight = 8;
   o.bucket_sizes = &eight;
   o.num_bucket_sizes = 1;
   o.exact_shapes = 1;
-  EXPECT_FAILS(wharf_model_enable_graphs(l->prefill, &o), WHARF_INVALID_ARGUMENT, "exact shapes");
+  EXPECT_FAILS(wharf_model_enable_graphs(l->batch, &o), WHARF_INVALID_ARGUMENT, "exact shapes");
   // A refused declaration enables nothing: a good one goes through after it.
-  ASSERT_OK(enable(l->prefill, "T", {8}));
-  const wharf_graph_stats gs = graph_stats(l->prefill);
+  ASSERT_OK(enable(l->batch, "N", {8}));
+  const wharf_graph_stats gs = graph_stats(l->batch);
   EXPECT_EQ(gs.num_bucket_sizes, 1u);
   // The per-session decode has no dimension: exact shapes, no default.
   ASSERT_OK(wharf_model_enable_graphs(l->decode, nullptr));
