@@ -19,14 +19,6 @@ std::string describe(const ConstantDecl& d) {
 
 }  // namespace
 
-Status WeightStore::check_not_reentrant(const char* what) const {
-  if (owner_.load() == std::this_thread::get_id())
-    return FailedPrecondition(std::string(what) +
-                              ": called from inside this weight store's update (a fold callback); "
-                              "the store is busy with that update on this thread");
-  return Status::Ok();
-}
-
 Status WeightStore::join(Container* c, const std::string& name, const std::vector<ConstantDecl>& decls) {
   MutexLock lock(mu_);
   // Check everything first: a refused container leaves no trace in the store.
@@ -152,14 +144,12 @@ Status WeightStore::update(const ConstantMap& map, const UpdateOptions& opts) {
   if (opts.in_place)
     return Unsupported(
         "weight store update: only the inactive target is supported (update a container in place instead)");
-  WHARF_RETURN_IF_ERROR(check_not_reentrant("weight store update"));
+  WHARF_RETURN_IF_ERROR(owner_.check("weight store update", "weight store"));
   std::unique_ptr<ConstantMap> renamed;
   WHARF_RETURN_IF_ERROR(resolve_aliases(map, &renamed));
   std::lock_guard<std::mutex> serial(update_mu_);
-  owner_.store(std::this_thread::get_id());
-  Status st = update_serialised(renamed ? *renamed : map, opts);
-  owner_.store(std::thread::id());
-  return st;
+  UpdateOwner::Scope inside(owner_);
+  return update_serialised(renamed ? *renamed : map, opts);
 }
 
 void WeightStore::set_aliases(const std::vector<std::pair<std::string, std::string>>& aliases) {
@@ -363,12 +353,10 @@ Status WeightStore::update_serialised(const ConstantMap& map, const UpdateOption
 }
 
 Status WeightStore::swap() {
-  WHARF_RETURN_IF_ERROR(check_not_reentrant("weight store swap"));
+  WHARF_RETURN_IF_ERROR(owner_.check("weight store swap", "weight store"));
   std::lock_guard<std::mutex> serial(update_mu_);
-  owner_.store(std::this_thread::get_id());
-  Status st = swap_serialised();
-  owner_.store(std::thread::id());
-  return st;
+  UpdateOwner::Scope inside(owner_);
+  return swap_serialised();
 }
 
 Status WeightStore::swap_serialised() {

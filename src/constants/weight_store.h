@@ -30,6 +30,7 @@
 
 #include "constants/constant_map.h"
 #include "constants/container.h"
+#include "core/update_owner.h"
 #include "core/sync.h"
 #include "device/runtime.h"
 
@@ -90,7 +91,6 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
   static bool served_by(const std::vector<std::shared_ptr<Container>>& members, const std::string& fqn,
                         const std::shared_ptr<Slot>& slot, const Container* except);
   // FAILED_PRECONDITION when the calling thread is inside this store's update (a fold).
-  Status check_not_reentrant(const char* what) const;
   Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_EXCLUDES(mu_);
   // `map` with every alias renamed to its FQN, in *out; *out stays null when none is used.
   Status resolve_aliases(const ConstantMap& map, std::unique_ptr<ConstantMap>* out) const WHARF_EXCLUDES(mu_);
@@ -107,7 +107,7 @@ class WeightStore : public std::enable_shared_from_this<WeightStore> {
   std::vector<std::pair<std::string, std::weak_ptr<Slot>>> pending_slots_ WHARF_GUARDED_BY(mu_);
   std::mutex update_mu_;  // one store update or swap at a time
   // The thread holding update_mu_ (re-entrancy check); default id when none.
-  std::atomic<std::thread::id> owner_{};
+  UpdateOwner owner_;  // the thread inside update or swap (a fold callback's calls are refused)
 };
 
 }  // namespace wharf

@@ -68,15 +68,10 @@ RankGroup::~RankGroup() {
 }
 
 Status RankGroup::update(const ConstantMap* map, const UpdateOptions& opts, const Status& refused) {
-  if (owner_.load() == std::this_thread::get_id())
-    return FailedPrecondition(where() +
-                              ": update called from inside this group's update (a fold callback); the group is busy "
-                              "with that update on this thread");
+  WHARF_RETURN_IF_ERROR(owner_.check(where() + ": update", "rank group"));
   MutexLock serial(op_mu_);
-  owner_.store(std::this_thread::get_id());
-  Status st = update_serialised(map, opts, refused);
-  owner_.store(std::thread::id());
-  return st;
+  UpdateOwner::Scope inside(owner_);
+  return update_serialised(map, opts, refused);
 }
 
 Status RankGroup::update_serialised(const ConstantMap* map, const UpdateOptions& opts, const Status& refused) {
@@ -278,8 +273,7 @@ Status RankGroup::receive(Status* local, Received* got) {
 }
 
 Status RankGroup::free_inactive() {
-  if (owner_.load() == std::this_thread::get_id())
-    return FailedPrecondition(where() + ": free_inactive called from inside this group's update (a fold callback)");
+  WHARF_RETURN_IF_ERROR(owner_.check(where() + ": free_inactive", "rank group"));
   MutexLock serial(op_mu_);
   DeadList dead;
   members_.drop_inactive_all(&dead);

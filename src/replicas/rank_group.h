@@ -41,6 +41,7 @@
 #include "constants/container.h"
 #include "constants/member_set.h"
 #include "core/sync.h"
+#include "core/update_owner.h"
 #include "replicas/rank_transport.h"
 #include "replicas/replica_group.h"
 #include "replicas/replica_members.h"
@@ -104,8 +105,8 @@ class RankGroup {
   uint32_t rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_{30000};
   Mutex op_mu_;
-  std::atomic<std::thread::id> owner_{};  // the thread inside update (re-entrancy check)
-  uint64_t batch_bytes_ = 1ull << 30;     // as ReplicaGroup's (its comment says why)
+  UpdateOwner owner_;                  // the thread inside update (a fold callback's calls are refused)
+  uint64_t batch_bytes_ = 1ull << 30;  // as ReplicaGroup's (its comment says why)
   std::atomic<uint64_t> updates_{0}, swaps_{0}, source_bytes_{0}, broadcast_bytes_{0}, broadcasts_{0};
 };
 

@@ -30,14 +30,6 @@ Status ReplicaGroup::check_declarations() const {
   return Status::Ok();
 }
 
-Status ReplicaGroup::check_not_reentrant(const char* what) const {
-  if (owner_.load() == std::this_thread::get_id())
-    return FailedPrecondition(std::string("replica group ") + what +
-                              ": called from inside this group's update (a fold callback); the group is busy with "
-                              "that update on this thread");
-  return Status::Ok();
-}
-
 Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, std::unique_ptr<Broadcaster> broadcaster,
                             std::shared_ptr<ReplicaGroup>* out) {
   if (replicas.empty()) return InvalidArgument("replica group: no containers (a group needs at least one)");
@@ -116,16 +108,14 @@ Status ReplicaGroup::create(std::vector<std::shared_ptr<Container>> replicas, st
 ReplicaGroup::~ReplicaGroup() { members_.leave_group(this); }
 
 Status ReplicaGroup::update(const ConstantMap& map, const UpdateOptions& opts) {
-  WHARF_RETURN_IF_ERROR(check_not_reentrant("update"));
+  WHARF_RETURN_IF_ERROR(owner_.check("replica group update", "replica group"));
   if (opts.in_place)
     return Unsupported(
         "replica group update: only the inactive target is supported (an in-place write cannot be "
         "published on every replica at once)");
   MutexLock serial(op_mu_);
-  owner_.store(std::this_thread::get_id());
-  Status st = update_serialised(map, opts);
-  owner_.store(std::thread::id());
-  return st;
+  UpdateOwner::Scope inside(owner_);
+  return update_serialised(map, opts);
 }
 
 Status ReplicaGroup::update_serialised(const ConstantMap& map, const UpdateOptions& opts) {
@@ -268,7 +258,7 @@ Status ReplicaGroup::fill(const std::vector<ReplicaMembers::Planned>& plan, std:
 }
 
 Status ReplicaGroup::swap() {
-  WHARF_RETURN_IF_ERROR(check_not_reentrant("swap"));
+  WHARF_RETURN_IF_ERROR(owner_.check("replica group swap", "replica group"));
   MutexLock serial(op_mu_);
   DeadList dead;
   // All replicas' locks at once: run_begin on any of them waits for the whole swap, so no
@@ -294,7 +284,7 @@ Status ReplicaGroup::swap() {
 }
 
 Status ReplicaGroup::free_inactive() {
-  WHARF_RETURN_IF_ERROR(check_not_reentrant("free_inactive"));
+  WHARF_RETURN_IF_ERROR(owner_.check("replica group free_inactive", "replica group"));
   MutexLock serial(op_mu_);
   DeadList dead;
   members_.drop_inactive_all(&dead);

@@ -39,6 +39,7 @@
 #include "constants/container.h"
 #include "constants/member_set.h"
 #include "core/sync.h"
+#include "core/update_owner.h"
 #include "replicas/broadcaster.h"
 #include "replicas/replica_members.h"
 
@@ -94,8 +95,6 @@ class ReplicaGroup {
   Status check_declarations() const;
   std::string replica_name(size_t r) const;
   std::string member_name(size_t r, size_t m) const;
-  // FAILED_PRECONDITION for a group call from inside this group's update (a fold callback).
-  Status check_not_reentrant(const char* what) const;
   Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_REQUIRES(op_mu_);
   // Copies the planned sources into replica 0's fresh storage and from there into every
   // other replica's (batches of batch_bytes_, broadcast overlapping the next copy);
@@ -113,7 +112,7 @@ class ReplicaGroup {
   MemberSet members_;                         // every replica's members, staged and swapped as one
   std::unique_ptr<Broadcaster> broadcaster_;  // null: one replica, nothing to broadcast
   Mutex op_mu_;                               // one group call at a time
-  std::atomic<std::thread::id> owner_{};      // the thread inside a group call (re-entrancy check)
+  UpdateOwner owner_;                         // the thread inside update (a fold callback's calls are refused)
   // Broadcast batch (see fill). Each batch's copy into replica 0 ends by draining the copy
   // engine, so fewer, larger batches lose less; the last batch's broadcast is the tail the
   // copy cannot hide (1 GiB over NVLink: a few ms against ~180 ms for 8 GiB from the host).
