@@ -326,36 +326,35 @@ struct PathCheck {
   }
 };
 
-// Sets the GEMV path's mode for a scope (process-wide; the tests run one at a time): 0 off,
-// 1 on, 2 on without the tensor-core variant.
-class GemvSwitch {
+// Sets one of the shim's process-wide switches for a scope and restores the previous value
+// (the tests run one at a time).
+class ShimSwitch {
  public:
-  explicit GemvSwitch(int32_t mode) : previous_(shim().use_gemv(mode)) {}
-  ~GemvSwitch() { shim().use_gemv(previous_); }
+  using Setter = int32_t (*)(int32_t);
+  ShimSwitch(Setter Shim::*setter, int32_t value) : setter_(setter), previous_((shim().*setter)(value)) {}
+  ~ShimSwitch() { (shim().*setter_)(previous_); }
+  ShimSwitch(const ShimSwitch&) = delete;
+  ShimSwitch& operator=(const ShimSwitch&) = delete;
 
  private:
+  Setter Shim::*setter_;
   int32_t previous_;
 };
 
-// Sets when cuBLASLt calls use the graph algorithm for a scope (0 never, 1 under Wharf's
-// allocator or capture, 2 always).
-class GraphAlgos {
- public:
-  explicit GraphAlgos(int32_t mode) : previous_(shim().graph_algos(mode)) {}
-  ~GraphAlgos() { shim().graph_algos(previous_); }
-
- private:
-  int32_t previous_;
+// The GEMV path's mode: 0 off, 1 on, 2 on without the tensor-core variant.
+struct GemvSwitch : ShimSwitch {
+  explicit GemvSwitch(int32_t mode) : ShimSwitch(&Shim::use_gemv, mode) {}
 };
 
-// Launches GEMVs with programmatic dependent launch (1) or plainly (0) for a scope.
-class PdlSwitch {
- public:
-  explicit PdlSwitch(int32_t on) : previous_(shim().use_pdl(on)) {}
-  ~PdlSwitch() { shim().use_pdl(previous_); }
+// When cuBLASLt calls use the graph algorithm: 0 never, 1 under Wharf's allocator or
+// capture, 2 always.
+struct GraphAlgos : ShimSwitch {
+  explicit GraphAlgos(int32_t mode) : ShimSwitch(&Shim::graph_algos, mode) {}
+};
 
- private:
-  int32_t previous_;
+// GEMVs launched with programmatic dependent launch (1) or plainly (0).
+struct PdlSwitch : ShimSwitch {
+  explicit PdlSwitch(int32_t on) : ShimSwitch(&Shim::use_pdl, on) {}
 };
 
 // A weight [n, k] (rows ldw apart, `offset` elements in) seen as mat2 = weight.t(): [k, n]
