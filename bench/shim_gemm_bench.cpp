@@ -240,7 +240,9 @@ double time_gated(cudaStream_t stream, int runs, F&& call) {
   return bench::median(us);
 }
 
-int probe_graph_main(const std::vector<int32_t>& dtypes, const std::string& csv_path) {
+// Selects CUDA device 0 and loads the shim: $WHARF_AOTI_SHIM, else beside this binary (the
+// GPU bundle), else the build folder. Exits naming what failed.
+void* open_shim_on_device0() {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) die("no CUDA device");
   CUDA_OK(cudaSetDevice(0));
@@ -249,7 +251,11 @@ int probe_graph_main(const std::vector<int32_t>& dtypes, const std::string& csv_
     if (*env) shim_paths.push_back(env);
   shim_paths.push_back(self_dir() + "/libwharf_aoti_shim.so");
   shim_paths.push_back(self_dir() + "/../libwharf_aoti_shim.so");
-  void* shim_lib = open_first(shim_paths, "libwharf_aoti_shim.so");
+  return open_first(shim_paths, "libwharf_aoti_shim.so");
+}
+
+int probe_graph_main(const std::vector<int32_t>& dtypes, const std::string& csv_path) {
+  void* shim_lib = open_shim_on_device0();
   auto from_blob = sym<decltype(Shim::from_blob)>(shim_lib, "aoti_torch_create_tensor_from_blob");
   auto del = sym<decltype(Shim::del)>(shim_lib, "aoti_torch_delete_tensor_object");
   auto guard_fn = sym<decltype(Shim::guard)>(shim_lib, "aoti_torch_create_cuda_stream_guard");
@@ -530,16 +536,7 @@ int main(int argc, char** argv) {
   const cudaDataType_t ctype = dtype == kF32 ? CUDA_R_32F : dtype == kF16 ? CUDA_R_16F : CUDA_R_16BF;
   const size_t es = dtype == kF32 ? 4 : 2;
   const char* dname = dtype == kF32 ? "f32" : dtype == kF16 ? "f16" : "bf16";
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) die("no CUDA device");
-  CUDA_OK(cudaSetDevice(0));
-
-  std::vector<std::string> shim_paths;
-  if (const char* env = std::getenv("WHARF_AOTI_SHIM"))
-    if (*env) shim_paths.push_back(env);
-  shim_paths.push_back(self_dir() + "/libwharf_aoti_shim.so");
-  shim_paths.push_back(self_dir() + "/../libwharf_aoti_shim.so");
-  void* shim_lib = open_first(shim_paths, "libwharf_aoti_shim.so");
+  void* shim_lib = open_shim_on_device0();
   Shim shim{sym<decltype(Shim::from_blob)>(shim_lib, "aoti_torch_create_tensor_from_blob"),
             sym<decltype(Shim::del)>(shim_lib, "aoti_torch_delete_tensor_object"),
             sym<decltype(Shim::guard)>(shim_lib, "aoti_torch_create_cuda_stream_guard"),

@@ -64,17 +64,7 @@ struct Shim {
 const Shim& shim() {
   static Shim s = [] {
     Shim r;
-    std::vector<std::string> paths;
-    if (const char* env = std::getenv("WHARF_AOTI_SHIM"))
-      if (*env) paths.push_back(env);
-    paths.push_back(wharf_test::binary_dir() + "/libwharf_aoti_shim.so");
-    paths.push_back(wharf_test::binary_dir() + "/../libwharf_aoti_shim.so");
-    for (const std::string& p : paths) {
-      r.lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (r.lib) break;
-      const char* e = dlerror();
-      r.error += p + ": " + (e ? e : "?") + "; ";
-    }
+    r.lib = wharf_test::open_aoti_shim(&r.error);
     if (!r.lib) return r;
     auto get = [&](const char* name, auto* fn) {
       *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(r.lib, name));

@@ -33,17 +33,7 @@ struct Shim {
 const Shim& shim() {
   static Shim s = [] {
     Shim r;
-    std::vector<std::string> paths;
-    if (const char* env = std::getenv("WHARF_AOTI_SHIM"))
-      if (*env) paths.push_back(env);
-    paths.push_back(wharf_test::binary_dir() + "/../libwharf_aoti_shim.so");
-    paths.push_back(wharf_test::binary_dir() + "/libwharf_aoti_shim.so");
-    for (const std::string& p : paths) {
-      r.lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (r.lib) break;
-      const char* e = dlerror();
-      r.why += p + ": " + (e ? e : "?") + "; ";
-    }
+    r.lib = wharf_test::open_aoti_shim(&r.why);
     if (!r.lib) return r;
     r.empty = reinterpret_cast<decltype(r.empty)>(dlsym(r.lib, "aoti_torch_empty_strided"));
     r.del = reinterpret_cast<decltype(r.del)>(dlsym(r.lib, "aoti_torch_delete_tensor_object"));
