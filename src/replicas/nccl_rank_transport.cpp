@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "core/logging.h"
 #include "device/runtime.h"
@@ -94,20 +95,73 @@ class NcclRankTransport final : public RankTransport {
   }
 
   Status broadcast(void* data, uint64_t bytes, RankClock::time_point deadline) override {
+    if (group_pieces_ > 0)
+      return fail(Internal("replica group: a broadcast of the header, plan or vote while step 3's NCCL group is open"));
     WHARF_RETURN_IF_ERROR(issue(data, bytes, deadline));
     return wait(deadline, "broadcast");
   }
 
-  // Device memory and discards are only enqueued (the stream orders the pieces, so the host
-  // waits once per batch instead of once per constant: a broadcast's latency grows with the
-  // ranks, and a model has tens of thousands of constants).
+  // Step 3's pieces, in NCCL groups of kRankGroupPieces counted across calls
+  // (rank_protocol.h). Only enqueued: the stream orders the pieces, so the host waits once
+  // per batch instead of once per constant. Device memory is broadcast in place, a discard
+  // (null) through the scratch buffer (rank 0's zeros come from it; concurrent pieces into
+  // it are garbage nobody reads); host memory through a group-sized bounce buffer (device
+  // and pinned), copied out when the group is closed.
   Status broadcast_async(void* data, uint64_t bytes, RankClock::time_point deadline) override {
-    return issue(data, bytes, deadline);
+    WHARF_RETURN_IF_ERROR(check_open());
+    WHARF_RETURN_IF_ERROR(set_device());
+    void* stream = runtime_->stream().native_handle();
+    const PointerKind kind = data ? runtime_->device().query_pointer(data).kind : PointerKind::kDevice;
+    const bool host = data && kind != PointerKind::kDevice;
+    if (host) WHARF_RETURN_IF_ERROR(ensure_bounce());
+    for (uint64_t off = 0; off < bytes; off += kRankChunkBytes) {
+      const uint64_t n = std::min(kRankChunkBytes, bytes - off);
+      if (group_pieces_ == 0) {
+        nccl::Result r = nccl_->GroupStart();
+        if (r != nccl::kSuccess) return fail(DeviceError("ncclGroupStart failed: " + nccl_->error(r)));
+      }
+      const uint64_t at = uint64_t(group_pieces_) * kRankChunkBytes;
+      ++group_pieces_;  // counted before anything can fail: fail() closes the group
+      void* buf = nullptr;
+      if (!data) {
+        buf = scratch_.data();
+        if (rank_ == 0) {
+          Status st = runtime_->stream().memset_async(buf, 0, n);
+          if (!st.ok()) return fail(st);
+        }
+      } else if (!host) {
+        buf = static_cast<char*>(data) + off;
+      } else {
+        buf = static_cast<char*>(bounce_.data()) + at;
+        char* staged = static_cast<char*>(bounce_pinned_.data()) + at;
+        char* mine = static_cast<char*>(data) + off;
+        if (rank_ == 0) {
+          std::memcpy(staged, mine, size_t(n));
+          Status st = runtime_->stream().copy_async(buf, staged, n);
+          if (!st.ok()) return fail(st);
+        } else {
+          bounced_.push_back({mine, at, n});
+        }
+        bounce_used_ = true;
+      }
+      nccl::Result r = nccl_->Broadcast(buf, buf, size_t(n), nccl::kInt8, 0, comm_, stream);
+      if (r != nccl::kSuccess && r != nccl::kInProgress)
+        return fail(DeviceError("ncclBroadcast failed: " + nccl_->error(r)));
+      if (group_pieces_ == kRankGroupPieces) WHARF_RETURN_IF_ERROR(close_group(deadline));
+    }
+    return Status::Ok();
   }
 
   Status flush(RankClock::time_point deadline) override {
     WHARF_RETURN_IF_ERROR(check_open());
     WHARF_RETURN_IF_ERROR(set_device());
+    return wait(deadline, "broadcast");
+  }
+
+  Status finish(RankClock::time_point deadline) override {
+    WHARF_RETURN_IF_ERROR(check_open());
+    WHARF_RETURN_IF_ERROR(set_device());
+    WHARF_RETURN_IF_ERROR(close_group(deadline));
     return wait(deadline, "broadcast");
   }
 
@@ -131,6 +185,13 @@ class NcclRankTransport final : public RankTransport {
   void abort(uint32_t, const std::string& why) override {
     if (!aborted_.empty()) return;
     aborted_ = why.empty() ? "aborted" : why;
+    if (group_pieces_ > 0) {
+      // NCCL's group depth is per thread: a group left open would swallow this thread's next
+      // NCCL calls (on any communicator). Closed first; the abort then ends what it launched.
+      group_pieces_ = 0;
+      bounced_.clear();
+      (void)nccl_->GroupEnd();
+    }
     if (comm_) {
       nccl::Result r = nccl_->CommAbort(comm_);
       if (r != nccl::kSuccess) WHARF_LOG(kError, "ncclCommAbort: " + nccl_->error(r));
@@ -186,6 +247,44 @@ class NcclRankTransport final : public RankTransport {
     return Status::Ok();
   }
 
+  // Ends the open group of step 3 (launching it) and, for host memory in it, brings the
+  // received bytes out (receivers) or waits until the pinned bounce may be refilled (rank 0).
+  Status close_group(RankClock::time_point deadline) {
+    if (group_pieces_ == 0) return Status::Ok();
+    group_pieces_ = 0;
+    nccl::Result r = nccl_->GroupEnd();
+    WHARF_RETURN_IF_ERROR(call(r, "ncclGroupEnd", deadline));
+    if (!bounce_used_) return Status::Ok();
+    bounce_used_ = false;
+    for (const Bounced& b : bounced_) {
+      Status st = runtime_->stream().copy_async(static_cast<char*>(bounce_pinned_.data()) + b.at,
+                                                static_cast<char*>(bounce_.data()) + b.at, b.bytes);
+      if (!st.ok()) return fail(st);
+    }
+    WHARF_RETURN_IF_ERROR(wait(deadline, "broadcast"));
+    for (const Bounced& b : bounced_)
+      std::memcpy(b.host, static_cast<char*>(bounce_pinned_.data()) + b.at, size_t(b.bytes));
+    bounced_.clear();
+    return Status::Ok();
+  }
+
+  // The bounce buffers for host memory in a group, allocated at the first need (most
+  // updates broadcast device memory only): one group's pieces, device and pinned.
+  Status ensure_bounce() {
+    if (bounce_.data()) return Status::Ok();
+    const uint64_t bytes = uint64_t(kRankGroupPieces) * kRankChunkBytes;
+    Status st = runtime_->device().allocate(MemKind::kDevice, MemTag::kStaging, bytes,
+                                            "replica group NCCL bounce (host-placed constants)", &bounce_);
+    if (st.ok())
+      st = runtime_->device().allocate(MemKind::kPinnedHost, MemTag::kStaging, bytes,
+                                       "replica group NCCL pinned bounce (host-placed constants)", &bounce_pinned_);
+    if (!st.ok()) {
+      bounce_ = Buffer();
+      return fail(st);  // the ranks are mid-update: this one cannot stay in step
+    }
+    return Status::Ok();
+  }
+
   Status set_device() {
     cudaError_t e = cudaSetDevice(runtime_->device().index());
     if (e != cudaSuccess)
@@ -214,6 +313,7 @@ class NcclRankTransport final : public RankTransport {
 
   // Polls ncclCommGetAsyncError until the communicator is not in progress.
   Status settle(RankClock::time_point deadline, const std::string& what) {
+    RankClock::time_point spin_from;
     for (;;) {
       nccl::Result async = nccl::kSuccess;
       nccl::Result r = nccl_->CommGetAsyncError(comm_, &async);
@@ -222,11 +322,18 @@ class NcclRankTransport final : public RankTransport {
       if (async != nccl::kInProgress)
         return fail(IoError("NCCL: " + what + ": " + nccl_->error(async) +
                             " (a peer rank failed or closed; NCCL does not say which)"));
-      if (RankClock::now() > deadline)
+      const auto now = RankClock::now();
+      if (now > deadline)
         return fail(IoError("NCCL: " + what +
                             " within the timeout (a peer rank is missing or stopped; NCCL does "
                             "not say which)"));
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      // A launch from NCCL's thread takes tens of microseconds: spin that long, then sleep
+      // (a join waiting for its peers can take seconds).
+      if (spin_from == RankClock::time_point()) spin_from = now;
+      if (now - spin_from < std::chrono::milliseconds(2))
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
 
@@ -260,6 +367,15 @@ class NcclRankTransport final : public RankTransport {
   std::unique_ptr<Event> event_;
   Buffer scratch_;  // device
   Buffer pinned_;   // pinned host
+  // Step 3's open NCCL group: its pieces so far, and its host-memory pieces (receivers).
+  struct Bounced {
+    char* host;
+    uint64_t at, bytes;
+  };
+  uint32_t group_pieces_ = 0;
+  bool bounce_used_ = false;
+  std::vector<Bounced> bounced_;
+  Buffer bounce_, bounce_pinned_;  // kRankGroupPieces pieces each, at the first host piece
   std::string aborted_;
 };
 

@@ -211,7 +211,7 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
       test_hook("replica.rank.sent");
     }
   }
-  if (issued) WHARF_RETURN_IF_ERROR(transport_->flush(deadline()));
+  if (issued) WHARF_RETURN_IF_ERROR(transport_->finish(deadline()));
   if (local->ok()) *local = progress.finish();  // the last chance to cancel: nothing is staged
   *source_bytes = h.total_bytes;
   return Status::Ok();
@@ -269,7 +269,7 @@ Status RankGroup::receive(Status* local, Received* got) {
       pending = 0;
     }
   }
-  return transport_->flush(deadline());
+  return transport_->finish(deadline());
 }
 
 Status RankGroup::free_inactive() {

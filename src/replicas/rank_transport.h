@@ -67,7 +67,12 @@ class RankTransport {
     return broadcast(data, bytes, deadline);
   }
   // Waits for every broadcast_async issued so far (errors as broadcast). Default: nothing.
+  // The NCCL transport launches broadcast_async pieces in NCCL groups of kRankGroupPieces
+  // (rank_protocol.h): flush() waits for the groups closed so far, not an open one.
   virtual Status flush(RankClock::time_point) { return Status::Ok(); }
+  // The end of a run of broadcast_async calls (step 3 of the protocol): closes the open group
+  // and waits for everything, as flush(). Every rank calls it at the same point.
+  virtual Status finish(RankClock::time_point deadline) { return flush(deadline); }
   // Every rank's `mine` combined: *out is the minimum over the ranks (every rank gets the
   // same answer). Errors as broadcast.
   virtual Status vote(uint64_t mine, RankClock::time_point deadline, uint64_t* out) = 0;

@@ -40,10 +40,11 @@ int gpu_count() {
   return n;
 }
 
-// A device constant larger than the transport's 4 MiB host chunk, a small one, and a
-// host-placed one (through the pinned path), int32 elements.
+// A device constant of 18 protocol pieces (more than one NCCL group of 16 x 4 MiB, so the
+// host-placed constant after it lands mid-way in the second group), a small one, and a
+// host-placed one (through the bounce buffers), int32 elements.
 const char* const kNames[] = {"embed", "layers.0.w", "offloaded.w"};
-const int64_t kCounts[] = {(3 << 20) + 7, 1 << 16, (1 << 20) + 3};
+const int64_t kCounts[] = {(17 << 20) + 7, 1 << 16, (1 << 20) + 3};
 constexpr size_t kNumConstants = 3;
 
 struct Sources {
@@ -243,7 +244,7 @@ TEST(RankGroupGpuChild, Rank) {
   wharf_test::RuntimeConfig cfg;
   cfg.device_index = int32_t(r);
   // "short": room for one generation of the device constants, the transport's 4 MiB scratch
-  // and 4 MiB more, not for a second 12 MiB embed.
+  // and 4 MiB more, not for a second 68 MiB embed.
   if (scenario == "short" && r == 1) cfg.device_memory_limit = uint64_t(kCounts[0] + kCounts[1]) * 4 + (8u << 20);
   wharf_runtime* rt = wharf_test::make_runtime(WHARF_BACKEND_CUDA, cfg);
   ASSERT_NE(rt, nullptr);

@@ -58,6 +58,13 @@ class Protocol(unittest.TestCase):
         self.assertEqual(ws.chunks(0), [(0, 0)])
         self.assertEqual(ws.chunks(ws.CHUNK_BYTES + 1), [(0, ws.CHUNK_BYTES), (ws.CHUNK_BYTES, 1)])
         self.assertEqual(ws.CHUNK_BYTES, 4 << 20)
+        # The constants are Wharf's (src/replicas/rank_protocol.h), where the tree has it.
+        header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "replicas",
+                              "rank_protocol.h")
+        if os.path.exists(header):
+            text = open(header).read()
+            self.assertIn("kRankChunkBytes = 4ull << 20;", text)
+            self.assertIn("kRankGroupPieces = %d;" % ws.GROUP_PIECES, text)
 
     def test_group_ids(self):
         gid = ws.make_group_id("host")

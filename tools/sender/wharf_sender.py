@@ -14,7 +14,8 @@ group's own protocol, src/replicas/rank_protocol.h:
 
 Every broadcast goes out in pieces of 4 MiB (CHUNK_BYTES), one ncclBroadcast of ncclInt8
 from root 0 each, launched on torch.cuda.current_stream() so they are ordered after the
-trainer's writes to the tensors. Forming the group, the sender takes part in the Wharf ranks'
+trainer's writes to the tensors. The weights' pieces (step 3) go in NCCL groups of
+GROUP_PIECES consecutive pieces, counted across tensors, as every Wharf rank groups them. Forming the group, the sender takes part in the Wharf ranks'
 declaration check with UINT64_MAX (the neutral value of the minimum); the servers check each
 weight's name, dtype and shape against their own declarations when the plan arrives.
 
@@ -39,6 +40,7 @@ import sys
 import time
 
 CHUNK_BYTES = 4 << 20  # kRankChunkBytes
+GROUP_PIECES = 16  # kRankGroupPieces: step 3's pieces per NCCL group
 HEADER_BYTES = 1024  # kRankHeaderBytes
 ID_BYTES = 256  # wharf_replica_group_id
 NCCL_ID_OFFSET = 128  # kRankIdNcclOffset
@@ -156,6 +158,8 @@ class _Nccl:
                                       ctypes.c_void_p, ctypes.c_void_p]
         lib.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                                       ctypes.c_void_p, ctypes.c_void_p]
+        lib.ncclGroupStart.argtypes = []
+        lib.ncclGroupEnd.argtypes = []
         lib.ncclCommGetAsyncError.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
         lib.ncclCommAbort.argtypes = [ctypes.c_void_p]
         lib.ncclCommDestroy.argtypes = [ctypes.c_void_p]
@@ -190,6 +194,7 @@ class _NcclTransport:
         # Blocking: returns once every Wharf rank joined (their own init is bounded by their timeout).
         self.nccl.check(self.nccl.lib.ncclCommInitRank(ctypes.byref(self.comm), size, uid, 0), "ncclCommInitRank")
         self.scratch = torch.empty(CHUNK_BYTES, dtype=torch.uint8, device=self.device)
+        self.group_pieces = 0  # pieces in step 3's open NCCL group
 
     def _stream(self):
         return ctypes.c_void_p(self.torch.cuda.current_stream().cuda_stream)
@@ -211,12 +216,24 @@ class _NcclTransport:
                     what, self.timeout), code=10)
             time.sleep(0.0002)
 
-    def _bcast(self, ptr, nbytes):
+    def _bcast(self, ptr, nbytes, grouped=False):
         for off, n in chunks(nbytes):
-            if n:
-                self.nccl.check(self.nccl.lib.ncclBroadcast(ctypes.c_void_p(ptr + off), ctypes.c_void_p(ptr + off),
-                                                            n, self.nccl.kInt8, 0, self.comm, self._stream()),
-                                "ncclBroadcast")
+            if not n:
+                continue
+            if grouped and self.group_pieces == 0:
+                self.nccl.check(self.nccl.lib.ncclGroupStart(), "ncclGroupStart")
+            self.nccl.check(self.nccl.lib.ncclBroadcast(ctypes.c_void_p(ptr + off), ctypes.c_void_p(ptr + off),
+                                                        n, self.nccl.kInt8, 0, self.comm, self._stream()),
+                            "ncclBroadcast")
+            if grouped:
+                self.group_pieces += 1
+                if self.group_pieces == GROUP_PIECES:
+                    self._close_group()
+
+    def _close_group(self):
+        if self.group_pieces:
+            self.group_pieces = 0
+            self.nccl.check(self.nccl.lib.ncclGroupEnd(), "ncclGroupEnd")
 
     def broadcast_bytes(self, data):
         """Host bytes (header, plan): through a device copy."""
@@ -226,9 +243,10 @@ class _NcclTransport:
 
     def broadcast_tensor(self, t):
         """A CUDA tensor in place (contiguous; ordered after the current stream's work)."""
-        self._bcast(t.data_ptr(), t.numel() * t.element_size())
+        self._bcast(t.data_ptr(), t.numel() * t.element_size(), grouped=True)
 
     def finish_tensors(self):
+        self._close_group()
         self._wait("broadcast")
 
     def vote(self, mine):
@@ -241,6 +259,9 @@ class _NcclTransport:
         return struct.unpack("<Q", struct.pack("<q", int(t.item())))[0]
 
     def abort(self, rank=0, why=""):
+        if self.group_pieces:  # NCCL's group depth is per thread: never leave one open
+            self.group_pieces = 0
+            self.nccl.lib.ncclGroupEnd()
         if self.comm:
             self.nccl.lib.ncclCommAbort(self.comm)
             self.comm = ctypes.c_void_p()
