@@ -334,6 +334,10 @@ int probe_graph_main(const std::vector<int32_t>& dtypes, const std::string& csv_
         CUDA_OK(cudaMemset(x, dtype == kF16 ? 0x1f : 0x3f, size_t(M * K) * es));
         CUDA_OK(cudaMalloc(&out_default, size_t(M * N) * es));
         CUDA_OK(cudaMalloc(&out_graph, size_t(M * N) * es));
+        // cudaMemset runs on the legacy default stream, which the GEMMs' non-blocking stream
+        // does not wait for: without this, a large GEMM read W while it was still being
+        // filled (the "eager BAD: [0] 0" of f32 N = 128256 in session 6 was this bench's race).
+        CUDA_OK(cudaDeviceSynchronize());
         const int64_t xs[2] = {M, K}, xst[2] = {K, 1}, wts[2] = {K, N}, wtst[2] = {1, K}, os[2] = {M, N},
                       ost[2] = {N, 1};
         H hx, hw, hd, hg;
@@ -621,6 +625,7 @@ int main(int argc, char** argv) {
       CUDA_OK(cudaMemset(bias, 0x3f, size_t(N) * es));
       CUDA_OK(cudaMalloc(&out_direct, size_t(M * N) * es));
       CUDA_OK(cudaMalloc(&out_shim, size_t(M * N) * es));
+      CUDA_OK(cudaDeviceSynchronize());  // the memsets above ran on the legacy stream (see --probe-graph)
 
       // Direct: out^T [N, M] = W [N, K] (stored K x N column-major, transposed) x x^T [K, M]; a
       // row-major [K, N] W is N x K column-major, used as is.
@@ -683,7 +688,7 @@ int main(int argc, char** argv) {
         shim.use_pdl(gemv == 2 ? 1 : 0);
         Stats before, after;
         shim.gemm_stats(&before);
-        CUDA_OK(cudaMemset(out_shim, 0, b.size()));
+        CUDA_OK(cudaMemsetAsync(out_shim, 0, b.size(), stream));  // ordered before the GEMM
         via_shim(0);
         CUDA_OK(cudaStreamSynchronize(stream));
         shim.gemm_stats(&after);

@@ -302,6 +302,7 @@ TEST_F(CudaTest, CopyRoundTripThroughEveryKindOfMemory) {
   // Known-different contents (freshly allocated memory may hold an earlier test's data).
   ASSERT_EQ(cudaMemset(a.data(), 0, n), cudaSuccess);
   ASSERT_EQ(cudaMemset(b.data(), 0, n), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy stream's memsets, before Wharf's streams
   std::memset(pin.data(), 0, n);
 
   std::unique_ptr<Stream> s;
@@ -383,6 +384,7 @@ TEST_F(CudaTest, TransferEnginePacedForServingRunsLandsByteForByte) {
   for (int round = 0; round < 2; ++round) {
     ASSERT_EQ(cudaMemset(d1.data(), 0, n), cudaSuccess);
     ASSERT_EQ(cudaMemset(d2.data(), 0, m), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy stream's memsets, before the engine's streams
     TransferStats stats;
     ASSERT_OK(engine->copy({{d1.data(), a.data(), n}, {d2.data(), pin.data(), m}}, {}, &stats));
     EXPECT_TRUE(stats.serving);
@@ -466,6 +468,7 @@ TEST_F(CudaTest, StreamWaitOrdersWorkAcrossStreams) {
   ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, n * 4, "d", &d));
   ASSERT_OK(dev_->allocate(MemKind::kPinnedHost, MemTag::kStaging, n * 4, "pin", &pin));
   ASSERT_EQ(cudaMemset(d.data(), 0, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy stream's memset, before Wharf's streams
   std::memset(pin.data(), 0, n * 4);
 
   std::unique_ptr<Stream> a, b;
