@@ -34,12 +34,14 @@ type GraphOptions struct {
 	// eagerly. 0: 4.
 	MaxConcurrentRuns uint32
 	// BucketDim names the symbolic dimension (a model package method's manifest dims:
-	// a batched method's session dimension, decode_batch's "N") whose runs are padded to BucketSizes; "" with sizes:
+	// a batched method's session dimension, decode_batch's "N", or one marked "pad": "repeat",
+	// the exporter's prefill "T") whose runs are padded to BucketSizes; "" with sizes:
 	// the method's only paddable dimension. A run of size n replays the graph of the smallest
 	// size >= n, its inputs padded by repeating their last row, its outputs with the
 	// dimension views of the real rows; sizes past the largest run eagerly. No sizes: the
 	// default set (powers of two up to the dimension's max, and the max) where the method
-	// has one such dimension with a max. ExactShapes: no padding, a graph per exact shape.
+	// has one session dimension with a max (a prefill's T: exact shapes). ExactShapes: no
+	// padding, a graph per exact shape.
 	BucketDim   string
 	BucketSizes []int64
 	ExactShapes bool

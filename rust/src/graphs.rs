@@ -57,13 +57,14 @@ impl GraphOptions {
     }
 
     /// Buckets of a symbolic dimension (a model package method's manifest `dims`:
-    /// a batched method's session dimension, decode_batch's `"N"`): a run of size n replays the
+    /// a batched method's session dimension, decode_batch's `"N"`, or one marked `"pad": "repeat"`,
+    /// the exporter's prefill `"T"`): a run of size n replays the
     /// graph of the smallest of `sizes` >= n, its inputs padded by repeating their last row, its outputs
     /// with the dimension views of the real rows; sizes past the largest run eagerly (see
     /// `wharf_model_enable_graphs` for the rule a method must satisfy). `dim` `None` with
     /// sizes: the method's only paddable dimension. Not called: the default set (powers of
-    /// two up to the dimension's max, and the max) where the method has one such dimension
-    /// with a max.
+    /// two up to the dimension's max, and the max) where the method has one session dimension
+    /// with a max (a prefill's T: exact shapes).
     pub fn buckets(mut self, dim: Option<&str>, sizes: &[i64]) -> GraphOptions {
         self.bucket_dim = dim.map(str::to_string);
         self.bucket_sizes = sizes.to_vec();

@@ -60,15 +60,20 @@ Status resolve_buckets(const std::string& model, const std::vector<SymbolicDim>&
       return InvalidArgument(who + "dimension " + quote_name(dim) +
                              " cannot be padded row by row (an input or output names it twice, or no input has it)");
     if (!d->rows_independent)
-      return Unsupported(who + "dimension " + quote_name(dim) +
-                         " is not a batched method's session dimension: repeating its last row is not known to "
-                         "leave the real rows' results unchanged (padding a prefill's tokens this "
-                         "way changed its last row's logits); declare exact shapes");
+      return Unsupported(who + "dimension " + quote_name(dim) + " may not be padded: " +
+                         (d->pad_refusal.empty()
+                              ? std::string("it is neither a batched method's session dimension nor marked "
+                                            "\"pad\": \"repeat\" in its package's manifest, so repeating its last "
+                                            "row is not known to leave the real rows' results unchanged; declare "
+                                            "exact shapes")
+                              : d->pad_refusal));
   } else {
-    // The model's only dimension that may be padded (with a max, for the default set).
+    // Sizes without a name: the model's only dimension that may be padded. Nothing declared:
+    // the only one padded by default, with a max.
     std::vector<const SymbolicDim*> cands;
     for (const SymbolicDim& x : dims)
-      if (paddable(x) && x.rows_independent && (!sizes.empty() || x.max >= 1)) cands.push_back(&x);
+      if (paddable(x) && x.rows_independent && (!sizes.empty() || (x.padded_by_default && x.max >= 1)))
+        cands.push_back(&x);
     if (cands.size() != 1) {
       if (sizes.empty()) return Status::Ok();  // no default: exact shapes
       return InvalidArgument(who + std::to_string(sizes.size()) +

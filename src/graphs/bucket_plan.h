@@ -16,11 +16,12 @@
 // place), and (2) rows must be independent apart from what they read through those writes
 // (attention over the cache up to the row's position, its slot's rows): the repeated row
 // then attends exactly as the real last row, and the real rows see nothing of it. The
-// exporter's prefill (index_copy at cache_position, the causal mask from cache_position),
-// decode and decode_batch (index_put at [slot, position], attention over the slot's filled
-// length) satisfy it. Whether the padded rows' arithmetic equals an unpadded run bit for bit
-// depends on the kernels (a GEMM may pick another algorithm for another row count); the GPU
-// tests check it for the committed package.
+// exporter's prefill (index_copy at cache_position, each row's causal mask at its own
+// cache_position, marked `"pad": "repeat"` in the manifest), decode and decode_batch
+// (index_put at [slot, position], attention over the slot's filled length) satisfy it.
+// Whether the padded rows' arithmetic equals an unpadded run bit for bit depends on the
+// kernels (a GEMM may pick another algorithm for another row count); the GPU tests check it
+// for the committed package.
 //
 // Host code only (the unit tests drive it); graphs/model_graphs.cpp applies it.
 #pragma once
@@ -45,11 +46,20 @@ struct SymbolicDim {
   std::vector<int> inputs, outputs;
   // Rows along this dimension are independent and keyed by their own inputs, so repeating the
   // last row changes nothing the real rows compute or write: a batched method's session
-  // dimension (each row its own slot and position). Only such a dimension is padded. A
-  // prefill's token dimension is not: measured on the H100, repeated last rows changed the
-  // exported prefill's last-row logits (greedy token included): something in it depends on a
-  // row's place in the chunk, not only on its position (not identified yet).
+  // dimension (each row its own slot and position), or a dimension the package's manifest
+  // marks `"pad": "repeat"` (the exporter's prefill T, whose rows' attention masks are at
+  // their own cache_position). Only such a dimension is padded. Packages exported before that
+  // (each row's mask at its place in the chunk) do not mark their prefill's T: padded, its
+  // last row's logits changed (measured on the H100), so they are refused.
   bool rows_independent = false;
+  // Padded by default (the default set when nothing is declared): a batched method's session
+  // dimension, whose size changes every few steps of a serving loop and is launch-bound. A
+  // prefill's T is padded only to sizes declared for it: a long prefill is compute-bound, and
+  // padding it costs up to half its work again.
+  bool padded_by_default = false;
+  // Why a dimension that is not rows_independent may not be padded (the loader's words, naming
+  // the manifest field; empty: the general reason).
+  std::string pad_refusal;
 };
 
 // The bucket declaration of a model's graphs, resolved.
@@ -68,8 +78,9 @@ struct BucketSpec {
 std::vector<int64_t> default_bucket_sizes(int64_t min, int64_t max);
 
 // Resolves a declaration against the model's dimensions. `dim` empty with `sizes` empty: the
-// default set for the model's only dimension that has a max and may be padded (none: exact
-// shapes); `dim` empty with sizes: the model's only paddable dimension. `exact`: no buckets.
+// default set for the model's only dimension that has a max and is padded by default (none:
+// exact shapes); `dim` empty with sizes: the model's only paddable dimension. `exact`: no
+// buckets. UNSUPPORTED for a named dimension that is not rows_independent (its pad_refusal).
 // INVALID_ARGUMENT naming `model` and the value at fault: an unknown dimension, one named
 // twice by an input (or absent from every input), a size < 1 or past the dimension's max, a
 // repeated size, sizes with a model of no or several dimensions and no name, more than

@@ -357,10 +357,22 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     const Value* dims = nullptr;
     WHARF_RETURN_IF_ERROR(r.member(mv, field, "dims", Kind::kObject, false, &dims));
     if (dims)
-      for (const auto& d : dims->as_object())
+      for (const auto& d : dims->as_object()) {
         if (!d.second.is_object())
           return r.bad(field + ".dims",
                        quote_name(d.first) + ": an object {\"min\", \"max\"} expected, got " + a_kind(d.second.kind()));
+        // "pad": how a run may be padded along the dimension (graph buckets). One rule is known;
+        // any other is refused rather than ignored (a package asking for padding this loader
+        // cannot do must not be padded another way).
+        if (const Value* pad = d.second.find("pad")) {
+          const std::string pf = field + ".dims." + d.first + ".pad";
+          if (!pad->is_string()) return r.bad(pf, "a string expected, got " + a_kind(pad->kind()));
+          if (pad->as_string() != "repeat")
+            return r.bad(pf, quote_name(pad->as_string()) +
+                                 " is not a padding rule this loader knows (\"repeat\": repeat the last row)");
+          pm.repeat_dims.push_back(d.first);
+        }
+      }
     WHARF_RETURN_IF_ERROR(parse_tensors(r, mv, field, "inputs", dims, &pm.inputs));
     WHARF_RETURN_IF_ERROR(parse_tensors(r, mv, field, "outputs", dims, &pm.outputs));
     if (const Value* sc = mv.find("session_capacity")) {
@@ -462,8 +474,9 @@ std::string decl_text(DType d, const std::vector<int64_t>& shape) {
   return std::string(dtype_name(d)) + " " + shape_text(shape);
 }
 
-// The method's symbolic dimensions: per input and output, where each name appears (-2: twice).
-std::vector<SymbolicDim> method_dims(const PackageMethod& pm) {
+}  // namespace
+
+std::vector<SymbolicDim> package_method_dims(const PackageMethod& pm, const std::string& field) {
   std::vector<SymbolicDim> out;
   auto note = [&out, &pm](const std::vector<PackageTensor>& ts, bool inputs) {
     for (size_t k = 0; k < ts.size(); ++k)
@@ -488,14 +501,29 @@ std::vector<SymbolicDim> method_dims(const PackageMethod& pm) {
   };
   note(pm.inputs, true);
   note(pm.outputs, false);
-  // A batched method's session dimension (the slots input's): rows are independent sessions.
+  // A batched method's session dimension (the slots input's): rows are independent sessions,
+  // padded by default. A dimension marked "pad": "repeat": the exporter's promise that rows
+  // are keyed by their own position (its prefill; checked by the exporter before it marks it).
+  const std::string* session = nullptr;
   if (pm.session_capacity > 0 && pm.slots_input >= 0 && !pm.inputs[size_t(pm.slots_input)].dim_names.empty())
-    for (SymbolicDim& x : out)
-      if (x.name == pm.inputs[size_t(pm.slots_input)].dim_names[0]) x.rows_independent = true;
+    session = &pm.inputs[size_t(pm.slots_input)].dim_names[0];
+  for (SymbolicDim& x : out) {
+    if (session && x.name == *session) {
+      x.rows_independent = true;
+      x.padded_by_default = true;
+      continue;
+    }
+    for (const std::string& r : pm.repeat_dims)
+      if (x.name == r) x.rows_independent = true;
+    if (!x.rows_independent)
+      x.pad_refusal = "manifest.json's " + field + ".dims." + x.name +
+                      " is not marked \"pad\": \"repeat\", so repeating its last row is not known to leave the "
+                      "real rows' results unchanged (a prefill exported before tools/export/wharf_export.py placed "
+                      "each row's attention mask at its own cache_position gave its last row other logits when "
+                      "padded): re-export the package with the current exporter to pad it, or declare exact shapes";
+  }
   return out;
 }
-
-}  // namespace
 
 ModelPackage::~ModelPackage() = default;
 
@@ -678,7 +706,7 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.expected_outputs = int64_t(pm.outputs.size());
     for (const PackageTensor& t : pm.inputs) mo.input_names.push_back(t.name);
     mo.context = "manifest.json: " + at("methods", i) + " (" + quote_name(pm.name) + ")";  // follows the method's name
-    mo.dims = method_dims(pm);                                                             // what graph buckets may pad
+    mo.dims = package_method_dims(pm, at("methods", i));                                   // what graph buckets may pad
     if (pm.session_capacity > 0) {
       // Its states are the whole arena; the inputs sized by the slots' dimension count sessions.
       mo.whole_arena_states = true;

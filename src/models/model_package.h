@@ -24,6 +24,7 @@
 #include "core/dtype.h"
 #include "core/progress.h"
 #include "core/status.h"
+#include "graphs/bucket_plan.h"
 #include "sessions/session.h"
 
 namespace wharf {
@@ -56,6 +57,10 @@ struct PackageMethod {
   // equal to it. 0: a per-session method.
   uint32_t session_capacity = 0;
   int slots_input = -1;  // a batched method's input "slots"
+  // The dims marked `"pad": "repeat"`: a run may be padded along them by repeating its last
+  // row (graph buckets; the exporter marks its prefill's T, whose rows' masks are at their own
+  // cache_position, and decode_batch's N).
+  std::vector<std::string> repeat_dims;
 };
 
 struct PackageParameter {
@@ -91,6 +96,14 @@ struct Manifest {
 // ("model package '/m': manifest.json"). INVALID_ARGUMENT naming the field, or UNSUPPORTED for
 // a format_version newer than kModelPackageFormatVersion.
 Status parse_manifest(std::string_view text, const std::string& where, Manifest* out);
+
+// Method `pm`'s symbolic dimensions for graph buckets (ModelOptions::dims): per input and
+// output where each name appears; rows_independent (may be padded) for a batched method's
+// session dimension (padded by default too) and for dims marked "pad": "repeat"; any other
+// dimension gets a pad_refusal naming `field` (the method's manifest field, "methods[0]"):
+// a package whose prefill does not mark T was exported before the prefill's masks followed
+// cache_position and must be re-exported to pad it.
+std::vector<SymbolicDim> package_method_dims(const PackageMethod& pm, const std::string& field);
 
 // A dtype name of a manifest: PyTorch's ("float32", "bfloat16", "int64", ...) or safetensors'
 // ("F32", "BF16", "I64", ...). False when neither.

@@ -1335,15 +1335,15 @@ typedef struct wharf_graph_options {
    * ends; a run finding every set held executes eagerly. 0: 4. */
   uint32_t max_concurrent_runs;
   /* Appended: buckets of a symbolic dimension (a model package method's manifest `dims`:
-   * a batched method's session dimension, decode_batch's "N"); see
-   * wharf_model_enable_graphs. `bucket_dim` names it (NULL: the method's only dimension that
-   * may be padded); `bucket_sizes` (borrowed
+   * a batched method's session dimension, decode_batch's "N", or one the manifest marks
+   * "pad": "repeat", the exporter's prefill "T"); see wharf_model_enable_graphs. `bucket_dim`
+   * names it (NULL: the method's only dimension that may be padded); `bucket_sizes` (borrowed
    * for the call; any order, distinct, each in 1 .. the dimension's max) are the sizes a
    * graph is captured for; `num_bucket_sizes` 0: the default set, powers of two up to the
    * dimension's max and the max itself (decode_batch N in 1..8: 1, 2, 4, 8), when the method
-   * has exactly one such dimension with a max (else exact shapes). `exact_shapes` nonzero: no
-   * padding, a graph per exact input shape (the other three must be unset). Since 0.3
-   * (experimental). */
+   * has exactly one session dimension with a max (else exact shapes: a prefill's T gets
+   * buckets only when sizes are given). `exact_shapes` nonzero: no padding, a graph per exact
+   * input shape (the other three must be unset). Since 0.3 (experimental). */
   const char* bucket_dim;
   const int64_t* bucket_sizes;
   uint32_t num_bucket_sizes;
@@ -1384,12 +1384,14 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * through those writes (attention up to the row's own position, in its own slot): a
  * repeated last row then writes the same values to the same places and attends as the real
  * last row, so the real rows, their outputs and the session's state equal an unpadded run's
- * (bit for bit where the kernels compute a row alike whatever the row count). Only a
- * batched method's session dimension (the `slots` input's, whose rows are sessions) is
- * padded: the exporter's decode_batch satisfies the rule, its prefill does not (measured: a
- * prefill padded this way gave the last row other logits; something in the exported prefill
- * depends on a row's place in the chunk, not only on its position), so buckets on any other dimension are refused and prefills get
- * a graph per exact length. The largest bucket is captured first (at the
+ * (bit for bit where the kernels compute a row alike whatever the row count). Padded are a
+ * batched method's session dimension (the `slots` input's, whose rows are sessions; the
+ * exporter's decode_batch) and a dimension the package's manifest marks "pad": "repeat"
+ * (the exporter's prefill T: each row's attention mask is at its own cache_position, and the
+ * exporter checks the padded prefill against the unpadded one). Buckets on any other
+ * dimension are refused: a prefill exported before that mark (its rows' masks followed
+ * their place in the chunk; padded, its last row's logits changed) must be re-exported to
+ * be padded, and gets a graph per exact length until then. The largest bucket is captured first (at the
  * first run needing any bucket; the smaller ones reuse its pool memory); a size past the
  * largest bucket runs eagerly, the reason in the stats. max_buckets bounds graphs of exact
  * shapes only (runs whose inputs lack the dimension), not declared buckets.
@@ -1403,7 +1405,8 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * declare or that an input names twice, a size < 1, past the dimension's max or given twice,
  * sizes without bucket_dim for a model with no or several paddable dimensions, bucket sizes
  * with exact_shapes, sizes NULL with num_bucket_sizes > 0; each named), WHARF_UNSUPPORTED
- * (a bucket_dim that is not a batched method's session dimension). Thread-safe. Since 0.3 (experimental).
+ * (a bucket_dim that is neither a batched method's session dimension nor marked "pad":
+ * "repeat", saying why: for an old package's prefill, to re-export it). Thread-safe. Since 0.3 (experimental).
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_model_enable_graphs(wharf_model* model, const wharf_graph_options* opts);
 

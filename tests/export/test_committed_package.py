@@ -98,7 +98,7 @@ class CommittedPackage(unittest.TestCase):
                                        {"name": "slots", "dtype": "int64", "shape": ["N"]}])
         vocab = methods["decode"]["outputs"][0]["shape"][-1]
         self.assertEqual(m["outputs"], [{"name": "logits", "dtype": "float32", "shape": ["N", 1, vocab]}])
-        self.assertEqual(m["dims"], {"N": {"min": 1, "max": S}})
+        self.assertEqual(m["dims"], {"N": {"min": 1, "max": S, "pad": "repeat"}})
         for other in ("prefill", "decode"):
             self.assertNotIn("session_capacity", methods[other])
         # The batched .so binds the same states (the arenas keep the per-session FQNs).
@@ -127,6 +127,27 @@ class CommittedPackage(unittest.TestCase):
         for tag in ("exported_batch", "aoti_batch"):
             check = ref["checks"][tag]
             self.assertTrue(check["logits_ok"] and check["other_slots_unchanged"] and check["tokens_match_eager"], tag)
+
+
+    def test_prefill_may_be_padded_and_was_checked_padded(self):
+        # The exporter marks prefill's T "pad": "repeat" (graph buckets may pad it by repeating
+        # the last token and position) once each row's mask is at its own cache_position, and
+        # checks the padded prefill against the unpadded one (exported and compiled).
+        methods = {m["name"]: m for m in self.manifest["methods"]}
+        p = methods["prefill"]
+        self.assertEqual(p["inputs"], [{"name": "input_ids", "dtype": "int64", "shape": [1, "T"]},
+                                       {"name": "cache_position", "dtype": "int64", "shape": ["T"]}])
+        self.assertEqual(p["dims"], {"T": {"min": 1, "max": self.manifest["max_seq_len"], "pad": "repeat"}})
+        self.assertNotIn("dims", methods["decode"])
+        with open(os.path.join(PACKAGE, "reference.json")) as f:
+            ref = json.load(f)
+        for tag in ("exported_prefill_pad", "aoti_prefill_pad"):
+            check = ref["checks"][tag]
+            self.assertTrue(check["ok"], tag)
+            self.assertLessEqual(check["max_rel_diff"], check["tolerance"], tag)
+            self.assertGreaterEqual(len(check["cases"]), 5, tag)
+            self.assertTrue(all(c["same_greedy_token"] for c in check["cases"]), tag)
+            self.assertTrue(any(c["start"] > 0 for c in check["cases"]), f"{tag}: no prefill past position 0")
 
 
 class CompiledConstants(unittest.TestCase):

@@ -6,10 +6,12 @@
 // `graphs` (graphs on the method under test, with buckets). Every logit of a padded replay
 // must equal the eager run's bit for bit, and so must the sessions' state afterwards (read
 // with wharf_run_read: the padded rows rewrote the last position with the same values and
-// nothing else), and the decode steps that follow. prefill: lengths 3, 5, 7, 13 padded to
-// buckets {8, 16} (the largest captured first), 8 replayed as is, 17 (past the largest)
-// eager with the reason in the stats. decode_batch (session_capacity 8, once the package has
-// it): N = 3, 5, 6 over scattered sessions padded to bucket 8, the whole arena (the other
+// nothing else), and the decode steps that follow. prefill (its T marked "pad": "repeat"):
+// lengths 3, 5, 7, 11, 13 from position 0 and mid-conversation padded to buckets {4, 8, 16}
+// (the largest captured first), 16 replayed as is, 17 and 20 (past the largest) eager with
+// the reason in the stats; no default buckets (exact shapes); a copy of the package without
+// the mark (an old export) refused, saying to re-export. decode_batch (session_capacity 8):
+// N = 3, 5, 6 over scattered sessions padded to bucket 8, the whole arena (the other
 // sessions' slots included) equal to the eager lane's after every step; the default buckets
 // (1, 2, 4, 8) when none are declared; refusals of bad declarations naming the value.
 //
@@ -20,9 +22,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #define WHARF_EXPERIMENTAL
 #include "common/package_fixture.h"
@@ -97,19 +103,105 @@ class GraphBuckets : public wharf_test::PackageLanes {
   }
 };
 
-// A prefill's token dimension is not padded: measured on the H100, the exported prefill run
-// over its tokens padded by repeating the last one (positions too) gave the last row other
-// logits than the unpadded prefill (max |diff| / max |logit| 0.59, another greedy token):
-// something in it depends on a row's place in the chunk. So buckets on 'T' are refused and
-// the default is exact shapes, each replay bit-exact with the eager prefill.
-TEST_F(GraphBuckets, PrefillTokensAreNotPaddedAndExactShapesEqualEager) {
+// Largest absolute difference between two float vectors of one size (for the message when
+// they are not bit-equal).
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
+}
+
+// A prefill's tokens padded to buckets of T (the committed package's prefill marks T "pad":
+// "repeat": the exporter builds each row's attention mask at its own cache_position, so a
+// repeated last token at the last position computes what the real last row computes). Each
+// prefill, from position 0 or mid-conversation, replays the graph of the smallest bucket >= T
+// with the last token and position repeated, and must equal an unpadded eager prefill of the
+// same tokens bit for bit: the last row's logits, the session's whole state afterwards (the
+// real positions' keys and values; the padded rows rewrote the last position with the same
+// values and nothing else) and the decode steps that follow. 16 runs as is, 17 (past the
+// largest bucket) eagerly with the reason in the stats. Lengths and buckets are those the
+// exporter's check found bit-equal in PyTorch (reference.json, aoti_prefill_pad: 3 -> 4,
+// 5 and 7 -> 8, 13 and 11 -> 16; a GEMM of 1 or 9 rows padded to 2 or 32 differed in the
+// last bits there).
+TEST_F(GraphBuckets, PaddedPrefillsEqualUnpaddedEagerOnes) {
   OPEN_OR_SKIP(eager, "eager", 0);
   OPEN_OR_SKIP(graphs, "graphs", 0);
-  {
-    St st(enable(graphs->prefill, "T", {16, 8}));
-    EXPECT_EQ(st.code(), WHARF_UNSUPPORTED) << st.msg();
-    EXPECT_TRUE(st.has("'T' is not a batched method's session dimension")) << st.msg();
+  ASSERT_OK(enable(graphs->prefill, "T", {16, 4, 8}));
+  struct Case {
+    int start, length;
+  };
+  std::vector<float> want, got;
+  int id = 0;
+  uint64_t expect_padded = 0, expect_replays = 0, expect_eager = 0;
+  auto expect_run = [&](int n) {  // what the graph lane's prefill of n tokens does
+    if (n > 16) {
+      ++expect_eager;
+      return;
+    }
+    ++expect_replays;
+    if (n != 4 && n != 8 && n != 16) ++expect_padded;
+  };
+  for (const Case c : {Case{0, 3}, Case{0, 5}, Case{0, 7}, Case{0, 13}, Case{6, 5}, Case{6, 11}, Case{0, 16},
+                       Case{20, 3}, Case{0, 17}}) {
+    ++id;
+    std::vector<int64_t> prefix, chunk, pos;
+    for (int k = 0; k < c.start; ++k) prefix.push_back((id * 29 + k * 7 + 1) % kVocab);
+    for (int k = 0; k < c.length; ++k) {
+      chunk.push_back((c.length * 7 + k * 13 + 3 + id) % kVocab);
+      pos.push_back(c.start + k);
+    }
+    const std::string what = "prefill of " + std::to_string(c.length) + " tokens at " + std::to_string(c.start);
+    for (Lane* l : {eager, graphs}) {
+      ASSERT_OK(wharf_model_package_create_session(l->pkg, nullptr, &l->s[id]));
+      if (c.start) prefill(*l, id, prefix, l == eager ? &want : &got);
+    }
+    if (c.start) {
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << what << ": the prefix's logits differ (max |diff| " << max_abs_diff(want, got) << ")";
+      expect_run(c.start);
+    }
+    expect_run(c.length);
+    prefill(*eager, id, chunk, &want, pos);
+    prefill(*graphs, id, chunk, &got, pos);
+    ASSERT_EQ(want.size(), got.size());
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+        << what << ": logits differ (max |diff| " << max_abs_diff(want, got) << ")";
+    const std::vector<uint8_t> se = state_bytes(wharf_model_container(eager->prefill), {eager->s.at(id)}, false);
+    const std::vector<uint8_t> sg = state_bytes(wharf_model_container(graphs->prefill), {graphs->s.at(id)}, false);
+    ASSERT_GT(se.size(), 0u);
+    EXPECT_TRUE(se == sg) << what << ": the session's state differs from the unpadded eager prefill's";
+    // The next decode steps (eager in both lanes) read the state the prefills wrote.
+    int64_t token = 0;
+    for (int k = 0; k < 2; ++k) {
+      token = int64_t(std::max_element(want.begin(), want.end()) - want.begin());
+      decode(*eager, id, token, c.start + c.length + k, &want);
+      decode(*graphs, id, token, c.start + c.length + k, &got);
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << what << ": decode step " << k << " differs (max |diff| " << max_abs_diff(want, got) << ")";
+    }
   }
+  const wharf_graph_stats gs = graph_stats(graphs->prefill);
+  EXPECT_STREQ(gs.bucket_dim, "T");
+  EXPECT_EQ(gs.num_bucket_sizes, 3u);
+  EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
+  EXPECT_EQ(gs.replays, expect_replays);
+  EXPECT_EQ(gs.padded_replays, expect_padded);
+  // Past the largest bucket: the prefix of 20 and the prefill of 17 ran eagerly.
+  EXPECT_EQ(expect_eager, 2u);
+  EXPECT_EQ(gs.eager_runs, expect_eager) << gs.last_eager_reason;
+  EXPECT_NE(std::string(gs.last_eager_reason).find("17"), std::string::npos) << gs.last_eager_reason;
+  std::vector<int64_t> sizes;
+  for (const wharf_graph_bucket_info& b : graph_buckets(graphs->prefill)) sizes.push_back(b.bucket_size);
+  // The first prefill (3 tokens, bucket 4) captures the largest bucket first.
+  EXPECT_EQ(sizes, (std::vector<int64_t>{16, 4, 8}));
+}
+
+// Without declared sizes a prefill gets no buckets (a long prefill is compute-bound: padding it
+// would cost up to half its work again): a graph per exact length, each replay bit-exact with
+// the eager prefill.
+TEST_F(GraphBuckets, PrefillsDefaultToExactShapesEqualToEager) {
+  OPEN_OR_SKIP(eager, "eager", 0);
+  OPEN_OR_SKIP(graphs, "graphs", 0);
   ASSERT_OK(enable(graphs->prefill, nullptr, {}));
   std::vector<float> want, got;
   int id = 0;
@@ -133,6 +225,46 @@ TEST_F(GraphBuckets, PrefillTokensAreNotPaddedAndExactShapesEqualEager) {
   EXPECT_EQ(gs.padded_replays, 0u);
   EXPECT_EQ(gs.captures, 3u) << "one graph per exact length (3, 5, 7)";
   EXPECT_EQ(gs.replays, 4u) << gs.last_eager_reason;
+}
+
+// A package exported before the prefill's masks followed cache_position has no "pad":
+// "repeat" on T (padded, its last row's logits were 0.59 of the logit scale off on the H100):
+// buckets on its T are refused, saying to re-export it; exact shapes still work. Made here
+// from the committed package with the mark removed from its manifest (the methods are the
+// same files: the loader decides from the manifest alone).
+TEST_F(GraphBuckets, AnOldPackagesPrefillIsRefusedSayingReExport) {
+  namespace fs = std::filesystem;
+  const fs::path copy = fs::path(::testing::TempDir()) / ("wharf_old_prefill_" + std::to_string(::getpid()));
+  struct Remove {  // the copy goes at the end whatever happens (the loaded .so files may be unlinked)
+    fs::path p;
+    ~Remove() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } remove{copy};
+  std::error_code ec;
+  fs::remove_all(copy, ec);
+  fs::copy(dir_, copy, fs::copy_options::recursive, ec);
+  ASSERT_FALSE(ec) << "copying " << dir_ << ": " << ec.message();
+  std::string manifest = wharf_test::read_text(dir_ + "/manifest.json");
+  const std::string marked = "\"max\": 64,\n          \"pad\": \"repeat\"";
+  const size_t at = manifest.find(marked);
+  ASSERT_NE(at, std::string::npos) << "the committed prefill's T is marked \"pad\": \"repeat\"";
+  manifest.replace(at, marked.size(), "\"max\": 64");
+  {
+    std::ofstream f(copy / "manifest.json", std::ios::binary | std::ios::trunc);
+    f << manifest;
+  }
+  dir_ = copy.string();
+  OPEN_OR_SKIP(old, "old package", 0);
+  EXPECT_FAILS(enable(old->prefill, "T", {8, 16}), WHARF_UNSUPPORTED, "dims.T is not marked \"pad\": \"repeat\"");
+  EXPECT_FAILS(enable(old->prefill, "T", {8}), WHARF_UNSUPPORTED, "re-export the package with the current exporter");
+  ASSERT_OK(enable(old->prefill, nullptr, {}));
+  EXPECT_EQ(graph_stats(old->prefill).num_bucket_sizes, 0u);
+  std::vector<float> logits;
+  ASSERT_OK(wharf_model_package_create_session(old->pkg, nullptr, &old->s[1]));
+  prefill(*old, 1, {5, 6, 7}, &logits);
+  EXPECT_EQ(graph_stats(old->prefill).replays, 1u);
 }
 
 TEST_F(GraphBuckets, PaddedBatchesEqualEagerOnesAndLeaveOtherSlotsUntouched) {
@@ -268,8 +400,9 @@ TEST_F(GraphBuckets, BadDeclarationsAreRefusedNamingTheValue) {
   EXPECT_FAILS(enable(l->batch, "N", {8, 8}), WHARF_INVALID_ARGUMENT, "given twice");
   EXPECT_FAILS(enable(l->batch, "N", {9}), WHARF_INVALID_ARGUMENT, "past the dimension's max 8");
   EXPECT_FAILS(enable(l->decode, "T", {8}), WHARF_INVALID_ARGUMENT, "declares none");
-  // A prefill's tokens are not padded (PrefillTokensAreNotPaddedAndExactShapesEqualEager).
-  EXPECT_FAILS(enable(l->prefill, "T", {8}), WHARF_UNSUPPORTED, "not a batched method's session dimension");
+  // A prefill's T is padded to declared sizes (PaddedPrefillsEqualUnpaddedEagerOnes), within its max.
+  EXPECT_FAILS(enable(l->prefill, "T", {8, 128}), WHARF_INVALID_ARGUMENT, "past the dimension's max 64");
+  EXPECT_FAILS(enable(l->prefill, "N", {8}), WHARF_INVALID_ARGUMENT, "declares 'T'");
   wharf_graph_options o;
   wharf_graph_options_init(&o);
   o.num_bucket_sizes = 2;

@@ -21,9 +21,10 @@ TensorMeta meta(DType d, std::vector<int64_t> shape) {
   return m;
 }
 
-// prefill: input_ids [1, T], cache_position [T], logits [1, 1, V] (no T). Marked as rows
-// independent here to test the plan's mechanics on a dimension that is not every input's
-// first; a package's prefill T is not (only a batched method's session dimension is).
+// prefill: input_ids [1, T], cache_position [T], logits [1, 1, V] (no T). rows_independent:
+// as the loader marks a package's prefill T that its manifest marks "pad": "repeat" (the
+// exporter's, whose rows' masks are at their own cache_position); padded only to declared
+// sizes, never by default.
 SymbolicDim prefill_t(int64_t max = 64, bool rows_independent = true) {
   SymbolicDim d;
   d.name = "T";
@@ -44,20 +45,41 @@ SymbolicDim batch_n(int64_t max = 8) {
   d.inputs = {0, 0, 0};
   d.outputs = {0};
   d.rows_independent = true;
+  d.padded_by_default = true;
   return d;
 }
 
-// Only a dimension whose rows are independent is padded: a prefill's T (padding it changed its
-// last row's logits on the H100) is refused when named and never a default.
+// Only a dimension whose rows are independent is padded. A T not marked so (an old package's
+// prefill: padding it changed its last row's logits on the H100) is refused when named, with
+// the loader's reason when it gave one, and never a default; a marked T is padded to the sizes
+// declared for it, and is not a default either (only a session dimension is).
 TEST(GraphBuckets, OnlyADimensionOfIndependentRowsIsPadded) {
   BucketSpec spec;
-  const Status st = resolve_buckets("m", {prefill_t(64, false)}, 2, "T", {8, 16}, false, &spec);
+  Status st = resolve_buckets("m", {prefill_t(64, false)}, 2, "T", {8, 16}, false, &spec);
   EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
-  EXPECT_NE(st.message().find("'T' is not a batched method's session dimension"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("'T' may not be padded: it is neither a batched method's session dimension nor "
+                              "marked \"pad\": \"repeat\""),
+            std::string::npos)
+      << st.message();
+  SymbolicDim old_prefill = prefill_t(64, false);
+  old_prefill.pad_refusal = "the loader's reason";
+  st = resolve_buckets("m", {old_prefill}, 2, "T", {8}, false, &spec);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("'T' may not be padded: the loader's reason"), std::string::npos) << st.message();
+  EXPECT_FALSE(spec.enabled());
   ASSERT_TRUE(resolve_buckets("m", {prefill_t(64, false)}, 2, "", {}, false, &spec).ok());
-  EXPECT_FALSE(spec.enabled()) << "no default padding of a prefill's tokens";
+  EXPECT_FALSE(spec.enabled()) << "no default padding of an unmarked dimension";
+  // Sizes without a name skip it too: nothing else to pad.
+  EXPECT_EQ(resolve_buckets("m", {prefill_t(64, false)}, 2, "", {8}, false, &spec).code(), Code::kInvalidArgument);
   ASSERT_TRUE(resolve_buckets("m", {prefill_t(64, false), batch_n()}, 3, "", {}, false, &spec).ok());
   EXPECT_EQ(spec.dim, "N") << "the session dimension is the default";
+  // Marked: padded to declared sizes, named or not; no default set.
+  ASSERT_TRUE(resolve_buckets("m", {prefill_t()}, 2, "T", {8, 16}, false, &spec).ok());
+  EXPECT_EQ(spec.sizes, (std::vector<int64_t>{8, 16}));
+  ASSERT_TRUE(resolve_buckets("m", {prefill_t()}, 2, "", {4}, false, &spec).ok());
+  EXPECT_EQ(spec.dim, "T");
+  ASSERT_TRUE(resolve_buckets("m", {prefill_t()}, 2, "", {}, false, &spec).ok());
+  EXPECT_FALSE(spec.enabled()) << "a prefill's T has no default buckets (exact shapes)";
 }
 
 TEST(GraphBuckets, DefaultSizesArePowersOfTwoUpToTheMaxAndTheMax) {
@@ -106,10 +128,10 @@ TEST(GraphBuckets, DeclarationsResolveAgainstTheMethodsDimensions) {
   EXPECT_FALSE(spec.enabled());
   ASSERT_TRUE(resolve_buckets("m", {}, 2, "", {}, false, &spec).ok());
   EXPECT_FALSE(spec.enabled());
-  SymbolicDim no_max = prefill_t(-1);
-  ASSERT_TRUE(resolve_buckets("m", {no_max}, 2, "", {}, false, &spec).ok());
+  SymbolicDim no_max = batch_n(-1);
+  ASSERT_TRUE(resolve_buckets("m", {no_max}, 3, "", {}, false, &spec).ok());
   EXPECT_FALSE(spec.enabled()) << "no default without a max";
-  ASSERT_TRUE(resolve_buckets("m", {no_max}, 2, "T", {1 << 20}, false, &spec).ok());
+  ASSERT_TRUE(resolve_buckets("m", {no_max}, 3, "N", {1 << 20}, false, &spec).ok());
   EXPECT_EQ(spec.sizes, (std::vector<int64_t>{1 << 20}));
 }
 

@@ -556,6 +556,72 @@ TEST_F(WharfPackage, ABatchedMethodsCapacityAndSlotsInputAreChecked) {
   expect_refused(WHARF_UNSUPPORTED, {"method 'decode_batch'", "CUDA backend"});
 }
 
+// "pad": "repeat" on a dim: graph buckets may pad runs along it by repeating the last row (the
+// exporter marks its prefill's T once each row's mask follows its own cache_position). The
+// loader rule: marked dims and a batched method's session dimension may be padded (only the
+// latter by default); an unmarked dim (an old package's prefill T) is refused with a message
+// that says to re-export the package.
+TEST_F(WharfPackage, PadRepeatMarksTheDimsGraphBucketsMayPad) {
+  const std::string old_dims = "\"dims\": {\"T\": {\"min\": 1, \"max\": 64}}";
+  add_batch_method();
+  const std::string old_package = manifest_;
+  wharf::Manifest m;
+  ASSERT_TRUE(wharf::parse_manifest(old_package, "m", &m).ok());
+  ASSERT_EQ(m.methods[1].name, "prefill");
+  EXPECT_TRUE(m.methods[1].repeat_dims.empty());
+  std::vector<wharf::SymbolicDim> dims = wharf::package_method_dims(m.methods[1], "methods[1]");
+  ASSERT_EQ(dims.size(), 1u);
+  EXPECT_EQ(dims[0].name, "T");
+  EXPECT_EQ(dims[0].inputs, (std::vector<int>{1, 0}));
+  EXPECT_FALSE(dims[0].rows_independent);
+  EXPECT_NE(dims[0].pad_refusal.find("methods[1].dims.T is not marked \"pad\": \"repeat\""), std::string::npos)
+      << dims[0].pad_refusal;
+  EXPECT_NE(dims[0].pad_refusal.find("re-export the package"), std::string::npos) << dims[0].pad_refusal;
+  // What enabling buckets on it says (the C API's WHARF_UNSUPPORTED).
+  wharf::BucketSpec spec;
+  wharf::Status st = wharf::resolve_buckets("tiny/prefill", dims, 2, "T", {8}, false, &spec);
+  EXPECT_EQ(st.code(), wharf::Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find("'T' may not be padded: manifest.json's methods[1].dims.T is not marked"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("re-export the package with the current exporter"), std::string::npos) << st.message();
+  // The batched method's session dimension, marked or not: padded, by default.
+  dims = wharf::package_method_dims(m.methods[0], "methods[0]");
+  ASSERT_EQ(dims.size(), 1u);
+  EXPECT_TRUE(dims[0].rows_independent);
+  EXPECT_TRUE(dims[0].padded_by_default);
+  EXPECT_TRUE(dims[0].pad_refusal.empty());
+
+  // The current exporter's package: T marked.
+  edit(old_dims, "\"dims\": {\"T\": {\"min\": 1, \"max\": 64, \"pad\": \"repeat\"}}");
+  const std::string marked = manifest_;
+  st = wharf::parse_manifest(marked, "m", &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(m.methods[1].repeat_dims, (std::vector<std::string>{"T"}));
+  EXPECT_EQ(m.methods[1].inputs[0].dim_max[1], 64) << "min and max read as before";
+  dims = wharf::package_method_dims(m.methods[1], "methods[1]");
+  ASSERT_EQ(dims.size(), 1u);
+  EXPECT_TRUE(dims[0].rows_independent);
+  EXPECT_FALSE(dims[0].padded_by_default) << "a prefill is padded only to declared sizes";
+  EXPECT_TRUE(dims[0].pad_refusal.empty());
+  ASSERT_TRUE(wharf::resolve_buckets("tiny/prefill", dims, 2, "T", {16, 8}, false, &spec).ok());
+  EXPECT_EQ(spec.sizes, (std::vector<int64_t>{8, 16}));
+  ASSERT_TRUE(wharf::resolve_buckets("tiny/prefill", dims, 2, "", {}, false, &spec).ok());
+  EXPECT_FALSE(spec.enabled()) << "no default buckets for a prefill";
+  // The whole package still loads up to its first method.
+  capacity_ = 8;
+  expect_refused(WHARF_UNSUPPORTED, {"method 'decode_batch'", "CUDA backend"});
+
+  // A rule this loader does not know, or not a string: refused, naming the field.
+  manifest_ = marked;
+  edit("\"pad\": \"repeat\"", "\"pad\": \"continue\"");
+  expect_refused(WHARF_INVALID_ARGUMENT,
+                 {"methods[1].dims.T.pad: 'continue' is not a padding rule this loader knows (\"repeat\""});
+  manifest_ = marked;
+  edit("\"pad\": \"repeat\"", "\"pad\": true");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].dims.T.pad: a string expected, got a boolean"});
+}
+
 }  // namespace
 
 TEST_F(WharfPackage, AliasesNameListedParametersByAnotherName) {

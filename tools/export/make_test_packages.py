@@ -17,7 +17,9 @@ position L+t (N=8 tokens). Hot update: after K=3 decode steps the parameters are
 update.safetensors and decoding continues with the same cache.
 Checks (recorded in reference.json["checks"]): the exported programs (before compilation) and
 the AOTInductor-compiled methods (the package's .so, run by PyTorch's AOTI runner with the
-package's weight files bound and one shared cache) give transformers' tokens. With
+package's weight files bound and one shared cache) give transformers' tokens; the prefill
+padded by repeating its last token and position (Wharf's graph buckets) gives the unpadded
+prefill's logits, cache and next decode steps (exported_prefill_pad, aoti_prefill_pad). With
 --session-capacity S (default 8; 0: none) every package also has decode_batch, checked as
 exported (by the exporter) and as compiled against each session's per-session decode and
 transformers (wharf_export.batched_check; exported_batch, aoti_batch), and reference.json gets
@@ -284,7 +286,37 @@ def run_job(family, dtype, out_dir, gemm, session_capacity=SESSION_CAPACITY):
         checks["aoti"] = {"error": f"{type(e).__name__}: {str(e)[:800]}"}
         traceback.print_exc()
 
-    # 3. The batched method: its exported program (checked by the exporter) and the compiled
+    # 3. The prefill padded by repeating its last token and position (what Wharf's graph buckets
+    # do; the manifest marks T "pad": "repeat"): its exported program (checked by the exporter)
+    # and the compiled .so, each against the same method unpadded.
+    if "prefill_pad_check" in info:
+        checks["exported_prefill_pad"] = info["prefill_pad_check"]
+    try:
+        promote_libtorch()
+        weights = load_package_weights(pkg, manifest, dev)
+        fqns = [s["fqn"] for s in manifest["state"]]
+        bound = {s["fqn"]: torch.zeros(s["shape"], dtype=wx.DTYPES[s["dtype"]], device=dev)
+                 for s in manifest["state"]}
+        runners = {}
+        for m in ("prefill", "decode"):
+            r = torch._inductor.aoti_load_package(info["pt2"][m])
+            r.load_constants(dict(weights, **bound), check_full_update=True, user_managed=True)
+            runners[m] = r
+        runs = {m: wx.per_session_runner(lambda ids, pos, m=m: runners[m](torch.tensor(ids, device=dev),
+                                                                         torch.tensor(pos, device=dev)),
+                                         fqns, bound) for m in runners}
+        t_dim = next(m for m in manifest["methods"] if m["name"] == "prefill")["dims"]["T"]
+        with torch.no_grad():
+            checks["aoti_prefill_pad"] = wx.prefill_padding_check(
+                lambda sess, ids, pos: runs["prefill"](sess, [ids], pos),
+                lambda sess, tok, pos: runs["decode"](sess, [[tok]], [pos]),
+                lambda: {f: torch.zeros_like(t) for f, t in bound.items()},
+                int(manifest["source"]["vocab_size"]), MAX_SEQ_LEN, min_len=t_dim["min"], dtype=dtype)
+    except Exception as e:  # noqa: BLE001
+        checks["aoti_prefill_pad"] = {"error": f"{type(e).__name__}: {str(e)[:800]}"}
+        traceback.print_exc()
+
+    # 4. The batched method: its exported program (checked by the exporter) and the compiled
     # .so against the per-session methods' .so, rows of sessions at ragged positions.
     batch = None
     if session_capacity:
@@ -394,6 +426,12 @@ def status_of(r):
 
     hu = ao.get("hot_update", {}) if "error" not in ao else {"error": 1}
     st = f"{fb}ep={s(ep)} aoti={s(ao)} upd={s(hu)}"
+    ap = c.get("aoti_prefill_pad")
+    if ap is not None:
+        if "error" in ap:
+            st += " pad=error"
+        else:
+            st += f" pad={'ok' if ap.get('ok') else 'DIFF'}({ap.get('max_rel_diff', 0):.1g},eq={ap.get('bit_equal')})"
     ab = c.get("aoti_batch")
     if ab is not None:
         if "error" in ab:
@@ -483,6 +521,16 @@ def main():
                 print(f"  {f}-{d} {tag}: max abs {b.get('max_abs_diff'):.3g} rel {b.get('max_rel_diff'):.3g} "
                       f"other slots unchanged {b.get('other_slots_unchanged')} tokens match {b.get('tokens_match_eager')}"
                       + (f" mismatches {b['eager_mismatches']}" if b.get("eager_mismatches") else ""))
+            elif b:
+                print(f"  {f}-{d} {tag}: {b['error'][:200]}")
+    print("\nprefill padded by repeating its last row against the unpadded prefill (max |diff| / max |logit|):")
+    for (f, d), r in sorted(results.items()):
+        for tag in ("exported_prefill_pad", "aoti_prefill_pad"):
+            b = r.get("checks", {}).get(tag)
+            if b and "error" not in b:
+                print(f"  {f}-{d} {tag}: rel {b.get('max_rel_diff'):.3g} bit-equal {b.get('bit_equal')} "
+                      f"({len(b.get('cases', []))} cases; state bit-equal in "
+                      f"{sum(c['state_bit_equal'] for c in b.get('cases', []))})")
             elif b:
                 print(f"  {f}-{d} {tag}: {b['error'][:200]}")
     print("\nwhat reached SDPA (first node of each method):")

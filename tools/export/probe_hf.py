@@ -15,7 +15,7 @@ try:
 except Exception as e:  # noqa: BLE001
     print("triton", e)
 for obj in (cache_utils.StaticLayer, cache_utils.Cache.update, cache_utils.StaticCache.__init__,
-            masking_utils.create_causal_mask, masking_utils._preprocess_mask_arguments
+            masking_utils.create_causal_mask, masking_utils.sdpa_mask, masking_utils._preprocess_mask_arguments
             if hasattr(masking_utils, "_preprocess_mask_arguments") else None,
             modeling_llama.LlamaModel.forward, modeling_llama.LlamaForCausalLM.forward,
             modeling_llama.LlamaAttention.forward):

@@ -146,11 +146,105 @@ def make_hf_cache(config, buffers, max_seq_len, batched=False):
     return cache
 
 
+# --------------------------------------------------------------------------------------------
+# Masks at the rows' own positions
+# --------------------------------------------------------------------------------------------
+
+# The query positions of the per-session wrapper running now (a stack): while set, the mask
+# functions transformers looks up build each query row's mask at cache_position[row].
+_QUERY_POSITIONS = []
+_MASK_CALLS = [0]  # masks built at those positions (the wrapper checks that its model built one)
+MASKED_IMPLEMENTATIONS = ("sdpa", "eager")  # transformers' mask functions the exporter can export
+
+
+def _at_query_positions(original):
+    """Wraps one of transformers' mask-interface functions (sdpa_mask, eager_mask, keyword
+    arguments batch_size, q_length, kv_length, q_offset, kv_offset, mask_function, ...): while
+    a wrapper's positions are set, query row i is at cache_position[i] instead of q_offset + i.
+
+    Why: transformers (5.x) places a chunk's query rows at `past_key_values.get_seq_length()
+    + 0 .. T-1` (q_offset is the cache's length, which the wrapper can only give as one number,
+    cache_position[0]), so a row's mask followed its place in the chunk, not its position. With
+    positions taken from cache_position, row i attends to key j exactly when the model's mask
+    function allows (j, cache_position[i]) (causal: j <= cache_position[i]; a sliding window:
+    also j > cache_position[i] - window): a prefill padded by repeating its last token and
+    position then computes, for every repeated row, what the real last row computes (Wharf's
+    graph buckets pad prefills that way; docs/decisions.md, "Buckets with padding"). The mask
+    function itself (causal, sliding window, a family's own) is transformers', called with the
+    positions as query indices; outside a wrapper's forward the original runs unchanged."""
+    if getattr(original, "_wharf_positional", False):
+        return original
+
+    def mask(*args, **kwargs):
+        if not _QUERY_POSITIONS:
+            return original(*args, **kwargs)
+        pos = _QUERY_POSITIONS[-1]
+        if args:
+            raise RuntimeError(f"{getattr(original, '__name__', original)}: called with positional arguments; the "
+                               f"exporter's positional masks expect transformers' keyword call (probe_hf.py)")
+        kwargs = dict(kwargs)
+        if "q_length" in kwargs and "mask_function" in kwargs:
+            fn = kwargs["mask_function"]
+
+            def at_positions(batch_idx, head_idx, q_idx, kv_idx):
+                return fn(batch_idx, head_idx, pos[q_idx], kv_idx)
+
+            kwargs["mask_function"] = at_positions
+            kwargs["q_offset"] = 0  # q_idx is the row; its position comes from cache_position
+        elif "cache_position" in kwargs:  # releases that build the mask from cache_position itself
+            kwargs["cache_position"] = pos
+        else:
+            raise RuntimeError(f"{getattr(original, '__name__', original)}: neither q_length/mask_function nor "
+                               f"cache_position among its arguments {sorted(kwargs)}: this transformers release "
+                               f"builds masks another way (probe_hf.py)")
+        # Never the is_causal shortcut: it would be top-left causal over the rows, not the positions.
+        kwargs["allow_is_causal_skip"] = False
+        _MASK_CALLS[0] += 1
+        return original(**kwargs)
+
+    mask._wharf_positional = True
+    mask.__name__ = f"wharf_positional_{getattr(original, '__name__', 'mask')}"
+    return mask
+
+
+def install_positional_masks():
+    """Wraps transformers' mask functions of MASKED_IMPLEMENTATIONS (once; a pass-through outside
+    a per-session wrapper's forward, so transformers' own models are unaffected)."""
+    try:
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+    except ImportError as e:
+        raise RuntimeError("this transformers release has no masking_utils.AttentionMaskInterface: the exporter "
+                           "cannot build the prefill's masks from cache_position") from e
+    for name in MASKED_IMPLEMENTATIONS:
+        if name in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+            AttentionMaskInterface.register(name, _at_query_positions(ALL_MASK_ATTENTION_FUNCTIONS._global_mapping[name]))
+
+
+class query_positions:
+    """Context: the masks built inside are at `positions` (cache_position [T]); counts them."""
+
+    def __init__(self, positions):
+        self.positions = positions
+
+    def __enter__(self):
+        install_positional_masks()
+        _QUERY_POSITIONS.append(self.positions)
+        self.calls_before = _MASK_CALLS[0]
+        return self
+
+    def __exit__(self, *exc):
+        _QUERY_POSITIONS.pop()
+        self.calls = _MASK_CALLS[0] - self.calls_before
+        return False
+
+
 class WharfCausalLM(nn.Module):
     """A transformers causal LM with the FQNs of its checkpoint (its children are this module's
     children: `model.layers.0...`, `lm_head.weight`) and Wharf's KV cache. forward(input_ids
-    [1, T], cache_position [T]) writes the tokens' keys and values at cache_position and returns
-    the float32 logits of the last position, [1, 1, vocab]."""
+    [1, T], cache_position [T]) writes the tokens' keys and values at cache_position, attends
+    from each row at its own cache_position (so a run padded by repeating its last token and
+    position computes the unpadded run's rows) and returns the float32 logits of the last
+    position, [1, 1, vocab]."""
 
     def __init__(self, hf_model, max_seq_len):
         super().__init__()
@@ -178,7 +272,9 @@ class WharfCausalLM(nn.Module):
             layer.keys = getattr(self.wharf_cache, f"key_{i}")
             layer.values = getattr(self.wharf_cache, f"value_{i}")
             # Releases that derive positions from the cache's length read it here: a value
-            # computed from the input, not a mutated buffer (it would become state).
+            # computed from the input, not a mutated buffer (it would become state). One
+            # number for the chunk: the masks take each row's position from cache_position
+            # instead (query_positions below).
             cl = getattr(layer, "cumulative_length", None)
             if isinstance(cl, torch.Tensor):
                 layer.cumulative_length = cache_position[:1].reshape(cl.shape).to(cl.dtype)
@@ -188,7 +284,15 @@ class WharfCausalLM(nn.Module):
             kwargs["cache_position"] = cache_position
         if self._keep:
             kwargs[self._keep] = 1
-        out = self._hf(**kwargs)
+        # Each query row's mask at its own cache_position (see _at_query_positions): what makes a
+        # prefill padded by repeating its last row compute the unpadded prefill's rows.
+        with query_positions(cache_position) as q:
+            out = self._hf(**kwargs)
+        attn = getattr(self._hf.config, "_attn_implementation", None)
+        if q.calls == 0 and attn in MASKED_IMPLEMENTATIONS:
+            raise RuntimeError(f"{type(self._hf).__name__}: no attention mask was built through transformers' mask "
+                               f"interface ({attn!r}): the exporter cannot place the rows' masks at cache_position")
+        self._cache.wharf_mask_calls = q.calls  # (not a module attribute: export refuses assigning those)
         logits = out.logits if hasattr(out, "logits") else out[0]
         return logits[:, -1:, :].float()
 
@@ -475,6 +579,106 @@ def check_exported_batch(programs, state, capacity, vocab, max_seq_len, hf_model
 
 
 # --------------------------------------------------------------------------------------------
+# Checking the prefill padded by repeating its last row
+# --------------------------------------------------------------------------------------------
+
+# (start, length, bucket): a prefill of `length` tokens at positions start .. start+length-1
+# (after an unpadded prefill of 0 .. start-1), run as is and padded to `bucket` rows by
+# repeating its last token and position. Lengths across a sliding window of 8, from position 0
+# and mid-conversation.
+PAD_CASES = ((0, 1, 2), (0, 3, 4), (0, 5, 8), (0, 7, 8), (0, 13, 16), (0, 9, 32), (6, 5, 8), (6, 11, 16), (20, 3, 8))
+PAD_TOLERANCE = {"float32": 1e-4}  # max |padded - unpadded| / max |unpadded logit|; other dtypes: 2e-2
+PAD_DECODE_STEPS = 2
+
+
+def prefill_padding_check(run_prefill, run_decode, new_state, vocab, max_seq_len, min_len=1, dtype="float32",
+                          seed=11, cases=PAD_CASES):
+    """Runs the prefill of each case twice, as is and padded by repeating its last token and
+    position (what Wharf's graph buckets do, docs/decisions.md), and compares the last
+    position's logits, the whole session state afterwards (the real positions' keys and values,
+    and nothing else written: both lanes start from zeros) and the logits of PAD_DECODE_STEPS
+    decode steps that follow (the unpadded lane's greedy tokens fed to both).
+
+    run_prefill(state, ids [T], pos [T]) / run_decode(state, token, pos) -> logits [vocab] run
+    the per-session methods on `state` (a dict of per-session state tensors from new_state(),
+    written in place). Returns per-case differences (max abs, and whether bit-equal) and
+    `max_rel_diff` (max |diff| / max |logit| over all logits), `bit_equal` (everything), and
+    `ok` against PAD_TOLERANCE."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    out, max_rel, all_equal = [], 0.0, True
+    with torch.no_grad():
+        for start, length, bucket in cases:
+            if bucket > max_seq_len or start + length + PAD_DECODE_STEPS > max_seq_len or length < min_len:
+                continue
+            prefix = torch.randint(3, vocab, (start,), generator=g).tolist()
+            chunk = torch.randint(3, vocab, (length,), generator=g).tolist()
+            pos = list(range(start, start + length))
+            lanes = []
+            for padded in (False, True):
+                st = new_state()
+                if start:
+                    run_prefill(st, prefix, list(range(start)))
+                ids, p = list(chunk), list(pos)
+                if padded:
+                    ids += [ids[-1]] * (bucket - length)
+                    p += [p[-1]] * (bucket - length)
+                lg = run_prefill(st, ids, p).float().clone()
+                lanes.append([st, [lg]])
+            toks = [int(lanes[0][1][0].argmax())]
+            for k in range(PAD_DECODE_STEPS):
+                for st, logits in lanes:
+                    logits.append(run_decode(st, toks[-1], start + length + k).float().clone())
+                toks.append(int(lanes[0][1][-1].argmax()))
+            (sa, la), (sb, lb) = lanes
+            scale = max(float(x.abs().max()) for x in la) or 1e-30
+            case = {"start": start, "length": length, "bucket": bucket}
+            case["logits_max_abs_diff"] = float((la[0] - lb[0]).abs().max())
+            case["logits_bit_equal"] = bool(torch.equal(la[0], lb[0]))
+            case["state_max_abs_diff"] = max(float((sa[f].float() - sb[f].float()).abs().max()) for f in sa)
+            case["state_bit_equal"] = all(torch.equal(sa[f], sb[f]) for f in sa)
+            case["decode_max_abs_diff"] = max(float((x - y).abs().max()) for x, y in zip(la[1:], lb[1:]))
+            case["decode_bit_equal"] = all(torch.equal(x, y) for x, y in zip(la[1:], lb[1:]))
+            case["same_greedy_token"] = int(la[0].argmax()) == int(lb[0].argmax())
+            rel = max(case["logits_max_abs_diff"], case["decode_max_abs_diff"]) / scale
+            case["max_rel_diff"] = rel
+            max_rel = max(max_rel, rel)
+            all_equal = all_equal and case["logits_bit_equal"] and case["state_bit_equal"] and case["decode_bit_equal"]
+            out.append(case)
+    tol = PAD_TOLERANCE.get(dtype, 2e-2)
+    return {"cases": out, "max_rel_diff": max_rel, "bit_equal": all_equal, "tolerance": tol,
+            "ok": bool(out) and max_rel <= tol}
+
+
+def per_session_runner(run, fqns, buffers):
+    """run_prefill / run_decode for prefill_padding_check and batched_check over a method whose
+    state is `buffers` ({fqn: tensor} it reads and writes): the session's state is copied in,
+    the method run, and the state copied back. run(ids, pos) -> logits [1, 1, vocab]."""
+    def call(sess, ids, pos):
+        for f in fqns:
+            buffers[f].copy_(sess[f])
+        out = run(ids, pos)
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        for f in fqns:
+            sess[f].copy_(buffers[f])
+        return out[0, -1]
+    return call
+
+
+def check_exported_padding(programs, state, vocab, max_seq_len, min_len, dtype, device="cuda"):
+    """prefill_padding_check on the exported prefill and decode programs."""
+    mods = {m: programs[m].module() for m in ("prefill", "decode")}
+    fqns = [s["fqn"] for s in state]
+    runs = {m: per_session_runner(lambda ids, pos, m=m: mods[m](torch.tensor(ids, device=device),
+                                                                torch.tensor(pos, device=device)),
+                                  fqns, {f: mods[m].get_buffer(f) for f in fqns}) for m in mods}
+    return prefill_padding_check(
+        lambda sess, ids, pos: runs["prefill"](sess, [ids], pos),
+        lambda sess, tok, pos: runs["decode"](sess, [[tok]], [pos]),
+        lambda: {s["fqn"]: torch.zeros(s["shape"], dtype=DTYPES[s["dtype"]], device=device) for s in state},
+        vocab, max_seq_len, min_len=min_len, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------------
 # Export and compile
 # --------------------------------------------------------------------------------------------
 
@@ -683,12 +887,14 @@ def wharf_version():
 
 def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", config_only=False, seed=0,
                    name=None, constant_folding=False, build_dir=None, shims_path=None, prefill_example=None,
-                   model=None, attention=None, session_capacity=0, check_batch=True):
+                   model=None, attention=None, session_capacity=0, check_batch=True, check_padding=True):
     """Exports `src` into the package directory `out`. Returns (manifest, info) where info has
     the wrapper, the exported programs and the compiled .pt2 paths (for validation).
     session_capacity S > 0 adds the batched method `decode_batch` over an arena of S sessions
     and (check_batch) checks its exported program against the per-session ones and
-    transformers (info["batch_check"])."""
+    transformers (info["batch_check"]). check_padding: the exported prefill padded by repeating its
+    last token and position must agree with the unpadded one (info["prefill_pad_check"]; the
+    manifest marks T "pad": "repeat")."""
     import transformers
 
     device = "cuda"
@@ -719,6 +925,7 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
     example = prefill_example or min(8, max_seq_len)
     vocab = int(model.get_output_embeddings().weight.shape[0])
     slot_nodes = {}
+    prefill_min, prefill_pad_check = 1, None
     for mname in wrappers:
         t0 = time.time()
         with torch.no_grad():
@@ -791,7 +998,7 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
                             {"name": "cache_position", "dtype": "int64", "shape": ["N"]},
                             {"name": "slots", "dtype": "int64", "shape": ["N"]}],
                  "outputs": [{"name": "logits", "dtype": "float32", "shape": ["N", 1, vocab]}],
-                 "dims": {"N": dims}}
+                 "dims": {"N": dict(dims, pad="repeat")}}
             methods.append(m)
             continue
         T = "T" if mname == "prefill" else 1
@@ -800,8 +1007,28 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
                         {"name": "cache_position", "dtype": "int64", "shape": [T]}],
              "outputs": [{"name": "logits", "dtype": "float32", "shape": [1, 1, vocab]}]}
         if dims:
-            m["dims"] = {"T": dims}
+            # "pad": "repeat": a run may be padded along T by repeating its last token and
+            # position (each row's mask is at its own cache_position; checked below).
+            m["dims"] = {"T": dict(dims, pad="repeat")}
+            prefill_min = dims["min"]
         methods.append(m)
+
+    if check_padding and "prefill" in programs and "decode" in programs:
+        t0 = time.time()
+        try:
+            res = check_exported_padding(programs, [{"fqn": f"wharf_cache.{k}", "dtype": WHARF_DTYPE[b.dtype],
+                                                     "shape": list(b.shape)}
+                                                    for k, b in wrapper.wharf_cache.named_buffers()],
+                                         vocab, max_seq_len, prefill_min, dtype, device)
+        finally:
+            wrapper.reset_cache()
+        prefill_pad_check = res
+        log(f"prefill padding check ({time.time() - t0:.1f} s, exported programs): {len(res['cases'])} cases, "
+            f"max |padded - unpadded| / max |logit| {res['max_rel_diff']:.3g}, bit-equal: {res['bit_equal']}")
+        if not res["ok"]:
+            raise RuntimeError(f"prefill: padded by repeating its last token and position, it disagrees with the "
+                               f"unpadded prefill (the manifest would mark T \"pad\": \"repeat\"): "
+                               f"{json.dumps(res)[:2000]}")
 
     expected_state = {f"wharf_cache.{k}" for k, _ in wrapper.wharf_cache.named_buffers()}
     if state_all != expected_state:
@@ -873,6 +1100,8 @@ def export_package(src, out, dtype="float32", max_seq_len=1024, gemm="auto", con
     info = {"wrapper": wrapper, "model": model, "programs": programs, "pt2": pt2s, "attention": sdpa_reports,
             "constant_tables": constant_tables,
             "shims": shim_report, "build_dir": build_dir, "own_build": own_build}
+    if prefill_pad_check is not None:
+        info["prefill_pad_check"] = prefill_pad_check
     if session_capacity and check_batch:
         t0 = time.time()
         try:

@@ -175,12 +175,14 @@ public final class GraphOptions {
 
     /**
      * Buckets of a symbolic dimension (a model package method's manifest {@code dims}:
-     * a batched method's session dimension, decode_batch's "N"): a run of size n replays the graph of the smallest
+     * a batched method's session dimension, decode_batch's "N", or one marked "pad": "repeat", the
+     * exporter's prefill "T"): a run of size n replays the graph of the smallest
      * size &gt;= n, its inputs padded by repeating their last row, its outputs with the
      * dimension views of the real rows; sizes past the largest run eagerly (see
      * {@code wharf_model_enable_graphs} for the rule a method must satisfy). Not called: the
      * default set (powers of two up to the dimension's max, and the max) where the method has
-     * one such dimension with a max. The library checks the sizes against the dimension.
+     * one session dimension with a max (a prefill's T: exact shapes). The library checks the
+     * sizes against the dimension.
      *
      * @param dim the dimension's name, or null for the method's only paddable dimension
      * @param sizes the sizes (copied)
