@@ -55,7 +55,7 @@ struct SymbolicDim {
   // Padded by default (the default set when nothing is declared): a batched method's session
   // dimension, whose size changes every few steps of a serving loop and is launch-bound. A
   // prefill's T is padded only to sizes declared for it: a long prefill is compute-bound, and
-  // padding it costs up to half its work again.
+  // padding it to the next power of two costs up to its work again.
   bool padded_by_default = false;
   // Why a dimension that is not rows_independent may not be padded (the loader's words, naming
   // the manifest field; empty: the general reason).

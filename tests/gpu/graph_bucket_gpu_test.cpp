@@ -197,8 +197,8 @@ TEST_F(GraphBuckets, PaddedPrefillsEqualUnpaddedEagerOnes) {
 }
 
 // Without declared sizes a prefill gets no buckets (a long prefill is compute-bound: padding it
-// would cost up to half its work again): a graph per exact length, each replay bit-exact with
-// the eager prefill.
+// to the next power of two could nearly double its work): a graph per exact length, each
+// replay bit-exact with the eager prefill.
 TEST_F(GraphBuckets, PrefillsDefaultToExactShapesEqualToEager) {
   OPEN_OR_SKIP(eager, "eager", 0);
   OPEN_OR_SKIP(graphs, "graphs", 0);
