@@ -427,10 +427,14 @@ int main(int argc, char** argv) {
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
+  // The staging threads' copy (the library reads WHARF_STAGING_COPY; unset: stream), so an
+  // A/B run's logs say which side they are.
+  const char* staging_copy = std::getenv("WHARF_STAGING_COPY");
   std::printf(
       "update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
-      "staging %llu MiB (0: defaults); settle %d ms\n",
-      info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms);
+      "staging %llu MiB (0: defaults); settle %d ms; WHARF_STAGING_COPY %s\n",
+      info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms,
+      staging_copy && *staging_copy ? staging_copy : "(unset: stream)");
   std::printf(
       "  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
       "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",

@@ -10,14 +10,14 @@
 //     to still hold the bytes asked of it before anything is enqueued.
 //  3. The copy stream waits for `wait_for`, then the worker pool starts: each staging worker
 //     takes the next fill from a shared atomic index (fill f uses chunk f mod N), waits until
-//     the chunk's previous contents have been copied out, memcpys or preads the sources in,
-//     and the worker that completes the last fill of a block (G consecutive chunks, see
-//     TransferOptions::block_bytes) enqueues the block's DMAs, one per run of bytes that
-//     continue one destination, and records the block's event. Then every worker takes host
-//     memcpy pieces. Meanwhile the calling thread walks the requests in order: allocates a
-//     destination the caller left null (AllocateFn), publishes it to the workers, and
-//     enqueues the pinned/device sources' copies directly, so allocation overlaps the copies
-//     already in flight.
+//     the chunk's previous contents have been copied out, copies the sources in (streaming
+//     stores, device/dma_copy.h) or preads them, and the worker that completes the last fill
+//     of a block (G consecutive chunks, see TransferOptions::block_bytes) enqueues the
+//     block's DMAs, one per run of bytes that continue one destination, and records the
+//     block's event. Then every worker takes host memcpy pieces. Meanwhile the calling
+//     thread walks the requests in order: allocates a destination the caller left null
+//     (AllocateFn), publishes it to the workers, and enqueues the pinned/device sources'
+//     copies directly, so allocation overlaps the copies already in flight.
 //  4. The stream is always drained before returning, so nothing in flight still reads
 //     caller memory or the ring.
 //
@@ -340,11 +340,20 @@ struct Job {
     return error;
   }
 
-  // Puts segment s's source bytes at `to`: a memcpy, or a pread of its file. A short or
-  // failed read names the request, the tensor, the file and the range.
-  Status read(const Segment& s, char* to) const {
+  // How pageable sources are copied into the ring (TransferOptions::staging_copy).
+  StagingCopy staging_copy = StagingCopy::kStream;
+
+  // Puts segment s's source bytes at `to`: a copy, or a pread of its file. Into the ring
+  // (`to_ring`), which the DMA engine reads next, the copy writes around the cache (no
+  // read-for-ownership of the ring's lines; device/dma_copy.h); into a pinned destination,
+  // which host code may read next, it is a memcpy. A short or failed read names the request,
+  // the tensor, the file and the range.
+  Status read(const Segment& s, char* to, bool to_ring) const {
     if (s.src) {
-      std::memcpy(to, s.src, s.bytes);
+      if (to_ring && staging_copy == StagingCopy::kStream)
+        copy_to_dma_buffer(to, s.src, s.bytes);
+      else
+        std::memcpy(to, s.src, s.bytes);
       return Status::Ok();
     }
     const CopyRequest& r = (*requests)[s.request];
@@ -392,6 +401,7 @@ struct TransferEngine::Impl {
   // Set by create(), then read-only.
   std::shared_ptr<Device> device;
   TransferOptions opts;
+  StagingCopy staging_copy = StagingCopy::kStream;  // opts.staging_copy, or the environment's
   // Serialises copy(): one transfer uses the whole ring and every worker. The pool's workers
   // run only inside copy()'s pool.run(), which holds mu until every one of them returns:
   // they work on the holder's behalf, so the job's functions are analysed as holding it.
@@ -511,7 +521,7 @@ void TransferEngine::Impl::run_staged(Job& job) {
     uint64_t bytes = 0;
     for (size_t i = fill.begin; i < fill.end; ++i) {
       const Segment& s = job.staged[i];
-      Status rs = job.read(s, chunk + s.chunk_offset);
+      Status rs = job.read(s, chunk + s.chunk_offset, /*to_ring=*/true);
       if (!rs.ok()) {
         job.fail(rs);  // the block is never enqueued: nothing reads the chunk
         return;
@@ -654,7 +664,7 @@ void TransferEngine::Impl::run_host(Job& job) {
     const Segment& s = job.host[h];
     char* const dst = job.wait_dst(s.request);
     if (!dst) return;
-    st = job.read(s, dst + s.dst_offset);
+    st = job.read(s, dst + s.dst_offset, /*to_ring=*/false);
     if (!st.ok()) {
       job.fail(st);
       return;
@@ -685,9 +695,10 @@ void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::t
           (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) + ", drain from " +
           ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) +
           " (longest " + ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills in " +
-          std::to_string(job.staged_copies.load()) + " DMAs: reads " + ms(tr.read_ns.load()) + ", chunk waits " +
-          ms(tr.chunk_wait_ns.load()) + ", destination waits " + ms(tr.dst_wait_ns.load()) + ", enqueue calls " +
-          ms(tr.enqueue_ns.load()) + " (summed over threads); " + std::to_string(t.direct_copies) + " direct DMAs; " +
+          std::to_string(job.staged_copies.load()) + " DMAs: reads (" + staging_copy_name(job.staging_copy) + ") " +
+          ms(tr.read_ns.load()) + ", chunk waits " + ms(tr.chunk_wait_ns.load()) + ", destination waits " +
+          ms(tr.dst_wait_ns.load()) + ", enqueue calls " + ms(tr.enqueue_ns.load()) + " (summed over threads); " +
+          std::to_string(t.direct_copies) + " direct DMAs; " +
           (t.serving ? "runs being served: pieces of at most " + mib(job.policy.dma_bytes) + ", " +
                            mib(job.policy.inflight_bytes) + " in flight, " + std::to_string(job.paced_waits.load()) +
                            " paced waits, " + std::to_string(job.polls.load()) + " polls"
@@ -702,6 +713,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   Job job;
   job.requests = &requests;
   job.policy = opts.serving_policy ? *opts.serving_policy : ServingPolicy::from_env();
+  job.staging_copy = staging_copy;
   job.trace.on = log_enabled(LogLevel::kDebug);
   job.progress_on = bool(progress);
   if (job.trace.on) job.trace.t0 = Clock::now();
@@ -1002,6 +1014,7 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
   auto impl = std::make_unique<Impl>();
   impl->device = std::move(device);
   impl->opts = opts;
+  impl->staging_copy = opts.staging_copy ? *opts.staging_copy : staging_copy_from_env();
   WHARF_RETURN_IF_ERROR(
       impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
   WHARF_RETURN_IF_ERROR(impl->pool.start(opts.threads));

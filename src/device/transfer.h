@@ -3,7 +3,7 @@
 // host or device memory, or a file) into memory this device allocated (device or pinned
 // host), at the hardware's limit. Pinned and device sources go straight to copy_async on the
 // engine's copy stream; pageable sources and files go through a ring of pinned staging chunks
-// that a pool of host threads fills (memcpy, or pread for a file) while the DMA engine drains
+// that a pool of host threads fills (streaming-store copies, or pread for a file) while the DMA engine drains
 // earlier ones (in blocks of consecutive chunks, an event per block), so host reads and DMA
 // overlap. One per runtime; the staging ring is allocated on first use under
 // MemTag::kStaging and kept.
@@ -21,6 +21,7 @@
 
 #include "core/status.h"
 #include "device/device.h"
+#include "device/dma_copy.h"
 #include "device/serving.h"
 
 namespace wharf {
@@ -83,6 +84,9 @@ struct TransferOptions {
   // from the environment at each copy() (the A/B switches of bench/serve_update_bench).
   std::shared_ptr<const ServingSignal> serving;
   std::optional<ServingPolicy> serving_policy;
+  // How the staging threads copy pageable sources into the ring (device/dma_copy.h): with
+  // streaming stores (the default) or memcpy. Empty: WHARF_STAGING_COPY, read once per process.
+  std::optional<StagingCopy> staging_copy;
 };
 
 struct TransferStats {

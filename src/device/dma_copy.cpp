@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "device/dma_copy.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "core/logging.h"
+#include "core/text.h"
+
+namespace wharf {
+
+#if defined(__x86_64__)
+namespace dma_copy {
+namespace {
+
+// Plain copies for the bytes before dst reaches `align` and after the last whole vector, so
+// every streaming store is aligned (they require it) while the loads may be unaligned.
+// Returns the bytes of the head (at most n).
+size_t head_bytes(const void* dst, size_t n, size_t align) {
+  const size_t head = (align - (reinterpret_cast<uintptr_t>(dst) & (align - 1))) & (align - 1);
+  return head < n ? head : n;
+}
+
+}  // namespace
+
+void stream_sse2(void* dst, const void* src, size_t n) noexcept {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const size_t head = head_bytes(d, n, 16);
+  std::memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  // Four stores a line: the write-combining buffer leaves as one full-line write.
+  for (; n >= 64; d += 64, s += 64, n -= 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
+  }
+  for (; n >= 16; d += 16, s += 16, n -= 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+  std::memcpy(d, s, n);
+  // Streaming stores are weakly ordered: they may sit in write-combining buffers after later
+  // stores are visible. The chunk is handed to another thread (an atomic) and then to the DMA
+  // engine, which reads memory, not this core's buffers: the fence makes every byte visible
+  // before anything this thread does next.
+  _mm_sfence();
+}
+
+// Compiled for AVX2 alone (the library's baseline flags stay SSE2); called only where the CPU
+// has it.
+__attribute__((target("avx2"))) void stream_avx2(void* dst, const void* src, size_t n) noexcept {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const size_t head = head_bytes(d, n, 32);
+  std::memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  // Two lines an iteration: four independent loads in flight per store pair.
+  for (; n >= 128; d += 128, s += 128, n -= 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 64));
+    const __m256i e = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 96), e);
+  }
+  for (; n >= 32; d += 32, s += 32, n -= 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  std::memcpy(d, s, n);
+  _mm_sfence();  // as in stream_sse2: the DMA engine must see every byte
+}
+
+bool cpu_has_avx2() noexcept {
+  __builtin_cpu_init();  // may run before the constructors that would initialise it
+  return __builtin_cpu_supports("avx2");
+}
+
+}  // namespace dma_copy
+#endif
+
+void copy_to_dma_buffer(void* dst, const void* src, size_t n) noexcept {
+#if defined(__x86_64__)
+  if (n < dma_copy::kStreamMinBytes) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  using Fn = void (*)(void*, const void*, size_t) noexcept;
+  static const Fn fn = dma_copy::cpu_has_avx2() ? &dma_copy::stream_avx2 : &dma_copy::stream_sse2;
+  fn(dst, src, n);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
+std::optional<StagingCopy> parse_staging_copy(std::string_view s) {
+  if (s == "stream") return StagingCopy::kStream;
+  if (s == "memcpy") return StagingCopy::kMemcpy;
+  return std::nullopt;
+}
+
+const char* staging_copy_name(StagingCopy c) { return c == StagingCopy::kMemcpy ? "memcpy" : "stream"; }
+
+StagingCopy staging_copy_from_env() {
+  static const StagingCopy mode = [] {
+    const char* v = std::getenv("WHARF_STAGING_COPY");
+    if (!v || !*v) return StagingCopy::kStream;
+    if (std::optional<StagingCopy> c = parse_staging_copy(v)) return *c;
+    WHARF_LOG(kWarn, "WHARF_STAGING_COPY " + quote_name(v) + " is neither 'memcpy' nor 'stream'; using 'stream'");
+    return StagingCopy::kStream;
+  }();
+  return mode;
+}
+
+}  // namespace wharf
