@@ -6,8 +6,13 @@
 // library). No GPU: the DMA that reads the ring in the library is absent here, so this shows
 // what the copy itself costs the host, not the update's speed (update_bench measures that).
 //
-//   staging_copy_bench [--gib G] [--ring-mib R] [--piece-mib P[,P...]] [--threads T[,T...]]
-//                      [--reps N] [--csv PATH]
+//   staging_copy_bench [--gib G] [--ring-mib R[,R...]] [--piece-mib P[,P...]]
+//                      [--threads T[,T...]] [--reps N] [--csv PATH]
+//
+// Rings: 96 MiB (the library's default ring, 12 threads x 2 chunks of 4 MiB) and 1 GiB
+// (larger than any last-level cache). Which one a memcpy behaves like decides the gain: into
+// a ring that stays in the cache, memcpy's read-for-ownership hits the cache; into one that
+// does not, it reads DRAM, which streaming stores skip.
 //
 // Each row's modes run interleaved (repetition r of every mode before r + 1) after one
 // untimed warm-up; GB/s = 10^9 bytes per second, median with min and max.
@@ -21,6 +26,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "device/dma_copy.h"
 
@@ -93,7 +100,8 @@ double run_once(CopyFn fn, const char* src, uint64_t bytes, char* ring, uint64_t
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t gib = 2, ring_mib = 64, reps = 7;
+  uint64_t gib = 2, reps = 7;
+  std::vector<uint64_t> rings_mib{96, 1024};
   std::vector<uint64_t> pieces_mib{4, 16};
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   // 1 thread, and the library's default copy_threads: min(12, cores - 1).
@@ -106,7 +114,7 @@ int main(int argc, char** argv) {
     if (a == "--gib" && has)
       gib = parse_list(argv[++i]).at(0);
     else if (a == "--ring-mib" && has)
-      ring_mib = parse_list(argv[++i]).at(0);
+      rings_mib = parse_list(argv[++i]);
     else if (a == "--piece-mib" && has)
       pieces_mib = parse_list(argv[++i]);
     else if (a == "--threads" && has)
@@ -117,7 +125,7 @@ int main(int argc, char** argv) {
       csv_path = argv[++i];
     else {
       std::fprintf(stderr,
-                   "usage: staging_copy_bench [--gib G] [--ring-mib R] [--piece-mib P[,P...]] "
+                   "usage: staging_copy_bench [--gib G] [--ring-mib R[,R...]] [--piece-mib P[,P...]] "
                    "[--threads T[,T...]] [--reps N] [--csv PATH]\n");
       return 2;
     }
@@ -135,15 +143,23 @@ int main(int argc, char** argv) {
 #endif
 
   const uint64_t bytes = gib << 30;
-  uint64_t max_ring = ring_mib << 20;
+  uint64_t max_ring = 0;
+  for (uint64_t r : rings_mib) max_ring = std::max(max_ring, r << 20);
   for (uint64_t p : pieces_mib)
     for (uint64_t t : thread_counts) max_ring = std::max(max_ring, (p << 20) * t);
   char* src = static_cast<char*>(aligned_touched(bytes, 0x5a));
   char* ring = static_cast<char*>(aligned_touched(max_ring, 0));
 
+  // The last-level cache, as glibc reports it (0 where it cannot tell): whether a ring fits.
+  long l3 = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
   std::printf(
-      "staging_copy_bench: %llu GiB pageable -> ring, %u cores seen, stream = %s; %llu reps after one warm-up\n",
-      static_cast<unsigned long long>(gib), cores, stream_kind, static_cast<unsigned long long>(reps));
+      "staging_copy_bench: %llu GiB pageable -> ring, %u cores seen, L3 %ld MiB, stream = %s; %llu reps after one "
+      "warm-up\n",
+      static_cast<unsigned long long>(gib), cores, l3 > 0 ? l3 >> 20 : 0L, stream_kind,
+      static_cast<unsigned long long>(reps));
   std::printf("%7s %9s %8s  %-12s %8s %8s %8s  %s\n", "threads", "piece_MiB", "ring_MiB", "mode", "GB/s", "min", "max",
               "x memcpy");
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
@@ -153,32 +169,33 @@ int main(int argc, char** argv) {
   }
   if (csv) std::fprintf(csv, "threads,piece_mib,ring_mib,mode,gbps_median,gbps_min,gbps_max\n");
 
-  for (uint64_t p_mib : pieces_mib)
-    for (uint64_t t : thread_counts) {
-      const uint64_t piece = p_mib << 20;
-      // The ring as asked, or larger where it holds fewer pieces than threads.
-      const uint64_t slots = std::max<uint64_t>((ring_mib << 20) / piece, t);
-      std::vector<std::vector<double>> gbps(modes.size());
-      for (uint64_t r = 0; r <= reps; ++r)
+  for (uint64_t ring_mib : rings_mib)
+    for (uint64_t p_mib : pieces_mib)
+      for (uint64_t t : thread_counts) {
+        const uint64_t piece = p_mib << 20;
+        // The ring as asked, or larger where it holds fewer pieces than threads.
+        const uint64_t slots = std::max<uint64_t>((ring_mib << 20) / piece, t);
+        std::vector<std::vector<double>> gbps(modes.size());
+        for (uint64_t r = 0; r <= reps; ++r)
+          for (size_t m = 0; m < modes.size(); ++m) {
+            const double s = run_once(modes[m].fn, src, bytes, ring, slots, piece, uint32_t(t));
+            if (r > 0) gbps[m].push_back(double(bytes) / s / 1e9);  // repetition 0: warm-up
+          }
+        double memcpy_med = 0;
         for (size_t m = 0; m < modes.size(); ++m) {
-          const double s = run_once(modes[m].fn, src, bytes, ring, slots, piece, uint32_t(t));
-          if (r > 0) gbps[m].push_back(double(bytes) / s / 1e9);  // repetition 0: warm-up
+          std::vector<double> v = gbps[m];
+          std::sort(v.begin(), v.end());
+          const double med = v[v.size() / 2], lo = v.front(), hi = v.back();
+          if (m == 0) memcpy_med = med;
+          std::printf("%7llu %9llu %8llu  %-12s %8.2f %8.2f %8.2f  %.3f\n", static_cast<unsigned long long>(t),
+                      static_cast<unsigned long long>(p_mib), static_cast<unsigned long long>((slots * piece) >> 20),
+                      modes[m].name, med, lo, hi, med / memcpy_med);
+          if (csv)
+            std::fprintf(csv, "%llu,%llu,%llu,%s,%.3f,%.3f,%.3f\n", static_cast<unsigned long long>(t),
+                         static_cast<unsigned long long>(p_mib), static_cast<unsigned long long>((slots * piece) >> 20),
+                         modes[m].name, med, lo, hi);
         }
-      double memcpy_med = 0;
-      for (size_t m = 0; m < modes.size(); ++m) {
-        std::vector<double> v = gbps[m];
-        std::sort(v.begin(), v.end());
-        const double med = v[v.size() / 2], lo = v.front(), hi = v.back();
-        if (m == 0) memcpy_med = med;
-        std::printf("%7llu %9llu %8llu  %-12s %8.2f %8.2f %8.2f  %.3f\n", static_cast<unsigned long long>(t),
-                    static_cast<unsigned long long>(p_mib), static_cast<unsigned long long>((slots * piece) >> 20),
-                    modes[m].name, med, lo, hi, med / memcpy_med);
-        if (csv)
-          std::fprintf(csv, "%llu,%llu,%llu,%s,%.3f,%.3f,%.3f\n", static_cast<unsigned long long>(t),
-                       static_cast<unsigned long long>(p_mib), static_cast<unsigned long long>((slots * piece) >> 20),
-                       modes[m].name, med, lo, hi);
       }
-    }
   if (csv) std::fclose(csv);
   std::free(ring);
   std::free(src);
