@@ -11,6 +11,7 @@
 #include "core/test_hooks.h"
 #include "core/text.h"
 #include "replicas/rank_protocol.h"
+#include "replicas/update_batches.h"
 
 namespace wharf {
 
@@ -174,24 +175,29 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
   for (const ReplicaMembers::Planned& p : plan) got->weights.push_back(p.weight);
   got->slots.assign(plan.size(), nullptr);
 
-  // Batches: each is read into this rank's fresh storage (pageable sources through the
-  // staging ring), then sent on weight by weight. A local failure sends zeros for the rest.
-  // A batch's broadcasts are only issued; the host waits for them after reading the next
-  // batch, so the copy of batch k+1 overlaps the broadcast of batch k (and the host waits
-  // once per batch, not once per constant).
+  // Batches (update_batches.h: shrinking toward the end, so the last broadcast, which no
+  // read overlaps, is short): each is read into this rank's fresh storage (pageable sources
+  // through the staging ring), then sent on weight by weight. A local failure sends zeros for
+  // the rest. A batch's broadcasts are only issued; the host waits for them after reading the
+  // next batch, so the copy of batch k+1 overlaps the broadcast of batch k (and the host
+  // waits once per batch, not once per constant). The batches are rank 0's own: the wire
+  // (pieces, and NCCL groups counted in pieces) does not depend on them, and receivers wait
+  // on a rule of their own (receive).
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
   Progress progress(opts.progress, h.total_bytes, where() + ": update");
+  std::vector<uint64_t> sizes;
+  for (const ReplicaMembers::Planned& p : plan) sizes.push_back(set_.weights()[p.weight].decl->nbytes);
+  const std::vector<size_t> ends = update_batches(sizes, batch_bytes_);
   uint64_t copied = 0;
   bool issued = false;
-  for (size_t begin = 0; begin < plan.size();) {
+  for (size_t b = 0, begin = 0; b < ends.size(); ++b) {
     const size_t first = begin;
-    std::vector<ReplicaMembers::Planned> batch;
+    const std::vector<ReplicaMembers::Planned> batch(plan.begin() + ptrdiff_t(begin),
+                                                     plan.begin() + ptrdiff_t(ends[b]));
     uint64_t bytes = 0;
-    for (; begin < plan.size() && (batch.empty() || bytes < batch_bytes_); ++begin) {
-      batch.push_back(plan[begin]);
-      bytes += set_.weights()[plan[begin].weight].decl->nbytes;
-    }
+    for (; begin < ends[b]; ++begin) bytes += sizes[begin];
+    test_hook("replica.rank.batch");
     std::vector<std::shared_ptr<Slot>> slots;
     if (local->ok())
       *local = set_.read_sources(batch, writes, wait_for, &progress, copied, &slots).with_context(where());
@@ -254,8 +260,9 @@ Status RankGroup::receive(Status* local, Received* got) {
       *local = set_.allocate(size_t(w), &got->slots[k]).with_context(where());
     }
   }
-  // Issued without a wait per constant; the host waits once per batch of about batch_bytes_
-  // (as rank 0's batches), and for the last one before the fold reads the bytes.
+  // Issued without a wait per constant; the host waits once per batch_bytes_ or more issued
+  // (not rank 0's batches, which need not match: a wait here only lets NCCL's queue drain),
+  // and for the last one before the fold reads the bytes.
   uint64_t pending = 0;
   for (size_t k = 0; k < entries.size(); ++k) {
     void* dst = local->ok() ? got->slots[k]->data() : nullptr;

@@ -10,6 +10,7 @@
 #include "core/test_hooks.h"
 #include "core/text.h"
 #include "device/transfer.h"
+#include "replicas/update_batches.h"
 
 namespace wharf {
 
@@ -193,16 +194,17 @@ Status ReplicaGroup::fill(const std::vector<ReplicaMembers::Planned>& plan, std:
   Status st;            // the copies into replica 0
   Status sent;          // the broadcaster's
   uint64_t copied = 0;  // source bytes of the batches before this one (progress)
-  for (size_t begin = 0; begin < plan.size() && st.ok() && sent.ok();) {
-    std::vector<ReplicaMembers::Planned> batch;
+  std::vector<uint64_t> sizes;
+  for (const auto& p : plan) sizes.push_back(first.weights()[p.weight].decl->nbytes);
+  // Shrinking toward the end (update_batches.h). One replica has nothing to broadcast: one
+  // batch, one drain.
+  const std::vector<size_t> ends = update_batches(sizes, n > 1 ? batch_bytes_ : UINT64_MAX);
+  for (size_t b = 0, begin = 0; b < ends.size() && st.ok() && sent.ok(); ++b) {
     const size_t batch_begin = begin;
+    const std::vector<ReplicaMembers::Planned> batch(plan.begin() + ptrdiff_t(begin),
+                                                     plan.begin() + ptrdiff_t(ends[b]));
     uint64_t bytes = 0;
-    // One replica has nothing to broadcast: one batch, one drain.
-    const uint64_t limit = n > 1 ? batch_bytes_ : UINT64_MAX;
-    for (; begin < plan.size() && (batch.empty() || bytes < limit); ++begin) {
-      batch.push_back(plan[begin]);
-      bytes += first.weights()[plan[begin].weight].decl->nbytes;
-    }
+    for (; begin < ends[b]; ++begin) bytes += sizes[begin];
     // Replica 0's slots are allocated while earlier ones are copied, and pageable sources go
     // through its staging ring, as in a container update; returns when the batch is in place.
     std::vector<std::shared_ptr<Slot>> got;

@@ -85,7 +85,8 @@ class ReplicaGroup {
   Status free_inactive() WHARF_EXCLUDES(op_mu_);
 
   ReplicaGroupStats stats() const;
-  // For tests: the bytes per broadcast batch (several batches exercise the pipeline).
+  // For tests: the bytes per full broadcast batch (update_batches.h; several batches
+  // exercise the pipeline).
   void set_broadcast_batch_bytes_for_test(uint64_t bytes) { batch_bytes_ = bytes; }
   size_t size() const { return replicas_.size(); }
   const std::shared_ptr<Container>& replica(size_t i) const { return replicas_[i]; }
@@ -97,7 +98,7 @@ class ReplicaGroup {
   std::string member_name(size_t r, size_t m) const;
   Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_REQUIRES(op_mu_);
   // Copies the planned sources into replica 0's fresh storage and from there into every
-  // other replica's (batches of batch_bytes_, broadcast overlapping the next copy);
+  // other replica's (update_batches(batch_bytes_), broadcast overlapping the next copy);
   // (*slots)[r][k] is plan[k]'s storage on replica r (allocated beforehand for r >= 1).
   Status fill(const std::vector<ReplicaMembers::Planned>& plan, std::vector<ReplicaMembers::Writes>* writes,
               std::vector<std::vector<std::shared_ptr<Slot>>>* slots, const std::vector<Event*>& wait_for,
@@ -113,10 +114,10 @@ class ReplicaGroup {
   std::unique_ptr<Broadcaster> broadcaster_;  // null: one replica, nothing to broadcast
   Mutex op_mu_;                               // one group call at a time
   UpdateOwner owner_;                         // the thread inside update (a fold callback's calls are refused)
-  // Broadcast batch (see fill). Each batch's copy into replica 0 ends by draining the copy
-  // engine, so fewer, larger batches lose less; the last batch's broadcast is the tail the
-  // copy cannot hide (1 GiB over NVLink: a few ms against ~180 ms for 8 GiB from the host).
-  // On 2 x H200, 256 MiB batches made a group update 1.205x one GPU's update.
+  // Full broadcast batch (see fill). Each batch's copy into replica 0 ends by draining the
+  // copy engine, so fewer, larger batches lose less (on 2 x H200, 256 MiB batches made a
+  // group update 1.205x one GPU's update); the last batch's broadcast is the tail the copy
+  // cannot hide, so the batches shrink toward the end (update_batches.h).
   uint64_t batch_bytes_ = 1ull << 30;
   std::atomic<uint64_t> updates_{0}, swaps_{0}, source_bytes_{0}, broadcast_bytes_{0}, broadcasts_{0};
 };

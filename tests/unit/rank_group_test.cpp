@@ -19,6 +19,7 @@
 #include <vector>
 
 #define WHARF_EXPERIMENTAL
+#include "api/replica_api.h"
 #include "common/replica_model.h"
 #include "common/test_support.h"
 #include "core/test_hooks.h"
@@ -392,6 +393,65 @@ TEST(RankGroup, CancellingOnRankZeroFailsEveryRankWithNothingChanged) {
     ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
     EXPECT_EQ(version_now(R.c), 2);
   }));
+}
+
+// Rank 0 reads in batches that shrink toward the end (update_batches.h): with full batches
+// of the whole model (16 KiB) its 4 constants go in 4 batches (one before the batches
+// shrank). Every rank gets the update; and when rank 0 runs out of memory in the third batch,
+// after two were sent, every rank fails with nothing changed (rank 0 sends zeros for the
+// rest, the vote carries its error) and the group goes on.
+TEST_P(RankGroupN, RankZeroReadsInShrinkingBatchesAllOrNothing) {
+  const uint32_t n = GetParam();
+  for (bool short_of_memory : {false, true}) {
+    SCOPED_TRACE(short_of_memory ? "rank 0 short of memory" : "enough memory");
+    const wharf_replica_group_id id = new_id();
+    expect_clean_exits(run_ranks(n, [&](uint32_t r) {
+      // Room on rank 0 for a new embed and layers.0.w, not layers.1.w.
+      Rank R(r, r == 0 && short_of_memory ? device_bytes() + elements(0) * 4 + elements(1) * 4 : 0);
+      ASSERT_OK(R.join(id, r, n));
+      R.g->rg->set_batch_bytes_for_test(uint64_t(16) << 10);
+      const uint64_t gen = wharf_container_generation(R.c);
+      const uint64_t bytes = constants_bytes(R.rt);
+      int batches = 0, sent = 0, sent_at_third = -1;
+      {
+        wharf::ScopedTestHook hook([&](const char* p) {
+          if (std::strcmp(p, "replica.rank.batch") == 0 && ++batches == 3) sent_at_third = sent;
+          if (std::strcmp(p, "replica.rank.sent") == 0) ++sent;
+        });
+        Weights w(2);
+        St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
+        if (short_of_memory) {
+          EXPECT_EQ(st.code(), WHARF_OUT_OF_MEMORY) << st.msg();
+          EXPECT_NE(st.msg().find("rank 0"), std::string::npos) << st.msg();
+        } else {
+          EXPECT_EQ(st.code(), WHARF_OK) << st.msg();
+        }
+      }
+      if (r == 0) {
+        EXPECT_EQ(batches, 4) << "embed | layers.0.w | layers.1.w | offloaded.w";
+        EXPECT_EQ(sent, 4) << "every constant goes out (as zeros after a local failure)";
+        EXPECT_EQ(sent_at_third, 2) << "two batches were sent before the third was read";
+      } else {
+        EXPECT_EQ(batches, 0) << "batches are rank 0's";
+      }
+      if (short_of_memory) {
+        EXPECT_EQ(version_now(R.c), 1) << "nothing changed on rank " << r;
+        EXPECT_EQ(wharf_container_generation(R.c), gen);
+        EXPECT_EQ(wharf_container_has_staged(R.c), 0);
+        EXPECT_EQ(constants_bytes(R.rt), bytes) << "the fresh slots were dropped";
+        Weights w3(3, {1});
+        ASSERT_OK(wharf_replica_group_update_ranks(R.g, r == 0 ? w3.map : nullptr, nullptr));
+        wharf_run* run = nullptr;
+        ASSERT_OK(wharf_run_begin(R.c, nullptr, nullptr, &run));
+        EXPECT_EQ(read_whole(run, 1), 301);
+        EXPECT_EQ(read_whole(run, 2), 102);
+        EXPECT_OK(wharf_run_end(run));
+      } else {
+        EXPECT_EQ(version_now(R.c), 2) << "rank " << r << " serves the new weights";
+        EXPECT_EQ(wharf_container_generation(R.c), gen + 1);
+      }
+    }));
+  }
 }
 
 TEST(RankGroup, MismatchedDeclarationsFailEveryRankNamingTheRank) {

@@ -24,6 +24,7 @@
 #include "core/test_hooks.h"
 #include "replicas/broadcaster.h"
 #include "replicas/replica_group.h"
+#include "replicas/update_batches.h"
 #include "wharf/wharf.h"
 
 namespace {
@@ -372,41 +373,82 @@ TEST_P(ReplicaGroupN, BroadcastFailureOnReplicaKChangesNoReplica) {
 
 // The update in several broadcast batches (each batch's broadcast overlaps the next copy): a
 // failure in any batch, reported by enqueue or by finish, stages nothing, and finish always
-// waits for what was issued.
+// waits for what was issued. Full batches of one 32x32 constant, or of the whole model (16
+// KiB): then the batches shrink toward the end (update_batches.h) and come out the same.
 TEST_P(ReplicaGroupN, BroadcastInBatchesIsAllOrNothing) {
   const size_t n = GetParam();
   if (n < 2) GTEST_SKIP() << "one replica broadcasts to nobody";
-  for (int in_finish = 0; in_finish < 2; ++in_finish)
-    for (int failing_batch = 0; failing_batch < 3; ++failing_batch) {
-      SCOPED_TRACE("failing batch " + std::to_string(failing_batch) + (in_finish ? " (in finish)" : " (in enqueue)"));
-      Replicas R(n);
-      std::atomic<int> fail{-1};
-      auto b = std::make_unique<FailingBroadcaster>(n, n - 1, &fail, in_finish != 0);
-      FailingBroadcaster* probe = b.get();
-      wharf::Status cs = R.create_with(std::move(b));
-      ASSERT_TRUE(cs.ok()) << cs.message();
-      // Batches of one 32x32 constant or more: embed | layers.0.w | layers.1.w | offloaded.w (host-placed:
-      // copied, not broadcast).
-      R.group->g->set_broadcast_batch_bytes_for_test(elements(1) * 4);
-      ASSERT_NO_FATAL_FAILURE(R.load(1));
-      EXPECT_EQ(probe->enqueued_, 3) << "three batches with device constants";
-      EXPECT_EQ(probe->finished_, 1) << "one wait at the end";
-      EXPECT_EQ(stats_of(R.group).num_broadcasts, 3u);
-      EXPECT_EQ(R.versions(), all(n, 1));
-      const std::vector<uint64_t> gens = R.generations();
-      const std::vector<uint64_t> bytes = R.bytes();
-      fail = failing_batch;
-      Weights w2(2);
-      St st(wharf_replica_group_update(R.group, w2.map, nullptr));
-      EXPECT_EQ(st.code(), WHARF_DEVICE_ERROR) << st.msg();
-      EXPECT_NE(st.msg().find("injected broadcast failure on replica " + std::to_string(n - 1)), std::string::npos)
-          << st.msg();
-      EXPECT_EQ(probe->finished_, 2) << "finish waits also after a failure";
-      EXPECT_EQ(R.generations(), gens);
-      EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
-      EXPECT_EQ(R.bytes(), bytes);
-      EXPECT_EQ(R.versions(), all(n, 1));
+  for (uint64_t full : {elements(1) * 4, uint64_t(16) << 10})
+    for (int in_finish = 0; in_finish < 2; ++in_finish)
+      for (int failing_batch = 0; failing_batch < 3; ++failing_batch) {
+        SCOPED_TRACE("full batch " + std::to_string(full) + " bytes, failing batch " + std::to_string(failing_batch) +
+                     (in_finish ? " (in finish)" : " (in enqueue)"));
+        Replicas R(n);
+        std::atomic<int> fail{-1};
+        auto b = std::make_unique<FailingBroadcaster>(n, n - 1, &fail, in_finish != 0);
+        FailingBroadcaster* probe = b.get();
+        wharf::Status cs = R.create_with(std::move(b));
+        ASSERT_TRUE(cs.ok()) << cs.message();
+        // Batches: embed | layers.0.w | layers.1.w | offloaded.w (host-placed: copied, not
+        // broadcast). With 16 KiB full batches the first would have held all three device
+        // constants before the batches shrank.
+        R.group->g->set_broadcast_batch_bytes_for_test(full);
+        ASSERT_NO_FATAL_FAILURE(R.load(1));
+        EXPECT_EQ(probe->enqueued_, 3) << "three batches with device constants";
+        EXPECT_EQ(probe->finished_, 1) << "one wait at the end";
+        EXPECT_EQ(stats_of(R.group).num_broadcasts, 3u);
+        EXPECT_EQ(R.versions(), all(n, 1));
+        const std::vector<uint64_t> gens = R.generations();
+        const std::vector<uint64_t> bytes = R.bytes();
+        fail = failing_batch;
+        Weights w2(2);
+        St st(wharf_replica_group_update(R.group, w2.map, nullptr));
+        EXPECT_EQ(st.code(), WHARF_DEVICE_ERROR) << st.msg();
+        EXPECT_NE(st.msg().find("injected broadcast failure on replica " + std::to_string(n - 1)), std::string::npos)
+            << st.msg();
+        EXPECT_EQ(probe->finished_, 2) << "finish waits also after a failure";
+        EXPECT_EQ(R.generations(), gens);
+        EXPECT_EQ(R.staged(), std::vector<int32_t>(n, 0));
+        EXPECT_EQ(R.bytes(), bytes);
+        EXPECT_EQ(R.versions(), all(n, 1));
+      }
+}
+
+// The batch sequence (update_batches.h) for a few plans: full batches, then shrinking to a
+// 16th of a full one; a constant is never split; one replica (no limit) is one batch.
+TEST(ReplicaGroupBatches, ShrinkTowardTheEndOfTheUpdate) {
+  const uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
+  auto sizes_of = [](const std::vector<uint64_t>& bytes, const std::vector<size_t>& ends) {
+    std::vector<uint64_t> out;
+    size_t begin = 0;
+    for (size_t e : ends) {
+      uint64_t b = 0;
+      for (; begin < e; ++begin) b += bytes[begin];
+      out.push_back(b);
     }
+    EXPECT_EQ(begin, bytes.size()) << "the batches cover the plan";
+    return out;
+  };
+  // The benchmark's model: 8 GiB in 64 tensors of 128 MiB.
+  const std::vector<uint64_t> bench(64, 128 * MiB);
+  EXPECT_EQ(sizes_of(bench, wharf::update_batches(bench, GiB)),
+            (std::vector<uint64_t>{GiB, GiB, GiB, GiB, GiB, 768 * MiB, 640 * MiB, 512 * MiB, 384 * MiB, 256 * MiB,
+                                   128 * MiB, 128 * MiB, 128 * MiB, 128 * MiB}));
+  // A constant larger than a batch is a batch of its own; the rest shrinks from there.
+  std::vector<uint64_t> big{3 * GiB};
+  big.insert(big.end(), 8, 128 * MiB);
+  EXPECT_EQ(sizes_of(big, wharf::update_batches(big, GiB)),
+            (std::vector<uint64_t>{3 * GiB, 256 * MiB, 256 * MiB, 128 * MiB, 128 * MiB, 128 * MiB, 128 * MiB}));
+  // Below a 16th of a batch: one batch (small constants are not cut into many tiny batches).
+  const std::vector<uint64_t> small(10, MiB);
+  EXPECT_EQ(wharf::update_batches(small, GiB), std::vector<size_t>{10});
+  const std::vector<uint64_t> empty_bytes(3, 0);
+  EXPECT_EQ(wharf::update_batches(empty_bytes, GiB), std::vector<size_t>{3});
+  // No limit (a group of one replica): one batch.
+  EXPECT_EQ(wharf::update_batches(bench, UINT64_MAX), std::vector<size_t>{64});
+  EXPECT_TRUE(wharf::update_batches({}, GiB).empty());
+  // Full batches of 0 bytes: one constant each.
+  EXPECT_EQ(wharf::update_batches({1, 2, 3}, 0), (std::vector<size_t>{1, 2, 3}));
 }
 
 // While a group update is parked just before it stages, runs on every replica see the old
