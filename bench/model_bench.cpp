@@ -137,6 +137,68 @@ std::vector<double> decode(Ctx& x, cudaStream_t stream, int steps) {
   return us;
 }
 
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / double(v.size());
+}
+
+wharf_graph_stats graph_stats(wharf_model* m) {
+  wharf_graph_stats gs;
+  std::memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  wharf_ok(wharf_model_get_graph_stats(m, &gs), "graph stats");
+  return gs;
+}
+
+// Where the host time of a graph step goes: `steps` steps of one conversation, their begin,
+// wharf_model_run and end (means, microseconds), wharf_model_run split by the library's replay
+// phases and the end by the graphs' release (wharf_graph_stats, the difference over these
+// steps). What wharf_model_run spends outside the phases is the C API and the model's checks.
+struct Breakdown {
+  double begin = 0, run = 0, end = 0;
+  double select = 0, bind = 0, wait = 0, inputs = 0, launch = 0, outputs = 0, release = 0;
+  double total() const { return begin + run + end; }
+  double outside() const { return run - (select + bind + wait + inputs + launch + outputs); }
+};
+
+Breakdown host_breakdown(Ctx& g, cudaStream_t stream, int steps, bool host_inputs) {
+  const wharf_graph_stats a = graph_stats(g.model);
+  std::vector<double> parts[3];
+  for (int i = 0; i < 3; ++i) g.part_us[i] = &parts[i];
+  g.host_inputs = host_inputs;
+  decode(g, stream, steps);
+  g.host_inputs = false;
+  for (int i = 0; i < 3; ++i) g.part_us[i] = nullptr;
+  const wharf_graph_stats z = graph_stats(g.model);
+  Breakdown b;
+  b.begin = mean(parts[0]);
+  b.run = mean(parts[1]);
+  b.end = mean(parts[2]);
+  const double n = double(z.replays - a.replays);
+  if (n <= 0) return b;
+  auto per = [n](uint64_t from, uint64_t to) { return double(to - from) / n / 1e3; };
+  b.select = per(a.select_ns, z.select_ns);
+  b.bind = per(a.bind_check_ns + a.repoint_ns + a.fold_ns, z.bind_check_ns + z.repoint_ns + z.fold_ns);
+  b.wait = per(a.wait_ns, z.wait_ns);
+  b.inputs = per(a.inputs_ns, z.inputs_ns);
+  b.launch = per(a.launch_ns, z.launch_ns);
+  b.outputs = per(a.outputs_ns, z.outputs_ns);
+  b.release = per(a.release_ns, z.release_ns);
+  return b;
+}
+
+void print_breakdown(const char* what, const Breakdown& b) {
+  std::printf("  %s, means: %.2f us = begin %.2f + model run %.2f + end %.2f\n", what, b.total(), b.begin, b.run,
+              b.end);
+  std::printf(
+      "    model run: select %.2f, bind %.2f, wait %.2f, inputs %.2f, launch %.2f, outputs %.2f; "
+      "outside the graphs (C API, model) %.2f\n",
+      b.select, b.bind, b.wait, b.inputs, b.launch, b.outputs, b.outside());
+  std::printf("    end: releasing the graphs %.2f; the rest (generation, session, callbacks) %.2f\n", b.release,
+              b.end - b.release);
+}
+
 // --package DIR: what capturing every bucket of a package method costs (issue 25: capture
 // time and pool bytes for all buckets). Loads the package (--capacity S for a batched method),
 // enables graphs on --method (default decode_batch when the package has it at S, else
@@ -445,6 +507,8 @@ int main(int argc, char** argv) {
   g.gpu_us = &g_gpu;
   const Stats g_one = stats(decode(g, s0, steps));
   g.host_us = g.gpu_us = nullptr;
+  // The host time of a step in parts (docs/performance.md: reading the breakdown).
+  const Breakdown bd_device = host_breakdown(g, s0, steps, false), bd_host = host_breakdown(g, s0, steps, true);
   // The first step after an update and swap with graphs: the graph is re-pointed to the new
   // generation and the generation's constants are folded once (docs/decisions.md).
   std::vector<double> g_after_swap, g_next_step, alternating;
@@ -539,6 +603,8 @@ int main(int argc, char** argv) {
               g_one.med, g_one.lo, g_one.hi, one.med, one.med / g_one.med);
   std::printf("%-46s %8.2f us %8.2f us %8.2f us  (eager %.2f us)\n", "host time per step: begin+model run+end", g_h.med,
               g_h.lo, g_h.hi, e_h.med);
+  print_breakdown("device inputs", bd_device);
+  print_breakdown("host inputs", bd_host);
   std::printf("%-46s %8.2f us %8.2f us %8.2f us  (eager %.2f us, %.2fx)\n", "GPU time of the model run (events)",
               g_g.med, g_g.lo, g_g.hi, e_g.med, g_g.med / e_g.med);
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "first step after update+swap (re-point+fold)", g_first.med,
@@ -622,6 +688,15 @@ int main(int argc, char** argv) {
       std::fprintf(f, "wharf_eager_gpu_per_step,%.3f,%.3f,%.3f\n", e_g.med, e_g.lo, e_g.hi);
       std::fprintf(f, "wharf_graph_decode_step,%.3f,%.3f,%.3f\n", g_one.med, g_one.lo, g_one.hi);
       std::fprintf(f, "wharf_graph_host_per_step,%.3f,%.3f,%.3f\n", g_h.med, g_h.lo, g_h.hi);
+      const std::pair<const char*, const Breakdown*> bds[2] = {{"device_inputs", &bd_device},
+                                                               {"host_inputs", &bd_host}};
+      for (const auto& [key, b] : bds) {
+        const std::pair<const char*, double> parts[] = {
+            {"begin", b->begin},     {"model_run", b->run},     {"end", b->end},        {"select", b->select},
+            {"bind", b->bind},       {"wait", b->wait},         {"inputs", b->inputs},  {"launch", b->launch},
+            {"outputs", b->outputs}, {"outside", b->outside()}, {"release", b->release}};
+        for (const auto& [part, us] : parts) std::fprintf(f, "wharf_graph_host_mean_%s_%s,%.3f,,\n", key, part, us);
+      }
       std::fprintf(f, "wharf_graph_gpu_per_step,%.3f,%.3f,%.3f\n", g_g.med, g_g.lo, g_g.hi);
       std::fprintf(f, "wharf_graph_first_step_after_swap,%.3f,%.3f,%.3f\n", g_first.med, g_first.lo, g_first.hi);
       std::fprintf(f, "wharf_graph_step_after_that,%.3f,%.3f,%.3f\n", g_second.med, g_second.lo, g_second.hi);

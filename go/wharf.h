@@ -1435,6 +1435,19 @@ typedef struct wharf_graph_stats {
   uint64_t padded_replays;
   char bucket_dim[64];
   uint32_t num_bucket_sizes;
+  /* Appended: host time of replays in total, nanoseconds, by phase (their binding is in
+   * repoint_ns and bind_check_ns), for a breakdown of wharf_model_run's host time per replay
+   * (divide by replays): choosing the graph (the lock, the check that the caller is not
+   * capturing the stream, the bucket, the set and the graph; replays that captured a graph
+   * are left out), ordering after the set's previous run (an event query, or a wait), the
+   * inputs (host inputs packed and copied, the gather's parameters), cudaGraphLaunch, handing
+   * out the outputs, and releasing the set when the run ends (in wharf_run_end). */
+  uint64_t select_ns;
+  uint64_t wait_ns;
+  uint64_t inputs_ns;
+  uint64_t launch_ns;
+  uint64_t outputs_ns;
+  uint64_t release_ns;
 } wharf_graph_stats;
 
 /**

@@ -48,7 +48,9 @@ const StructLayout& layout_of(const wharf_graph_stats*) {
       WHARF_FIELD(T, nodes_repointed),  WHARF_FIELD(T, eager_runs),   WHARF_FIELD(T, folds),
       WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes), WHARF_FIELD(T, repoint_ns),
       WHARF_FIELD(T, bind_check_ns),    WHARF_FIELD(T, fold_ns),      WHARF_FIELD(T, last_eager_reason),
-      WHARF_FIELD(T, padded_replays),   WHARF_FIELD(T, bucket_dim),   WHARF_FIELD(T, num_bucket_sizes)};
+      WHARF_FIELD(T, padded_replays),   WHARF_FIELD(T, bucket_dim),   WHARF_FIELD(T, num_bucket_sizes),
+      WHARF_FIELD(T, select_ns),        WHARF_FIELD(T, wait_ns),      WHARF_FIELD(T, inputs_ns),
+      WHARF_FIELD(T, launch_ns),        WHARF_FIELD(T, outputs_ns),   WHARF_FIELD(T, release_ns)};
   static const StructLayout l{"wharf_graph_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -203,6 +205,12 @@ WHARF_API wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wh
     full.padded_replays = st.padded_replays;
     std::snprintf(full.bucket_dim, sizeof full.bucket_dim, "%s", st.bucket_dim.c_str());
     full.num_bucket_sizes = uint32_t(st.bucket_sizes.size());
+    full.select_ns = st.select_ns;
+    full.wait_ns = st.wait_ns;
+    full.inputs_ns = st.inputs_ns;
+    full.launch_ns = st.launch_ns;
+    full.outputs_ns = st.outputs_ns;
+    full.release_ns = st.release_ns;
     return api::write_output(full, out, "wharf_graph_stats");
   });
 }

@@ -46,11 +46,13 @@ namespace {
 
 std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
 
-Status cuda_status(cudaError_t e, const std::string& what) {
+// `what` is a literal: replays call this on their hot path, where building a std::string per
+// call would cost an allocation for nothing.
+Status cuda_status(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::Ok();
   (void)cudaGetLastError();  // a non-sticky error must not be reported by the next call
-  if (e == cudaErrorMemoryAllocation) return OutOfMemory(what + ": " + cuda_text(e));
-  return DeviceError(what + ": " + cuda_text(e));
+  if (e == cudaErrorMemoryAllocation) return OutOfMemory(std::string(what) + ": " + cuda_text(e));
+  return DeviceError(std::string(what) + ": " + cuda_text(e));
 }
 #define GRAPH_CUDA(call, what) WHARF_RETURN_IF_ERROR(cuda_status((call), (what)))
 
@@ -103,6 +105,11 @@ class RelaxedCaptureMode {
  private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
+
+using Clock = std::chrono::steady_clock;
+uint64_t ns_between(Clock::time_point a, Clock::time_point z) {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(z - a).count());
+}
 
 constexpr uint64_t kAlign = 256;
 // Captures that may fail before a model stops capturing new shapes.
@@ -588,8 +595,11 @@ struct ModelGraphs::Core {
   Status folded_bases(Run& run, Bucket& b, const FoldRecord* fold, size_t r, std::vector<uint64_t>* bases)
       WHARF_REQUIRES(mu);
   // The replay of `b` for `run` (bound, inputs gathered, launched); *served as ModelGraphs::run.
+  // `entered`: when run() was called; `captured`: whether this run captured a graph (its
+  // choice of graph is then not a replay's host time).
   Status replay(Run& run, GraphSet& set, Bucket& b, const std::vector<ModelTensor>& inputs, int64_t n,
-                std::vector<ModelTensor>* outputs, bool* served, const std::shared_ptr<Core>& self) WHARF_REQUIRES(mu);
+                std::vector<ModelTensor>* outputs, bool* served, const std::shared_ptr<Core>& self,
+                Clock::time_point entered, bool captured) WHARF_REQUIRES(mu);
 };
 
 Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_ptr<ModelGraphs>* out) {
@@ -1157,6 +1167,7 @@ const std::string* ModelGraphs::Core::failure_of(const std::vector<ModelTensor>&
 Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
                         bool* served) {
   *served = false;
+  const Clock::time_point entered = Clock::now();
   Core& c = *core_;
   MutexLock lock(c.mu);
   // A caller capturing the run's stream into a graph of its own gets the eager kernels (a
@@ -1207,6 +1218,7 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
     return Status::Ok();
   }
   Bucket* b = set->find(inputs, c.spec, size);
+  const bool captured = !b;
   if (!b) {
     if (const std::string* why = c.failure_of(inputs, size)) {
       c.eager(*why);
@@ -1237,20 +1249,21 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
       return Status::Ok();
     }
   }
-  return c.replay(run, *set, *b, inputs, n, outputs, served, core_);
+  return c.replay(run, *set, *b, inputs, n, outputs, served, core_, entered, captured);
 }
 
 Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const std::vector<ModelTensor>& inputs,
                                  int64_t n, std::vector<ModelTensor>* outputs, bool* served,
-                                 const std::shared_ptr<Core>& self) {
+                                 const std::shared_ptr<Core>& self, Clock::time_point entered, bool captured) {
+  // Each phase's host time goes to the stats (wharf_graph_stats: model_bench's breakdown).
   Bucket* b = &bucket;
   std::shared_ptr<FoldRecord> fold;
-  const auto t_fold = std::chrono::steady_clock::now();
+  const Clock::time_point t_fold = Clock::now();
+  if (!captured) stats.select_ns += ns_between(entered, t_fold);
   const uint64_t folds_before = stats.folds;
   Status st = fold_for(run, *b, &fold);
-  const auto t_bind = std::chrono::steady_clock::now();
-  if (stats.folds != folds_before)
-    stats.fold_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t_bind - t_fold).count());
+  const Clock::time_point t_bind = Clock::now();
+  if (stats.folds != folds_before) stats.fold_ns += ns_between(t_fold, t_bind);
   if (st.ok()) st = bases_for(run, *b, fold.get(), &b->bases);
   size_t applied = 0;
   if (st.ok())
@@ -1260,8 +1273,8 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
     eager("re-pointing the graph for inputs " + b->stats.shapes + " failed: " + st.message());
     return Status::Ok();
   }
-  const uint64_t bind_ns =
-      uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t_bind).count());
+  const Clock::time_point t_bound = Clock::now();
+  const uint64_t bind_ns = ns_between(t_bind, t_bound);
   b->capture_fold.reset();  // the graph no longer points at it
   if (applied) {
     ++stats.repoints;
@@ -1282,11 +1295,16 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
       st = cuda_status(cudaStreamWaitEvent(rs, set.released, 0), "waiting for the graphs' last run");
     }
   }
+  const Clock::time_point t_waited = Clock::now();
+  stats.wait_ns += ns_between(t_bound, t_waited);
   if (legacy) {
-    for (size_t i = 0; st.ok() && i < inputs.size(); ++i)
-      if (b->input_bytes[i])
-        st = cuda_status(cudaMemcpyAsync(b->static_inputs[i], inputs[i].data, b->input_bytes[i], cudaMemcpyDefault, rs),
-                         "copying input " + std::to_string(i) + " into the graph");
+    for (size_t i = 0; st.ok() && i < inputs.size(); ++i) {
+      const cudaError_t e = b->input_bytes[i] ? cudaMemcpyAsync(b->static_inputs[i], inputs[i].data, b->input_bytes[i],
+                                                                cudaMemcpyDefault, rs)
+                                              : cudaSuccess;
+      if (e != cudaSuccess)
+        st = cuda_status(e, "copying an input into the graph").with_context("input " + std::to_string(i));
+    }
   } else if (st.ok()) {
     // The gather node reads the inputs where they are (host ones: one copy to the staging
     // block first); its parameters change only when their addresses or sizes do.
@@ -1299,7 +1317,11 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
       if (st.ok()) b->gather = p;
     }
   }
+  const Clock::time_point t_staged = Clock::now();
+  stats.inputs_ns += ns_between(t_waited, t_staged);
   if (st.ok()) st = cuda_status(cudaGraphLaunch(b->exec, rs), "cudaGraphLaunch");
+  const Clock::time_point t_launched = Clock::now();
+  stats.launch_ns += ns_between(t_staged, t_launched);
   if (!st.ok()) {
     // Nothing of the run's own was written yet unless the launch itself failed after being
     // enqueued, which CUDA reports as a device error on the stream: say so, do not fall back.
@@ -1310,6 +1332,7 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
   ++stats.replays;
   GraphSet* held = &set;
   run.at_end([self, held, rs] {
+    const Clock::time_point t0 = Clock::now();
     MutexLock l(self->mu);
     cudaError_t e = cudaEventRecord(held->released, rs);
     if (e != cudaSuccess) {
@@ -1321,6 +1344,7 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
       held->has_released = true;
     }
     held->held = false;
+    self->stats.release_ns += ns_between(t0, Clock::now());
   });
   *outputs = b->outputs;
   if (n >= 0 && n != b->size) {
@@ -1328,6 +1352,7 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
     ++stats.padded_replays;
     for (size_t j = 0; j < outputs->size(); ++j) (*outputs)[j].meta = output_view(spec, j, b->outputs[j].meta, n);
   }
+  stats.outputs_ns += ns_between(t_launched, Clock::now());
   *served = true;
   return Status::Ok();
 }

@@ -107,6 +107,12 @@ struct GraphStats {
   // Host time, in total: binding a replay that re-pointed nodes (its bases and the set-params
   // calls), binding one that did not (the bases compared), folding for a new generation.
   uint64_t repoint_ns = 0, bind_check_ns = 0, fold_ns = 0;
+  // Host time of replays, in total, by phase (the binding is above): choosing the graph (from
+  // run() being called: the lock, the capture check, the bucket and the set; replays that
+  // captured are left out), ordering after the set's previous holder, the inputs (staging,
+  // the gather's parameters), cudaGraphLaunch, handing out the outputs (and registering the
+  // release), and releasing the set at the run's end.
+  uint64_t select_ns = 0, wait_ns = 0, inputs_ns = 0, launch_ns = 0, outputs_ns = 0, release_ns = 0;
   uint64_t pool_bytes = 0;    // the graph pool (tag graph)
   uint64_t folded_bytes = 0;  // folded constants held for live generations
   std::string last_eager_reason;

@@ -61,6 +61,13 @@ TEST(GraphApi, StructsFollowTheSizeRules) {
   EXPECT_EQ(offsetof(wharf_graph_bucket_info, instantiate_ms) + 8, sizeof(wharf_graph_bucket_info));
   EXPECT_EQ(offsetof(wharf_graph_options, struct_size), 0u);
   EXPECT_EQ(offsetof(wharf_graph_stats, struct_size), 0u);
+  // The replay phases' host times are appended after the bucket fields (a caller built
+  // before them states the smaller size, 440 bytes on LP64, and gets that much).
+  EXPECT_GT(offsetof(wharf_graph_stats, select_ns), offsetof(wharf_graph_stats, num_bucket_sizes));
+  if (sizeof(void*) == 8) {
+    EXPECT_EQ(offsetof(wharf_graph_stats, select_ns), 440u);
+  }
+  EXPECT_EQ(offsetof(wharf_graph_stats, release_ns) + 8, sizeof(wharf_graph_stats));
 }
 
 }  // namespace
