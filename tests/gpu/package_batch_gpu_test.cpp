@@ -20,16 +20,29 @@
 // input). A swap made while a batched run is open leaves that run on its generation; the
 // next step reads the new one (update.safetensors of the package). Refusals name the input.
 //
+// Randomized schedules (PackageBatchFuzz, eager and with graphs): a seeded PRNG drives 2000
+// steps of joins, leaves, forks, resets and batched steps over random subsets of up to 8
+// sessions at ragged lengths, every batched row bit for bit its session stepped alone through
+// decode_batch on a mirrored second load, with probe steps of every live session showing state
+// disturbed while idle. WHARF_BATCH_FUZZ_SEED and WHARF_BATCH_FUZZ_STEPS pick another schedule;
+// a failure prints the seed, the step and the last operations to replay it.
+//
 // Skips without a GPU, and while the committed package has no decode_batch (the exporter's
 // --session-capacity 8 makes it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -395,6 +408,299 @@ TEST_P(PackageBatchSwap, ABatchedRunKeepsItsGenerationAcrossASwapAndTheNextStepR
 }
 
 INSTANTIATE_TEST_SUITE_P(EagerAndGraphs, PackageBatchSwap, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Graphs" : "Eager"; });
+
+// --- Randomized schedules (issue 26: "randomized over thousands of steps") ---
+
+// An unsigned integer from the environment (decimal, or hex with 0x), else `fallback`.
+uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 0);
+  if (*end != '\0' || v[0] == '-') {
+    ADD_FAILURE() << name << "='" << v << "' is not an unsigned integer; using " << fallback;
+    return fallback;
+  }
+  return uint64_t(x);
+}
+
+std::string logit_text(float v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g (%a)", double(v), double(v));
+  return buf;
+}
+
+// The batched lane eager, or replaying graphs (the buckets of N); the reference stays eager.
+class PackageBatchFuzz : public PackageBatch, public ::testing::WithParamInterface<bool> {};
+
+// A seeded random schedule of up to 8 sessions (the arena's capacity) over thousands of steps:
+// joins (a new session and its own prefill of 1..12 tokens), leaves, forks into a free slot
+// (both branches go on, fed their own tokens), resets with a new prefill, and batched steps
+// over a random non-empty subset in random order, each row a random token at its session's
+// next position; a session reaching max_seq_len 64 leaves or starts over. Every operation is
+// mirrored on a second load of the package (the reference) where each row is stepped alone
+// through decode_batch (N = 1), and every batched row's logits are compared with it bit for
+// bit; now and then, and at the end, every live session takes a probe step alone on both
+// lanes, which shows a session whose state another's write disturbed while it sat idle. On the
+// reference lane a new session sometimes takes its slot with another slot held around it, so
+// the two lanes' slot assignments differ: a row reading any slot but its own differs too.
+// WHARF_BATCH_FUZZ_SEED and WHARF_BATCH_FUZZ_STEPS choose another schedule; a failure names
+// the seed, the step and the last operations.
+TEST_P(PackageBatchFuzz, RandomizedSchedulesOfThousandsOfStepsKeepEverySessionIsolatedAndBitExact) {
+  const bool graphs = GetParam();
+  OPEN_OR_SKIP(alone, "each session alone (N = 1)", kCapacity);
+  OPEN_OR_SKIP(b, graphs ? "batched with graphs" : "batched", kCapacity, graphs);
+  const uint64_t seed = env_u64("WHARF_BATCH_FUZZ_SEED", graphs ? 2602 : 2601);
+  const uint64_t steps = env_u64("WHARF_BATCH_FUZZ_STEPS", 2000);
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string test_name = std::string(info->test_suite_name()) + "." + info->name();
+  std::printf("[ PackageBatch ] %s: seed %llu, %llu steps (WHARF_BATCH_FUZZ_SEED, WHARF_BATCH_FUZZ_STEPS)\n", b->what,
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(steps));
+  constexpr int64_t kMaxLen = 64;  // the package's max_seq_len: positions 0..63
+  constexpr size_t kHistory = 12;  // operations a failure lists
+  std::mt19937_64 rng(seed);
+  // Drawn by hand (std::uniform_int_distribution and std::shuffle differ between standard
+  // libraries), so that a seed replays the same schedule wherever the test is built.
+  auto below = [&](uint64_t n) { return rng() % n; };
+  std::map<int, int64_t> next;  // the live sessions by id: each one's next position
+  std::map<int, int> parent;    // a fork -> the session it branched from, while both live
+  int next_id = 0;
+  uint64_t step = 0, batched_runs = 0;
+  std::deque<std::string> history;
+  std::map<std::string, uint64_t> seen;  // what the schedule exercised, for the coverage check
+  std::set<size_t> sizes;
+  bool told = false;  // a failure printed the context already
+  const auto t0 = std::chrono::steady_clock::now();
+
+  auto sid = [](int id) { return "s" + std::to_string(id); };
+  auto note = [&](const std::string& op) {
+    history.push_back("step " + std::to_string(step) + ": " + op);
+    if (history.size() > kHistory) history.pop_front();
+  };
+  auto context = [&] {
+    std::string s = std::string(b->what) + ", seed " + std::to_string(seed) + ", step " + std::to_string(step) +
+                    "; replay: WHARF_BATCH_FUZZ_SEED=" + std::to_string(seed) +
+                    " WHARF_BATCH_FUZZ_STEPS=" + std::to_string(step + 1) + " ./wharf_gpu_tests --gtest_filter='" +
+                    test_name + "'\nthe last operations, oldest first:";
+    for (const std::string& h : history) s += "\n  " + h;
+    return s;
+  };
+  auto slots_of = [&](int id) {
+    return "slot " + std::to_string(wharf_session_slot(b->s.at(id))) + ", reference slot " +
+           std::to_string(wharf_session_slot(alone->s.at(id)));
+  };
+  // Whether row `got` (the batched lane) is `want` (the reference) bit for bit; else fails naming it.
+  auto same = [&](const float* want, const float* got, const std::string& what) {
+    if (std::memcmp(want, got, kVocab * sizeof(float)) == 0) return true;
+    int i = 0;
+    while (i < kVocab && std::memcmp(want + i, got + i, sizeof(float)) == 0) ++i;
+    ADD_FAILURE() << what << ": not bit-exact with the session run alone; logit " << i << " is " << logit_text(got[i])
+                  << " batched, " << logit_text(want[i]) << " alone\n"
+                  << context();
+    told = true;
+    return false;
+  };
+  auto prompt = [&]() {
+    std::vector<int64_t> tokens(1 + below(12));
+    for (int64_t& t : tokens) t = int64_t(below(kVocab));
+    return tokens;
+  };
+  auto prefill_both = [&](int id, const std::vector<int64_t>& tokens) {
+    std::vector<float> want, got;
+    prefill(*alone, id, tokens, &want);
+    prefill(*b, id, tokens, &got);
+    if (HasFailure()) return false;
+    next[id] = int64_t(tokens.size());
+    return same(want.data(), got.data(), "the prefill of " + sid(id));
+  };
+  // A new session `id` on both lanes, made by `make`; on the reference lane, half the time
+  // while another slot is held (then freed), so the lanes' slots differ.
+  auto add = [&](int id, const std::function<wharf_status*(Lane&, wharf_session**)>& make) {
+    for (Lane* l : {b, alone}) {
+      wharf_session* spacer = nullptr;
+      if (l == alone && next.size() + 2 <= kCapacity && below(2))
+        EXPECT_OK(wharf_model_package_create_session(l->pkg, nullptr, &spacer));
+      wharf_session* s = nullptr;
+      St st(make(*l, &s));
+      wharf_session_free(spacer);
+      if (st.code() != WHARF_OK) {
+        ADD_FAILURE() << l->what << ": " << st.msg() << "\n" << context();
+        told = true;
+        return false;
+      }
+      l->s[id] = s;
+    }
+    if (wharf_session_slot(b->s.at(id)) != wharf_session_slot(alone->s.at(id))) ++seen["slots differing"];
+    history.back() += " (" + slots_of(id) + ")";
+    return true;
+  };
+  auto join = [&]() {
+    const int id = next_id++;
+    const std::vector<int64_t> tokens = prompt();
+    note(sid(id) + " joins with a prompt of " + std::to_string(tokens.size()) + " tokens");
+    ++seen["joins"];
+    return add(id, [](Lane& l, wharf_session** s) { return wharf_model_package_create_session(l.pkg, nullptr, s); }) &&
+           prefill_both(id, tokens);
+  };
+  auto leave = [&](int id) {
+    note(sid(id) + " leaves at position " + std::to_string(next.at(id)) + " (" + slots_of(id) + ")");
+    ++seen["leaves"];
+    for (Lane* l : {b, alone}) {
+      wharf_session_free(l->s.at(id));
+      l->s.erase(id);
+    }
+    next.erase(id);
+    for (auto it = parent.begin(); it != parent.end();)
+      it = it->first == id || it->second == id ? parent.erase(it) : std::next(it);
+    return true;
+  };
+  auto fork = [&](int from) {
+    const int id = next_id++;
+    note(sid(from) + " at position " + std::to_string(next.at(from)) + " forks into " + sid(id));
+    ++seen["forks"];
+    if (!add(id, [from](Lane& l, wharf_session** s) { return wharf_session_fork(l.s.at(from), s); })) return false;
+    next[id] = next.at(from);
+    parent[id] = from;
+    return true;
+  };
+  auto reset = [&](int id) {
+    const std::vector<int64_t> tokens = prompt();
+    note(sid(id) + " resets at position " + std::to_string(next.at(id)) + " (" + slots_of(id) + ") and prefills " +
+         std::to_string(tokens.size()) + " tokens");
+    ++seen["resets"];
+    for (Lane* l : {b, alone}) {
+      St st(wharf_session_reset(l->s.at(id)));
+      if (st.code() != WHARF_OK) {
+        ADD_FAILURE() << l->what << ": resetting " << sid(id) << ": " << st.msg() << "\n" << context();
+        told = true;
+        return false;
+      }
+    }
+    for (auto it = parent.begin(); it != parent.end();)
+      it = it->first == id || it->second == id ? parent.erase(it) : std::next(it);
+    return prefill_both(id, tokens);
+  };
+  // Steps sessions `ids` (in that order) one random token each at its next position: on the
+  // batched lane in one run (`together`) or one run each, on the reference one run each.
+  auto step_rows = [&](const std::vector<int>& ids, bool together, const char* kind) {
+    const size_t n = ids.size();
+    std::vector<int64_t> tokens(n), positions(n);
+    const Slots slots = together && below(8) == 0 ? Slots::kRunsOwn : Slots::kEmpty;
+    std::string op = std::string(kind) + " N = " + std::to_string(n) +
+                     (slots == Slots::kRunsOwn ? " (the run's own slot tensor)" : "") + ":";
+    for (size_t r = 0; r < n; ++r) {
+      tokens[r] = int64_t(below(kVocab));
+      positions[r] = next.at(ids[r]);
+      op += " " + sid(ids[r]) + "@" + std::to_string(positions[r]) + ":" + std::to_string(tokens[r]);
+    }
+    note(op);
+    std::vector<float> got, want, row;
+    if (together) {
+      decode_batch(*b, ids, tokens, positions, &got, nullptr, slots);
+      ++batched_runs;
+      sizes.insert(n);
+    } else {
+      for (size_t r = 0; r < n && !HasFailure(); ++r) {
+        decode_batch(*b, {ids[r]}, {tokens[r]}, {positions[r]}, &row, nullptr);
+        ++batched_runs;
+        sizes.insert(1);
+        got.insert(got.end(), row.begin(), row.end());
+      }
+    }
+    if (HasFailure()) return false;
+    for (size_t r = 0; r < n; ++r) {
+      decode_batch(*alone, {ids[r]}, {tokens[r]}, {positions[r]}, &want, nullptr);
+      if (HasFailure()) return false;
+      const std::string what = std::string(kind) + " row " + std::to_string(r) + " of " + std::to_string(n) + " (" +
+                               sid(ids[r]) + " at position " + std::to_string(positions[r]) + ", token " +
+                               std::to_string(tokens[r]) + ", " + slots_of(ids[r]) + ")";
+      if (!same(want.data(), got.data() + r * kVocab, what)) return false;
+      if (positions[r] == kMaxLen - 1) ++seen["rows at the last position"];
+    }
+    for (int id : ids) ++next[id];
+    if (together) {
+      if (n == kCapacity) ++seen["full batches"];
+      for (const auto& pc : parent)
+        if (std::find(ids.begin(), ids.end(), pc.first) != ids.end() &&
+            std::find(ids.begin(), ids.end(), pc.second) != ids.end())
+          ++seen["forks stepped with their origin"];
+    }
+    return true;
+  };
+  auto probe = [&]() {
+    ++seen["probes"];
+    std::vector<int> ids;
+    for (const auto& e : next)
+      if (e.second < kMaxLen) ids.push_back(e.first);
+    return ids.empty() || step_rows(ids, /*together=*/false, "probe of every live session alone");
+  };
+
+  for (step = 0; step < steps; ++step) {
+    std::vector<int> live, ready;  // ready: below max_seq_len
+    int full = -1;
+    for (const auto& e : next) {
+      live.push_back(e.first);
+      if (e.second < kMaxLen)
+        ready.push_back(e.first);
+      else if (full < 0)
+        full = e.first;
+    }
+    auto pick = [&]() { return live[below(live.size())]; };
+    const uint64_t op = below(100);
+    bool ok = true;
+    if (full >= 0) {  // at the end of its cache: it leaves or starts over
+      ok = below(2) ? reset(full) : leave(full);
+    } else if (live.empty() || (op < 10 && live.size() < kCapacity)) {
+      ok = join();
+    } else if (op < 16) {
+      ok = leave(pick());
+    } else if (op < 22 && live.size() < kCapacity) {
+      ok = fork(pick());
+    } else if (op < 27) {
+      ok = reset(pick());
+    } else if (op < 30) {
+      ok = probe();
+    } else {  // a batched step over a random non-empty subset, in random order
+      const size_t n = 1 + below(ready.size());
+      for (size_t i = 0; i < n; ++i) std::swap(ready[i], ready[i + below(ready.size() - i)]);
+      ready.resize(n);
+      ++seen["batched steps"];
+      ok = step_rows(ready, /*together=*/true, "batch");
+    }
+    if (!ok || HasFailure()) FAIL() << "stopped at step " << step << (told ? "" : ": " + context());
+  }
+  if (!probe() || HasFailure()) FAIL() << "stopped at the last probe" << (told ? "" : ": " + context());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string summary;
+  for (const auto& e : seen) summary += " " + e.first + " " + std::to_string(e.second) + ";";
+  std::printf("[ PackageBatch ] %s: %llu steps bit-exact in %.1f s (%llu batched-lane runs):%s\n", b->what,
+              static_cast<unsigned long long>(steps), seconds, static_cast<unsigned long long>(batched_runs),
+              summary.c_str());
+  // The default schedules' length exercises every operation; a shorter one (a replay) may not.
+  if (steps >= 1000) {
+    for (const char* what : {"joins", "leaves", "forks", "resets", "probes", "batched steps", "full batches",
+                             "forks stepped with their origin", "rows at the last position", "slots differing"})
+      EXPECT_GT(seen[what], 0u) << "the schedule never had " << what << " (seed " << seed << ")";
+  }
+  if (graphs) {
+    wharf_graph_stats gs = wharf_test::sized<wharf_graph_stats>();
+    ASSERT_OK(wharf_model_get_graph_stats(b->batch, &gs));
+    EXPECT_EQ(gs.capture_failures, 0u) << gs.last_eager_reason;
+    EXPECT_EQ(gs.eager_runs, 0u) << gs.last_eager_reason;
+    EXPECT_EQ(gs.replays, batched_runs) << "every batched-lane run replays a graph";
+    std::set<size_t> buckets = {kCapacity};  // the default buckets 1, 2, 4, 8; the largest captured first
+    for (size_t n : sizes) {
+      size_t bucket = 1;
+      while (bucket < n) bucket *= 2;
+      buckets.insert(bucket);
+    }
+    EXPECT_EQ(gs.captures, buckets.size()) << "one capture per bucket, whatever the sessions";
+    EXPECT_EQ(gs.repoints, 0u) << "the arena's address is fixed; sessions are an input";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EagerAndGraphs, PackageBatchFuzz, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Graphs" : "Eager"; });
 
 }  // namespace

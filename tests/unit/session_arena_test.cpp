@@ -565,7 +565,9 @@ TEST_F(SessionArenaTest, ABatchKeepsTheGenerationItPinnedAcrossAConcurrentSwap) 
 
 // Thousands of random steps of joins, leaves, forks, resets, single runs and batched steps
 // of a host "model" that appends to its rows' slots; a mirror of every session's expected
-// state is checked against the arena at every step, for every row of the batch.
+// state is checked against the arena at every step, for every row of the batch. The slot
+// bookkeeping too: after every step no slot is held by two live sessions, freed slots are
+// taken again, and a join or fork into a full arena is refused and changes nothing.
 TEST_F(SessionArenaTest, RandomizedJoinsLeavesForksAndResetsKeepSessionsIsolated) {
   constexpr uint32_t kCap = 12;
   wharf_container* c = make("m", kCap);
@@ -584,13 +586,24 @@ TEST_F(SessionArenaTest, RandomizedJoinsLeavesForksAndResetsKeepSessionsIsolated
     for (int i = 0; i < kH; ++i) ASSERT_EQ(h[i], m.h[i]) << "step " << step << " h[" << i << "]";
     for (int i = 0; i < kKv; ++i) ASSERT_EQ(kv[i], m.kv[i]) << "step " << step << " kv[" << i << "]";
   };
-  int batched_steps = 0;
+  int batched_steps = 0, refused = 0, reused = 0;
+  std::set<int64_t> ever;  // slots some session has held
+  auto taken = [&](wharf_session* s) {
+    if (!ever.insert(wharf_session_slot(s)).second) ++reused;
+  };
   for (int step = 0; step < 3000; ++step) {
     const int op = std::uniform_int_distribution<int>(0, 99)(rng);
     if (live.empty() || (op < 15 && live.size() < kCap)) {  // join
       wharf_session* s = session({c});
       ASSERT_NE(s, nullptr);
       live[s] = initial();
+      taken(s);
+    } else if (op < 15) {  // a full arena: a join and a fork are refused, holding nothing
+      session({c}, WHARF_RESOURCE_EXHAUSTED, "session_capacity 12");
+      wharf_session* f = nullptr;
+      EXPECT_FAILS(wharf_session_fork(pick(), &f), WHARF_RESOURCE_EXHAUSTED, "session_capacity 12");
+      EXPECT_EQ(f, nullptr);
+      ++refused;
     } else if (op < 25) {  // leave
       wharf_session* s = pick();
       wharf_session_free(s);
@@ -600,6 +613,7 @@ TEST_F(SessionArenaTest, RandomizedJoinsLeavesForksAndResetsKeepSessionsIsolated
       wharf_session* f = nullptr;
       ASSERT_OK(wharf_session_fork(s, &f));
       live[f] = live[s];
+      taken(f);
     } else if (op < 40) {  // reset
       wharf_session* s = pick();
       ASSERT_OK(wharf_session_reset(s));
@@ -646,8 +660,16 @@ TEST_F(SessionArenaTest, RandomizedJoinsLeavesForksAndResetsKeepSessionsIsolated
       ASSERT_OK(wharf_run_end(run));
     }
     ASSERT_EQ(stats(c).num_slots_used, live.size());
+    std::set<int64_t> held;
+    for (auto& e : live) {
+      const int64_t k = wharf_session_slot(e.first);
+      ASSERT_TRUE(k >= 0 && k < int64_t(kCap)) << "step " << step << ": slot " << k;
+      ASSERT_TRUE(held.insert(k).second) << "step " << step << ": slot " << k << " is held by two live sessions";
+    }
   }
   EXPECT_GT(batched_steps, 1000);
+  EXPECT_GT(refused, 10) << "the arena was never full";
+  EXPECT_GT(reused, 100) << "freed slots were seldom taken again";
   // A last full check of every live session.
   std::vector<wharf_session*> all;
   for (auto& e : live) all.push_back(e.first);
