@@ -2,8 +2,11 @@
 #include "replicas/rank_group.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <functional>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,6 +17,117 @@
 #include "replicas/update_batches.h"
 
 namespace wharf {
+
+namespace {
+
+// Rank 0's step 3 (RankTransport::broadcast_async, flush, finish) from a thread of its own,
+// one per update, so that issuing batch k overlaps reading batch k+1 instead of following
+// it: on NCCL each group of kRankGroupPieces pieces is launched by NCCL's own thread and
+// polled until it is (~50 us), about 6 ms per 8 GiB that the reading thread would otherwise
+// spend between its reads. Every transport call of step 3 is made on that one thread:
+// NCCL's group state (ncclGroupStart ... ncclGroupEnd) is per thread, and one thread at a
+// time uses a transport (the reader makes no transport call until finish() has joined).
+// One batch is handed over at a time: send() waits while the previous one is still being
+// issued (each transport call is bounded by the deadline, so that wait is too). A transport
+// failure (the transport has then aborted itself) ends the thread; the reader gets it from
+// its next send() or finish() and stops reading.
+class BatchSender {
+ public:
+  struct Piece {
+    void* src;  // null: zeros (this rank failed locally)
+    uint64_t bytes;
+  };
+  BatchSender(RankTransport* transport, std::function<RankClock::time_point()> deadline,
+              std::function<void(uint64_t)> sent)
+      : transport_(transport), deadline_(std::move(deadline)), sent_(std::move(sent)) {}
+  // An early return of the reader (a transport failure) stops the thread without finish().
+  ~BatchSender() { (void)stop(false); }
+  BatchSender(const BatchSender&) = delete;
+  BatchSender& operator=(const BatchSender&) = delete;
+
+  // Hands `batch` to the thread (started at the first); the transport's failure instead, if
+  // it has failed.
+  Status send(std::vector<Piece> batch) WHARF_EXCLUDES(mu_) {
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    UniqueLock lock(mu_);
+    lock.wait(cv_, [&]() WHARF_REQUIRES(mu_) { return !has_batch_ || !failed_.ok(); });
+    if (!failed_.ok()) return failed_;
+    batch_ = std::move(batch);
+    has_batch_ = true;
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  // The end of step 3: the thread issues what it holds, then finish() (closing the open
+  // NCCL group and waiting for every broadcast), and is joined. Nothing sent: nothing to do.
+  Status finish() WHARF_EXCLUDES(mu_) { return stop(true); }
+
+ private:
+  Status stop(bool finish) WHARF_EXCLUDES(mu_) {
+    if (!thread_.joinable()) return Status::Ok();
+    {
+      MutexLock lock(mu_);
+      stopping_ = true;
+      finish_ = finish;
+      cv_.notify_all();
+    }
+    thread_.join();
+    MutexLock lock(mu_);
+    return failed_;
+  }
+
+  void loop() WHARF_EXCLUDES(mu_) {
+    bool issued = false;
+    UniqueLock lock(mu_);
+    for (;;) {
+      lock.wait(cv_, [&]() WHARF_REQUIRES(mu_) { return has_batch_ || stopping_; });
+      if (!has_batch_) break;  // stopping, everything handed over was issued
+      std::vector<Piece> batch = std::move(batch_);
+      lock.unlock();
+      // The previous batch's broadcasts first (one host wait per batch), then this one's.
+      Status st = issued ? transport_->flush(deadline_()) : Status::Ok();
+      issued = true;
+      for (size_t j = 0; j < batch.size() && st.ok(); ++j) {
+        st = transport_->broadcast_async(batch[j].src, batch[j].bytes, deadline_());
+        if (!st.ok()) break;
+        sent_(batch[j].bytes);
+        test_hook("replica.rank.sent");
+      }
+      lock.lock();
+      has_batch_ = false;
+      if (!st.ok()) failed_ = st;
+      cv_.notify_all();
+      if (!st.ok()) return;
+    }
+    const bool finish = finish_;
+    lock.unlock();
+    Status st;
+    if (issued && finish) {
+      st = transport_->finish(deadline_());
+    } else if (issued) {
+      // Stopped mid-step without a transport failure (not a path the reader takes): the
+      // ranks are out of step, so the group ends here, from this thread (which may hold
+      // step 3's open NCCL group).
+      st = Internal("replica group rank 0 stopped sending in the middle of an update");
+      transport_->abort(0, st.message());
+    }
+    lock.lock();
+    if (!st.ok()) failed_ = st;
+  }
+
+  RankTransport* const transport_;
+  const std::function<RankClock::time_point()> deadline_;
+  const std::function<void(uint64_t)> sent_;
+  std::thread thread_;  // the reader's only (started by send, joined by stop)
+  Mutex mu_;
+  std::condition_variable cv_;  // a batch handed over or taken, a failure, stopping
+  std::vector<Piece> batch_ WHARF_GUARDED_BY(mu_);
+  bool has_batch_ WHARF_GUARDED_BY(mu_) = false;  // batch_ is handed over and not yet issued
+  bool stopping_ WHARF_GUARDED_BY(mu_) = false;
+  bool finish_ WHARF_GUARDED_BY(mu_) = false;  // stopping: close step 3 (finish) first
+  Status failed_ WHARF_GUARDED_BY(mu_);        // the transport's failure (it aborted itself)
+};
+
+}  // namespace
 
 std::string RankGroup::where() const {
   return "replica group rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " (container " +
@@ -177,12 +291,13 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
 
   // Batches (update_batches.h: shrinking toward the end, so the last broadcast, which no
   // read overlaps, is short): each is read into this rank's fresh storage (pageable sources
-  // through the staging ring), then sent on weight by weight. A local failure sends zeros for
-  // the rest. A batch's broadcasts are only issued; the host waits for them after reading the
-  // next batch, so the copy of batch k+1 overlaps the broadcast of batch k (and the host
-  // waits once per batch, not once per constant). The batches are rank 0's own: the wire
-  // (pieces, and NCCL groups counted in pieces) does not depend on them, and receivers wait
-  // on a rule of their own (receive).
+  // through the staging ring), then sent on weight by weight by the BatchSender's thread
+  // while this thread reads the next batch. A local failure sends zeros for the rest. A
+  // batch's broadcasts are only issued; the sender waits for them before it issues the next
+  // batch, so the copy of batch k+1 overlaps the broadcast of batch k (and the host waits
+  // once per batch, not once per constant). The batches are rank 0's own: the wire (pieces,
+  // and NCCL groups counted in pieces) does not depend on them, and receivers wait on a rule
+  // of their own (receive).
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
   Progress progress(opts.progress, h.total_bytes, where() + ": update");
@@ -190,7 +305,12 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
   for (const ReplicaMembers::Planned& p : plan) sizes.push_back(set_.weights()[p.weight].decl->nbytes);
   const std::vector<size_t> ends = update_batches(sizes, batch_bytes_);
   uint64_t copied = 0;
-  bool issued = false;
+  BatchSender sender(
+      transport_.get(), [this] { return deadline(); },
+      [this](uint64_t n) {
+        broadcasts_.fetch_add(1);
+        broadcast_bytes_.fetch_add(n * (size_ - 1));
+      });
   for (size_t b = 0, begin = 0; b < ends.size(); ++b) {
     const size_t first = begin;
     const std::vector<ReplicaMembers::Planned> batch(plan.begin() + ptrdiff_t(begin),
@@ -202,22 +322,18 @@ Status RankGroup::send(const ConstantMap* map, const UpdateOptions& opts, Replic
     if (local->ok())
       *local = set_.read_sources(batch, writes, wait_for, &progress, copied, &slots).with_context(where());
     copied += bytes;
-    if (issued) WHARF_RETURN_IF_ERROR(transport_->flush(deadline()));
-    issued = true;
+    std::vector<BatchSender::Piece> pieces;
     for (size_t j = 0; j < batch.size(); ++j) {
-      const uint64_t n = set_.weights()[batch[j].weight].decl->nbytes;
       void* src = nullptr;
       if (local->ok()) {
         got->slots[first + j] = slots[j];
         src = slots[j]->data();
       }
-      WHARF_RETURN_IF_ERROR(transport_->broadcast_async(src, n, deadline()));
-      broadcasts_.fetch_add(1);
-      broadcast_bytes_.fetch_add(n * (size_ - 1));
-      test_hook("replica.rank.sent");
+      pieces.push_back({src, set_.weights()[batch[j].weight].decl->nbytes});
     }
+    WHARF_RETURN_IF_ERROR(sender.send(std::move(pieces)));
   }
-  if (issued) WHARF_RETURN_IF_ERROR(transport_->finish(deadline()));
+  WHARF_RETURN_IF_ERROR(sender.finish());
   if (local->ok()) *local = progress.finish();  // the last chance to cancel: nothing is staged
   *source_bytes = h.total_bytes;
   return Status::Ok();

@@ -10,10 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <future>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -412,11 +416,31 @@ TEST_P(RankGroupN, RankZeroReadsInShrinkingBatchesAllOrNothing) {
       R.g->rg->set_batch_bytes_for_test(uint64_t(16) << 10);
       const uint64_t gen = wharf_container_generation(R.c);
       const uint64_t bytes = constants_bytes(R.rt);
-      int batches = 0, sent = 0, sent_at_third = -1;
+      // "batch" is reached by the reading thread (the caller's), "sent" by rank 0's sending
+      // thread: the first constant's send waits (bounded) until the second batch is being
+      // read, which only a sender apart from the reader lets happen.
+      std::atomic<int> batches{0}, sent{0}, sent_at_third{-1};
+      std::promise<void> second_batch;
+      std::future<void> second_batch_read = second_batch.get_future();
+      bool overlapped = false;
+      std::mutex ids_mu;
+      std::set<std::thread::id> sender_ids;
+      const std::thread::id caller = std::this_thread::get_id();
       {
         wharf::ScopedTestHook hook([&](const char* p) {
-          if (std::strcmp(p, "replica.rank.batch") == 0 && ++batches == 3) sent_at_third = sent;
-          if (std::strcmp(p, "replica.rank.sent") == 0) ++sent;
+          if (std::strcmp(p, "replica.rank.batch") == 0) {
+            const int b = ++batches;
+            if (b == 2) second_batch.set_value();
+            if (b == 3) sent_at_third = sent.load();
+          }
+          if (std::strcmp(p, "replica.rank.sent") == 0) {
+            {
+              std::lock_guard<std::mutex> lock(ids_mu);
+              sender_ids.insert(std::this_thread::get_id());
+            }
+            if (++sent == 1)
+              overlapped = second_batch_read.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+          }
         });
         Weights w(2);
         St st(wharf_replica_group_update_ranks(R.g, r == 0 ? w.map : nullptr, nullptr));
@@ -429,8 +453,14 @@ TEST_P(RankGroupN, RankZeroReadsInShrinkingBatchesAllOrNothing) {
       }
       if (r == 0) {
         EXPECT_EQ(batches, 4) << "embed | layers.0.w | layers.1.w | offloaded.w";
+        EXPECT_TRUE(overlapped) << "batch 2 is read while batch 1 is being sent";
+        EXPECT_EQ(sender_ids.size(), 1u) << "every send of an update from one thread (NCCL groups are per thread)";
+        EXPECT_EQ(sender_ids.count(caller), 0u) << "not the reading thread";
         EXPECT_EQ(sent, 4) << "every constant goes out (as zeros after a local failure)";
-        EXPECT_EQ(sent_at_third, 2) << "two batches were sent before the third was read";
+        // Batch 1 went out before batch 3 was read (batch 2 may still be going out: it is
+        // issued while batch 3 is read).
+        EXPECT_GE(sent_at_third.load(), 1) << "the broadcasts overlap the reads";
+        EXPECT_LE(sent_at_third.load(), 2);
       } else {
         EXPECT_EQ(batches, 0) << "batches are rank 0's";
       }
