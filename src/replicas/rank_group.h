@@ -27,7 +27,9 @@
 // fails anywhere fails the update everywhere with nothing changed. The bytes on the wire are
 // rank_protocol.h's.
 // Threads: `op_mu_` serialises the group's calls; a group call from inside the group's own
-// update (a fold callback on the updating thread) answers FAILED_PRECONDITION.
+// update (a fold callback on the updating thread) answers FAILED_PRECONDITION. On rank 0 an
+// update makes its step-2 broadcasts from a sending thread of its own (rank_group.cpp's
+// BatchSender), joined before the update goes on to the vote.
 #pragma once
 
 #include <atomic>
