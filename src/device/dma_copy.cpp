@@ -19,11 +19,12 @@ namespace wharf {
 namespace dma_copy {
 namespace {
 
-// Plain copies for the bytes before dst reaches `align` and after the last whole vector, so
-// every streaming store is aligned (they require it) while the loads may be unaligned.
-// Returns the bytes of the head (at most n).
-size_t head_bytes(const void* dst, size_t n, size_t align) {
-  const size_t head = (align - (reinterpret_cast<uintptr_t>(dst) & (align - 1))) & (align - 1);
+// The bytes before dst reaches a cache line boundary (at most n), copied plainly, as are
+// those after the last whole vector: every streaming store is then aligned (they require
+// 16 / 32 bytes) and each line is written whole by consecutive stores, so a write-combining
+// buffer leaves as one full-line write, never a partial one. Loads may be unaligned.
+size_t head_bytes(const void* dst, size_t n) {
+  const size_t head = (64 - (reinterpret_cast<uintptr_t>(dst) & 63)) & 63;
   return head < n ? head : n;
 }
 
@@ -32,10 +33,10 @@ size_t head_bytes(const void* dst, size_t n, size_t align) {
 void stream_sse2(void* dst, const void* src, size_t n) noexcept {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
-  const size_t head = head_bytes(d, n, 16);
+  const size_t head = head_bytes(d, n);
   std::memcpy(d, s, head);
   d += head, s += head, n -= head;
-  // Four stores a line: the write-combining buffer leaves as one full-line write.
+  // One line an iteration.
   for (; n >= 64; d += 64, s += 64, n -= 64) {
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
@@ -61,10 +62,10 @@ void stream_sse2(void* dst, const void* src, size_t n) noexcept {
 __attribute__((target("avx2"))) void stream_avx2(void* dst, const void* src, size_t n) noexcept {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
-  const size_t head = head_bytes(d, n, 32);
+  const size_t head = head_bytes(d, n);
   std::memcpy(d, s, head);
   d += head, s += head, n -= head;
-  // Two lines an iteration: four independent loads in flight per store pair.
+  // Two lines an iteration.
   for (; n >= 128; d += 128, s += 128, n -= 128) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32));

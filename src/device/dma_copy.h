@@ -42,8 +42,8 @@ constexpr size_t kStreamMinBytes = 4096;
 
 #if defined(__x86_64__)
 #define WHARF_DMA_COPY_X86 1
-// Copy n bytes of any size and alignment: plain copies up to dst's next 16 (32) byte
-// boundary and after the last whole vector, non-temporal stores in between, then a fence.
+// Copy n bytes of any size and alignment: plain copies up to dst's next 64-byte boundary
+// and after the last whole vector, non-temporal stores in between, then a fence.
 // SSE2 (every x86-64 CPU): 16-byte stores.
 void stream_sse2(void* dst, const void* src, size_t n) noexcept;
 // AVX2: 32-byte stores; only on a CPU with AVX2 (cpu_has_avx2()).
