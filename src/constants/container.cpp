@@ -854,17 +854,26 @@ Status Container::acquire(std::shared_ptr<Generation>* out, uint64_t* id) {
   return Status::Ok();
 }
 
-Status Container::take_event_locked(std::unique_ptr<Event>* out) {
-  if (!event_pool_.empty()) {
-    *out = std::move(event_pool_.back());
-    event_pool_.pop_back();
-    return Status::Ok();
-  }
-  return runtime_->device().create_event(out);
+Status Container::take_event_locked(std::shared_ptr<Event>* out) {
+  // The newest first: in a loop of runs the run before last's event, whose holders (its
+  // session, the graphs) have moved on to the last run's. One held elsewhere is skipped: a
+  // record would move what its holder waits for. A count of 1 read here stays 1: only this
+  // pool, under mu_, hands the event out again.
+  for (size_t i = event_pool_.size(); i-- > 0;)
+    if (event_pool_[i].use_count() == 1) {
+      *out = std::move(event_pool_[i]);
+      event_pool_.erase(event_pool_.begin() + std::ptrdiff_t(i));
+      return Status::Ok();
+    }
+  std::unique_ptr<Event> fresh;
+  WHARF_RETURN_IF_ERROR(runtime_->device().create_event(&fresh));
+  *out = std::move(fresh);
+  return Status::Ok();
 }
 
-Status Container::retire(std::shared_ptr<Generation> gen, Stream& stream) {
-  std::unique_ptr<Event> ev;
+Status Container::retire(std::shared_ptr<Generation> gen, Stream& stream, std::shared_ptr<Event>* recorded) {
+  if (recorded) recorded->reset();
+  std::shared_ptr<Event> ev;
   Status st;
   DeadList dead;
   {
@@ -886,6 +895,7 @@ Status Container::retire(std::shared_ptr<Generation> gen, Stream& stream) {
     }
     // Without an event the run's end is unknown: keep its generation until the container
     // goes (it is then freed after a device-wide wait).
+    if (st.ok() && recorded) *recorded = ev;
     retired_.push_back(Retired{st.ok() ? std::move(ev) : nullptr, std::move(gen)});
   }
   // A generation reaped here that held the last reference to some storage (a swap or an

@@ -164,9 +164,13 @@ class Container : public std::enable_shared_from_this<Container> {
 
   // Leases: acquire pins the active generation (FAILED_PRECONDITION if none) and returns its
   // id as of the pin; retire records completion on `stream` and keeps the generation until
-  // the event fires.
+  // the event fires. With `recorded`, the event is shared (*recorded; null when the record
+  // failed): a run's end is recorded once for its generation, its sessions and whatever
+  // else orders after it (Run::end_event). A pooled event is recorded again only once
+  // nobody else holds it.
   Status acquire(std::shared_ptr<Generation>* out, uint64_t* id) WHARF_EXCLUDES(mu_);
-  Status retire(std::shared_ptr<Generation> gen, Stream& stream) WHARF_EXCLUDES(mu_);
+  Status retire(std::shared_ptr<Generation> gen, Stream& stream, std::shared_ptr<Event>* recorded = nullptr)
+      WHARF_EXCLUDES(mu_);
 
   const std::string& name() const { return name_; }
   const std::vector<StateDecl>& states() const { return states_; }
@@ -219,7 +223,7 @@ class Container : public std::enable_shared_from_this<Container> {
   // code outside this class that takes `mu_` and calls the *_locked functions below.
   friend class MemberSet;
   struct Retired {
-    std::unique_ptr<Event> event;
+    std::shared_ptr<Event> event;
     std::shared_ptr<Generation> gen;
   };
   // Why there is no inactive generation, for the swap's message.
@@ -248,7 +252,7 @@ class Container : public std::enable_shared_from_this<Container> {
   // Moves finished runs' generations into *dead, to be destroyed after mu_ is released
   // (freeing storage may call into the driver, which must not happen under mu_).
   void reap_locked(bool all, std::vector<std::shared_ptr<Generation>>* dead) WHARF_REQUIRES(mu_);
-  Status take_event_locked(std::unique_ptr<Event>* out) WHARF_REQUIRES(mu_);
+  Status take_event_locked(std::shared_ptr<Event>* out) WHARF_REQUIRES(mu_);
   // Whether `slot` (constant `index` of the active generation) is referenced by anything
   // but this container's own generations: another container, a store entry, a builder.
   bool shared_elsewhere_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
@@ -291,7 +295,8 @@ class Container : public std::enable_shared_from_this<Container> {
   // Generations with open runs (Generation::open_runs > 0), each once.
   std::vector<std::shared_ptr<Generation>> open_gens_ WHARF_GUARDED_BY(mu_);
   std::deque<Retired> retired_ WHARF_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<Event>> event_pool_ WHARF_GUARDED_BY(mu_);
+  // Completed retire events; one still held elsewhere (retire's `recorded`) is not reused.
+  std::vector<std::shared_ptr<Event>> event_pool_ WHARF_GUARDED_BY(mu_);
   // The replica group this container belongs to (null: none) and its index there.
   const void* replica_group_ WHARF_GUARDED_BY(mu_) = nullptr;
   size_t replica_index_ WHARF_GUARDED_BY(mu_) = 0;

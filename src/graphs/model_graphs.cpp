@@ -472,8 +472,9 @@ cudaKernelNodeParams gather_node_params(const Bucket& b, const GatherParams& p, 
 // time (from its replay until the run ends); concurrent runs use other sets.
 struct GraphSet {
   Pool pool;
-  cudaEvent_t released = nullptr;  // recorded when the last holder's run ended
-  bool has_released = false;
+  // The last holder's run's end (Run::end_event: the event its run recorded once for its
+  // generation and sessions too); null once it is known to have completed.
+  std::shared_ptr<Event> released;
   bool held = false;
   // The instance its captures run on (each bucket keeps it too): shared by the set's buckets
   // so its kernels are loaded once, at the first warm-up. A set's replays never overlap, so
@@ -483,7 +484,6 @@ struct GraphSet {
   std::vector<std::unique_ptr<Bucket> > buckets;
   ~GraphSet() {
     buckets.clear();  // their blocks go back to the pool first
-    if (released) (void)cudaEventDestroy(released);
   }
   uint64_t pool_bytes() {
     std::lock_guard<std::mutex> l(pool.mu);
@@ -777,7 +777,6 @@ Status ModelGraphs::Core::free_set(GraphSet** out) {
   auto set = std::make_unique<GraphSet>();
   set->pool.runtime = runtime;
   set->pool.limit = opts.max_pool_bytes;
-  GRAPH_CUDA(cudaEventCreateWithFlags(&set->released, cudaEventDisableTiming), "creating an event");
   sets.push_back(std::move(set));
   *out = sets.back().get();
   return Status::Ok();
@@ -810,7 +809,8 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   } give_back{pool, scratch, cap};
   // The capture stream starts after the last replay of any bucket (the warm-up reuses pool
   // blocks other graphs use as intermediates) and after what the run's stream did so far.
-  if (set.has_released) GRAPH_CUDA(cudaStreamWaitEvent(cap, set.released, 0), "waiting for the graphs' last run");
+  if (set.released)  // the run's stream waits, and the capture stream waits for the run's stream below
+    WHARF_RETURN_IF_ERROR(run.stream().wait(*set.released).with_context("waiting for the graphs' last run"));
   {
     cudaEvent_t e = nullptr;
     GRAPH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
@@ -1284,15 +1284,18 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
     stats.bind_check_ns += bind_ns;
   }
   cudaStream_t rs = static_cast<cudaStream_t>(run.stream().native_handle());
-  // After the previous holder's run ended (its outputs read), then this run's inputs. An
-  // event that has completed orders nothing: the query is cheaper than enqueueing the wait.
-  if (set.has_released) {
-    const cudaError_t q = legacy ? cudaErrorNotReady : cudaEventQuery(set.released);
-    if (q == cudaSuccess) {
-      set.has_released = false;
+  // After the previous holder's run ended (its outputs read), then this run's inputs. The
+  // run's stream waits for that event already when it was the previous run of the run's
+  // session(s) (a decode loop); an event that has completed orders nothing: the query is
+  // cheaper than enqueueing the wait (a failed query waits, which reports the error).
+  if (set.released && st.ok() && !(set.released.get() == run.begun_after() && !legacy)) {
+    bool done = false;
+    if (!legacy && !set.released->query(&done).ok()) done = false;
+    if (done) {
+      set.released.reset();
     } else {
-      if (q != cudaErrorNotReady) (void)cudaGetLastError();
-      st = cuda_status(cudaStreamWaitEvent(rs, set.released, 0), "waiting for the graphs' last run");
+      st = run.stream().wait(*set.released);
+      if (!st.ok()) st = st.with_context("waiting for the graphs' last run");
     }
   }
   const Clock::time_point t_waited = Clock::now();
@@ -1331,17 +1334,19 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
   set.held = true;
   ++stats.replays;
   GraphSet* held = &set;
-  run.at_end([self, held, rs] {
+  const Run* r = &run;  // the callback runs inside the run's end
+  run.at_end([self, held, r] {
     const Clock::time_point t0 = Clock::now();
     MutexLock l(self->mu);
-    cudaError_t e = cudaEventRecord(held->released, rs);
-    if (e != cudaSuccess) {
-      // Later replays must not overtake this run's reads: wait here instead.
-      (void)cudaGetLastError();
-      (void)cudaStreamSynchronize(rs);
-      held->has_released = false;
-    } else {
-      held->has_released = true;
+    // The event the run's end recorded (no record of our own): the set's next holder orders
+    // after it.
+    held->released = r->end_event();
+    if (!held->released) {
+      // That record failed: later replays must not overtake this run's reads; wait here.
+      const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(r->stream().native_handle()));
+      if (e != cudaSuccess)
+        WHARF_LOG(kError, "model " + quote_name(self->name) + ": graphs: waiting for a run's end: " +
+                              cuda_status(e, "cudaStreamSynchronize").message());
     }
     held->held = false;
     self->stats.release_ns += ns_between(t0, Clock::now());

@@ -31,7 +31,7 @@ Status Run::begin(std::shared_ptr<Container> container, std::shared_ptr<Session>
   std::unique_ptr<Run> run(new Run());
   Runtime& rt = container->runtime();
   WHARF_RETURN_IF_ERROR(run->use_stream(rt, native_stream));
-  if (session) WHARF_RETURN_IF_ERROR(session->begin_run(*run->stream_));
+  if (session) WHARF_RETURN_IF_ERROR(session->begin_run(*run->stream_, &run->begun_after_));
   Status st = container->acquire(&run->gen_, &run->gen_id_);
   if (!st.ok()) {
     if (session) {
@@ -90,10 +90,6 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
   std::unique_ptr<Run> run(new Run());
   Runtime& rt = container->runtime();
   WHARF_RETURN_IF_ERROR(run->use_stream(rt, native_stream));
-  // One event for the whole batch, recorded once at its end (Session::end_run_shared).
-  std::unique_ptr<Event> done;
-  WHARF_RETURN_IF_ERROR(rt.device().create_event(&done));
-  run->batch_done_ = std::move(done);
   // All or nothing: claim every session before touching any.
   for (size_t i = 0; i < sessions.size(); ++i) {
     Status st = sessions[i]->claim();
@@ -128,6 +124,7 @@ Status Run::begin_batch(std::shared_ptr<Container> container, std::vector<std::s
   run->batch_ = std::move(sessions);
   run->arena_ = arena;
   run->slots_ = std::move(slots);
+  run->begun_after_ = waited;
   WHARF_RETURN_IF_ERROR(run->upload_slots());  // on failure ~Run ends the run
   test_hook("run.begin_batch.pinned");
   *out = std::move(run);
@@ -221,26 +218,29 @@ Status Run::read(const std::string& fqn, uint64_t offset, void* dst, uint64_t by
 Status Run::end() {
   if (!leased_) return Status::Ok();
   leased_ = false;
-  Status st = container_->retire(std::move(gen_), *stream_);
+  // One event marks the end for everything that orders after the run: the generation's
+  // retirement, its sessions' next runs (Session::end_run_shared) and, through end_event(),
+  // the at_end callbacks (the graphs' next replay); each record costs the host ~1 us.
+  Status st = container_->retire(std::move(gen_), *stream_, &end_event_);
   if (session_) {
-    Status s2 = session_->end_run(*stream_);
-    if (st.ok()) st = s2;
-  }
-  if (!batch_.empty()) {
-    Status s2 = stream_->record(*batch_done_).with_context("run: recording the end of a batched run");
-    if (s2.ok()) {
-      for (const auto& s : batch_) s->end_run_shared(batch_done_);
-    } else {
+    if (end_event_) {
+      session_->end_run_shared(end_event_);
+    } else {  // the session records its own event (or waits for the device)
+      Status s2 = session_->end_run(*stream_);
       if (st.ok()) st = s2;
-      for (const auto& s : batch_) {  // each records its own event instead
-        Status s3 = s->end_run(*stream_);
-        if (st.ok()) st = s3;
-      }
+    }
+  }
+  for (const auto& s : batch_) {
+    if (end_event_) {
+      s->end_run_shared(end_event_);
+    } else {
+      Status s2 = s->end_run(*stream_);
+      if (st.ok()) st = s2;
     }
   }
   if (index_) {
-    Status s2 = stream_->record(*index_->done);
-    if (s2.ok()) {
+    if (end_event_) {
+      index_->done = end_event_;
       index_->has_done = true;
       arena_->give_back_index_buffer(std::move(index_));
     } else {
@@ -248,7 +248,6 @@ Status Run::end() {
       Status s3 = stream_->synchronize();
       if (!s3.ok()) WHARF_LOG(kError, "run: synchronize after a failed record: " + s3.message());
       index_.reset();
-      if (st.ok()) st = s2;
     }
   }
   std::vector<std::function<void()>> fns;

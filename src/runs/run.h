@@ -70,7 +70,8 @@ class Run {
   bool leased_ = false;                          // end() must retire it
   bool fold_ = false;                            // a fold callback's run (over()): some constants are writable
   std::vector<std::shared_ptr<Session>> batch_;  // a batched run's sessions
-  std::shared_ptr<Event> batch_done_;            // recorded at its end, handed to every session
+  std::shared_ptr<Event> end_event_;             // recorded at its end (end_event)
+  const Event* begun_after_ = nullptr;           // begun_after
   std::shared_ptr<StateArena> arena_;            // the sessions' arena (null: none)
   std::vector<int64_t> slots_;                   // host copy of the slot indices
   std::vector<int64_t> slots_shape_;             // {N}
@@ -110,6 +111,16 @@ class Run {
   // Runs `fn` when the run ends, after its completion is recorded on its stream (what a
   // model run allocated for the caller is released then, stream-ordered). Thread-safe.
   void at_end(std::function<void()> fn) WHARF_EXCLUDES(at_end_mu_);
+  // Inside at_end callbacks: the event recorded on the run's stream at its end, which its
+  // generation and sessions order after too (one record per run), for later work to wait on;
+  // null when that record failed (the caller then orders by other means). Held events are
+  // not recorded again.
+  const std::shared_ptr<Event>& end_event() const { return end_event_; }
+  // The event the run's stream was made to wait for at begin (its session's last operation,
+  // for a batch the last one waited for), or null: the run's work is ordered after that
+  // point already. A session holds the event for the run's whole life, so it is not
+  // recorded again meanwhile: an equal pointer is the same point of a stream.
+  const Event* begun_after() const { return begun_after_; }
 
  private:
   // Leaf: held only to add or take the callbacks, never while one runs.

@@ -180,9 +180,9 @@ Status Session::initialise_locked(Stream& stream) {
   return Status::Ok();
 }
 
-Status Session::begin_run(Stream& stream) {
+Status Session::begin_run(Stream& stream, const Event** waited) {
   WHARF_RETURN_IF_ERROR(claim());
-  return prepare_run(stream);
+  return prepare_run(stream, waited);
 }
 
 Status Session::claim() {

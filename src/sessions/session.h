@@ -19,10 +19,11 @@
 // and `last_` back without waiting. Everything else (lazy initialisation, reset, fork,
 // budgets, BUSY) is as for buffers.
 //
-// A batched run records one event for all its sessions at its end (not one per session) and
-// hands it to each as `shared_last_`, which then stands for `last_` until the session records
-// its own again; a batched run's begin waits once per distinct event, so a decode loop over
-// the same N sessions costs one wait and one record per step, not N of each.
+// A run records one event at its end for its generation and all its sessions (not one per
+// session; Run::end_event) and hands it to each as `shared_last_`, which then stands for
+// `last_` until the session records its own again (reset, fork); a batched run's begin waits
+// once per distinct event, so a decode loop over the same N sessions costs one wait and one
+// record per step, not N of each.
 //
 // Locking: `mu_` is per session and guards the flags, the states (their buffers) and
 // `last_`; it is held across enqueueing and, on the host backend, across the wait in
@@ -73,19 +74,22 @@ class Session {
   // The run protocol: begin (BUSY if a run is open; allocates and initialises the state on
   // first use; `stream` waits for the previous operation; on the host backend begin itself
   // waits, so the state is ready to touch when it returns), then end (records `last_`).
-  Status begin_run(Stream& stream) WHARF_EXCLUDES(mu_);
+  // `waited` (may be null): set to the event the stream was made to wait for (or, on the
+  // host backend, that begin waited for), left as is when there was none.
+  Status begin_run(Stream& stream, const Event** waited = nullptr) WHARF_EXCLUDES(mu_);
   Status end_run(Stream& stream) WHARF_EXCLUDES(mu_);
   // begin_run in two steps, for a batched run's all-or-nothing claim: claim marks the
   // session busy (BUSY if a run is open) and touches nothing else; unclaim undoes only that;
   // prepare_run does the rest of begin_run (on failure the claim is dropped too).
   // `waited` (may be null): the event the stream was last made to wait for by this batch;
   // a session whose previous operation is that same event skips the wait, and otherwise
-  // updates it. Only a batch's shared event is ever seen twice (it is recorded once).
+  // updates it. Only a run's shared end event is ever seen twice (it is not recorded again
+  // while a session holds it).
   Status claim() WHARF_EXCLUDES(mu_);
   void unclaim() WHARF_EXCLUDES(mu_);
   Status prepare_run(Stream& stream, const Event** waited = nullptr) WHARF_EXCLUDES(mu_);
-  // Ends a batched run's claim with `done`, the event the batch recorded once on its stream
-  // after its work (instead of recording the session's own event).
+  // Ends a run's claim with `done`, the event the run recorded once on its stream after its
+  // work (instead of recording the session's own event); not recorded again while held.
   void end_run_shared(std::shared_ptr<Event> done) WHARF_EXCLUDES(mu_);
   // The arena whose slot holds this session's state (null: buffers of its own) and the slot
   // (-1 without an arena). Fixed for the session's life.
@@ -133,7 +137,7 @@ class Session {
   bool in_run_ WHARF_GUARDED_BY(mu_) = false;
   bool allocated_ WHARF_GUARDED_BY(mu_) = false;  // every buffer of states_ allocated
   std::unique_ptr<Event> last_ WHARF_GUARDED_BY(mu_);
-  std::shared_ptr<Event> shared_last_ WHARF_GUARDED_BY(mu_);  // set: the last operation was a batched run
+  std::shared_ptr<Event> shared_last_ WHARF_GUARDED_BY(mu_);  // set: the last operation was a run (its end event)
   bool has_last_ WHARF_GUARDED_BY(mu_) = false;               // last_ (or shared_last_) was recorded at least once
 };
 

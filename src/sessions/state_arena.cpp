@@ -67,7 +67,7 @@ StateArena::~StateArena() {
     pool.swap(index_pool_);
   }
   for (auto& b : pool)
-    if (b->has_done) events.push_back(std::move(b->done));
+    if (b->has_done) shared.push_back(std::move(b->done));
   std::vector<Event*> all;
   for (auto& e : events)
     if (e) all.push_back(e.get());
@@ -159,6 +159,7 @@ Status StateArena::take_index_buffer(std::unique_ptr<IndexBuffer>* out) {
         *out = std::move(index_pool_.front());
         index_pool_.pop_front();
         (*out)->has_done = false;
+        (*out)->done.reset();  // not held while unused: the container may record it again
         return Status::Ok();
       }
     }
@@ -174,7 +175,6 @@ Status StateArena::take_index_buffer(std::unique_ptr<IndexBuffer>* out) {
     WHARF_RETURN_IF_ERROR(
         dev.allocate(MemKind::kPinnedHost, MemTag::kWorkspace, bytes,
                      "pinned slot indices of a batched run (state arena of " + quote_name(owner_) + ")", &b->staging));
-  WHARF_RETURN_IF_ERROR(dev.create_event(&b->done));
   *out = std::move(b);
   return Status::Ok();
 }

@@ -62,7 +62,7 @@ class StateArena {
   struct IndexBuffer {
     Buffer device;                // capacity int64 (host memory on the host backend)
     Buffer staging;               // pinned host, capacity int64 (CUDA backend only)
-    std::unique_ptr<Event> done;  // recorded at the end of the run that used it
+    std::shared_ptr<Event> done;  // the end event of the run that used it (Run::end_event)
     bool has_done = false;
   };
 
