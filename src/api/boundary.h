@@ -146,15 +146,21 @@ Status read_options(const T* in, T* defaults, const char* what) {
 
 // Reads one input struct (a tensor view, a declaration): zero-filled `*out`, then the
 // caller's bytes as far as its struct_size, which must be set (check_input_size's rules).
-template <class T>
-Status read_struct(const T* in, T* out, const std::string& what) {
+// `name()` names the struct in the error; it is called only when the check fails (hot paths
+// read a struct per tensor per call and need no string then).
+template <class T, class Name>
+Status read_struct_named(const T* in, T* out, Name&& name) {
   std::memset(static_cast<void*>(out), 0, sizeof(T));
   const StructLayout& L = layout_of(in);
   const size_t size = stated_size(in);
-  WHARF_RETURN_IF_ERROR(check_input_size(in, size, L, what));
+  if (!check_input_size(in, size, L, std::string()).ok()) return check_input_size(in, size, L, name());
   std::memcpy(static_cast<void*>(out), in, size < sizeof(T) ? size : sizeof(T));
   out->struct_size = sizeof(T);
   return Status::Ok();
+}
+template <class T>
+Status read_struct(const T* in, T* out, const std::string& what) {
+  return read_struct_named(in, out, [&what] { return what; });
 }
 
 // An array of input structs: element i lives at base + i * stride, the stride being element
@@ -168,6 +174,8 @@ class StructArray {
     count_ = count;
     if (count == 0) return Status::Ok();
     stride_ = stated_size(base);
+    // Named only when the check fails (the same check again, with the name).
+    if (check_input_size(base, stride_, layout_of(base), std::string()).ok()) return Status::Ok();
     return check_input_size(base, stride_, layout_of(base), std::string(what) + " 0");
   }
   // Reads element i into *out (zero-filled past the caller's size).
@@ -178,7 +186,7 @@ class StructArray {
       return InvalidArgument(std::string(what) + " " + std::to_string(i) + ": struct_size " + std::to_string(s) +
                              " differs from element 0's " + std::to_string(stride_) +
                              " (every element of one array states the same size)");
-    return read_struct(p, out, std::string(what) + " " + std::to_string(i));
+    return read_struct_named(p, out, [what, i] { return std::string(what) + " " + std::to_string(i); });
   }
 
  private:

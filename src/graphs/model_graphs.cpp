@@ -476,6 +476,9 @@ struct GraphSet {
   // generation and sessions too); null once it is known to have completed.
   std::shared_ptr<Event> released;
   bool held = false;
+  // While held: the graphs, for the holder's release at its run's end (the model may be
+  // freed first). Set and dropped under the Core's mutex.
+  std::shared_ptr<ModelGraphs::Core> keep;
   // The instance its captures run on (each bucket keeps it too): shared by the set's buckets
   // so its kernels are loaded once, at the first warm-up. A set's replays never overlap, so
   // whatever the instance keeps between runs is never used by two of its graphs at once.
@@ -1332,12 +1335,16 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
     return st.with_context("model " + quote_name(name) + ": replaying its graph");
   }
   set.held = true;
+  set.keep = self;
   ++stats.replays;
   GraphSet* held = &set;
   const Run* r = &run;  // the callback runs inside the run's end
-  run.at_end([self, held, r] {
+  // Two pointers: std::function keeps them inline, no allocation per replay.
+  run.at_end([held, r] {
     const Clock::time_point t0 = Clock::now();
-    MutexLock l(self->mu);
+    Core& c = *held->keep;       // set before at_end (its lock orders this read after it)
+    std::shared_ptr<Core> keep;  // dropped after the lock: it may be the last reference
+    MutexLock l(c.mu);
     // The event the run's end recorded (no record of our own): the set's next holder orders
     // after it.
     held->released = r->end_event();
@@ -1345,11 +1352,12 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
       // That record failed: later replays must not overtake this run's reads; wait here.
       const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(r->stream().native_handle()));
       if (e != cudaSuccess)
-        WHARF_LOG(kError, "model " + quote_name(self->name) + ": graphs: waiting for a run's end: " +
+        WHARF_LOG(kError, "model " + quote_name(c.name) + ": graphs: waiting for a run's end: " +
                               cuda_status(e, "cudaStreamSynchronize").message());
     }
     held->held = false;
-    self->stats.release_ns += ns_between(t0, Clock::now());
+    keep = std::move(held->keep);
+    c.stats.release_ns += ns_between(t0, Clock::now());
   });
   *outputs = b->outputs;
   if (n >= 0 && n != b->size) {

@@ -261,6 +261,9 @@ Status Run::end() {
 
 void Run::at_end(std::function<void()> fn) {
   MutexLock lock(at_end_mu_);
+  // A model run adds two (its outputs' owner, the graphs' release or the eager outputs):
+  // one allocation for both.
+  if (at_end_.empty()) at_end_.reserve(4);
   at_end_.push_back(std::move(fn));
 }
 

@@ -75,7 +75,9 @@ struct RunEnd : ::testing::TestWithParam<uint32_t> {  // the session capacity (0
     EXPECT_OK(wharf_run_end(run));
     EXPECT_TRUE(called);
     // Done before the next run's end looks at the pool (the host stream runs on a thread).
-    if (*seen) EXPECT_TRUE((*seen)->synchronize().ok());
+    if (*seen) {
+      EXPECT_TRUE((*seen)->synchronize().ok());
+    }
     return *seen;
   }
 };
