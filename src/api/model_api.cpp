@@ -145,10 +145,19 @@ WHARF_API wharf_status* wharf_model_run(wharf_model* model, wharf_run* run, cons
       WHARF_RETURN_IF_ERROR(views.get(i, &v, "wharf_model_run input"));
       WHARF_RETURN_IF_ERROR(api::meta_from_view(v, "input " + std::to_string(i), &in[i].meta, &in[i].data));
     }
-    auto outs = std::make_shared<std::vector<ModelTensor>>();
-    WHARF_RETURN_IF_ERROR(model->m->run(*run->run, in, outs.get()));
-    // The views' shape and stride arrays live as long as the run.
-    run->run->at_end([outs] {});
+    // The views' shape and stride arrays live as long as the run: a graph replay's outputs
+    // do by themselves (`held`); others are kept until the run ends.
+    std::vector<ModelTensor> copied;
+    const std::vector<ModelTensor>* outs = nullptr;
+    WHARF_RETURN_IF_ERROR(model->m->run(*run->run, in, &copied, &outs));
+    if (!outs) {
+      auto keep = std::make_shared<std::vector<ModelTensor>>(std::move(copied));
+      run->run->at_end([keep] {});
+      outs = keep.get();
+    }
+    if (outs->size() != num_outputs)
+      return Internal("wharf_model_run: the model returned " + std::to_string(outs->size()) + " outputs, not " +
+                      std::to_string(num_outputs));
     const api::OutputViewArray out_views(outputs);
     for (size_t i = 0; i < num_outputs; ++i) api::view_from_meta((*outs)[i].meta, (*outs)[i].data, out_views.at(i));
     return Status::Ok();

@@ -34,7 +34,8 @@ Status ModelGraphs::create(Model*, const GraphOptions&, std::unique_ptr<ModelGra
   return Unsupported("CUDA graphs need a Wharf built with CUDA");
 }
 ModelGraphs::~ModelGraphs() = default;
-Status ModelGraphs::run(Run&, const std::vector<ModelTensor>&, std::vector<ModelTensor>*, bool* served) {
+Status ModelGraphs::run(Run&, const std::vector<ModelTensor>&, std::vector<ModelTensor>*, bool* served,
+                        const std::vector<ModelTensor>**) {
   *served = false;
   return Status::Ok();
 }
@@ -361,6 +362,8 @@ struct Bucket {
   std::vector<uint64_t> staging_off;
   std::vector<uint8_t> host_image;
   std::vector<ModelTensor> outputs;  // views of the static outputs
+  // A padded replay's outputs (views of the real rows), the holder's until its run ends.
+  std::vector<ModelTensor> padded_outputs;
   std::vector<void*> output_handles;
   std::shared_ptr<Model::Instance> instance;  // captured on; kept: the graph may read its memory
   cudaGraph_t graph = nullptr;
@@ -601,8 +604,8 @@ struct ModelGraphs::Core {
   // `entered`: when run() was called; `captured`: whether this run captured a graph (its
   // choice of graph is then not a replay's host time).
   Status replay(Run& run, GraphSet& set, Bucket& b, const std::vector<ModelTensor>& inputs, int64_t n,
-                std::vector<ModelTensor>* outputs, bool* served, const std::shared_ptr<Core>& self,
-                Clock::time_point entered, bool captured) WHARF_REQUIRES(mu);
+                std::vector<ModelTensor>* outputs, const std::vector<ModelTensor>** held, bool* served,
+                const std::shared_ptr<Core>& self, Clock::time_point entered, bool captured) WHARF_REQUIRES(mu);
 };
 
 Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_ptr<ModelGraphs>* out) {
@@ -1168,7 +1171,7 @@ const std::string* ModelGraphs::Core::failure_of(const std::vector<ModelTensor>&
 }
 
 Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
-                        bool* served) {
+                        bool* served, const std::vector<ModelTensor>** held) {
   *served = false;
   const Clock::time_point entered = Clock::now();
   Core& c = *core_;
@@ -1252,11 +1255,12 @@ Status ModelGraphs::run(Run& run, const std::vector<ModelTensor>& inputs, std::v
       return Status::Ok();
     }
   }
-  return c.replay(run, *set, *b, inputs, n, outputs, served, core_, entered, captured);
+  return c.replay(run, *set, *b, inputs, n, outputs, held, served, core_, entered, captured);
 }
 
 Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const std::vector<ModelTensor>& inputs,
-                                 int64_t n, std::vector<ModelTensor>* outputs, bool* served,
+                                 int64_t n, std::vector<ModelTensor>* outputs,
+                                 const std::vector<ModelTensor>** held_outputs, bool* served,
                                  const std::shared_ptr<Core>& self, Clock::time_point entered, bool captured) {
   // Each phase's host time goes to the stats (wharf_graph_stats: model_bench's breakdown).
   Bucket* b = &bucket;
@@ -1359,12 +1363,23 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
     keep = std::move(held->keep);
     c.stats.release_ns += ns_between(t0, Clock::now());
   });
-  *outputs = b->outputs;
+  // The outputs stay the run's until it ends (the set is held until then): handed out as
+  // they are when the caller can take them so (no copy per replay).
+  const std::vector<ModelTensor>* out = &b->outputs;
   if (n >= 0 && n != b->size) {
     // A padded run: outputs with the bucket dimension are views of their real rows.
     ++stats.padded_replays;
-    for (size_t j = 0; j < outputs->size(); ++j) (*outputs)[j].meta = output_view(spec, j, b->outputs[j].meta, n);
+    b->padded_outputs.resize(b->outputs.size());
+    for (size_t j = 0; j < b->outputs.size(); ++j) {
+      b->padded_outputs[j].data = b->outputs[j].data;
+      b->padded_outputs[j].meta = output_view(spec, j, b->outputs[j].meta, n);
+    }
+    out = &b->padded_outputs;
   }
+  if (held_outputs)
+    *held_outputs = out;
+  else
+    *outputs = *out;
   stats.outputs_ns += ns_between(t_launched, Clock::now());
   *served = true;
   return Status::Ok();

@@ -130,8 +130,11 @@ class ModelGraphs {
   ModelGraphs& operator=(const ModelGraphs&) = delete;
 
   // Serves Model::run from a graph: *served = true and the result when it did; *served =
-  // false (OK) when the caller must run eagerly (the reason is counted in stats()).
-  Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs, bool* served);
+  // false (OK) when the caller must run eagerly (the reason is counted in stats()). With
+  // `held`, a replay's outputs are not copied: *held points at the graph's own (valid until
+  // the run ends: the set of graphs is the run's until then).
+  Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs, bool* served,
+             const std::vector<ModelTensor>** held = nullptr);
   GraphStats stats() const;
 
   struct Core;

@@ -730,7 +730,9 @@ Status Model::bind_tensors(Instance& inst, const std::vector<BoundTensor>& tenso
   return Status::Ok();
 }
 
-Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) {
+Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
+                  const std::vector<ModelTensor>** held) {
+  if (held) *held = nullptr;
   if (run.container() != container_)
     return InvalidArgument("model " + quote_name(name_) + ": the run is of container " +
                            quote_name(run.container()->name()) + ", not of this model's");
@@ -747,15 +749,16 @@ Status Model::run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<
     WHARF_RETURN_IF_ERROR(run.slot_indices(&slots).with_context("model " + quote_name(name_)));
     std::vector<ModelTensor> resolved;
     WHARF_RETURN_IF_ERROR(resolve_batch_inputs(name_, input_names_, batch_, slots, inputs, &resolved));
-    return run_inputs(run, resolved, outputs);
+    return run_inputs(run, resolved, outputs, held);
   }
-  return run_inputs(run, inputs, outputs);
+  return run_inputs(run, inputs, outputs, held);
 }
 
-Status Model::run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) {
+Status Model::run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
+                         const std::vector<ModelTensor>** held) {
   if (ModelGraphs* g = graphs_.load(std::memory_order_acquire)) {
     bool served = false;
-    Status gst = g->run(run, inputs, outputs, &served);
+    Status gst = g->run(run, inputs, outputs, &served, held);
     if (served) return gst;
   }
   const Shim& shim = *lib_->shim;

@@ -146,8 +146,12 @@ class Model {
   const std::shared_ptr<Offloader>& offloader() const { return offloader_; }
 
   // Runs the model for `run` (which must be a run of container()). `inputs` are borrowed
-  // for the call; `outputs` receive tensors owned by the run (valid until it ends).
-  Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs) WHARF_EXCLUDES(mu_);
+  // for the call; `outputs` receive tensors owned by the run (valid until it ends). With
+  // `held` (may be null), a run served from outputs the model keeps valid until the run ends
+  // by itself (a graph replay's static outputs) sets *held to them and leaves *outputs
+  // empty: the caller needs no copy of its own to keep until then.
+  Status run(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
+             const std::vector<ModelTensor>** held = nullptr) WHARF_EXCLUDES(mu_);
 
   // CUDA graphs (src/graphs/model_graphs.h): from now on runs replay a graph captured per
   // input shape where they can, eagerly otherwise. Once per model (FAILED_PRECONDITION after).
@@ -162,8 +166,8 @@ class Model {
  private:
   Model() = default;
   // run() once the inputs are checked (and, for a whole-arena model, the slots resolved).
-  Status run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs)
-      WHARF_EXCLUDES(mu_);
+  Status run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::vector<ModelTensor>* outputs,
+                    const std::vector<ModelTensor>** held) WHARF_EXCLUDES(mu_);
   Status take_instance(const Run& run, std::unique_ptr<Instance>* out) WHARF_EXCLUDES(mu_);
   void give_back(std::unique_ptr<Instance> inst) WHARF_EXCLUDES(mu_);
   Status create_instance(size_t num_models, std::unique_ptr<Instance>* out);

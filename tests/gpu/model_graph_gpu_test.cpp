@@ -612,6 +612,12 @@ TEST(ModelGraphApi, PrefillAndDecodeBucketsThroughTheCApi) {
   EXPECT_GT(gs.pool_bytes, 0u);
   EXPECT_GT(gs.folded_bytes, 0u) << "the tiny decoder folds 15 constants";
   EXPECT_GT(gs.fold_ns + gs.bind_check_ns, 0u);
+  // The replay phases' host time (model_bench's breakdown): every replay is timed.
+  EXPECT_GT(gs.select_ns, 0u);
+  EXPECT_GT(gs.inputs_ns, 0u);
+  EXPECT_GT(gs.launch_ns, 0u);
+  EXPECT_GT(gs.outputs_ns, 0u);
+  EXPECT_GT(gs.release_ns, 0u);
   for (uint32_t i = 0; i < 2; ++i) {
     wharf_graph_bucket_info bi;
     std::memset(&bi, 0, sizeof bi);
