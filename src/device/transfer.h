@@ -85,7 +85,7 @@ struct TransferOptions {
   std::shared_ptr<const ServingSignal> serving;
   std::optional<ServingPolicy> serving_policy;
   // How the staging threads copy pageable sources into the ring (device/dma_copy.h): with
-  // streaming stores (the default) or memcpy. Empty: WHARF_STAGING_COPY, read once per process.
+  // memcpy (the default) or streaming stores. Empty: WHARF_STAGING_COPY, read once per process.
   std::optional<StagingCopy> staging_copy;
 };
 
