@@ -256,6 +256,7 @@ Status Run::end() {
     fns.swap(at_end_);
   }
   for (auto& fn : fns) fn();
+  end_event_.reset();  // for the callbacks only: held, the container would not reuse it
   return st;
 }
 

@@ -111,10 +111,10 @@ class Run {
   // Runs `fn` when the run ends, after its completion is recorded on its stream (what a
   // model run allocated for the caller is released then, stream-ordered). Thread-safe.
   void at_end(std::function<void()> fn) WHARF_EXCLUDES(at_end_mu_);
-  // Inside at_end callbacks: the event recorded on the run's stream at its end, which its
-  // generation and sessions order after too (one record per run), for later work to wait on;
-  // null when that record failed (the caller then orders by other means). Held events are
-  // not recorded again.
+  // Inside at_end callbacks (null elsewhere): the event recorded on the run's stream at its
+  // end, which its generation and sessions order after too (one record per run), for later
+  // work to wait on; null when that record failed (the caller then orders by other means).
+  // Held events are not recorded again.
   const std::shared_ptr<Event>& end_event() const { return end_event_; }
   // The event the run's stream was made to wait for at begin (its session's last operation,
   // for a batch the last one waited for), or null: the run's work is ordered after that
