@@ -70,6 +70,15 @@ type GraphStats struct {
 	PaddedReplays   uint64 // replays whose inputs were padded to a larger bucket
 	BucketDim       string // the dimension padded to buckets ("" for exact shapes)
 	NumBucketSizes  uint32 // its number of bucket sizes
+	// Host time of replays in total, nanoseconds, by phase (their binding is in RepointNS
+	// and BindCheckNS), for a breakdown of Model.Run's host time per replay (divide by
+	// Replays): choosing the graph (the lock, the check that the caller is not capturing
+	// the stream, the bucket, the set and the graph; replays that captured a graph are left
+	// out), ordering after the set's previous run (an event query, or a wait), the inputs
+	// (host inputs packed and copied, the gather's parameters), cudaGraphLaunch, handing out
+	// the outputs, and releasing the set when the run ends (in Run.End). Since 0.3
+	// (experimental).
+	SelectNS, WaitNS, InputsNS, LaunchNS, OutputsNS, ReleaseNS uint64
 }
 
 // GraphBucket describes one captured graph (wharf_graph_bucket_info).
@@ -169,6 +178,12 @@ func graphStatsOf(s *C.wharf_graph_stats) GraphStats {
 		PaddedReplays:   uint64(s.padded_replays),
 		BucketDim:       fixedString(&s.bucket_dim[0], len(s.bucket_dim)),
 		NumBucketSizes:  uint32(s.num_bucket_sizes),
+		SelectNS:        uint64(s.select_ns),
+		WaitNS:          uint64(s.wait_ns),
+		InputsNS:        uint64(s.inputs_ns),
+		LaunchNS:        uint64(s.launch_ns),
+		OutputsNS:       uint64(s.outputs_ns),
+		ReleaseNS:       uint64(s.release_ns),
 	}
 }
 

@@ -155,6 +155,25 @@ pub struct GraphStats {
     pub bucket_dim: String,
     /// Its number of bucket sizes.
     pub num_bucket_sizes: u32,
+    /// Host time of replays in total, nanoseconds, by phase (their binding is in
+    /// `repoint_ns` and `bind_check_ns`; divide by `replays` for a replay's breakdown):
+    /// choosing the graph (the lock, the check that the caller is not capturing the stream,
+    /// the bucket, the set and the graph; replays that captured a graph are left out).
+    /// Since 0.3 (experimental).
+    pub select_ns: u64,
+    /// Ordering after the set's previous run (an event query, or a wait), nanoseconds.
+    /// Since 0.3 (experimental).
+    pub wait_ns: u64,
+    /// The inputs (host inputs packed and copied, the gather's parameters), nanoseconds.
+    /// Since 0.3 (experimental).
+    pub inputs_ns: u64,
+    /// `cudaGraphLaunch`, nanoseconds. Since 0.3 (experimental).
+    pub launch_ns: u64,
+    /// Handing out the outputs, nanoseconds. Since 0.3 (experimental).
+    pub outputs_ns: u64,
+    /// Releasing the set when the run ends (in [`Run::end`](crate::Run::end)), nanoseconds.
+    /// Since 0.3 (experimental).
+    pub release_ns: u64,
 }
 
 /// One captured graph (`wharf_graph_bucket_info`), from [`Model::graph_bucket`].
@@ -218,6 +237,12 @@ impl GraphStats {
             padded_replays: s.padded_replays,
             bucket_dim: fixed_string(&s.bucket_dim),
             num_bucket_sizes: s.num_bucket_sizes,
+            select_ns: s.select_ns,
+            wait_ns: s.wait_ns,
+            inputs_ns: s.inputs_ns,
+            launch_ns: s.launch_ns,
+            outputs_ns: s.outputs_ns,
+            release_ns: s.release_ns,
         }
     }
 }
@@ -378,6 +403,8 @@ mod tests {
             *d = b as c_char;
         }
         (s.padded_replays, s.num_bucket_sizes) = (14, 4);
+        (s.select_ns, s.wait_ns, s.inputs_ns) = (15, 16, 17);
+        (s.launch_ns, s.outputs_ns, s.release_ns) = (18, 19, 1 << 41);
         s.bucket_dim[0] = b'N' as c_char;
         let got = GraphStats::from_c(&s);
         assert_eq!(
@@ -400,6 +427,12 @@ mod tests {
                 padded_replays: 14,
                 bucket_dim: "N".to_string(),
                 num_bucket_sizes: 4,
+                select_ns: 15,
+                wait_ns: 16,
+                inputs_ns: 17,
+                launch_ns: 18,
+                outputs_ns: 19,
+                release_ns: 1 << 41,
             }
         );
 

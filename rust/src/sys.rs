@@ -552,6 +552,12 @@ pub struct wharf_graph_stats {
     pub padded_replays: u64,
     pub bucket_dim: [c_char; 64],
     pub num_bucket_sizes: u32,
+    pub select_ns: u64,
+    pub wait_ns: u64,
+    pub inputs_ns: u64,
+    pub launch_ns: u64,
+    pub outputs_ns: u64,
+    pub release_ns: u64,
 }
 
 /// wharf_graph_bucket_info (experimental).
@@ -1068,12 +1074,20 @@ mod tests {
             assert_eq!(offset_of!(wharf_graph_options, bucket_sizes), 32);
             assert_eq!(offset_of!(wharf_graph_options, num_bucket_sizes), 40);
             assert_eq!(offset_of!(wharf_graph_options, exact_shapes), 44);
-            assert_eq!(size_of::<wharf_graph_stats>(), 440);
+            // wharf_graph_stats: num_bucket_sizes 4 at 432, padded to 440, + the replay
+            // phases' six u64 (select_ns .. release_ns) = 488.
+            assert_eq!(size_of::<wharf_graph_stats>(), 488);
             assert_eq!(offset_of!(wharf_graph_stats, fold_ns), 96);
             assert_eq!(offset_of!(wharf_graph_stats, last_eager_reason), 104);
             assert_eq!(offset_of!(wharf_graph_stats, padded_replays), 360);
             assert_eq!(offset_of!(wharf_graph_stats, bucket_dim), 368);
             assert_eq!(offset_of!(wharf_graph_stats, num_bucket_sizes), 432);
+            assert_eq!(offset_of!(wharf_graph_stats, select_ns), 440);
+            assert_eq!(offset_of!(wharf_graph_stats, wait_ns), 448);
+            assert_eq!(offset_of!(wharf_graph_stats, inputs_ns), 456);
+            assert_eq!(offset_of!(wharf_graph_stats, launch_ns), 464);
+            assert_eq!(offset_of!(wharf_graph_stats, outputs_ns), 472);
+            assert_eq!(offset_of!(wharf_graph_stats, release_ns), 480);
             assert_eq!(size_of::<wharf_graph_bucket_info>(), 224);
             assert_eq!(offset_of!(wharf_graph_bucket_info, instantiate_ms), 216);
             assert_eq!(offset_of!(wharf_graph_bucket_info, capture_ms), 40);

@@ -26,6 +26,12 @@ public final class GraphStats {
   private final long paddedReplays;
   private final String bucketDim;
   private final long numBucketSizes;
+  private final long selectNanos;
+  private final long waitNanos;
+  private final long inputsNanos;
+  private final long launchNanos;
+  private final long outputsNanos;
+  private final long releaseNanos;
 
   private GraphStats(wharf_graph_stats s) {
     numBuckets = s.getNum_buckets();
@@ -45,6 +51,12 @@ public final class GraphStats {
     paddedReplays = s.getPadded_replays();
     bucketDim = s.bucket_dim_text();
     numBucketSizes = s.getNum_bucket_sizes();
+    selectNanos = s.getSelect_ns();
+    waitNanos = s.getWait_ns();
+    inputsNanos = s.getInputs_ns();
+    launchNanos = s.getLaunch_ns();
+    outputsNanos = s.getOutputs_ns();
+    releaseNanos = s.getRelease_ns();
   }
 
   /** Copies the native struct the library filled. */
@@ -137,12 +149,72 @@ public final class GraphStats {
     return numBucketSizes;
   }
 
+  /**
+   * Host time of replays by phase, in total: this and the five below (divide by
+   * {@link #replays()} for a replay's breakdown of {@code Model.run}'s host time; their binding
+   * is in {@link #repointNanos()} and {@link #bindCheckNanos()}).
+   *
+   * @return host time choosing the graph (the lock, the check that the caller is not capturing
+   *     the stream, the bucket, the set and the graph; replays that captured a graph are left
+   *     out), in total, nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long selectNanos() {
+    return selectNanos;
+  }
+
+  /**
+   * @return host time ordering after the set's previous run (an event query, or a wait), in
+   *     total, nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long waitNanos() {
+    return waitNanos;
+  }
+
+  /**
+   * @return host time of the inputs (host inputs packed and copied, the gather's parameters),
+   *     in total, nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long inputsNanos() {
+    return inputsNanos;
+  }
+
+  /**
+   * @return host time in {@code cudaGraphLaunch}, in total, nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long launchNanos() {
+    return launchNanos;
+  }
+
+  /**
+   * @return host time handing out the outputs, in total, nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long outputsNanos() {
+    return outputsNanos;
+  }
+
+  /**
+   * @return host time releasing the set when the run ends (in {@link Run#close()}), in total,
+   *     nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long releaseNanos() {
+    return releaseNanos;
+  }
+
   @Override
   public String toString() {
     return "GraphStats{buckets=" + numBuckets + ", captures=" + captures + ", captureFailures=" + captureFailures
         + ", replays=" + replays + ", repoints=" + repoints + ", nodesRepointed=" + nodesRepointed + ", eagerRuns="
         + eagerRuns + ", folds=" + folds + ", poolBytes=" + poolBytes + ", foldedBytes=" + foldedBytes
         + ", repointNanos=" + repointNanos + ", bindCheckNanos=" + bindCheckNanos + ", foldNanos=" + foldNanos
-        + ", lastEagerReason=\"" + lastEagerReason + "\"}";
+        + ", lastEagerReason=\"" + lastEagerReason + "\", paddedReplays=" + paddedReplays + ", bucketDim=\""
+        + bucketDim + "\", numBucketSizes=" + numBucketSizes + ", selectNanos=" + selectNanos + ", waitNanos="
+        + waitNanos + ", inputsNanos=" + inputsNanos + ", launchNanos=" + launchNanos + ", outputsNanos="
+        + outputsNanos + ", releaseNanos=" + releaseNanos + "}";
   }
 }

@@ -53,6 +53,9 @@ public class GraphTest {
     wharf_graph_stats s = new wharf_graph_stats();
     try {
       assertEquals("", GraphStats.of(s).lastEagerReason());
+      // The struct the library fills is this header's, with the replay phases appended
+      // (440 bytes before them, 488 with them on LP64).
+      assertEquals(488, s.getStruct_size());
       s.setNum_buckets(2);
       s.setCaptures(3);
       s.setCapture_failures(4);
@@ -68,6 +71,12 @@ public class GraphTest {
       s.setFold_ns(1L << 40);
       s.setPadded_replays(14);
       s.setNum_bucket_sizes(4);
+      s.setSelect_ns(15);
+      s.setWait_ns(16);
+      s.setInputs_ns(17);
+      s.setLaunch_ns(18);
+      s.setOutputs_ns(19);
+      s.setRelease_ns(1L << 41);
       GraphStats g = GraphStats.of(s);
       assertEquals(2, g.numBuckets());
       assertEquals(3, g.captures());
@@ -86,6 +95,14 @@ public class GraphTest {
       assertEquals(14, g.paddedReplays());
       assertEquals(4, g.numBucketSizes());
       assertEquals("", g.bucketDim());
+      assertEquals(15, g.selectNanos());
+      assertEquals(16, g.waitNanos());
+      assertEquals(17, g.inputsNanos());
+      assertEquals(18, g.launchNanos());
+      assertEquals(19, g.outputsNanos());
+      assertEquals(1L << 41, g.releaseNanos());
+      assertTrue(g.toString(), g.toString().contains("selectNanos=15, waitNanos=16"));
+      assertTrue(g.toString(), g.toString().endsWith("releaseNanos=" + (1L << 41) + "}"));
     } finally {
       s.delete();
     }
