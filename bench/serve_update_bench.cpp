@@ -4,7 +4,9 @@
 // speed while serving beside its speed alone, measured in the same run on the same GPU.
 //
 // Serving: one thread decodes steps back to back on the committed tiny package
-// (tests/data/packages/tiny-llama-f32, wharf_model_package_load, method "decode"), over
+// (tests/data/packages/tiny-llama-f32, wharf_model_package_load, method "decode"; --package
+// names another, e.g. an exported 1B-shaped bf16 one: its logits' dtype and vocabulary come
+// from the manifest; positions run 0..63 and the session is reset), over
 // --sessions sessions round robin, as a service would: the token goes in from host memory
 // (--input host: a host tensor view handed to wharf_model_run, which copies it; --input
 // device: the bench copies it into a device buffer first), the logits come back to host
@@ -44,6 +46,8 @@
 //          [--alone N] [--pause-ms N] [--input host|device] [--io pageable|pinned] [--graphs]
 //          [--no-progress] [--default-pool-keep-mib N] [--copy-threads N] [--staging-mib N]
 //          [--label TEXT] [--csv FILE]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <sys/stat.h>
 
@@ -66,7 +70,17 @@ using namespace bench;
 
 namespace {
 
-constexpr int kVocab = 256;
+// The decode method's logits: [1, 1, vocab] of float32 (the committed tiny package, vocab 256)
+// or a half type (an exported real-size package, e.g. bf16 with vocab 128256); read from the
+// package's manifest when the server starts.
+int g_vocab = 256;
+int32_t g_logit_dtype = WHARF_DTYPE_F32;
+size_t logit_bytes() { return size_t(g_vocab) * (g_logit_dtype == WHARF_DTYPE_F32 ? 4 : 2); }
+float logit_at(const void* p, int i) {
+  if (g_logit_dtype == WHARF_DTYPE_BF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  if (g_logit_dtype == WHARF_DTYPE_F16) return __half2float(static_cast<const __half*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
 constexpr int64_t kProbeToken = 17;  // the token every position-0 step decodes
 
 double now_us(Clock::time_point epoch) {
@@ -161,6 +175,20 @@ class Server {
  public:
   Server(const Options& o, wharf_model_package* pkg, Clock::time_point epoch) : o_(o), epoch_(epoch) {
     wharf_ok(wharf_model_package_get_method(pkg, "decode", &model_), "get_method decode");
+    {
+      const int64_t mi = wharf_model_package_find_method(pkg, "decode");
+      wharf_model_package_tensor_info oi;
+      std::memset(&oi, 0, sizeof oi);
+      oi.struct_size = sizeof oi;
+      wharf_ok(wharf_model_package_get_method_output(pkg, size_t(mi), 0, &oi), "decode's output");
+      if (oi.ndim < 1 || oi.shape[oi.ndim - 1] < 1 ||
+          (oi.dtype != WHARF_DTYPE_F32 && oi.dtype != WHARF_DTYPE_BF16 && oi.dtype != WHARF_DTYPE_F16)) {
+        std::fprintf(stderr, "serve_update_bench: decode's first output is not float logits [..., vocab]\n");
+        std::exit(2);
+      }
+      g_vocab = int(oi.shape[oi.ndim - 1]);
+      g_logit_dtype = oi.dtype;
+    }
     if (o.graphs) wharf_ok(wharf_model_enable_graphs(model_, nullptr), "enable_graphs");
     c_ = wharf_model_container(model_);
     max_pos_ = int32_t(std::min<uint64_t>(wharf_model_package_max_seq_len(pkg), 64)) - 1;
@@ -177,10 +205,10 @@ class Server {
     pinned_ = o.io == "pinned";
     if (pinned_) {
       CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&h_in_), 4 * sizeof(int64_t), cudaHostAllocPortable));
-      CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&h_out_), kVocab * sizeof(float), cudaHostAllocPortable));
+      CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&h_out_), logit_bytes(), cudaHostAllocPortable));
     } else {
       h_in_ = new int64_t[4];
-      h_out_ = new float[kVocab];
+      h_out_ = new unsigned char[logit_bytes()];
     }
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in_), 4 * sizeof(int64_t)));
   }
@@ -252,7 +280,7 @@ class Server {
       return fail(st, &r, recs, "model_run");
     }
     CUDA_OK(cudaEventRecord(ev_[2], stream_));
-    CUDA_OK(cudaMemcpyAsync(h_out_, out.data, kVocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    CUDA_OK(cudaMemcpyAsync(h_out_, out.data, logit_bytes(), cudaMemcpyDeviceToHost, stream_));
     CUDA_OK(cudaEventRecord(ev_[3], stream_));
     CUDA_OK(cudaStreamSynchronize(stream_));
     auto t_d = Clock::now();
@@ -268,11 +296,19 @@ class Server {
     if (cudaEventElapsedTime(&ms, ev_[2], ev_[3]) == cudaSuccess) r.dev_out_us = ms * 1e3f;
     if (r.probe && probe_logits) {
       r.probe_id = uint32_t(probe_logits->size());
-      probe_logits->emplace_back(h_out_, h_out_ + kVocab);
+      std::vector<float> row(static_cast<size_t>(g_vocab));
+      for (int i = 0; i < g_vocab; ++i) row[size_t(i)] = logit_at(h_out_, i);
+      probe_logits->push_back(std::move(row));
     }
     int64_t best = 0;
-    for (int i = 1; i < kVocab; ++i)
-      if (h_out_[i] > h_out_[best]) best = i;
+    float top = logit_at(h_out_, 0);
+    for (int i = 1; i < g_vocab; ++i) {
+      const float v = logit_at(h_out_, i);
+      if (v > top) {
+        top = v;
+        best = i;
+      }
+    }
     tok_[si] = best;
     ++pos_[si];
     recs->push_back(r);
@@ -340,7 +376,7 @@ class Server {
   cudaEvent_t ev_[4] = {};
   bool pinned_ = false;
   int64_t* h_in_ = nullptr;
-  float* h_out_ = nullptr;
+  unsigned char* h_out_ = nullptr;  // the logits as the model wrote them (g_logit_dtype)
   int64_t* d_in_ = nullptr;
   int failures_ = 0;
 };
@@ -632,7 +668,7 @@ int main(int argc, char** argv) {
     up.self_round();  // back to set 0
     up.phases.clear();
     float diff = 0;
-    for (int i = 0; i < kVocab; ++i) diff = std::max(diff, std::fabs(ref[0][size_t(i)] - ref[1][size_t(i)]));
+    for (int i = 0; i < g_vocab; ++i) diff = std::max(diff, std::fabs(ref[0][size_t(i)] - ref[1][size_t(i)]));
     std::printf("  the two weight sets' position-0 logits differ by up to %.4g (what the check can tell apart)\n",
                 double(diff));
   }
@@ -732,7 +768,7 @@ int main(int argc, char** argv) {
       const std::vector<float>& want = ref[it->second];
       const std::vector<float>& got = probes[s.probe_id];
       float scale = 0, diff = 0;
-      for (int i = 0; i < kVocab; ++i) {
+      for (int i = 0; i < g_vocab; ++i) {
         scale = std::max(scale, std::fabs(want[size_t(i)]));
         diff = std::max(diff, std::fabs(want[size_t(i)] - got[size_t(i)]));
       }
