@@ -26,12 +26,8 @@ struct RunEnd : ::testing::TestWithParam<uint32_t> {  // the session capacity (0
   int64_t h_shape[1] = {8};
 
   void SetUp() override {
-    wharf_runtime_options o;
-    wharf_runtime_options_init(&o);
-    o.backend = WHARF_BACKEND_HOST;
-    o.copy_threads = 1;
-    o.staging_bytes = 1 << 20;
-    ASSERT_OK(wharf_runtime_create(&o, &rt));
+    rt = wharf_test::make_runtime(WHARF_BACKEND_HOST, {0, 1, 1 << 20});
+    ASSERT_NE(rt, nullptr);
     wharf_state_decl state{sizeof(wharf_state_decl), "h", WHARF_DTYPE_F32, 1, h_shape, nullptr};
     wharf_constant_decl cd = wharf_test::f32_decl("w", w_shape);
     wharf_container_options co;

@@ -40,12 +40,8 @@ struct SessionArenaTest : ::testing::Test {
   wharf_tensor_view h_init{};
 
   void SetUp() override {
-    wharf_runtime_options o;
-    wharf_runtime_options_init(&o);
-    o.backend = WHARF_BACKEND_HOST;
-    o.copy_threads = 1;
-    o.staging_bytes = 1 << 20;
-    ASSERT_OK(wharf_runtime_create(&o, &rt));
+    rt = wharf_test::make_runtime(WHARF_BACKEND_HOST, {0, 1, 1 << 20});
+    ASSERT_NE(rt, nullptr);
     h_init = wharf_tensor_view{
         sizeof(wharf_tensor_view), 0, init_h.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, h_shape, nullptr};
   }
