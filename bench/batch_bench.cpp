@@ -293,18 +293,8 @@ int main(int argc, char** argv) {
                 gs.last_eager_reason[0] ? ", last eager reason: " : "", gs.last_eager_reason);
     // Issue 25's capture figures: each bucket's capture (fold, warm-up, capture, instantiation)
     // and the pool it added; captured largest first, so the others reuse its blocks.
-    double capture_ms = 0;
-    for (uint32_t i = 0; i < gs.num_buckets; ++i) {
-      wharf_graph_bucket_info b;
-      std::memset(&b, 0, sizeof b);
-      b.struct_size = sizeof b;
-      wharf_ok(wharf_model_get_graph_bucket(bat, i, &b), "graph bucket");
-      capture_ms += b.capture_ms;
-      std::printf("  bucket %-10s capture %8.1f ms, pool +%6.1f MiB, %llu nodes\n", b.shapes, b.capture_ms,
-                  double(b.pool_bytes) / (1 << 20), (unsigned long long)b.nodes);
-    }
-    std::printf("decode_batch graphs: %u buckets captured in %.1f ms in all, pool %.1f MiB\n", gs.num_buckets,
-                capture_ms, double(gs.pool_bytes) / (1 << 20));
+    const double capture_ms = print_graph_buckets(bat, gs.num_buckets);
+    std::printf("decode_batch graphs: %u buckets captured in %.1f ms in all\n", gs.num_buckets, capture_ms);
   }
   if (!csv.empty()) {
     FILE* f = std::fopen(csv.c_str(), "w");

@@ -94,4 +94,26 @@ inline void touch(void* p, size_t n, unsigned char v) {
   for (auto& t : ts) t.join();
 }
 
+#ifdef WHARF_EXPERIMENTAL
+// Prints a table of `m`'s first `num_buckets` captured graphs in capture order (each bucket's
+// size, its capture time in parts, its nodes and the pool memory it added; num_buckets from
+// wharf_graph_stats) and returns the captures' total milliseconds.
+inline double print_graph_buckets(const wharf_model* m, uint32_t num_buckets) {
+  double total_ms = 0;
+  std::printf("%-8s %9s %9s %9s %9s %9s %9s %7s %12s\n", "bucket", "capture", "bind+fold", "warm-up", "captured",
+              "scan", "instant.", "nodes", "pool +bytes");
+  for (uint32_t i = 0; i < num_buckets; ++i) {
+    wharf_graph_bucket_info b;
+    std::memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    wharf_ok(wharf_model_get_graph_bucket(m, i, &b), "graph bucket");
+    total_ms += b.capture_ms;
+    std::printf("%-8lld %6.1f ms %6.1f ms %6.1f ms %6.1f ms %6.1f ms %6.1f ms %7llu %12llu\n", (long long)b.bucket_size,
+                b.capture_ms, b.bind_fold_ms, b.warmup_ms, b.capture_run_ms, b.scan_ms, b.instantiate_ms,
+                (unsigned long long)b.nodes, (unsigned long long)b.pool_bytes);
+  }
+  return total_ms;
+}
+#endif
+
 }  // namespace bench

@@ -327,19 +327,7 @@ int package_capture(const std::string& dir, std::string method, const std::strin
   std::printf("%-8s %12s %12s  %s\n", "size", "first run", "replay step", "");
   for (size_t i = 0; i < sizes.size(); ++i)
     std::printf("%-8lld %9.1f ms %9.1f us\n", (long long)sizes[i], first_ms[i], step_us[i]);
-  double capture_total = 0;
-  std::printf("%-8s %9s %9s %9s %9s %9s %9s %7s %12s\n", "bucket", "capture", "bind+fold", "warm-up", "captured",
-              "scan", "instant.", "nodes", "pool +bytes");
-  for (uint32_t i = 0; i < gs.num_buckets; ++i) {
-    wharf_graph_bucket_info b;
-    std::memset(&b, 0, sizeof b);
-    b.struct_size = sizeof b;
-    wharf_ok(wharf_model_get_graph_bucket(m, i, &b), "graph bucket");
-    capture_total += b.capture_ms;
-    std::printf("%-8lld %6.1f ms %6.1f ms %6.1f ms %6.1f ms %6.1f ms %6.1f ms %7llu %12llu\n", (long long)b.bucket_size,
-                b.capture_ms, b.bind_fold_ms, b.warmup_ms, b.capture_run_ms, b.scan_ms, b.instantiate_ms,
-                (unsigned long long)b.nodes, (unsigned long long)b.pool_bytes);
-  }
+  const double capture_total = print_graph_buckets(m, gs.num_buckets);
   std::printf(
       "all buckets: %llu captures in %.1f ms (first runs of every size: %.2f s), pool %llu bytes (%.3f GiB), "
       "folded %llu bytes, %llu eager runs%s%s\n",
