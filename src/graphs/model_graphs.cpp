@@ -487,6 +487,10 @@ struct GraphSet {
   // whatever the instance keeps between runs is never used by two of its graphs at once.
   // Dropped after a failed capture (its binding and folded state are then unknown).
   std::shared_ptr<Model::Instance> instance;
+  // A model with offloaded layers: the set's own ring of offload slots (tag offload), which
+  // its instance is bound to and its graphs copy the layers into. Only the set's replays use
+  // it, and they never overlap, so a replay needs nothing of the offloader's.
+  Buffer offload_ring;
   std::vector<std::unique_ptr<Bucket> > buckets;
   ~GraphSet() {
     buckets.clear();  // their blocks go back to the pool first
@@ -523,6 +527,8 @@ struct ModelGraphs::Core {
 
   mutable Mutex mu;
   cudaStream_t capture_stream WHARF_GUARDED_BY(mu) = nullptr;
+  // capture_stream as a Stream, for the offloader (a model with offloaded layers).
+  std::unique_ptr<Stream> capture_wrapped WHARF_GUARDED_BY(mu);
   // Sets are created as concurrent runs need them (up to opts.max_concurrent), never removed
   // before the Core: a run's at_end may point at its set.
   std::vector<std::unique_ptr<GraphSet> > sets WHARF_GUARDED_BY(mu);
@@ -574,6 +580,7 @@ struct ModelGraphs::Core {
     if (!st.ok()) WHARF_LOG(kError, "model " + quote_name(name) + ": graphs: waiting for the device: " + st.message());
     MutexLock lock(mu);
     sets.clear();
+    capture_wrapped.reset();  // does not own the stream
     if (capture_stream) (void)cudaStreamDestroy(capture_stream);
   }
 
@@ -640,6 +647,8 @@ Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_p
     MutexLock lock(core->mu);
     GRAPH_CUDA(cudaSetDevice(core->device), "cudaSetDevice");
     GRAPH_CUDA(cudaStreamCreateWithFlags(&core->capture_stream, cudaStreamNonBlocking), "creating the capture stream");
+    if (model->offloader_)
+      WHARF_RETURN_IF_ERROR(core->runtime->device().wrap_stream(core->capture_stream, &core->capture_wrapped));
   }
   out->reset(new ModelGraphs(std::move(core)));
   return Status::Ok();
@@ -836,6 +845,17 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   } drop_instance{set};
   if (!set.instance) WHARF_RETURN_IF_ERROR(model->graph_instance(2, &set.instance));
   b->instance = set.instance;
+  // Offloaded layers: the set's ring (allocated at its first capture, kept with the set).
+  const Offloader* offloader = model->offloader_.get();
+  if (offloader && !set.offload_ring.data())
+    WHARF_RETURN_IF_ERROR(runtime->device().allocate(MemKind::kDevice, MemTag::kOffload, offloader->ring_bytes(),
+                                                     "the offload slots of a set of graphs", &set.offload_ring));
+  char* ring = offloader ? static_cast<char*>(set.offload_ring.data()) : nullptr;
+  Model::GraphOffload offload;
+  offload.run = &run;
+  offload.stream = capture_wrapped.get();
+  offload.ring = ring;
+  const Model::GraphOffload* offload_ptr = offloader ? &offload : nullptr;
   const auto& bindings = model->bindings_;
   std::vector<BoundTensor> tensors(bindings.size());
   std::vector<GraphRange> ranges;
@@ -847,6 +867,17 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     if (binding.constant >= 0) {
       WHARF_RETURN_IF_ERROR(run.tensor_at(binding.constant, &tensors[i]));
       r.what = "constant " + quote_name(model->container_->decls()[size_t(binding.constant)].fqn);
+      if (binding.offload_layer >= 0) {
+        // An offloaded constant: the graph's copy nodes read its host storage in the run's
+        // generation (a range, re-pointed per replay like a device constant's); the kernels
+        // read its slot in the set's ring (a fixed address, bound here).
+        r.base = reinterpret_cast<uint64_t>(tensors[i].data);
+        r.bytes = tensors[i].nbytes;
+        r.what += " (its host storage, which the offload copies read)";
+        ranges.push_back(std::move(r));
+        WHARF_RETURN_IF_ERROR(model->binding_tensor(binding, run, &tensors[i], ring));
+        continue;
+      }
     } else if (binding.whole_arena) {
       // The arena itself, not a scratch copy (that would hold the whole arena's bytes in every
       // set's pool): the warm-up may write only the run's own rows, kept and put back below.
@@ -885,7 +916,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
       if (!layout && !f.second->sizes.empty()) layout = &f.second->sizes;
     if (layout) WHARF_RETURN_IF_ERROR(rec->reserve(*layout));
   }
-  {
+  if (!offloader) {  // an offloaded model folds nothing (refused at load); its fold entry would only warn
     wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &FoldRecord::shim_alloc, nullptr, rec.get()};
     AllocatorScope scope(*model, a);
     Status st = model->graph_fold(*b->instance, cap);
@@ -944,7 +975,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     Status st;
     {
       AllocatorScope scope(*model, pool_alloc);
-      st = model->graph_run(*b->instance, statics, cap, &outs, &handles);
+      st = model->graph_run(*b->instance, statics, cap, &outs, &handles, offload_ptr);
     }
     model->graph_free_handles(handles);
     if (!st.ok()) {
@@ -967,7 +998,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     GRAPH_CUDA(cudaStreamBeginCapture(cap, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     {
       AllocatorScope scope(*model, pool_alloc);
-      run_st = model->graph_run(*b->instance, statics, cap, &b->outputs, &handles);
+      run_st = model->graph_run(*b->instance, statics, cap, &b->outputs, &handles, offload_ptr);
     }
     if (opts.test_break_capture) {
       // What an uncapturable operation does: the capture is invalidated.
@@ -1139,6 +1170,18 @@ Bucket* ModelGraphs::Core::capture_bucket(Run& run, GraphSet& set, const std::ve
     set.buckets.push_back(std::move(nb));
     return set.buckets.back().get();
   }
+  const std::string what =
+      size >= 0 ? "bucket " + quote_name(spec.dim) + " = " + std::to_string(size) : "inputs " + shapes_text(inputs);
+  if (set.buckets.empty()) {  // nothing of the failed capture stays allocated
+    set.pool.trim();
+    set.offload_ring.reset();
+  }
+  if (st.code() == Code::kBusy) {
+    // The model's offloader is held by another run for now (an eager run enqueueing, or a
+    // caller's own lease): nothing is wrong with the shape, a later run captures it.
+    last_failure = "capturing a graph for " + what + " must wait: " + st.message();
+    return nullptr;
+  }
   ++stats.capture_failures;
   std::vector<TensorMeta> key;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -1149,8 +1192,6 @@ Bucket* ModelGraphs::Core::capture_bucket(Run& run, GraphSet& set, const std::ve
     }
     key.push_back(std::move(m));
   }
-  const std::string what =
-      size >= 0 ? "bucket " + quote_name(spec.dim) + " = " + std::to_string(size) : "inputs " + shapes_text(inputs);
   const std::string why = "capturing a graph for " + what + " failed: " + st.message();
   WHARF_LOG(kWarn, "model " + quote_name(name) + ": " + why + "; " + (size >= 0 ? "that bucket" : "that shape") +
                        " runs eagerly");
@@ -1159,7 +1200,6 @@ Bucket* ModelGraphs::Core::capture_bucket(Run& run, GraphSet& set, const std::ve
   // shape alike: no more captures then, nor after many failures (each costs a warm-up).
   if (st.code() == Code::kUnsupported || stats.capture_failures >= kMaxCaptureFailures)
     no_more_captures = "no more graphs are captured for this model after: " + why;
-  if (set.buckets.empty()) set.pool.trim();  // nothing of the failed capture stays allocated
   last_failure = why;
   return nullptr;
 }

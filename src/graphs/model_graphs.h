@@ -37,6 +37,14 @@
 // (cuGraphExecKernelNodeSetParams and friends). A replay therefore reads exactly the run's
 // generation and session, like an eager run.
 //
+// Offloaded layers (Model::offloader): the warm-up and the capture drive the offloader on the
+// capture stream into the set's own ring of slots (its instance is bound there), so the
+// graph holds the layers' copies as memcpy nodes whose sources, each offloaded constant's
+// host storage in the generation, are ranges like the constants'; a replay re-points them to
+// its run's generation and takes nothing of the offloader's (docs/decisions.md, "Graphs of
+// offloaded models"). A capture finding the offloader held by another run is put off (that
+// run executes eagerly), not failed.
+//
 // Fallback: whatever cannot be captured or verified (an uncapturable call, a node type or
 // parameter layout the plan cannot read, pool memory exhausted, overlapping ranges, a fold
 // whose layout differs, a set-params failure, graphs held by another open run, more shapes

@@ -137,6 +137,7 @@ void account(int64_t delta, void*) {
 struct OffloadContext {
   Offloader* offloader = nullptr;
   Run* run = nullptr;
+  const char* ring = nullptr;  // the ring the instance is bound to (null: the offloader's pool)
   std::string error;
 };
 thread_local OffloadContext* t_offload = nullptr;
@@ -157,7 +158,8 @@ const char* offload_point(int32_t point, int64_t layer, void*) {
   } else if (point == 0) {
     char* slot = nullptr;
     st = c->offloader->wait(*c->run, uint32_t(layer), &slot);
-    WHARF_DCHECK(!st.ok() || slot == c->offloader->slot_base(uint32_t(layer)),
+    WHARF_DCHECK(!st.ok() || slot == (c->ring ? c->ring + c->offloader->slot_offset(uint32_t(layer))
+                                              : c->offloader->slot_base(uint32_t(layer))),
                  "offloader: a layer's slot is the one its constants were bound to");
   } else {
     st = c->offloader->issued(*c->run, uint32_t(layer));
@@ -656,10 +658,15 @@ void Model::give_back(std::unique_ptr<Instance> inst) {
   idle_.push_back(std::move(inst));
 }
 
-Status Model::binding_tensor(const Binding& b, const Run& run, BoundTensor* t) const {
+Status Model::binding_tensor(const Binding& b, const Run& run, BoundTensor* t, const char* ring) const {
   if (b.offload_layer >= 0) {
     // The slot its layer is copied into (fixed addresses: the binding never changes).
-    t->data = offloader_->slot_base(uint32_t(b.offload_layer)) + b.offload_offset;
+    const uint32_t L = uint32_t(b.offload_layer);
+    t->data = (ring ? const_cast<char*>(ring) + offloader_->slot_offset(L) : offloader_->slot_base(L)) +
+              b.offload_offset;
+    t->dtype = container_->decls()[size_t(b.constant)].dtype;
+    t->nbytes = container_->decls()[size_t(b.constant)].nbytes;
+    t->device_index = runtime_->device().index();
     t->shape = &container_->decls()[size_t(b.constant)].shape;
     t->device_type = DeviceType::kCuda;
     return Status::Ok();
@@ -831,18 +838,7 @@ Status Model::run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::
     e = lib_->run(inst->handle, in.data(), in.size(), out.data(), out.size(), run.stream().native_handle(), nullptr);
   }
   give_back(std::move(inst));
-  Status offload_status;
-  if (offloader_) {
-    // A model that skipped offload points read slots nobody filled: its outputs are wrong.
-    const uint32_t passed = offloader_->issued_count(run);
-    offload_status = offloader_->end(run);
-    if (offload_status.ok() && e == 0 && passed != offloader_->num_offloaded_layers())
-      offload_status =
-          FailedPrecondition("model " + quote_name(name_) + " passed the offload points of " + std::to_string(passed) +
-                             " of its " + std::to_string(offloader_->num_offloaded_layers()) +
-                             " offloaded layers: it was not compiled with Wharf's offload ops at every layer boundary "
-                             "(tools/aoti/compile_offload_model.py); its outputs are not valid");
-  }
+  const Status offload_status = offloader_ ? end_offload(run, e != 0) : Status::Ok();
   // Outputs belong to the run: freed (stream-ordered, on the run's stream) when it ends.
   std::vector<AHandle> owned;
   for (AHandle h : out)
@@ -857,6 +853,18 @@ Status Model::run_inputs(Run& run, const std::vector<ModelTensor>& inputs, std::
   return read_outputs(shim, out, dev, name_, outputs);
 }
 
+Status Model::end_offload(Run& run, bool model_failed) {
+  // A model that skipped offload points read slots nobody filled: its outputs are wrong.
+  const uint32_t passed = offloader_->issued_count(run);
+  Status st = offloader_->end(run);
+  if (st.ok() && !model_failed && passed != offloader_->num_offloaded_layers())
+    st = FailedPrecondition("model " + quote_name(name_) + " passed the offload points of " + std::to_string(passed) +
+                            " of its " + std::to_string(offloader_->num_offloaded_layers()) +
+                            " offloaded layers: it was not compiled with Wharf's offload ops at every layer boundary "
+                            "(tools/aoti/compile_offload_model.py); its outputs are not valid");
+  return st;
+}
+
 // ---- CUDA graphs (ModelGraphs, src/graphs/) -------------------------------------------------
 
 bool Model::graph_supported(std::string* why) const {
@@ -866,10 +874,6 @@ bool Model::graph_supported(std::string* why) const {
   }
   if (!lib_->shim->set_allocator) {
     *why = "the AOTInductor shim library " + quote_path(lib_->shim->path) + " has no wharf_aoti_set_allocator";
-    return false;
-  }
-  if (offloader_) {
-    *why = "graphs of models with offloaded layers are not implemented";
     return false;
   }
   return true;
@@ -890,7 +894,10 @@ Status Model::graph_fold(Instance& inst, void* stream) {
 }
 
 Status Model::graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, void* stream,
-                        std::vector<ModelTensor>* outputs, std::vector<void*>* handles) {
+                        std::vector<ModelTensor>* outputs, std::vector<void*>* handles, const GraphOffload* offload) {
+  handles->clear();
+  if (offloader_ && (!offload || !offload->run || !offload->stream || !offload->ring))
+    return Internal("model " + quote_name(name_) + ": a graph run of a model with offloaded layers needs their ring");
   const Shim& shim = *lib_->shim;
   AccountingScope scope(&runtime_->device().accounting());
   const int dev = runtime_->device().index();
@@ -911,13 +918,35 @@ Status Model::graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, 
                              shim_error(shim));
     }
   }
+  // The offloaded layers: copied into the ring on the copy stream forked from `stream` (under
+  // a capture: copy nodes in the graph, reading the run's generation's host storage).
+  OffloadContext octx;
+  if (offloader_) {
+    OffloadTarget target;
+    target.stream = offload->stream;
+    target.ring = offload->ring;
+    target.repointed = true;  // ModelGraphs re-points the copies to each replay's own run
+    Status st = offloader_->begin(*offload->run, target);
+    if (!st.ok()) {
+      for (AHandle h : in) shim.del(h);
+      return st.with_context("model " + quote_name(name_));
+    }
+    octx.offloader = offloader_.get();
+    octx.run = offload->run;
+    octx.ring = offload->ring;
+  }
   std::vector<AHandle> out(num_outputs_, nullptr);
-  // The model steals the input handles whatever happens.
-  const AOTIErr e = lib_->run_single(inst.handle, in.data(), in.size(), out.data(), out.size(), stream, nullptr);
-  handles->clear();
+  AOTIErr e = 0;
+  {
+    OffloadScope offload_scope(&octx);
+    // The model steals the input handles whatever happens.
+    e = lib_->run_single(inst.handle, in.data(), in.size(), out.data(), out.size(), stream, nullptr);
+  }
   for (AHandle h : out)
     if (h) handles->push_back(h);
+  const Status offload_status = offloader_ ? end_offload(*offload->run, e != 0) : Status::Ok();
   if (e != 0) return Internal("model " + quote_name(name_) + ": running it failed" + shim_error(shim));
+  WHARF_RETURN_IF_ERROR(offload_status.with_context("model " + quote_name(name_)));
   return read_outputs(shim, out, dev, name_, outputs);
 }
 

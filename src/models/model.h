@@ -181,11 +181,21 @@ class Model {
   Status graph_instance(size_t num_models, std::shared_ptr<Instance>* out);
   // AOTInductorModelContainerRunConstantFolding on `stream` (a cudaStream_t).
   Status graph_fold(Instance& inst, void* stream);
+  // A graph capture's (or its warm-up's) offloading: `run`'s generation copied, on `stream`
+  // (the capture stream, wrapped), into `ring` (the set's own, laid out as the offloader's
+  // pool) at the model's offload points.
+  struct GraphOffload {
+    Run* run = nullptr;
+    Stream* stream = nullptr;
+    char* ring = nullptr;
+  };
   // AOTInductorModelContainerRunSingleThreaded on `stream` with device inputs (the model
   // steals nothing of the caller's: handles are made here). *handles: the outputs' tensor
-  // handles (the caller frees them with graph_free_handles); *outputs: their views.
+  // handles (the caller frees them with graph_free_handles); *outputs: their views. A model
+  // with offloaded layers needs `offload` (its instance bound to that ring's slots).
   Status graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, void* stream,
-                   std::vector<ModelTensor>* outputs, std::vector<void*>* handles);
+                   std::vector<ModelTensor>* outputs, std::vector<void*>* handles,
+                   const GraphOffload* offload = nullptr);
   void graph_free_handles(const std::vector<void*>& handles) const;
   // The shim's tensor delete (process lifetime: usable after this model is gone).
   HandleDeleter graph_handle_deleter() const;
@@ -215,8 +225,12 @@ class Model {
   // generation, whatever the run's sessions; runs pass the slot indices as batch_.slots.
   bool whole_arena_ = false;
   BatchInputs batch_;
-  // The resolved tensor of binding `b` in `run` (constant, state, or the whole arena).
-  Status binding_tensor(const Binding& b, const Run& run, BoundTensor* out) const;
+  // The resolved tensor of binding `b` in `run` (constant, state, or the whole arena). An
+  // offloaded constant resolves to its slot in `ring` (null: the offloader's pool).
+  Status binding_tensor(const Binding& b, const Run& run, BoundTensor* out, const char* ring = nullptr) const;
+  // Ends the offloading of `run` after the model ran (`model_failed`: its entry point
+  // failed); FAILED_PRECONDITION when it passed fewer offload points than offloaded layers.
+  Status end_offload(Run& run, bool model_failed);
   std::shared_ptr<Offloader> offloader_;
 
   Mutex mu_;

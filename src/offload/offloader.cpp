@@ -213,9 +213,19 @@ std::string OffloadBudget::describe() const {
   return m + ", " + ratio + "; prefetch cannot hide " + us_text(exposed_us);
 }
 
+uint64_t Offloader::slot_offset(uint32_t layer) const {
+  if (!is_offloaded_layer(layer)) return 0;
+  return uint64_t(uint32_t(pos_[layer]) % capacity_) * slot_bytes_;
+}
+
 char* Offloader::slot_base(uint32_t layer) const {
   if (!is_offloaded_layer(layer)) return nullptr;
-  return static_cast<char*>(pool_.data()) + uint64_t(uint32_t(pos_[layer]) % capacity_) * slot_bytes_;
+  return static_cast<char*>(pool_.data()) + slot_offset(layer);
+}
+
+size_t Offloader::captured_storage() const {
+  MutexLock lock(mu_);
+  return captured_slots_.size();
 }
 
 Status Offloader::measure_h2d(uint64_t* bytes_per_second) {
@@ -324,13 +334,14 @@ void Offloader::reap_locked() {
   }
 }
 
-Status Offloader::begin(Run& run) {
+Status Offloader::begin(Run& run, const OffloadTarget& target) {
   if (run.container().get() != container_.get())
     return InvalidArgument("wharf_run_begin_offload: the run is of container " + quote_name(run.container()->name()) +
                            ", the offloader is over container " + quote_name(container_->name()));
   if (!run.pinned_generation()) return FailedPrecondition("wharf_run_begin_offload: the run has ended");
+  Stream& s = target.stream ? *target.stream : run.stream();
   bool capturing = false;
-  WHARF_RETURN_IF_ERROR(stream_is_capturing(run.stream(), &capturing));
+  WHARF_RETURN_IF_ERROR(stream_is_capturing(s, &capturing));
   MutexLock lock(mu_);
   if (holder_ == &run)
     return FailedPrecondition("wharf_run_begin_offload: this run already began offloading over container " +
@@ -340,7 +351,6 @@ Status Offloader::begin(Run& run) {
                 quote_name(container_->name()) + " (one run at a time: its slots hold that run's layers)");
   capturing_ = capturing;
   reap_locked();
-  Stream& s = run.stream();
   // Fork: the copy stream follows the run's stream (under capture this joins it to the capture).
   WHARF_RETURN_IF_ERROR(s.record(*fork_));
   WHARF_RETURN_IF_ERROR(copy_stream_->wait(*fork_));
@@ -349,10 +359,20 @@ Status Offloader::begin(Run& run) {
   if (prev_end_valid_ && !capturing) WHARF_RETURN_IF_ERROR(copy_stream_->wait(*prev_end_));
   holder_ = &run;
   stream_ = &s;
+  ring_ = target.ring ? target.ring : static_cast<char*>(pool_.data());
   gen_ = run.pinned_generation();
   copied_ = waited_ = issued_ = 0;
-  if (capturing && std::find(captured_gens_.begin(), captured_gens_.end(), gen_) == captured_gens_.end())
+  if (capturing && !target.repointed &&
+      std::find(captured_gens_.begin(), captured_gens_.end(), gen_) == captured_gens_.end()) {
+    // The caller's graph will copy from this generation's host storage at every launch, long
+    // after the run: keep it, and hold the offloaded constants' storage as a second owner, so
+    // an in-place update (which overwrites only storage nobody else references) gives them
+    // fresh storage rather than changing what the graph copies.
     captured_gens_.push_back(gen_);
+    for (const auto& layer : layers_)
+      for (const OffloadedConstant& c : layer)
+        if (const std::shared_ptr<Slot>& slot = gen_->slots[size_t(c.index)]) captured_slots_.push_back(slot);
+  }
   Status st;
   for (uint32_t j = 0; j < k_ && st.ok(); ++j) st = issue_copy_locked(j);
   if (!st.ok()) {
@@ -379,7 +399,7 @@ Status Offloader::issue_copy_locked(uint32_t j) {
   // The slot's previous reader in this run: offloaded index j - capacity (earlier runs are
   // covered by the fork at begin).
   if (j >= capacity_) WHARF_RETURN_IF_ERROR(copy_stream_->wait(*released_[j - capacity_]));
-  char* base = static_cast<char*>(pool_.data()) + uint64_t(slot) * slot_bytes_;
+  char* base = ring_ + uint64_t(slot) * slot_bytes_;
   const uint32_t L = offloaded_[j];
   const auto& decls = container_->decls();
   for (const OffloadedConstant& c : layers_[L]) {
@@ -424,7 +444,7 @@ Status Offloader::wait(Run& run, uint32_t layer, char** slot) {
                               ": offloaded layers are waited in order; the next is layer " +
                               std::to_string(offloaded_[waited_]));
   }
-  *slot = static_cast<char*>(pool_.data()) + uint64_t(j % capacity_) * slot_bytes_;
+  *slot = ring_ + uint64_t(j % capacity_) * slot_bytes_;
   return Status::Ok();
 }
 
@@ -481,6 +501,7 @@ Status Offloader::finish_locked(bool from_run_end) {
   }
   holder_ = nullptr;
   stream_ = nullptr;
+  ring_ = nullptr;
   gen_.reset();
   capturing_ = false;
   return st;

@@ -27,8 +27,16 @@
 //
 // Generations. Copies read the host storage of the generation the run pinned, so a run never
 // mixes generations and a swap changes what later runs prefetch. A run captured into a CUDA
-// graph bakes its generation's host addresses into the graph: the offloader keeps every
-// generation it captured alive until it is freed.
+// graph by its caller bakes its generation's host addresses into the graph: the offloader
+// keeps every generation it captured alive until it is freed, and holds the offloaded
+// constants' storage as another owner would, so an in-place update gives those constants
+// fresh storage instead of overwriting what the graph copies from.
+//
+// Compiled models' graphs (graphs/model_graphs.h) capture through begin() with an
+// OffloadTarget: their capture stream and a ring of their own (each set of graphs has one),
+// with the copies' sources re-pointed to every replay's own run's generation; a replay is a
+// graph launch that uses no state of the offloader at all (docs/decisions.md, "Graphs of
+// offloaded models").
 //
 // Threads: an Offloader is safe to use from many threads; its per-run calls are those of
 // the one run that holds it (serialised by `mu_`).
@@ -100,6 +108,19 @@ struct OffloadedConstant {
   uint64_t offset = 0;  // bytes from the slot's base
 };
 
+// Where a run's offloading happens when it is not the run's stream and the offloader's pool.
+struct OffloadTarget {
+  // The stream the run's layers are enqueued on (a graph capture's private stream); null:
+  // the run's own.
+  Stream* stream = nullptr;
+  // slot_capacity() * slot_bytes() of device memory the copies go to, laid out as the pool
+  // (layer L at slot_offset(L)); null: the pool. Its owner orders its other users itself.
+  char* ring = nullptr;
+  // The caller re-points a capture's copies to the host storage of each launch's own run's
+  // generation before every launch (ModelGraphs): the capture keeps no generation.
+  bool repointed = false;
+};
+
 class Offloader : public std::enable_shared_from_this<Offloader> {
  public:
   static Status create(std::shared_ptr<Container> container, const OffloaderConfig& config,
@@ -112,9 +133,10 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
                        std::vector<int>* chosen, std::vector<int64_t>* layers = nullptr);
   ~Offloader();
 
-  Status begin(Run& run) WHARF_EXCLUDES(mu_);
+  Status begin(Run& run, const OffloadTarget& target = OffloadTarget()) WHARF_EXCLUDES(mu_);
   // Sets *slot to the base of the slot holding layer `layer` (its constants sit at their
-  // layer_constants() offsets), or nullptr for a layer that is not offloaded. No allocation.
+  // layer_constants() offsets; in the target's ring when begin was given one), or nullptr for
+  // a layer that is not offloaded. No allocation.
   Status wait(Run& run, uint32_t layer, char** slot) WHARF_EXCLUDES(mu_);
   Status issued(Run& run, uint32_t layer) WHARF_EXCLUDES(mu_);
   Status end(Run& run) WHARF_EXCLUDES(mu_);
@@ -138,6 +160,12 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   const OffloadBudget& budget() const { return budget_; }
   // The slot of the offloaded layer `layer` (its constants sit at slot_base + offset).
   char* slot_base(uint32_t layer) const;
+  // Where that slot starts in a ring (the pool or an OffloadTarget's): the same offset in both.
+  uint64_t slot_offset(uint32_t layer) const;
+  // The bytes of a ring: slot_capacity() * slot_bytes().
+  uint64_t ring_bytes() const { return uint64_t(capacity_) * slot_bytes_; }
+  // Storage the offloader holds for graphs its callers captured (tests).
+  size_t captured_storage() const WHARF_EXCLUDES(mu_);
 
  private:
   struct Retired {
@@ -177,6 +205,7 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   mutable Mutex mu_;
   const Run* holder_ WHARF_GUARDED_BY(mu_) = nullptr;
   Stream* stream_ WHARF_GUARDED_BY(mu_) = nullptr;         // the holder's stream
+  char* ring_ WHARF_GUARDED_BY(mu_) = nullptr;             // the holder's ring (the pool or its target's)
   std::shared_ptr<Generation> gen_ WHARF_GUARDED_BY(mu_);  // the holder's generation
   bool capturing_ WHARF_GUARDED_BY(mu_) = false;
   uint32_t copied_ WHARF_GUARDED_BY(mu_) = 0;          // offloaded indices whose copies are issued
@@ -185,6 +214,9 @@ class Offloader : public std::enable_shared_from_this<Offloader> {
   bool prev_end_valid_ WHARF_GUARDED_BY(mu_) = false;  // prev_end_ recorded outside a capture
   std::vector<Retired> retired_ WHARF_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Generation>> captured_gens_ WHARF_GUARDED_BY(mu_);
+  // The offloaded constants' storage of those generations: a reference beside the container's
+  // own makes an in-place update write fresh storage rather than what a graph copies from.
+  std::vector<std::shared_ptr<Slot>> captured_slots_ WHARF_GUARDED_BY(mu_);
 };
 
 // Whether `stream` is being captured into a CUDA graph (false on the host backend).

@@ -1373,6 +1373,12 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * meanwhile (other runs, or the same run again) replay from other sets, up to
  * max_concurrent_runs, each set captured at its first use, and a call finding every set held
  * executes eagerly.
+ * A model with offloaded layers (wharf_model_options.offload) is captured with its offloader
+ * active: the layers' copies are graph nodes re-pointed, like constants, to the host storage
+ * of each replay's own run's generation, into a ring of slots each set of graphs has of its
+ * own (WHARF_MEM_OFFLOAD, the size of the offloader's pool), so a replay takes nothing of the
+ * offloader's. A capture needs the offloader: while another run holds it the call executes
+ * eagerly (WHARF_BUSY, as without graphs) and a later call captures.
  * Buckets (a model package's method whose inputs share a symbolic dimension; opts'
  * bucket_* fields or the default set): a run of size n along it replays the graph of the
  * smallest bucket b >= n. Every input with the dimension is padded to b by repeating its
@@ -1398,9 +1404,8 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * Whatever cannot be captured or re-pointed runs eagerly and says why in
  * wharf_model_get_graph_stats (a failed capture is not retried for its shape; nothing
  * half-captured is used). `opts` may be NULL (defaults;
- * borrowed for the call). Errors: WHARF_UNSUPPORTED (a model with offloaded layers, a model
- * or shim library without the entry points capture needs, a CUDA driver older than 12.4,
- * named), WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
+ * borrowed for the call). Errors: WHARF_UNSUPPORTED (a model or shim library without the
+ * entry points capture needs, a CUDA driver older than 12.4, named), WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
  * model, nonzero bytes the library does not know in `opts`; a bucket_dim the model does not
  * declare or that an input names twice, a size < 1, past the dimension's max or given twice,
  * sizes without bucket_dim for a model with no or several paddable dimensions, bucket sizes
@@ -1675,7 +1680,10 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method_output(co
  * Generations. A run copies from the host storage of the generation it pinned: an update and
  * a swap make later runs prefetch the new weights, and a run in flight never reads a mix. A
  * graph captured over a run replays copies from that run's generation; the offloader keeps
- * every generation it captured alive until it is freed (recapture to follow a swap).
+ * every generation it captured alive until it is freed (recapture to follow a swap), and an
+ * in-place update (WHARF_TARGET_ACTIVE_IN_PLACE) of that generation's offloaded constants
+ * gives them fresh storage rather than overwrite what such a graph copies. (A compiled
+ * model's own graphs, wharf_model_enable_graphs, follow swaps without recapture.)
  *
  * Threads: all functions are safe to call from many threads; the run's calls are ordered as
  * the run's own work is. The offloader keeps its container alive.

@@ -95,8 +95,9 @@ class GpuOffload : public ::testing::Test {
     co.num_constants = decls.size();
     ASSERT_OK(wharf_container_create(rt, &co, out));
   }
-  // Writes generation `stamp` of every weight into `c` and swaps it in.
-  void publish(wharf_container* c, int stamp) {
+  // Writes generation `stamp` of every weight into `c` and swaps it in (`in_place`: writes
+  // it into the active generation instead).
+  void publish(wharf_container* c, int stamp, bool in_place = false) {
     std::vector<std::vector<float>> data;
     data.reserve(names.size());
     static const int64_t wshape = kD, bshape = kB;
@@ -114,10 +115,13 @@ class GpuOffload : public ::testing::Test {
           sizeof(wharf_tensor_view), 0, data.back().data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 0, 1, &bshape, nullptr};
       ASSERT_OK(wharf_constant_map_set(m, bname(L).c_str(), &bv));
     }
-    St st(wharf_container_update(c, m, nullptr));
+    wharf_update_options uo;
+    wharf_update_options_init(&uo);
+    if (in_place) uo.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+    St st(wharf_container_update(c, m, &uo));
     wharf_constant_map_free(m);
     ASSERT_EQ(st.code(), WHARF_OK) << st.msg();
-    ASSERT_OK(wharf_container_swap(c));
+    if (!in_place) ASSERT_OK(wharf_container_swap(c));
   }
   void setup(uint32_t k, uint32_t cap, uint32_t group_size, uint32_t num_in_group) {
     auto selected = [&](int L) { return group_size == 0 || uint32_t(L) % group_size >= group_size - num_in_group; };
@@ -271,6 +275,36 @@ TEST_F(GpuOffload, CaptureAndReplayEqualTheResidentModel) {
   EXPECT_EQ(mismatches(offloaded_pass(0), want2), 0u);
   ASSERT_CUDA(cudaGraphLaunch(exec, s));
   EXPECT_EQ(mismatches(result(), want1), 0u);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+// An in-place update of offloaded constants after a capture: the container would overwrite
+// storage nothing else references, and the graph's copy nodes read that storage at every
+// launch with no run pinning it. The offloader holds the captured generation's offloaded
+// storage as a second owner, so the update gives those constants fresh storage: eager runs
+// read the new weights, the graph still the ones it captured (not a mix of both).
+TEST_F(GpuOffload, AnInPlaceUpdateLeavesWhatACapturedGraphCopiesAlone) {
+  ASSERT_NO_FATAL_FAILURE(setup(1, 2, 0, 1));
+  const std::vector<float> want1 = reference();
+  wharf_run* r = nullptr;
+  ASSERT_OK(wharf_run_begin(offloaded, nullptr, s, &r));
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  forward(r, true);
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(s, &graph));
+  ASSERT_OK(wharf_run_end(r));
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  ASSERT_CUDA(cudaGraphLaunch(exec, s));
+  EXPECT_EQ(mismatches(result(), want1), 0u);
+  ASSERT_NO_FATAL_FAILURE(publish(resident, 2));
+  ASSERT_NO_FATAL_FAILURE(publish(offloaded, 2, /*in_place=*/true));
+  const std::vector<float> want2 = reference();
+  EXPECT_GT(mismatches(want1, want2), 0u);
+  EXPECT_EQ(mismatches(offloaded_pass(0), want2), 0u) << "eager runs read the in-place update";
+  ASSERT_CUDA(cudaGraphLaunch(exec, s));
+  EXPECT_EQ(mismatches(result(), want1), 0u) << "the in-place update overwrote what the captured graph copies";
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }

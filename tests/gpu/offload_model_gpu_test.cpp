@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@
 #include "common/test_paths.h"
 #include "constants/constant_map.h"
 #include "device/runtime.h"
+#include "graphs/model_graphs.h"
 #include "models/model.h"
 #include "offload/offloader.h"
 #include "runs/run.h"
@@ -336,6 +338,307 @@ TEST_F(OffloadModelGpu, AModelThatFoldsConstantsIsRefused) {
   EXPECT_NE(st.message().find("use_runtime_constant_folding"), std::string::npos) << st.message();
   EXPECT_EQ(m, nullptr);
   EXPECT_EQ(tag_bytes(MemTag::kOffload), offload_before);
+}
+
+// ---- CUDA graphs of an offloaded model (graphs/model_graphs.h; docs/decisions.md, "Graphs of
+// offloaded models") -----------------------------------------------------------------------
+//
+// Two copies of the offloaded model side by side, each over its own container loaded from the
+// same weights: `eager` (graphs off) and `graph` (graphs on), given the same updates, swaps
+// and rollbacks and the same inputs in sessions that mirror each other. A replay (the
+// offloaded layers copied into its set's own ring by the graph's copy nodes, their sources
+// re-pointed to the run's generation) must give the eager run's outputs bit for bit.
+
+std::string graph_text(const GraphStats& s) {
+  std::string b;
+  for (const auto& x : s.buckets)
+    b += " [set " + std::to_string(x.set) + " " + x.shapes + ": " + std::to_string(x.nodes) + " nodes, " +
+         std::to_string(x.patched_nodes) + " patched, " + std::to_string(x.patches) + " patches]";
+  return "graph stats: captures " + std::to_string(s.captures) + ", capture failures " +
+         std::to_string(s.capture_failures) + ", replays " + std::to_string(s.replays) + ", repoints " +
+         std::to_string(s.repoints) + " (" + std::to_string(s.nodes_repointed) + " nodes), eager runs " +
+         std::to_string(s.eager_runs) + ", last eager reason '" + s.last_eager_reason + "'" + b;
+}
+
+class OffloadModelGraphGpu : public OffloadModelGpu {
+ protected:
+  // Both models with `offload`; graphs enabled on `graph_` with `go`.
+  void load_both(std::shared_ptr<const OffloaderConfig> offload, const GraphOptions& go = GraphOptions()) {
+    Status st = load(offload, &eager_);
+    if (!st.ok() && st.message().find("GLIBC") != std::string::npos) {
+      skipped_ = true;
+      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << st.message();
+    }
+    ASSERT_TRUE(st.ok()) << st.message();
+    st = load(offload, &graph_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_NE(graph_->offloader(), nullptr);
+    st = graph_->enable_graphs(go);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+
+  GraphStats stats() {
+    GraphStats s;
+    EXPECT_TRUE(graph_->graph_stats(&s).ok());
+    return s;
+  }
+
+  void sessions(std::shared_ptr<Session>* se, std::shared_ptr<Session>* sg) {
+    ASSERT_TRUE(Session::create(rt_, {eager_->container()}, SessionOptions{}, se).ok());
+    ASSERT_TRUE(Session::create(rt_, {graph_->container()}, SessionOptions{}, sg).ok());
+  }
+
+  // Step `t` of both models in the given runs; the outputs must be equal bit for bit.
+  void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context, std::vector<float>* out = nullptr) {
+    std::vector<float> oe, og;
+    Status st = step_in(*eager_, re, t % kSteps, &oe);
+    ASSERT_TRUE(st.ok()) << context << ": eager: " << st.message();
+    st = step_in(*graph_, rg, t % kSteps, &og);
+    ASSERT_TRUE(st.ok()) << context << ": graph: " << st.message() << "; " << graph_text(stats());
+    ASSERT_EQ(oe.size(), og.size());
+    ASSERT_EQ(std::memcmp(oe.data(), og.data(), oe.size() * 4), 0)
+        << context << ": the replay's outputs differ from the eager run's; " << graph_text(stats());
+    if (out) *out = std::move(oe);
+  }
+  // Step `t` of both models, each in a fresh run of its session.
+  void both(const std::shared_ptr<Session>& se, const std::shared_ptr<Session>& sg, int t, const std::string& context,
+            std::vector<float>* out = nullptr) {
+    std::unique_ptr<wharf::Run> re, rg;
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se, nullptr, &re).ok());
+    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg, nullptr, &rg).ok());
+    ASSERT_NO_FATAL_FAILURE(both_in(*re, *rg, t, context, out));
+    ASSERT_TRUE(re->end().ok());
+    ASSERT_TRUE(rg->end().ok());
+  }
+
+  // The same update to both containers: the offloaded layer `layer`'s w1 scaled by `scale`
+  // from the loaded weights, into the inactive generation and swapped, or in place.
+  void update_both(int layer, float scale, bool in_place, const std::string& context) {
+    const std::string fqn = "layers." + std::to_string(layer) + ".w1.weight";
+    const MapEntry* e = weights_->find(fqn);
+    ASSERT_NE(e, nullptr) << fqn;
+    auto values = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
+    std::memcpy(values->data(), e->data, e->meta.nbytes());
+    for (float& x : *values) x *= scale;
+    ConstantMap u;
+    ASSERT_TRUE(u.set(fqn, e->meta, values->data()).ok());
+    UpdateOptions uo;
+    uo.in_place = in_place;
+    for (Model* m : {eager_.get(), graph_.get()}) {
+      Status st = m->container()->update(u, uo);
+      ASSERT_TRUE(st.ok()) << context << ": " << st.message();
+      if (!in_place) ASSERT_TRUE(m->container()->swap().ok()) << context;
+    }
+    kept_.push_back(std::move(values));
+  }
+  void rollback_both(const std::string& context) {
+    for (Model* m : {eager_.get(), graph_.get()}) {
+      Status st = m->container()->swap();
+      ASSERT_TRUE(st.ok()) << context << ": " << st.message();
+    }
+  }
+
+  bool skipped_ = false;
+  std::shared_ptr<Model> eager_, graph_;
+  std::vector<std::unique_ptr<std::vector<float>>> kept_;
+};
+
+// The conversation through replays, each equal to the eager run's bit for bit (and to
+// PyTorch's within rounding); after the capturing run every step is a replay, none eager; the
+// set's ring is one more ring of slots (tag offload), and the offloader keeps no generation.
+TEST_F(OffloadModelGraphGpu, ReplaysEqualEagerRunsBitForBit) {
+  // 3 of 6 layers through 2 slots; every layer through 3 slots, 2 ahead; every layer, 1 slot.
+  for (const auto& c : {offload_config(2, 1, 2), offload_config(0, 2, 3), offload_config(0, 1, 1)}) {
+    SCOPED_TRACE("group_size " + std::to_string(c->group_size) + ", prefetch_step " +
+                 std::to_string(c->prefetch_step) + ", slot_capacity " + std::to_string(c->slot_capacity));
+    eager_.reset();
+    graph_.reset();
+    const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+    ASSERT_NO_FATAL_FAILURE(load_both(c));
+    if (skipped_) return;
+    const uint64_t ring = graph_->offloader()->ring_bytes();
+    EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, 2 * ring);  // the two models' pools
+    std::shared_ptr<Session> se, sg;
+    ASSERT_NO_FATAL_FAILURE(sessions(&se, &sg));
+    for (int t = 0; t < kSteps; ++t) {
+      std::vector<float> out;
+      ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "step " + std::to_string(t), &out));
+      EXPECT_LT(max_err(out, ref("out", t)), 1e-4) << "step " << t;
+    }
+    GraphStats s = stats();
+    EXPECT_EQ(s.captures, 1u) << graph_text(s);
+    EXPECT_EQ(s.capture_failures, 0u) << graph_text(s);
+    EXPECT_EQ(s.replays, uint64_t(kSteps)) << graph_text(s);
+    EXPECT_EQ(s.eager_runs, 0u) << graph_text(s);
+    ASSERT_EQ(s.buckets.size(), 1u) << graph_text(s);
+    // Every offloaded constant (norm, w1, w2 of each offloaded layer) is copied once a run: a
+    // memcpy node whose source is a patch.
+    EXPECT_GE(s.buckets[0].patches, 3u * graph_->offloader()->num_offloaded_layers())
+        << "the copy nodes' sources are not in the plan: " << graph_text(s);
+    EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, 3 * ring) << "a set of graphs has one ring of its own";
+    EXPECT_EQ(graph_->offloader()->captured_storage(), 0u) << "a re-pointed capture keeps no generation";
+    EXPECT_FALSE(graph_->offloader()->held());
+  }
+}
+
+// 100 steps, each after a random one of: an update of an offloaded layer into the inactive
+// generation and a swap, an in-place update, a rollback, a switch to another pair of sessions
+// (new or earlier), or nothing. Every step replays and equals the eager run bit for bit; a
+// run begun before a swap finishes on its generation.
+TEST_F(OffloadModelGraphGpu, ReplaysFollowUpdatesSwapsRollbacksAndSessions) {
+  ASSERT_NO_FATAL_FAILURE(load_both(offload_config(2, 1, 2)));
+  if (skipped_) return;
+  const std::vector<int> offloaded = {1, 3, 5};
+  std::vector<std::pair<std::shared_ptr<Session>, std::shared_ptr<Session>>> pairs(1);
+  ASSERT_NO_FATAL_FAILURE(sessions(&pairs[0].first, &pairs[0].second));
+  size_t cur = 0;
+  std::mt19937 rng(25);
+  int swaps = 0, in_place = 0, rollbacks = 0, switches = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::string action = "nothing";
+    switch (rng() % 5) {
+      case 0: {
+        const int layer = offloaded[rng() % offloaded.size()];
+        const float scale = 0.5f + float(rng() % 100) / 100.0f;
+        action = "update of layer " + std::to_string(layer) + " x" + std::to_string(scale) + " and swap";
+        ASSERT_NO_FATAL_FAILURE(update_both(layer, scale, false, action));
+        ++swaps;
+        break;
+      }
+      case 1: {
+        const int layer = offloaded[rng() % offloaded.size()];
+        const float scale = 0.5f + float(rng() % 100) / 100.0f;
+        action = "in-place update of layer " + std::to_string(layer) + " x" + std::to_string(scale);
+        ASSERT_NO_FATAL_FAILURE(update_both(layer, scale, true, action));
+        ++in_place;
+        break;
+      }
+      case 2:
+        if (swaps == 0) break;  // nothing to roll back to yet
+        action = "rollback";
+        ASSERT_NO_FATAL_FAILURE(rollback_both(action));
+        ++rollbacks;
+        break;
+      case 3:
+        action = "session switch";
+        if (pairs.size() < 4 && rng() % 2 == 0) {
+          pairs.emplace_back();
+          ASSERT_NO_FATAL_FAILURE(sessions(&pairs.back().first, &pairs.back().second));
+          cur = pairs.size() - 1;
+        } else {
+          cur = (cur + 1) % pairs.size();
+        }
+        ++switches;
+        break;
+      default:
+        break;
+    }
+    const std::string context = "step " + std::to_string(i) + " after " + action;
+    ASSERT_NO_FATAL_FAILURE(both(pairs[cur].first, pairs[cur].second, i, context));
+  }
+  EXPECT_GT(swaps, 0);
+  EXPECT_GT(in_place, 0);
+  EXPECT_GT(rollbacks, 0);
+  EXPECT_GT(switches, 0);
+  // A run begun before an update and swap finishes on the generation it pinned; the same
+  // step from the same state (a fork) after the swap reads the update.
+  std::shared_ptr<Session> fe, fg;
+  ASSERT_TRUE(pairs[cur].first->fork(&fe).ok());
+  ASSERT_TRUE(pairs[cur].second->fork(&fg).ok());
+  std::unique_ptr<wharf::Run> re, rg;
+  ASSERT_TRUE(wharf::Run::begin(eager_->container(), pairs[cur].first, nullptr, &re).ok());
+  ASSERT_TRUE(wharf::Run::begin(graph_->container(), pairs[cur].second, nullptr, &rg).ok());
+  ASSERT_NO_FATAL_FAILURE(update_both(3, 3.0f, false, "the update under an open run"));
+  std::vector<float> before_swap, after_swap;
+  ASSERT_NO_FATAL_FAILURE(both_in(*re, *rg, 100, "a run begun before the swap", &before_swap));
+  ASSERT_TRUE(re->end().ok());
+  ASSERT_TRUE(rg->end().ok());
+  ASSERT_NO_FATAL_FAILURE(both(fe, fg, 100, "the same step after the swap", &after_swap));
+  EXPECT_NE(before_swap, after_swap) << "the update changes nothing: a vacuous test";
+  GraphStats s = stats();
+  EXPECT_EQ(s.eager_runs, 0u) << graph_text(s);
+  EXPECT_EQ(s.replays, 102u) << graph_text(s);
+  EXPECT_EQ(s.captures, 1u) << graph_text(s);
+  EXPECT_GT(s.repoints, 0u) << "swaps and session switches re-point: " << graph_text(s);
+}
+
+// Two runs open at once replay from two sets of graphs, each with a ring of its own: the
+// second run's replay does not wait for, or write into, the first's slots.
+TEST_F(OffloadModelGraphGpu, ConcurrentRunsReplayFromTheirOwnSetsAndRings) {
+  const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+  ASSERT_NO_FATAL_FAILURE(load_both(offload_config(0, 1, 2)));
+  if (skipped_) return;
+  const uint64_t ring = graph_->offloader()->ring_bytes();
+  std::shared_ptr<Session> se1, sg1, se2, sg2;
+  ASSERT_NO_FATAL_FAILURE(sessions(&se1, &sg1));
+  ASSERT_NO_FATAL_FAILURE(sessions(&se2, &sg2));
+  for (int t = 0; t < 3; ++t) {
+    std::unique_ptr<wharf::Run> re1, rg1, re2, rg2;
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se1, nullptr, &re1).ok());
+    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg1, nullptr, &rg1).ok());
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se2, nullptr, &re2).ok());
+    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg2, nullptr, &rg2).ok());
+    ASSERT_NO_FATAL_FAILURE(both_in(*re1, *rg1, t, "first run, step " + std::to_string(t)));
+    ASSERT_NO_FATAL_FAILURE(both_in(*re2, *rg2, t + 2, "second run, step " + std::to_string(t)));
+    for (auto* r : {re1.get(), rg1.get(), re2.get(), rg2.get()}) ASSERT_TRUE(r->end().ok());
+  }
+  GraphStats s = stats();
+  EXPECT_EQ(s.eager_runs, 0u) << graph_text(s);
+  EXPECT_EQ(s.replays, 6u) << graph_text(s);
+  ASSERT_EQ(s.buckets.size(), 2u) << graph_text(s);
+  EXPECT_NE(s.buckets[0].set, s.buckets[1].set) << graph_text(s);
+  EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, 4 * ring) << "two pools and a ring per set";
+}
+
+// A capture that fails (an uncapturable call) leaves the run eager with the reason, nothing
+// half-captured, and the offloader released and usable: the eager runs that follow are right.
+TEST_F(OffloadModelGraphGpu, AFailedCaptureRunsEagerlyAndLeavesTheOffloaderUsable) {
+  GraphOptions go;
+  go.test_break_capture = true;
+  const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+  ASSERT_NO_FATAL_FAILURE(load_both(offload_config(2, 1, 2), go));
+  if (skipped_) return;
+  std::shared_ptr<Session> se, sg;
+  ASSERT_NO_FATAL_FAILURE(sessions(&se, &sg));
+  for (int t = 0; t < 3; ++t) ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "step " + std::to_string(t)));
+  GraphStats s = stats();
+  EXPECT_EQ(s.captures, 0u) << graph_text(s);
+  EXPECT_EQ(s.capture_failures, 1u) << graph_text(s);
+  EXPECT_EQ(s.replays, 0u) << graph_text(s);
+  EXPECT_EQ(s.eager_runs, 3u) << graph_text(s);
+  EXPECT_NE(s.last_eager_reason.find("capturing a graph for inputs"), std::string::npos) << graph_text(s);
+  EXPECT_EQ(s.pool_bytes, 0u) << graph_text(s);
+  EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, 2 * graph_->offloader()->ring_bytes())
+      << "the failed capture's ring stayed allocated";
+  EXPECT_FALSE(graph_->offloader()->held());
+}
+
+// While another run holds the offloader (a caller's lease), a run that would capture cannot:
+// it runs eagerly, which answers BUSY as without graphs; the shape is not marked failed, and
+// the next run captures it and replays.
+TEST_F(OffloadModelGraphGpu, ABusyOffloaderDelaysTheCaptureWithoutFailingIt) {
+  ASSERT_NO_FATAL_FAILURE(load_both(offload_config(2, 1, 2)));
+  if (skipped_) return;
+  std::shared_ptr<Session> sg, other;
+  ASSERT_TRUE(Session::create(rt_, {graph_->container()}, SessionOptions{}, &sg).ok());
+  ASSERT_TRUE(Session::create(rt_, {graph_->container()}, SessionOptions{}, &other).ok());
+  std::unique_ptr<wharf::Run> holder;
+  ASSERT_TRUE(wharf::Run::begin(graph_->container(), other, nullptr, &holder).ok());
+  ASSERT_TRUE(graph_->offloader()->begin(*holder).ok());
+  std::vector<float> out;
+  Status st = step(*graph_, sg, 0, &out);
+  EXPECT_EQ(st.code(), Code::kBusy) << st.message();
+  GraphStats s = stats();
+  EXPECT_EQ(s.capture_failures, 0u) << graph_text(s);
+  EXPECT_EQ(s.eager_runs, 1u) << graph_text(s);
+  EXPECT_NE(s.last_eager_reason.find("must wait"), std::string::npos) << graph_text(s);
+  ASSERT_TRUE(holder->end().ok());  // ends its offloading too
+  std::shared_ptr<Session> se;
+  ASSERT_TRUE(Session::create(rt_, {eager_->container()}, SessionOptions{}, &se).ok());
+  for (int t = 0; t < 2; ++t) ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "step " + std::to_string(t)));
+  s = stats();
+  EXPECT_EQ(s.captures, 1u) << graph_text(s);
+  EXPECT_EQ(s.replays, 2u) << graph_text(s);
 }
 
 }  // namespace

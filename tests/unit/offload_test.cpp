@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "api/offload_api.h"
 #include "common/test_support.h"
 #include "offload/offloader.h"
 #include "wharf/wharf.h"
@@ -598,6 +599,64 @@ TEST_F(Offload, ARunInFlightKeepsItsGenerationsData) {
   r = begin_run();
   EXPECT_EQ(pass(r), expected(2, all_layers()));
   ASSERT_OK(wharf_run_end(r));
+}
+
+// A compiled model's graphs capture through begin() with a target (graphs/model_graphs.h):
+// their own stream and ring. The layers land in that ring at the pool's offsets, the waits
+// hand out its slots, the pool keeps what the previous run left there, and the next run uses
+// the pool again. A target marked re-pointed holds no storage of the generation.
+TEST_F(Offload, ATargetRingTakesTheCopiesAndLeavesThePoolAlone) {
+  ASSERT_NO_FATAL_FAILURE(make(5));
+  ASSERT_NO_FATAL_FAILURE(create(1, 2));
+  wharf::Offloader& o = *off->o;
+  wharf_run* r = begin_run();
+  EXPECT_EQ(pass(r), expected(1, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+  std::vector<char> pool(o.ring_bytes());
+  std::memcpy(pool.data(), o.pool_base(), pool.size());
+  ASSERT_NO_FATAL_FAILURE(publish(2));
+
+  std::vector<float> ring_mem(o.ring_bytes() / sizeof(float));
+  char* ring = reinterpret_cast<char*>(ring_mem.data());
+  r = begin_run();
+  std::unique_ptr<wharf::Stream> other;
+  ASSERT_OK(wharf::api::to_c(r->run->container()->runtime().device().create_stream(&other)));
+  wharf::OffloadTarget target;
+  target.stream = other.get();
+  target.ring = ring;
+  target.repointed = true;
+  ASSERT_OK(wharf::api::to_c(o.begin(*r->run, target)));
+  std::vector<float> read;
+  for (uint32_t L = 0; L < 5; ++L) {
+    char* slot = nullptr;
+    ASSERT_OK(wharf::api::to_c(o.wait(*r->run, L, &slot)));
+    ASSERT_EQ(slot, ring + o.slot_offset(L)) << "layer " << L;
+    const float* w = reinterpret_cast<const float*>(slot);
+    // The layer's "kernel", on the target's stream: what it reads when it runs.
+    ASSERT_OK(wharf::api::to_c(other->enqueue_host([this, w, &read] {
+      std::lock_guard<std::mutex> lock(seen_mu);
+      read.push_back(w[kElems - 1]);
+    })));
+    ASSERT_OK(wharf::api::to_c(o.issued(*r->run, L)));
+  }
+  ASSERT_OK(wharf::api::to_c(o.end(*r->run)));
+  ASSERT_OK(wharf::api::to_c(other->synchronize()));
+  ASSERT_OK(wharf_runtime_synchronize(rt));
+  {
+    std::lock_guard<std::mutex> lock(seen_mu);
+    EXPECT_EQ(read, expected(2, all_layers()));
+  }
+  EXPECT_EQ(std::memcmp(pool.data(), o.pool_base(), pool.size()), 0) << "a target's run wrote into the pool";
+  // The last layers stay in the ring, at the pool's layout: layer 4 in slot 0, layer 3 in slot 1.
+  EXPECT_EQ(ring_mem[o.slot_offset(4) / sizeof(float)], value(2, 4));
+  EXPECT_EQ(ring_mem[o.slot_offset(3) / sizeof(float)], value(2, 3));
+  EXPECT_NE(o.slot_offset(3), o.slot_offset(4));
+  EXPECT_EQ(o.captured_storage(), 0u);
+  ASSERT_OK(wharf_run_end(r));
+  r = begin_run();
+  EXPECT_EQ(pass(r), expected(2, all_layers()));
+  ASSERT_OK(wharf_run_end(r));
+  EXPECT_NE(std::memcmp(pool.data(), o.pool_base(), pool.size()), 0) << "the next run did not use the pool";
 }
 
 TEST_F(Offload, OptionsInitIsSized) {
