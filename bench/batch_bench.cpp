@@ -20,9 +20,12 @@
 // another with the per-session `decode` method (N runs per step): Wharf without batching.
 // --graphs replays CUDA graphs for decode_batch (one capture per N, at its first warm-up
 // step) and for decode.
+// --kernel-time adds, as a phase of its own after the other figures, decode_batch's GPU time
+// per N against the GPU time of its kernels (CUPTI; kernel_timer.h), eager and, with
+// --graphs, replayed (kernel_time_batch below).
 //   batch_bench PACKAGE_DIR [--batches 1,8,32,64,128] [--steps 50] [--warmup 5] [--graphs]
 //                           [--independent] [--max-independent 32] [--min-len 16]
-//                           [--max-len 512] [--csv FILE]
+//                           [--max-len 512] [--csv FILE] [--kernel-time]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 
 #define WHARF_EXPERIMENTAL
 #include "bench_common.h"
+#include "kernel_timer.h"
 
 using namespace bench;
 
@@ -56,6 +60,148 @@ struct Row {
   Spread step, host;
 };
 
+// The decode method's vocabulary (its logits' last dimension).
+size_t decode_vocab(wharf_model_package* pkg) {
+  wharf_model_package_tensor_info od;
+  std::memset(&od, 0, sizeof od);
+  od.struct_size = sizeof od;
+  const int64_t m = wharf_model_package_find_method(pkg, "decode");
+  wharf_ok(wharf_model_package_get_method_output(pkg, size_t(m), 0, &od), "decode output");
+  return size_t(od.shape[od.ndim - 1]);
+}
+
+// Prefills session i to length len[i] (spread evenly over [min_len, max_len]) with the
+// per-session prefill method; returns the lengths.
+std::vector<int64_t> prefill_sessions(wharf_model* pre, const std::vector<wharf_session*>& sessions, int64_t min_len,
+                                      int64_t max_len, size_t vocab, cudaStream_t stream) {
+  const int S = int(sessions.size());
+  std::vector<int64_t> len(static_cast<size_t>(S));
+  int64_t *d_ids = nullptr, *d_pos = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_ids), size_t(max_len) * 8));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_pos), size_t(max_len) * 8));
+  {
+    std::vector<int64_t> ids(static_cast<size_t>(max_len)), pos(static_cast<size_t>(max_len));
+    for (int64_t i = 0; i < max_len; ++i) {
+      ids[size_t(i)] = (i * 7919 + 13) % int64_t(vocab);  // tokens below the vocabulary size
+      pos[size_t(i)] = i;
+    }
+    CUDA_OK(cudaMemcpy(d_ids, ids.data(), ids.size() * 8, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_pos, pos.data(), pos.size() * 8, cudaMemcpyHostToDevice));
+  }
+  float* d_logits_pre = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_logits_pre), vocab * 4));
+  for (int i = 0; i < S; ++i) {
+    len[size_t(i)] = S == 1 ? max_len : min_len + (max_len - min_len) * i / (S - 1);
+    const int64_t ids_shape[2] = {1, len[size_t(i)]}, pos_shape[1] = {len[size_t(i)]},
+                  out_shape[3] = {1, 1, int64_t(vocab)};
+    wharf_tensor_view in[2] = {tensor_view(d_ids, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, ids_shape),
+                               tensor_view(d_pos, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape)};
+    wharf_tensor_view out = tensor_view(d_logits_pre, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 3, out_shape);
+    wharf_run* run = nullptr;
+    wharf_ok(wharf_run_begin(wharf_model_container(pre), sessions[size_t(i)], stream, &run), "run_begin prefill");
+    wharf_ok(wharf_model_run(pre, run, in, 2, &out, 1), "model_run prefill");
+    wharf_ok(wharf_run_end(run), "run_end prefill");
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaFree(d_ids));
+  CUDA_OK(cudaFree(d_pos));
+  CUDA_OK(cudaFree(d_logits_pre));
+  return len;
+}
+
+// --kernel-time: for each N, decode_batch over sessions 0..N-1 (prefilled as the main rows'
+// are; every run at each session's next position, tokens and positions from device memory),
+// eagerly and, with `graphs`, replayed, against its kernels' GPU time. A package load of its
+// own, made after the tracer is on, so graphs are captured while CUPTI records.
+void kernel_time_batch(const std::string& dir, uint32_t capacity, const std::vector<int>& batches, int64_t min_len,
+                       int64_t max_len, bool graphs) {
+  ActivityTracer& t = ActivityTracer::get();
+  if (!t.ok() || !t.enable()) {
+    std::printf("kernel time: %s\n", t.why().c_str());
+    return;
+  }
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_runtime* rt = nullptr;
+  wharf_ok(wharf_runtime_create(&ro, &rt), "runtime_create");
+  wharf_model_package_options po;
+  wharf_model_package_options_init(&po);
+  po.session_capacity = capacity;
+  wharf_model_package* pkg = nullptr;
+  wharf_ok(wharf_model_package_load(rt, dir.c_str(), &po, &pkg), "model_package_load");
+  wharf_model *pre = nullptr, *bat = nullptr;
+  wharf_ok(wharf_model_package_get_method(pkg, "prefill", &pre), "get_method prefill");
+  wharf_ok(wharf_model_package_get_method(pkg, "decode_batch", &bat), "get_method decode_batch");
+  const size_t vocab = decode_vocab(pkg);
+  std::vector<wharf_session*> sessions(capacity, nullptr);
+  for (auto& s : sessions) wharf_ok(wharf_model_package_create_session(pkg, nullptr, &s), "create_session");
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const std::vector<int64_t> len = prefill_sessions(pre, sessions, min_len, max_len, vocab, stream);
+  int64_t *d_tok = nullptr, *d_pos = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_tok), size_t(capacity) * 8));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_pos), size_t(capacity) * 8));
+  {
+    std::vector<int64_t> tok(capacity);
+    for (size_t r = 0; r < tok.size(); ++r) tok[r] = int64_t(r * 31) % int64_t(vocab);
+    CUDA_OK(cudaMemcpy(d_tok, tok.data(), tok.size() * 8, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_pos, len.data(), len.size() * 8, cudaMemcpyHostToDevice));
+  }
+  wharf_container* c = wharf_model_container(bat);
+  std::vector<KernelTimeRow> rows;
+  auto measure = [&](int n, bool replay) {
+    const int64_t tok_shape[2] = {n, 1}, pos_shape[1] = {n};
+    wharf_tensor_view in[3] = {tensor_view(d_tok, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, tok_shape),
+                               tensor_view(d_pos, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape),
+                               tensor_view(nullptr, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape)};  // slots
+    wharf_run* run = nullptr;
+    wharf_tensor_view out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    const RunHooks h{
+        [&] { wharf_ok(wharf_run_begin_batch(c, sessions.data(), size_t(n), stream, &run), "run_begin_batch"); },
+        [&] { wharf_ok(wharf_model_run(bat, run, in, 3, &out, 1), "model_run decode_batch"); },
+        [&] { wharf_ok(wharf_run_end(run), "run_end"); }};
+    wharf_graph_stats a;
+    std::memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    if (replay) {
+      h.begin();  // the capture (the first one captures the largest bucket too)
+      h.run();
+      h.end();
+      wharf_ok(wharf_model_get_graph_stats(bat, &a), "graph stats");
+    }
+    rows.push_back(measure_kernel_time(t, stream, h, 100, replay ? "graph" : "eager", n));
+    if (replay) {
+      wharf_graph_stats z = a;
+      wharf_ok(wharf_model_get_graph_stats(bat, &z), "graph stats");
+      if (z.eager_runs != a.eager_runs)
+        rows.back().note += std::string(rows.back().note.empty() ? "" : "; ") +
+                            std::to_string(z.eager_runs - a.eager_runs) +
+                            " runs executed eagerly: " + z.last_eager_reason;
+    }
+  };
+  for (int n : batches) measure(n, false);
+  if (graphs) {
+    wharf_ok(wharf_model_enable_graphs(bat, nullptr), "enable_graphs decode_batch");
+    for (int n : batches) measure(n, true);
+  }
+  t.disable();
+  const std::string title = std::string("kernel time: package ") + wharf_model_package_name(pkg) +
+                            ", decode_batch over N sessions (wharf_model_run), eager" +
+                            (graphs ? " and graph replay" : "") + " per N";
+  print_kernel_time(title.c_str(), rows);
+  CUDA_OK(cudaFree(d_tok));
+  CUDA_OK(cudaFree(d_pos));
+  CUDA_OK(cudaStreamDestroy(stream));
+  for (auto* s : sessions) wharf_session_free(s);
+  wharf_model_free(pre);
+  wharf_model_free(bat);
+  wharf_model_package_free(pkg);
+  wharf_runtime_free(rt);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,14 +209,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: batch_bench PACKAGE_DIR [--batches 1,8,32,64,128] [--steps 50] [--warmup 5] [--graphs]\n"
                  "                   [--independent] [--max-independent 32] [--min-len 16] [--max-len 512]"
-                 " [--csv FILE]\n");
+                 " [--csv FILE] [--kernel-time]\n");
     return 2;
   }
   std::string dir = argv[1], csv;
   std::vector<int> batches = {1, 8, 32, 64, 128};
   int steps = 50, warmup = 5, max_indep = 32;
   int64_t min_len = 16, max_len = 512;
-  bool graphs = false, independent = false;
+  bool graphs = false, independent = false, kernel_time = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* what) -> const char* {
@@ -84,6 +230,8 @@ int main(int argc, char** argv) {
       graphs = true;
     else if (a == "--independent")
       independent = true;
+    else if (a == "--kernel-time")
+      kernel_time = true;
     else if (a == "--batches")
       batches = parse_list(value("--batches"));
     else if (a == "--steps")
@@ -140,15 +288,7 @@ int main(int argc, char** argv) {
     wharf_ok(wharf_model_enable_graphs(bat, nullptr), "enable_graphs decode_batch");
     wharf_ok(wharf_model_enable_graphs(dec, nullptr), "enable_graphs decode");
   }
-  size_t vocab = 0;
-  {
-    wharf_model_package_tensor_info od;
-    std::memset(&od, 0, sizeof od);
-    od.struct_size = sizeof od;
-    const int64_t m = wharf_model_package_find_method(pkg, "decode");
-    wharf_ok(wharf_model_package_get_method_output(pkg, size_t(m), 0, &od), "decode output");
-    vocab = size_t(od.shape[od.ndim - 1]);
-  }
+  const size_t vocab = decode_vocab(pkg);
 
   const int S = int(po.session_capacity);
   std::vector<wharf_session*> sessions(static_cast<size_t>(S), nullptr);
@@ -157,35 +297,8 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   // Prefill session i to length len[i], spread evenly over [min_len, max_len].
-  std::vector<int64_t> len(static_cast<size_t>(S));
-  int64_t *d_ids = nullptr, *d_pos = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_ids), size_t(max_len) * 8));
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_pos), size_t(max_len) * 8));
-  {
-    std::vector<int64_t> ids(static_cast<size_t>(max_len)), pos(static_cast<size_t>(max_len));
-    for (int64_t i = 0; i < max_len; ++i) {
-      ids[size_t(i)] = (i * 7919 + 13) % int64_t(vocab);  // tokens below the vocabulary size
-      pos[size_t(i)] = i;
-    }
-    CUDA_OK(cudaMemcpy(d_ids, ids.data(), ids.size() * 8, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(d_pos, pos.data(), pos.size() * 8, cudaMemcpyHostToDevice));
-  }
-  float* d_logits_pre = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_logits_pre), vocab * 4));
   auto t_pre = Clock::now();
-  for (int i = 0; i < S; ++i) {
-    len[size_t(i)] = S == 1 ? max_len : min_len + (max_len - min_len) * i / (S - 1);
-    const int64_t ids_shape[2] = {1, len[size_t(i)]}, pos_shape[1] = {len[size_t(i)]},
-                  out_shape[3] = {1, 1, int64_t(vocab)};
-    wharf_tensor_view in[2] = {tensor_view(d_ids, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, ids_shape),
-                               tensor_view(d_pos, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pos_shape)};
-    wharf_tensor_view out = tensor_view(d_logits_pre, WHARF_DTYPE_F32, WHARF_DEVICE_CUDA, 3, out_shape);
-    wharf_run* run = nullptr;
-    wharf_ok(wharf_run_begin(wharf_model_container(pre), sessions[size_t(i)], stream, &run), "run_begin prefill");
-    wharf_ok(wharf_model_run(pre, run, in, 2, &out, 1), "model_run prefill");
-    wharf_ok(wharf_run_end(run), "run_end prefill");
-  }
-  CUDA_OK(cudaStreamSynchronize(stream));
+  const std::vector<int64_t> len = prefill_sessions(pre, sessions, min_len, max_len, vocab, stream);
   const double prefill_s = seconds_since(t_pre);
 
   // Pinned host inputs and outputs, as a service holds them.
@@ -308,9 +421,8 @@ int main(int argc, char** argv) {
                    r.host.med, r.n * 1e6 / r.step.med, graphs ? 1 : 0);
     std::fclose(f);
   }
-  for (auto* p : {d_ids, d_pos, d_tok, d_bpos}) CUDA_OK(cudaFree(p));
+  for (auto* p : {d_tok, d_bpos}) CUDA_OK(cudaFree(p));
   CUDA_OK(cudaFree(d_logits));
-  CUDA_OK(cudaFree(d_logits_pre));
   CUDA_OK(cudaFreeHost(h_tok));
   CUDA_OK(cudaFreeHost(h_pos));
   CUDA_OK(cudaFreeHost(h_logits));
@@ -321,5 +433,7 @@ int main(int argc, char** argv) {
   wharf_model_free(bat);
   wharf_model_package_free(pkg);
   wharf_runtime_free(rt);
+  // After every other figure, with the package above freed.
+  if (kernel_time) kernel_time_batch(dir, po.session_capacity, batches, min_len, max_len, graphs);
   return 0;
 }

@@ -16,8 +16,13 @@
 // alternating blocks, with device and host inputs, and begin / model run / end apart.
 // --package DIR measures capturing every graph bucket of a package method instead (see
 // package_capture below).
-//   model_bench [--model DIR] [--csv FILE] [--legacy-ab]
+// --kernel-time adds, as a phase of its own after the other figures, a model run's GPU time
+// against the GPU time of its kernels (CUPTI; kernel_timer.h), eager and replayed: for the tiny
+// decoder's step, or with --package for each bucket size (kernel_time_tiny and
+// kernel_time_package below). --kernel-time-only runs that phase alone.
+//   model_bench [--model DIR] [--csv FILE] [--legacy-ab] [--kernel-time | --kernel-time-only]
 //   model_bench --package DIR [--method NAME] [--buckets A,B,...] [--capacity S] [--csv FILE]
+//               [--kernel-time]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -31,6 +36,7 @@
 
 #define WHARF_EXPERIMENTAL
 #include "bench_common.h"
+#include "kernel_timer.h"
 
 using namespace bench;
 
@@ -199,6 +205,173 @@ void print_breakdown(const char* what, const Breakdown& b) {
               b.end - b.release);
 }
 
+// Runs per kernel-time row (each loop of measure_kernel_time).
+constexpr int kKernelTimeRuns = 200;
+
+// Says in `row.note` when a graph row's runs did not all replay (graph stats before and after).
+void note_eager_runs(KernelTimeRow& row, const wharf_graph_stats& a, const wharf_graph_stats& z) {
+  if (z.eager_runs == a.eager_runs) return;
+  row.note += std::string(row.note.empty() ? "" : "; ") + std::to_string(z.eager_runs - a.eager_runs) +
+              " runs executed eagerly: " + z.last_eager_reason;
+}
+
+// Appends the kernel-time rows to model_bench's CSV (written before this phase).
+void append_kernel_time_csv(const std::string& csv, const std::vector<KernelTimeRow>& rows) {
+  if (csv.empty()) return;
+  if (FILE* f = std::fopen(csv.c_str(), "a")) {
+    write_kernel_time_csv(f, rows);
+    std::fclose(f);
+  }
+}
+
+// --kernel-time: the tiny decoder's model run (token and position from device memory, one
+// conversation at position 16), eager and with graphs, against its kernels' GPU time. Its own
+// two loads of the model, made after the tracer is on, so the graph is captured while CUPTI
+// records; `weights` as main made them (caches included).
+void kernel_time_tiny(wharf_runtime* rt, const std::string& dir, wharf_constant_map* weights, const std::string& csv) {
+  ActivityTracer& t = ActivityTracer::get();
+  if (!t.ok() || !t.enable()) {
+    std::printf("kernel time: %s\n", t.why().c_str());
+    return;
+  }
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int64_t* d_in = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 3 * sizeof(int64_t)));
+  const int64_t host[3] = {1, 0, 16};
+  CUDA_OK(cudaMemcpy(d_in, host, sizeof host, cudaMemcpyHostToDevice));
+  const int64_t tshape[2] = {1, 1}, pshape[1] = {1};
+  wharf_tensor_view in[2] = {tensor_view(d_in, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, tshape),
+                             tensor_view(d_in + 2, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pshape)};
+  std::vector<KernelTimeRow> rows;
+  for (const bool graphs : {false, true}) {
+    wharf_model* m = nullptr;
+    wharf_ok(wharf_model_load(rt, (dir + "/tiny_decoder.so").c_str(), weights, nullptr, &m), "model_load");
+    if (graphs) wharf_ok(wharf_model_enable_graphs(m, nullptr), "enable_graphs");
+    wharf_container* c = wharf_model_container(m);
+    wharf_session* s = nullptr;
+    wharf_ok(wharf_session_create(rt, &c, 1, nullptr, &s), "session");
+    wharf_run* run = nullptr;
+    wharf_tensor_view out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    const RunHooks h{[&] { wharf_ok(wharf_run_begin(c, s, stream, &run), "run_begin"); },
+                     [&] { wharf_ok(wharf_model_run(m, run, in, 2, &out, 1), "model_run"); },
+                     [&] { wharf_ok(wharf_run_end(run), "run_end"); }};
+    wharf_graph_stats a{};
+    if (graphs) {
+      h.begin();  // the capture, before the stats are read
+      h.run();
+      h.end();
+      a = graph_stats(m);
+    }
+    rows.push_back(measure_kernel_time(t, stream, h, kKernelTimeRuns, graphs ? "graph" : "eager", 1));
+    if (graphs) note_eager_runs(rows.back(), a, graph_stats(m));
+    wharf_session_free(s);
+    wharf_model_free(m);
+  }
+  t.disable();
+  CUDA_OK(cudaFree(d_in));
+  CUDA_OK(cudaStreamDestroy(stream));
+  print_kernel_time("kernel time: tiny decoder, decode step (wharf_model_run), eager and graph replay", rows);
+  append_kernel_time_csv(csv, rows);
+}
+
+// --package DIR --kernel-time: package_capture's method and bucket sizes, each size run
+// eagerly, then (graphs enabled with the same buckets) replayed, against its kernels' GPU
+// time. A load of its own after the tracer is on (graphs captured while CUPTI records); the
+// inputs package_capture passes (tokens 1; decode_batch at position 0 in sessions 0..b-1,
+// prefill at positions 0..b-1 of one session), here from device memory.
+void kernel_time_package(const std::string& dir, const std::string& method, const std::string& dim,
+                         const std::vector<int64_t>& sizes, uint32_t capacity, const std::string& csv) {
+  ActivityTracer& t = ActivityTracer::get();
+  if (!t.ok() || !t.enable()) {
+    std::printf("kernel time: %s\n", t.why().c_str());
+    return;
+  }
+  wharf_runtime* rt = nullptr;
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_ok(wharf_runtime_create(&ro, &rt), "runtime");
+  wharf_model_package_options po;
+  wharf_model_package_options_init(&po);
+  po.shim_path = std::getenv("WHARF_AOTI_SHIM");
+  po.session_capacity = capacity;
+  wharf_model_package* pkg = nullptr;
+  wharf_ok(wharf_model_package_load(rt, dir.c_str(), &po, &pkg), "package load");
+  wharf_model* m = nullptr;
+  wharf_ok(wharf_model_package_get_method(pkg, method.c_str(), &m), "get_method");
+  const bool batched = method == "decode_batch";
+  const int64_t most = sizes.back();
+  std::vector<wharf_session*> ss(batched ? size_t(most) : 1);
+  for (auto& x : ss) wharf_ok(wharf_model_package_create_session(pkg, nullptr, &x), "session");
+  wharf_container* c = wharf_model_container(m);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int64_t *d_tok = nullptr, *d_pos = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_tok), size_t(most) * 8));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_pos), size_t(most) * 8));
+  {
+    std::vector<int64_t> tok(size_t(most), 1), pos(size_t(most), 0);
+    if (!batched)
+      for (int64_t i = 0; i < most; ++i) pos[size_t(i)] = i;
+    CUDA_OK(cudaMemcpy(d_tok, tok.data(), tok.size() * 8, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_pos, pos.data(), pos.size() * 8, cudaMemcpyHostToDevice));
+  }
+  const size_t n_in = wharf_model_num_inputs(m);
+  std::vector<KernelTimeRow> rows;
+  auto measure = [&](int64_t b, bool graphs) {
+    const int64_t ishape[2] = {batched ? b : 1, batched ? 1 : b}, pshape[1] = {b};
+    wharf_tensor_view in[3] = {tensor_view(d_tok, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 2, ishape),
+                               tensor_view(d_pos, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pshape),
+                               tensor_view(nullptr, WHARF_DTYPE_I64, WHARF_DEVICE_CUDA, 1, pshape)};  // slots
+    wharf_run* run = nullptr;
+    wharf_tensor_view out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    const RunHooks h{[&] {
+                       if (batched)
+                         wharf_ok(wharf_run_begin_batch(c, ss.data(), size_t(b), stream, &run), "run_begin_batch");
+                       else
+                         wharf_ok(wharf_run_begin(c, ss[0], stream, &run), "run_begin");
+                     },
+                     [&] { wharf_ok(wharf_model_run(m, run, in, n_in, &out, 1), "model_run"); },
+                     [&] { wharf_ok(wharf_run_end(run), "run_end"); }};
+    wharf_graph_stats a{};
+    if (graphs) {
+      h.begin();  // the capture (the first run of any size captures the largest too)
+      h.run();
+      h.end();
+      a = graph_stats(m);
+    }
+    rows.push_back(measure_kernel_time(t, stream, h, kKernelTimeRuns, graphs ? "graph" : "eager", (long long)b));
+    if (graphs) note_eager_runs(rows.back(), a, graph_stats(m));
+  };
+  for (int64_t b : sizes) measure(b, false);
+  wharf_graph_options go;
+  wharf_graph_options_init(&go);
+  if (!dim.empty()) {
+    go.bucket_dim = dim.c_str();
+    go.bucket_sizes = sizes.data();
+    go.num_bucket_sizes = uint32_t(sizes.size());
+  }
+  wharf_ok(wharf_model_enable_graphs(m, &go), "enable_graphs");
+  for (int64_t b : sizes) measure(b, true);
+  t.disable();
+  const std::string title = std::string("kernel time: package ") + wharf_model_package_name(pkg) + ", method " +
+                            method + " (wharf_model_run), eager and graph replay per size";
+  print_kernel_time(title.c_str(), rows);
+  append_kernel_time_csv(csv, rows);
+  CUDA_OK(cudaFree(d_tok));
+  CUDA_OK(cudaFree(d_pos));
+  CUDA_OK(cudaStreamDestroy(stream));
+  for (auto* x : ss) wharf_session_free(x);
+  wharf_model_free(m);
+  wharf_model_package_free(pkg);
+  wharf_runtime_free(rt);
+}
+
 // --package DIR: what capturing every bucket of a package method costs (issue 25: capture
 // time and pool bytes for all buckets). Loads the package (--capacity S for a batched method),
 // enables graphs on --method (default decode_batch when the package has it at S, else
@@ -207,7 +380,7 @@ void print_breakdown(const char* what, const Breakdown& b) {
 // one captures the largest bucket too) and 20 replays (step time with the logits read back).
 // Prints each graph's capture time in parts, nodes and pool bytes, and the totals.
 int package_capture(const std::string& dir, std::string method, const std::string& buckets_arg, uint32_t capacity,
-                    const std::string& csv) {
+                    const std::string& csv, bool kernel_time) {
   wharf_runtime* rt = nullptr;
   wharf_runtime_options ro;
   wharf_runtime_options_init(&ro);
@@ -347,6 +520,7 @@ int package_capture(const std::string& dir, std::string method, const std::strin
   wharf_model_free(m);
   wharf_model_package_free(pkg);
   wharf_runtime_free(rt);
+  if (kernel_time) kernel_time_package(dir, method, dim, sizes, capacity, csv);
   return 0;
 }
 
@@ -354,7 +528,7 @@ int package_capture(const std::string& dir, std::string method, const std::strin
 
 int main(int argc, char** argv) {
   std::string dir, csv, package, method, bucket_sizes;
-  bool legacy_ab = false;
+  bool legacy_ab = false, kernel_time = false, kernel_time_only = false;
   uint32_t capacity = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--model") && i + 1 < argc)
@@ -363,6 +537,10 @@ int main(int argc, char** argv) {
       csv = argv[++i];
     else if (!std::strcmp(argv[i], "--legacy-ab"))
       legacy_ab = true;
+    else if (!std::strcmp(argv[i], "--kernel-time"))
+      kernel_time = true;
+    else if (!std::strcmp(argv[i], "--kernel-time-only"))
+      kernel_time = kernel_time_only = true;
     else if (!std::strcmp(argv[i], "--package") && i + 1 < argc)
       package = argv[++i];
     else if (!std::strcmp(argv[i], "--method") && i + 1 < argc)
@@ -372,7 +550,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--capacity") && i + 1 < argc)
       capacity = uint32_t(std::strtoul(argv[++i], nullptr, 10));
   }
-  if (!package.empty()) return package_capture(package, method, bucket_sizes, capacity, csv);
+  if (!package.empty()) return package_capture(package, method, bucket_sizes, capacity, csv, kernel_time);
   if (dir.empty()) {
     struct stat st;
     dir = ::stat("models/tiny_decoder/tiny_decoder.so", &st) == 0 ? "models/tiny_decoder"
@@ -397,6 +575,12 @@ int main(int argc, char** argv) {
     v.ndim = 4;
     v.shape = cache_shape;
     wharf_ok(wharf_constant_map_set(weights, name, &v), "cache");
+  }
+  if (kernel_time_only) {
+    kernel_time_tiny(x.rt, dir, weights, csv);
+    wharf_constant_map_free(weights);
+    wharf_runtime_free(x.rt);
+    return 0;
   }
   wharf_ok(wharf_model_load(x.rt, (dir + "/tiny_decoder.so").c_str(), weights, nullptr, &x.model), "model_load");
   x.c = wharf_model_container(x.model);
@@ -707,6 +891,7 @@ int main(int argc, char** argv) {
   wharf_model_free(g.model);
   wharf_model_free(l.model);
   wharf_model_free(x.model);
+  if (kernel_time) kernel_time_tiny(x.rt, dir, weights, csv);  // after every other figure
   wharf_constant_map_free(weights);
   wharf_runtime_free(x.rt);
   return 0;

@@ -49,6 +49,11 @@ done
 # The README's model package example (gpu-run.sh runs it on a package of the tiny decoder).
 [ -x "$BUILD"/tests/wharf_readme_package_example ] && cp "$BUILD"/tests/wharf_readme_package_example "$OUT"/readme_package_example
 for b in "$BUILD"/bench/*_bench; do [ -x "$b" ] && cp "$b" "$OUT"/; done
+# CUPTI (4 MiB) of the toolkit the benchmarks were built with, for model_bench's and
+# batch_bench's --kernel-time: they open it at run time, from their own folder first
+# (bench/kernel_timer.cpp), so the GPU machine's toolkit need not have it at a known place.
+cupti=$(sed -n 's/^WHARF_CUPTI_LIBRARY:FILEPATH=//p' "$BUILD"/CMakeCache.txt 2>/dev/null || true)
+if [ -n "$cupti" ] && [ -f "$cupti" ]; then cp "$(readlink -f "$cupti")" "$OUT"/"$(basename "$cupti")"; fi
 cp "$ROOT"/scripts/gpu-run.sh "$OUT"/
 [ -d "$ROOT"/tests/gpu/reference ] && cp -r "$ROOT"/tests/gpu/reference "$OUT"/
 # Debug info and the executables' symbol tables would put the bundle over the 64 MiB the GPU
