@@ -22,8 +22,20 @@
 // Plus the N/2 configuration captured into a CUDA graph and replayed. Medians of --reps (7)
 // steps after 2 warm-up steps, with min and max.
 //
+// --model DIR (tests/data/models/offload_tiny; "-": found as model_bench finds its model)
+// measures the compiled offloaded model instead: its 6 layers call wharf::offload_wait /
+// offload_issued at their boundaries; resident, 3 of 6 layers offloaded (2 slots) and 6 of 6
+// (3 slots, 2 ahead), each run eagerly and replayed from CUDA graphs (wharf_model_enable_graphs:
+// the layers' copies are graph nodes into the set's own ring). Per configuration: the step
+// (wharf_run_begin, wharf_model_run with a host input, wharf_run_end; blocks of 200 steps,
+// the stream synchronised after each block), the host time of those three calls, and the step
+// right after an update and swap of an offloaded layer (layers.1.w1.weight; the graph
+// re-points its copy nodes) beside the step after it, each synchronised. Graph rows also print
+// their replays and eager runs (wharf_model_get_graph_stats).
+//
 // usage: offload_bench [--layers N] [--layer-mib M] [--compute-ratio R] [--prefetch K]
 //                      [--slots S] [--reps N] [--csv PATH]
+//        offload_bench --model DIR [--reps N]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #define WHARF_EXPERIMENTAL 1
@@ -207,10 +220,179 @@ std::vector<double> time_ms(cudaStream_t s, int reps, F&& f) {
   return v;
 }
 
+// ---- --model: the compiled offloaded model, eager and from graphs ----------------------------
+
+struct ModelRow {
+  std::string config, mode;
+  Spread step_us, host_us, swap_us, next_us;
+  uint64_t replays = 0, eager = 0;
+  std::string reason;
+};
+
+// One configuration of the compiled model: `offload` null = resident.
+ModelRow model_row(wharf_runtime* rt, const std::string& dir, const wharf_constant_map* weights,
+                   const wharf_offloader_options* offload, bool graphs, const std::string& config, int reps,
+                   cudaStream_t s) {
+  ModelRow row;
+  row.config = config;
+  row.mode = graphs ? "graph" : "eager";
+  wharf_model_options mo;
+  wharf_model_options_init(&mo);
+  mo.shim_path = std::getenv("WHARF_AOTI_SHIM");
+  mo.offload = offload;
+  wharf_model* m = nullptr;
+  wharf_ok(wharf_model_load(rt, (dir + "/offload_tiny.so").c_str(), weights, &mo, &m), "model load");
+  if (graphs) wharf_ok(wharf_model_enable_graphs(m, nullptr), "enable graphs");
+  wharf_container* c = wharf_model_container(m);
+  wharf_session* sess = nullptr;
+  wharf_ok(wharf_session_create(rt, &c, 1, nullptr, &sess), "session");
+  const int64_t shape[2] = {4, 64};
+  std::vector<float> x(4 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * float(i % 97) - 0.4f;
+  wharf_tensor_view in = tensor_view(x.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 2, shape);
+  // One step; returns its host time (begin + model run + end).
+  auto step = [&] {
+    const auto t0 = Clock::now();
+    wharf_run* r = nullptr;
+    wharf_ok(wharf_run_begin(c, sess, s, &r), "run begin");
+    wharf_tensor_view out;
+    std::memset(&out, 0, sizeof out);
+    out.struct_size = sizeof out;
+    wharf_ok(wharf_model_run(m, r, &in, 1, &out, 1), "model run");
+    wharf_ok(wharf_run_end(r), "run end");
+    return us_since(t0);
+  };
+  for (int i = 0; i < 20; ++i) step();  // instances, the capture, the allocator
+  CUDA_OK(cudaStreamSynchronize(s));
+  const int block = 200;
+  std::vector<double> wall, host;
+  for (int rep = 0; rep < reps; ++rep) {
+    double h = 0;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < block; ++i) h += step();
+    CUDA_OK(cudaStreamSynchronize(s));
+    wall.push_back(us_since(t0) / block);
+    host.push_back(h / block);
+  }
+  row.step_us = spread(wall);
+  row.host_us = spread(host);
+  // After an update and swap of an offloaded layer (resident: the same constant on the
+  // device): the next step, then the one after it, each synchronised.
+  wharf_tensor_view w;
+  std::memset(&w, 0, sizeof w);
+  w.struct_size = sizeof w;
+  wharf_ok(wharf_constant_map_find(weights, "layers.1.w1.weight", &w), "find layers.1.w1.weight");
+  std::vector<float> values(static_cast<const float*>(w.data),
+                            static_cast<const float*>(w.data) + size_t(w.shape[0] * w.shape[1]));
+  wharf_tensor_view v = tensor_view(values.data(), WHARF_DTYPE_F32, WHARF_DEVICE_CPU, 2, w.shape);
+  wharf_constant_map* upd = nullptr;
+  wharf_ok(wharf_constant_map_create(&upd), "map");
+  wharf_ok(wharf_constant_map_set(upd, "layers.1.w1.weight", &v), "map set");
+  std::vector<double> after, next;
+  for (int rep = 0; rep < 20; ++rep) {
+    wharf_ok(wharf_container_update(c, upd, nullptr), "update");
+    wharf_ok(wharf_container_swap(c), "swap");
+    auto t0 = Clock::now();
+    step();
+    CUDA_OK(cudaStreamSynchronize(s));
+    after.push_back(us_since(t0));
+    t0 = Clock::now();
+    step();
+    CUDA_OK(cudaStreamSynchronize(s));
+    next.push_back(us_since(t0));
+  }
+  row.swap_us = spread(after);
+  row.next_us = spread(next);
+  if (graphs) {
+    wharf_graph_stats gs;
+    std::memset(&gs, 0, sizeof gs);
+    gs.struct_size = sizeof gs;
+    wharf_ok(wharf_model_get_graph_stats(m, &gs), "graph stats");
+    row.replays = gs.replays;
+    row.eager = gs.eager_runs;
+    row.reason = gs.last_eager_reason;
+  }
+  wharf_constant_map_free(upd);
+  wharf_session_free(sess);
+  wharf_model_free(m);
+  return row;
+}
+
+int model_mode(std::string dir, int reps) {
+  if (dir == "-") {
+    struct stat st;
+    dir = ::stat("models/offload_tiny/offload_tiny.so", &st) == 0 ? "models/offload_tiny"
+                                                                  : "tests/data/models/offload_tiny";
+  }
+  wharf_runtime_options ro;
+  wharf_runtime_options_init(&ro);
+  ro.backend = WHARF_BACKEND_CUDA;
+  wharf_runtime* rt = nullptr;
+  wharf_ok(wharf_runtime_create(&ro, &rt), "runtime");
+  wharf_constant_map* weights = nullptr;
+  wharf_ok(wharf_constant_map_load_safetensors((dir + "/offload_tiny.safetensors").c_str(), &weights), "weights");
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  struct Cfg {
+    const char* name;
+    bool offload;
+    uint32_t group_size, k, cap;
+  };
+  const Cfg cfgs[] = {
+      {"resident", false, 0, 0, 0}, {"3 of 6, 2 slots", true, 2, 1, 2}, {"6 of 6, 3 slots", true, 0, 2, 3}};
+  std::vector<ModelRow> rows;
+  for (const Cfg& cf : cfgs) {
+    wharf_offloader_options oo;
+    wharf_offloader_options_init(&oo);
+    oo.group_size = cf.group_size;
+    oo.prefetch_step = cf.k;
+    oo.slot_capacity = cf.cap;
+    for (bool graphs : {false, true})
+      rows.push_back(model_row(rt, dir, weights, cf.offload ? &oo : nullptr, graphs, cf.name, reps, s));
+  }
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  std::printf(
+      "offload_bench --model on %s: %s (6 layers, input [4, 64] F32 from host memory), medians of %d blocks "
+      "of 200 steps [min, max]; after swap: 20 updates of layers.1.w1.weight + swap\n",
+      prop.name, dir.c_str(), reps);
+  std::printf("%-16s %-6s %24s %24s %24s %24s %9s %6s\n", "config", "mode", "step us", "host us", "after swap us",
+              "next step us", "replays", "eager");
+  auto cell = [](const Spread& x) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.1f [%.1f, %.1f]", x.med, x.lo, x.hi);
+    return std::string(b);
+  };
+  for (const ModelRow& r : rows) {
+    std::printf("%-16s %-6s %24s %24s %24s %24s", r.config.c_str(), r.mode.c_str(), cell(r.step_us).c_str(),
+                cell(r.host_us).c_str(), cell(r.swap_us).c_str(), cell(r.next_us).c_str());
+    if (r.mode == "graph")
+      std::printf(" %9llu %6llu%s%s\n", (unsigned long long)r.replays, (unsigned long long)r.eager,
+                  r.reason.empty() ? "" : "  last eager: ", r.reason.c_str());
+    else
+      std::printf(" %9s %6s\n", "-", "-");
+  }
+  for (size_t i = 0; i + 1 < rows.size(); i += 2)
+    std::printf("%-16s graph / eager step: %.2fx, host %.2fx\n", rows[i].config.c_str(),
+                rows[i + 1].step_us.med / rows[i].step_us.med, rows[i + 1].host_us.med / rows[i].host_us.med);
+  CUDA_OK(cudaStreamDestroy(s));
+  wharf_constant_map_free(weights);
+  wharf_runtime_free(rt);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Params p;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) {
+      std::string dir = argv[i + 1];
+      int reps = 7;
+      for (int j = 1; j < argc; ++j)
+        if (!std::strcmp(argv[j], "--reps") && j + 1 < argc) reps = std::max(1, std::atoi(argv[j + 1]));
+      return model_mode(dir, reps);
+    }
   for (int i = 1; i < argc; ++i) {
     auto is = [&](const char* f) { return !std::strcmp(argv[i], f) && i + 1 < argc; };
     if (is("--layers"))
@@ -230,7 +412,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: offload_bench [--layers N] [--layer-mib M] [--compute-ratio R] [--prefetch K] "
-                   "[--slots S] [--reps N] [--csv PATH]\n");
+                   "[--slots S] [--reps N] [--csv PATH]\n       offload_bench --model DIR|- [--reps N]\n");
       return 1;
     }
   }

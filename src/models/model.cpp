@@ -662,8 +662,8 @@ Status Model::binding_tensor(const Binding& b, const Run& run, BoundTensor* t, c
   if (b.offload_layer >= 0) {
     // The slot its layer is copied into (fixed addresses: the binding never changes).
     const uint32_t L = uint32_t(b.offload_layer);
-    t->data = (ring ? const_cast<char*>(ring) + offloader_->slot_offset(L) : offloader_->slot_base(L)) +
-              b.offload_offset;
+    t->data =
+        (ring ? const_cast<char*>(ring) + offloader_->slot_offset(L) : offloader_->slot_base(L)) + b.offload_offset;
     t->dtype = container_->decls()[size_t(b.constant)].dtype;
     t->nbytes = container_->decls()[size_t(b.constant)].nbytes;
     t->device_index = runtime_->device().index();

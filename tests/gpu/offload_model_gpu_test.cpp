@@ -449,8 +449,8 @@ class OffloadModelGraphGpu : public OffloadModelGpu {
 TEST_F(OffloadModelGraphGpu, ReplaysEqualEagerRunsBitForBit) {
   // 3 of 6 layers through 2 slots; every layer through 3 slots, 2 ahead; every layer, 1 slot.
   for (const auto& c : {offload_config(2, 1, 2), offload_config(0, 2, 3), offload_config(0, 1, 1)}) {
-    SCOPED_TRACE("group_size " + std::to_string(c->group_size) + ", prefetch_step " +
-                 std::to_string(c->prefetch_step) + ", slot_capacity " + std::to_string(c->slot_capacity));
+    SCOPED_TRACE("group_size " + std::to_string(c->group_size) + ", prefetch_step " + std::to_string(c->prefetch_step) +
+                 ", slot_capacity " + std::to_string(c->slot_capacity));
     eager_.reset();
     graph_.reset();
     const uint64_t offload_before = tag_bytes(MemTag::kOffload);
