@@ -241,8 +241,11 @@ func getGraphBucket(mp unsafe.Pointer, index uint32) (GraphBucket, error) {
 // a package method's dimension) runs are padded to the smallest bucket that fits (see
 // wharf_model_enable_graphs for the rule a method must satisfy).
 //
-// Errors: ErrUnsupported (a model with offloaded layers, a model or shim library without
-// the entry points capture needs, a CUDA driver older than 12.4; named),
+// A model with offloaded layers replays too (its layers' copies are graph nodes that follow
+// swaps); a capture finding its offloader held by another run is put off.
+//
+// Errors: ErrUnsupported (a model or shim library without the entry points capture needs,
+// a CUDA driver older than 12.4; named),
 // ErrFailedPrecondition (graphs already enabled), ErrInvalidArgument (a nil Model; a bucket
 // dimension the model does not declare, a size < 1, past its max or given twice, sizes with
 // ExactShapes; named), ErrClosed.

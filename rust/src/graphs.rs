@@ -315,8 +315,11 @@ impl Model {
     /// With buckets ([`GraphOptions::buckets`], or the default set of a package method's
     /// dimension) runs are padded to the smallest bucket that fits.
     ///
-    /// Errors: `Unsupported` (a model with offloaded layers, a model or shim library without
-    /// the entry points capture needs, a CUDA driver older than 12.4; named),
+    /// A model with offloaded layers replays too (its layers' copies are graph nodes that
+    /// follow swaps); a capture finding its offloader held by another run is put off.
+    ///
+    /// Errors: `Unsupported` (a model or shim library without the entry points capture
+    /// needs, a CUDA driver older than 12.4; named),
     /// `FailedPrecondition` (graphs already enabled), `InvalidArgument` (a bucket dimension
     /// the model does not declare, a size < 1, past its max or given twice, sizes with
     /// exact shapes; named).

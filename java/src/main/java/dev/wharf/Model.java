@@ -281,12 +281,13 @@ public final class Model extends NativeHandle<SWIGTYPE_p_wharf_model> {
    * run like every output. Whatever cannot be captured runs eagerly and says why in
    * {@link #graphStats()}. With buckets ({@link GraphOptions.Builder#buckets}, or the default
    * set of a package method's dimension) runs are padded to the smallest bucket that fits.
+   * A model with offloaded layers replays too (its layers' copies are graph nodes that follow
+   * swaps); a capture finding its offloader held by another run is put off.
    *
    * @param options the bucket count, pool ceiling, concurrent runs and buckets
-   * @throws WharfException {@link WharfException.Code#UNSUPPORTED} (a model with offloaded
-   *     layers, a model or shim library without the entry points capture needs, a CUDA
-   *     driver older than 12.4; named), {@link WharfException.Code#FAILED_PRECONDITION}
-   *     (graphs already enabled), {@link WharfException.Code#INVALID_ARGUMENT} (a bucket
+   * @throws WharfException {@link WharfException.Code#UNSUPPORTED} (a model or shim library
+   *     without the entry points capture needs, a CUDA driver older than 12.4; named),
+   *     {@link WharfException.Code#FAILED_PRECONDITION} (graphs already enabled), {@link WharfException.Code#INVALID_ARGUMENT} (a bucket
    *     dimension the model does not declare, a size &lt; 1, past its max or given twice,
    *     sizes with exact shapes; named)
    * @throws IllegalStateException if the model has been closed
