@@ -79,6 +79,13 @@ type GraphStats struct {
 	// the outputs, and releasing the set when the run ends (in Run.End). Since 0.3
 	// (experimental).
 	SelectNS, WaitNS, InputsNS, LaunchNS, OutputsNS, ReleaseNS uint64
+	// Preparing for swaps: an update that stages a generation folds its constants and
+	// points a spare graph of each bucket at it before it returns. Folds done by replays
+	// (on the serving path) and by updates; replays that found their graph pointed at
+	// their binding by an update; generations prepared for; preparations that failed (the
+	// first replay then folds and re-points); their host time in total, nanoseconds (on
+	// the updaters' threads). Since 0.3 (experimental).
+	ReplayFolds, PrepareFolds, PrepointedReplays, Prepares, PrepareFailures, PrepareNS uint64
 }
 
 // GraphBucket describes one captured graph (wharf_graph_bucket_info).
@@ -184,6 +191,13 @@ func graphStatsOf(s *C.wharf_graph_stats) GraphStats {
 		LaunchNS:        uint64(s.launch_ns),
 		OutputsNS:       uint64(s.outputs_ns),
 		ReleaseNS:       uint64(s.release_ns),
+
+		ReplayFolds:       uint64(s.replay_folds),
+		PrepareFolds:      uint64(s.prepare_folds),
+		PrepointedReplays: uint64(s.prepointed_replays),
+		Prepares:          uint64(s.prepares),
+		PrepareFailures:   uint64(s.prepare_failures),
+		PrepareNS:         uint64(s.prepare_ns),
 	}
 }
 

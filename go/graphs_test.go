@@ -43,23 +43,26 @@ func TestGraphStatsConversion(t *testing.T) {
 	s.pool_bytes, s.folded_bytes, s.repoint_ns, s.bind_check_ns, s.fold_ns = 10, 11, 12, 13, 1<<40
 	s.padded_replays, s.num_bucket_sizes = 14, 4
 	s.select_ns, s.wait_ns, s.inputs_ns, s.launch_ns, s.outputs_ns, s.release_ns = 15, 16, 17, 18, 19, 1<<41
+	s.replay_folds, s.prepare_folds, s.prepointed_replays, s.prepares, s.prepare_failures, s.prepare_ns = 20, 21, 22, 23, 24, 1<<42
 	reason := "shape I64[1, 9] past max_buckets"
 	for i := range reason {
 		s.last_eager_reason[i] = _Ctype_char(reason[i])
 	}
 	s.bucket_dim[0] = 'N'
 	// The struct this binding passes is the header's, with the replay phases appended after
-	// the bucket fields (440 bytes before them on LP64, 488 with them).
-	if unsafe.Sizeof(uintptr(0)) == 8 && (unsafe.Sizeof(s) != 488 || unsafe.Offsetof(s.select_ns) != 440 ||
-		unsafe.Offsetof(s.release_ns) != 480) {
-		t.Fatalf("wharf_graph_stats: size %d, select_ns at %d, release_ns at %d", unsafe.Sizeof(s),
-			unsafe.Offsetof(s.select_ns), unsafe.Offsetof(s.release_ns))
+	// the bucket fields (440 bytes before them on LP64, 488 with them) and the preparation
+	// counters after those (536 with them).
+	if unsafe.Sizeof(uintptr(0)) == 8 && (unsafe.Sizeof(s) != 536 || unsafe.Offsetof(s.select_ns) != 440 ||
+		unsafe.Offsetof(s.release_ns) != 480 || unsafe.Offsetof(s.replay_folds) != 488) {
+		t.Fatalf("wharf_graph_stats: size %d, select_ns at %d, release_ns at %d, replay_folds at %d", unsafe.Sizeof(s),
+			unsafe.Offsetof(s.select_ns), unsafe.Offsetof(s.release_ns), unsafe.Offsetof(s.replay_folds))
 	}
 	got := graphStatsOf(&s)
 	want := GraphStats{NumBuckets: 2, Captures: 3, CaptureFailures: 4, Replays: 5, Repoints: 6, NodesRepointed: 7,
 		EagerRuns: 8, Folds: 9, PoolBytes: 10, FoldedBytes: 11, RepointNS: 12, BindCheckNS: 13, FoldNS: 1 << 40,
 		LastEagerReason: reason, PaddedReplays: 14, BucketDim: "N", NumBucketSizes: 4,
-		SelectNS: 15, WaitNS: 16, InputsNS: 17, LaunchNS: 18, OutputsNS: 19, ReleaseNS: 1 << 41}
+		SelectNS: 15, WaitNS: 16, InputsNS: 17, LaunchNS: 18, OutputsNS: 19, ReleaseNS: 1 << 41,
+		ReplayFolds: 20, PrepareFolds: 21, PrepointedReplays: 22, Prepares: 23, PrepareFailures: 24, PrepareNS: 1 << 42}
 	if got != want {
 		t.Fatalf("stats %+v, want %+v", got, want)
 	}

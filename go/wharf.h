@@ -1422,15 +1422,17 @@ typedef struct wharf_graph_stats {
   uint64_t captures;         /* graphs captured */
   uint64_t capture_failures; /* shapes whose capture failed (they run eagerly) */
   uint64_t replays;          /* runs served by a graph */
-  uint64_t repoints;         /* replays that re-pointed nodes (their binding differed) */
-  uint64_t nodes_repointed;  /* node parameter updates, in total */
+  uint64_t repoints;         /* replays that re-pointed nodes (their binding differed; not those an
+                              * update had pointed already: prepointed_replays) */
+  uint64_t nodes_repointed;  /* node parameter updates by replays, in total */
   uint64_t eager_runs;       /* runs executed eagerly while graphs were enabled */
-  uint64_t folds;            /* generations whose constants were folded for the graphs */
+  uint64_t folds;            /* generations whose constants were folded for the graphs (by captures,
+                              * replays and updates: replay_folds, prepare_folds) */
   uint64_t pool_bytes;       /* the graph pool: static inputs, outputs, intermediates (memory tag "graph") */
   uint64_t folded_bytes;     /* folded constants held for live generations (memory tag "constants") */
   /* Host time in total, nanoseconds: binding replays that re-pointed nodes (the run's bases and
    * the set-params calls), binding replays that did not (the bases compared), folding the
-   * constants of new generations. */
+   * constants of new generations in replays (on the serving path). */
   uint64_t repoint_ns;
   uint64_t bind_check_ns;
   uint64_t fold_ns;
@@ -1453,6 +1455,20 @@ typedef struct wharf_graph_stats {
   uint64_t launch_ns;
   uint64_t outputs_ns;
   uint64_t release_ns;
+  /* Appended: preparing for swaps. An update (or weight store update) that stages a
+   * generation folds its constants for the graphs and points a spare graph of each bucket at
+   * it, on the updater's thread, before it returns, so the first replay after the swap needs
+   * neither. Folds done by replays (on the serving path: a generation no update prepared) and
+   * by updates; replays that found their graph pointed at their binding by an update (no node
+   * set); generations prepared for; preparations that failed (the first replay then folds and
+   * re-points; nothing else changes); host time of the preparations in total, nanoseconds
+   * (on the updaters' threads, part of their update calls). */
+  uint64_t replay_folds;
+  uint64_t prepare_folds;
+  uint64_t prepointed_replays;
+  uint64_t prepares;
+  uint64_t prepare_failures;
+  uint64_t prepare_ns;
 } wharf_graph_stats;
 
 /**

@@ -174,6 +174,23 @@ pub struct GraphStats {
     /// Releasing the set when the run ends (in [`Run::end`](crate::Run::end)), nanoseconds.
     /// Since 0.3 (experimental).
     pub release_ns: u64,
+    /// Folds of new generations' constants done by replays (on the serving path: a
+    /// generation no update prepared). Since 0.3 (experimental).
+    pub replay_folds: u64,
+    /// Folds done by updates: an update that stages a generation folds its constants and
+    /// points a spare graph of each bucket at it before it returns. Since 0.3 (experimental).
+    pub prepare_folds: u64,
+    /// Replays that found their graph pointed at their binding by an update (no node set;
+    /// not in `repoints`). Since 0.3 (experimental).
+    pub prepointed_replays: u64,
+    /// Generations prepared for by updates. Since 0.3 (experimental).
+    pub prepares: u64,
+    /// Preparations that failed (the first replay then folds and re-points). Since 0.3
+    /// (experimental).
+    pub prepare_failures: u64,
+    /// Host time of the preparations in total, nanoseconds (on the updaters' threads).
+    /// Since 0.3 (experimental).
+    pub prepare_ns: u64,
 }
 
 /// One captured graph (`wharf_graph_bucket_info`), from [`Model::graph_bucket`].
@@ -243,6 +260,12 @@ impl GraphStats {
             launch_ns: s.launch_ns,
             outputs_ns: s.outputs_ns,
             release_ns: s.release_ns,
+            replay_folds: s.replay_folds,
+            prepare_folds: s.prepare_folds,
+            prepointed_replays: s.prepointed_replays,
+            prepares: s.prepares,
+            prepare_failures: s.prepare_failures,
+            prepare_ns: s.prepare_ns,
         }
     }
 }
@@ -408,6 +431,8 @@ mod tests {
         (s.padded_replays, s.num_bucket_sizes) = (14, 4);
         (s.select_ns, s.wait_ns, s.inputs_ns) = (15, 16, 17);
         (s.launch_ns, s.outputs_ns, s.release_ns) = (18, 19, 1 << 41);
+        (s.replay_folds, s.prepare_folds, s.prepointed_replays) = (20, 21, 22);
+        (s.prepares, s.prepare_failures, s.prepare_ns) = (23, 24, 1 << 42);
         s.bucket_dim[0] = b'N' as c_char;
         let got = GraphStats::from_c(&s);
         assert_eq!(
@@ -436,6 +461,12 @@ mod tests {
                 launch_ns: 18,
                 outputs_ns: 19,
                 release_ns: 1 << 41,
+                replay_folds: 20,
+                prepare_folds: 21,
+                prepointed_replays: 22,
+                prepares: 23,
+                prepare_failures: 24,
+                prepare_ns: 1 << 42,
             }
         );
 

@@ -558,6 +558,12 @@ pub struct wharf_graph_stats {
     pub launch_ns: u64,
     pub outputs_ns: u64,
     pub release_ns: u64,
+    pub replay_folds: u64,
+    pub prepare_folds: u64,
+    pub prepointed_replays: u64,
+    pub prepares: u64,
+    pub prepare_failures: u64,
+    pub prepare_ns: u64,
 }
 
 /// wharf_graph_bucket_info (experimental).
@@ -1075,8 +1081,9 @@ mod tests {
             assert_eq!(offset_of!(wharf_graph_options, num_bucket_sizes), 40);
             assert_eq!(offset_of!(wharf_graph_options, exact_shapes), 44);
             // wharf_graph_stats: num_bucket_sizes 4 at 432, padded to 440, + the replay
-            // phases' six u64 (select_ns .. release_ns) = 488.
-            assert_eq!(size_of::<wharf_graph_stats>(), 488);
+            // phases' six u64 (select_ns .. release_ns) = 488, + the preparation counters'
+            // six u64 (replay_folds .. prepare_ns) = 536.
+            assert_eq!(size_of::<wharf_graph_stats>(), 536);
             assert_eq!(offset_of!(wharf_graph_stats, fold_ns), 96);
             assert_eq!(offset_of!(wharf_graph_stats, last_eager_reason), 104);
             assert_eq!(offset_of!(wharf_graph_stats, padded_replays), 360);
@@ -1088,6 +1095,8 @@ mod tests {
             assert_eq!(offset_of!(wharf_graph_stats, launch_ns), 464);
             assert_eq!(offset_of!(wharf_graph_stats, outputs_ns), 472);
             assert_eq!(offset_of!(wharf_graph_stats, release_ns), 480);
+            assert_eq!(offset_of!(wharf_graph_stats, replay_folds), 488);
+            assert_eq!(offset_of!(wharf_graph_stats, prepare_ns), 528);
             assert_eq!(size_of::<wharf_graph_bucket_info>(), 224);
             assert_eq!(offset_of!(wharf_graph_bucket_info, instantiate_ms), 216);
             assert_eq!(offset_of!(wharf_graph_bucket_info, capture_ms), 40);

@@ -43,14 +43,16 @@ const StructLayout& layout_of(const wharf_graph_options*) {
 const StructLayout& layout_of(const wharf_graph_stats*) {
   using T = wharf_graph_stats;
   static const FieldInfo f[] = {
-      WHARF_FIELD(T, struct_size),      WHARF_FIELD(T, num_buckets),  WHARF_FIELD(T, captures),
-      WHARF_FIELD(T, capture_failures), WHARF_FIELD(T, replays),      WHARF_FIELD(T, repoints),
-      WHARF_FIELD(T, nodes_repointed),  WHARF_FIELD(T, eager_runs),   WHARF_FIELD(T, folds),
-      WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes), WHARF_FIELD(T, repoint_ns),
-      WHARF_FIELD(T, bind_check_ns),    WHARF_FIELD(T, fold_ns),      WHARF_FIELD(T, last_eager_reason),
-      WHARF_FIELD(T, padded_replays),   WHARF_FIELD(T, bucket_dim),   WHARF_FIELD(T, num_bucket_sizes),
-      WHARF_FIELD(T, select_ns),        WHARF_FIELD(T, wait_ns),      WHARF_FIELD(T, inputs_ns),
-      WHARF_FIELD(T, launch_ns),        WHARF_FIELD(T, outputs_ns),   WHARF_FIELD(T, release_ns)};
+      WHARF_FIELD(T, struct_size),      WHARF_FIELD(T, num_buckets),      WHARF_FIELD(T, captures),
+      WHARF_FIELD(T, capture_failures), WHARF_FIELD(T, replays),          WHARF_FIELD(T, repoints),
+      WHARF_FIELD(T, nodes_repointed),  WHARF_FIELD(T, eager_runs),       WHARF_FIELD(T, folds),
+      WHARF_FIELD(T, pool_bytes),       WHARF_FIELD(T, folded_bytes),     WHARF_FIELD(T, repoint_ns),
+      WHARF_FIELD(T, bind_check_ns),    WHARF_FIELD(T, fold_ns),          WHARF_FIELD(T, last_eager_reason),
+      WHARF_FIELD(T, padded_replays),   WHARF_FIELD(T, bucket_dim),       WHARF_FIELD(T, num_bucket_sizes),
+      WHARF_FIELD(T, select_ns),        WHARF_FIELD(T, wait_ns),          WHARF_FIELD(T, inputs_ns),
+      WHARF_FIELD(T, launch_ns),        WHARF_FIELD(T, outputs_ns),       WHARF_FIELD(T, release_ns),
+      WHARF_FIELD(T, replay_folds),     WHARF_FIELD(T, prepare_folds),    WHARF_FIELD(T, prepointed_replays),
+      WHARF_FIELD(T, prepares),         WHARF_FIELD(T, prepare_failures), WHARF_FIELD(T, prepare_ns)};
   static const StructLayout l{"wharf_graph_stats", f, sizeof(f) / sizeof(f[0]), sizeof(T), sizeof(uint32_t)};
   return l;
 }
@@ -220,6 +222,12 @@ WHARF_API wharf_status* wharf_model_get_graph_stats(const wharf_model* model, wh
     full.launch_ns = st.launch_ns;
     full.outputs_ns = st.outputs_ns;
     full.release_ns = st.release_ns;
+    full.replay_folds = st.replay_folds;
+    full.prepare_folds = st.prepare_folds;
+    full.prepointed_replays = st.prepointed_replays;
+    full.prepares = st.prepares;
+    full.prepare_failures = st.prepare_failures;
+    full.prepare_ns = st.prepare_ns;
     return api::write_output(full, out, "wharf_graph_stats");
   });
 }

@@ -555,6 +555,7 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
   const Clock::time_point t3 = Clock::now();
   std::vector<std::shared_ptr<Slot>> offered;
   for (int i : fresh) offered.push_back(gen->slots[size_t(i)]);
+  std::shared_ptr<Generation> staged;
   test_hook("container.update.before_stage");
   {
     MutexLock lock(mu_);
@@ -571,19 +572,23 @@ Status Container::update_inactive(const std::vector<Planned>& plan, const Update
       for (const Planned& p : plan) rebased->slots[p.index] = gen->slots[p.index];
       gen = std::move(rebased);
     }
+    staged = gen;
     stage_locked(std::move(gen), &dead);
     check_invariants_locked();
   }
   if (store_)
     for (size_t k = 0; k < fresh.size(); ++k) store_->offer_slot(decls_[size_t(fresh[k])].fqn, offered[k]);
   dead.clear();  // releases generations no longer referenced (device frees), timed below
+  const Clock::time_point t4 = Clock::now();
+  notify_staged(staged);  // before the update returns: a swap after it finds the generation prepared
   if (log_enabled(LogLevel::kDebug)) {
     auto ms = [](Clock::time_point a, Clock::time_point b) {
       return std::to_string(std::chrono::duration<double, std::milli>(b - a).count()) + " ms";
     };
     WHARF_LOG(kDebug, "container " + quote_name(name_) + ": update of " + std::to_string(plan.size()) + " constants (" +
                           std::to_string(to_copy.size()) + " copied): plan " + ms(t0, t1) + ", allocate and copy " +
-                          ms(t1, t2) + ", fold " + ms(t2, t3) + ", stage and release " + ms(t3, Clock::now()));
+                          ms(t1, t2) + ", fold " + ms(t2, t3) + ", stage and release " + ms(t3, t4) + ", listeners " +
+                          ms(t4, Clock::now()));
   }
   return Status::Ok();
 }
@@ -708,6 +713,10 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
   for (size_t k = 0; k < plan.size(); ++k)
     if (!reuse[k]) written.push_back(plan[k].index);
   WHARF_RETURN_IF_ERROR(fold_into(gen, opts, written));
+  // Listeners prepare for the generation before it is published when no run waits for it
+  // (nothing reused: runs go on with the previous one meanwhile); with reused storage new
+  // runs wait until the publish, so they are told after it.
+  if (!any_reuse) notify_staged(gen);
   test_hook("container.in_place.before_publish");
   {
     MutexLock lock(mu_);
@@ -719,6 +728,7 @@ Status Container::update_in_place(const std::vector<Planned>& plan, const Update
     cv_.notify_all();
     check_invariants_locked();
   }
+  if (any_reuse) notify_staged(gen);
   if (log_enabled(LogLevel::kDebug))
     WHARF_LOG(kDebug, "container " + quote_name(name_) + ": in-place update of " + std::to_string(plan.size()) +
                           " constants, " + std::to_string(plan.size() - fresh_count) + " overwritten, " +
@@ -750,12 +760,36 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
   }
   auto slot = std::make_shared<Slot>(uc.data, std::move(uc.release));
   DeadList dead;
-  MutexLock lock(mu_);
-  reap_locked(true, &dead);
-  std::shared_ptr<Generation> gen = next_generation_locked();
-  gen->slots[idx] = std::move(slot);
-  stage_locked(std::move(gen), &dead);
+  std::shared_ptr<Generation> staged;
+  {
+    MutexLock lock(mu_);
+    reap_locked(true, &dead);
+    std::shared_ptr<Generation> gen = next_generation_locked();
+    gen->slots[idx] = std::move(slot);
+    staged = gen;
+    stage_locked(std::move(gen), &dead);
+  }
+  dead.clear();
+  notify_staged(staged);
   return Status::Ok();
+}
+
+void Container::add_listener(std::weak_ptr<GenerationListener> listener) {
+  std::lock_guard<std::mutex> lock(listeners_mu_);
+  listeners_.erase(std::remove_if(listeners_.begin(), listeners_.end(), [](const auto& l) { return l.expired(); }),
+                   listeners_.end());
+  listeners_.push_back(std::move(listener));
+}
+
+void Container::notify_staged(const std::shared_ptr<Generation>& gen) {
+  std::vector<std::shared_ptr<GenerationListener>> live;
+  {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    if (listeners_.empty()) return;
+    for (const auto& l : listeners_)
+      if (auto p = l.lock()) live.push_back(std::move(p));
+  }
+  for (const auto& l : live) l->generation_staged(gen);
 }
 
 Status Container::swap() {

@@ -53,6 +53,22 @@ struct ConstantDecl {
 };
 
 class Container;
+
+// Told when a container is about to serve a generation it has not served before, so work for
+// that generation can be done on the writer's thread instead of at its first run (src/graphs
+// folds the generation's constants and points a spare graph at it: docs/decisions.md, "CUDA
+// graphs", "Preparing for a swap"). Containers hold listeners weakly (add_listener); the
+// interface keeps src/constants free of what listens.
+class GenerationListener {
+ public:
+  virtual ~GenerationListener() = default;
+  // `gen` was staged (the next swap makes it active), or is about to be published by an
+  // in-place update. Called on the writer's thread, with no container lock held but the
+  // write's admission (a second write of the container answers BUSY meanwhile); nothing it
+  // does can fail the write. It must not write or swap the container.
+  virtual void generation_staged(const std::shared_ptr<Generation>& gen) = 0;
+};
+
 // Computes derived constants of `target` (a generation of `c`) with work on `stream`.
 using FoldFn = std::function<Status(const std::shared_ptr<Container>& c, const std::shared_ptr<Generation>& target,
                                     Stream& stream)>;
@@ -189,6 +205,13 @@ class Container : public std::enable_shared_from_this<Container> {
   DeviceType device_type_of(Placement placement) const;
   bool has_derived() const { return has_derived_; }
 
+  // Listeners told of each generation staged (GenerationListener); held weakly: one that is
+  // gone is dropped. Thread-safe.
+  void add_listener(std::weak_ptr<GenerationListener> listener);
+  // Tells the listeners that `gen` was staged (the writers of this class and MemberSet call
+  // it once the generation is staged, outside every container lock).
+  void notify_staged(const std::shared_ptr<Generation>& gen);
+
   // The storage of constant `index` in the active generation (null if none); the answer
   // may be stale once another thread swaps.
   std::shared_ptr<Slot> active_slot(int index) const WHARF_EXCLUDES(mu_);
@@ -302,6 +325,10 @@ class Container : public std::enable_shared_from_this<Container> {
   size_t replica_index_ WHARF_GUARDED_BY(mu_) = 0;
 
   std::mutex update_mu_;  // one writer at a time (try-lock: BUSY)
+
+  // Not under mu_: listeners are called with no container lock held.
+  std::mutex listeners_mu_;
+  std::vector<std::weak_ptr<GenerationListener>> listeners_;
 };
 
 using DeadList = std::vector<std::shared_ptr<Generation>>;

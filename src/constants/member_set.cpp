@@ -41,6 +41,15 @@ MemberSet::Base MemberSet::base(size_t i, DeadList* dead) const {
 
 Status MemberSet::stage_all(std::vector<Write>* writes, Staging how, const std::string& what, DeadList* dead) const {
   WHARF_DCHECK(writes->size() == members_.size(), "one write per member");
+  std::vector<std::shared_ptr<Generation>> staged(members_.size());
+  WHARF_RETURN_IF_ERROR(stage_all_locked(writes, how, what, dead, &staged));
+  // Outside every lock: the members' listeners prepare for what was staged.
+  for (size_t i = 0; i < members_.size(); ++i) members_[i]->notify_staged(staged[i]);
+  return Status::Ok();
+}
+
+Status MemberSet::stage_all_locked(std::vector<Write>* writes, Staging how, const std::string& what, DeadList* dead,
+                                   std::vector<std::shared_ptr<Generation>>* staged) const {
   LockSet locks(mutexes());
   if (how == Staging::kLockstep)
     for (size_t i = 0; i < members_.size(); ++i) {
@@ -73,6 +82,7 @@ Status MemberSet::stage_all(std::vector<Write>* writes, Staging how, const std::
       for (auto& s : w.written) rebased->slots[size_t(s.first)] = s.second;
       w.gen = std::move(rebased);
     }
+    (*staged)[i] = w.gen;
     c.stage_locked(std::move(w.gen), dead);
     if (how == Staging::kStore) c.store_pending_ = true;
     c.check_invariants_locked();

@@ -79,7 +79,8 @@ class MemberSet {
     kLockstep,  // replicas: members change only through this set's calls (checked)
   };
   // Stages writes[i] on member i, all under every member's lock. BUSY (nothing staged
-  // anywhere) when a folded write's member moved; `what` prefixes it.
+  // anywhere) when a folded write's member moved; `what` prefixes it. Then, outside the
+  // locks, each member's listeners are told (Container::notify_staged).
   Status stage_all(std::vector<Write>* writes, Staging how, const std::string& what, DeadList* dead) const;
 
   // Swaps every member at once after checking that each can swap (all or nothing); a
@@ -118,6 +119,9 @@ class MemberSet {
 
  private:
   std::vector<Mutex*> mutexes() const;
+  // stage_all under every member's lock; *staged: what each member staged.
+  Status stage_all_locked(std::vector<Write>* writes, Staging how, const std::string& what, DeadList* dead,
+                          std::vector<std::shared_ptr<Generation>>* staged) const;
   std::shared_ptr<Slot> active_slot_locked(const LockSet& locks, size_t i, int index) const;
 
   std::vector<std::shared_ptr<Container>> members_;

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
+#include "constants/container.h"
 #include "core/logging.h"
 #include "core/sync.h"
 #include "core/text.h"
@@ -29,6 +31,7 @@ namespace wharf {
 #if !defined(WHARF_HAVE_CUDA)
 
 struct ModelGraphs::Core {};
+struct ModelGraphs::Listener {};
 
 Status ModelGraphs::create(Model*, const GraphOptions&, std::unique_ptr<ModelGraphs>*) {
   return Unsupported("CUDA graphs need a Wharf built with CUDA");
@@ -351,11 +354,7 @@ struct Bucket {
   std::vector<TensorMeta> inputs;  // dtypes and shapes (contiguous; the bucket's size)
   std::vector<void*> static_inputs;
   std::vector<uint64_t> input_bytes;
-  // The gather node (graphs/gather.h) at the graph's head, null on the legacy path (per-input
-  // copies): `gather` is what the executable graph's node holds now.
-  cudaGraphNode_t gather_node = nullptr;
-  GatherParams gather;
-  unsigned gather_grid = 1;
+  unsigned gather_grid = 1;  // the gather node's blocks (graphs/gather.h)
   // Host inputs are packed into host_image and copied in one go to `staging` (a pool block;
   // input i at staging_off[i], room for the bucket's size), where the gather reads them.
   void* staging = nullptr;
@@ -367,24 +366,46 @@ struct Bucket {
   std::vector<void*> output_handles;
   std::shared_ptr<Model::Instance> instance;  // captured on; kept: the graph may read its memory
   cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  struct NodeMeta {
-    cudaGraphNode_t node = nullptr;
+  // A clone of `graph` the spare executable graph is instantiated from (by a prepare, on a
+  // writer's thread: graph objects are not thread-safe, and replays use `graph`'s nodes).
+  cudaGraph_t spare_graph = nullptr;
+  struct NodeMeta {  // what the executable graphs share of a node (its handles are per Exec)
     cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
     CUDA_KERNEL_NODE_PARAMS kernel{};
-    std::vector<void*> args;  // kernel: a pointer per parameter into the plan's image
+    size_t num_args = 0;  // kernel: its parameters
     cudaMemcpy3DParms copy{};
     cudaMemsetParams set{};
   };
   std::vector<NodeMeta> nodes;  // PatchPlan node i = nodes[i]
-  PatchPlan plan;
+  // The executable graphs of this bucket: [0] instantiated at capture from `graph`, [1] the
+  // spare, instantiated from `spare_graph` by the first prepare. Each remembers what its nodes
+  // point at (its plan) and what its gather node holds; a replay takes the one needing the
+  // fewest node sets (choose_exec). `busy`, `prepared` and `last_used` are guarded by the
+  // Core's mutex; while `busy` a prepare owns the rest of that Exec (no replay touches it).
+  struct Exec {
+    cudaGraphExec_t exec = nullptr;
+    PatchPlan plan;
+    GatherParams gather;                    // what the gather node holds (not in the plan)
+    cudaGraphNode_t gather_node = nullptr;  // null on the legacy path (per-input copies)
+    std::vector<cudaGraphNode_t> handles;   // PatchPlan node i's handle in its graph
+    std::vector<void*> args;                // scratch: kernel parameter pointers for one set
+    bool busy = false;
+    bool prepared = false;  // pointed by a prepare and not replayed since
+    uint64_t last_used = 0;
+  };
+  static constexpr size_t kExecs = 2;
+  Exec execs[kExecs];
+  size_t newest = 0;  // the Exec the last replay used (guarded by the Core's mutex)
+  std::vector<ExecCandidate> candidates = std::vector<ExecCandidate>(kExecs);  // scratch (Core's mutex)
   std::vector<uint64_t> fold_sizes;          // the fold layout the capture was bound to
   std::shared_ptr<FoldRecord> capture_fold;  // until the first replay re-points away from it
   GraphBucketStats stats;
   std::vector<uint64_t> bases;  // scratch for replays
 
   ~Bucket() {
-    if (exec) (void)cudaGraphExecDestroy(exec);
+    for (Exec& e : execs)
+      if (e.exec) (void)cudaGraphExecDestroy(e.exec);
+    if (spare_graph) (void)cudaGraphDestroy(spare_graph);
     if (graph) (void)cudaGraphDestroy(graph);
     for (void* h : output_handles) del(h);  // their pool blocks go back to the pool
     for (void* p : static_inputs) pool->free(p);
@@ -431,16 +452,25 @@ struct Bucket {
                          "copying the host inputs");
     return Status::Ok();
   }
-  Status apply(uint32_t n, const NodeImage& img) {
-    NodeMeta& m = nodes[n];
+  // The candidates of choose_exec/choose_spare (under the Core's mutex).
+  const std::vector<ExecCandidate>& exec_candidates() {
+    for (size_t k = 0; k < kExecs; ++k)
+      candidates[k] = {execs[k].exec ? &execs[k].plan : nullptr, execs[k].busy, execs[k].last_used};
+    return candidates;
+  }
+  // Sets node n of executable graph `e` to `img` (PatchPlan::repoint's apply).
+  Status apply(Exec& e, uint32_t n, const NodeImage& img) {
+    const NodeMeta& m = nodes[n];
+    const cudaGraphExec_t exec = e.exec;
+    const cudaGraphNode_t node = e.handles[n];
     if (m.type == cudaGraphNodeTypeKernel) {
-      for (size_t i = 0; i < m.args.size(); ++i)
-        m.args[i] = const_cast<uint8_t*>(img.bytes.data()) + img.params[i].offset;
+      if (e.args.size() < m.num_args) e.args.resize(m.num_args);
+      for (size_t i = 0; i < m.num_args; ++i) e.args[i] = const_cast<uint8_t*>(img.bytes.data()) + img.params[i].offset;
       CUDA_KERNEL_NODE_PARAMS p = m.kernel;
-      p.kernelParams = m.args.data();
+      p.kernelParams = e.args.data();
       p.extra = nullptr;
       return driver_status(
-          driver().kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(m.node), &p),
+          driver().kernel_set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &p),
           "cuGraphExecKernelNodeSetParams");
     }
     uint64_t v0 = 0, v1 = 0;
@@ -450,11 +480,11 @@ struct Bucket {
       cudaMemcpy3DParms p = m.copy;
       p.srcPtr.ptr = reinterpret_cast<void*>(v0);
       p.dstPtr.ptr = reinterpret_cast<void*>(v1);
-      return cuda_status(cudaGraphExecMemcpyNodeSetParams(exec, m.node, &p), "cudaGraphExecMemcpyNodeSetParams");
+      return cuda_status(cudaGraphExecMemcpyNodeSetParams(exec, node, &p), "cudaGraphExecMemcpyNodeSetParams");
     }
     cudaMemsetParams p = m.set;
     p.dst = reinterpret_cast<void*>(v0);
-    return cuda_status(cudaGraphExecMemsetNodeSetParams(exec, m.node, &p), "cudaGraphExecMemsetNodeSetParams");
+    return cuda_status(cudaGraphExecMemsetNodeSetParams(exec, node, &p), "cudaGraphExecMemsetNodeSetParams");
   }
 };
 
@@ -525,10 +555,17 @@ struct ModelGraphs::Core {
   std::string name;
   int device = 0;
 
+  // Prepares (writers' threads) take prepare_mu, then mu only to read and publish.
+  mutable Mutex prepare_mu;
+  bool closed WHARF_GUARDED_BY(prepare_mu) = false;  // the ModelGraphs (and `model`) are gone
+  cudaStream_t prepare_stream WHARF_GUARDED_BY(prepare_mu) = nullptr;
+  std::shared_ptr<Model::Instance> prepare_instance WHARF_GUARDED_BY(prepare_mu);  // a prepare's folds
+
   mutable Mutex mu;
   cudaStream_t capture_stream WHARF_GUARDED_BY(mu) = nullptr;
   // capture_stream as a Stream, for the offloader (a model with offloaded layers).
   std::unique_ptr<Stream> capture_wrapped WHARF_GUARDED_BY(mu);
+  uint64_t replay_clock WHARF_GUARDED_BY(mu) = 0;  // Exec::last_used
   // Sets are created as concurrent runs need them (up to opts.max_concurrent), never removed
   // before the Core: a run's at_end may point at its set.
   std::vector<std::unique_ptr<GraphSet> > sets WHARF_GUARDED_BY(mu);
@@ -578,10 +615,14 @@ struct ModelGraphs::Core {
     (void)cudaSetDevice(device);
     Status st = runtime->device().synchronize();
     if (!st.ok()) WHARF_LOG(kError, "model " + quote_name(name) + ": graphs: waiting for the device: " + st.message());
-    MutexLock lock(mu);
-    sets.clear();
-    capture_wrapped.reset();  // does not own the stream
-    if (capture_stream) (void)cudaStreamDestroy(capture_stream);
+    {
+      MutexLock lock(mu);
+      sets.clear();
+      capture_wrapped.reset();  // does not own the stream
+      if (capture_stream) (void)cudaStreamDestroy(capture_stream);
+    }
+    MutexLock lock(prepare_mu);
+    if (prepare_stream) (void)cudaStreamDestroy(prepare_stream);
   }
 
   void eager(const std::string& why) WHARF_REQUIRES(mu) {
@@ -593,6 +634,19 @@ struct ModelGraphs::Core {
   }
 
   Status fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) WHARF_REQUIRES(mu);
+  // The fold record of `gen` (null: none yet); drops those of generations gone.
+  std::shared_ptr<FoldRecord> find_fold(const std::shared_ptr<Generation>& gen) WHARF_REQUIRES(mu);
+  // Folds the constants `tensor` gives (by container constant index) on `inst`, on `stream`,
+  // into a new record laid out as `layout`.
+  Status fold_into_record(Model::Instance& inst, const std::function<Status(int, BoundTensor*)>& tensor,
+                          const std::vector<uint64_t>& layout, cudaStream_t stream, std::shared_ptr<FoldRecord>* out);
+  // The listener's call: folds `gen` and points each bucket's spare executable graph at it.
+  void prepare(const std::shared_ptr<Generation>& gen) WHARF_EXCLUDES(mu, prepare_mu);
+  // The bases a prepare points bucket b's spare at: `gen`'s constants, `fold`'s blocks, and
+  // the state the bucket's newest executable graph points at (the session served last).
+  // False when `gen` lacks a bound constant or the fold's layout differs.
+  bool prepared_bases(const Bucket& b, const Generation& gen, const FoldRecord* fold, std::vector<uint64_t>* bases)
+      WHARF_REQUIRES(mu);
   // Captures the graph of bucket size `size` (-1: the inputs' exact shapes) for these inputs.
   Status capture(Run& run, GraphSet& set, const std::vector<ModelTensor>& inputs, int64_t size,
                  std::unique_ptr<Bucket>* out) WHARF_REQUIRES(mu);
@@ -613,6 +667,12 @@ struct ModelGraphs::Core {
   Status replay(Run& run, GraphSet& set, Bucket& b, const std::vector<ModelTensor>& inputs, int64_t n,
                 std::vector<ModelTensor>* outputs, const std::vector<ModelTensor>** held, bool* served,
                 const std::shared_ptr<Core>& self, Clock::time_point entered, bool captured) WHARF_REQUIRES(mu);
+};
+
+// The container's listener (held weakly there): a prepare per staged generation.
+struct ModelGraphs::Listener : GenerationListener {
+  std::shared_ptr<Core> core;
+  void generation_staged(const std::shared_ptr<Generation>& gen) override { core->prepare(gen); }
 };
 
 Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_ptr<ModelGraphs>* out) {
@@ -650,11 +710,26 @@ Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_p
     if (model->offloader_)
       WHARF_RETURN_IF_ERROR(core->runtime->device().wrap_stream(core->capture_stream, &core->capture_wrapped));
   }
-  out->reset(new ModelGraphs(std::move(core)));
+  {
+    MutexLock lock(core->prepare_mu);
+    GRAPH_CUDA(cudaStreamCreateWithFlags(&core->prepare_stream, cudaStreamNonBlocking), "creating the prepare stream");
+  }
+  std::shared_ptr<Container> container = model->container_;
+  auto listener = std::make_shared<Listener>();
+  listener->core = core;
+  std::unique_ptr<ModelGraphs> g(new ModelGraphs(std::move(core)));
+  g->listener_ = listener;
+  container->add_listener(listener);
+  *out = std::move(g);
   return Status::Ok();
 }
 
-ModelGraphs::~ModelGraphs() = default;
+ModelGraphs::~ModelGraphs() {
+  // A prepare uses the model: wait for one in progress, and refuse later ones (the container
+  // may still hold the listener for a moment through a call that locked it).
+  MutexLock lock(core_->prepare_mu);
+  core_->closed = true;
+}
 
 GraphStats ModelGraphs::stats() const {
   MutexLock lock(core_->mu);
@@ -674,7 +749,7 @@ GraphStats ModelGraphs::stats() const {
 
 Status ModelGraphs::Core::bases_for(Run& run, Bucket& b, const FoldRecord* fold, std::vector<uint64_t>* bases) {
   const auto& bindings = model->bindings_;
-  bases->resize(b.plan.num_ranges());
+  bases->resize(b.execs[0].plan.num_ranges());
   size_t r = 0;
   if (legacy) {
     // The path before the caches (A/B): every binding resolved through the run's views.
@@ -744,41 +819,236 @@ Status ModelGraphs::Core::folded_bases(Run& run, Bucket& b, const FoldRecord* fo
   return Status::Ok();
 }
 
+std::shared_ptr<FoldRecord> ModelGraphs::Core::find_fold(const std::shared_ptr<Generation>& gen) {
+  // Generations gone: their folded constants go (their runs have completed).
+  folds.erase(std::remove_if(folds.begin(), folds.end(), [](const auto& f) { return f.first.expired(); }), folds.end());
+  for (const auto& f : folds)
+    if (!f.first.owner_before(gen) && !gen.owner_before(f.first)) return f.second;
+  return nullptr;
+}
+
+Status ModelGraphs::Core::fold_into_record(Model::Instance& inst,
+                                           const std::function<Status(int, BoundTensor*)>& tensor,
+                                           const std::vector<uint64_t>& layout, cudaStream_t stream,
+                                           std::shared_ptr<FoldRecord>* out) {
+  // An instance bound to the generation's parameters only.
+  std::vector<BoundTensor> tensors(model->bindings_.size());
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (model->bindings_[i].constant >= 0) WHARF_RETURN_IF_ERROR(tensor(model->bindings_[i].constant, &tensors[i]));
+  WHARF_RETURN_IF_ERROR(model->bind_tensors(inst, tensors));
+  auto rec = std::make_shared<FoldRecord>();
+  rec->runtime = runtime;
+  WHARF_RETURN_IF_ERROR(rec->reserve(layout));
+  {
+    wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &FoldRecord::shim_alloc, nullptr, rec.get()};
+    AllocatorScope scope(*model, a);
+    Status st = model->graph_fold(inst, stream);
+    if (!st.ok()) return st.with_context(rec->error.empty() ? std::string("folding for the graphs") : rec->error);
+  }
+  *out = std::move(rec);
+  return Status::Ok();
+}
+
 Status ModelGraphs::Core::fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) {
   out->reset();
   if (b.fold_sizes.empty()) return Status::Ok();
   const std::shared_ptr<Generation>& gen = run.pinned_generation();
-  // Generations gone: their folded constants go (their runs have completed).
-  folds.erase(std::remove_if(folds.begin(), folds.end(), [](const auto& f) { return f.first.expired(); }), folds.end());
-  for (const auto& f : folds)
-    if (!f.first.owner_before(gen) && !gen.owner_before(f.first)) {
-      *out = f.second;
-      return Status::Ok();
-    }
-  // First replay on this generation: fold its constants once, on the run's stream, into
-  // memory owned for it (a fold instance bound to its parameters only).
+  *out = find_fold(gen);  // a prepare's, or an earlier replay's
+  if (*out) return Status::Ok();
+  // First replay on this generation and no prepare made its record: fold its constants once,
+  // on the run's stream, into memory owned for it (a fold instance bound to its parameters).
   if (!fold_instance) WHARF_RETURN_IF_ERROR(model->graph_instance(1, &fold_instance));
-  std::vector<BoundTensor> tensors(model->bindings_.size());
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (model->bindings_[i].constant >= 0)
-      WHARF_RETURN_IF_ERROR(run.tensor_at(model->bindings_[i].constant, &tensors[i]));
-  WHARF_RETURN_IF_ERROR(model->bind_tensors(*fold_instance, tensors));
-  auto rec = std::make_shared<FoldRecord>();
-  rec->runtime = runtime;
-  WHARF_RETURN_IF_ERROR(rec->reserve(b.fold_sizes));
-  {
-    wharf_aoti_allocator a{sizeof(wharf_aoti_allocator), &FoldRecord::shim_alloc, nullptr, rec.get()};
-    AllocatorScope scope(*model, a);
-    Status st = model->graph_fold(*fold_instance, run.stream().native_handle());
-    if (!st.ok()) {
-      fold_instance.reset();  // its binding and folded state are unknown now
-      return st.with_context(rec->error.empty() ? std::string("folding for the graphs") : rec->error);
-    }
+  std::shared_ptr<FoldRecord> rec;
+  Status st = fold_into_record(
+      *fold_instance, [&run](int c, BoundTensor* t) { return run.tensor_at(c, t); }, b.fold_sizes,
+      static_cast<cudaStream_t>(run.stream().native_handle()), &rec);
+  if (!st.ok()) {
+    fold_instance.reset();  // its binding and folded state are unknown now
+    return st;
   }
   ++stats.folds;
+  ++stats.replay_folds;
   folds.emplace_back(gen, rec);
   *out = std::move(rec);
   return Status::Ok();
+}
+
+bool ModelGraphs::Core::prepared_bases(const Bucket& b, const Generation& gen, const FoldRecord* fold,
+                                       std::vector<uint64_t>* bases) {
+  const PatchPlan& now = b.execs[b.newest].plan;
+  const auto& bindings = model->bindings_;
+  bases->assign(now.current().begin(), now.current().end());
+  if (bases->size() != bindings.size() + b.fold_sizes.size()) return false;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const int c = bindings[i].constant;
+    if (c < 0) continue;  // state: where the graph serving now points (the session served last)
+    if (size_t(c) >= gen.slots.size() || !gen.slots[size_t(c)]) return false;
+    (*bases)[i] = reinterpret_cast<uint64_t>(gen.slots[size_t(c)]->data());
+  }
+  if (!b.fold_sizes.empty()) {
+    if (!fold || fold->sizes != b.fold_sizes) return false;
+    for (size_t j = 0; j < b.fold_sizes.size(); ++j)
+      (*bases)[bindings.size() + j] = reinterpret_cast<uint64_t>(fold->ptrs[j]);
+  }
+  return true;
+}
+
+void ModelGraphs::Core::prepare(const std::shared_ptr<Generation>& gen) {
+  MutexLock prep(prepare_mu);
+  if (closed || legacy || !gen) return;
+  const Clock::time_point t0 = Clock::now();
+  // The writer's thread gets its current device back.
+  struct RestoreDevice {
+    int device = -1;
+    RestoreDevice() {
+      if (cudaGetDevice(&device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        device = -1;
+      }
+    }
+    ~RestoreDevice() {
+      if (device >= 0) (void)cudaSetDevice(device);
+    }
+  } restore_device;
+  // What there is to prepare: the fold layout of the captured graphs, and whether the
+  // generation has its record already (a generation staged twice, or served meanwhile).
+  std::vector<uint64_t> layout;
+  std::shared_ptr<FoldRecord> rec;
+  {
+    MutexLock lock(mu);
+    bool any = false;
+    for (const auto& set : sets)
+      for (const auto& b : set->buckets) {
+        any = true;
+        if (layout.empty()) layout = b->fold_sizes;
+      }
+    if (!any) return;  // nothing captured yet: the first capture folds and binds anyway
+    rec = find_fold(gen);
+  }
+  // The fold, on this thread and the prepare stream, done before the record is published.
+  Status st;
+  uint64_t fold_ns = 0;
+  bool folded = false;
+  if (!layout.empty() && !rec) {
+    const Clock::time_point f0 = Clock::now();
+    Container& c = *model->container_;
+    auto tensor = [&c, &gen](int index, BoundTensor* out) -> Status {
+      const ConstantDecl& d = c.decls()[size_t(index)];
+      const std::shared_ptr<Slot>& slot = gen->slots[size_t(index)];
+      if (!slot) return FailedPrecondition("constant " + quote_name(d.fqn) + " has no storage in the generation");
+      out->data = slot->data();
+      out->dtype = d.dtype;
+      out->shape = &d.shape;
+      out->nbytes = d.nbytes;
+      out->read_only = true;
+      out->device_type = c.device_type_of(d.placement);
+      out->device_index = out->device_type == DeviceType::kCuda ? c.runtime().device().index() : 0;
+      return Status::Ok();
+    };
+    st = cuda_status(cudaSetDevice(device), "cudaSetDevice");
+    if (st.ok() && opts.test_fail_prepare_fold) st = Internal("a failed fold (GraphOptions::test_fail_prepare_fold)");
+    if (st.ok() && !prepare_instance) st = model->graph_instance(1, &prepare_instance);
+    if (st.ok()) st = fold_into_record(*prepare_instance, tensor, layout, prepare_stream, &rec);
+    if (st.ok()) st = cuda_status(cudaStreamSynchronize(prepare_stream), "waiting for the fold");
+    if (!st.ok()) {
+      prepare_instance.reset();  // its binding and folded state are unknown now
+      rec.reset();
+    }
+    folded = st.ok();
+    fold_ns = ns_between(f0, Clock::now());
+  }
+  // Publish the record; choose each bucket's spare and mark it busy (replays take the other).
+  struct Job {
+    Bucket* b = nullptr;
+    size_t k = 0;
+    std::vector<uint64_t> bases;
+    size_t applied = 0;
+    uint64_t instantiate_ns = 0;
+    int64_t exec_bytes = 0;
+    bool instantiated = false;
+    Status st;
+  };
+  std::vector<Job> jobs;
+  {
+    MutexLock lock(mu);
+    if (folded) {
+      if (std::shared_ptr<FoldRecord> have = find_fold(gen)) {
+        rec = std::move(have);  // a replay folded it meanwhile: its record is the one in use
+      } else {
+        folds.emplace_back(gen, rec);
+        ++stats.folds;
+        ++stats.prepare_folds;
+      }
+      stats.prepare_fold_ns += fold_ns;
+    }
+    if (!st.ok()) {
+      ++stats.prepare_failures;
+      stats.prepare_ns += ns_between(t0, Clock::now());
+      const std::string why =
+          "preparing for a new generation: " + st.message() + "; its first replay folds and re-points instead";
+      if (stats.last_prepare_failure != why) WHARF_LOG(kWarn, "model " + quote_name(name) + ": graphs: " + why);
+      stats.last_prepare_failure = why;
+      return;
+    }
+    for (const auto& set : sets)
+      for (const auto& b : set->buckets) {
+        if (!b->spare_graph) continue;
+        const int k = choose_spare(b->exec_candidates());
+        if (k < 0) continue;
+        Job j;
+        j.b = b.get();
+        j.k = size_t(k);
+        if (!prepared_bases(*b, *gen, rec.get(), &j.bases)) continue;
+        b->execs[j.k].busy = true;
+        jobs.push_back(std::move(j));
+      }
+  }
+  // Instantiate and point the spares, without the Core's mutex (replays go on meanwhile).
+  if (!jobs.empty()) {
+    Status dev = cuda_status(cudaSetDevice(device), "cudaSetDevice");
+    for (Job& j : jobs) j.st = dev;
+  }
+  for (Job& j : jobs) {
+    if (!j.st.ok()) continue;
+    Bucket& b = *j.b;
+    Bucket::Exec& e = b.execs[j.k];
+    if (!e.exec) {
+      size_t free_before = 0, free_after = 0, total = 0;
+      (void)cudaMemGetInfo(&free_before, &total);
+      const Clock::time_point i0 = Clock::now();
+      j.st = cuda_status(cudaGraphInstantiate(&e.exec, b.spare_graph, 0), "instantiating the spare graph");
+      j.instantiate_ns = ns_between(i0, Clock::now());
+      (void)cudaMemGetInfo(&free_after, &total);
+      j.exec_bytes = int64_t(free_before) - int64_t(free_after);
+      j.instantiated = j.st.ok();
+      if (!j.st.ok()) e.exec = nullptr;
+    }
+    if (j.st.ok())
+      j.st = e.plan.repoint(
+          j.bases, [&b, &e](uint32_t n, const NodeImage& img) { return b.apply(e, n, img); }, &j.applied);
+  }
+  MutexLock lock(mu);
+  for (Job& j : jobs) {
+    Bucket::Exec& e = j.b->execs[j.k];
+    e.busy = false;
+    e.prepared = j.st.ok();
+    stats.nodes_prepointed += j.applied;
+    if (j.instantiated) {
+      ++stats.spare_execs;
+      stats.spare_instantiate_ns += j.instantiate_ns;
+      stats.spare_exec_bytes += j.exec_bytes;
+    }
+    if (!j.st.ok()) {
+      // Its plan forgot what the graph holds (the next use re-points every node), or it was
+      // not instantiated: replays use the other one.
+      const std::string why = "pointing a spare graph of inputs " + j.b->stats.shapes +
+                              " at a new generation: " + j.st.message() + "; replays re-point instead";
+      if (stats.last_prepare_failure != why) WHARF_LOG(kWarn, "model " + quote_name(name) + ": graphs: " + why);
+      stats.last_prepare_failure = why;
+    }
+  }
+  ++stats.prepares;
+  stats.prepare_ns += ns_between(t0, Clock::now());
 }
 
 Status ModelGraphs::Core::free_set(GraphSet** out) {
@@ -957,9 +1227,10 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     // The gather (the same kernel the graph's head node runs) fills and pads them.
     b->host_image.resize(staging_bytes);
     WHARF_RETURN_IF_ERROR(pool.alloc(staging_bytes, &b->staging));
-    WHARF_RETURN_IF_ERROR(b->stage(spec, inputs, cap, &b->gather));
-    b->gather_grid = gather_blocks(b->gather);
-    GRAPH_CUDA(cudaError_t(gather_launch(b->gather, cap)), "gathering the inputs");
+    GatherParams& g = b->execs[0].gather;
+    WHARF_RETURN_IF_ERROR(b->stage(spec, inputs, cap, &g));
+    b->gather_grid = gather_blocks(g);
+    GRAPH_CUDA(cudaError_t(gather_launch(g, cap)), "gathering the inputs");
   }
   const wharf_aoti_allocator pool_alloc{sizeof(wharf_aoti_allocator), &Pool::shim_alloc, &Pool::shim_free, &pool};
   auto pool_error = [&]() {
@@ -1031,7 +1302,6 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     cudaGraphNodeType type;
     GRAPH_CUDA(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
     Bucket::NodeMeta m;
-    m.node = node;
     m.type = type;
     NodeImage img;
     auto add8 = [&img](uint64_t v) {
@@ -1078,7 +1348,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
         std::memcpy(img.bytes.data() + off, m.kernel.kernelParams[i], size);
         img.params.push_back(p);
       }
-      m.args.resize(img.params.size());
+      m.num_args = img.params.size();
     } else if (type == cudaGraphNodeTypeMemcpy) {
       GRAPH_CUDA(cudaGraphMemcpyNodeGetParams(node, &m.copy), "cudaGraphMemcpyNodeGetParams");
       if (m.copy.srcArray || m.copy.dstArray) return Unsupported("a memcpy node copies a CUDA array");
@@ -1095,6 +1365,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
                          " node, which graphs do not re-point");
     }
     b->nodes.push_back(std::move(m));
+    b->execs[0].handles.push_back(node);
     images.push_back(std::move(img));
   }
   // An output inside a bound range (a model returning its state, or a constant, as is) would
@@ -1106,7 +1377,8 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
         return Unsupported("output " + std::to_string(i) + " is " + r.what +
                            " itself; graphs hand out static outputs only");
   }
-  WHARF_RETURN_IF_ERROR(PatchPlan::build(std::move(images), std::move(ranges), &b->plan));
+  Bucket::Exec& e0 = b->execs[0];
+  WHARF_RETURN_IF_ERROR(PatchPlan::build(std::move(images), std::move(ranges), &e0.plan));
   if (!legacy) {
     // The gather node, ahead of every root of the captured run (not in the plan: its
     // parameters are set from each replay's inputs).
@@ -1115,19 +1387,31 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     std::vector<cudaGraphNode_t> roots(nroots);
     if (nroots) GRAPH_CUDA(cudaGraphGetRootNodes(graph, roots.data(), &nroots), "cudaGraphGetRootNodes");
     void* args[1];
-    cudaKernelNodeParams kp = gather_node_params(*b, b->gather, args);
-    GRAPH_CUDA(cudaGraphAddKernelNode(&b->gather_node, graph, nullptr, 0, &kp), "adding the input gather node");
+    cudaKernelNodeParams kp = gather_node_params(*b, e0.gather, args);
+    GRAPH_CUDA(cudaGraphAddKernelNode(&e0.gather_node, graph, nullptr, 0, &kp), "adding the input gather node");
     for (cudaGraphNode_t r : roots) {
 #if CUDART_VERSION >= 13000
-      GRAPH_CUDA(cudaGraphAddDependencies(graph, &b->gather_node, &r, nullptr, 1), "cudaGraphAddDependencies");
+      GRAPH_CUDA(cudaGraphAddDependencies(graph, &e0.gather_node, &r, nullptr, 1), "cudaGraphAddDependencies");
 #else
-      GRAPH_CUDA(cudaGraphAddDependencies(graph, &b->gather_node, &r, 1), "cudaGraphAddDependencies");
+      GRAPH_CUDA(cudaGraphAddDependencies(graph, &e0.gather_node, &r, 1), "cudaGraphAddDependencies");
 #endif
     }
   }
   const auto t_scanned = std::chrono::steady_clock::now();
-  GRAPH_CUDA(cudaGraphInstantiate(&b->exec, graph, 0), "cudaGraphInstantiate");
+  GRAPH_CUDA(cudaGraphInstantiate(&e0.exec, graph, 0), "cudaGraphInstantiate");
   const auto t_instantiated = std::chrono::steady_clock::now();
+  if (!legacy) {
+    // The spare's graph: a clone (host memory only; instantiated by the first prepare), its
+    // nodes found once here, and the plan and gather parameters the clone's nodes hold.
+    Bucket::Exec& e1 = b->execs[1];
+    GRAPH_CUDA(cudaGraphClone(&b->spare_graph, graph), "cudaGraphClone");
+    e1.handles.resize(e0.handles.size());
+    for (size_t i = 0; i < e0.handles.size(); ++i)
+      GRAPH_CUDA(cudaGraphNodeFindInClone(&e1.handles[i], e0.handles[i], b->spare_graph), "cudaGraphNodeFindInClone");
+    GRAPH_CUDA(cudaGraphNodeFindInClone(&e1.gather_node, e0.gather_node, b->spare_graph), "cudaGraphNodeFindInClone");
+    e1.plan = e0.plan;
+    e1.gather = e0.gather;
+  }
   // The folded constants of this generation are the ones the capture folded.
   bool cached = false;
   for (const auto& f : folds)
@@ -1141,8 +1425,8 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   for (size_t k = 0; k < sets.size(); ++k)
     if (sets[k].get() == &set) b->stats.set = uint32_t(k);
   b->stats.nodes = all.size();
-  b->stats.patches = b->plan.patches().size();
-  b->stats.patched_nodes = b->plan.num_patched_nodes();
+  b->stats.patches = e0.plan.patches().size();
+  b->stats.patched_nodes = e0.plan.num_patched_nodes();
   b->stats.capture_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto ms = [](std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point z) {
     return std::chrono::duration<double, std::milli>(z - a).count();
@@ -1312,10 +1596,32 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
   const Clock::time_point t_bind = Clock::now();
   if (stats.folds != folds_before) stats.fold_ns += ns_between(t_fold, t_bind);
   if (st.ok()) st = bases_for(run, *b, fold.get(), &b->bases);
+  // The executable graph: the last one used when it points at the run's bases already (the
+  // steady state: one comparison), else the one needing the fewest node sets (a prepare's
+  // spare after a swap; the other one for a run begun before it), re-pointed if need be.
   size_t applied = 0;
-  if (st.ok())
-    st = b->plan.repoint(
-        b->bases, [b](uint32_t n, const NodeImage& img) { return b->apply(n, img); }, &applied);
+  Bucket::Exec* e = &b->execs[b->newest];
+  if (st.ok()) {
+    size_t k = b->newest;
+    size_t cost = e->busy ? SIZE_MAX : e->plan.cost(b->bases);
+    if (cost != 0) {
+      const int best = choose_exec(b->exec_candidates(), b->bases, &cost);
+      if (best < 0)
+        st = Internal("no executable graph of the bucket is free");
+      else
+        k = size_t(best);
+    }
+    e = &b->execs[k];
+    if (st.ok() && cost != 0)
+      st = e->plan.repoint(
+          b->bases, [b, e](uint32_t n, const NodeImage& img) { return b->apply(*e, n, img); }, &applied);
+    if (st.ok()) {
+      if (e->prepared && applied == 0) ++stats.prepointed_replays;
+      e->prepared = false;
+      e->last_used = ++replay_clock;
+      b->newest = k;
+    }
+  }
   if (!st.ok()) {
     eager("re-pointing the graph for inputs " + b->stats.shapes + " failed: " + st.message());
     return Status::Ok();
@@ -1360,16 +1666,16 @@ Status ModelGraphs::Core::replay(Run& run, GraphSet& set, Bucket& bucket, const 
     // block first); its parameters change only when their addresses or sizes do.
     GatherParams p;
     st = b->stage(spec, inputs, rs, &p);
-    if (st.ok() && std::memcmp(&p, &b->gather, sizeof p) != 0) {
+    if (st.ok() && std::memcmp(&p, &e->gather, sizeof p) != 0) {
       void* args[1];
       const cudaKernelNodeParams kp = gather_node_params(*b, p, args);
-      st = cuda_status(cudaGraphExecKernelNodeSetParams(b->exec, b->gather_node, &kp), "setting the input gather");
-      if (st.ok()) b->gather = p;
+      st = cuda_status(cudaGraphExecKernelNodeSetParams(e->exec, e->gather_node, &kp), "setting the input gather");
+      if (st.ok()) e->gather = p;
     }
   }
   const Clock::time_point t_staged = Clock::now();
   stats.inputs_ns += ns_between(t_waited, t_staged);
-  if (st.ok()) st = cuda_status(cudaGraphLaunch(b->exec, rs), "cudaGraphLaunch");
+  if (st.ok()) st = cuda_status(cudaGraphLaunch(e->exec, rs), "cudaGraphLaunch");
   const Clock::time_point t_launched = Clock::now();
   stats.launch_ns += ns_between(t_staged, t_launched);
   if (!st.ok()) {

@@ -45,6 +45,17 @@
 // offloaded models"). A capture finding the offloader held by another run is put off (that
 // run executes eagerly), not failed.
 //
+// Preparing for a swap (docs/decisions.md, "Preparing for a swap"): the graphs listen to the
+// model's container (Container::add_listener). When an update stages a generation, on the
+// updater's thread and before the update returns, they fold that generation's constants into
+// its record (the one a replay would make) and point a second executable graph of each bucket
+// (the spare, instantiated at the first prepare from a clone of the captured graph) at it. A
+// replay takes whichever executable graph needs the fewest node sets for its own run's bases
+// (graphs/patch_plan.h, choose_exec): after a swap the spare, with none; a run begun before
+// the swap the other one, still pointing at its generation. Both share the set's pool and
+// static buffers (a set's replays never overlap). A prepare that fails (its fold) changes
+// nothing: the first replay folds and re-points as without it (stats say why).
+//
 // Fallback: whatever cannot be captured or verified (an uncapturable call, a node type or
 // parameter layout the plan cannot read, pool memory exhausted, overlapping ranges, a fold
 // whose layout differs, a set-params failure, graphs held by another open run, more shapes
@@ -58,7 +69,9 @@
 // max_concurrent; a run beyond them executes eagerly.
 //
 // Threads: run() and stats() are safe from many threads (one mutex; a replay holds it only
-// while it enqueues).
+// while it enqueues). A prepare (a writer's thread) does its folds, instantiations and node
+// sets without that mutex, on an executable graph it marked busy under it (replays take the
+// other one), so a replay waits for it only while it publishes.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +103,8 @@ struct GraphOptions {
   bool legacy_replay = false;
   // Tests only: an uncapturable call (a stream synchronisation) inside the capture.
   bool test_break_capture = false;
+  // Tests only: every fold a prepare attempts fails (the replays then fold, as without it).
+  bool test_fail_prepare_fold = false;
 };
 
 struct GraphBucketStats {
@@ -107,14 +122,30 @@ struct GraphBucketStats {
 struct GraphStats {
   uint64_t captures = 0, capture_failures = 0;
   uint64_t replays = 0;
-  uint64_t repoints = 0;         // replays that set node parameters (a binding changed)
-  uint64_t nodes_repointed = 0;  // node parameter sets, in total
+  // Replays that set node parameters (a binding changed), on the serving path: not those a
+  // prepare had pointed already (prepointed_replays).
+  uint64_t repoints = 0;
+  uint64_t nodes_repointed = 0;  // node parameter sets by replays, in total
   uint64_t eager_runs = 0;       // runs served eagerly while graphs were enabled
   uint64_t padded_replays = 0;   // replays whose inputs were padded to a larger bucket
-  uint64_t folds = 0;            // generations whose constants were folded for the graphs
+  // Generations whose constants were folded for the graphs (by captures, replays and
+  // prepares); of them, by replays (on the serving path) and by prepares.
+  uint64_t folds = 0, replay_folds = 0, prepare_folds = 0;
   // Host time, in total: binding a replay that re-pointed nodes (its bases and the set-params
-  // calls), binding one that did not (the bases compared), folding for a new generation.
+  // calls), binding one that did not (the bases compared), folding for a new generation in a
+  // replay (the serving path).
   uint64_t repoint_ns = 0, bind_check_ns = 0, fold_ns = 0;
+  // Preparing for swaps, on writers' threads: generations prepared for, replays that found
+  // their executable graph pointed at their binding by a prepare (no node set), node sets
+  // done by prepares, prepares that failed (their fold; last_prepare_failure says why), host
+  // time of prepares in total and of their folds; spare executable graphs instantiated, the
+  // host time that took and the device memory the driver reported taken meanwhile
+  // (cudaMemGetInfo around it: approximate, other allocations at the time count too).
+  uint64_t prepares = 0, prepointed_replays = 0, nodes_prepointed = 0, prepare_failures = 0;
+  uint64_t prepare_ns = 0, prepare_fold_ns = 0;
+  uint64_t spare_execs = 0, spare_instantiate_ns = 0;
+  int64_t spare_exec_bytes = 0;
+  std::string last_prepare_failure;
   // Host time of replays, in total, by phase (the binding is above): choosing the graph (from
   // run() being called: the lock, the capture check, the bucket and the set; replays that
   // captured are left out), ordering after the set's previous holder, the inputs (staging,
@@ -148,8 +179,12 @@ class ModelGraphs {
   struct Core;
 
  private:
+  struct Listener;
   explicit ModelGraphs(std::shared_ptr<Core> core) : core_(std::move(core)) {}
   std::shared_ptr<Core> core_;  // open runs hold it too (their at_end releases the graphs)
+  // Registered (weakly) on the model's container; closed by the destructor, which waits
+  // for a prepare in progress (it uses the model).
+  std::shared_ptr<Listener> listener_;
 };
 
 }  // namespace wharf

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 
 namespace wharf {
@@ -114,6 +115,47 @@ Status PatchPlan::repoint(const std::vector<uint64_t>& bases,
   }
   known_ = true;
   return Status::Ok();
+}
+
+size_t PatchPlan::cost(const std::vector<uint64_t>& bases) const {
+  if (bases.size() != ranges_.size()) return SIZE_MAX;
+  if (!known_) return patches_.size();
+  size_t n = 0;
+  for (size_t r = 0; r < ranges_.size(); ++r)
+    if (bases[r] != current_[r]) n += by_range_[r].second - by_range_[r].first;
+  return n;
+}
+
+int choose_exec(const std::vector<ExecCandidate>& execs, const std::vector<uint64_t>& bases, size_t* cost) {
+  int best = -1;
+  size_t best_cost = SIZE_MAX;
+  for (size_t i = 0; i < execs.size(); ++i) {
+    const ExecCandidate& e = execs[i];
+    if (!e.plan || e.busy) continue;
+    const size_t c = e.plan->cost(bases);
+    if (c == SIZE_MAX) continue;
+    if (best < 0 || c < best_cost || (c == best_cost && e.last_used > execs[size_t(best)].last_used)) {
+      best = int(i);
+      best_cost = c;
+    }
+  }
+  if (cost) *cost = best_cost;
+  return best;
+}
+
+int choose_spare(const std::vector<ExecCandidate>& execs) {
+  int newest = -1;
+  for (size_t i = 0; i < execs.size(); ++i)
+    if (execs[i].plan && (newest < 0 || execs[i].last_used > execs[size_t(newest)].last_used)) newest = int(i);
+  int best = -1;
+  for (size_t i = 0; i < execs.size(); ++i) {
+    const ExecCandidate& e = execs[i];
+    if (e.busy || int(i) == newest) continue;
+    const uint64_t used = e.plan ? e.last_used : 0;
+    const uint64_t best_used = best < 0 ? 0 : (execs[size_t(best)].plan ? execs[size_t(best)].last_used : 0);
+    if (best < 0 || used < best_used) best = int(i);
+  }
+  return best;
 }
 
 }  // namespace wharf

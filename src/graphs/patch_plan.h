@@ -65,6 +65,9 @@ class PatchPlan {
                  size_t* nodes_applied = nullptr);
   // The graph's nodes hold unknown values: the next repoint applies every patched node.
   void invalidate() { known_ = false; }
+  // The patches repoint(bases) would rewrite (every one while the values are unknown; 0: the
+  // graph points at `bases` already). SIZE_MAX when `bases` has another number of ranges.
+  size_t cost(const std::vector<uint64_t>& bases) const;
 
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_ranges() const { return ranges_.size(); }
@@ -86,5 +89,22 @@ class PatchPlan {
   uint32_t clock_ = 0;
   std::vector<uint32_t> touched_;
 };
+
+// Several executable graphs instantiated from one captured graph, each with its own plan (what
+// its nodes point at): a replay takes the one that needs the fewest patches for its bases,
+// so a graph a prepare pointed at a new generation serves that generation's runs and the
+// other keeps serving runs that began before the swap (ModelGraphs, docs/decisions.md).
+struct ExecCandidate {
+  const PatchPlan* plan = nullptr;  // null: not instantiated
+  bool busy = false;                // being set by a prepare (not usable now)
+  uint64_t last_used = 0;           // a replay clock: the larger, the more recent
+};
+// The candidate a replay bound to `bases` uses: the usable one of least cost, the most
+// recently used among equals; -1 when none is usable. *cost: its cost.
+int choose_exec(const std::vector<ExecCandidate>& execs, const std::vector<uint64_t>& bases, size_t* cost);
+// The candidate a prepare points at a new binding: the least recently used one not busy
+// (one not instantiated counts as never used), never the most recently used one of several
+// while others exist, so the graph serving now stays as it is; -1 when none.
+int choose_spare(const std::vector<ExecCandidate>& execs);
 
 }  // namespace wharf

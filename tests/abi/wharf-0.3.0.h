@@ -1453,6 +1453,20 @@ typedef struct wharf_graph_stats {
   uint64_t launch_ns;
   uint64_t outputs_ns;
   uint64_t release_ns;
+  /* Appended: preparing for swaps. An update (or weight store update) that stages a
+   * generation folds its constants for the graphs and points a spare graph of each bucket at
+   * it, on the updater's thread, before it returns, so the first replay after the swap needs
+   * neither. Folds done by replays (on the serving path: a generation no update prepared) and
+   * by updates; replays that found their graph pointed at their binding by an update (no node
+   * set); generations prepared for; preparations that failed (the first replay then folds and
+   * re-points; nothing else changes); host time of the preparations in total, nanoseconds
+   * (on the updaters' threads, part of their update calls). */
+  uint64_t replay_folds;
+  uint64_t prepare_folds;
+  uint64_t prepointed_replays;
+  uint64_t prepares;
+  uint64_t prepare_failures;
+  uint64_t prepare_ns;
 } wharf_graph_stats;
 
 /**

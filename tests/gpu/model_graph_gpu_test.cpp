@@ -57,7 +57,11 @@ std::string describe(const GraphStats& s) {
   return "graph stats: captures " + std::to_string(s.captures) + ", capture failures " +
          std::to_string(s.capture_failures) + ", replays " + std::to_string(s.replays) + ", repoints " +
          std::to_string(s.repoints) + " (" + std::to_string(s.nodes_repointed) + " nodes), eager runs " +
-         std::to_string(s.eager_runs) + ", folds " + std::to_string(s.folds) + ", pool " +
+         std::to_string(s.eager_runs) + ", folds " + std::to_string(s.folds) + " (replays " +
+         std::to_string(s.replay_folds) + ", prepares " + std::to_string(s.prepare_folds) + "), prepares " +
+         std::to_string(s.prepares) + " (" + std::to_string(s.nodes_prepointed) + " nodes, " +
+         std::to_string(s.prepare_failures) + " failed: '" + s.last_prepare_failure + "'), pre-pointed replays " +
+         std::to_string(s.prepointed_replays) + ", spare execs " + std::to_string(s.spare_execs) + ", pool " +
          std::to_string(s.pool_bytes) + " B, folded " + std::to_string(s.folded_bytes) + " B, last eager reason '" +
          s.last_eager_reason + "'" + b;
 }
@@ -341,6 +345,12 @@ TEST_F(ModelGraph, SwapsUpdatesRollbacksAndSessionsStayBitExact) {
   EXPECT_EQ(s.eager_runs, 0u) << describe(s);
   EXPECT_EQ(s.replays, 100u) << describe(s);
   EXPECT_GT(s.folds, 1u) << "updates should have made the graphs fold new generations: " << describe(s);
+  // Every update was prepared for before it returned (in place ones too), so no step folded
+  // on the serving path, and steps after a swap found their graph pointed already.
+  EXPECT_EQ(s.replay_folds, 0u) << describe(s);
+  EXPECT_EQ(s.prepare_failures, 0u) << describe(s);
+  EXPECT_GT(s.prepointed_replays, 0u) << describe(s);
+  EXPECT_EQ(s.spare_execs, 1u) << describe(s);
 }
 
 // A run begun before a swap finishes on its generation even when its step is replayed after
@@ -372,6 +382,133 @@ TEST_F(ModelGraph, ARunBegunBeforeASwapFinishesOnItsGeneration) {
   if (HasFatalFailure()) return;
   GraphStats s = stats();
   EXPECT_EQ(s.captures, 1u) << describe(s);
+  EXPECT_EQ(s.eager_runs, 0u) << describe(s);
+}
+
+// Issue 25, "cost a swap adds to the next step": the update folds the new generation and
+// points the spare graph at it before it returns, so the first step after each swap sets no
+// node and folds nothing on the serving path, and is bit-exact with the eager step.
+TEST_F(ModelGraph, FirstReplayAfterUpdateAndSwapRepointsAndFoldsNothing) {
+  enable();
+  if (HasFatalFailure()) return;
+  std::shared_ptr<Session> se, sg;
+  sessions(&se, &sg);
+  int64_t pos = 0;
+  std::vector<float> logits;
+  for (; pos < 3; ++pos) {  // the capture, then replays that moved the graph to the session
+    both(se, sg, prompt_[size_t(pos) % prompt_.size()], pos, "step " + std::to_string(pos), &logits);
+    if (HasFatalFailure()) return;
+  }
+  const bool folds = stats().folds > 0;  // the compiled model folds constants at run time
+  for (int swap = 0; swap < 5; ++swap) {
+    const std::string what = "swap " + std::to_string(swap);
+    const GraphStats before = stats();
+    update_both(params_[size_t(swap) % params_.size()], swap % 2 ? 0.9921875f : 1.0078125f, false, what);
+    if (HasFatalFailure()) return;
+    const GraphStats prepared = stats();
+    EXPECT_EQ(prepared.prepares, before.prepares + 1) << what << ": " << describe(prepared);
+    EXPECT_EQ(prepared.prepare_folds, before.prepare_folds + (folds ? 1 : 0)) << what << ": " << describe(prepared);
+    EXPECT_GT(prepared.nodes_prepointed, before.nodes_prepointed) << what << ": " << describe(prepared);
+    both(se, sg, argmax(logits), pos, what + ": the first step after it", &logits);
+    if (HasFatalFailure()) return;
+    ++pos;
+    const GraphStats after = stats();
+    EXPECT_EQ(after.repoints, before.repoints) << what << ": the first replay re-pointed: " << describe(after);
+    EXPECT_EQ(after.nodes_repointed, before.nodes_repointed) << what << ": " << describe(after);
+    EXPECT_EQ(after.replay_folds, before.replay_folds) << what << ": the first replay folded: " << describe(after);
+    EXPECT_EQ(after.prepointed_replays, before.prepointed_replays + 1) << what << ": " << describe(after);
+    // The step after it: the same graph, nothing to do either.
+    both(se, sg, argmax(logits), pos, what + ": the second step after it", &logits);
+    if (HasFatalFailure()) return;
+    ++pos;
+    EXPECT_EQ(stats().repoints, before.repoints) << what << ": " << describe(stats());
+  }
+  const GraphStats s = stats();
+  EXPECT_EQ(s.captures, 1u) << describe(s);
+  EXPECT_EQ(s.eager_runs, 0u) << describe(s);
+  EXPECT_EQ(s.spare_execs, 1u) << "one spare per bucket, instantiated once: " << describe(s);
+  EXPECT_EQ(s.prepare_failures, 0u) << describe(s);
+}
+
+// A run begun before a swap, replayed after the update pointed the spare at the new
+// generation: it replays the graph still pointing at its own generation (no node set), and
+// a run begun after the swap the spare; a rollback then finds the first graph still
+// pointing at the generation it restores.
+TEST_F(ModelGraph, ARunBegunBeforeTheSwapReplaysItsGenerationAfterThePrepare) {
+  enable();
+  if (HasFatalFailure()) return;
+  std::shared_ptr<Session> se, sg;
+  sessions(&se, &sg);
+  both(se, sg, prompt_[0], 0, "first step", nullptr);  // captured on the first generation
+  if (HasFatalFailure()) return;
+  both(se, sg, prompt_[1], 1, "second step", nullptr);  // the graph points at the session now
+  if (HasFatalFailure()) return;
+  std::unique_ptr<wharf::Run> re, rg;
+  ASSERT_TRUE(wharf::Run::begin(eager_->container(), se, nullptr, &re).ok());
+  ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg, nullptr, &rg).ok());
+  update_both("lm_head.weight", 2.0f, false, "update");
+  if (HasFatalFailure()) return;
+  const GraphStats before = stats();
+  ASSERT_EQ(before.prepares, 1u) << describe(before);
+  std::vector<float> le, lg;
+  ASSERT_TRUE(step(*eager_, *re, prompt_[2 % prompt_.size()], 2, &le).ok());
+  Status st = step(*graph_, *rg, prompt_[2 % prompt_.size()], 2, &lg);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(re->generation(), rg->generation());
+  ASSERT_TRUE(re->end().ok());
+  ASSERT_TRUE(rg->end().ok());
+  ASSERT_EQ(std::memcmp(le.data(), lg.data(), kVocab * 4), 0)
+      << "the old run's replay differs from its eager step (" << first_difference(le, lg) << "); " << describe(stats());
+  GraphStats s = stats();
+  EXPECT_EQ(s.repoints, before.repoints) << "the old run's graph still points at its generation: " << describe(s);
+  EXPECT_EQ(s.prepointed_replays, before.prepointed_replays) << describe(s);
+  // A run begun after the swap: the spare, pointed at the new generation by the update.
+  std::vector<float> fresh;
+  both(se, sg, prompt_[3 % prompt_.size()], 3, "a run after the swap", &fresh);
+  if (HasFatalFailure()) return;
+  s = stats();
+  EXPECT_EQ(s.repoints, before.repoints) << describe(s);
+  EXPECT_EQ(s.prepointed_replays, before.prepointed_replays + 1) << describe(s);
+  // A rollback: the first graph still points at the first generation.
+  ASSERT_TRUE(eager_->container()->swap().ok());
+  ASSERT_TRUE(graph_->container()->swap().ok());
+  both(se, sg, prompt_[4 % prompt_.size()], 4, "a run after the rollback", nullptr);
+  if (HasFatalFailure()) return;
+  s = stats();
+  EXPECT_EQ(s.repoints, before.repoints) << "the rollback's generation has a graph pointing at it: " << describe(s);
+  EXPECT_EQ(s.replay_folds, 0u) << describe(s);
+  EXPECT_EQ(s.captures, 1u) << describe(s);
+  EXPECT_EQ(s.eager_runs, 0u) << describe(s);
+}
+
+// A prepare whose fold fails does not fail the update: the first replay after the swap folds
+// and re-points as it did before prepares existed, bit-exact, and the stats say why.
+TEST_F(ModelGraph, AFailedFoldAtPrepareFallsBackToTheFirstReplay) {
+  GraphOptions go;
+  go.test_fail_prepare_fold = true;
+  enable(go);
+  if (HasFatalFailure()) return;
+  std::shared_ptr<Session> se, sg;
+  sessions(&se, &sg);
+  both(se, sg, prompt_[0], 0, "first step", nullptr);
+  if (HasFatalFailure()) return;
+  both(se, sg, prompt_[1], 1, "second step", nullptr);
+  if (HasFatalFailure()) return;
+  if (stats().folds == 0) GTEST_SKIP() << "the compiled model folds no constants at run time";
+  const GraphStats before = stats();
+  update_both("lm_head.weight", 2.0f, false, "update");  // succeeds whatever the prepare did
+  if (HasFatalFailure()) return;
+  GraphStats s = stats();
+  EXPECT_EQ(s.prepare_failures, before.prepare_failures + 1) << describe(s);
+  EXPECT_NE(s.last_prepare_failure.find("test_fail_prepare_fold"), std::string::npos) << describe(s);
+  EXPECT_EQ(s.prepare_folds, 0u) << describe(s);
+  EXPECT_EQ(s.nodes_prepointed, before.nodes_prepointed) << describe(s);
+  both(se, sg, prompt_[2 % prompt_.size()], 2, "the first step after the swap", nullptr);
+  if (HasFatalFailure()) return;
+  s = stats();
+  EXPECT_EQ(s.replay_folds, before.replay_folds + 1) << "the replay folds instead: " << describe(s);
+  EXPECT_EQ(s.repoints, before.repoints + 1) << "and re-points: " << describe(s);
+  EXPECT_EQ(s.prepointed_replays, 0u) << describe(s);
   EXPECT_EQ(s.eager_runs, 0u) << describe(s);
 }
 

@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "api/handles.h"
+#include "constants/constant_map.h"
+#include "constants/container.h"
+#include "constants/generation.h"
 #include "common/test_support.h"
 #include "wharf/wharf.h"
 
@@ -449,6 +452,94 @@ TEST_F(Fixture, InPlaceUpdateUsesNoExtraMemoryAndWaitsForRuns) {
   EXPECT_EQ(wharf_run_generation(run), 2u);  // new data, new generation id
   EXPECT_EQ(wharf_container_generation(c), 2u);
   ASSERT_OK(wharf_run_end(run));
+}
+
+// A GenerationListener recording what it is told (ModelGraphs prepares for swaps this way).
+struct RecordingListener : wharf::GenerationListener {
+  wharf::Container* c = nullptr;
+  std::vector<std::shared_ptr<wharf::Generation>> told;
+  std::vector<uint64_t> generation_seen;  // the container's generation id during the call
+  std::vector<int> update_code;           // what a write from inside the call answered
+  void generation_staged(const std::shared_ptr<wharf::Generation>& gen) override {
+    told.push_back(gen);
+    generation_seen.push_back(c->generation());  // takes the container's lock: none is held
+    wharf::ConstantMap empty;
+    update_code.push_back(int(c->update(empty, wharf::UpdateOptions()).code()));
+  }
+};
+
+// Listeners are told of each generation an update stages (on the writer's thread, no
+// container lock held, the write's admission held), of an in-place update's generation, and
+// of a weight store update's staging of each member; not of swaps and rollbacks (nothing new
+// to serve); one that is gone is dropped.
+TEST_F(Fixture, ListenersAreToldOfEachStagedGeneration) {
+  auto l = std::make_shared<RecordingListener>();
+  l->c = c->c.get();
+  c->c->add_listener(l);
+  Weights w1;
+  w1.add("norm", {32}, 2.0f);
+  ASSERT_OK(wharf_container_update(c, w1.build(), nullptr));
+  ASSERT_EQ(l->told.size(), 1u);
+  EXPECT_EQ(l->generation_seen[0], 1u) << "told before the swap";
+  EXPECT_EQ(l->update_code[0], int(wharf::Code::kBusy)) << "the write's admission is held while listeners run";
+  ASSERT_OK(wharf_container_swap(c));
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  const int norm = c->c->find("norm");
+  EXPECT_EQ(l->told[0]->slots[size_t(norm)]->data(), address_of(run, "norm")) << "the generation the swap published";
+  ASSERT_OK(wharf_run_end(run));
+  ASSERT_OK(wharf_container_swap(c));  // a rollback: nothing told
+  EXPECT_EQ(l->told.size(), 1u);
+  // In place (no run open: storage reused, told after the publish).
+  Weights w2;
+  w2.add("norm", {32}, 3.0f);
+  w2.build();
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  ASSERT_OK(wharf_container_update(c, w2.map, &o));
+  ASSERT_EQ(l->told.size(), 2u);
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(l->told[1]->slots[size_t(norm)]->data(), address_of(run, "norm"));
+  EXPECT_EQ(read_first(run, "norm"), 3.0f);
+  ASSERT_OK(wharf_run_end(run));
+  // Gone: no longer called.
+  std::weak_ptr<RecordingListener> gone = l;
+  l.reset();
+  EXPECT_TRUE(gone.expired());
+  ASSERT_OK(wharf_container_update(c, w1.map, nullptr));
+}
+
+TEST(Container, ListenersAreToldOfAWeightStoreUpdatesStaging) {
+  wharf_runtime* rt = host_runtime();
+  wharf_weight_store* store = nullptr;
+  ASSERT_OK(wharf_weight_store_create(rt, &store));
+  Weights base;
+  model(&base, 1.0f);
+  wharf_container_options co;
+  wharf_container_options_init(&co);
+  co.store = store;
+  wharf_container* c = nullptr;
+  ASSERT_OK(wharf_container_create_from_map(rt, base.build(), &co, &c));
+  auto l = std::make_shared<RecordingListener>();
+  l->c = c->c.get();
+  c->c->add_listener(l);
+  Weights w;
+  w.add("norm", {32}, 5.0f);
+  ASSERT_OK(wharf_weight_store_update(store, w.build(), nullptr));
+  ASSERT_EQ(l->told.size(), 1u);
+  EXPECT_EQ(l->generation_seen[0], 1u);
+  ASSERT_OK(wharf_weight_store_swap(store));
+  EXPECT_EQ(l->told.size(), 1u);
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(l->told[0]->slots[size_t(c->c->find("norm"))]->data(), address_of(run, "norm"));
+  EXPECT_EQ(read_first(run, "norm"), 5.0f);
+  ASSERT_OK(wharf_run_end(run));
+  l.reset();
+  wharf_container_free(c);
+  wharf_weight_store_free(store);
+  wharf_runtime_free(rt);
 }
 
 // Fold: "wt" is derived as the transpose of "w", computed through the run it is given.

@@ -3,6 +3,7 @@
 // hold bound addresses, and rewriting only what a new binding changes, over fake nodes.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -146,6 +147,81 @@ TEST(GraphPatch, WrongNumberOfBasesIsRefused) {
   ASSERT_TRUE(PatchPlan::build({node({{A, 8}})}, {{A, 8, "a"}}, &plan).ok());
   EXPECT_EQ(plan.repoint({A, B}, [](uint32_t, const NodeImage&) { return Status::Ok(); }).code(),
             Code::kInvalidArgument);
+}
+
+// cost() counts the patches repoint() would rewrite: none for the current bases, those of
+// the moved ranges otherwise, every one once the graph's values are unknown.
+TEST(GraphPatch, CostCountsThePatchesARepointWouldRewrite) {
+  std::vector<NodeImage> nodes;
+  nodes.push_back(node({{A, 8}, {B, 8}}));
+  nodes.push_back(node({{B + 8, 8}}));
+  nodes.push_back(node({{C, 8}}));
+  PatchPlan plan;
+  ASSERT_TRUE(PatchPlan::build(std::move(nodes), {{A, 64, "a"}, {B, 64, "b"}, {C, 64, "c"}}, &plan).ok());
+  EXPECT_EQ(plan.cost({A, B, C}), 0u);
+  EXPECT_EQ(plan.cost({A, B + 4096, C}), 2u);
+  EXPECT_EQ(plan.cost({A + 4096, B + 4096, C + 4096}), 4u);
+  EXPECT_EQ(plan.cost({A, B}), SIZE_MAX);
+  (void)plan.repoint({A, B + 4096, C}, [](uint32_t, const NodeImage&) { return DeviceError("injected"); });
+  EXPECT_EQ(plan.cost({A, B + 4096, C}), 4u) << "after a failed apply every patch is rewritten";
+}
+
+// Two executable graphs of one captured graph (ModelGraphs' current one and its spare): a
+// replay takes the one pointing at its bases (no node set), else the cheapest to re-point,
+// never one a prepare is setting; a prepare takes the least recently used, never the one
+// serving now.
+TEST(GraphPatch, ChoosingTheExecutableGraphForABinding) {
+  std::vector<NodeImage> nodes;
+  nodes.push_back(node({{A, 8}}));  // a constant
+  nodes.push_back(node({{B, 8}}));  // a folded block
+  nodes.push_back(node({{B + 8, 8}}));
+  nodes.push_back(node({{C, 8}}));  // a session's state
+  const std::vector<GraphRange> ranges = {{A, 64, "a"}, {B, 64, "b"}, {C, 64, "c"}};
+  PatchPlan serving, spare;
+  ASSERT_TRUE(PatchPlan::build(nodes, ranges, &serving).ok());
+  ASSERT_TRUE(PatchPlan::build(nodes, ranges, &spare).ok());
+  auto ok = [](uint32_t, const NodeImage&) { return Status::Ok(); };
+  const uint64_t A2 = A + 0x100000, B2 = B + 0x100000, C2 = C + 0x100000;
+  // Generation 1 (A, B) with session C; a prepare points the spare at generation 2 (A2, B2).
+  ASSERT_TRUE(spare.repoint({A2, B2, C}, ok).ok());
+  std::vector<ExecCandidate> execs = {{&serving, false, 7}, {&spare, false, 0}};
+  size_t cost = 99;
+  // A run begun before the swap: generation 1, the serving graph, nothing to set.
+  EXPECT_EQ(choose_exec(execs, {A, B, C}, &cost), 0);
+  EXPECT_EQ(cost, 0u);
+  // A run after the swap: the spare, nothing to set.
+  EXPECT_EQ(choose_exec(execs, {A2, B2, C}, &cost), 1);
+  EXPECT_EQ(cost, 0u);
+  // After the swap in another session: the spare needs only the state's node.
+  EXPECT_EQ(choose_exec(execs, {A2, B2, C2}, &cost), 1);
+  EXPECT_EQ(cost, 1u);
+  // Generation 1 in another session: the serving graph needs the state's node only.
+  EXPECT_EQ(choose_exec(execs, {A, B, C2}, &cost), 0);
+  EXPECT_EQ(cost, 1u);
+  // A third generation: both need every constant and folded node; equals go to the most
+  // recently used (the spare stays pointed at generation 2).
+  EXPECT_EQ(choose_exec(execs, {A + 64, B + 64, C}, &cost), 0);
+  EXPECT_EQ(cost, 3u);
+  // Busy (a prepare is setting it): never chosen, even when it would cost nothing.
+  execs[1].busy = true;
+  EXPECT_EQ(choose_exec(execs, {A2, B2, C}, &cost), 0);
+  EXPECT_EQ(cost, 3u);
+  // Not instantiated: never chosen; nothing usable: -1.
+  execs[1] = {nullptr, false, 0};
+  EXPECT_EQ(choose_exec(execs, {A2, B2, C}, &cost), 0);
+  execs[0].busy = true;
+  EXPECT_EQ(choose_exec(execs, {A2, B2, C}, &cost), -1);
+
+  // The spare a prepare points: the one not instantiated yet beside the only one serving.
+  EXPECT_EQ(choose_spare({{&serving, false, 3}, {nullptr, false, 0}}), 1);
+  // The least recently used of two, whichever index it has.
+  EXPECT_EQ(choose_spare({{&serving, false, 3}, {&spare, false, 9}}), 0);
+  EXPECT_EQ(choose_spare({{&serving, false, 9}, {&spare, false, 3}}), 1);
+  // Never the one serving now, nor a busy one.
+  EXPECT_EQ(choose_spare({{&serving, false, 9}, {&spare, true, 3}}), -1);
+  EXPECT_EQ(choose_spare({{&serving, false, 9}}), -1);
+  // Neither replayed yet (just captured and prepared): the first is the one serving.
+  EXPECT_EQ(choose_spare({{&serving, false, 0}, {&spare, false, 0}}), 1);
 }
 
 }  // namespace

@@ -32,6 +32,12 @@ public final class GraphStats {
   private final long launchNanos;
   private final long outputsNanos;
   private final long releaseNanos;
+  private final long replayFolds;
+  private final long prepareFolds;
+  private final long prepointedReplays;
+  private final long prepares;
+  private final long prepareFailures;
+  private final long prepareNanos;
 
   private GraphStats(wharf_graph_stats s) {
     numBuckets = s.getNum_buckets();
@@ -57,6 +63,12 @@ public final class GraphStats {
     launchNanos = s.getLaunch_ns();
     outputsNanos = s.getOutputs_ns();
     releaseNanos = s.getRelease_ns();
+    replayFolds = s.getReplay_folds();
+    prepareFolds = s.getPrepare_folds();
+    prepointedReplays = s.getPrepointed_replays();
+    prepares = s.getPrepares();
+    prepareFailures = s.getPrepare_failures();
+    prepareNanos = s.getPrepare_ns();
   }
 
   /** Copies the native struct the library filled. */
@@ -206,6 +218,57 @@ public final class GraphStats {
     return releaseNanos;
   }
 
+  /**
+   * @return folds of new generations' constants done by replays (on the serving path: a
+   *     generation no update prepared)
+   * @since 0.3 (experimental)
+   */
+  public long replayFolds() {
+    return replayFolds;
+  }
+
+  /**
+   * @return folds done by updates: an update that stages a generation folds its constants and
+   *     points a spare graph of each bucket at it before it returns
+   * @since 0.3 (experimental)
+   */
+  public long prepareFolds() {
+    return prepareFolds;
+  }
+
+  /**
+   * @return replays that found their graph pointed at their binding by an update (no node set;
+   *     not in {@link #repoints()})
+   * @since 0.3 (experimental)
+   */
+  public long prepointedReplays() {
+    return prepointedReplays;
+  }
+
+  /**
+   * @return generations prepared for by updates
+   * @since 0.3 (experimental)
+   */
+  public long prepares() {
+    return prepares;
+  }
+
+  /**
+   * @return preparations that failed (the first replay then folds and re-points)
+   * @since 0.3 (experimental)
+   */
+  public long prepareFailures() {
+    return prepareFailures;
+  }
+
+  /**
+   * @return host time of the preparations in total (on the updaters' threads), nanoseconds
+   * @since 0.3 (experimental)
+   */
+  public long prepareNanos() {
+    return prepareNanos;
+  }
+
   @Override
   public String toString() {
     return "GraphStats{buckets=" + numBuckets + ", captures=" + captures + ", captureFailures=" + captureFailures
@@ -215,6 +278,8 @@ public final class GraphStats {
         + ", lastEagerReason=\"" + lastEagerReason + "\", paddedReplays=" + paddedReplays + ", bucketDim=\""
         + bucketDim + "\", numBucketSizes=" + numBucketSizes + ", selectNanos=" + selectNanos + ", waitNanos="
         + waitNanos + ", inputsNanos=" + inputsNanos + ", launchNanos=" + launchNanos + ", outputsNanos="
-        + outputsNanos + ", releaseNanos=" + releaseNanos + "}";
+        + outputsNanos + ", releaseNanos=" + releaseNanos + ", replayFolds=" + replayFolds + ", prepareFolds="
+        + prepareFolds + ", prepointedReplays=" + prepointedReplays + ", prepares=" + prepares + ", prepareFailures="
+        + prepareFailures + ", prepareNanos=" + prepareNanos + "}";
   }
 }

@@ -54,8 +54,9 @@ public class GraphTest {
     try {
       assertEquals("", GraphStats.of(s).lastEagerReason());
       // The struct the library fills is this header's, with the replay phases appended
-      // (440 bytes before them, 488 with them on LP64).
-      assertEquals(488, s.getStruct_size());
+      // (440 bytes before them, 488 with them on LP64) and the preparation counters after
+      // those (536).
+      assertEquals(536, s.getStruct_size());
       s.setNum_buckets(2);
       s.setCaptures(3);
       s.setCapture_failures(4);
@@ -77,6 +78,12 @@ public class GraphTest {
       s.setLaunch_ns(18);
       s.setOutputs_ns(19);
       s.setRelease_ns(1L << 41);
+      s.setReplay_folds(20);
+      s.setPrepare_folds(21);
+      s.setPrepointed_replays(22);
+      s.setPrepares(23);
+      s.setPrepare_failures(24);
+      s.setPrepare_ns(1L << 42);
       GraphStats g = GraphStats.of(s);
       assertEquals(2, g.numBuckets());
       assertEquals(3, g.captures());
@@ -101,8 +108,15 @@ public class GraphTest {
       assertEquals(18, g.launchNanos());
       assertEquals(19, g.outputsNanos());
       assertEquals(1L << 41, g.releaseNanos());
+      assertEquals(20, g.replayFolds());
+      assertEquals(21, g.prepareFolds());
+      assertEquals(22, g.prepointedReplays());
+      assertEquals(23, g.prepares());
+      assertEquals(24, g.prepareFailures());
+      assertEquals(1L << 42, g.prepareNanos());
       assertTrue(g.toString(), g.toString().contains("selectNanos=15, waitNanos=16"));
-      assertTrue(g.toString(), g.toString().endsWith("releaseNanos=" + (1L << 41) + "}"));
+      assertTrue(g.toString(), g.toString().contains("releaseNanos=" + (1L << 41) + ", replayFolds=20"));
+      assertTrue(g.toString(), g.toString().endsWith("prepareNanos=" + (1L << 42) + "}"));
     } finally {
       s.delete();
     }
