@@ -10,6 +10,7 @@
 #include "core/test_hooks.h"
 #include "core/text.h"
 #include "device/transfer.h"
+#include "replicas/slot_allocators.h"
 #include "replicas/update_batches.h"
 
 namespace wharf {
@@ -141,13 +142,12 @@ Status ReplicaGroup::update_serialised(const ConstantMap& map, const UpdateOptio
   }
   // 2. Fresh storage for every written weight on every replica (copy-on-write): the extra
   //    memory per replica is the updated bytes. Out of memory anywhere: nothing staged.
-  //    Replica 0's is allocated while its copy runs (fill); the others' first, so a replica
-  //    short of memory fails the update before any source is read.
+  //    Replica 0's is allocated while its copy runs (fill); the others' by a thread per
+  //    replica meanwhile (slot_allocators.h says why), joined before `slots` goes.
   std::vector<std::vector<std::shared_ptr<Slot>>> slots(n, std::vector<std::shared_ptr<Slot>>(plan.size()));
-  for (size_t r = 1; r < n; ++r)
-    for (size_t k = 0; k < plan.size(); ++k)
-      WHARF_RETURN_IF_ERROR(
-          sets_[r].allocate(plan[k].weight, &slots[r][k]).with_context("replica group update: " + replica_name(r)));
+  SlotAllocators allocators(n, plan.size(), &slots, [&](size_t r, size_t k, std::shared_ptr<Slot>* out) {
+    return sets_[r].allocate(plan[k].weight, out).with_context("replica group update: " + replica_name(r));
+  });
   // 3-4. The sources are read once, into replica 0, and sent on from there.
   std::vector<Event*> wait_for;
   if (source_ready) wait_for.push_back(source_ready.get());
@@ -155,7 +155,8 @@ Status ReplicaGroup::update_serialised(const ConstantMap& map, const UpdateOptio
   uint64_t source_bytes = 0;
   for (const auto& p : plan) source_bytes += sets_[0].weights()[p.weight].decl->nbytes;
   Progress progress(opts.progress, source_bytes, "replica group update");
-  WHARF_RETURN_IF_ERROR(fill(plan, &writes, &slots, wait_for, &progress, &broadcast_bytes));
+  WHARF_RETURN_IF_ERROR(fill(plan, &writes, &slots, &allocators, wait_for, &progress, &broadcast_bytes));
+  allocators.stop();  // all done (fill waited for the last): the threads are joined
   // 5. Every replica's members take the new storage, and fold their derived constants on
   //    their own device: a fold failing anywhere stages nothing anywhere.
   std::vector<size_t> written;
@@ -181,8 +182,8 @@ Status ReplicaGroup::update_serialised(const ConstantMap& map, const UpdateOptio
 }
 
 Status ReplicaGroup::fill(const std::vector<ReplicaMembers::Planned>& plan, std::vector<ReplicaMembers::Writes>* writes,
-                          std::vector<std::vector<std::shared_ptr<Slot>>>* slots, const std::vector<Event*>& wait_for,
-                          Progress* progress, uint64_t* broadcast_bytes) {
+                          std::vector<std::vector<std::shared_ptr<Slot>>>* slots, SlotAllocators* allocators,
+                          const std::vector<Event*>& wait_for, Progress* progress, uint64_t* broadcast_bytes) {
   const size_t n = replicas_.size();
   const ReplicaMembers& first = sets_[0];
   // In batches of about batch_bytes_, so that the broadcast of one batch (NCCL over NVLink,
@@ -215,6 +216,9 @@ Status ReplicaGroup::fill(const std::vector<ReplicaMembers::Planned>& plan, std:
     }
     for (size_t j = 0; j < batch.size(); ++j) (*slots)[0][batch_begin + j] = got[j];
     copied += bytes;
+    // The other replicas' storage for this batch (allocated meanwhile, usually long done).
+    st = allocators->wait(ends[b]);
+    if (!st.ok()) break;
     // Replica 0 -> the others: device constants through the broadcaster, host-placed ones
     // (pinned host memory) by each replica's own copy engine from replica 0's copy.
     std::vector<BroadcastBuffer> buffers;

@@ -55,6 +55,8 @@ struct ReplicaGroupStats {
   uint64_t broadcasts = 0;       // broadcaster calls (NCCL groups, or host copies)
 };
 
+class SlotAllocators;
+
 class ReplicaGroup {
  public:
   // Groups `replicas` (>= 1 containers, each on its own runtime and device, declared alike:
@@ -99,10 +101,12 @@ class ReplicaGroup {
   Status update_serialised(const ConstantMap& map, const UpdateOptions& opts) WHARF_REQUIRES(op_mu_);
   // Copies the planned sources into replica 0's fresh storage and from there into every
   // other replica's (update_batches(batch_bytes_), broadcast overlapping the next copy);
-  // (*slots)[r][k] is plan[k]'s storage on replica r (allocated beforehand for r >= 1).
+  // (*slots)[r][k] is plan[k]'s storage on replica r (for r >= 1 allocated meanwhile by
+  // `allocators`: a batch waits for its own).
   Status fill(const std::vector<ReplicaMembers::Planned>& plan, std::vector<ReplicaMembers::Writes>* writes,
-              std::vector<std::vector<std::shared_ptr<Slot>>>* slots, const std::vector<Event*>& wait_for,
-              Progress* progress, uint64_t* broadcast_bytes) WHARF_REQUIRES(op_mu_);
+              std::vector<std::vector<std::shared_ptr<Slot>>>* slots, SlotAllocators* allocators,
+              const std::vector<Event*>& wait_for, Progress* progress, uint64_t* broadcast_bytes)
+      WHARF_REQUIRES(op_mu_);
 
   std::vector<std::shared_ptr<Container>> replicas_;  // the grouped containers, one per replica
   // What each replica stands for (its container, or its weight store's members). Fixed at

@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -257,8 +259,8 @@ TEST_P(ReplicaGroupN, OutOfMemoryOnOneReplicaChangesNoReplica) {
   const size_t n = GetParam();
   // The short replica holds one generation of its device constants (host-placed ones are
   // pinned memory, outside the limit) and room for a little more, not a full update: the
-  // last one is refused before any source is read; replica 0 (which allocates while it
-  // copies, batch by batch) after two batches were copied and broadcast.
+  // last one is refused (its storage is allocated while replica 0 reads); replica 0 (which
+  // allocates while it copies, batch by batch) after two batches were copied and broadcast.
   const uint64_t device_bytes = model_bytes() - elements(3) * 4;
   for (size_t shorted : {n - 1, size_t(0)}) {
     if (shorted == 0 && n == 1) break;  // the same case
@@ -449,6 +451,39 @@ TEST(ReplicaGroupBatches, ShrinkTowardTheEndOfTheUpdate) {
   EXPECT_TRUE(wharf::update_batches({}, GiB).empty());
   // Full batches of 0 bytes: one constant each.
   EXPECT_EQ(wharf::update_batches({1, 2, 3}, 0), (std::vector<size_t>{1, 2, 3}));
+}
+
+// The other replicas' storage is allocated while replica 0 reads: with replica 1's last
+// allocation parked, replica 0's first batch is read and broadcast (before, every replica's
+// storage was allocated before the first read: 1.16x-1.42x one GPU's update on 4 x H100).
+TEST_P(ReplicaGroupN, OtherReplicasAllocateWhileReplicaZeroReads) {
+  const size_t n = GetParam();
+  if (n == 1) GTEST_SKIP() << "one replica allocates while it copies";
+  Replicas R(n);
+  ASSERT_OK(R.create());
+  R.group->g->set_broadcast_batch_bytes_for_test(elements(0) * 4);
+  ASSERT_NO_FATAL_FAILURE(R.load(1));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool broadcast_seen = false, read_before_last_allocation = false;
+  int allocations = 0;
+  const int per_replica = int(kNumConstants);  // a full update allocates every constant
+  wharf::ScopedTestHook hook([&](const char* point) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (std::strcmp(point, "replica.broadcast.before") == 0) {
+      broadcast_seen = true;
+      cv.notify_all();
+    } else if (std::strcmp(point, "replica.allocate") == 0 && ++allocations == per_replica * int(n - 1)) {
+      // The last allocation of all waits (bounded) for a batch of replica 0's to go out.
+      read_before_last_allocation = cv.wait_for(lock, 5s, [&] { return broadcast_seen; });
+    }
+  });
+  Weights w2(2);
+  ASSERT_OK(wharf_replica_group_update(R.group, w2.map, nullptr));
+  EXPECT_TRUE(read_before_last_allocation) << "replica 0 read nothing until every replica had its storage";
+  EXPECT_EQ(allocations, per_replica * int(n - 1));
+  ASSERT_OK(wharf_replica_group_swap(R.group));
+  EXPECT_EQ(R.versions(), all(n, 2));
 }
 
 // While a group update is parked just before it stages, runs on every replica see the old
