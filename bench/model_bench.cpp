@@ -7,8 +7,10 @@
 // (instance rebind and refold) beside the step after it. Then the same figures with CUDA graphs
 // (wharf_model_enable_graphs, a second load of the model): the step, its host time (begin +
 // model run + end: what the calling thread spends), its GPU time (events around the model
-// run), the first step after an update and swap (re-point + fold of the new generation) and
-// two conversations alternating (a re-point per step). tools/aoti/bench_torch.py measures PyTorch
+// run), the first step after an update and swap (the update folded the new generation and
+// pointed the spare graph at it: what the swaps left on the serving path is printed under
+// it, with the update's time beside the eager model's) and two conversations alternating (a
+// re-point per step). tools/aoti/bench_torch.py measures PyTorch
 // eager and PyTorch's own AOTInductor runner on the same model and weights and prints them
 // beside these figures (gpu-run runs both).
 // --legacy-ab adds the host time per graph step of the replay path before buckets
@@ -621,9 +623,9 @@ int main(int argc, char** argv) {
   // The first step after a hot update and swap: the run's generation is new, so a model
   // instance is rebound to it and AOTInductor refolds the model's folded constants (its
   // container marks them stale on every rebind; docs/decisions.md). Beside it, the step
-  // that follows (bound and folded). The update itself (norm.weight from pageable host
-  // memory) and the swap are not timed.
-  std::vector<double> after_swap, next_step;
+  // that follows (bound and folded). The update (norm.weight from pageable host memory) is
+  // timed apart (the graphs' figure below adds their preparation to it); the swap is not.
+  std::vector<double> after_swap, next_step, eager_update;
   {
     wharf_tensor_view w;
     std::memset(&w, 0, sizeof w);
@@ -645,9 +647,11 @@ int main(int argc, char** argv) {
     std::vector<float> last(kVocab);
     for (int r = 0; r < 40; ++r) {
       wharf_ok(wharf_session_reset(ss), "reset");
-      wharf_ok(wharf_container_update(x.c, upd, nullptr), "update");
-      wharf_ok(wharf_container_swap(x.c), "swap");
       auto t1 = Clock::now();
+      wharf_ok(wharf_container_update(x.c, upd, nullptr), "update");
+      eager_update.push_back(us_since(t1));
+      wharf_ok(wharf_container_swap(x.c), "swap");
+      t1 = Clock::now();
       int64_t tok = step(x, ss, s0, d_in, last.data(), 1, 0);
       after_swap.push_back(us_since(t1));
       t1 = Clock::now();
@@ -681,9 +685,12 @@ int main(int argc, char** argv) {
   g.host_us = g.gpu_us = nullptr;
   // The host time of a step in parts (docs/performance.md: reading the breakdown).
   const Breakdown bd_device = host_breakdown(g, s0, steps, false), bd_host = host_breakdown(g, s0, steps, true);
-  // The first step after an update and swap with graphs: the graph is re-pointed to the new
-  // generation and the generation's constants are folded once (docs/decisions.md).
-  std::vector<double> g_after_swap, g_next_step, alternating;
+  // The first step after an update and swap with graphs: the update folded the generation's
+  // constants and pointed the spare graph at it before returning (docs/decisions.md,
+  // "Preparing for a swap"), so the step replays with neither; the stats before and after say
+  // what was left on the serving path, and the update's time what the preparation added.
+  std::vector<double> g_after_swap, g_next_step, alternating, g_update;
+  wharf_graph_stats swap0, swap1;
   {
     wharf_tensor_view w;
     std::memset(&w, 0, sizeof w);
@@ -704,17 +711,21 @@ int main(int argc, char** argv) {
     int64_t* d_in = nullptr;
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_in), 3 * sizeof(int64_t)));
     std::vector<float> last(kVocab);
+    swap0 = graph_stats(g.model);
     for (int r = 0; r < 40; ++r) {
       wharf_ok(wharf_session_reset(sa), "reset");
-      wharf_ok(wharf_container_update(g.c, upd, nullptr), "update");
-      wharf_ok(wharf_container_swap(g.c), "swap");
       auto t1 = Clock::now();
+      wharf_ok(wharf_container_update(g.c, upd, nullptr), "update");
+      g_update.push_back(us_since(t1));
+      wharf_ok(wharf_container_swap(g.c), "swap");
+      t1 = Clock::now();
       int64_t tok = step(g, sa, s0, d_in, last.data(), 1, 0);
       g_after_swap.push_back(us_since(t1));
       t1 = Clock::now();
       step(g, sa, s0, d_in, last.data(), tok, 1);
       g_next_step.push_back(us_since(t1));
     }
+    swap1 = graph_stats(g.model);
     // Two conversations alternating step by step: every step re-points the KV caches.
     wharf_ok(wharf_session_reset(sa), "reset");
     wharf_ok(wharf_session_reset(sb), "reset");
@@ -781,6 +792,22 @@ int main(int argc, char** argv) {
               g_g.med, g_g.lo, g_g.hi, e_g.med, g_g.med / e_g.med);
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "first step after update+swap (re-point+fold)", g_first.med,
               g_first.lo, g_first.hi);
+  {
+    // What the swaps left on the serving path, and what preparing moved into the update.
+    const Stats eu = stats(eager_update), gu = stats(g_update);
+    const uint64_t nswaps = uint64_t(g_after_swap.size());
+    const uint64_t prepares = swap1.prepares - swap0.prepares;
+    std::printf(
+        "  %llu swaps: serving path %llu re-points (%llu nodes), %llu folds, %llu pre-pointed replays; update "
+        "%.1f us median (eager model %.1f us), of which preparing %.1f us per update (%llu folds, %llu failed)\n",
+        (unsigned long long)nswaps, (unsigned long long)(swap1.repoints - swap0.repoints),
+        (unsigned long long)(swap1.nodes_repointed - swap0.nodes_repointed),
+        (unsigned long long)(swap1.replay_folds - swap0.replay_folds),
+        (unsigned long long)(swap1.prepointed_replays - swap0.prepointed_replays), gu.med, eu.med,
+        prepares ? double(swap1.prepare_ns - swap0.prepare_ns) / double(prepares) / 1e3 : 0.0,
+        (unsigned long long)(swap1.prepare_folds - swap0.prepare_folds),
+        (unsigned long long)(swap1.prepare_failures - swap0.prepare_failures));
+  }
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "the step after it", g_second.med, g_second.lo, g_second.hi);
   std::printf("%-46s %8.1f us %8.1f us %8.1f us\n", "two conversations alternating, per step", alt.med, alt.lo, alt.hi);
   std::printf("%-46s %8.0f /s  (1 conversation: %.0f /s, %.2fx)\n", "4 conversations on 4 streams, graphs", g_par,
@@ -795,10 +822,13 @@ int main(int argc, char** argv) {
   const double steady = gs.replays > gs.repoints ? double(gs.bind_check_ns) / double(gs.replays - gs.repoints) : 0;
   std::printf(
       "graphs host time: binding a replay %.2f us (no change), %.2f us per re-point (%.2f us per node set), "
-      "%.1f us per fold of a new generation\n",
+      "%.1f us per fold of a new generation in a replay (%llu), %.1f us per update preparing one (%llu, %llu "
+      "pre-pointed replays)\n",
       steady / 1e3, gs.repoints ? double(gs.repoint_ns) / double(gs.repoints) / 1e3 : 0.0,
       gs.nodes_repointed ? double(gs.repoint_ns) / double(gs.nodes_repointed) / 1e3 : 0.0,
-      gs.folds ? double(gs.fold_ns) / double(gs.folds) / 1e3 : 0.0);
+      gs.replay_folds ? double(gs.fold_ns) / double(gs.replay_folds) / 1e3 : 0.0, (unsigned long long)gs.replay_folds,
+      gs.prepares ? double(gs.prepare_ns) / double(gs.prepares) / 1e3 : 0.0, (unsigned long long)gs.prepares,
+      (unsigned long long)gs.prepointed_replays);
   for (const wharf_graph_bucket_info& b : buckets)
     std::printf(
         "  graph [%s] set %u: %llu nodes, %llu re-pointable (%llu words), pool +%llu bytes, captured in %.1f ms\n",
@@ -872,6 +902,9 @@ int main(int argc, char** argv) {
       std::fprintf(f, "wharf_graph_gpu_per_step,%.3f,%.3f,%.3f\n", g_g.med, g_g.lo, g_g.hi);
       std::fprintf(f, "wharf_graph_first_step_after_swap,%.3f,%.3f,%.3f\n", g_first.med, g_first.lo, g_first.hi);
       std::fprintf(f, "wharf_graph_step_after_that,%.3f,%.3f,%.3f\n", g_second.med, g_second.lo, g_second.hi);
+      const Stats eu = stats(eager_update), gu = stats(g_update);
+      std::fprintf(f, "wharf_update_norm_weight,%.3f,%.3f,%.3f\n", eu.med, eu.lo, eu.hi);
+      std::fprintf(f, "wharf_graph_update_norm_weight_with_prepare,%.3f,%.3f,%.3f\n", gu.med, gu.lo, gu.hi);
       std::fprintf(f, "wharf_graph_alternating_sessions_step,%.3f,%.3f,%.3f\n", alt.med, alt.lo, alt.hi);
       std::fprintf(f, "wharf_graph_4_streams_steps_per_s,%.1f,,\n", g_par);
       const char* ab_keys[4] = {
