@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -399,7 +400,7 @@ TEST_F(ModelGraph, FirstReplayAfterUpdateAndSwapRepointsAndFoldsNothing) {
     both(se, sg, prompt_[size_t(pos) % prompt_.size()], pos, "step " + std::to_string(pos), &logits);
     if (HasFatalFailure()) return;
   }
-  const bool folds = stats().folds > 0;  // the compiled model folds constants at run time
+  const bool folds = stats().folded_bytes > 0;  // the compiled model folds constants at run time
   for (int swap = 0; swap < 5; ++swap) {
     const std::string what = "swap " + std::to_string(swap);
     const GraphStats before = stats();
@@ -481,6 +482,105 @@ TEST_F(ModelGraph, ARunBegunBeforeTheSwapReplaysItsGenerationAfterThePrepare) {
   EXPECT_EQ(s.eager_runs, 0u) << describe(s);
 }
 
+// Preparations run on the updater's thread while another thread replays: 40 updates and
+// swaps alternate two weight sets (the loaded one and every parameter halved, exact in
+// float) while the serving thread steps a reset conversation; every replay equals the eager
+// step on one of the two sets (never a mix of two generations, never a half-pointed graph),
+// and afterwards an update and swap on this thread is replayed pre-pointed.
+TEST_F(ModelGraph, PreparationsOnAnUpdaterThreadWhileServingNeverMix) {
+  enable();
+  if (HasFatalFailure()) return;
+  ConstantMap original, halved;
+  std::vector<std::unique_ptr<std::vector<float>>> keep;
+  for (const std::string& fqn : params_) {
+    const MapEntry* e = weights_->find(fqn);
+    ASSERT_NE(e, nullptr) << fqn;
+    ASSERT_EQ(e->meta.dtype, DType::kF32) << fqn;
+    auto v = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
+    std::memcpy(v->data(), e->data, e->meta.nbytes());
+    for (float& x : *v) x *= 0.5f;
+    ASSERT_TRUE(halved.set(fqn, e->meta, v->data()).ok());
+    ASSERT_TRUE(original.set(fqn, e->meta, e->data).ok());
+    keep.push_back(std::move(v));
+  }
+  const int64_t token = prompt_[0];
+  // The eager step from a reset conversation on each set.
+  std::shared_ptr<Session> se, sg;
+  sessions(&se, &sg);
+  std::vector<float> want[2];
+  for (int k = 0; k < 2; ++k) {
+    if (k == 1) {
+      ASSERT_TRUE(eager_->container()->update(halved, UpdateOptions()).ok());
+      ASSERT_TRUE(eager_->container()->swap().ok());
+    }
+    ASSERT_TRUE(se->reset().ok());
+    std::unique_ptr<wharf::Run> r;
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se, nullptr, &r).ok());
+    ASSERT_TRUE(step(*eager_, *r, token, 0, &want[k]).ok());
+    ASSERT_TRUE(r->end().ok());
+  }
+  ASSERT_NE(std::memcmp(want[0].data(), want[1].data(), kVocab * 4), 0) << "halving changes nothing: a vacuous test";
+  auto graph_step = [&](std::vector<float>* got) -> Status {
+    WHARF_RETURN_IF_ERROR(sg->reset());
+    std::unique_ptr<wharf::Run> r;
+    WHARF_RETURN_IF_ERROR(wharf::Run::begin(graph_->container(), sg, nullptr, &r));
+    WHARF_RETURN_IF_ERROR(step(*graph_, *r, token, 0, got));
+    return r->end();
+  };
+  std::vector<float> got;
+  ASSERT_TRUE(graph_step(&got).ok());  // the capture
+  ASSERT_EQ(std::memcmp(got.data(), want[0].data(), kVocab * 4), 0) << describe(stats());
+  constexpr int kUpdates = 40;
+  std::atomic<bool> done{false};
+  std::string updater_error;
+  std::thread updater([&] {
+    for (int i = 0; i < kUpdates; ++i) {
+      Status st = graph_->container()->update(i % 2 == 0 ? halved : original, UpdateOptions());
+      if (st.ok()) st = graph_->container()->swap();
+      if (!st.ok()) {
+        updater_error = "update " + std::to_string(i) + ": " + st.message();
+        break;
+      }
+    }
+    done = true;
+  });
+  int seen[2] = {0, 0}, steps = 0;
+  std::string bad;
+  while (bad.empty() && (!done.load() || steps < 8) && steps < 20000) {
+    Status st = graph_step(&got);
+    ++steps;
+    if (!st.ok()) {
+      bad = "step " + std::to_string(steps) + ": " + st.message();
+    } else if (std::memcmp(got.data(), want[0].data(), kVocab * 4) == 0) {
+      ++seen[0];
+    } else if (std::memcmp(got.data(), want[1].data(), kVocab * 4) == 0) {
+      ++seen[1];
+    } else {
+      bad = "step " + std::to_string(steps) + " equals neither weight set's eager step (" +
+            first_difference(want[0], got) + "; against the halved set: " + first_difference(want[1], got) + ")";
+    }
+  }
+  updater.join();
+  EXPECT_EQ(bad, "") << describe(stats());
+  EXPECT_EQ(updater_error, "") << describe(stats());
+  GraphStats s = stats();
+  EXPECT_EQ(s.eager_runs, 0u) << describe(s);
+  EXPECT_EQ(s.captures, 1u) << describe(s);
+  EXPECT_GE(s.prepares, uint64_t(kUpdates)) << describe(s);
+  EXPECT_EQ(s.prepare_failures, 0u) << describe(s);
+  std::printf("[ ModelGraph ] %d steps while updating: %d on the loaded weights, %d on the halved ones; %s\n", steps,
+              seen[0], seen[1], describe(s).c_str());
+  // Quiet now: an update and swap here is replayed pre-pointed.
+  ASSERT_TRUE(graph_->container()->update(halved, UpdateOptions()).ok());
+  ASSERT_TRUE(graph_->container()->swap().ok());
+  const GraphStats before = stats();
+  ASSERT_TRUE(graph_step(&got).ok());
+  EXPECT_EQ(std::memcmp(got.data(), want[1].data(), kVocab * 4), 0) << first_difference(want[1], got);
+  s = stats();
+  EXPECT_EQ(s.repoints, before.repoints) << describe(s);
+  EXPECT_EQ(s.prepointed_replays, before.prepointed_replays + 1) << describe(s);
+}
+
 // A prepare whose fold fails does not fail the update: the first replay after the swap folds
 // and re-points as it did before prepares existed, bit-exact, and the stats say why.
 TEST_F(ModelGraph, AFailedFoldAtPrepareFallsBackToTheFirstReplay) {
@@ -494,7 +594,7 @@ TEST_F(ModelGraph, AFailedFoldAtPrepareFallsBackToTheFirstReplay) {
   if (HasFatalFailure()) return;
   both(se, sg, prompt_[1], 1, "second step", nullptr);
   if (HasFatalFailure()) return;
-  if (stats().folds == 0) GTEST_SKIP() << "the compiled model folds no constants at run time";
+  if (stats().folded_bytes == 0) GTEST_SKIP() << "the compiled model folds no constants at run time";
   const GraphStats before = stats();
   update_both("lm_head.weight", 2.0f, false, "update");  // succeeds whatever the prepare did
   if (HasFatalFailure()) return;
