@@ -402,8 +402,10 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_get_device_info(const whar
 /**
  * Waits until all work Wharf enqueued on the runtime's own streams has finished, and until
  * storage that ended runs let go of has been freed (Wharf frees it on a thread of its own,
- * not on the thread ending a run). Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the
- * failed work). Since 0.3.
+ * not on the thread ending a run). A stream being captured into a CUDA graph at the time
+ * (a caller's, or one Wharf is capturing on) is left alone: synchronizing it would
+ * invalidate the capture. Thread-safe. Errors: WHARF_DEVICE_ERROR (naming the failed work).
+ * Since 0.3.
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_synchronize(wharf_runtime* runtime);
 

@@ -605,6 +605,37 @@ TEST_F(CudaTest, DeviceSynchronizeWaitsForItsStreamsButNotForeignWork) {
   ASSERT_OK(dev_->synchronize());
 }
 
+// A registered stream being captured into a CUDA graph on another thread (a graph capture
+// of a model with offloaded layers joins the offloader's copy stream into its capture) is
+// skipped: synchronizing it would fail the call and invalidate that thread's capture.
+TEST_F(CudaTest, DeviceSynchronizeLeavesACaptureOnAnotherThreadAlone) {
+  std::unique_ptr<Stream> s, other;
+  ASSERT_OK(dev_->create_stream(&s));
+  ASSERT_OK(dev_->create_stream(&other));
+  Buffer d;
+  ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, 4096, "d", &d));
+  ASSERT_EQ(cudaStreamBeginCapture(native(*s), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d.data(), 7, 4096, native(*s)), cudaSuccess);
+  ASSERT_EQ(wharf_test::launch_spin(native(*other), kSpinNs), cudaSuccess);
+  Status synced;
+  std::thread t([&] { synced = dev_->synchronize(); });
+  t.join();
+  EXPECT_TRUE(synced.ok()) << synced.message();
+  EXPECT_EQ(cudaStreamQuery(native(*other)), cudaSuccess) << "the other streams are still waited for";
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(native(*s), &graph), cudaSuccess) << "the capture was invalidated";
+  ASSERT_NE(graph, nullptr);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, native(*s)), cudaSuccess);
+  std::vector<uint8_t> back(4096, 0);
+  ASSERT_OK(s->copy_async(back.data(), d.data(), back.size()));
+  ASSERT_OK(s->synchronize());
+  EXPECT_EQ(back, std::vector<uint8_t>(4096, 7));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 TEST_F(CudaTest, DeviceSynchronizeWhileStreamsComeAndGo) {
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};

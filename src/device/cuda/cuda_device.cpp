@@ -440,6 +440,14 @@ class CudaDevice final : public Device {
     Status first;
     for (const auto& h : streams) {
       Status st = set_device(h->device);
+      // A stream being captured into a CUDA graph (a caller's run stream, a graph capture's
+      // stream, an offloader's copy stream joined into a capture) records work instead of
+      // running it: cudaStreamSynchronize on it fails and invalidates the capture, which
+      // another thread's capture must not pay for. Work enqueued before its capture began is
+      // left to the capture's owner.
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      if (st.ok() && cudaStreamIsCapturing(h->stream, &capture) != cudaSuccess) (void)cudaGetLastError();
+      if (capture != cudaStreamCaptureStatusNone) continue;
       if (st.ok()) {
         cudaError_t e = cudaStreamSynchronize(h->stream);
         if (e != cudaSuccess) st = error_status(e, "cudaStreamSynchronize of " + h->label());
