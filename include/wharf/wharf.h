@@ -1369,7 +1369,13 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * run's generation and session, as an eager run does: after a swap, a rollback, an update
  * (in place or not) or for another session, the graph's pointers to constants, state and
  * folded constants are re-pointed (only the nodes whose binding changed), never recaptured;
- * the constants a model folds are folded once per generation, at its first replay. Outputs of
+ * the constants a model folds are folded once per generation. An update (or weight store or
+ * replica group update) that stages a generation prepares the graphs for it before it
+ * returns, on the calling thread: it folds that generation's constants and points a spare
+ * graph of each bucket at it, so the first replay after the swap does neither (a run begun
+ * before the swap replays the other graph, still on its generation); a preparation that
+ * fails changes nothing (the first replay folds and re-points, counted in
+ * wharf_graph_stats). Outputs of
  * a replayed run are the graph's static buffers: valid until wharf_run_end, like every
  * model output; until then the set of graphs that call used is held by the run: other calls
  * meanwhile (other runs, or the same run again) replay from other sets, up to
