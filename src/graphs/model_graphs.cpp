@@ -634,8 +634,10 @@ struct ModelGraphs::Core {
   }
 
   Status fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) WHARF_REQUIRES(mu);
-  // The fold record of `gen` (null: none yet); drops those of generations gone.
-  std::shared_ptr<FoldRecord> find_fold(const std::shared_ptr<Generation>& gen) WHARF_REQUIRES(mu);
+  // The fold record of `gen` (null: none yet); drops those of generations gone (into *dead
+  // when given, for the caller to free after the lock: freeing may wait for the device).
+  std::shared_ptr<FoldRecord> find_fold(const std::shared_ptr<Generation>& gen,
+                                        std::vector<std::shared_ptr<FoldRecord> >* dead = nullptr) WHARF_REQUIRES(mu);
   // Folds the constants `tensor` gives (by container constant index) on `inst`, on `stream`,
   // into a new record laid out as `layout`.
   Status fold_into_record(Model::Instance& inst, const std::function<Status(int, BoundTensor*)>& tensor,
@@ -819,9 +821,14 @@ Status ModelGraphs::Core::folded_bases(Run& run, Bucket& b, const FoldRecord* fo
   return Status::Ok();
 }
 
-std::shared_ptr<FoldRecord> ModelGraphs::Core::find_fold(const std::shared_ptr<Generation>& gen) {
+std::shared_ptr<FoldRecord> ModelGraphs::Core::find_fold(const std::shared_ptr<Generation>& gen,
+                                                         std::vector<std::shared_ptr<FoldRecord> >* dead) {
   // Generations gone: their folded constants go (their runs have completed).
-  folds.erase(std::remove_if(folds.begin(), folds.end(), [](const auto& f) { return f.first.expired(); }), folds.end());
+  // (A partition, not remove_if: moving over a gone record would free it here.)
+  auto gone = std::partition(folds.begin(), folds.end(), [](const auto& f) { return !f.first.expired(); });
+  if (dead)
+    for (auto it = gone; it != folds.end(); ++it) dead->push_back(std::move(it->second));
+  folds.erase(gone, folds.end());
   for (const auto& f : folds)
     if (!f.first.owner_before(gen) && !gen.owner_before(f.first)) return f.second;
   return nullptr;
@@ -897,6 +904,8 @@ void ModelGraphs::Core::prepare(const std::shared_ptr<Generation>& gen) {
   MutexLock prep(prepare_mu);
   if (closed || legacy || !gen) return;
   const Clock::time_point t0 = Clock::now();
+  // Records to free once the graphs' mutex is released (declared first: freed last).
+  std::vector<std::shared_ptr<FoldRecord> > dropped;
   // The writer's thread gets its current device back.
   struct RestoreDevice {
     int device = -1;
@@ -923,7 +932,7 @@ void ModelGraphs::Core::prepare(const std::shared_ptr<Generation>& gen) {
         if (layout.empty()) layout = b->fold_sizes;
       }
     if (!any) return;  // nothing captured yet: the first capture folds and binds anyway
-    rec = find_fold(gen);
+    rec = find_fold(gen, &dropped);
   }
   // The fold, on this thread and the prepare stream, done before the record is published.
   Status st;
@@ -972,7 +981,8 @@ void ModelGraphs::Core::prepare(const std::shared_ptr<Generation>& gen) {
   {
     MutexLock lock(mu);
     if (folded) {
-      if (std::shared_ptr<FoldRecord> have = find_fold(gen)) {
+      if (std::shared_ptr<FoldRecord> have = find_fold(gen, &dropped)) {
+        dropped.push_back(std::move(rec));
         rec = std::move(have);  // a replay folded it meanwhile: its record is the one in use
       } else {
         folds.emplace_back(gen, rec);

@@ -62,9 +62,11 @@ std::string describe(const GraphStats& s) {
          std::to_string(s.replay_folds) + ", prepares " + std::to_string(s.prepare_folds) + "), prepares " +
          std::to_string(s.prepares) + " (" + std::to_string(s.nodes_prepointed) + " nodes, " +
          std::to_string(s.prepare_failures) + " failed: '" + s.last_prepare_failure + "'), pre-pointed replays " +
-         std::to_string(s.prepointed_replays) + ", spare execs " + std::to_string(s.spare_execs) + ", pool " +
-         std::to_string(s.pool_bytes) + " B, folded " + std::to_string(s.folded_bytes) + " B, last eager reason '" +
-         s.last_eager_reason + "'" + b;
+         std::to_string(s.prepointed_replays) + ", spare execs " + std::to_string(s.spare_execs) + " (" +
+         std::to_string(s.spare_instantiate_ns / 1000) + " us, ~" + std::to_string(s.spare_exec_bytes) +
+         " B), prepare time " + std::to_string(s.prepare_ns / 1000) + " us (folds " +
+         std::to_string(s.prepare_fold_ns / 1000) + " us), pool " + std::to_string(s.pool_bytes) + " B, folded " +
+         std::to_string(s.folded_bytes) + " B, last eager reason '" + s.last_eager_reason + "'" + b;
 }
 
 class ModelGraph : public ::testing::Test {
@@ -428,6 +430,11 @@ TEST_F(ModelGraph, FirstReplayAfterUpdateAndSwapRepointsAndFoldsNothing) {
   EXPECT_EQ(s.captures, 1u) << describe(s);
   EXPECT_EQ(s.eager_runs, 0u) << describe(s);
   EXPECT_EQ(s.spare_execs, 1u) << "one spare per bucket, instantiated once: " << describe(s);
+  std::printf(
+      "[ ModelGraph ] 5 update+swaps: prepare %.1f us per update (fold %.1f us), spare instantiated in %.1f us "
+      "(~%lld bytes); the first replays after them set %llu nodes and folded %llu times\n",
+      double(s.prepare_ns) / 5e3, double(s.prepare_fold_ns) / 5e3, double(s.spare_instantiate_ns) / 1e3,
+      (long long)s.spare_exec_bytes, (unsigned long long)s.nodes_repointed, (unsigned long long)s.replay_folds);
   EXPECT_EQ(s.prepare_failures, 0u) << describe(s);
 }
 
