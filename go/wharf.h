@@ -794,7 +794,9 @@ WHARF_API void wharf_update_options_init_sized(wharf_update_options* opts, size_
  * nothing. Out of device memory midway (WHARF_OUT_OF_MEMORY) leaves the active generation
  * untouched and releases what the update allocated. A fold callback's error aborts the
  * update the same way. Thread-safe; a concurrent update of the same container returns
- * WHARF_BUSY.
+ * WHARF_BUSY. A model of this container with CUDA graphs enabled is prepared for the new
+ * generation before the call returns, on the calling thread (wharf_model_enable_graphs: its
+ * folded constants and a spare graph per bucket); that never fails the update.
  *
  * WHARF_TARGET_ACTIVE_IN_PLACE writes and publishes at once: when the call returns, the
  * container has a new generation id (wharf_container_generation changes, and runs begun
