@@ -1125,11 +1125,14 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   } drop_instance{set};
   if (!set.instance) WHARF_RETURN_IF_ERROR(model->graph_instance(2, &set.instance));
   b->instance = set.instance;
-  // Offloaded layers: the set's ring (allocated at its first capture, kept with the set).
+  // Offloaded layers: the set's ring (allocated at its first capture, kept with the set;
+  // zeroed, as the warm-up reads it without copies).
   const Offloader* offloader = model->offloader_.get();
-  if (offloader && !set.offload_ring.data())
+  if (offloader && !set.offload_ring.data()) {
     WHARF_RETURN_IF_ERROR(runtime->device().allocate(MemKind::kDevice, MemTag::kOffload, offloader->ring_bytes(),
                                                      "the offload slots of a set of graphs", &set.offload_ring));
+    GRAPH_CUDA(cudaMemsetAsync(set.offload_ring.data(), 0, set.offload_ring.size(), cap), "zeroing the offload slots");
+  }
   char* ring = offloader ? static_cast<char*>(set.offload_ring.data()) : nullptr;
   Model::GraphOffload offload;
   offload.run = &run;
@@ -1256,7 +1259,10 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     Status st;
     {
       AllocatorScope scope(*model, pool_alloc);
-      st = model->graph_run(*b->instance, statics, cap, &outs, &handles, offload_ptr);
+      // Without the offloader: the offload points pass through and the layers read the ring
+      // as it is (the outputs are thrown away), so only the captured run below holds the
+      // offloader, as long as an eager run's enqueue, and the warm-up waits for no other run.
+      st = model->graph_run(*b->instance, statics, cap, &outs, &handles);
     }
     model->graph_free_handles(handles);
     if (!st.ok()) {

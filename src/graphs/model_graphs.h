@@ -37,8 +37,9 @@
 // (cuGraphExecKernelNodeSetParams and friends). A replay therefore reads exactly the run's
 // generation and session, like an eager run.
 //
-// Offloaded layers (Model::offloader): the warm-up and the capture drive the offloader on the
-// capture stream into the set's own ring of slots (its instance is bound there), so the
+// Offloaded layers (Model::offloader): the captured run drives the offloader on the capture
+// stream into the set's own ring of slots (its instance is bound there; the warm-up before it
+// passes the offload points without copies, reading the ring as it is), so the
 // graph holds the layers' copies as memcpy nodes whose sources, each offloaded constant's
 // host storage in the generation, are ranges like the constants'; a replay re-points them to
 // its run's generation and takes nothing of the offloader's (docs/decisions.md, "Graphs of

@@ -896,8 +896,9 @@ Status Model::graph_fold(Instance& inst, void* stream) {
 Status Model::graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, void* stream,
                         std::vector<ModelTensor>* outputs, std::vector<void*>* handles, const GraphOffload* offload) {
   handles->clear();
-  if (offloader_ && (!offload || !offload->run || !offload->stream || !offload->ring))
-    return Internal("model " + quote_name(name_) + ": a graph run of a model with offloaded layers needs their ring");
+  if (offload && (!offload->run || !offload->stream || !offload->ring))
+    return Internal("model " + quote_name(name_) + ": a graph run's offloading needs a run, a stream and a ring");
+  const bool offloading = offloader_ && offload;
   const Shim& shim = *lib_->shim;
   AccountingScope scope(&runtime_->device().accounting());
   const int dev = runtime_->device().index();
@@ -921,7 +922,7 @@ Status Model::graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, 
   // The offloaded layers: copied into the ring on the copy stream forked from `stream` (under
   // a capture: copy nodes in the graph, reading the run's generation's host storage).
   OffloadContext octx;
-  if (offloader_) {
+  if (offloading) {
     OffloadTarget target;
     target.stream = offload->stream;
     target.ring = offload->ring;
@@ -944,7 +945,7 @@ Status Model::graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, 
   }
   for (AHandle h : out)
     if (h) handles->push_back(h);
-  const Status offload_status = offloader_ ? end_offload(*offload->run, e != 0) : Status::Ok();
+  const Status offload_status = offloading ? end_offload(*offload->run, e != 0) : Status::Ok();
   if (e != 0) return Internal("model " + quote_name(name_) + ": running it failed" + shim_error(shim));
   WHARF_RETURN_IF_ERROR(offload_status.with_context("model " + quote_name(name_)));
   return read_outputs(shim, out, dev, name_, outputs);

@@ -191,8 +191,10 @@ class Model {
   };
   // AOTInductorModelContainerRunSingleThreaded on `stream` with device inputs (the model
   // steals nothing of the caller's: handles are made here). *handles: the outputs' tensor
-  // handles (the caller frees them with graph_free_handles); *outputs: their views. A model
-  // with offloaded layers needs `offload` (its instance bound to that ring's slots).
+  // handles (the caller frees them with graph_free_handles); *outputs: their views. With
+  // `offload`, a model's offloaded layers are copied into that ring (its instance is bound
+  // there); without, its offload points pass through and the layers read whatever the slots
+  // it is bound to hold (a warm-up, whose outputs are thrown away).
   Status graph_run(Instance& inst, const std::vector<ModelTensor>& inputs, void* stream,
                    std::vector<ModelTensor>* outputs, std::vector<void*>* handles,
                    const GraphOffload* offload = nullptr);

@@ -483,8 +483,13 @@ Status Offloader::finish_locked(bool from_run_end) {
   // work joins back into the capture, which cudaStreamEndCapture requires).
   st = copy_stream_->record(*join_);
   if (st.ok()) st = stream_->wait(*join_);
-  if (st.ok()) st = stream_->record(*prev_end_);
-  prev_end_valid_ = st.ok() && !capturing_;
+  // The next run orders its copies after this run's end. A captured run's end is no point in
+  // time (its graph runs whenever it is launched, ordered by its caller): the run before the
+  // capture stays the one the next run waits for, which may still read the slots.
+  if (!capturing_) {
+    if (st.ok()) st = stream_->record(*prev_end_);
+    prev_end_valid_ = st.ok();
+  }
   if (from_run_end && copied_ > waited_ && !capturing_) {
     // The run's completion was recorded before this join: keep the generation whose host
     // storage the unwaited copies read until they are done.

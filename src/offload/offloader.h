@@ -21,7 +21,8 @@
 //                   offloaded index j + k (into slot (j + k) % capacity, last read by index
 //                   j + k - capacity <= j) waits for that slot's last reader's event.
 //   end(run)        join: the run's stream waits for the copy stream's last copy; records the
-//                   run's end for the next run. Called by the run's end if the caller did not.
+//                   run's end for the next run (not for a captured run: the next run then
+//                   waits for the run before it). Called by the run's end if the caller did not.
 // Layers are waited and issued in increasing order (each offloaded layer: wait, then
 // issued); non-offloaded layers may be skipped or passed to wait/issued (no-ops).
 //

@@ -309,6 +309,56 @@ TEST_F(GpuOffload, AnInPlaceUpdateLeavesWhatACapturedGraphCopiesAlone) {
   cudaGraphDestroy(graph);
 }
 
+// A run captured between two eager runs on other streams: the second eager run's copies wait
+// for the first run's end, not for the capture (whose end is no point in time). The first
+// run spins before each layer, so its last layers read their slots long after its copies
+// were issued; a copy of the second run (another generation) ordered after the capture alone
+// refilled slot 0 before the first run's layer 6 read it.
+TEST_F(GpuOffload, AnEagerRunAfterACaptureWaitsForTheRunBeforeIt) {
+  ASSERT_NO_FATAL_FAILURE(setup(1, 2, 0, 1));
+  const std::vector<float> want1 = reference();
+  cudaStream_t s2 = nullptr, s3 = nullptr;
+  float *h2 = nullptr, *h3 = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
+  ASSERT_CUDA(cudaMalloc(&h2, kD * sizeof(float)));
+  ASSERT_CUDA(cudaMalloc(&h3, kD * sizeof(float)));
+  // A: generation 1 on s, 20 ms of spinning before each layer.
+  wharf_run* a = nullptr;
+  ASSERT_OK(wharf_run_begin(offloaded, nullptr, s, &a));
+  forward(a, true, 20'000'000);
+  ASSERT_OK(wharf_run_end(a));
+  // B: captured on s2 (never launched).
+  std::swap(s, s2);
+  std::swap(h, h2);
+  wharf_run* b = nullptr;
+  ASSERT_OK(wharf_run_begin(offloaded, nullptr, s, &b));
+  ASSERT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  forward(b, true);
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(s, &graph));
+  ASSERT_OK(wharf_run_end(b));
+  std::swap(s, s2);
+  std::swap(h, h2);
+  // C: generation 2 on s3, enqueued while A still spins.
+  ASSERT_NO_FATAL_FAILURE(publish(offloaded, 2));
+  std::swap(s, s3);
+  std::swap(h, h3);
+  wharf_run* c = nullptr;
+  ASSERT_OK(wharf_run_begin(offloaded, nullptr, s, &c));
+  forward(c, true);
+  ASSERT_OK(wharf_run_end(c));
+  std::swap(s, s3);
+  std::swap(h, h3);
+  EXPECT_EQ(mismatches(result(), want1), 0u) << "a run after the capture refilled a slot the run before it still read";
+  ASSERT_CUDA(cudaStreamSynchronize(s3));
+  cudaGraphDestroy(graph);
+  cudaFree(h2);
+  cudaFree(h3);
+  cudaStreamDestroy(s2);
+  cudaStreamDestroy(s3);
+}
+
 TEST_F(GpuOffload, HotUpdateMidSequence) {
   ASSERT_NO_FATAL_FAILURE(setup(2, 2, 0, 1));
   const std::vector<float> want1 = reference();
