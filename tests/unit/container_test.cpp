@@ -497,11 +497,28 @@ TEST_F(Fixture, ListenersAreToldOfEachStagedGeneration) {
   wharf_update_options o;
   wharf_update_options_init(&o);
   o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  const uint64_t before_in_place = wharf_container_generation(c);
   ASSERT_OK(wharf_container_update(c, w2.map, &o));
   ASSERT_EQ(l->told.size(), 2u);
+  EXPECT_EQ(l->generation_seen[1], before_in_place + 1) << "storage reused: told after the publish";
   ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
   EXPECT_EQ(l->told[1]->slots[size_t(norm)]->data(), address_of(run, "norm"));
   EXPECT_EQ(read_first(run, "norm"), 3.0f);
+  // In place with the constant pinned by this open run (no wait): fresh storage, nothing
+  // reused, so the listener is told before the publish (runs go on meanwhile).
+  Weights w3;
+  w3.add("norm", {32}, 4.0f);
+  w3.build();
+  o.in_place_max_wait_ms = 0;
+  const uint64_t before_fresh = wharf_container_generation(c);
+  ASSERT_OK(wharf_container_update(c, w3.map, &o));
+  ASSERT_EQ(l->told.size(), 3u);
+  EXPECT_EQ(l->generation_seen[2], before_fresh) << "nothing reused: told before the publish";
+  EXPECT_EQ(read_first(run, "norm"), 3.0f);  // the open run keeps its data
+  ASSERT_OK(wharf_run_end(run));
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(l->told[2]->slots[size_t(norm)]->data(), address_of(run, "norm"));
+  EXPECT_EQ(read_first(run, "norm"), 4.0f);
   ASSERT_OK(wharf_run_end(run));
   // Gone: no longer called.
   std::weak_ptr<RecordingListener> gone = l;
