@@ -1701,7 +1701,9 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method_output(co
  * One run at a time holds an offloader (its slots hold that run's layers): others get
  * WHARF_BUSY until it ends. Runs of other streams are ordered after the previous run on the
  * device; a run being captured cannot wait for work outside its capture, so launch the graph
- * on a stream ordered after the previous run (the same stream, or wait for it).
+ * on a stream ordered after the previous run (the same stream, or wait for it), and begin the
+ * runs after a launch on a stream ordered after it: a captured run is no previous run for
+ * the offloader (the run after it waits for the run before the capture).
  *
  * Generations. A run copies from the host storage of the generation it pinned: an update and
  * a swap make later runs prefetch the new weights, and a run in flight never reads a mix. A

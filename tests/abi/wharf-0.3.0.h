@@ -794,7 +794,9 @@ WHARF_API void wharf_update_options_init_sized(wharf_update_options* opts, size_
  * nothing. Out of device memory midway (WHARF_OUT_OF_MEMORY) leaves the active generation
  * untouched and releases what the update allocated. A fold callback's error aborts the
  * update the same way. Thread-safe; a concurrent update of the same container returns
- * WHARF_BUSY.
+ * WHARF_BUSY. A model of this container with CUDA graphs enabled is prepared for the new
+ * generation before the call returns, on the calling thread (wharf_model_enable_graphs: its
+ * folded constants and a spare graph per bucket); that never fails the update.
  *
  * WHARF_TARGET_ACTIVE_IN_PLACE writes and publishes at once: when the call returns, the
  * container has a new generation id (wharf_container_generation changes, and runs begun
@@ -1369,7 +1371,13 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * run's generation and session, as an eager run does: after a swap, a rollback, an update
  * (in place or not) or for another session, the graph's pointers to constants, state and
  * folded constants are re-pointed (only the nodes whose binding changed), never recaptured;
- * the constants a model folds are folded once per generation, at its first replay. Outputs of
+ * the constants a model folds are folded once per generation. An update (or weight store or
+ * replica group update) that stages a generation prepares the graphs for it before it
+ * returns, on the calling thread: it folds that generation's constants and points a spare
+ * graph of each bucket at it, so the first replay after the swap does neither (a run begun
+ * before the swap replays the other graph, still on its generation); a preparation that
+ * fails changes nothing (the first replay folds and re-points, counted in
+ * wharf_graph_stats). Outputs of
  * a replayed run are the graph's static buffers: valid until wharf_run_end, like every
  * model output; until then the set of graphs that call used is held by the run: other calls
  * meanwhile (other runs, or the same run again) replay from other sets, up to
@@ -1424,15 +1432,17 @@ typedef struct wharf_graph_stats {
   uint64_t captures;         /* graphs captured */
   uint64_t capture_failures; /* shapes whose capture failed (they run eagerly) */
   uint64_t replays;          /* runs served by a graph */
-  uint64_t repoints;         /* replays that re-pointed nodes (their binding differed) */
-  uint64_t nodes_repointed;  /* node parameter updates, in total */
+  uint64_t repoints;         /* replays that re-pointed nodes (their binding differed; not those an
+                              * update had pointed already: prepointed_replays) */
+  uint64_t nodes_repointed;  /* node parameter updates by replays, in total */
   uint64_t eager_runs;       /* runs executed eagerly while graphs were enabled */
-  uint64_t folds;            /* generations whose constants were folded for the graphs */
+  uint64_t folds;            /* generations whose constants were folded for the graphs (by captures,
+                              * replays and updates: replay_folds, prepare_folds) */
   uint64_t pool_bytes;       /* the graph pool: static inputs, outputs, intermediates (memory tag "graph") */
   uint64_t folded_bytes;     /* folded constants held for live generations (memory tag "constants") */
   /* Host time in total, nanoseconds: binding replays that re-pointed nodes (the run's bases and
    * the set-params calls), binding replays that did not (the bases compared), folding the
-   * constants of new generations. */
+   * constants of new generations in replays (on the serving path). */
   uint64_t repoint_ns;
   uint64_t bind_check_ns;
   uint64_t fold_ns;
@@ -1691,7 +1701,9 @@ WHARF_API WHARF_NODISCARD wharf_status* wharf_model_package_get_method_output(co
  * One run at a time holds an offloader (its slots hold that run's layers): others get
  * WHARF_BUSY until it ends. Runs of other streams are ordered after the previous run on the
  * device; a run being captured cannot wait for work outside its capture, so launch the graph
- * on a stream ordered after the previous run (the same stream, or wait for it).
+ * on a stream ordered after the previous run (the same stream, or wait for it), and begin the
+ * runs after a launch on a stream ordered after it: a captured run is no previous run for
+ * the offloader (the run after it waits for the run before the capture).
  *
  * Generations. A run copies from the host storage of the generation it pinned: an update and
  * a swap make later runs prefetch the new weights, and a run in flight never reads a mix. A
