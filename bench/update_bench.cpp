@@ -28,7 +28,7 @@
 // usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR]
 //                     [--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]]
 //                     [--copy-threads N] [--staging-mib N] [--no-baselines]
-//                     [--settle-ms N]
+//                     [--settle-ms N] [--trace-one [--trace-dir DIR]]
 // --settle-ms N: milliseconds between freeing the inactive generation and each timed update
 // (default 50; see timed_update).
 // --no-baselines: leave out the large groups' pageable cudaMemcpy baselines (a and b), the
@@ -36,6 +36,11 @@
 // --copy-threads / --staging-mib: the runtime's wharf_runtime_options (0: its defaults).
 // --probe: only the copy engine's own costs (see probe()), over --gib bytes, with
 // --probe-hold-gib GiB of other device memory held meanwhile.
+// --trace-one: after each group's repetitions, one more run of each of its Wharf rows that
+// copies from the host (pinned, pageable, file) with WHARF_TRANSFER_TRACE set: the transfer
+// engine's trace of that run goes to DIR/transfer_trace_<group>_<source>[_load].txt (--trace-dir,
+// default .) and its summary is printed beside the group's medians (docs/performance.md,
+// "Tracing one update"). The traced runs are not among the samples.
 #include <cuda_runtime.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,6 +212,74 @@ uint64_t constants_bytes(wharf_runtime* rt, bool peak) {
 // presumably scrubs the freed pages with the copy engines). A served model's next update does
 // not follow its previous generation's free by microseconds; --settle-ms 0 measures that case.
 int g_settle_ms = 50;
+
+bool g_trace_one = false;
+std::string g_trace_dir = ".";
+
+// --trace-one: one traced run of each host-sourced Wharf row of a group (see the top).
+void trace_rows(std::vector<Row>& rows) {
+  if (!g_trace_one) return;
+  auto median_of = [&](const std::string& name, const std::string& source) {
+    for (const Row& r : rows)
+      if (r.name.rfind(name, 0) == 0 && r.source == source && !r.samples.empty()) return median(r.samples);
+    return 0.0;
+  };
+  const double ceil_s = median_of("ceiling", "pinned"), pinned_s = median_of("wharf update", "pinned");
+  for (Row& r : rows) {
+    if (!r.once || r.name.rfind("wharf", 0) != 0 || r.source == "device" || r.samples.empty()) continue;
+    const bool load = r.name.find("load") != std::string::npos;
+    const std::string path =
+        g_trace_dir + "/transfer_trace_" + r.group + "_" + r.source + (load ? "_load" : "") + ".txt";
+    std::remove(path.c_str());
+    setenv("WHARF_TRANSFER_TRACE", path.c_str(), 1);
+    const double s = r.once();
+    unsetenv("WHARF_TRANSFER_TRACE");
+    char pinned_txt[64] = "";
+    if (pinned_s > 0) std::snprintf(pinned_txt, sizeof pinned_txt, "pinned update %.2f ms, ", pinned_s * 1e3);
+    std::printf(
+        "\ntraced: %s, %s from %s: %.2f ms in the bench; medians of the group: ceiling %.2f ms, %sthis row "
+        "%.2f ms (%s)\n",
+        r.group.c_str(), r.name.c_str(), r.source.c_str(), s * 1e3, ceil_s * 1e3, pinned_txt, median(r.samples) * 1e3,
+        path.c_str());
+    // The summary lines of each copy() the run made (the records follow in the file).
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (!f) {
+      std::printf("  (no trace written: was this bench built against a library without WHARF_TRANSFER_TRACE?)\n");
+      continue;
+    }
+    char line[2048];
+    while (std::fgets(line, sizeof line, f)) {
+      if (std::strncmp(line, "transfer trace:", 15) && std::strncmp(line, "  ", 2)) continue;
+      std::printf("  %s", line);
+      // Where this copy's time went beyond the ceiling's rate, from its "summary" line:
+      // total = before the first DMA + the DMAs' busy time + the copy engine's idle gaps + after
+      // the last DMA, and busy = the DMA bytes at the ceiling's rate + what the DMAs were slower.
+      double total = -1, dma_bytes = 0, first = -1, last = -1, busy = 0, idle = 0;
+      int dev = 0;
+      const char* p = std::strstr(line, "summary ");
+      if (!p || ceil_s <= 0) continue;
+      auto get = [&](const char* key, double* v) {
+        const char* k = std::strstr(p, key);
+        if (k) *v = std::atof(k + std::strlen(key));
+      };
+      get(" total_ms=", &total);
+      get(" dma_bytes=", &dma_bytes);
+      get(" first_dma_ms=", &first);
+      get(" last_dma_ms=", &last);
+      get(" dma_busy_ms=", &busy);
+      get(" dma_idle_ms=", &idle);
+      if (const char* k = std::strstr(p, " device_times=")) dev = std::atoi(k + 14);
+      if (!dev || first < 0 || total < 0) continue;
+      const double ceil_gbps = double(r.bytes) / ceil_s / 1e9, ideal = dma_bytes / (ceil_gbps * 1e6);
+      std::printf(
+          "    vs the ceiling (%.2f GB/s): %.3f ms over its %.3f ms = before the first DMA %.3f + copy engine "
+          "idle %.3f + DMAs slower than the ceiling %.3f + after the last DMA %.3f\n",
+          ceil_gbps, total - ideal, ideal, first, idle, busy - ideal, total - last);
+    }
+    std::fclose(f);
+  }
+  std::fflush(stdout);
+}
 
 double timed_update(wharf_runtime* rt, wharf_container* c, const std::function<wharf_status*()>& update, Row* row) {
   wharf_ok(wharf_container_free_inactive(c), "free inactive");
@@ -383,12 +456,16 @@ int main(int argc, char** argv) {
       copy_threads = uint32_t(std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--staging-mib") && i + 1 < argc)
       staging_mib = uint64_t(std::atoll(argv[++i]));
+    else if (!std::strcmp(argv[i], "--trace-one"))
+      g_trace_one = true;
+    else if (!std::strcmp(argv[i], "--trace-dir") && i + 1 < argc)
+      g_trace_dir = argv[++i];
     else {
       std::fprintf(
           stderr,
           "usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR] "
           "[--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]] [--copy-threads N] [--staging-mib N] "
-          "[--no-baselines] [--settle-ms N]\n");
+          "[--no-baselines] [--settle-ms N] [--trace-one [--trace-dir DIR]]\n");
       return 2;
     }
   }
@@ -427,14 +504,15 @@ int main(int argc, char** argv) {
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   wharf_ok(wharf_runtime_get_device_info(rt, &info), "device info");
-  // The staging threads' copy (the library reads WHARF_STAGING_COPY; unset: stream), so an
+  // The staging threads' copy (the library reads WHARF_STAGING_COPY; unset: memcpy), so an
   // A/B run's logs say which side they are.
   const char* staging_copy = std::getenv("WHARF_STAGING_COPY");
+  const char* ramp = std::getenv("WHARF_TRANSFER_RAMP");  // the first blocks' smaller fills (unset: on)
   std::printf(
       "update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
-      "staging %llu MiB (0: defaults); settle %d ms; WHARF_STAGING_COPY %s\n",
+      "staging %llu MiB (0: defaults); settle %d ms; WHARF_STAGING_COPY %s; WHARF_TRANSFER_RAMP %s\n",
       info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms,
-      staging_copy && *staging_copy ? staging_copy : "(unset: stream)");
+      staging_copy && *staging_copy ? staging_copy : "(unset: memcpy)", ramp ? ramp : "(unset: on)");
   std::printf(
       "  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
       "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",
@@ -538,6 +616,7 @@ int main(int argc, char** argv) {
         };
       }
       measure(rows, reps);
+      trace_rows(rows);
       keep(rows);
     }
     CUDA_OK(cudaFree(tmp));
@@ -570,6 +649,7 @@ int main(int argc, char** argv) {
       };
     }
     measure(rows, reps);
+    trace_rows(rows);
     keep(rows);
     wharf_container_free(c);
   }
@@ -627,6 +707,7 @@ int main(int argc, char** argv) {
     rows.push_back(std::move(lib));
     measure(rows, reps);
     peer.stop();
+    trace_rows(rows);
     keep(rows);
     wharf_container_free(c);
     std::remove(path.c_str());

@@ -56,6 +56,10 @@ class Event {
   // *done = true when the work captured by the last record() has finished (or never recorded).
   virtual Status query(bool* done) = 0;
   virtual Status synchronize() = 0;
+  // *ms = the time from the completion of `start`'s last record to this event's (negative if
+  // this one completed first). Both must be complete and made by Device::create_timing_event;
+  // otherwise an error naming what is wrong.
+  virtual Status elapsed_ms_since(Event& start, double* ms) = 0;
 };
 
 class Stream {
@@ -116,6 +120,9 @@ class Device : public std::enable_shared_from_this<Device> {
   // Wraps a caller's native stream (cudaStream_t); the caller keeps ownership.
   virtual Status wrap_stream(void* native, std::unique_ptr<Stream>* out) = 0;
   virtual Status create_event(std::unique_ptr<Event>* out) = 0;
+  // An event that also takes a timestamp when it completes (Event::elapsed_ms_since; the
+  // transfer trace's device times). create_event's events are cheaper and cannot be timed.
+  virtual Status create_timing_event(std::unique_ptr<Event>* out) = 0;
   // What kind of memory `p` points to, as seen from this device.
   virtual PointerInfo query_pointer(const void* p) = 0;
   // Waits for all work on every stream of this device.

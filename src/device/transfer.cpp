@@ -40,7 +40,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -190,31 +192,26 @@ uint64_t ns_since(Clock::time_point t0) {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
-// Where one copy() call's time went, collected only when debug logging is on (one log line
-// per call): the profile of an update without a profiler. Times in ns since the call began
-// (first/last) or summed over threads.
+// The trace of one copy() call (TransferTrace), collected only when asked for. Every
+// record has one writer: a fill's the worker that read it, a block's the worker that
+// enqueued it, a worker's that worker, the rest the calling thread; all are read after
+// pool.wait() and the drain.
 struct Trace {
   bool on = false;
+  bool device = false;  // timing events (device times)
   Clock::time_point t0;
-  std::atomic<uint64_t> first_enqueue{UINT64_MAX}, last_enqueue{0};
-  std::atomic<uint64_t> read_ns{0}, chunk_wait_ns{0}, dst_wait_ns{0}, enqueue_ns{0};
-  uint64_t alloc_ns = 0, alloc_max_ns = 0, allocs = 0;  // the calling thread's
+  TransferTrace* out = nullptr;  // non-null when on
 
-  void enqueued() {
-    if (!on) return;
-    const uint64_t t = ns_since(t0);
-    uint64_t cur = first_enqueue.load(std::memory_order_relaxed);
-    while (t < cur && !first_enqueue.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
-    }
-    cur = last_enqueue.load(std::memory_order_relaxed);
-    while (t > cur && !last_enqueue.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
-    }
-  }
-  // Adds the time since `since` to `sum` (when tracing).
-  void add(std::atomic<uint64_t>& sum, Clock::time_point since) {
-    if (on) sum.fetch_add(ns_since(since), std::memory_order_relaxed);
-  }
   Clock::time_point now() const { return on ? Clock::now() : Clock::time_point(); }
+  int64_t at(Clock::time_point t) const {
+    return int64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
+  }
+  int64_t now_ns() const { return on ? at(Clock::now()) : -1; }
+  // The events of block k and of direct copy j (TransferTrace::directs), when timing.
+  std::vector<Event*> block_start, block_end, direct_start, direct_end;
+  Event* start_event = nullptr;
+  std::vector<char> block_timed, direct_timed;  // both of its events recorded
+  std::vector<int> direct_slot;                 // request -> index in out->directs, or -1
 };
 
 struct Job {
@@ -232,6 +229,7 @@ struct Job {
   std::condition_variable ready_cv;
 
   Trace trace;
+  std::string trace_path;  // WHARF_TRANSFER_TRACE, read when the call began
 
   std::atomic<size_t> next_fill{0};
   std::atomic<size_t> next_host{0};
@@ -383,6 +381,27 @@ struct Job {
   }
 };
 
+// The staging ring these options give: its chunks, the chunks of a block, the staging threads.
+struct RingShape {
+  uint64_t chunks = 1, block_chunks = 1;
+  uint32_t threads = 1;
+};
+RingShape ring_shape(const TransferOptions& opts) {
+  RingShape r;
+  r.chunks = opts.staging_bytes / opts.chunk_bytes;  // >= 1: validated at create
+  const uint64_t n = r.chunks;
+  // Two chunks per thread let one fill while the other is in flight; with fewer chunks,
+  // fewer threads stage (each with at least two chunks, or one thread with the only chunk).
+  r.threads = static_cast<uint32_t>(std::min<uint64_t>(opts.threads, std::max<uint64_t>(1, n / 2)));
+  // Blocks: as many chunks as block_bytes holds, at most half the ring (one block fills while
+  // another is copied), and a divisor of the chunk count so that no block wraps the ring.
+  uint64_t g =
+      std::min<uint64_t>(std::max<uint64_t>(1, opts.block_bytes / opts.chunk_bytes), std::max<uint64_t>(1, n / 2));
+  while (n % g != 0) --g;
+  r.block_chunks = g;
+  return r;
+}
+
 const char* kind_name(PointerKind k) {
   switch (k) {
     case PointerKind::kPageableHost:
@@ -402,6 +421,7 @@ struct TransferEngine::Impl {
   std::shared_ptr<Device> device;
   TransferOptions opts;
   StagingCopy staging_copy = StagingCopy::kStream;  // opts.staging_copy, or the environment's
+  bool ramp_start = true;                           // opts.ramp_start, or the environment's
   // Serialises copy(): one transfer uses the whole ring and every worker. The pool's workers
   // run only inside copy()'s pool.run(), which holds mu until every one of them returns:
   // they work on the holder's behalf, so the job's functions are analysed as holding it.
@@ -413,7 +433,8 @@ struct TransferEngine::Impl {
   std::vector<std::unique_ptr<Event>> block_events WHARF_GUARDED_BY(mu);
   uint64_t num_chunks WHARF_GUARDED_BY(mu) = 0;
   uint64_t block_chunks WHARF_GUARDED_BY(mu) = 1;
-  uint32_t staging_threads WHARF_GUARDED_BY(mu) = 0;  // workers that fill chunks
+  // Timing events of traced calls (begin_trace), kept for the next one.
+  std::vector<std::unique_ptr<Event>> trace_events WHARF_GUARDED_BY(mu);
 
   // Declared after the ring so it is destroyed first: the stream drains before the ring
   // it reads is freed (copy() already drains it before returning; this keeps it so).
@@ -450,25 +471,24 @@ struct TransferEngine::Impl {
   void forget_pending() WHARF_EXCLUDES(pace_mu);
 
   Status ensure_ring() WHARF_REQUIRES(mu);
-  void run_staged(Job& job) WHARF_REQUIRES(mu);
-  // Enqueues block k's DMAs and records its event (the thread that read its last fill).
-  void issue_block(Job& job, size_t k) WHARF_REQUIRES(mu);
-  void run_host(Job& job);
+  // Tracing (Job::trace): sizes the records and readies the timing events once the call is
+  // planned, then, after the drain, reads the device times and hands the trace out.
+  void begin_trace(Job& job, size_t blocks, const std::vector<size_t>& direct) WHARF_REQUIRES(mu);
+  void end_trace(Job& job, const TransferStats& totals, uint32_t stage_n, const Status& result, bool drained)
+      WHARF_REQUIRES(mu);
+  // t: the worker's index (its trace record).
+  void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
+  // Enqueues block k's DMAs and records its event (worker t, which read its last fill).
+  void issue_block(Job& job, size_t k, uint32_t t) WHARF_REQUIRES(mu);
+  void run_host(Job& job, uint32_t t);
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for, TransferStats* stats,
-              const AllocateFn& allocate, const CopyProgressFn& progress) WHARF_EXCLUDES(mu);
+              const AllocateFn& allocate, const CopyProgressFn& progress, TransferTrace* trace) WHARF_EXCLUDES(mu);
 };
 
 Status TransferEngine::Impl::ensure_ring() {
   if (ring) return Status::Ok();
   const uint64_t n = opts.staging_bytes / opts.chunk_bytes;  // >= 1: validated at create
-  // Two chunks per thread let one fill while the other is in flight; with fewer chunks,
-  // fewer threads stage (each with at least two chunks, or one thread with the only chunk).
-  const uint32_t threads = static_cast<uint32_t>(std::min<uint64_t>(opts.threads, std::max<uint64_t>(1, n / 2)));
-  // Blocks: as many chunks as block_bytes holds, at most half the ring (one block fills while
-  // another is copied), and a divisor of the chunk count so that no block wraps the ring.
-  uint64_t g =
-      std::min<uint64_t>(std::max<uint64_t>(1, opts.block_bytes / opts.chunk_bytes), std::max<uint64_t>(1, n / 2));
-  while (n % g != 0) --g;
+  const uint64_t g = ring_shape(opts).block_chunks;
   const uint64_t slots = n / g;
   // Built in locals and committed only when complete: a failure leaves no ring, no
   // accounting and no events behind, and the next call tries again.
@@ -487,11 +507,10 @@ Status TransferEngine::Impl::ensure_ring() {
   block_events = std::move(events);
   num_chunks = n;
   block_chunks = g;
-  staging_threads = threads;
   return Status::Ok();
 }
 
-void TransferEngine::Impl::run_staged(Job& job) {
+void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
   char* const base = static_cast<char*>(ring.data());
   const uint64_t chunk_bytes = opts.chunk_bytes;
   const uint64_t slots = num_chunks / block_chunks;
@@ -506,15 +525,14 @@ void TransferEngine::Impl::run_staged(Job& job) {
     // The chunk's previous block in this call, k - slots, must be on the stream and its DMAs
     // done before we overwrite the chunk (blocks of earlier calls were drained by them).
     // With a ring of two blocks or more this is usually long complete.
+    const Clock::time_point t_wait = job.trace.now();
     if (k >= slots) {
-      const Clock::time_point t_wait = job.trace.now();
       if (!job.wait_issued(k - slots)) return;  // the job failed; its error is recorded
       Status st = wait_event(job, *block_events[k % slots]);
       if (!st.ok()) {
         job.fail(st.with_context("waiting for staging block " + std::to_string(k % slots) + "'s previous copy"));
         return;
       }
-      job.trace.add(job.trace.chunk_wait_ns, t_wait);
     }
     test_hook("transfer.staged.fill");  // about to read a fill's sources into its chunk
     const Clock::time_point t_read = job.trace.now();
@@ -528,15 +546,37 @@ void TransferEngine::Impl::run_staged(Job& job) {
       }
       bytes += s.bytes;
     }
-    job.trace.add(job.trace.read_ns, t_read);
+    if (job.trace.on) {
+      const Clock::time_point t_end = Clock::now();
+      TransferTrace::Fill& rec = job.trace.out->fills[f];
+      rec.block = uint32_t(k);
+      rec.thread = t;
+      rec.bytes = bytes;
+      rec.wait_ns = job.trace.at(t_wait);
+      rec.read_start_ns = job.trace.at(t_read);
+      rec.read_end_ns = job.trace.at(t_end);
+      TransferTrace::Worker& w = job.trace.out->workers[t];
+      ++w.fills;
+      w.bytes += bytes;
+      w.chunk_wait_ns += uint64_t(rec.read_start_ns - rec.wait_ns);
+      w.read_ns += uint64_t(rec.read_end_ns - rec.read_start_ns);
+    }
     job.advance(bytes);
     // The last reader of a block enqueues it; acq_rel: it sees every other fill's bytes.
-    if (job.block_left[k].fetch_sub(1, std::memory_order_acq_rel) == 1) issue_block(job, k);
+    if (job.block_left[k].fetch_sub(1, std::memory_order_acq_rel) == 1) issue_block(job, k, t);
   }
 }
 
-void TransferEngine::Impl::issue_block(Job& job, size_t k) {
+void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t t) {
   const uint64_t chunk_bytes = opts.chunk_bytes;
+  TransferTrace::Block* rec = job.trace.on ? &job.trace.out->blocks[k] : nullptr;
+  TransferTrace::Worker* wrec = job.trace.on ? &job.trace.out->workers[t] : nullptr;
+  bool started = false;  // tracing: the block's first DMA call began
+  bool timed = false;    // its start event is on the stream (recorded just before that DMA)
+  if (rec) {
+    rec->thread = t;
+    rec->ready_ns = job.trace.now_ns();
+  }
   const uint64_t slots = num_chunks / block_chunks;
   const size_t first = k * block_chunks, end = std::min<size_t>(job.fills.size(), first + block_chunks);
   char* const block = static_cast<char*>(ring.data()) + (k % slots) * block_chunks * chunk_bytes;
@@ -550,9 +590,18 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k) {
   auto flush = [&]() -> bool {
     if (run.bytes == 0) return true;
     const Clock::time_point t_enq = job.trace.now();
+    if (rec && !started) {
+      started = true;
+      rec->enqueue_start_ns = job.trace.at(t_enq);
+      // A failed record only costs the block its device times.
+      timed = job.trace.device && stream->record(*job.trace.block_start[k]).ok();
+    }
     Status cs = enqueue(job, run.to, run.from, run.bytes, &job.staged_copies);
-    job.trace.add(job.trace.enqueue_ns, t_enq);
-    job.trace.enqueued();
+    if (rec) {
+      ++rec->copies;
+      rec->bytes += run.bytes;
+      wrec->enqueue_ns += uint64_t(ns_since(t_enq));
+    }
     if (!cs.ok()) {
       // Stop using this block: DMAs from it that were enqueued are not covered by its event,
       // but no one refills it in this call and copy() drains the stream first.
@@ -569,7 +618,7 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k) {
       const Segment& s = job.staged[i];
       const Clock::time_point t_dst = job.trace.now();
       char* const dst = job.wait_dst(s.request);
-      job.trace.add(job.trace.dst_wait_ns, t_dst);
+      if (wrec) wrec->dst_wait_ns += uint64_t(ns_since(t_dst));
       if (!dst) return;  // the job failed (its error is recorded); nothing more is enqueued
       const char* const from = chunk + s.chunk_offset;
       char* const to = dst + s.dst_offset;
@@ -586,6 +635,13 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k) {
   if (!st.ok()) {
     job.fail(st.with_context("recording the event of staging block " + std::to_string(k % slots) + " after its copy"));
     return;
+  }
+  if (rec) {
+    rec->fills = uint32_t(end - first);
+    // Device times only where both events are recorded in this call (a reused event may hold
+    // an earlier call's record).
+    if (timed && stream->record(*job.trace.block_end[k]).ok()) job.trace.block_timed[k] = 1;
+    rec->enqueue_end_ns = job.trace.now_ns();
   }
   job.mark_issued(k);
   for (size_t f = first; f < end; ++f) test_hook("transfer.staged.enqueued");  // each fill's DMAs are on the stream
@@ -651,7 +707,7 @@ void TransferEngine::Impl::forget_pending() {
   inflight = 0;
 }
 
-void TransferEngine::Impl::run_host(Job& job) {
+void TransferEngine::Impl::run_host(Job& job, uint32_t t) {
   for (;;) {
     if (job.failed.load(std::memory_order_relaxed)) return;
     const size_t h = job.next_host.fetch_add(1, std::memory_order_relaxed);
@@ -664,49 +720,360 @@ void TransferEngine::Impl::run_host(Job& job) {
     const Segment& s = job.host[h];
     char* const dst = job.wait_dst(s.request);
     if (!dst) return;
+    const Clock::time_point t_read = job.trace.now();
     st = job.read(s, dst + s.dst_offset, /*to_ring=*/false);
     if (!st.ok()) {
       job.fail(st);
       return;
     }
+    if (job.trace.on) {
+      TransferTrace::Worker& w = job.trace.out->workers[t];
+      ++w.host_pieces;
+      w.bytes += s.bytes;
+      w.read_ns += uint64_t(ns_since(t_read));
+    }
     job.advance(s.bytes);
   }
 }
 
-// The debug profile of one copy() call: when its DMAs could start and how long the host kept
-// the copy stream waiting (allocation, reads into the ring, chunk and destination waits).
-void log_trace(const Job& job, const TransferStats& t, size_t requests, Clock::time_point t_drain) {
-  const Trace& tr = job.trace;
-  auto ms = [](uint64_t ns) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f ms", double(ns) / 1e6);
-    return std::string(buf);
+namespace {
+
+double ms_of(int64_t ns) { return ns < 0 ? -1 : double(ns) / 1e6; }
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+}  // namespace
+
+namespace {
+bool ramp_from_env() {
+  static const bool on = [] {
+    const char* v = std::getenv("WHARF_TRANSFER_RAMP");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+}  // namespace
+
+uint64_t staging_fill_bytes(size_t fill, uint64_t chunk_bytes, uint64_t block_chunks, uint64_t staging_threads,
+                            bool ramp) {
+  if (!ramp || block_chunks == 0 || staging_threads == 0) return chunk_bytes;
+  // The blocks the threads begin together: their fills all end about one chunk's read after
+  // the start, so none could leave before then. Smaller fills in them, growing block by block,
+  // let the first leave after a fraction of that and the next ones follow while the threads
+  // go on to whole chunks.
+  const uint64_t wave = (staging_threads + block_chunks - 1) / block_chunks;
+  const uint64_t block = fill / block_chunks;
+  if (block >= wave) return chunk_bytes;
+  constexpr uint64_t kAlign = 4096;  // whole pages: keeps the ring's copies aligned
+  const uint64_t bytes = chunk_bytes / (wave + 1) * (block + 1) / kAlign * kAlign;
+  return std::min(chunk_bytes, std::max(bytes, kAlign));
+}
+
+TransferTraceSummary summarize_transfer_trace(const TransferTrace& t) {
+  TransferTraceSummary s;
+  s.bytes = t.pageable_bytes + t.pinned_bytes + t.device_bytes + t.file_bytes;
+  s.total_ms = ms_of(t.total_ns);
+  auto first_of = [](double& cur, double v) {
+    if (v >= 0 && (cur < 0 || v < cur)) cur = v;
   };
-  const uint64_t total = ns_since(tr.t0), drain_from = uint64_t((t_drain - tr.t0).count());
-  const uint64_t bytes = t.pageable_bytes + t.pinned_bytes + t.device_bytes + t.file_bytes;
-  const uint64_t first = tr.first_enqueue.load(), last = tr.last_enqueue.load();
-  char rate[32];
-  std::snprintf(rate, sizeof rate, "%.2f GB/s", total ? double(bytes) / double(total) : 0.0);
-  WHARF_LOG(
-      kDebug,
-      "transfer: " + std::to_string(requests) + " requests, " + mib(bytes) + " (pageable " + mib(t.pageable_bytes) +
-          ", pinned " + mib(t.pinned_bytes) + ", device " + mib(t.device_bytes) + ", file " + mib(t.file_bytes) +
-          ") in " + ms(total) + " = " + rate + "; first DMA enqueued at " +
-          (first == UINT64_MAX ? std::string("-") : ms(first)) + ", last at " + ms(last) + ", drain from " +
-          ms(drain_from) + " to " + ms(total) + "; " + std::to_string(tr.allocs) + " allocations " + ms(tr.alloc_ns) +
-          " (longest " + ms(tr.alloc_max_ns) + "); " + std::to_string(job.fills.size()) + " fills in " +
-          std::to_string(job.staged_copies.load()) + " DMAs: reads (" + staging_copy_name(job.staging_copy) + ") " +
-          ms(tr.read_ns.load()) + ", chunk waits " + ms(tr.chunk_wait_ns.load()) + ", destination waits " +
-          ms(tr.dst_wait_ns.load()) + ", enqueue calls " + ms(tr.enqueue_ns.load()) + " (summed over threads); " +
-          std::to_string(t.direct_copies) + " direct DMAs; " +
-          (t.serving ? "runs being served: pieces of at most " + mib(job.policy.dma_bytes) + ", " +
-                           mib(job.policy.inflight_bytes) + " in flight, " + std::to_string(job.paced_waits.load()) +
-                           " paced waits, " + std::to_string(job.polls.load()) + " polls"
-                     : std::string("no runs being served")));
+  auto last_of = [](double& cur, double v) {
+    if (v >= 0 && v > cur) cur = v;
+  };
+  // Device intervals of every copy, for the busy time and the gaps.
+  std::vector<std::pair<double, double>> dev;
+  for (const TransferTrace::Block& b : t.blocks) {
+    first_of(s.first_enqueue_ms, ms_of(b.enqueue_start_ns));
+    if (b.device_start_ms >= 0 && b.device_end_ms >= 0) dev.emplace_back(b.device_start_ms, b.device_end_ms);
+  }
+  for (const TransferTrace::Direct& d : t.directs) {
+    s.dma_bytes += d.bytes;
+    first_of(s.first_enqueue_ms, ms_of(d.enqueue_start_ns));
+    s.direct_enqueue_ms += d.enqueue_end_ns >= 0 ? ms_of(d.enqueue_end_ns - d.enqueue_start_ns) : 0;
+    if (d.device_start_ms >= 0 && d.device_end_ms >= 0) dev.emplace_back(d.device_start_ms, d.device_end_ms);
+  }
+  for (const TransferTrace::Fill& f : t.fills) {
+    if (f.read_end_ns < 0) continue;
+    s.staged_bytes += f.bytes;
+    first_of(s.fill_first_ms, ms_of(f.read_start_ns));
+    last_of(s.fill_last_ms, ms_of(f.read_end_ns));
+  }
+  for (const TransferTrace::Worker& w : t.workers) {
+    first_of(s.worker_first_start_ms, ms_of(w.start_ns));
+    last_of(s.worker_last_start_ms, ms_of(w.start_ns));
+    s.read_ms += ms_of(int64_t(w.read_ns));
+    s.chunk_wait_ms += ms_of(int64_t(w.chunk_wait_ns));
+    s.dst_wait_ms += ms_of(int64_t(w.dst_wait_ns));
+    s.enqueue_ms += ms_of(int64_t(w.enqueue_ns));
+  }
+  s.dma_bytes += s.staged_bytes;
+  if (s.fill_last_ms > s.fill_first_ms && s.fill_first_ms >= 0)
+    s.fill_gbps = double(s.staged_bytes) / ((s.fill_last_ms - s.fill_first_ms) * 1e6);
+  // The workers' read time of staged fills: all, the first wave (one fill per thread), the rest.
+  double read_ms[2] = {0, 0};
+  uint64_t read_bytes[2] = {0, 0};
+  for (size_t i = 0; i < t.fills.size(); ++i) {
+    const TransferTrace::Fill& f = t.fills[i];
+    if (f.read_end_ns < 0) continue;
+    const int later = i >= t.staging_threads ? 1 : 0;
+    read_ms[later] += ms_of(f.read_end_ns - f.read_start_ns);
+    read_bytes[later] += f.bytes;
+  }
+  auto rate = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
+  s.thread_read_gbps = rate(read_bytes[0] + read_bytes[1], read_ms[0] + read_ms[1]);
+  s.first_fills_thread_gbps = rate(read_bytes[0], read_ms[0]);
+  s.later_fills_thread_gbps = rate(read_bytes[1], read_ms[1]);
+  for (const TransferTrace::Alloc& al : t.allocs) {
+    if (al.end_ns < 0) continue;
+    const double ms = ms_of(al.end_ns - al.start_ns);
+    s.alloc_ms += ms;
+    s.alloc_max_ms = std::max(s.alloc_max_ms, ms);
+    last_of(s.allocs_done_ms, ms_of(al.end_ns));
+  }
+  if (t.requests_done_ns >= 0 && t.workers_done_ns >= t.requests_done_ns)
+    s.wait_workers_ms = ms_of(t.workers_done_ns - t.requests_done_ns);
+  if (t.drain_start_ns >= 0 && t.total_ns >= t.drain_start_ns) s.drain_ms = ms_of(t.total_ns - t.drain_start_ns);
+  // The copy engine: the union of the intervals, and what lies between its pieces.
+  std::sort(dev.begin(), dev.end());
+  double cur_start = -1, cur_end = -1;
+  for (const auto& [a, b] : dev) {
+    if (cur_end < 0) {
+      cur_start = a, cur_end = b;
+      s.first_dma_ms = a;
+      continue;
+    }
+    if (a > cur_end) {
+      s.dma_busy_ms += cur_end - cur_start;
+      s.gaps.push_back({cur_end, a - cur_end});
+      cur_start = a;
+    }
+    cur_end = std::max(cur_end, b);
+  }
+  if (cur_end >= 0) {
+    s.dma_busy_ms += cur_end - cur_start;
+    s.last_dma_ms = cur_end;
+    s.dma_idle_ms = std::max(0.0, (s.last_dma_ms - s.first_dma_ms) - s.dma_busy_ms);
+  }
+  std::sort(s.gaps.begin(), s.gaps.end(),
+            [](const TransferTraceSummary::Gap& x, const TransferTraceSummary::Gap& y) { return x.ms > y.ms; });
+  if (s.gaps.size() > 5) s.gaps.resize(5);
+  return s;
+}
+
+std::string format_transfer_trace(const TransferTrace& t, bool summary_only) {
+  const TransferTraceSummary s = summarize_transfer_trace(t);
+  auto gbps = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
+  std::string o;
+  o += fmt("transfer trace: %zu requests, %s (pageable %s, pinned %s, device %s, file %s)%s%s\n", t.requests,
+           mib(s.bytes).c_str(), mib(t.pageable_bytes).c_str(), mib(t.pinned_bytes).c_str(),
+           mib(t.device_bytes).c_str(), mib(t.file_bytes).c_str(), t.serving ? "; runs being served" : "",
+           t.error.empty() ? "" : ("; FAILED: " + t.error).c_str());
+  o +=
+      fmt("  setup        %u staging threads, chunks of %s in blocks of %u%s, ring %s, reads (%s); %zu fills in "
+          "%zu blocks, %llu staged DMAs; %zu direct copies; trace setup %.3f ms left out\n",
+          t.staging_threads, mib(t.chunk_bytes).c_str(), t.block_chunks, t.ramp_start ? " (first ones ramped)" : "",
+          mib(t.ring_bytes).c_str(), t.staging_copy.c_str(), t.fills.size(), t.blocks.size(),
+          (unsigned long long)t.staged_copies, t.directs.size(), double(t.setup_ns) / 1e6);
+  o += fmt("  total        %.3f ms = %.2f GB/s (planned at %.3f ms)\n", s.total_ms, gbps(s.bytes, s.total_ms),
+           ms_of(t.planned_ns));
+  o +=
+      fmt("  first DMA    enqueued at %.3f ms (host), began at %.3f ms (device)\n", s.first_enqueue_ms, s.first_dma_ms);
+  if (!t.workers.empty())
+    o += fmt("  workers      %zu told to start at %.3f ms, started %.3f-%.3f ms\n", t.workers.size(),
+             ms_of(t.workers_begin_ns), s.worker_first_start_ms, s.worker_last_start_ms);
+  if (!t.fills.empty())
+    o +=
+        fmt("  host fills   %s read %.3f-%.3f ms = %.2f GB/s; per thread while reading %.2f GB/s (first fills "
+            "%.2f, later %.2f)\n",
+            mib(s.staged_bytes).c_str(), s.fill_first_ms, s.fill_last_ms, s.fill_gbps, s.thread_read_gbps,
+            s.first_fills_thread_gbps, s.later_fills_thread_gbps);
+  if (t.device_times) {
+    o +=
+        fmt("  DMA          %.3f-%.3f ms: busy %.3f ms (%.2f GB/s while busy), idle %.3f ms; after it %.3f ms to "
+            "return\n",
+            s.first_dma_ms, s.last_dma_ms, s.dma_busy_ms, gbps(s.dma_bytes, s.dma_busy_ms), s.dma_idle_ms,
+            s.last_dma_ms >= 0 ? s.total_ms - s.last_dma_ms : -1.0);
+    std::string g;
+    for (const TransferTraceSummary::Gap& gap : s.gaps) g += fmt(" %.3f ms at %.3f;", gap.ms, gap.at_ms);
+    o += "  DMA gaps    " + (g.empty() ? std::string(" none") : g) + "\n";
+  } else {
+    o += "  DMA          no device times\n";
+  }
+  o +=
+      fmt("  caller       %zu allocations %.3f ms (longest %.3f, last done at %.3f ms); direct enqueues %.3f ms; "
+          "then waited %.3f ms for the workers, %.3f ms for the stream\n",
+          t.allocs.size(), s.alloc_ms, s.alloc_max_ms, s.allocs_done_ms, s.direct_enqueue_ms, s.wait_workers_ms,
+          s.drain_ms);
+  if (!t.workers.empty())
+    o += fmt("  workers sum  reads %.3f ms, chunk waits %.3f ms, destination waits %.3f ms, enqueue calls %.3f ms\n",
+             s.read_ms, s.chunk_wait_ms, s.dst_wait_ms, s.enqueue_ms);
+  o +=
+      fmt("  summary      total_ms=%.4f bytes=%llu dma_bytes=%llu staged_bytes=%llu first_enqueue_ms=%.4f "
+          "first_dma_ms=%.4f last_dma_ms=%.4f dma_busy_ms=%.4f dma_idle_ms=%.4f fill_gbps=%.3f thread_read_gbps=%.3f "
+          "alloc_ms=%.4f wait_workers_ms=%.4f drain_ms=%.4f device_times=%d\n",
+          s.total_ms, (unsigned long long)s.bytes, (unsigned long long)s.dma_bytes, (unsigned long long)s.staged_bytes,
+          s.first_enqueue_ms, s.first_dma_ms, s.last_dma_ms, s.dma_busy_ms, s.dma_idle_ms, s.fill_gbps,
+          s.thread_read_gbps, s.alloc_ms, s.wait_workers_ms, s.drain_ms, t.device_times ? 1 : 0);
+  if (summary_only) return o;
+  o += "# fill index block thread bytes wait_ms read_start_ms read_end_ms\n";
+  for (size_t i = 0; i < t.fills.size(); ++i) {
+    const TransferTrace::Fill& f = t.fills[i];
+    o += fmt("fill %zu %u %u %llu %.4f %.4f %.4f\n", i, f.block, f.thread, (unsigned long long)f.bytes,
+             ms_of(f.wait_ns), ms_of(f.read_start_ns), ms_of(f.read_end_ns));
+  }
+  o += "# block index thread fills copies bytes ready_ms enqueue_start_ms enqueue_end_ms device_start_ms "
+       "device_end_ms\n";
+  for (size_t i = 0; i < t.blocks.size(); ++i) {
+    const TransferTrace::Block& b = t.blocks[i];
+    o += fmt("block %zu %u %u %u %llu %.4f %.4f %.4f %.4f %.4f\n", i, b.thread, b.fills, b.copies,
+             (unsigned long long)b.bytes, ms_of(b.ready_ns), ms_of(b.enqueue_start_ns), ms_of(b.enqueue_end_ns),
+             b.device_start_ms, b.device_end_ms);
+  }
+  o += "# direct request bytes enqueue_start_ms enqueue_end_ms device_start_ms device_end_ms\n";
+  for (const TransferTrace::Direct& d : t.directs)
+    o += fmt("direct %zu %llu %.4f %.4f %.4f %.4f\n", d.request, (unsigned long long)d.bytes, ms_of(d.enqueue_start_ns),
+             ms_of(d.enqueue_end_ns), d.device_start_ms, d.device_end_ms);
+  o += "# alloc request bytes start_ms end_ms\n";
+  for (const TransferTrace::Alloc& al : t.allocs)
+    o += fmt("alloc %zu %llu %.4f %.4f\n", al.request, (unsigned long long)al.bytes, ms_of(al.start_ns),
+             ms_of(al.end_ns));
+  o += "# worker index start_ms end_ms fills host_pieces bytes read_ms chunk_wait_ms dst_wait_ms enqueue_ms\n";
+  for (size_t i = 0; i < t.workers.size(); ++i) {
+    const TransferTrace::Worker& w = t.workers[i];
+    o += fmt("worker %zu %.4f %.4f %llu %llu %llu %.4f %.4f %.4f %.4f\n", i, ms_of(w.start_ns), ms_of(w.end_ns),
+             (unsigned long long)w.fills, (unsigned long long)w.host_pieces, (unsigned long long)w.bytes,
+             ms_of(int64_t(w.read_ns)), ms_of(int64_t(w.chunk_wait_ns)), ms_of(int64_t(w.dst_wait_ns)),
+             ms_of(int64_t(w.enqueue_ns)));
+  }
+  o +=
+      fmt("# calling thread: planned %.4f workers_begin %.4f requests_done %.4f workers_done %.4f drain_start %.4f "
+          "total %.4f\n",
+          ms_of(t.planned_ns), ms_of(t.workers_begin_ns), ms_of(t.requests_done_ns), ms_of(t.workers_done_ns),
+          ms_of(t.drain_start_ns), ms_of(t.total_ns));
+  return o;
+}
+
+// The debug profile of one copy() call (host times only): one log line.
+void log_trace(const TransferTrace& t) {
+  std::string line = format_transfer_trace(t, /*summary_only=*/true);
+  for (char& c : line)
+    if (c == '\n') c = ';';
+  WHARF_LOG(kDebug, line);
+}
+
+void TransferEngine::Impl::begin_trace(Job& job, size_t blocks, const std::vector<size_t>& direct) {
+  Trace& tr = job.trace;
+  TransferTrace& o = *tr.out;
+  o.planned_ns = tr.now_ns();
+  const Clock::time_point s0 = Clock::now();
+  o.fills.assign(job.fills.size(), {});
+  o.blocks.assign(blocks, {});
+  o.workers.assign(pool.size(), {});
+  o.directs.assign(direct.size(), {});
+  tr.direct_slot.assign(job.requests->size(), -1);
+  for (size_t j = 0; j < direct.size(); ++j) {
+    o.directs[j].request = direct[j];
+    o.directs[j].bytes = (*job.requests)[direct[j]].bytes;
+    tr.direct_slot[direct[j]] = int(j);
+  }
+  o.allocs.reserve(job.requests->size());
+  if (tr.device) {
+    // Timing events are kept between traced calls: creating them is the setup left out.
+    const size_t need = 1 + 2 * blocks + 2 * direct.size();
+    Status st;
+    while (st.ok() && trace_events.size() < need) {
+      std::unique_ptr<Event> e;
+      st = device->create_timing_event(&e);
+      if (st.ok()) trace_events.push_back(std::move(e));
+    }
+    if (st.ok()) {
+      tr.start_event = trace_events[0].get();
+      tr.block_start.resize(blocks);
+      tr.block_end.resize(blocks);
+      for (size_t k = 0; k < blocks; ++k) {
+        tr.block_start[k] = trace_events[1 + 2 * k].get();
+        tr.block_end[k] = trace_events[2 + 2 * k].get();
+      }
+      tr.direct_start.resize(direct.size());
+      tr.direct_end.resize(direct.size());
+      for (size_t j = 0; j < direct.size(); ++j) {
+        tr.direct_start[j] = trace_events[1 + 2 * blocks + 2 * j].get();
+        tr.direct_end[j] = trace_events[2 + 2 * blocks + 2 * j].get();
+      }
+      tr.block_timed.assign(blocks, 0);
+      tr.direct_timed.assign(direct.size(), 0);
+    } else {
+      WHARF_LOG(kWarn, "transfer trace: no device times (" + st.message() + ")");
+      tr.device = false;
+    }
+  }
+  const Clock::duration setup = Clock::now() - s0;
+  o.setup_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(setup).count());
+  tr.t0 += setup;  // left out of every later time
+  // The stream is idle (every call drains it), so this event completes at once: the device
+  // clock's zero, within microseconds of the host's.
+  if (tr.device && !stream->record(*tr.start_event).ok()) tr.device = false;
+}
+
+void TransferEngine::Impl::end_trace(Job& job, const TransferStats& totals, uint32_t stage_n, const Status& result,
+                                     bool drained) {
+  Trace& tr = job.trace;
+  TransferTrace& o = *tr.out;
+  o.total_ns = tr.now_ns();
+  o.requests = job.requests->size();
+  o.pageable_bytes = totals.pageable_bytes;
+  o.pinned_bytes = totals.pinned_bytes;
+  o.device_bytes = totals.device_bytes;
+  o.file_bytes = totals.file_bytes;
+  o.staging_threads = stage_n;
+  o.block_chunks = uint32_t(block_chunks);
+  o.chunk_bytes = opts.chunk_bytes;
+  o.ring_bytes = num_chunks * opts.chunk_bytes;
+  o.staging_copy = staging_copy_name(job.staging_copy);
+  o.serving = totals.serving;
+  o.staged_copies = job.staged_copies.load(std::memory_order_relaxed);
+  o.ramp_start = ramp_start;
+  o.error = result.ok() ? std::string() : result.message();
+  // Device times: only after a drain, and only of events recorded in this call.
+  o.device_times = tr.device && drained;
+  if (o.device_times) {
+    auto since_start = [&](Event* e) {
+      double ms = -1;
+      return e->elapsed_ms_since(*tr.start_event, &ms).ok() ? ms : -1.0;
+    };
+    for (size_t k = 0; k < o.blocks.size(); ++k)
+      if (tr.block_timed[k]) {
+        o.blocks[k].device_start_ms = since_start(tr.block_start[k]);
+        o.blocks[k].device_end_ms = since_start(tr.block_end[k]);
+      }
+    for (size_t j = 0; j < o.directs.size(); ++j)
+      if (tr.direct_timed[j]) {
+        o.directs[j].device_start_ms = since_start(tr.direct_start[j]);
+        o.directs[j].device_end_ms = since_start(tr.direct_end[j]);
+      }
+  }
+  if (!job.trace_path.empty()) {
+    const std::string text = format_transfer_trace(o);
+    FILE* f = std::fopen(job.trace_path.c_str(), "a");
+    const bool written = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (f && std::fclose(f) != 0) f = nullptr;
+    if (!written || !f)
+      WHARF_LOG(kWarn, "WHARF_TRANSFER_TRACE: cannot append the trace to " + quote_path(job.trace_path) + ": " +
+                           std::strerror(errno));
+  }
+  if (log_enabled(LogLevel::kDebug)) log_trace(o);
 }
 
 Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-                                  TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress) {
+                                  TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress,
+                                  TransferTrace* trace) {
   test_hook("transfer.copy.begin");  // before the engine's lock: a test may change a source file here
   MutexLock lock(mu);
   if (stats) *stats = TransferStats{};
@@ -714,9 +1081,18 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   job.requests = &requests;
   job.policy = opts.serving_policy ? *opts.serving_policy : ServingPolicy::from_env();
   job.staging_copy = staging_copy;
-  job.trace.on = log_enabled(LogLevel::kDebug);
   job.progress_on = bool(progress);
-  if (job.trace.on) job.trace.t0 = Clock::now();
+  // Tracing: for the caller's `trace`, for WHARF_TRANSFER_TRACE (a file each traced call
+  // appends to), with device times; for the debug log, host times only.
+  TransferTrace local_trace;
+  if (const char* path = std::getenv("WHARF_TRANSFER_TRACE"); path && *path) job.trace_path = path;
+  job.trace.device = trace || !job.trace_path.empty();
+  job.trace.on = job.trace.device || log_enabled(LogLevel::kDebug);
+  if (job.trace.on) {
+    job.trace.out = trace ? trace : &local_trace;
+    *job.trace.out = TransferTrace{};
+    job.trace.t0 = Clock::now();
+  }
 
   // 1. Validate and classify everything first: an invalid request copies nothing.
   for (size_t k = 0; k < wait_for.size(); ++k)
@@ -795,21 +1171,29 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   // chunk-sized fills, so 1000 small tensors cost ~1000/chunk fills, not 1000 round trips,
   // and a dst_group's requests (one slab) lie in the ring as in their destination, so the
   // block that carries them needs one DMA, not one per request.
+  // The first blocks' fills are smaller (TransferOptions::ramp_start), sized for the threads
+  // that will stage this call (fewer while runs are served, see below).
   job.wait_for = &wait_for;
   const uint64_t chunk_bytes = opts.chunk_bytes;
-  uint64_t used = chunk_bytes;  // bytes of the current fill; "full" opens a new one
-  uint64_t prev_group = 0;      // the dst_group of the previous staged request
+  const bool serving_at_start = serving(job.policy);
+  const RingShape shape = ring_shape(opts);
+  const uint64_t stage_threads = serving_at_start && job.policy.copy_threads > 0
+                                     ? std::min<uint64_t>(shape.threads, job.policy.copy_threads)
+                                     : shape.threads;
+  uint64_t cap = 0, used = 0;  // the current fill's capacity and bytes; "full" opens a new one
+  uint64_t prev_group = 0;     // the dst_group of the previous staged request
   for (size_t i : staged) {
     const CopyRequest& r = requests[i];
     const char* src = static_cast<const char*>(r.src);  // null for a file: read at file_offset + off
     uint64_t off = 0;
     bool joins = r.dst_group != 0 && r.dst_group == prev_group;
     for (uint64_t left = r.bytes; left > 0;) {
-      if (used == chunk_bytes) {
+      if (used == cap) {
+        cap = staging_fill_bytes(job.fills.size(), chunk_bytes, shape.block_chunks, stage_threads, ramp_start);
         job.fills.push_back({job.staged.size(), job.staged.size()});
         used = 0;
       }
-      const uint64_t n = std::min(left, chunk_bytes - used);
+      const uint64_t n = std::min(left, cap - used);
       job.staged.push_back({src, off, n, i, used, joins});
       job.fills.back().end = job.staged.size();
       used += n;
@@ -846,6 +1230,9 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     job.issued.assign(blocks, false);
   }
 
+  if (job.trace.on)
+    begin_trace(job, job.fills.empty() ? 0 : (job.fills.size() + block_chunks - 1) / block_chunks, direct);
+
   // 3. Enqueue. From here on every path drains the stream before returning.
   Status first;
   for (size_t k = 0; k < wait_for.size() && first.ok(); ++k) {
@@ -855,13 +1242,9 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   // The pool's workers start staging (their host memcpys need no destination) while this
   // thread, in request order, allocates missing destinations, publishes each one, and
   // enqueues the direct copies: allocation overlaps the DMA of the requests before it.
-  const bool serving_at_start = serving(job.policy);
+  // While serving, optionally fewer staging threads (stage_threads, above): cores (and memory
+  // bandwidth) for the threads that serve.
   totals.serving = serving_at_start;
-  // While serving, optionally fewer staging threads: cores (and memory bandwidth) for the
-  // threads that serve.
-  const uint64_t stage_threads = serving_at_start && job.policy.copy_threads > 0
-                                     ? std::min<uint64_t>(staging_threads, job.policy.copy_threads)
-                                     : staging_threads;
   const uint32_t stage_n =
       job.fills.empty() ? 0 : static_cast<uint32_t>(std::min<uint64_t>(stage_threads, job.fills.size()));
   totals.staging_threads = stage_n;
@@ -870,14 +1253,16 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   std::function<void(uint32_t)> work = [&](uint32_t t) WHARF_REQUIRES(mu) {
     // A worker thread must not die with an exception (std::terminate); the only throws
     // possible here are allocation failures while building an error message.
+    if (job.trace.on) job.trace.out->workers[t].start_ns = job.trace.now_ns();
     try {
-      if (t < stage_n) run_staged(job);
-      run_host(job);
+      if (t < stage_n) run_staged(job, t);
+      run_host(job, t);
     } catch (const std::exception& e) {
       job.fail(Internal(std::string("transfer copy thread: ") + e.what()));
     } catch (...) {
       job.fail(Internal("transfer copy thread: unknown exception"));
     }
+    if (job.trace.on) job.trace.out->workers[t].end_ns = job.trace.now_ns();
     job.worker_done();
   };
   const bool pooled = first.ok() && (stage_n > 0 || host_n > 0);
@@ -904,6 +1289,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   if (pooled) {
     const uint32_t n = std::max(stage_n, host_n);
     job.workers_left.store(n, std::memory_order_relaxed);
+    if (job.trace.on) job.trace.out->workers_begin_ns = job.trace.now_ns();
     pool.begin(n, work);
   }
   if (!first.ok()) job.fail(first);
@@ -913,12 +1299,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     if (!d && r.bytes > 0) {
       const Clock::time_point t_alloc = job.trace.now();
       Status st = allocate(i, &d);
-      if (job.trace.on) {
-        const uint64_t ns = ns_since(t_alloc);
-        job.trace.alloc_ns += ns;
-        job.trace.alloc_max_ns = std::max(job.trace.alloc_max_ns, ns);
-        ++job.trace.allocs;
-      }
+      if (job.trace.on) job.trace.out->allocs.push_back({i, r.bytes, job.trace.at(t_alloc), job.trace.now_ns()});
       if (st.ok() && !d) st = Internal("the allocate callback returned no memory");
       if (!st.ok()) {
         job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": allocating its destination of " +
@@ -931,8 +1312,17 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       if (progress) report();
       continue;
     }
+    const Clock::time_point t_enq = job.trace.now();
+    const int slot = job.trace.on ? job.trace.direct_slot[i] : -1;
+    const bool timed = slot >= 0 && job.trace.device && stream->record(*job.trace.direct_start[size_t(slot)]).ok();
     Status st = enqueue(job, d, r.src, r.bytes, &job.direct_copies);
-    job.trace.enqueued();
+    if (slot >= 0) {
+      TransferTrace::Direct& rec = job.trace.out->directs[size_t(slot)];
+      rec.enqueue_start_ns = job.trace.at(t_enq);
+      if (timed && st.ok() && stream->record(*job.trace.direct_end[size_t(slot)]).ok())
+        job.trace.direct_timed[size_t(slot)] = 1;
+      rec.enqueue_end_ns = job.trace.now_ns();
+    }
     if (!st.ok()) {
       job.fail(st.with_context("copy request " + std::to_string(i) + of_n + ": enqueueing the direct copy of " +
                                std::to_string(r.bytes) + " bytes from " + kind_name(device->query_pointer(r.src).kind) +
@@ -954,6 +1344,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     }
     report();
   }
+  if (job.trace.on) job.trace.out->requests_done_ns = job.trace.now_ns();
   if (progress) {
     // Until the workers are done and every mark has fired: wake at each interval the workers
     // pass (or every few ms, for the direct copies' marks) and report.
@@ -979,9 +1370,10 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   }
   if (pooled) pool.wait();
   first = job.first_error();
+  if (job.trace.on) job.trace.out->workers_done_ns = job.trace.now_ns();
 
   // 4. Drain: returning while DMAs still read caller memory would be a use-after-return.
-  const Clock::time_point t_drain = job.trace.now();
+  if (job.trace.on) job.trace.out->drain_start_ns = job.trace.now_ns();
   Status sync = stream->synchronize();
   if (first.ok() && !sync.ok()) first = sync.with_context("copy: waiting for the copy stream to finish");
   forget_pending();  // drained: nothing of this call is in flight (or the stream failed)
@@ -990,7 +1382,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   totals.paced_waits = job.paced_waits.load(std::memory_order_relaxed);
   totals.polls = job.polls.load(std::memory_order_relaxed);
   if (first.ok() && stats) *stats = totals;
-  if (job.trace.on) log_trace(job, totals, requests.size(), t_drain);
+  if (job.trace.on) end_trace(job, totals, stage_n, first, sync.ok());
   return first;
 }
 
@@ -1015,6 +1407,7 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
   impl->device = std::move(device);
   impl->opts = opts;
   impl->staging_copy = opts.staging_copy ? *opts.staging_copy : staging_copy_from_env();
+  impl->ramp_start = opts.ramp_start ? *opts.ramp_start : ramp_from_env();
   WHARF_RETURN_IF_ERROR(
       impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
   WHARF_RETURN_IF_ERROR(impl->pool.start(opts.threads));
@@ -1023,8 +1416,9 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
 }
 
 Status TransferEngine::copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
-                            TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress) {
-  return impl_->copy(requests, wait_for, stats, allocate, progress);
+                            TransferStats* stats, const AllocateFn& allocate, const CopyProgressFn& progress,
+                            TransferTrace* trace) {
+  return impl_->copy(requests, wait_for, stats, allocate, progress, trace);
 }
 
 }  // namespace wharf

@@ -461,6 +461,69 @@ TEST_F(CudaTest, EventRecordedAfterSpinKernel) {
   EXPECT_EQ(cudaStreamQuery(native(*s)), cudaSuccess);
 }
 
+// Timing events (the transfer trace's device clock): the time between two records around a
+// 50 ms spin is about 50 ms; events made without timing, or not yet complete, refuse.
+TEST_F(CudaTest, TimingEventsMeasureTheWorkBetweenThem) {
+  std::unique_ptr<Stream> s;
+  std::unique_ptr<Event> a, b, plain;
+  ASSERT_OK(dev_->create_stream(&s));
+  ASSERT_OK(dev_->create_timing_event(&a));
+  ASSERT_OK(dev_->create_timing_event(&b));
+  ASSERT_OK(dev_->create_event(&plain));
+  ASSERT_OK(s->record(*a));
+  ASSERT_EQ(wharf_test::launch_spin(native(*s), kSpinNs), cudaSuccess);
+  ASSERT_OK(s->record(*b));
+  ASSERT_OK(s->record(*plain));
+  double ms = 0;
+  EXPECT_FALSE(b->elapsed_ms_since(*a, &ms).ok());  // b not complete yet
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_OK(s->synchronize());
+  ASSERT_OK(b->elapsed_ms_since(*a, &ms));
+  EXPECT_GT(ms, 45.0);
+  EXPECT_LT(ms, 1000.0);
+  EXPECT_EQ(plain->elapsed_ms_since(*a, &ms).code(), Code::kInvalidArgument);
+  EXPECT_EQ(a->elapsed_ms_since(*plain, &ms).code(), Code::kInvalidArgument);
+}
+
+// The transfer engine's trace on the GPU: every block and direct copy has device times, in
+// order within the call, and the copy engine moved the bytes at a plausible rate while busy.
+TEST_F(CudaTest, TransferTraceTimesEveryBlockOnTheDevice) {
+  const uint64_t n = 64 * kMiB, m = 16 * kMiB;
+  Buffer d1, d2, pin;
+  ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, n, "d1", &d1));
+  ASSERT_OK(dev_->allocate(MemKind::kDevice, MemTag::kWorkspace, m, "d2", &d2));
+  ASSERT_OK(dev_->allocate(MemKind::kPinnedHost, MemTag::kStaging, m, "pin", &pin));
+  std::vector<uint32_t> a(n / 4), back(n / 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = wharf_test::pattern(5, i);
+  std::memset(pin.data(), 1, m);
+  TransferOptions topts;
+  topts.threads = 4;
+  topts.chunk_bytes = 4 * kMiB;
+  topts.staging_bytes = 32 * kMiB;
+  std::unique_ptr<TransferEngine> engine;
+  ASSERT_OK(TransferEngine::create(dev_, topts, &engine));
+  for (int round = 0; round < 2; ++round) {  // the second reuses the trace's timing events
+    TransferTrace tr;
+    ASSERT_OK(engine->copy({{d1.data(), a.data(), n}, {d2.data(), pin.data(), m}}, {}, nullptr, nullptr, nullptr, &tr));
+    ASSERT_EQ(cudaMemcpy(back.data(), d1.data(), n, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(pattern_mismatches(back.data(), n / 4, 5), 0u) << "round " << round;
+    ASSERT_TRUE(tr.device_times);
+    ASSERT_FALSE(tr.blocks.empty());
+    const double total_ms = double(tr.total_ns) / 1e6;
+    for (const TransferTrace::Block& b : tr.blocks) {
+      EXPECT_GE(b.device_start_ms, 0.0);
+      EXPECT_GE(b.device_end_ms, b.device_start_ms);
+      EXPECT_LE(b.device_end_ms, total_ms + 1.0);  // the device's clock starts within us of the host's
+    }
+    ASSERT_EQ(tr.directs.size(), 1u);
+    EXPECT_GT(tr.directs[0].device_end_ms, tr.directs[0].device_start_ms);
+    const TransferTraceSummary s = summarize_transfer_trace(tr);
+    EXPECT_EQ(s.dma_bytes, n + m);
+    EXPECT_GT(s.dma_busy_ms, 0.0);
+    EXPECT_GT(double(s.dma_bytes) / (s.dma_busy_ms * 1e6), 1.0) << "GB/s while busy";
+  }
+}
+
 TEST_F(CudaTest, StreamWaitOrdersWorkAcrossStreams) {
   const uint64_t n = kMiB;  // uint32 elements
   const uint32_t seed = 42;

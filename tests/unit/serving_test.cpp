@@ -54,6 +54,7 @@ std::unique_ptr<TransferEngine> engine(const std::shared_ptr<Device>& dev, std::
   o.chunk_bytes = 64 * KiB;
   o.staging_bytes = 8 * 64 * KiB;
   o.block_bytes = 4 * 64 * KiB;
+  o.ramp_start = false;  // whole-chunk fills: the DMA counts below assume them
   o.serving = std::move(signal);
   o.serving_policy = policy;
   std::unique_ptr<TransferEngine> e;

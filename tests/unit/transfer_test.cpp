@@ -34,13 +34,17 @@ std::shared_ptr<Device> host_device() {
   return d;
 }
 
+// ramp: TransferOptions::ramp_start; tests that count fills or DMAs turn it off, so that every
+// fill holds a whole chunk (transfer_trace_test checks the ramp).
 std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
-                                            uint64_t staging, uint64_t block = TransferOptions{}.block_bytes) {
+                                            uint64_t staging, uint64_t block = TransferOptions{}.block_bytes,
+                                            bool ramp = true) {
   TransferOptions o;
   o.threads = threads;
   o.chunk_bytes = chunk;
   o.staging_bytes = staging;
   o.block_bytes = block;
+  o.ramp_start = ramp;
   std::unique_ptr<TransferEngine> e;
   Status st = TransferEngine::create(dev, o, &e);
   EXPECT_TRUE(st.ok()) << st.message();
@@ -470,6 +474,7 @@ class ForeignEvent final : public Event {
     return Status::Ok();
   }
   Status synchronize() override { return Status::Ok(); }
+  Status elapsed_ms_since(Event&, double*) override { return InvalidArgument("a foreign event has no timestamps"); }
 };
 
 TEST(Transfer, FailedWaitCopiesNothing) {
@@ -614,7 +619,7 @@ TEST(Transfer, AllocatesNullDestinationsInRequestOrder) {
 // after the copy's writes: no data race for TSan.)
 TEST(Transfer, EarlierCopiesCompleteWhileLaterDestinationsAreAllocated) {
   auto dev = host_device();
-  auto eng = make_engine(dev, 2, 64 * KiB, 4 * 64 * KiB);
+  auto eng = make_engine(dev, 2, 64 * KiB, 4 * 64 * KiB, TransferOptions{}.block_bytes, /*ramp=*/false);
   for (bool pinned_source : {false, true}) {
     SCOPED_TRACE(pinned_source ? "direct path" : "staged path");
     const uint64_t n = 256 * KiB;  // staged: exactly 4 fills of one 64 KiB chunk each
@@ -723,7 +728,7 @@ TEST(Transfer, ARequestLeavesTheRingInBlockSizedCopies) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("block_bytes " + std::to_string(c.block));
-    auto eng = make_engine(dev, 3, chunk, 8 * chunk, c.block);
+    auto eng = make_engine(dev, 3, chunk, 8 * chunk, c.block, /*ramp=*/false);
     for (int round = 0; round < 2; ++round) {
       std::memset(dst.data(), 0xee, n + guard);
       TransferStats stats;
@@ -743,7 +748,7 @@ TEST(Transfer, ARequestLeavesTheRingInBlockSizedCopies) {
 TEST(Transfer, ADstGroupLeavesTheRingInOneCopyPerBlock) {
   auto dev = host_device();
   const uint64_t chunk = 64 * KiB, guard = 4096;
-  auto eng = make_engine(dev, 3, chunk, 8 * chunk, 4 * chunk);
+  auto eng = make_engine(dev, 3, chunk, 8 * chunk, 4 * chunk, /*ramp=*/false);
   std::mt19937 rng(11);
   std::uniform_int_distribution<uint64_t> size(1, 150 * KiB);
   std::vector<std::vector<unsigned char>> srcs;
@@ -784,7 +789,7 @@ TEST(Transfer, ADstGroupLeavesTheRingInOneCopyPerBlock) {
 // source), each get their own copy, and nothing is written between them.
 TEST(Transfer, ADstGroupWhoseMembersLieApartIsCopiedPieceByPiece) {
   auto dev = host_device();
-  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB, 4 * 64 * KiB);
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB, 4 * 64 * KiB, /*ramp=*/false);
   const uint64_t n = 10 * KiB, gap = 256;
   auto a = pattern(n, 40), b = pattern(n, 41), c = pattern(n, 42), e = pattern(n, 43), f = pattern(n, 44);
   Buffer pinned_b = alloc(dev, MemKind::kPinnedHost, n);
@@ -817,7 +822,7 @@ TEST(Transfer, ADstGroupWhoseMembersLieApartIsCopiedPieceByPiece) {
 // pinned source goes through the ring; untold, the engine finds it pinned.
 TEST(Transfer, ASourceKindTheCallerKnowsIsNotAskedAgain) {
   auto dev = host_device();
-  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB);
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB, TransferOptions{}.block_bytes, /*ramp=*/false);
   const uint64_t n = 200 * KiB + 3;
   auto src = pattern(n, 50);
   Buffer pinned = alloc(dev, MemKind::kPinnedHost, n);
@@ -842,7 +847,7 @@ TEST(Transfer, ASourceKindTheCallerKnowsIsNotAskedAgain) {
 // next call (what an update that runs out of memory inside a slab relies on).
 TEST(Transfer, AllocationFailureInsideADstGroupStopsTheCopy) {
   auto dev = host_device();
-  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB, 4 * 64 * KiB);
+  auto eng = make_engine(dev, 3, 64 * KiB, 8 * 64 * KiB, 4 * 64 * KiB, /*ramp=*/false);
   const uint64_t n = 48 * KiB;
   std::vector<std::vector<unsigned char>> srcs;
   std::vector<CopyRequest> reqs;

@@ -91,7 +91,7 @@ struct StreamHandle {
 
 class CudaEvent final : public Event {
  public:
-  CudaEvent(cudaEvent_t ev, int device) : ev_(ev), device_(device) {}
+  CudaEvent(cudaEvent_t ev, int device, bool timing = false) : ev_(ev), device_(device), timing_(timing) {}
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
   ~CudaEvent() override {
@@ -126,6 +126,21 @@ class CudaEvent final : public Event {
     return Status::Ok();
   }
 
+  Status elapsed_ms_since(Event& start, double* ms) override {
+    auto* from = dynamic_cast<CudaEvent*>(&start);
+    if (!from) return InvalidArgument("elapsed time from an event of another backend to " + label());
+    if (!timing_ || !from->timing_)
+      return InvalidArgument("elapsed time from " + from->label() + " to " + label() +
+                             ": both must be timing events (create_timing_event)");
+    WHARF_RETURN_IF_ERROR(set_device(device_));
+    float f = 0;
+    // cudaErrorNotReady (not complete) and invalid handles (never recorded) come back as errors.
+    WHARF_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&f, from->ev_, ev_),
+                               "cudaEventElapsedTime from " + from->label() + " to " + label());
+    *ms = double(f);
+    return Status::Ok();
+  }
+
   cudaEvent_t native() const { return ev_; }
   int device() const { return device_; }
   std::string label() const { return "event " + hex_ptr(ev_) + " (" + device_label(device_) + ")"; }
@@ -133,6 +148,7 @@ class CudaEvent final : public Event {
  private:
   const cudaEvent_t ev_;
   const int device_;
+  const bool timing_;
 };
 
 // A heap-allocated std::function travels through cudaLaunchHostFunc's void* and is freed
@@ -396,6 +412,14 @@ class CudaDevice final : public Device {
     WHARF_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
                                "cudaEventCreateWithFlags(cudaEventDisableTiming) on " + device_label(index_));
     *out = std::make_unique<CudaEvent>(ev, index_);
+    return Status::Ok();
+  }
+  Status create_timing_event(std::unique_ptr<Event>* out) override {
+    WHARF_RETURN_IF_ERROR(set_device(index_));
+    cudaEvent_t ev = nullptr;
+    WHARF_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDefault),
+                               "cudaEventCreateWithFlags(cudaEventDefault) on " + device_label(index_));
+    *out = std::make_unique<CudaEvent>(ev, index_, /*timing=*/true);
     return Status::Ok();
   }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -24,12 +25,18 @@ struct HostEventState {
   std::condition_variable cv;
   uint64_t recorded WHARF_GUARDED_BY(mu) = 0;
   uint64_t completed WHARF_GUARDED_BY(mu) = 0;  // never more than recorded
+  // When the stream reached the last completed record (timing events' elapsed_ms_since).
+  std::chrono::steady_clock::time_point completed_at WHARF_GUARDED_BY(mu);
 
   // Called by the stream task of record number `target`.
   void complete(uint64_t target) WHARF_EXCLUDES(mu) {
+    const auto now = std::chrono::steady_clock::now();
     MutexLock lock(mu);
     WHARF_DCHECK(target <= recorded, "host event: completing a record that was never made");
-    if (completed < target) completed = target;
+    if (completed < target) {
+      completed = target;
+      completed_at = now;
+    }
     cv.notify_all();
   }
   void wait_for(uint64_t target) WHARF_EXCLUDES(mu) {
@@ -40,7 +47,7 @@ struct HostEventState {
 
 class HostEvent final : public Event {
  public:
-  HostEvent() : st_(std::make_shared<HostEventState>()) {}
+  explicit HostEvent(bool timing = false) : st_(std::make_shared<HostEventState>()), timing_(timing) {}
   Status query(bool* done) override {
     MutexLock lock(st_->mu);
     *done = st_->completed >= st_->recorded;
@@ -55,10 +62,29 @@ class HostEvent final : public Event {
     st_->wait_for(target);
     return Status::Ok();
   }
+  Status elapsed_ms_since(Event& start, double* ms) override {
+    auto* from = dynamic_cast<HostEvent*>(&start);
+    if (!from) return InvalidArgument("elapsed time from an event of another backend to a host event");
+    if (!timing_ || !from->timing_)
+      return InvalidArgument("elapsed time between host events: both must be timing events (create_timing_event)");
+    std::chrono::steady_clock::time_point a, b;
+    if (!from->completed_at(&a) || !completed_at(&b))
+      return FailedPrecondition("elapsed time between host events: both must be recorded and complete");
+    *ms = std::chrono::duration<double, std::milli>(b - a).count();
+    return Status::Ok();
+  }
   const std::shared_ptr<HostEventState>& state() const { return st_; }
 
  private:
+  // The completion time of the last record, if it was recorded and is complete.
+  bool completed_at(std::chrono::steady_clock::time_point* t) const {
+    MutexLock lock(st_->mu);
+    if (st_->recorded == 0 || st_->completed < st_->recorded) return false;
+    *t = st_->completed_at;
+    return true;
+  }
   std::shared_ptr<HostEventState> st_;
+  const bool timing_;
 };
 
 class HostDevice;
@@ -180,6 +206,10 @@ class HostDevice final : public Device {
   }
   Status create_event(std::unique_ptr<Event>* out) override {
     *out = std::make_unique<HostEvent>();
+    return Status::Ok();
+  }
+  Status create_timing_event(std::unique_ptr<Event>* out) override {
+    *out = std::make_unique<HostEvent>(/*timing=*/true);
     return Status::Ok();
   }
 
