@@ -775,7 +775,7 @@ Status Container::bind_user_constant(const std::string& fqn, UserConstant uc) {
 }
 
 void Container::add_listener(std::weak_ptr<GenerationListener> listener) {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(listeners_mu_);
   listeners_.erase(std::remove_if(listeners_.begin(), listeners_.end(), [](const auto& l) { return l.expired(); }),
                    listeners_.end());
   listeners_.push_back(std::move(listener));
@@ -784,7 +784,7 @@ void Container::add_listener(std::weak_ptr<GenerationListener> listener) {
 void Container::notify_staged(const std::shared_ptr<Generation>& gen) {
   std::vector<std::shared_ptr<GenerationListener>> live;
   {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    MutexLock lock(listeners_mu_);
     if (listeners_.empty()) return;
     for (const auto& l : listeners_)
       if (auto p = l.lock()) live.push_back(std::move(p));

@@ -174,6 +174,13 @@ class Container : public std::enable_shared_from_this<Container> {
   Status bind_user_constant(const std::string& fqn, UserConstant uc) WHARF_EXCLUDES(mu_);
   Status swap() WHARF_EXCLUDES(mu_);
   Status free_inactive() WHARF_EXCLUDES(mu_);
+  // The inactive generation (staged by an update, or the one a swap rolls back to), or null.
+  // A snapshot: it may be freed or replaced as soon as the lock is released (the pointer
+  // keeps it alive). The graphs fold it when they capture (graphs/model_graphs.h).
+  std::shared_ptr<Generation> inactive_generation() const WHARF_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return inactive_;
+  }
   uint64_t generation() const WHARF_EXCLUDES(mu_);
   // Whether updates were staged since the last swap (a swap would publish them).
   bool staged() const WHARF_EXCLUDES(mu_);
@@ -207,10 +214,10 @@ class Container : public std::enable_shared_from_this<Container> {
 
   // Listeners told of each generation staged (GenerationListener); held weakly: one that is
   // gone is dropped. Thread-safe.
-  void add_listener(std::weak_ptr<GenerationListener> listener);
+  void add_listener(std::weak_ptr<GenerationListener> listener) WHARF_EXCLUDES(listeners_mu_);
   // Tells the listeners that `gen` was staged (the writers of this class and MemberSet call
   // it once the generation is staged, outside every container lock).
-  void notify_staged(const std::shared_ptr<Generation>& gen);
+  void notify_staged(const std::shared_ptr<Generation>& gen) WHARF_EXCLUDES(listeners_mu_);
 
   // The storage of constant `index` in the active generation (null if none); the answer
   // may be stale once another thread swaps.
@@ -327,8 +334,8 @@ class Container : public std::enable_shared_from_this<Container> {
   std::mutex update_mu_;  // one writer at a time (try-lock: BUSY)
 
   // Not under mu_: listeners are called with no container lock held.
-  std::mutex listeners_mu_;
-  std::vector<std::weak_ptr<GenerationListener>> listeners_;
+  Mutex listeners_mu_;
+  std::vector<std::weak_ptr<GenerationListener>> listeners_ WHARF_GUARDED_BY(listeners_mu_);
 };
 
 using DeadList = std::vector<std::shared_ptr<Generation>>;

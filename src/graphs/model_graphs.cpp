@@ -642,6 +642,8 @@ struct ModelGraphs::Core {
   // into a new record laid out as `layout`.
   Status fold_into_record(Model::Instance& inst, const std::function<Status(int, BoundTensor*)>& tensor,
                           const std::vector<uint64_t>& layout, cudaStream_t stream, std::shared_ptr<FoldRecord>* out);
+  // The constants of `gen` by container constant index, for fold_into_record.
+  std::function<Status(int, BoundTensor*)> generation_tensors(const std::shared_ptr<Generation>& gen) const;
   // The listener's call: folds `gen` and points each bucket's spare executable graph at it.
   void prepare(const std::shared_ptr<Generation>& gen) WHARF_EXCLUDES(mu, prepare_mu);
   // The bases a prepare points bucket b's spare at: `gen`'s constants, `fold`'s blocks, and
@@ -900,6 +902,24 @@ bool ModelGraphs::Core::prepared_bases(const Bucket& b, const Generation& gen, c
   return true;
 }
 
+std::function<Status(int, BoundTensor*)> ModelGraphs::Core::generation_tensors(
+    const std::shared_ptr<Generation>& gen) const {
+  Container& c = *model->container_;
+  return [&c, gen](int index, BoundTensor* out) -> Status {
+    const ConstantDecl& d = c.decls()[size_t(index)];
+    const std::shared_ptr<Slot>& slot = gen->slots[size_t(index)];
+    if (!slot) return FailedPrecondition("constant " + quote_name(d.fqn) + " has no storage in the generation");
+    out->data = slot->data();
+    out->dtype = d.dtype;
+    out->shape = &d.shape;
+    out->nbytes = d.nbytes;
+    out->read_only = true;
+    out->device_type = c.device_type_of(d.placement);
+    out->device_index = out->device_type == DeviceType::kCuda ? c.runtime().device().index() : 0;
+    return Status::Ok();
+  };
+}
+
 void ModelGraphs::Core::prepare(const std::shared_ptr<Generation>& gen) {
   MutexLock prep(prepare_mu);
   if (closed || legacy || !gen) return;
@@ -940,20 +960,7 @@ void ModelGraphs::Core::prepare(const std::shared_ptr<Generation>& gen) {
   bool folded = false;
   if (!layout.empty() && !rec) {
     const Clock::time_point f0 = Clock::now();
-    Container& c = *model->container_;
-    auto tensor = [&c, &gen](int index, BoundTensor* out) -> Status {
-      const ConstantDecl& d = c.decls()[size_t(index)];
-      const std::shared_ptr<Slot>& slot = gen->slots[size_t(index)];
-      if (!slot) return FailedPrecondition("constant " + quote_name(d.fqn) + " has no storage in the generation");
-      out->data = slot->data();
-      out->dtype = d.dtype;
-      out->shape = &d.shape;
-      out->nbytes = d.nbytes;
-      out->read_only = true;
-      out->device_type = c.device_type_of(d.placement);
-      out->device_index = out->device_type == DeviceType::kCuda ? c.runtime().device().index() : 0;
-      return Status::Ok();
-    };
+    const auto tensor = generation_tensors(gen);
     st = cuda_status(cudaSetDevice(device), "cudaSetDevice");
     if (st.ok() && opts.test_fail_prepare_fold) st = Internal("a failed fold (GraphOptions::test_fail_prepare_fold)");
     if (st.ok() && !prepare_instance) st = model->graph_instance(1, &prepare_instance);
@@ -1435,6 +1442,32 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
   if (!cached) {
     folds.emplace_back(run.pinned_generation(), rec);
     ++stats.folds;
+  }
+  // The container's other generation (staged before this capture, or the one a swap rolls
+  // back to) could not be prepared when it was staged: the fold's layout comes from a
+  // capture. Folded now, beside the capture, so that a rollback's first replay does not fold
+  // on the serving path. A failure leaves that to the replay (as a failed prepare does).
+  if (!rec->sizes.empty()) {
+    std::shared_ptr<Generation> other = model->container_->inactive_generation();
+    if (other && other != run.pinned_generation() && !find_fold(other)) {
+      const Clock::time_point f0 = Clock::now();
+      std::shared_ptr<FoldRecord> orec;
+      Status st = fold_instance ? Status::Ok() : model->graph_instance(1, &fold_instance);
+      const auto stream = static_cast<cudaStream_t>(run.stream().native_handle());
+      if (st.ok()) st = fold_into_record(*fold_instance, generation_tensors(other), rec->sizes, stream, &orec);
+      // Done before it is published: any set's replay, on any stream, may use the record.
+      if (st.ok()) st = cuda_status(cudaStreamSynchronize(stream), "waiting for the inactive generation's fold");
+      if (st.ok()) {
+        folds.emplace_back(other, orec);
+        ++stats.folds;
+        ++stats.prepare_folds;
+        stats.prepare_fold_ns += ns_between(f0, Clock::now());
+      } else {
+        fold_instance.reset();  // its binding and folded state are unknown now
+        WHARF_LOG(kWarn, "model " + quote_name(name) + ": graphs: folding the inactive generation after a capture: " +
+                             st.message() + "; its first replay folds instead");
+      }
+    }
   }
   b->stats.shapes = shapes_text(statics);
   b->stats.size = size;
