@@ -32,6 +32,7 @@
 #include "device/transfer.h"
 
 #include <pthread.h>
+#include <sched.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -536,6 +537,11 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
     }
     test_hook("transfer.staged.fill");  // about to read a fill's sources into its chunk
     const Clock::time_point t_read = job.trace.now();
+#ifdef __linux__
+    const int cpu = job.trace.on ? sched_getcpu() : -1;
+#else
+    const int cpu = -1;
+#endif
     uint64_t bytes = 0;
     for (size_t i = fill.begin; i < fill.end; ++i) {
       const Segment& s = job.staged[i];
@@ -551,6 +557,7 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
       TransferTrace::Fill& rec = job.trace.out->fills[f];
       rec.block = uint32_t(k);
       rec.thread = t;
+      rec.cpu = cpu;
       rec.bytes = bytes;
       rec.wait_ns = job.trace.at(t_wait);
       rec.read_start_ns = job.trace.at(t_read);
@@ -826,6 +833,11 @@ TransferTraceSummary summarize_transfer_trace(const TransferTrace& t) {
     read_ms[later] += ms_of(f.read_end_ns - f.read_start_ns);
     read_bytes[later] += f.bytes;
   }
+  std::vector<int> cpus;
+  for (const TransferTrace::Fill& f : t.fills)
+    if (f.cpu >= 0) cpus.push_back(f.cpu);
+  std::sort(cpus.begin(), cpus.end());
+  s.fill_cpus = uint32_t(std::unique(cpus.begin(), cpus.end()) - cpus.begin());
   auto rate = [](uint64_t bytes, double ms) { return ms > 0 ? double(bytes) / (ms * 1e6) : 0.0; };
   s.thread_read_gbps = rate(read_bytes[0] + read_bytes[1], read_ms[0] + read_ms[1]);
   s.first_fills_thread_gbps = rate(read_bytes[0], read_ms[0]);
@@ -891,9 +903,9 @@ std::string format_transfer_trace(const TransferTrace& t, bool summary_only) {
   if (!t.fills.empty())
     o +=
         fmt("  host fills   %s read %.3f-%.3f ms = %.2f GB/s; per thread while reading %.2f GB/s (first fills "
-            "%.2f, later %.2f)\n",
+            "%.2f, later %.2f); on %u CPUs\n",
             mib(s.staged_bytes).c_str(), s.fill_first_ms, s.fill_last_ms, s.fill_gbps, s.thread_read_gbps,
-            s.first_fills_thread_gbps, s.later_fills_thread_gbps);
+            s.first_fills_thread_gbps, s.later_fills_thread_gbps, s.fill_cpus);
   if (t.device_times) {
     o +=
         fmt("  DMA          %.3f-%.3f ms: busy %.3f ms (%.2f GB/s while busy), idle %.3f ms; after it %.3f ms to "
@@ -922,10 +934,10 @@ std::string format_transfer_trace(const TransferTrace& t, bool summary_only) {
           s.first_enqueue_ms, s.first_dma_ms, s.last_dma_ms, s.dma_busy_ms, s.dma_idle_ms, s.fill_gbps,
           s.thread_read_gbps, s.alloc_ms, s.wait_workers_ms, s.drain_ms, t.device_times ? 1 : 0);
   if (summary_only) return o;
-  o += "# fill index block thread bytes wait_ms read_start_ms read_end_ms\n";
+  o += "# fill index block thread cpu bytes wait_ms read_start_ms read_end_ms\n";
   for (size_t i = 0; i < t.fills.size(); ++i) {
     const TransferTrace::Fill& f = t.fills[i];
-    o += fmt("fill %zu %u %u %llu %.4f %.4f %.4f\n", i, f.block, f.thread, (unsigned long long)f.bytes,
+    o += fmt("fill %zu %u %u %d %llu %.4f %.4f %.4f\n", i, f.block, f.thread, f.cpu, (unsigned long long)f.bytes,
              ms_of(f.wait_ns), ms_of(f.read_start_ns), ms_of(f.read_end_ns));
   }
   o += "# block index thread fills copies bytes ready_ms enqueue_start_ms enqueue_end_ms device_start_ms "

@@ -125,8 +125,9 @@ struct TransferStats {
 // (docs/performance.md, "Tracing one update"). Collected when the caller passes one to
 // copy(), or for every call while WHARF_TRANSFER_TRACE names a file (each traced call appends
 // format_transfer_trace's text to it), or, host times only, while debug logging is on (one
-// log line per call). Off, tracing costs a branch per step; on, a clock read per step and,
-// for the device times, two timing events per staging block and per direct copy.
+// log line per call). Off, tracing costs a branch per step and a getenv per call; on, a clock
+// read per step and, for the device times, two timing events per staging block and per direct
+// copy.
 //
 // Host times are ns since the call began, the trace's own setup (creating timing events)
 // left out; -1: never happened (e.g. after a failure). Device times are ms since a timing event
@@ -137,6 +138,7 @@ struct TransferStats {
 struct TransferTrace {
   struct Fill {  // one staging chunk's fill
     uint32_t block = 0, thread = 0;
+    int cpu = -1;  // the CPU its read began on (sched_getcpu; -1: unknown)
     uint64_t bytes = 0;
     int64_t wait_ns = -1;  // began waiting for the chunk's previous block (== read_start_ns: no wait)
     int64_t read_start_ns = -1, read_end_ns = -1;
@@ -211,6 +213,7 @@ struct TransferTraceSummary {
   // The same for the fills the threads read first (one per staging thread, begun together
   // when the call starts: cold caches, waking cores) and for all later ones.
   double first_fills_thread_gbps = 0, later_fills_thread_gbps = 0;
+  uint32_t fill_cpus = 0;                   // distinct CPUs the fills were read on (thread placement)
   double dma_busy_ms = 0, dma_idle_ms = 0;  // within [first_dma, last_dma]: the union of the
                                             // copies' device intervals, and the rest
   struct Gap {
@@ -254,7 +257,9 @@ class TransferEngine {
   // `progress` (optional) is called as described at CopyProgressFn; a non-OK answer fails
   // the copy with that status after draining, like any other error.
   //
-  // `trace` (optional): filled with the call's trace (TransferTrace), also when it fails.
+  // `trace` (optional): filled with the call's trace (TransferTrace), also when the call fails
+  // once under way (one refused before anything was enqueued, e.g. an invalid request, leaves
+  // it empty).
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for,
               TransferStats* stats = nullptr, const AllocateFn& allocate = nullptr,
               const CopyProgressFn& progress = nullptr, TransferTrace* trace = nullptr);

@@ -137,6 +137,9 @@ TEST(TransferTrace, RecordsEveryFillBlockDirectCopyAllocationAndWorker) {
     SCOPED_TRACE("fill " + std::to_string(f));
     EXPECT_EQ(x.block, f / 4);
     EXPECT_LT(x.thread, 3u);
+#ifdef __linux__
+    EXPECT_GE(x.cpu, 0);
+#endif
     EXPECT_GE(x.wait_ns, 0);
     EXPECT_GE(x.read_start_ns, x.wait_ns);
     EXPECT_GE(x.read_end_ns, x.read_start_ns);
