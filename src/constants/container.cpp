@@ -597,7 +597,7 @@ bool Container::in_other_generation_locked(int index, const std::shared_ptr<Slot
   return inactive_ && inactive_->slots[size_t(index)] == slot;
 }
 
-bool Container::shared_elsewhere_locked(int index, const std::shared_ptr<Slot>& slot) const {
+bool Container::shared_elsewhere_locked(int index, std::shared_ptr<Slot> slot) const {
   // Count the references this container's own generations hold; any other reference is
   // another container, a store builder or an entry being handed out.
   std::vector<const Generation*> seen;
@@ -614,7 +614,8 @@ bool Container::shared_elsewhere_locked(int index, const std::shared_ptr<Slot>& 
   long ours = 0;
   for (const Generation* g : seen)
     if (g->slots[size_t(index)] == slot) ++ours;
-  // `slot` itself is a copy held by the caller.
+  // `slot` itself is a copy (by value: a caller's reference into a generation, the only way it
+  // was called, made this miss one other owner, e.g. an offloader holding captured storage).
   return slot.use_count() - 1 > ours;
 }
 

@@ -285,7 +285,7 @@ class Container : public std::enable_shared_from_this<Container> {
   Status take_event_locked(std::shared_ptr<Event>* out) WHARF_REQUIRES(mu_);
   // Whether `slot` (constant `index` of the active generation) is referenced by anything
   // but this container's own generations: another container, a store entry, a builder.
-  bool shared_elsewhere_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
+  bool shared_elsewhere_locked(int index, std::shared_ptr<Slot> slot) const WHARF_REQUIRES(mu_);
   // Whether a generation other than the active one (rollback, staged) holds `slot` at `index`.
   bool in_other_generation_locked(int index, const std::shared_ptr<Slot>& slot) const WHARF_REQUIRES(mu_);
   // Whether an open run pinned a generation holding `slot` at `index`.

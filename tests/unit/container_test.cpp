@@ -454,6 +454,42 @@ TEST_F(Fixture, InPlaceUpdateUsesNoExtraMemoryAndWaitsForRuns) {
   ASSERT_OK(wharf_run_end(run));
 }
 
+// Storage owned outside the container's generations (as an offloader holds what a caller's
+// captured graph copies from) is never overwritten by an in-place update: the constant gets
+// fresh storage. The check counted the caller's reference into the generation as a copy, so
+// one outside owner went unseen and the held bytes were overwritten.
+TEST_F(Fixture, InPlaceUpdateLeavesStorageHeldOutsideTheContainerAlone) {
+  struct Told : wharf::GenerationListener {
+    std::vector<std::shared_ptr<wharf::Generation>> gens;
+    void generation_staged(const std::shared_ptr<wharf::Generation>& gen) override { gens.push_back(gen); }
+  };
+  auto told = std::make_shared<Told>();
+  c->c->add_listener(told);
+  Weights w2;
+  w2.add("layers.0.w", {32, 32}, 5.0f);
+  w2.build();
+  ASSERT_OK(wharf_container_update(c, w2.map, nullptr));
+  ASSERT_OK(wharf_container_swap(c));
+  ASSERT_OK(wharf_container_free_inactive(c));
+  ASSERT_EQ(told->gens.size(), 1u);
+  const int idx = c->c->find("layers.0.w");
+  ASSERT_GE(idx, 0);
+  std::shared_ptr<wharf::Slot> held = told->gens[0]->slots[size_t(idx)];
+  told->gens.clear();  // now the active generation and `held` own the storage
+  Weights w8;
+  w8.add("layers.0.w", {32, 32}, 8.0f);
+  w8.build();
+  wharf_update_options o;
+  wharf_update_options_init(&o);
+  o.target = WHARF_TARGET_ACTIVE_IN_PLACE;
+  ASSERT_OK(wharf_container_update(c, w8.map, &o));
+  EXPECT_EQ(static_cast<const float*>(held->data())[0], 5.0f) << "the in-place update wrote storage held elsewhere";
+  wharf_run* run = nullptr;
+  ASSERT_OK(wharf_run_begin(c, nullptr, nullptr, &run));
+  EXPECT_EQ(read_first(run, "layers.0.w"), 8.0f);
+  ASSERT_OK(wharf_run_end(run));
+}
+
 // A GenerationListener recording what it is told (ModelGraphs prepares for swaps this way).
 struct RecordingListener : wharf::GenerationListener {
   wharf::Container* c = nullptr;
