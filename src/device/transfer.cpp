@@ -423,6 +423,7 @@ struct TransferEngine::Impl {
   TransferOptions opts;
   StagingCopy staging_copy = StagingCopy::kStream;  // opts.staging_copy, or the environment's
   bool ramp_start = true;                           // opts.ramp_start, or the environment's
+  uint64_t alloc_ahead = 0;                         // opts.alloc_ahead_bytes, or the environment's
   // Serialises copy(): one transfer uses the whole ring and every worker. The pool's workers
   // run only inside copy()'s pool.run(), which holds mu until every one of them returns:
   // they work on the holder's behalf, so the job's functions are analysed as holding it.
@@ -767,6 +768,13 @@ bool ramp_from_env() {
   }();
   return on;
 }
+uint64_t alloc_ahead_from_env() {
+  static const uint64_t bytes = [] {
+    const char* v = std::getenv("WHARF_TRANSFER_ALLOC_AHEAD_MIB");
+    return v && *v ? uint64_t(std::strtoull(v, nullptr, 10)) << 20 : uint64_t(0);
+  }();
+  return bytes;
+}
 }  // namespace
 
 uint64_t staging_fill_bytes(size_t fill, uint64_t chunk_bytes, uint64_t block_chunks, uint64_t staging_threads,
@@ -918,6 +926,9 @@ std::string format_transfer_trace(const TransferTrace& t, bool summary_only) {
   } else {
     o += "  DMA          no device times\n";
   }
+  if (t.alloc_ahead_bytes > 0)
+    o += fmt("  allocations  ahead of need: each staged destination once the fills were within %s of it\n",
+             mib(t.alloc_ahead_bytes).c_str());
   o +=
       fmt("  caller       %zu allocations %.3f ms (longest %.3f, last done at %.3f ms); direct enqueues %.3f ms; "
           "then waited %.3f ms for the workers, %.3f ms for the stream\n",
@@ -1052,6 +1063,7 @@ void TransferEngine::Impl::end_trace(Job& job, const TransferStats& totals, uint
   o.serving = totals.serving;
   o.staged_copies = job.staged_copies.load(std::memory_order_relaxed);
   o.ramp_start = ramp_start;
+  o.alloc_ahead_bytes = alloc_ahead;
   o.error = result.ok() ? std::string() : result.message();
   // Device times: only after a drain, and only of events recorded in this call.
   o.device_times = tr.device && drained;
@@ -1192,8 +1204,9 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   const uint64_t stage_threads = serving_at_start && job.policy.copy_threads > 0
                                      ? std::min<uint64_t>(shape.threads, job.policy.copy_threads)
                                      : shape.threads;
-  uint64_t cap = 0, used = 0;  // the current fill's capacity and bytes; "full" opens a new one
-  uint64_t prev_group = 0;     // the dst_group of the previous staged request
+  uint64_t cap = 0, used = 0;                          // the current fill's capacity and bytes; "full" opens a new one
+  std::vector<size_t> first_fill(requests.size(), 0);  // a staged request's first fill
+  uint64_t prev_group = 0;                             // the dst_group of the previous staged request
   for (size_t i : staged) {
     const CopyRequest& r = requests[i];
     const char* src = static_cast<const char*>(r.src);  // null for a file: read at file_offset + off
@@ -1206,6 +1219,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
         used = 0;
       }
       const uint64_t n = std::min(left, cap - used);
+      if (off == 0) first_fill[i] = job.fills.size() - 1;
       job.staged.push_back({src, off, n, i, used, joins});
       job.fills.back().end = job.staged.size();
       used += n;
@@ -1305,9 +1319,22 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
     pool.begin(n, work);
   }
   if (!first.ok()) job.fail(first);
+  // Allocating ahead of need (TransferOptions::alloc_ahead_bytes): a staged request's
+  // destination only once the staging threads have taken fills up to `ahead` fills before its
+  // first one. The fills before it belong to earlier requests, whose destinations are
+  // allocated, so the threads always get there (or the job fails): the wait cannot deadlock.
+  const uint64_t ahead_fills = (alloc_ahead + chunk_bytes - 1) / chunk_bytes;
   for (size_t i = 0; i < requests.size() && !job.failed.load(std::memory_order_relaxed); ++i) {
     const CopyRequest& r = requests[i];
     void* d = r.dst;
+    if (!d && r.bytes > 0 && alloc_ahead > 0 && !is_direct[i] && first_fill[i] > ahead_fills && pooled) {
+      // Polled: the threads take a fill every few hundred microseconds, and the lead is
+      // whole fills, so a sleep of 50 us costs nothing.
+      while (job.next_fill.load(std::memory_order_relaxed) + ahead_fills < first_fill[i] &&
+             !job.failed.load(std::memory_order_relaxed))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (job.failed.load(std::memory_order_relaxed)) break;
+    }
     if (!d && r.bytes > 0) {
       const Clock::time_point t_alloc = job.trace.now();
       Status st = allocate(i, &d);
@@ -1420,6 +1447,7 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
   impl->opts = opts;
   impl->staging_copy = opts.staging_copy ? *opts.staging_copy : staging_copy_from_env();
   impl->ramp_start = opts.ramp_start ? *opts.ramp_start : ramp_from_env();
+  impl->alloc_ahead = opts.alloc_ahead_bytes ? *opts.alloc_ahead_bytes : alloc_ahead_from_env();
   WHARF_RETURN_IF_ERROR(
       impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
   WHARF_RETURN_IF_ERROR(impl->pool.start(opts.threads));

@@ -86,6 +86,14 @@ struct TransferOptions {
   // false: every fill holds up to a whole chunk. Empty: WHARF_TRANSFER_RAMP, read once per
   // process ("0": off; unset or anything else: on), for A/B measurements.
   std::optional<bool> ramp_start;
+  // 0: the calling thread allocates null destinations (AllocateFn) as early as it can, all at
+  // the start for a copy of pageable sources. N > 0: a staged request's destination (pageable
+  // or file source, device destination) only once the staging threads are within N bytes
+  // (rounded up to chunks) of its first byte, so allocations spread over the copy instead of
+  // running beside its first blocks (an A/B switch for issue 21 item 7: whether allocating on
+  // the calling thread slows the first DMAs). Empty: WHARF_TRANSFER_ALLOC_AHEAD_MIB, read once
+  // per process (unset: 0).
+  std::optional<uint64_t> alloc_ahead_bytes;
   // Serving while updating (device/serving.h): while `serving` says runs are served on the
   // device, copies follow `serving_policy` (split into pieces, paced, fewer staging threads)
   // so runs' own small copies do not queue behind them. Null: never. An empty policy is read
@@ -174,9 +182,10 @@ struct TransferTrace {
   uint64_t pageable_bytes = 0, pinned_bytes = 0, device_bytes = 0, file_bytes = 0;
   uint32_t staging_threads = 0, block_chunks = 0;
   uint64_t chunk_bytes = 0, ring_bytes = 0;
-  std::string staging_copy;    // "memcpy" or "stream"
-  uint64_t staged_copies = 0;  // DMAs from the ring (TransferStats::staged_copies)
-  bool ramp_start = false;     // the first blocks' fills were smaller (TransferOptions::ramp_start)
+  std::string staging_copy;        // "memcpy" or "stream"
+  uint64_t staged_copies = 0;      // DMAs from the ring (TransferStats::staged_copies)
+  bool ramp_start = false;         // the first blocks' fills were smaller (TransferOptions::ramp_start)
+  uint64_t alloc_ahead_bytes = 0;  // TransferOptions::alloc_ahead_bytes in effect
   bool serving = false;
   std::string error;          // the call's error, if it failed
   uint64_t setup_ns = 0;      // the trace's own setup, left out of every time below

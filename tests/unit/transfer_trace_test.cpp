@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/test_hooks.h"
 #include "device/host/host_device.h"
 #include "device/transfer.h"
 
@@ -372,6 +374,60 @@ TEST(TransferRamp, TheEngineFillsTheFirstBlocksSmallerAndEveryByteLands) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(std::memcmp(dst.data(), src.data(), off), 0);
   EXPECT_EQ(static_cast<unsigned char*>(dst.data())[off], 0xee);
+}
+
+// Allocating ahead of need (TransferOptions::alloc_ahead_bytes): a staged request's
+// destination is allocated only once the staging threads have begun fills close to its first
+// one (otherwise the calling thread allocates them all at the start); every byte lands, and a
+// failed allocation midway still ends the copy.
+TEST(TransferAllocAhead, DestinationsAreAllocatedOnlyAsTheFillsApproachThem) {
+  auto dev = host_device();
+  const uint64_t chunk = 64 * KiB, per = 8 * chunk;
+  const size_t kRequests = 8;
+  TransferOptions o;
+  o.threads = 2;
+  o.chunk_bytes = chunk;
+  o.staging_bytes = 4 * chunk;
+  o.block_bytes = 2 * chunk;
+  o.ramp_start = false;  // request i's first fill is 8 i
+  o.alloc_ahead_bytes = chunk;
+  std::unique_ptr<TransferEngine> eng;
+  ASSERT_TRUE(TransferEngine::create(dev, o, &eng).ok());
+  std::vector<unsigned char> src(kRequests * per);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + i / 4096);
+  std::vector<CopyRequest> reqs;
+  for (size_t i = 0; i < kRequests; ++i) reqs.push_back({nullptr, src.data() + i * per, per});
+  for (size_t fail_at : {kRequests, size_t(5)}) {
+    SCOPED_TRACE(fail_at == kRequests ? "all allocated" : "allocation 5 fails");
+    std::atomic<int> fills_begun{0};
+    ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "transfer.staged.fill") == 0) fills_begun.fetch_add(1);
+    });
+    std::vector<int> begun_at(kRequests, -1);
+    std::vector<Buffer> dsts(kRequests);
+    AllocateFn allocate = [&](size_t i, void** out) -> Status {
+      begun_at[i] = fills_begun.load();
+      if (i == fail_at) return Status(Code::kResourceExhausted, "no room for request 5");
+      dsts[i] = alloc(dev, MemKind::kDevice, per);
+      *out = dsts[i].data();
+      return Status::Ok();
+    };
+    TransferTrace tr;
+    Status st = eng->copy(reqs, {}, nullptr, allocate, nullptr, &tr);
+    if (fail_at < kRequests) {
+      EXPECT_EQ(st.code(), Code::kResourceExhausted) << st.message();
+      for (size_t i = fail_at + 1; i < kRequests; ++i) EXPECT_EQ(begun_at[i], -1) << "request " << i;
+    } else {
+      ASSERT_TRUE(st.ok()) << st.message();
+      for (size_t i = 0; i < kRequests; ++i)
+        ASSERT_EQ(std::memcmp(dsts[i].data(), src.data() + i * per, per), 0) << "request " << i;
+    }
+    EXPECT_EQ(tr.alloc_ahead_bytes, chunk);
+    // Request i's first fill is 8 i; it was allocated once fill 8 i - 1 had been taken, and
+    // each of the 2 threads may have taken one fill it had not begun yet.
+    for (size_t i = 1; i < std::min(fail_at + 1, kRequests); ++i)
+      EXPECT_GE(begun_at[i], int(8 * i) - 1 - 2) << "request " << i << " allocated too early";
+  }
 }
 
 }  // namespace
