@@ -42,10 +42,12 @@
 // default .) and its summary is printed beside the group's medians (docs/performance.md,
 // "Tracing one update"). The traced runs are not among the samples.
 #include <cuda_runtime.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -471,6 +473,10 @@ int main(int argc, char** argv) {
   }
   if (reps < 1 || tensors < 1) {
     std::fprintf(stderr, "update_bench: --reps and --tensors must be >= 1\n");
+    return 2;
+  }
+  if (g_trace_one && ::mkdir(g_trace_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "update_bench: cannot make --trace-dir %s: %s\n", g_trace_dir.c_str(), std::strerror(errno));
     return 2;
   }
   if (do_probe) return probe(uint64_t(gib * double(1ull << 30)) & ~uint64_t(4095), reps, hold_gib);
