@@ -5,7 +5,8 @@
 //     anything, so an invalid request fails the call with nothing copied.
 //  2. Pageable sources (and files) into device memory are packed into "fills": runs of
 //     segments that together occupy at most one staging chunk (a large request spans many
-//     fills; many small requests share one). Pageable sources into pinned host memory need no
+//     fills; many small requests share one; the first blocks' fills hold less, see
+//     TransferOptions::ramp_start). Pageable sources into pinned host memory need no
 //     DMA and are split into chunk-sized host memcpy (or pread) pieces. Every file is checked
 //     to still hold the bytes asked of it before anything is enqueued.
 //  3. The copy stream waits for `wait_for`, then the worker pool starts: each staging worker
