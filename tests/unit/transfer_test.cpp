@@ -20,35 +20,23 @@
 
 #include "core/logging.h"
 #include "core/test_hooks.h"
+#include "common/transfer_support.h"
 #include "device/host/host_device.h"
 #include "io/read_only_file.h"
 
 namespace wharf {
 namespace {
 
-constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
+using transfer_test::alloc;
+using transfer_test::host_device;
+using transfer_test::KiB;
+using transfer_test::MiB;
 
-std::shared_ptr<Device> host_device() {
-  std::shared_ptr<Device> d;
-  EXPECT_TRUE(create_host_device(DeviceOptions{}, &d).ok());
-  return d;
-}
-
-// ramp: TransferOptions::ramp_start; tests that count fills or DMAs turn it off, so that every
-// fill holds a whole chunk (transfer_trace_test checks the ramp).
+// The ramp on, as the engine has it, unless a test counts whole fills.
 std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
                                             uint64_t staging, uint64_t block = TransferOptions{}.block_bytes,
                                             bool ramp = true) {
-  TransferOptions o;
-  o.threads = threads;
-  o.chunk_bytes = chunk;
-  o.staging_bytes = staging;
-  o.block_bytes = block;
-  o.ramp_start = ramp;
-  std::unique_ptr<TransferEngine> e;
-  Status st = TransferEngine::create(dev, o, &e);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return e;
+  return transfer_test::make_engine(dev, threads, chunk, staging, block, ramp);
 }
 
 // Bytes that differ at every offset and between seeds, so a misplaced or skipped piece shows.
@@ -62,14 +50,6 @@ std::vector<unsigned char> pattern(uint64_t n, uint32_t seed) {
     v[i] = static_cast<unsigned char>(x);
   }
   return v;
-}
-
-Buffer alloc(const std::shared_ptr<Device>& dev, MemKind kind, uint64_t bytes, int fill = 0) {
-  Buffer b;
-  Status st = dev->allocate(kind, MemTag::kWorkspace, bytes, "test buffer", &b);
-  EXPECT_TRUE(st.ok()) << st.message();
-  if (b.data()) std::memset(b.data(), fill, bytes);
-  return b;
 }
 
 uint64_t staging_current(const std::shared_ptr<Device>& dev) {

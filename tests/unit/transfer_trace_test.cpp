@@ -14,40 +14,22 @@
 #include <vector>
 
 #include "core/test_hooks.h"
+#include "common/transfer_support.h"
 #include "device/host/host_device.h"
 #include "device/transfer.h"
 
 namespace wharf {
 namespace {
 
-constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
+using transfer_test::alloc;
+using transfer_test::host_device;
+using transfer_test::KiB;
+using transfer_test::MiB;
 
-std::shared_ptr<Device> host_device() {
-  std::shared_ptr<Device> d;
-  EXPECT_TRUE(create_host_device(DeviceOptions{}, &d).ok());
-  return d;
-}
-
-// ramp: TransferOptions::ramp_start (off where a test counts fills of whole chunks).
+// Whole fills unless a test asks for the ramp.
 std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
                                             uint64_t staging, uint64_t block, bool ramp = false) {
-  TransferOptions o;
-  o.threads = threads;
-  o.chunk_bytes = chunk;
-  o.staging_bytes = staging;
-  o.block_bytes = block;
-  o.ramp_start = ramp;
-  std::unique_ptr<TransferEngine> e;
-  Status st = TransferEngine::create(dev, o, &e);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return e;
-}
-
-Buffer alloc(const std::shared_ptr<Device>& dev, MemKind kind, uint64_t bytes) {
-  Buffer b;
-  Status st = dev->allocate(kind, MemTag::kWorkspace, bytes, "test buffer", &b);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return b;
+  return transfer_test::make_engine(dev, threads, chunk, staging, block, ramp);
 }
 
 size_t count_lines_starting(const std::string& text, const std::string& word) {
