@@ -1377,9 +1377,8 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * graph of each bucket at it, so the first replay after the swap does neither (a run begun
  * before the swap replays the other graph, still on its generation); a preparation that
  * fails changes nothing (the first replay folds and re-points, counted in
- * wharf_graph_stats). Outputs of
- * a replayed run are the graph's static buffers: valid until wharf_run_end, like every
- * model output; until then the set of graphs that call used is held by the run: other calls
+ * wharf_graph_stats). Outputs of a replayed run are the graph's static buffers: valid
+ * until wharf_run_end, like every model output; until then the set of graphs that call used is held by the run: other calls
  * meanwhile (other runs, or the same run again) replay from other sets, up to
  * max_concurrent_runs, each set captured at its first use, and a call finding every set held
  * executes eagerly.
@@ -1415,7 +1414,8 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * wharf_model_get_graph_stats (a failed capture is not retried for its shape; nothing
  * half-captured is used). `opts` may be NULL (defaults;
  * borrowed for the call). Errors: WHARF_UNSUPPORTED (a model or shim library without the
- * entry points capture needs, a CUDA driver older than 12.4, named), WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
+ * entry points capture needs, a CUDA driver older than 12.4, named),
+ * WHARF_FAILED_PRECONDITION (graphs already enabled), WHARF_INVALID_ARGUMENT (NULL
  * model, nonzero bytes the library does not know in `opts`; a bucket_dim the model does not
  * declare or that an input names twice, a size < 1, past the dimension's max or given twice,
  * sizes without bucket_dim for a model with no or several paddable dimensions, bucket sizes
