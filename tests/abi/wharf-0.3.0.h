@@ -1380,9 +1380,8 @@ WHARF_API void wharf_graph_options_init_sized(wharf_graph_options* opts, size_t 
  * wharf_graph_stats). Outputs of a replayed run are the graph's static buffers: valid
  * until wharf_run_end, like every model output; until then the set of graphs that call
  * used is held by the run: other calls meanwhile (other runs, or the same run again) replay
- * from other sets, up to
- * max_concurrent_runs, each set captured at its first use, and a call finding every set held
- * executes eagerly.
+ * from other sets, up to max_concurrent_runs, each set captured at its first use, and a
+ * call finding every set held executes eagerly.
  * A model with offloaded layers (wharf_model_options.offload) is captured with its offloader
  * active: the layers' copies are graph nodes re-pointed, like constants, to the host storage
  * of each replay's own run's generation, into a ring of slots each set of graphs has of its
