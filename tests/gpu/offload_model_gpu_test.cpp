@@ -15,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -639,6 +640,283 @@ TEST_F(OffloadModelGraphGpu, ABusyOffloaderDelaysTheCaptureWithoutFailingIt) {
   s = stats();
   EXPECT_EQ(s.captures, 1u) << graph_text(s);
   EXPECT_EQ(s.replays, 2u) << graph_text(s);
+}
+
+// ---- Graphs of several input shapes of an offloaded model (issue 25) ----------------------
+//
+// tests/data/models/offload_tiny_dyn (tools/aoti/compile_offload_model.py --dynamic-rows): the
+// same model with the input's rows dynamic (1..16). A set of graphs holds a graph per exact
+// input shape, all bound to the set's one ring of offload slots: the ring holds layer weights
+// (slot_bytes does not depend on the rows) and the set's replays never overlap, so its graphs
+// can share it. Its reference is one conversation whose row counts alternate 2, 4, 8, 2, 4, 8
+// (x.step{t}.rows{R}, out..., out_updated...: layer 3 updated after step 2). Skipped, saying
+// so, until the model's files are there ($WHARF_OFFLOAD_DYN_MODEL_DIR, else the test data).
+
+class OffloadDynModelGraphGpu : public ::testing::Test {
+ protected:
+  static constexpr int kSeqSteps = 6;
+
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    dir_ = data_dir("WHARF_OFFLOAD_DYN_MODEL_DIR", "offload_tiny_dyn");
+    if (!exists(dir_ + "/offload_tiny_dyn.so"))
+      GTEST_SKIP() << "no dynamic-rows model at " << dir_
+                   << " (made by tools/aoti/compile_offload_model.py --dynamic-rows on the GPU machine)";
+    RuntimeOptions ro;
+    ro.backend = 1;  // CUDA
+    ASSERT_TRUE(Runtime::create(ro, &rt_).ok());
+    Status st = ConstantMap::load_safetensors(dir_ + "/offload_tiny_dyn.safetensors", &weights_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    st = ConstantMap::load_safetensors(dir_ + "/reference.safetensors", &ref_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    const MapEntry* r = ref_->find("rows");
+    ASSERT_NE(r, nullptr) << "the reference has no row sequence";
+    ASSERT_EQ(r->meta.dtype, DType::kI64);
+    ASSERT_EQ(r->meta.nbytes(), kSeqSteps * sizeof(int64_t));
+    rows_.assign(static_cast<const int64_t*>(r->data), static_cast<const int64_t*>(r->data) + kSeqSteps);
+    ASSERT_EQ(rows_, (std::vector<int64_t>{2, 4, 8, 2, 4, 8}));
+    for (int t = 0; t < kSeqSteps; ++t)
+      for (const char* what : {"x", "out", "out_updated"}) {
+        const MapEntry* e = ref_->find(ref_name(what, t));
+        ASSERT_NE(e, nullptr) << ref_name(what, t);
+        ASSERT_EQ(e->meta.shape, (std::vector<int64_t>{rows_[size_t(t)], kDim})) << ref_name(what, t);
+      }
+  }
+
+  std::string ref_name(const char* what, int t) const {
+    return std::string(what) + ".step" + std::to_string(t) + ".rows" + std::to_string(rows_[size_t(t)]);
+  }
+  const float* ref(const char* what, int t) const {
+    return static_cast<const float*>(ref_->find(ref_name(what, t))->data);
+  }
+  size_t elems(int t) const { return size_t(rows_[size_t(t)]) * kDim; }
+  double max_err(const std::vector<float>& got, const float* want) const {
+    double e = 0;
+    for (size_t i = 0; i < got.size(); ++i) e = std::max(e, double(std::fabs(got[i] - want[i])));
+    return e;
+  }
+  uint64_t tag_bytes(MemTag t) { return rt_->device().accounting().snapshot().current[size_t(t)]; }
+
+  Status load(std::shared_ptr<const OffloaderConfig> offload, std::shared_ptr<Model>* out) {
+    ModelOptions mo;
+    if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
+    mo.offload = std::move(offload);
+    return Model::load(rt_, dir_ + "/offload_tiny_dyn.so", *weights_, mo, out);
+  }
+  // Both models offloaded alike; graphs of exact shapes on `graph_`.
+  void load_both(std::shared_ptr<const OffloaderConfig> offload) {
+    Status st = load(offload, &eager_);
+    if (!st.ok() && st.message().find("GLIBC") != std::string::npos) {
+      skipped_ = true;
+      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << st.message();
+    }
+    ASSERT_TRUE(st.ok()) << st.message();
+    st = load(offload, &graph_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_NE(graph_->offloader(), nullptr);
+    GraphOptions go;
+    go.exact_shapes = true;
+    st = graph_->enable_graphs(go);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  GraphStats stats() {
+    GraphStats s;
+    EXPECT_TRUE(graph_->graph_stats(&s).ok());
+    return s;
+  }
+  void sessions(std::shared_ptr<Session>* se, std::shared_ptr<Session>* sg) {
+    ASSERT_TRUE(Session::create(rt_, {eager_->container()}, SessionOptions{}, se).ok());
+    ASSERT_TRUE(Session::create(rt_, {graph_->container()}, SessionOptions{}, sg).ok());
+  }
+
+  // Reference step t's input (its row count) through model m in `run`; the output on the host.
+  Status step_in(Model& m, wharf::Run& run, int t, std::vector<float>* out) {
+    const int64_t r = rows_[size_t(t)];
+    ModelTensor x;
+    x.data = const_cast<float*>(ref("x", t));
+    x.meta.dtype = DType::kF32;
+    x.meta.shape = {r, kDim};
+    x.meta.device_type = DeviceType::kCpu;
+    std::vector<ModelTensor> outs;
+    WHARF_RETURN_IF_ERROR(m.run(run, {x}, &outs));
+    if (outs.size() != 1 || outs[0].meta.shape != std::vector<int64_t>{r, kDim})
+      return Internal("unexpected outputs: " + std::to_string(outs.size()) + ", the first of shape " +
+                      (outs.empty() ? std::string("-") : shape_string(outs[0].meta.shape)));
+    out->assign(elems(t), 0.0f);
+    cudaStream_t cs = static_cast<cudaStream_t>(run.stream().native_handle());
+    if (cudaMemcpyAsync(out->data(), outs[0].data, elems(t) * 4, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
+        cudaStreamSynchronize(cs) != cudaSuccess)
+      return DeviceError("reading the output");
+    return Status::Ok();
+  }
+  void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context, std::vector<float>* out = nullptr) {
+    std::vector<float> oe, og;
+    Status st = step_in(*eager_, re, t, &oe);
+    ASSERT_TRUE(st.ok()) << context << ": eager: " << st.message();
+    st = step_in(*graph_, rg, t, &og);
+    ASSERT_TRUE(st.ok()) << context << ": graph: " << st.message() << "; " << graph_text(stats());
+    ASSERT_EQ(oe.size(), og.size());
+    ASSERT_EQ(std::memcmp(oe.data(), og.data(), oe.size() * 4), 0)
+        << context << " (" << rows_[size_t(t)] << " rows): the replay's outputs differ from the eager run's; "
+        << graph_text(stats());
+    if (out) *out = std::move(oe);
+  }
+  void both(const std::shared_ptr<Session>& se, const std::shared_ptr<Session>& sg, int t, const std::string& context,
+            std::vector<float>* out = nullptr) {
+    std::unique_ptr<wharf::Run> re, rg;
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se, nullptr, &re).ok());
+    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg, nullptr, &rg).ok());
+    ASSERT_NO_FATAL_FAILURE(both_in(*re, *rg, t, context, out));
+    ASSERT_TRUE(re->end().ok());
+    ASSERT_TRUE(rg->end().ok());
+  }
+  // The reference's update (layer 3's w1 and w2) into both containers' inactive generation, swapped.
+  void reference_update_both() {
+    ConstantMap u;
+    for (const char* w : {"w1", "w2"}) {
+      const std::string fqn = "layers." + std::to_string(kUpdatedLayer) + "." + w + ".weight";
+      const MapEntry* e = ref_->find("update." + fqn);
+      ASSERT_NE(e, nullptr) << "update." << fqn;
+      ASSERT_TRUE(u.set(fqn, e->meta, e->data).ok());
+    }
+    for (Model* m : {eager_.get(), graph_.get()}) {
+      Status st = m->container()->update(u, UpdateOptions{});
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_TRUE(m->container()->swap().ok());
+    }
+  }
+  // Layer `layer`'s w1 scaled by `scale` from the loaded weights, in place in both containers.
+  void in_place_update_both(int layer, float scale) {
+    const std::string fqn = "layers." + std::to_string(layer) + ".w1.weight";
+    const MapEntry* e = weights_->find(fqn);
+    ASSERT_NE(e, nullptr) << fqn;
+    auto values = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
+    std::memcpy(values->data(), e->data, e->meta.nbytes());
+    for (float& x : *values) x *= scale;
+    ConstantMap u;
+    ASSERT_TRUE(u.set(fqn, e->meta, values->data()).ok());
+    UpdateOptions uo;
+    uo.in_place = true;
+    for (Model* m : {eager_.get(), graph_.get()}) {
+      Status st = m->container()->update(u, uo);
+      ASSERT_TRUE(st.ok()) << st.message();
+    }
+    kept_.push_back(std::move(values));
+  }
+
+  std::string dir_;
+  std::vector<int64_t> rows_;
+  std::shared_ptr<Runtime> rt_;
+  std::unique_ptr<ConstantMap> weights_, ref_;
+  bool skipped_ = false;
+  std::shared_ptr<Model> eager_, graph_;
+  std::vector<std::unique_ptr<std::vector<float>>> kept_;
+};
+
+// Runs of 2, 4 and 8 rows alternate on one set of graphs: a graph per shape, captured once,
+// all copying the offloaded layers into the set's one ring. Every run equals the eager run bit
+// for bit and PyTorch's within rounding, through the reference's update and swap of an
+// offloaded layer (layer 3), a rollback, and an in-place update of another (layer 1).
+TEST_F(OffloadDynModelGraphGpu, ShapesAlternatingShareTheSetsRingBitForBit) {
+  const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+  ASSERT_NO_FATAL_FAILURE(load_both(offload_config(2, 1, 2)));  // layers 1, 3, 5 through 2 slots
+  if (skipped_) return;
+  ASSERT_TRUE(graph_->offloader()->is_offloaded_layer(kUpdatedLayer));
+  ASSERT_TRUE(graph_->offloader()->is_offloaded_layer(1));
+  const uint64_t ring = graph_->offloader()->ring_bytes();
+  int runs = 0;
+
+  // The reference conversation: steps 0-2 on the loaded weights, the update and swap, 3-5.
+  std::shared_ptr<Session> se, sg;
+  ASSERT_NO_FATAL_FAILURE(sessions(&se, &sg));
+  for (int t = 0; t < kSeqSteps; ++t) {
+    if (t == kUpdateAfter) ASSERT_NO_FATAL_FAILURE(reference_update_both());
+    std::vector<float> out;
+    ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "step " + std::to_string(t), &out));
+    ++runs;
+    EXPECT_LT(max_err(out, ref("out_updated", t)), 1e-4) << "step " << t;
+    if (t < kUpdateAfter) EXPECT_LT(max_err(out, ref("out", t)), 1e-4) << "step " << t;
+  }
+  EXPECT_GT(max_err(std::vector<float>(ref("out", kUpdateAfter), ref("out", kUpdateAfter) + elems(kUpdateAfter)),
+                    ref("out_updated", kUpdateAfter)),
+            1e-3)
+      << "the update changes nothing: a vacuous test";
+  GraphStats s = stats();
+  EXPECT_EQ(s.captures, 3u) << "one capture per shape: " << graph_text(s);
+
+  // Rolled back: the conversation again, on fresh sessions, is PyTorch's without the update.
+  for (Model* m : {eager_.get(), graph_.get()}) ASSERT_TRUE(m->container()->swap().ok());
+  ASSERT_NO_FATAL_FAILURE(sessions(&se, &sg));
+  for (int t = 0; t < kSeqSteps; ++t) {
+    std::vector<float> out;
+    ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "after the rollback, step " + std::to_string(t), &out));
+    ++runs;
+    EXPECT_LT(max_err(out, ref("out", t)), 1e-4) << "after the rollback, step " << t;
+  }
+
+  // An in-place update of layer 1, then the shapes in another order (8, 2, 4, ...) on the same
+  // sessions: equal to the eager runs.
+  ASSERT_NO_FATAL_FAILURE(in_place_update_both(1, 0.75f));
+  for (int t : {2, 0, 1, 5, 3, 4}) {
+    ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "after an in-place update, reference input " + std::to_string(t)));
+    ++runs;
+  }
+
+  s = stats();
+  EXPECT_EQ(s.captures, 3u) << "one capture per shape: " << graph_text(s);
+  EXPECT_EQ(s.capture_failures, 0u) << graph_text(s);
+  EXPECT_EQ(s.replays, uint64_t(runs)) << graph_text(s);
+  EXPECT_EQ(s.eager_runs, 0u) << graph_text(s);
+  ASSERT_EQ(s.buckets.size(), 3u) << graph_text(s);
+  for (const auto& b : s.buckets) {
+    EXPECT_EQ(b.set, s.buckets[0].set) << "one set holds the three shapes: " << graph_text(s);
+    EXPECT_EQ(b.size, -1) << "exact shapes: " << graph_text(s);
+    EXPECT_GE(b.patches, 3u * graph_->offloader()->num_offloaded_layers())
+        << "a graph's copy nodes are not in its plan: " << graph_text(s);
+  }
+  EXPECT_NE(s.buckets[0].shapes, s.buckets[1].shapes) << graph_text(s);
+  EXPECT_NE(s.buckets[1].shapes, s.buckets[2].shapes) << graph_text(s);
+  EXPECT_NE(s.buckets[0].shapes, s.buckets[2].shapes) << graph_text(s);
+  EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, 3 * ring)
+      << "the two models' pools and one ring for the set's three graphs";
+  EXPECT_EQ(graph_->offloader()->captured_storage(), 0u);
+  EXPECT_FALSE(graph_->offloader()->held());
+}
+
+// Two runs open at once, each alternating shapes: two sets, each with a graph per shape and
+// a ring of its own; every run equals the eager run bit for bit.
+TEST_F(OffloadDynModelGraphGpu, ConcurrentSetsEachHoldTheirShapesAndRing) {
+  const uint64_t offload_before = tag_bytes(MemTag::kOffload);
+  ASSERT_NO_FATAL_FAILURE(load_both(offload_config(0, 1, 2)));  // every layer through 2 slots
+  if (skipped_) return;
+  const uint64_t ring = graph_->offloader()->ring_bytes();
+  std::shared_ptr<Session> se1, sg1, se2, sg2;
+  ASSERT_NO_FATAL_FAILURE(sessions(&se1, &sg1));
+  ASSERT_NO_FATAL_FAILURE(sessions(&se2, &sg2));
+  for (int t = 0; t < kSeqSteps; ++t) {
+    std::unique_ptr<wharf::Run> re1, rg1, re2, rg2;
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se1, nullptr, &re1).ok());
+    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg1, nullptr, &rg1).ok());
+    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se2, nullptr, &re2).ok());
+    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg2, nullptr, &rg2).ok());
+    // The second run one shape ahead of the first: the two open runs differ in shape.
+    ASSERT_NO_FATAL_FAILURE(both_in(*re1, *rg1, t, "first run, step " + std::to_string(t)));
+    ASSERT_NO_FATAL_FAILURE(both_in(*re2, *rg2, (t + 1) % kSeqSteps, "second run, step " + std::to_string(t)));
+    for (auto* r : {re1.get(), rg1.get(), re2.get(), rg2.get()}) ASSERT_TRUE(r->end().ok());
+  }
+  GraphStats s = stats();
+  EXPECT_EQ(s.eager_runs, 0u) << graph_text(s);
+  EXPECT_EQ(s.capture_failures, 0u) << graph_text(s);
+  EXPECT_EQ(s.replays, 2u * kSeqSteps) << graph_text(s);
+  EXPECT_EQ(s.captures, 6u) << "three shapes in each of two sets: " << graph_text(s);
+  ASSERT_EQ(s.buckets.size(), 6u) << graph_text(s);
+  std::vector<uint32_t> sets;
+  for (const auto& b : s.buckets)
+    if (std::find(sets.begin(), sets.end(), b.set) == sets.end()) sets.push_back(b.set);
+  EXPECT_EQ(sets.size(), 2u) << graph_text(s);
+  EXPECT_EQ(tag_bytes(MemTag::kOffload) - offload_before, 4 * ring) << "two pools and a ring per set";
+  EXPECT_FALSE(graph_->offloader()->held());
 }
 
 }  // namespace

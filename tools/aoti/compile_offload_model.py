@@ -4,6 +4,7 @@ offload points inside the compiled code.
 
 Run on the GPU machine (it has PyTorch, Triton and safetensors):
     python3 tools/aoti/compile_offload_model.py OUT_DIR
+    python3 tools/aoti/compile_offload_model.py --dynamic-rows OUT_DIR    (offload_tiny_dyn, below)
 Writes to OUT_DIR:
     offload_tiny.so             the compiled model (kernels embedded, constants not in the .so)
     offload_tiny.safetensors    its weights by FQN, and the conversation state's initial value
@@ -30,6 +31,15 @@ the input x [4, 64]; 6 layers h = h + w2(silu(w1(rmsnorm(h)))) (64 -> 128 -> 64)
 becomes tanh(h); the output is h. Layer weights are used only together with the activations,
 so no kernel reads them before the layer's wait. No runtime constant folding: a folded
 constant computed from an offloaded weight would read its slot at the wrong time.
+
+--dynamic-rows: the same model with the input's first dimension dynamic (torch.export Dim
+"rows", 1..16), for graphs of several input shapes sharing one offload ring (issue 25). Its
+files are named offload_tiny_dyn.* instead (same layout, same weights: the same seed). The
+state is [1, 64] (added to every row) and becomes the mean over the rows of tanh(h), so that
+it does not depend on the row count. reference.safetensors holds one 6-step conversation
+whose row counts alternate, ROWS_SEQ = 2, 4, 8, 2, 4, 8, named by step and row count:
+x.step{t}.rows{R} [R, 64], out.step{t}.rows{R}, out_updated.step{t}.rows{R} (layer 3's
+weights replaced after step 2, as above), update.<fqn>, and rows (I64 [6]: the sequence).
 """
 import json
 import os
@@ -47,6 +57,7 @@ import torch.nn.functional as F
 from compile_tiny_decoder import RMSNorm  # the same norm as the tiny decoder (this directory)
 
 DIM, FFN, LAYERS, BATCH, STEPS, UPDATE_AFTER, UPDATED_LAYER = 64, 128, 6, 4, 6, 3, 3
+ROWS_SEQ, ROWS_MIN, ROWS_MAX = [2, 4, 8, 2, 4, 8], 1, 16  # --dynamic-rows
 
 
 @torch.library.custom_op("wharf::offload_wait", mutates_args=())
@@ -81,10 +92,11 @@ class Layer(nn.Module):
 
 
 class OffloadTiny(nn.Module):
-    def __init__(self):
+    def __init__(self, dynamic_rows=False):
         super().__init__()
         self.layers = nn.ModuleList([Layer() for _ in range(LAYERS)])
-        self.register_buffer("state", torch.zeros(BATCH, DIM))
+        self.dynamic_rows = dynamic_rows
+        self.register_buffer("state", torch.zeros(1 if dynamic_rows else BATCH, DIM))
 
     def forward(self, x):
         h = x + self.state
@@ -92,7 +104,10 @@ class OffloadTiny(nn.Module):
             h = torch.ops.wharf.offload_wait(h, i)
             h = layer(h)
             h = torch.ops.wharf.offload_issued(h, i)
-        self.state.copy_(torch.tanh(h))
+        if self.dynamic_rows:  # one state row for any row count
+            self.state.copy_(torch.tanh(h).mean(0, keepdim=True))
+        else:
+            self.state.copy_(torch.tanh(h))
         return h
 
 
@@ -159,12 +174,18 @@ def check_order(order):
 
 
 def main():
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    dynamic_rows = "--dynamic-rows" in args
+    args = [a for a in args if a != "--dynamic-rows"]
+    if len(args) != 1:
+        sys.exit("usage: compile_offload_model.py [--dynamic-rows] OUT_DIR")
+    out = args[0]
+    name_ = "offload_tiny_dyn" if dynamic_rows else "offload_tiny"
     os.makedirs(out, exist_ok=True)
     log = {"torch": torch.__version__, "cuda": torch.version.cuda, "attempts": []}
     dev = "cuda"
     torch.manual_seed(0)
-    m = OffloadTiny().to(dev).eval()
+    m = OffloadTiny(dynamic_rows).to(dev).eval()
     with torch.no_grad():
         for name, p in m.named_parameters():
             if name.endswith("norm.weight"):
@@ -172,9 +193,10 @@ def main():
     from safetensors.torch import save_file
 
     weights = {k: v.detach().contiguous().cpu() for k, v in m.state_dict().items()}
-    save_file(weights, os.path.join(out, "offload_tiny.safetensors"))
+    save_file(weights, os.path.join(out, f"{name_}.safetensors"))
     gen = torch.Generator(device="cpu").manual_seed(1)
-    xs = [torch.randn(BATCH, DIM, generator=gen).to(dev) for _ in range(STEPS)]
+    rows = ROWS_SEQ if dynamic_rows else [BATCH] * STEPS
+    xs = [torch.randn(rows[t], DIM, generator=gen).to(dev) for t in range(STEPS)]
     update = {f"layers.{UPDATED_LAYER}.w1.weight": 0.5 * m.layers[UPDATED_LAYER].w1.weight.detach().clone(),
               f"layers.{UPDATED_LAYER}.w2.weight": -1.0 * m.layers[UPDATED_LAYER].w2.weight.detach().clone()}
     with torch.no_grad():
@@ -184,13 +206,38 @@ def main():
             if k != "state":
                 m.get_parameter(k).copy_(v.to(dev))
         m.state.zero_()
-    ref = {"x": torch.stack(xs).cpu(), "out": torch.stack(plain).cpu(), "out_updated": torch.stack(updated).cpu()}
+    if dynamic_rows:  # the row count changes from step to step: a tensor per step
+        ref = {"rows": torch.tensor(rows, dtype=torch.int64)}
+        for t in range(STEPS):
+            ref[f"x.step{t}.rows{rows[t]}"] = xs[t].cpu()
+            ref[f"out.step{t}.rows{rows[t]}"] = plain[t].cpu()
+            ref[f"out_updated.step{t}.rows{rows[t]}"] = updated[t].cpu()
+    else:
+        ref = {"x": torch.stack(xs).cpu(), "out": torch.stack(plain).cpu(), "out_updated": torch.stack(updated).cpu()}
     ref.update({"update." + k: v.cpu().contiguous() for k, v in update.items()})
     save_file(ref, os.path.join(out, "reference.safetensors"))
     log["reference"] = {"steps": STEPS, "update_after": UPDATE_AFTER, "updated_layer": UPDATED_LAYER,
                         "first_diff_step": next((t for t in range(STEPS) if not torch.equal(plain[t], updated[t])), None)}
 
-    ep = torch.export.export(m, (xs[0],), strict=False)
+    if dynamic_rows:
+        log["reference"]["rows"] = rows
+        # The example has 4 rows (not 1: export specializes a dimension whose example is 0 or 1).
+        example = next(x for x in xs if x.shape[0] == 4)
+        ep = None
+        for lo in (ROWS_MIN, 2):  # 2: if this torch refuses a dynamic dimension from 1
+            try:
+                rows_dim = torch.export.Dim("rows", min=lo, max=ROWS_MAX)
+                ep = torch.export.export(m, (example,), dynamic_shapes={"x": {0: rows_dim}}, strict=False)
+                log["rows_dim"] = {"min": lo, "max": ROWS_MAX}
+                break
+            except Exception as e:  # noqa: BLE001
+                log.setdefault("export_errors", []).append(f"min {lo}: {type(e).__name__}: {str(e)[:2000]}")
+        if ep is None:
+            with open(os.path.join(out, "compile_log.json"), "w") as f:
+                json.dump(log, f, indent=1)
+            sys.exit("torch.export failed: " + "; ".join(log["export_errors"]))
+    else:
+        ep = torch.export.export(m, (xs[0],), strict=False)
     log["graph_ops"] = sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"})
     shims = {
         torch.ops.wharf.offload_wait.default: [
@@ -227,10 +274,10 @@ def main():
                     if n.endswith("wrapper.cpp"):
                         wrapper = z.read(n).decode()
                 if sos:
-                    with z.open(sos[0]) as f, open(os.path.join(out, "offload_tiny.so"), "wb") as g:
+                    with z.open(sos[0]) as f, open(os.path.join(out, f"{name_}.so"), "wb") as g:
                         g.write(f.read())
             os.remove(pkg)
-            so = os.path.join(out, "offload_tiny.so")
+            so = os.path.join(out, f"{name_}.so")
             und = subprocess.run(["nm", "-D", "--undefined-only", so], capture_output=True, text=True).stdout
             attempt["undefined_aoti"] = sorted({l.split()[-1] for l in und.splitlines() if "aoti" in l})
             need = subprocess.run(["readelf", "-d", so], capture_output=True, text=True).stdout
@@ -243,7 +290,7 @@ def main():
             # a false alarm from a wrapper layout it does not know must not discard a model.
             attempt["ok"] = "aoti_torch_cuda_offload_wait" in attempt["undefined_aoti"]
             # The generated C++ of the model kept, to read what it calls and in which order.
-            keep = "offload_tiny" if attempt["ok"] else name
+            keep = name_ if attempt["ok"] else name
             with open(os.path.join(out, f"{keep}.wrapper.cpp"), "w") as f:
                 f.write(wrapper)
             done = attempt["ok"]
