@@ -25,8 +25,8 @@ inline std::shared_ptr<Device> host_device() {
 
 // ramp: TransferOptions::ramp_start; tests that count fills or DMAs turn it off, so that every
 // fill holds a whole chunk (transfer_trace_test checks the ramp).
-inline std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads,
-                                                   uint64_t chunk, uint64_t staging, uint64_t block, bool ramp) {
+inline std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
+                                                   uint64_t staging, uint64_t block, bool ramp) {
   TransferOptions o;
   o.threads = threads;
   o.chunk_bytes = chunk;
