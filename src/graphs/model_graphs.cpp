@@ -642,6 +642,11 @@ struct ModelGraphs::Core {
   // into a new record laid out as `layout`.
   Status fold_into_record(Model::Instance& inst, const std::function<Status(int, BoundTensor*)>& tensor,
                           const std::vector<uint64_t>& layout, cudaStream_t stream, std::shared_ptr<FoldRecord>* out);
+  // fold_into_record on the graphs' fold instance (made at first use; dropped after a failed
+  // fold, whose binding and folded state are unknown), serving path and captures alike.
+  Status fold_on_fold_instance(const std::function<Status(int, BoundTensor*)>& tensor,
+                               const std::vector<uint64_t>& layout, cudaStream_t stream,
+                               std::shared_ptr<FoldRecord>* out) WHARF_REQUIRES(mu);
   // The constants of `gen` by container constant index, for fold_into_record.
   std::function<Status(int, BoundTensor*)> generation_tensors(const std::shared_ptr<Generation>& gen) const;
   // The listener's call: folds `gen` and points each bucket's spare executable graph at it.
@@ -858,6 +863,15 @@ Status ModelGraphs::Core::fold_into_record(Model::Instance& inst,
   return Status::Ok();
 }
 
+Status ModelGraphs::Core::fold_on_fold_instance(const std::function<Status(int, BoundTensor*)>& tensor,
+                                                const std::vector<uint64_t>& layout, cudaStream_t stream,
+                                                std::shared_ptr<FoldRecord>* out) {
+  if (!fold_instance) WHARF_RETURN_IF_ERROR(model->graph_instance(1, &fold_instance));
+  Status st = fold_into_record(*fold_instance, tensor, layout, stream, out);
+  if (!st.ok()) fold_instance.reset();
+  return st;
+}
+
 Status ModelGraphs::Core::fold_for(Run& run, Bucket& b, std::shared_ptr<FoldRecord>* out) {
   out->reset();
   if (b.fold_sizes.empty()) return Status::Ok();
@@ -866,15 +880,10 @@ Status ModelGraphs::Core::fold_for(Run& run, Bucket& b, std::shared_ptr<FoldReco
   if (*out) return Status::Ok();
   // First replay on this generation and no prepare made its record: fold its constants once,
   // on the run's stream, into memory owned for it (a fold instance bound to its parameters).
-  if (!fold_instance) WHARF_RETURN_IF_ERROR(model->graph_instance(1, &fold_instance));
   std::shared_ptr<FoldRecord> rec;
-  Status st = fold_into_record(
-      *fold_instance, [&run](int c, BoundTensor* t) { return run.tensor_at(c, t); }, b.fold_sizes,
-      static_cast<cudaStream_t>(run.stream().native_handle()), &rec);
-  if (!st.ok()) {
-    fold_instance.reset();  // its binding and folded state are unknown now
-    return st;
-  }
+  WHARF_RETURN_IF_ERROR(fold_on_fold_instance([&run](int c, BoundTensor* t) { return run.tensor_at(c, t); },
+                                              b.fold_sizes, static_cast<cudaStream_t>(run.stream().native_handle()),
+                                              &rec));
   ++stats.folds;
   ++stats.replay_folds;
   folds.emplace_back(gen, rec);
@@ -1436,10 +1445,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     e1.gather = e0.gather;
   }
   // The folded constants of this generation are the ones the capture folded.
-  bool cached = false;
-  for (const auto& f : folds)
-    if (!f.first.owner_before(run.pinned_generation()) && !run.pinned_generation().owner_before(f.first)) cached = true;
-  if (!cached) {
+  if (!find_fold(run.pinned_generation())) {
     folds.emplace_back(run.pinned_generation(), rec);
     ++stats.folds;
   }
@@ -1452,9 +1458,8 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
     if (other && other != run.pinned_generation() && !find_fold(other)) {
       const Clock::time_point f0 = Clock::now();
       std::shared_ptr<FoldRecord> orec;
-      Status st = fold_instance ? Status::Ok() : model->graph_instance(1, &fold_instance);
       const auto stream = static_cast<cudaStream_t>(run.stream().native_handle());
-      if (st.ok()) st = fold_into_record(*fold_instance, generation_tensors(other), rec->sizes, stream, &orec);
+      Status st = fold_on_fold_instance(generation_tensors(other), rec->sizes, stream, &orec);
       // Done before it is published: any set's replay, on any stream, may use the record.
       if (st.ok()) st = cuda_status(cudaStreamSynchronize(stream), "waiting for the inactive generation's fold");
       if (st.ok()) {
@@ -1463,7 +1468,7 @@ Status ModelGraphs::Core::capture(Run& run, GraphSet& set, const std::vector<Mod
         ++stats.prepare_folds;
         stats.prepare_fold_ns += ns_between(f0, Clock::now());
       } else {
-        fold_instance.reset();  // its binding and folded state are unknown now
+        fold_instance.reset();  // after a failed wait too: its folded state is unknown
         WHARF_LOG(kWarn, "model " + quote_name(name) + ": graphs: folding the inactive generation after a capture: " +
                              st.message() + "; its first replay folds instead");
       }
