@@ -361,10 +361,21 @@ std::string graph_text(const GraphStats& s) {
          std::to_string(s.eager_runs) + ", last eager reason '" + s.last_eager_reason + "'" + b;
 }
 
-class OffloadModelGraphGpu : public OffloadModelGpu {
+// The eager model and the one replaying from CUDA graphs, loaded alike with offloaded layers,
+// and what the graph fixtures below do with the pair. A fixture supplies its runtime, its
+// loader, its loaded weights and how one step of both runs (both_in).
+class EagerGraphPair {
  protected:
+  virtual ~EagerGraphPair() = default;
+  virtual const std::shared_ptr<Runtime>& pair_runtime() const = 0;
+  virtual Status load(std::shared_ptr<const OffloaderConfig> offload, std::shared_ptr<Model>* out) = 0;
+  virtual const ConstantMap& loaded_weights() const = 0;
+  // Step `t` of both models in the given runs; the outputs must be equal bit for bit.
+  virtual void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context,
+                       std::vector<float>* out = nullptr) = 0;
+
   // Both models with `offload`; graphs enabled on `graph_` with `go`.
-  void load_both(std::shared_ptr<const OffloaderConfig> offload, const GraphOptions& go = GraphOptions()) {
+  void load_both(std::shared_ptr<const OffloaderConfig> offload, const GraphOptions& go) {
     Status st = load(offload, &eager_);
     if (!st.ok() && st.message().find("GLIBC") != std::string::npos) {
       skipped_ = true;
@@ -385,22 +396,10 @@ class OffloadModelGraphGpu : public OffloadModelGpu {
   }
 
   void sessions(std::shared_ptr<Session>* se, std::shared_ptr<Session>* sg) {
-    ASSERT_TRUE(Session::create(rt_, {eager_->container()}, SessionOptions{}, se).ok());
-    ASSERT_TRUE(Session::create(rt_, {graph_->container()}, SessionOptions{}, sg).ok());
+    ASSERT_TRUE(Session::create(pair_runtime(), {eager_->container()}, SessionOptions{}, se).ok());
+    ASSERT_TRUE(Session::create(pair_runtime(), {graph_->container()}, SessionOptions{}, sg).ok());
   }
 
-  // Step `t` of both models in the given runs; the outputs must be equal bit for bit.
-  void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context, std::vector<float>* out = nullptr) {
-    std::vector<float> oe, og;
-    Status st = step_in(*eager_, re, t % kSteps, &oe);
-    ASSERT_TRUE(st.ok()) << context << ": eager: " << st.message();
-    st = step_in(*graph_, rg, t % kSteps, &og);
-    ASSERT_TRUE(st.ok()) << context << ": graph: " << st.message() << "; " << graph_text(stats());
-    ASSERT_EQ(oe.size(), og.size());
-    ASSERT_EQ(std::memcmp(oe.data(), og.data(), oe.size() * 4), 0)
-        << context << ": the replay's outputs differ from the eager run's; " << graph_text(stats());
-    if (out) *out = std::move(oe);
-  }
   // Step `t` of both models, each in a fresh run of its session.
   void both(const std::shared_ptr<Session>& se, const std::shared_ptr<Session>& sg, int t, const std::string& context,
             std::vector<float>* out = nullptr) {
@@ -416,7 +415,7 @@ class OffloadModelGraphGpu : public OffloadModelGpu {
   // from the loaded weights, into the inactive generation and swapped, or in place.
   void update_both(int layer, float scale, bool in_place, const std::string& context) {
     const std::string fqn = "layers." + std::to_string(layer) + ".w1.weight";
-    const MapEntry* e = weights_->find(fqn);
+    const MapEntry* e = loaded_weights().find(fqn);
     ASSERT_NE(e, nullptr) << fqn;
     auto values = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
     std::memcpy(values->data(), e->data, e->meta.nbytes());
@@ -432,16 +431,41 @@ class OffloadModelGraphGpu : public OffloadModelGpu {
     }
     kept_.push_back(std::move(values));
   }
+
+  bool skipped_ = false;
+  std::shared_ptr<Model> eager_, graph_;
+  std::vector<std::unique_ptr<std::vector<float>>> kept_;
+};
+
+class OffloadModelGraphGpu : public OffloadModelGpu, public EagerGraphPair {
+ protected:
+  const std::shared_ptr<Runtime>& pair_runtime() const override { return rt_; }
+  Status load(std::shared_ptr<const OffloaderConfig> offload, std::shared_ptr<Model>* out) override {
+    return OffloadModelGpu::load(std::move(offload), out);
+  }
+  const ConstantMap& loaded_weights() const override { return *weights_; }
+  void load_both(std::shared_ptr<const OffloaderConfig> offload, const GraphOptions& go = GraphOptions()) {
+    EagerGraphPair::load_both(std::move(offload), go);
+  }
+
+  void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context,
+               std::vector<float>* out = nullptr) override {
+    std::vector<float> oe, og;
+    Status st = step_in(*eager_, re, t % kSteps, &oe);
+    ASSERT_TRUE(st.ok()) << context << ": eager: " << st.message();
+    st = step_in(*graph_, rg, t % kSteps, &og);
+    ASSERT_TRUE(st.ok()) << context << ": graph: " << st.message() << "; " << graph_text(stats());
+    ASSERT_EQ(oe.size(), og.size());
+    ASSERT_EQ(std::memcmp(oe.data(), og.data(), oe.size() * 4), 0)
+        << context << ": the replay's outputs differ from the eager run's; " << graph_text(stats());
+    if (out) *out = std::move(oe);
+  }
   void rollback_both(const std::string& context) {
     for (Model* m : {eager_.get(), graph_.get()}) {
       Status st = m->container()->swap();
       ASSERT_TRUE(st.ok()) << context << ": " << st.message();
     }
   }
-
-  bool skipped_ = false;
-  std::shared_ptr<Model> eager_, graph_;
-  std::vector<std::unique_ptr<std::vector<float>>> kept_;
 };
 
 // The conversation through replays, each equal to the eager run's bit for bit (and to
@@ -654,7 +678,7 @@ TEST_F(OffloadModelGraphGpu, ABusyOffloaderDelaysTheCaptureWithoutFailingIt) {
 
 // Named OffloadModelGraphGpu* so that scripts/gpu-run.sh runs it with the other graph suites
 // (memcheck without API-error reports: the plan probes kernel parameters with cuFuncGetParamInfo).
-class OffloadModelGraphGpuShapes : public ::testing::Test {
+class OffloadModelGraphGpuShapes : public ::testing::Test, public EagerGraphPair {
  protected:
   static constexpr int kSeqSteps = 6;
 
@@ -700,7 +724,9 @@ class OffloadModelGraphGpuShapes : public ::testing::Test {
   }
   uint64_t tag_bytes(MemTag t) { return rt_->device().accounting().snapshot().current[size_t(t)]; }
 
-  Status load(std::shared_ptr<const OffloaderConfig> offload, std::shared_ptr<Model>* out) {
+  const std::shared_ptr<Runtime>& pair_runtime() const override { return rt_; }
+  const ConstantMap& loaded_weights() const override { return *weights_; }
+  Status load(std::shared_ptr<const OffloaderConfig> offload, std::shared_ptr<Model>* out) override {
     ModelOptions mo;
     if (const char* shim = std::getenv("WHARF_AOTI_SHIM")) mo.shim_path = shim;
     mo.offload = std::move(offload);
@@ -708,28 +734,9 @@ class OffloadModelGraphGpuShapes : public ::testing::Test {
   }
   // Both models offloaded alike; graphs of exact shapes on `graph_`.
   void load_both(std::shared_ptr<const OffloaderConfig> offload) {
-    Status st = load(offload, &eager_);
-    if (!st.ok() && st.message().find("GLIBC") != std::string::npos) {
-      skipped_ = true;
-      GTEST_SKIP() << "the compiled model needs a newer C library than this machine's: " << st.message();
-    }
-    ASSERT_TRUE(st.ok()) << st.message();
-    st = load(offload, &graph_);
-    ASSERT_TRUE(st.ok()) << st.message();
-    ASSERT_NE(graph_->offloader(), nullptr);
     GraphOptions go;
     go.exact_shapes = true;
-    st = graph_->enable_graphs(go);
-    ASSERT_TRUE(st.ok()) << st.message();
-  }
-  GraphStats stats() {
-    GraphStats s;
-    EXPECT_TRUE(graph_->graph_stats(&s).ok());
-    return s;
-  }
-  void sessions(std::shared_ptr<Session>* se, std::shared_ptr<Session>* sg) {
-    ASSERT_TRUE(Session::create(rt_, {eager_->container()}, SessionOptions{}, se).ok());
-    ASSERT_TRUE(Session::create(rt_, {graph_->container()}, SessionOptions{}, sg).ok());
+    EagerGraphPair::load_both(std::move(offload), go);
   }
 
   // Reference step t's input (its row count) through model m in `run`; the output on the host.
@@ -752,7 +759,8 @@ class OffloadModelGraphGpuShapes : public ::testing::Test {
       return DeviceError("reading the output");
     return Status::Ok();
   }
-  void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context, std::vector<float>* out = nullptr) {
+  void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context,
+               std::vector<float>* out = nullptr) override {
     std::vector<float> oe, og;
     Status st = step_in(*eager_, re, t, &oe);
     ASSERT_TRUE(st.ok()) << context << ": eager: " << st.message();
@@ -763,15 +771,6 @@ class OffloadModelGraphGpuShapes : public ::testing::Test {
         << context << " (" << rows_[size_t(t)] << " rows): the replay's outputs differ from the eager run's; "
         << graph_text(stats());
     if (out) *out = std::move(oe);
-  }
-  void both(const std::shared_ptr<Session>& se, const std::shared_ptr<Session>& sg, int t, const std::string& context,
-            std::vector<float>* out = nullptr) {
-    std::unique_ptr<wharf::Run> re, rg;
-    ASSERT_TRUE(wharf::Run::begin(eager_->container(), se, nullptr, &re).ok());
-    ASSERT_TRUE(wharf::Run::begin(graph_->container(), sg, nullptr, &rg).ok());
-    ASSERT_NO_FATAL_FAILURE(both_in(*re, *rg, t, context, out));
-    ASSERT_TRUE(re->end().ok());
-    ASSERT_TRUE(rg->end().ok());
   }
   // The reference's update (layer 3's w1 and w2) into both containers' inactive generation, swapped.
   void reference_update_both() {
@@ -788,32 +787,10 @@ class OffloadModelGraphGpuShapes : public ::testing::Test {
       ASSERT_TRUE(m->container()->swap().ok());
     }
   }
-  // Layer `layer`'s w1 scaled by `scale` from the loaded weights, in place in both containers.
-  void in_place_update_both(int layer, float scale) {
-    const std::string fqn = "layers." + std::to_string(layer) + ".w1.weight";
-    const MapEntry* e = weights_->find(fqn);
-    ASSERT_NE(e, nullptr) << fqn;
-    auto values = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
-    std::memcpy(values->data(), e->data, e->meta.nbytes());
-    for (float& x : *values) x *= scale;
-    ConstantMap u;
-    ASSERT_TRUE(u.set(fqn, e->meta, values->data()).ok());
-    UpdateOptions uo;
-    uo.in_place = true;
-    for (Model* m : {eager_.get(), graph_.get()}) {
-      Status st = m->container()->update(u, uo);
-      ASSERT_TRUE(st.ok()) << st.message();
-    }
-    kept_.push_back(std::move(values));
-  }
-
   std::string dir_;
   std::vector<int64_t> rows_;
   std::shared_ptr<Runtime> rt_;
   std::unique_ptr<ConstantMap> weights_, ref_;
-  bool skipped_ = false;
-  std::shared_ptr<Model> eager_, graph_;
-  std::vector<std::unique_ptr<std::vector<float>>> kept_;
 };
 
 // Runs of 2, 4 and 8 rows alternate on one set of graphs: a graph per shape, captured once,
@@ -859,7 +836,7 @@ TEST_F(OffloadModelGraphGpuShapes, ShapesAlternatingShareTheSetsRingBitForBit) {
 
   // An in-place update of layer 1, then the shapes in another order (8, 2, 4, ...) on the same
   // sessions: equal to the eager runs.
-  ASSERT_NO_FATAL_FAILURE(in_place_update_both(1, 0.75f));
+  ASSERT_NO_FATAL_FAILURE(update_both(1, 0.75f, true, "the in-place update of layer 1"));
   for (int t : {2, 0, 1, 5, 3, 4}) {
     ASSERT_NO_FATAL_FAILURE(both(se, sg, t, "after an in-place update, reference input " + std::to_string(t)));
     ++runs;
