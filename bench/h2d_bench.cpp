@@ -5,7 +5,8 @@
 //
 // Rows: (1) pinned cudaMemcpyAsync of the whole buffer (the physical ceiling), (2) plain
 // pageable cudaMemcpy, (3) TransferEngine from a pinned source, (4) TransferEngine from a
-// pageable source with the default shape (12 threads, 4 MiB chunks, ring 2*threads*chunk),
+// pageable source with the runtime's default shape (12 threads, 512 KiB chunks, a ring of 4 MiB
+// per thread, 8 MiB DMAs: transfer.h's kDefaultStaging*),
 // (5) a sweep of chunk size x threads from a pageable source on a smaller prefix (with its
 // own pinned ceiling at that size), or instead of the sweep, each --shape given: T threads,
 // chunks of CHUNK_KIB, a ring of RING_MIB, DMAs of up to BLOCK_MIB (TransferOptions::
@@ -267,7 +268,8 @@ int main(int argc, char** argv) {
   print_row(rows.back());
 
   {
-    auto eng = make_engine(dev, 12, 4 * MiB);
+    auto eng = make_engine(dev, 12, wharf::kDefaultStagingChunkBytes, 12 * wharf::kDefaultStagingBytesPerThread,
+                           wharf::kDefaultStagingBlockBytes);
     zero_dst();
     Timing t = measure(args.reps, [&] { check(eng->copy({{d, pinned.data(), bytes}}, {}), "TransferEngine copy"); });
     verify("TransferEngine, pinned source", d, src, bytes, scratch, s);
@@ -282,7 +284,8 @@ int main(int argc, char** argv) {
   double engine_pageable_gbps = 0;
   {
     const uint64_t used_before = device_used();
-    auto eng = make_engine(dev, 12, 4 * MiB);
+    auto eng = make_engine(dev, 12, wharf::kDefaultStagingChunkBytes, 12 * wharf::kDefaultStagingBytesPerThread,
+                           wharf::kDefaultStagingBlockBytes);
     zero_dst();
     wharf::TransferStats stats;
     Timing t = measure(args.reps, [&] { check(eng->copy({{d, src, bytes}}, {}, &stats), "TransferEngine copy"); });
@@ -293,7 +296,8 @@ int main(int argc, char** argv) {
     if (stats.pageable_bytes != bytes) die("TransferEngine did not classify the source as pageable");
     verify("TransferEngine, pageable source", d, src, bytes, scratch, s);
     engine_pageable_gbps = gbps(bytes, t.median_s);
-    rows.push_back({"(4) TransferEngine, pageable source", 12, 4 * MiB, staging_bytes, bytes, t, ceil_gbps});
+    rows.push_back({"(4) TransferEngine, pageable source", 12, wharf::kDefaultStagingChunkBytes, staging_bytes, bytes,
+                    t, ceil_gbps});
     print_row(rows.back());
   }
 

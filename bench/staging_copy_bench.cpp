@@ -9,7 +9,7 @@
 //   staging_copy_bench [--gib G] [--ring-mib R[,R...]] [--piece-mib P[,P...]]
 //                      [--threads T[,T...]] [--reps N] [--csv PATH]
 //
-// Rings: 96 MiB (the library's default ring, 12 threads x 2 chunks of 4 MiB) and 1 GiB
+// Rings: 96 MiB (the library's default ring until session 9, 12 threads x 2 chunks of 4 MiB) and 1 GiB
 // (larger than any last-level cache). Which one a memcpy behaves like decides the gain: into
 // a ring that stays in the cache, memcpy's read-for-ownership hits the cache; into one that
 // does not, it reads DRAM, which streaming stores skip.

@@ -515,13 +515,16 @@ int main(int argc, char** argv) {
   const char* staging_copy = std::getenv("WHARF_STAGING_COPY");
   const char* ramp = std::getenv("WHARF_TRANSFER_RAMP");              // the first blocks' smaller fills (unset: on)
   const char* ahead = std::getenv("WHARF_TRANSFER_ALLOC_AHEAD_MIB");  // allocating ahead of need (unset: off)
+  const char* chunk = std::getenv("WHARF_TRANSFER_CHUNK_KIB");        // the ring's chunks (unset: 512)
+  const char* block = std::getenv("WHARF_TRANSFER_BLOCK_KIB");        // its DMA blocks (unset: 8192)
   std::printf(
       "update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
       "staging %llu MiB (0: defaults); settle %d ms; WHARF_STAGING_COPY %s; WHARF_TRANSFER_RAMP %s; "
-      "WHARF_TRANSFER_ALLOC_AHEAD_MIB %s\n",
+      "WHARF_TRANSFER_ALLOC_AHEAD_MIB %s; WHARF_TRANSFER_CHUNK_KIB %s; WHARF_TRANSFER_BLOCK_KIB %s\n",
       info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms,
       staging_copy && *staging_copy ? staging_copy : "(unset: memcpy)", ramp ? ramp : "(unset: on)",
-      ahead && *ahead ? ahead : "(unset: 0)");
+      ahead && *ahead ? ahead : "(unset: 0)", chunk && *chunk ? chunk : "(unset: 512)",
+      block && *block ? block : "(unset: 8192)");
   std::printf(
       "  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
       "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",

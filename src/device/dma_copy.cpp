@@ -115,7 +115,7 @@ const char* staging_copy_name(StagingCopy c) { return c == StagingCopy::kMemcpy 
 StagingCopy staging_copy_from_env() {
   static const StagingCopy mode = [] {
     const char* v = std::getenv("WHARF_STAGING_COPY");
-    // memcpy by default: on the H100 host measured (L3 300 MiB) the 96 MiB ring stays in the
+    // memcpy by default: on the H100 host measured (L3 300 MiB) the ring (96 MiB then) stays in the
     // cache, where the DMA reads it; streaming stores gave that up and lost 5-10% on the
     // pageable rows (docs/performance.md, "Streaming stores into the staging ring").
     if (!v || !*v) return StagingCopy::kMemcpy;

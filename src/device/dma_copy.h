@@ -7,7 +7,7 @@
 // byte DRAM sees the source read, the ring written and the DMA's read, not also the ring
 // read. (Where the ring stays in the last-level cache, the DMA could read it from there
 // after a memcpy, which is why memcpy stays the default: measured on the H100 host, whose
-// 300 MiB L3 holds the 96 MiB ring, streaming stores lost 5-10% of the pageable rows.
+// 300 MiB L3 held the (then) 96 MiB ring, streaming stores lost 5-10% of the pageable rows.
 // WHARF_STAGING_COPY=stream selects them, for hosts whose cache cannot hold the ring.)
 #pragma once
 

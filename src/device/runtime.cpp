@@ -16,7 +16,21 @@ namespace wharf {
 namespace {
 constexpr uint32_t kMaxCopyThreads = 256;
 constexpr uint64_t kMinStagingBytes = 128 << 10;  // two chunks of the 64 KiB minimum
-constexpr uint64_t kDefaultChunkBytes = 4 << 20;  // measured best on H100 (docs/performance.md, h2d_bench)
+
+// WHARF_TRANSFER_CHUNK_KIB / WHARF_TRANSFER_BLOCK_KIB replace the default chunk and block
+// sizes, for A/B measurements (read once per process; 0 or unset: the defaults).
+uint64_t kib_from_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? uint64_t(std::strtoull(v, nullptr, 10)) << 10 : 0;
+}
+uint64_t chunk_bytes_from_env() {
+  static const uint64_t b = kib_from_env("WHARF_TRANSFER_CHUNK_KIB");
+  return b;
+}
+uint64_t block_bytes_from_env() {
+  static const uint64_t b = kib_from_env("WHARF_TRANSFER_BLOCK_KIB");
+  return b;
+}
 }  // namespace
 
 Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) {
@@ -35,7 +49,7 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     o.copy_threads = std::min<uint32_t>(12, std::max(1u, hw - 1));
   }
-  if (o.staging_bytes == 0) o.staging_bytes = uint64_t(2) * o.copy_threads * kDefaultChunkBytes;
+  if (o.staging_bytes == 0) o.staging_bytes = uint64_t(o.copy_threads) * kDefaultStagingBytesPerThread;
 
   DeviceOptions dopts;
   dopts.device_index = o.device_index;
@@ -83,7 +97,9 @@ Status Runtime::transfers(TransferEngine** out) {
   if (!transfers_) {
     TransferOptions t;
     t.threads = opts_.copy_threads;
-    t.chunk_bytes = std::min<uint64_t>(kDefaultChunkBytes, opts_.staging_bytes / 2);
+    const uint64_t chunk = chunk_bytes_from_env() ? chunk_bytes_from_env() : kDefaultStagingChunkBytes;
+    t.chunk_bytes = std::min<uint64_t>(chunk, opts_.staging_bytes / 2);
+    t.block_bytes = block_bytes_from_env() ? block_bytes_from_env() : kDefaultStagingBlockBytes;
     t.staging_bytes = opts_.staging_bytes;
     t.serving = serving_;
     WHARF_RETURN_IF_ERROR(TransferEngine::create(device_, t, &transfers_));

@@ -67,6 +67,15 @@ using AllocateFn = std::function<Status(size_t i, void** dst)>;
 // stops the copy: nothing more is enqueued, what is in flight drains, and copy() returns it.
 using CopyProgressFn = std::function<Status(uint64_t done)>;
 
+// The runtime's default staging shape (device/runtime.cpp): chunks of 512 KiB, a ring of
+// 4 MiB per staging thread (48 MiB for 12), DMAs of up to 8 MiB. A fill of 512 KiB still sits
+// in its core's caches when the DMA reads it (4 MiB ones did not); measured on H100 hosts
+// against the earlier 4 MiB chunks in a 96 MiB ring with 16 MiB DMAs, in the same runs
+// (docs/performance.md, "Small staging chunks").
+constexpr uint64_t kDefaultStagingChunkBytes = 512ull << 10;
+constexpr uint64_t kDefaultStagingBytesPerThread = 4ull << 20;
+constexpr uint64_t kDefaultStagingBlockBytes = 8ull << 20;
+
 struct TransferOptions {
   uint32_t threads = 4;                  // host threads that fill staging chunks
   uint64_t staging_bytes = 32ull << 20;  // ring size; split into chunks of chunk_bytes

@@ -16,6 +16,7 @@
 #include "core/test_hooks.h"
 #include "common/transfer_support.h"
 #include "device/host/host_device.h"
+#include "device/runtime.h"
 #include "device/transfer.h"
 
 namespace wharf {
@@ -409,6 +410,41 @@ TEST(TransferAllocAhead, DestinationsAreAllocatedOnlyAsTheFillsApproachThem) {
     // each of the 2 threads may have taken one fill it had not begun yet.
     for (size_t i = 1; i < std::min(fail_at + 1, kRequests); ++i)
       EXPECT_GE(begun_at[i], int(8 * i) - 1 - 2) << "request " << i << " allocated too early";
+  }
+}
+
+// The runtime's default staging shape (transfer.h's kDefaultStaging*; docs/performance.md,
+// "Small staging chunks"): chunks of 512 KiB, a ring of 4 MiB per copy thread, blocks of up
+// to 8 MiB (at most half the ring), as the engine it makes reports them while it copies.
+TEST(TransferDefaults, TheRuntimeStagesInSmallChunksInARingOf4MiBPerThread) {
+  if (std::getenv("WHARF_TRANSFER_CHUNK_KIB") || std::getenv("WHARF_TRANSFER_BLOCK_KIB"))
+    GTEST_SKIP() << "WHARF_TRANSFER_CHUNK_KIB / _BLOCK_KIB replace the defaults in this process";
+  struct Want {
+    uint32_t threads;
+    uint64_t ring, block_chunks;
+  };
+  // 12 threads: 96 chunks, blocks of 16 (8 MiB). 3 threads: 24 chunks, 16 does not divide
+  // them, so the largest number <= 16 that does and leaves two blocks: 12 (6 MiB).
+  for (const Want w : {Want{12, 48 * MiB, 16}, Want{3, 12 * MiB, 12}}) {
+    RuntimeOptions o;
+    o.backend = 2;  // host
+    o.copy_threads = w.threads;
+    std::shared_ptr<Runtime> rt;
+    ASSERT_TRUE(Runtime::create(o, &rt).ok());
+    EXPECT_EQ(rt->options().staging_bytes, w.ring);
+    TransferEngine* eng = nullptr;
+    ASSERT_TRUE(rt->transfers(&eng).ok());
+    std::vector<unsigned char> src(20 * MiB + 777);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 29 + 3);
+    Buffer dst = alloc(rt->device_ptr(), MemKind::kDevice, src.size());
+    TransferTrace tr;
+    Status st = eng->copy({{dst.data(), src.data(), src.size()}}, {}, nullptr, nullptr, nullptr, &tr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(std::memcmp(dst.data(), src.data(), src.size()), 0);
+    EXPECT_EQ(tr.chunk_bytes, 512 * KiB) << w.threads << " threads";
+    EXPECT_EQ(tr.ring_bytes, w.ring) << w.threads << " threads";
+    EXPECT_EQ(tr.block_chunks, w.block_chunks) << w.threads << " threads";
+    EXPECT_EQ(tr.staging_threads, w.threads);
   }
 }
 
