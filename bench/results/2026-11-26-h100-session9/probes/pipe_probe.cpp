@@ -57,7 +57,7 @@ __attribute__((target("cldemote"))) static void memcpy_demote(char* d, const cha
 }
 
 enum Var { kMemcpy, kNT, kDemote, kDemoteSub, kFlush, kMemcpySub };
-static const char* vname[] = {"memcpy", "nt-avx2", "memcpy+cldemote", "memcpy+cldemote/64K", "memcpy+clflushopt",
+static const char* vname[] = {"memcpy",     "nt-avx2", "memcpy+cldemote", "memcpy+cldemote/64K", "memcpy+clflushopt",
                               "memcpy/256K"};
 
 struct Pipe {
@@ -95,11 +95,23 @@ static double run(Pipe& p, const char* src, size_t n, int T, size_t chunk, int G
         const char* s = src + i * chunk;
         auto a = clk::now();
         switch (v) {
-          case kMemcpy: std::memcpy(d, s, chunk); break;
-          case kNT: nt_copy(d, s, chunk); break;
-          case kDemote: std::memcpy(d, s, chunk); demote(d, chunk); break;
-          case kDemoteSub: memcpy_demote(d, s, chunk, 64 * 1024); break;
-          case kFlush: std::memcpy(d, s, chunk); flush(d, chunk); break;
+          case kMemcpy:
+            std::memcpy(d, s, chunk);
+            break;
+          case kNT:
+            nt_copy(d, s, chunk);
+            break;
+          case kDemote:
+            std::memcpy(d, s, chunk);
+            demote(d, chunk);
+            break;
+          case kDemoteSub:
+            memcpy_demote(d, s, chunk, 64 * 1024);
+            break;
+          case kFlush:
+            std::memcpy(d, s, chunk);
+            flush(d, chunk);
+            break;
           case kMemcpySub:
             for (size_t o = 0; o < chunk; o += 256 * 1024) std::memcpy(d + o, s + o, 256 * 1024);
             break;
@@ -156,12 +168,12 @@ int main() {
     int dma_src = 0;
   };
   std::vector<Cfg> cfgs = {
-      {12, 4 * MiB, 4, 24, kMemcpy},       {12, 4 * MiB, 4, 24, kMemcpy, 1}, {12, 4 * MiB, 4, 24, kMemcpy, 2},
-      {12, 4 * MiB, 4, 24, kNT, 1},        {12, 4 * MiB, 4, 24, kNT, 2},
-      {12, 1 * MiB, 4, 24, kMemcpy},       {12, 1 * MiB, 4, 48, kMemcpy},    {12, 1 * MiB, 8, 48, kMemcpy},
-      {12, 1 * MiB, 4, 24, kNT},           {12, 2 * MiB, 4, 32, kMemcpy},    {12, 2 * MiB, 4, 48, kMemcpy},
-      {12, 512 * 1024, 8, 48, kMemcpy},    {12, 512 * 1024, 8, 64, kMemcpy}, {8, 1 * MiB, 4, 24, kMemcpy},
-      {16, 1 * MiB, 4, 32, kMemcpy},       {16, 4 * MiB, 4, 32, kMemcpy, 2}, {12, 1 * MiB, 4, 24, kMemcpy, 2},
+      {12, 4 * MiB, 4, 24, kMemcpy},    {12, 4 * MiB, 4, 24, kMemcpy, 1}, {12, 4 * MiB, 4, 24, kMemcpy, 2},
+      {12, 4 * MiB, 4, 24, kNT, 1},     {12, 4 * MiB, 4, 24, kNT, 2},     {12, 1 * MiB, 4, 24, kMemcpy},
+      {12, 1 * MiB, 4, 48, kMemcpy},    {12, 1 * MiB, 8, 48, kMemcpy},    {12, 1 * MiB, 4, 24, kNT},
+      {12, 2 * MiB, 4, 32, kMemcpy},    {12, 2 * MiB, 4, 48, kMemcpy},    {12, 512 * 1024, 8, 48, kMemcpy},
+      {12, 512 * 1024, 8, 64, kMemcpy}, {8, 1 * MiB, 4, 24, kMemcpy},     {16, 1 * MiB, 4, 32, kMemcpy},
+      {16, 4 * MiB, 4, 32, kMemcpy, 2}, {12, 1 * MiB, 4, 24, kMemcpy, 2},
   };
   int reps = 5;
   std::vector<std::vector<double>> res(cfgs.size()), rd(cfgs.size());
@@ -187,9 +199,14 @@ int main() {
     auto& c = cfgs[k];
     auto v = res[k];
     std::sort(v.begin(), v.end());
-    std::printf("T=%2d chunk %4zu KiB x%d ring %3zu MiB dma<-%-5s %-22s median %.2f ms (min %.2f max %.2f) = %.3f x ceiling; per-thread read %.2f GB/s\n",
-                c.T, c.chunk / 1024, c.G, c.R * c.chunk / MiB, c.dma_src == 0 ? "ring" : c.dma_src == 1 ? "other" : "none", vname[c.v], med(v), v.front(), v.back(), cm / med(v),
-                med(rd[k]));
+    std::printf(
+        "T=%2d chunk %4zu KiB x%d ring %3zu MiB dma<-%-5s %-22s median %.2f ms (min %.2f max %.2f) = %.3f x ceiling; "
+        "per-thread read %.2f GB/s\n",
+        c.T, c.chunk / 1024, c.G, c.R * c.chunk / MiB,
+        c.dma_src == 0   ? "ring"
+        : c.dma_src == 1 ? "other"
+                         : "none",
+        vname[c.v], med(v), v.front(), v.back(), cm / med(v), med(rd[k]));
   }
   return 0;
 }

@@ -17,13 +17,13 @@
 
 using clk = std::chrono::steady_clock;
 static double now_ms() { return std::chrono::duration<double, std::milli>(clk::now().time_since_epoch()).count(); }
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      std::printf("FAIL %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);      \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+#define CK(x)                                                                       \
+  do {                                                                              \
+    cudaError_t e_ = (x);                                                           \
+    if (e_ != cudaSuccess) {                                                        \
+      std::printf("FAIL %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                 \
+    }                                                                               \
   } while (0)
 
 constexpr size_t MiB = 1 << 20, GiB = 1ull << 30;
@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
       double el = now_ms() - t0;
       stop = true;
       d.join();
-      std::printf("memcpy T=%d while DMA runs: copy %.2f GB/s, DMA ~%.2f GB/s\n", T, r, dmas * 256.0 * MiB / (el * 1e6));
+      std::printf("memcpy T=%d while DMA runs: copy %.2f GB/s, DMA ~%.2f GB/s\n", T, r,
+                  dmas * 256.0 * MiB / (el * 1e6));
     }
     // Register whole region.
     for (int rep = 0; rep < 2; ++rep) {
@@ -131,8 +132,10 @@ int main(int argc, char** argv) {
       double t2 = now_ms();
       CK(cudaHostUnregister(src));
       double t3 = now_ms();
-      std::printf("register 2GiB whole: %.2f ms, DMA %.2f GB/s (%.2f ms), unregister %.2f ms; total %.2f ms vs ceiling %.2f ms\n",
-                  t1 - t0, bw, t2 - t1, t3 - t2, t3 - t0, n / (ceil * 1e6));
+      std::printf(
+          "register 2GiB whole: %.2f ms, DMA %.2f GB/s (%.2f ms), unregister %.2f ms; total %.2f ms vs ceiling %.2f "
+          "ms\n",
+          t1 - t0, bw, t2 - t1, t3 - t2, t3 - t0, n / (ceil * 1e6));
     }
     for (int rep = 0; rep < 2; ++rep) {
       double t0 = now_ms();
@@ -201,8 +204,10 @@ int main(int argc, char** argv) {
       double t2 = now_ms();
       float ms;
       CK(cudaEventElapsedTime(&ms, e0, e1));
-      std::printf("pipelined register(32MiB, %d thr)+DMA: %.2f ms to DMA done (%.3f x ceiling), +unregister %.2f ms => %.3f x ceiling\n",
-                  T, t1 - t0, (n / (ceil * 1e6)) / (t1 - t0), t2 - t1, (n / (ceil * 1e6)) / (t2 - t0));
+      std::printf(
+          "pipelined register(32MiB, %d thr)+DMA: %.2f ms to DMA done (%.3f x ceiling), +unregister %.2f ms => %.3f x "
+          "ceiling\n",
+          T, t1 - t0, (n / (ceil * 1e6)) / (t1 - t0), t2 - t1, (n / (ceil * 1e6)) / (t2 - t0));
     }
     munmap(src, n);
   }
@@ -228,8 +233,8 @@ int main(int argc, char** argv) {
       double t2 = now_ms();
       CK(cudaHostUnregister(m));
       double t3 = now_ms();
-      std::printf("file mmap 1GiB register RO %.2f ms, DMA %.2f GB/s, unregister %.2f ms => %.3f x ceiling\n", t1 - t0, bw,
-                  t3 - t2, (fn / (ceil * 1e6)) / (t3 - t0));
+      std::printf("file mmap 1GiB register RO %.2f ms, DMA %.2f GB/s, unregister %.2f ms => %.3f x ceiling\n", t1 - t0,
+                  bw, t3 - t2, (fn / (ceil * 1e6)) / (t3 - t0));
     }
     // pread into ring rate with T threads
     for (int T : {8, 12, 16}) {
