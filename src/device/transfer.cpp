@@ -10,8 +10,9 @@
 //     DMA and are split into chunk-sized host memcpy (or pread) pieces. Every file is checked
 //     to still hold the bytes asked of it before anything is enqueued.
 //  3. The copy stream waits for `wait_for`, then the worker pool starts: each staging worker
-//     takes the next fill from a shared atomic index (fill f uses chunk f mod N), waits until
-//     the chunk's previous contents have been copied out, copies the sources in (streaming
+//     takes the next fill from a shared atomic index (fill f of block k uses chunk f - kG of
+//     the ring slot block k took), waits until the slot's previous contents have been copied
+//     out, copies the sources in (streaming
 //     stores, device/dma_copy.h) or preads them, and the worker that completes the last fill
 //     of a block (G consecutive chunks, see TransferOptions::block_bytes) enqueues the
 //     block's DMAs, one per run of bytes that continue one destination, and records the
@@ -24,12 +25,16 @@
 //
 // Chunks are shared, blocks keep them apart: a block's G chunks are filled by up to G threads
 // at once and leave in as few DMAs as their destinations allow (a 128 MiB tensor: one DMA of
-// G chunks; a slab of small constants: one DMA where the fills meet). Block k uses ring
-// slot k mod B (B = N / G). A worker may overwrite a chunk of block k only once block k - B
-// is on the stream (Job::issued: a host-side flag, because an event not recorded yet reads
-// as complete) and that block's event has completed. A slot's event is recorded only after
-// every fill of its block has been read, i.e. after every wait on the slot's previous record
-// has returned, so no thread waits on an event while another re-records it.
+// G chunks; a slab of small constants: one DMA where the fills meet). The ring holds B = N / G
+// slots of G chunks. The first fill of block k to arrive takes a slot for it (Job::slot_of):
+// one not used yet in this call, else the slot whose block went on the stream first (a
+// host-side queue, because an event not recorded yet reads as complete), and every fill of
+// block k waits for that slot's event before writing. Slots are not tied to block numbers, so
+// a fill that stalls (a thread descheduled for milliseconds, seen on busy hosts) holds one
+// slot while the other blocks keep cycling through the rest and the copy engine stays fed.
+// A slot's event is recorded only after every fill of its block has been read, i.e. after
+// every wait on the slot's previous record has returned, so no thread waits on an event
+// while another re-records it.
 #include "device/transfer.h"
 
 #include <pthread.h>
@@ -236,12 +241,18 @@ struct Job {
   std::atomic<size_t> next_fill{0};
   std::atomic<size_t> next_host{0};
 
-  // Blocks of fills (see the top of this file): fills of block k not read yet, and which
-  // blocks are on the stream (their event recorded).
+  // Blocks of fills (see the top of this file): fills of block k not read yet; the ring slot
+  // block k took (kNoSlot: none yet, kTakingSlot: one of its fills is taking one) and whether
+  // that slot held an earlier block of this call; slots not used yet in this call (taken from
+  // the back: 0, 1, ... in order), and slots whose block is on the stream, oldest first.
+  static constexpr int64_t kNoSlot = -1, kTakingSlot = -2;
   std::unique_ptr<std::atomic<uint32_t>[]> block_left;
   Mutex issue_mu;
   std::condition_variable issue_cv;
-  std::vector<bool> issued WHARF_GUARDED_BY(issue_mu);
+  std::vector<int64_t> block_slot WHARF_GUARDED_BY(issue_mu);
+  std::vector<bool> block_reuses WHARF_GUARDED_BY(issue_mu);
+  std::vector<uint32_t> unused_slots WHARF_GUARDED_BY(issue_mu);
+  std::deque<uint32_t> issued_slots WHARF_GUARDED_BY(issue_mu);
   std::atomic<uint64_t> staged_copies{0};
   std::atomic<uint64_t> direct_copies{0};
   // The serving policy of this call (device/serving.h), read once when it begins.
@@ -304,18 +315,50 @@ struct Job {
     }
   }
 
-  // Marks block k as on the stream (its event recorded) and wakes the workers waiting to
-  // reuse its chunks.
-  void mark_issued(size_t k) WHARF_EXCLUDES(issue_mu) {
+  // Sets up the slots for `blocks` blocks over a ring of `slots` slots.
+  void reset_slots(size_t blocks, uint64_t slots) WHARF_EXCLUDES(issue_mu) {
     MutexLock lock(issue_mu);
-    issued[k] = true;
-    issue_cv.notify_all();
+    block_slot.assign(blocks, kNoSlot);
+    block_reuses.assign(blocks, false);
+    unused_slots.clear();
+    for (uint64_t i = slots; i-- > 0;) unused_slots.push_back(uint32_t(i));
+    issued_slots.clear();
   }
-  // Waits until block k is on the stream; false if the job failed first.
-  bool wait_issued(size_t k) WHARF_EXCLUDES(issue_mu) {
+  // Block k's ring slot, taken by the first of its fills to ask (waiting until a slot is on
+  // the stream if none is free); *reuses: the slot held an earlier block of this call, whose
+  // event the caller must wait for before writing. -1 if the job failed first.
+  int64_t slot_of(size_t k, bool* reuses) WHARF_EXCLUDES(issue_mu) {
     UniqueLock lock(issue_mu);
-    lock.wait(issue_cv, [&]() WHARF_REQUIRES(issue_mu) { return issued[k] || failed.load(std::memory_order_relaxed); });
-    return issued[k] && !failed.load(std::memory_order_relaxed);
+    auto failed_now = [&] { return failed.load(std::memory_order_relaxed); };
+    lock.wait(issue_cv, [&]() WHARF_REQUIRES(issue_mu) { return block_slot[k] != kTakingSlot || failed_now(); });
+    if (failed_now()) return -1;
+    if (block_slot[k] == kNoSlot) {
+      block_slot[k] = kTakingSlot;
+      lock.wait(issue_cv, [&]() WHARF_REQUIRES(issue_mu) {
+        return !unused_slots.empty() || !issued_slots.empty() || failed_now();
+      });
+      if (failed_now()) {
+        issue_cv.notify_all();  // the block's other fills wait for this one
+        return -1;
+      }
+      if (!unused_slots.empty()) {
+        block_slot[k] = unused_slots.back();
+        unused_slots.pop_back();
+      } else {
+        block_slot[k] = issued_slots.front();
+        issued_slots.pop_front();
+        block_reuses[k] = true;
+      }
+      issue_cv.notify_all();
+    }
+    *reuses = block_reuses[k];
+    return block_slot[k];
+  }
+  // Marks `slot` as on the stream (its block's event recorded), for the next block to take.
+  void mark_issued(uint32_t slot) WHARF_EXCLUDES(issue_mu) {
+    MutexLock lock(issue_mu);
+    issued_slots.push_back(slot);
+    issue_cv.notify_all();
   }
 
   // Publishes request i's destination (requests are published in order).
@@ -481,8 +524,9 @@ struct TransferEngine::Impl {
       WHARF_REQUIRES(mu);
   // t: the worker's index (its trace record).
   void run_staged(Job& job, uint32_t t) WHARF_REQUIRES(mu);
-  // Enqueues block k's DMAs and records its event (worker t, which read its last fill).
-  void issue_block(Job& job, size_t k, uint32_t t) WHARF_REQUIRES(mu);
+  // Enqueues block k's DMAs from ring slot `slot` and records the slot's event (worker t,
+  // which read its last fill).
+  void issue_block(Job& job, size_t k, uint32_t slot, uint32_t t) WHARF_REQUIRES(mu);
   void run_host(Job& job, uint32_t t);
   Status copy(const std::vector<CopyRequest>& requests, const std::vector<Event*>& wait_for, TransferStats* stats,
               const AllocateFn& allocate, const CopyProgressFn& progress, TransferTrace* trace) WHARF_EXCLUDES(mu);
@@ -516,24 +560,25 @@ Status TransferEngine::Impl::ensure_ring() {
 void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
   char* const base = static_cast<char*>(ring.data());
   const uint64_t chunk_bytes = opts.chunk_bytes;
-  const uint64_t slots = num_chunks / block_chunks;
   for (;;) {
     if (job.failed.load(std::memory_order_relaxed)) return;
     const size_t f = job.next_fill.fetch_add(1, std::memory_order_relaxed);
     if (f >= job.fills.size()) return;
     const Fill& fill = job.fills[f];
     const size_t k = f / block_chunks;
-    char* const chunk = base + (f % num_chunks) * chunk_bytes;
 
-    // The chunk's previous block in this call, k - slots, must be on the stream and its DMAs
-    // done before we overwrite the chunk (blocks of earlier calls were drained by them).
-    // With a ring of two blocks or more this is usually long complete.
+    // The slot's previous block in this call must be on the stream (slot_of hands out only
+    // such slots) and its DMAs done before we overwrite the chunk (blocks of earlier calls
+    // were drained by them). With a ring of two blocks or more this is usually long complete.
     const Clock::time_point t_wait = job.trace.now();
-    if (k >= slots) {
-      if (!job.wait_issued(k - slots)) return;  // the job failed; its error is recorded
-      Status st = wait_event(job, *block_events[k % slots]);
+    bool reuses = false;
+    const int64_t slot = job.slot_of(k, &reuses);
+    if (slot < 0) return;  // the job failed; its error is recorded
+    char* const chunk = base + (uint64_t(slot) * block_chunks + (f - k * block_chunks)) * chunk_bytes;
+    if (reuses) {
+      Status st = wait_event(job, *block_events[size_t(slot)]);
       if (!st.ok()) {
-        job.fail(st.with_context("waiting for staging block " + std::to_string(k % slots) + "'s previous copy"));
+        job.fail(st.with_context("waiting for staging block " + std::to_string(slot) + "'s previous copy"));
         return;
       }
     }
@@ -572,11 +617,11 @@ void TransferEngine::Impl::run_staged(Job& job, uint32_t t) {
     }
     job.advance(bytes);
     // The last reader of a block enqueues it; acq_rel: it sees every other fill's bytes.
-    if (job.block_left[k].fetch_sub(1, std::memory_order_acq_rel) == 1) issue_block(job, k, t);
+    if (job.block_left[k].fetch_sub(1, std::memory_order_acq_rel) == 1) issue_block(job, k, uint32_t(slot), t);
   }
 }
 
-void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t t) {
+void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t slot, uint32_t t) {
   const uint64_t chunk_bytes = opts.chunk_bytes;
   TransferTrace::Block* rec = job.trace.on ? &job.trace.out->blocks[k] : nullptr;
   TransferTrace::Worker* wrec = job.trace.on ? &job.trace.out->workers[t] : nullptr;
@@ -586,9 +631,8 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t t) {
     rec->thread = t;
     rec->ready_ns = job.trace.now_ns();
   }
-  const uint64_t slots = num_chunks / block_chunks;
   const size_t first = k * block_chunks, end = std::min<size_t>(job.fills.size(), first + block_chunks);
-  char* const block = static_cast<char*>(ring.data()) + (k % slots) * block_chunks * chunk_bytes;
+  char* const block = static_cast<char*>(ring.data()) + uint64_t(slot) * block_chunks * chunk_bytes;
   // One DMA per run of segments whose ring bytes and destinations both continue each other.
   struct Run {
     const char* from = nullptr;
@@ -615,7 +659,7 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t t) {
       // Stop using this block: DMAs from it that were enqueued are not covered by its event,
       // but no one refills it in this call and copy() drains the stream first.
       job.fail(cs.with_context("copy request " + std::to_string(run.request) + ": enqueueing the copy of " +
-                               std::to_string(run.bytes) + " bytes from staging block " + std::to_string(k % slots)));
+                               std::to_string(run.bytes) + " bytes from staging block " + std::to_string(slot)));
       return false;
     }
     return true;
@@ -640,9 +684,9 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t t) {
     }
   }
   if (!flush()) return;
-  Status st = stream->record(*block_events[k % slots]);
+  Status st = stream->record(*block_events[slot]);
   if (!st.ok()) {
-    job.fail(st.with_context("recording the event of staging block " + std::to_string(k % slots) + " after its copy"));
+    job.fail(st.with_context("recording the event of staging block " + std::to_string(slot) + " after its copy"));
     return;
   }
   if (rec) {
@@ -652,7 +696,7 @@ void TransferEngine::Impl::issue_block(Job& job, size_t k, uint32_t t) {
     if (timed && stream->record(*job.trace.block_end[k]).ok()) job.trace.block_timed[k] = 1;
     rec->enqueue_end_ns = job.trace.now_ns();
   }
-  job.mark_issued(k);
+  job.mark_issued(slot);
   for (size_t f = first; f < end; ++f) test_hook("transfer.staged.enqueued");  // each fill's DMAs are on the stream
 }
 
@@ -1253,8 +1297,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
       job.block_left[k].store(
           static_cast<uint32_t>(std::min<uint64_t>(block_chunks, job.fills.size() - k * block_chunks)),
           std::memory_order_relaxed);
-    MutexLock lock(job.issue_mu);
-    job.issued.assign(blocks, false);
+    job.reset_slots(blocks, num_chunks / block_chunks);
   }
 
   if (job.trace.on)

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -990,6 +991,46 @@ TEST(Transfer, AFileShrunkDuringTheCopyIsAnIoError) {
   st = eng->copy({file_request(d.data(), file.get(), 0, n / 2, "t")}, {});
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(first_diff(d.data(), bytes.data(), n / 2), -1);
+}
+
+// A fill that stalls (a staging thread descheduled for milliseconds, as seen on busy GPU
+// hosts) holds only its own block's ring slot: while it is parked, every other block of the
+// copy is filled and enqueued through the remaining slots. Before slots were taken per block,
+// block k used slot k mod B, so at most B - 1 blocks after the stalled one could proceed and
+// then every thread waited for it, the copy engine idle.
+TEST(Transfer, AStalledFillHoldsOnlyItsOwnSlot) {
+  auto dev = host_device();
+  // 4 threads, 64 KiB chunks in blocks of 2, a ring of 4 slots; 64 fills = 32 blocks.
+  auto eng = make_engine(dev, 4, 64 * KiB, 512 * KiB, 128 * KiB, /*ramp=*/false);
+  const uint64_t n = 4 * MiB;
+  const auto bytes = pattern(n, 11);
+  Buffer d = alloc(dev, MemKind::kDevice, n);
+  std::mutex m;
+  std::condition_variable cv;
+  int fills_begun = 0, fills_enqueued = 0, enqueued_while_parked = -1;
+  bool others_done = false, released = false;
+  Status st;
+  {
+    ScopedTestHook hook([&](const char* point) {
+      std::unique_lock<std::mutex> lock(m);
+      if (std::strcmp(point, "transfer.staged.fill") == 0 && fills_begun++ == 0) {
+        // The first fill to begin parks until the other blocks' 62 fills are on the stream
+        // (or 10 s pass: the old engine never gets there).
+        others_done = cv.wait_for(lock, std::chrono::seconds(10), [&] { return fills_enqueued >= 62; });
+        enqueued_while_parked = fills_enqueued;
+        released = true;
+      } else if (std::strcmp(point, "transfer.staged.enqueued") == 0) {
+        ++fills_enqueued;
+        cv.notify_all();
+      }
+    });
+    st = eng->copy({{d.data(), bytes.data(), n}}, {});
+  }
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(released);
+  EXPECT_TRUE(others_done) << "only " << enqueued_while_parked << " of the other 62 fills were enqueued while one "
+                           << "fill was stalled";
+  EXPECT_EQ(first_diff(d.data(), bytes.data(), n), -1);
 }
 
 }  // namespace
