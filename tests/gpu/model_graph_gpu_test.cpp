@@ -28,6 +28,7 @@
 #include "common/test_support.h"
 #include "constants/constant_map.h"
 #include "device/runtime.h"
+#include "graph_test_support.h"
 #include "graphs/model_graphs.h"
 #include "models/model.h"
 #include "runs/run.h"
@@ -195,21 +196,7 @@ class ModelGraph : public ::testing::Test {
   // The same update of `fqn` (values scaled by `scale`) to both containers, then (unless in
   // place) a swap of both.
   void update_both(const std::string& fqn, float scale, bool in_place, const std::string& context) {
-    const MapEntry* e = weights_->find(fqn);
-    ASSERT_NE(e, nullptr) << fqn;
-    auto values = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
-    std::memcpy(values->data(), e->data, e->meta.nbytes());
-    for (float& x : *values) x *= scale;
-    ConstantMap u;
-    ASSERT_TRUE(u.set(fqn, e->meta, values->data()).ok());
-    UpdateOptions uo;
-    uo.in_place = in_place;
-    for (auto* m : {eager_.get(), graph_.get()}) {
-      Status st = m->container()->update(u, uo);
-      ASSERT_TRUE(st.ok()) << context << ": " << st.message();
-      if (!in_place) ASSERT_TRUE(m->container()->swap().ok()) << context;
-    }
-    kept_.push_back(std::move(values));
+    wharf_test::scaled_update_both(*weights_, fqn, scale, in_place, *eager_, *graph_, context, &kept_);
   }
 
   // A capture that fails (as `go` makes it) leaves that shape eager, says why (`reason` is

@@ -28,6 +28,7 @@
 #include "common/test_paths.h"
 #include "constants/constant_map.h"
 #include "device/runtime.h"
+#include "graph_test_support.h"
 #include "graphs/model_graphs.h"
 #include "models/model.h"
 #include "offload/offloader.h"
@@ -414,22 +415,8 @@ class EagerGraphPair {
   // The same update to both containers: the offloaded layer `layer`'s w1 scaled by `scale`
   // from the loaded weights, into the inactive generation and swapped, or in place.
   void update_both(int layer, float scale, bool in_place, const std::string& context) {
-    const std::string fqn = "layers." + std::to_string(layer) + ".w1.weight";
-    const MapEntry* e = loaded_weights().find(fqn);
-    ASSERT_NE(e, nullptr) << fqn;
-    auto values = std::make_unique<std::vector<float>>(e->meta.nbytes() / 4);
-    std::memcpy(values->data(), e->data, e->meta.nbytes());
-    for (float& x : *values) x *= scale;
-    ConstantMap u;
-    ASSERT_TRUE(u.set(fqn, e->meta, values->data()).ok());
-    UpdateOptions uo;
-    uo.in_place = in_place;
-    for (Model* m : {eager_.get(), graph_.get()}) {
-      Status st = m->container()->update(u, uo);
-      ASSERT_TRUE(st.ok()) << context << ": " << st.message();
-      if (!in_place) ASSERT_TRUE(m->container()->swap().ok()) << context;
-    }
-    kept_.push_back(std::move(values));
+    wharf_test::scaled_update_both(loaded_weights(), "layers." + std::to_string(layer) + ".w1.weight", scale, in_place,
+                                   *eager_, *graph_, context, &kept_);
   }
 
   bool skipped_ = false;
