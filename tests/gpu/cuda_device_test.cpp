@@ -14,9 +14,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -58,6 +61,49 @@ uint64_t pattern_mismatches(const uint32_t* p, uint64_t n, uint32_t seed) {
   for (uint64_t i = 0; i < n; ++i) bad += p[i] != wharf_test::pattern(seed, i);
   return bad;
 }
+
+// A host function on a stream that holds the stream busy until the test opens the gate: work
+// that cannot finish early however the GPU (or compute-sanitizer, which serializes kernels)
+// schedules it. It opens by itself after a minute so that a failing test cannot hang the
+// process; release() opens it and waits for the stream, and so does the destructor after an
+// early return (the host function reads this object).
+class StreamGate {
+ public:
+  explicit StreamGate(cudaStream_t stream) : stream_(stream) {}
+  StreamGate(const StreamGate&) = delete;
+  StreamGate& operator=(const StreamGate&) = delete;
+  ~StreamGate() { (void)release(); }
+
+  cudaError_t close() {
+    cudaError_t e = cudaLaunchHostFunc(stream_, &StreamGate::wait, this);
+    pending_ = e == cudaSuccess;
+    return e;
+  }
+
+  cudaError_t release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+    if (!pending_) return cudaSuccess;
+    pending_ = false;
+    return cudaStreamSynchronize(stream_);
+  }
+
+ private:
+  static void CUDART_CB wait(void* self) {
+    auto* g = static_cast<StreamGate*>(self);
+    std::unique_lock<std::mutex> lock(g->mu_);
+    g->cv_.wait_for(lock, std::chrono::minutes(1), [g] { return g->open_; });
+  }
+
+  const cudaStream_t stream_;
+  bool pending_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;  // guarded by mu_
+};
 
 class CudaTest : public ::testing::Test {
  protected:
@@ -649,18 +695,30 @@ TEST_F(CudaTest, DeviceSynchronizeWaitsForItsStreamsButNotForeignWork) {
   cudaStream_t foreign = nullptr;  // another library's stream on the same GPU
   ASSERT_EQ(cudaStreamCreateWithFlags(&foreign, cudaStreamNonBlocking), cudaSuccess);
 
-  // Ours first, the foreign one last: should kernels be serialized (compute-sanitizer), the
-  // foreign spin still starts after ours and outlasts the device synchronize.
+  // The foreign stream stays busy until the gate opens after the checks, not for a set time
+  // (under compute-sanitizer an 800 ms spin there had ended before the query).
   ASSERT_EQ(wharf_test::launch_spin(native(*s1), kSpinNs), cudaSuccess);
   ASSERT_EQ(wharf_test::launch_spin(native(*s2), 2 * kSpinNs), cudaSuccess);
-  ASSERT_EQ(wharf_test::launch_spin(foreign, 16 * kSpinNs), cudaSuccess);  // 800 ms
-  ASSERT_OK(dev_->synchronize());
+  StreamGate gate(foreign);
+  ASSERT_EQ(gate.close(), cudaSuccess);
+  // On another thread, so that a synchronize that waited for the gate fails the test instead
+  // of hanging it. The future's destructor joins the thread.
+  auto synced = std::async(std::launch::async, [this] { return dev_->synchronize(); });
+  if (synced.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "dev_->synchronize() has not returned 10 s after its streams' 50 and 100 ms spins: it "
+                     "waits for the foreign stream's work (cudaDeviceSynchronize?)";
+    EXPECT_EQ(gate.release(), cudaSuccess);
+    EXPECT_OK(synced.get());
+    ASSERT_EQ(cudaStreamDestroy(foreign), cudaSuccess);
+    return;
+  }
+  ASSERT_OK(synced.get());
   EXPECT_EQ(cudaStreamQuery(native(*s1)), cudaSuccess);
   EXPECT_EQ(cudaStreamQuery(native(*s2)), cudaSuccess);
   // Not cudaDeviceSynchronize: the foreign stream is still busy.
   EXPECT_EQ(cudaStreamQuery(foreign), cudaErrorNotReady);
   (void)cudaGetLastError();
-  ASSERT_EQ(cudaStreamSynchronize(foreign), cudaSuccess);
+  ASSERT_EQ(gate.release(), cudaSuccess);
   ASSERT_EQ(cudaStreamDestroy(foreign), cudaSuccess);
 
   // A destroyed stream leaves the registry: synchronizing afterwards is fine.
