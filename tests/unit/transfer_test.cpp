@@ -21,6 +21,7 @@
 
 #include "core/logging.h"
 #include "core/test_hooks.h"
+#include "common/test_support.h"
 #include "common/transfer_support.h"
 #include "device/host/host_device.h"
 #include "io/read_only_file.h"
@@ -1030,6 +1031,72 @@ TEST(Transfer, AStalledFillHoldsOnlyItsOwnSlot) {
   EXPECT_TRUE(released);
   EXPECT_TRUE(others_done) << "only " << enqueued_while_parked << " of the other 62 fills were enqueued while one "
                            << "fill was stalled";
+  EXPECT_EQ(first_diff(d.data(), bytes.data(), n), -1);
+}
+
+// A fill that fails while other blocks wait for a ring slot: the failure wakes them, the copy
+// returns the read's error (no thread is left waiting for a slot that is never freed) and the
+// engine serves the next call. With two slots of four chunks and four threads, one fill of
+// block 0 and one of block 1 are parked, holding both slots, while the other two threads take
+// block 2's fills and wait in Job::slot_of; then the file loses its bytes and both parked
+// reads fail.
+TEST(Transfer, AFailedFillWakesTheFillsWaitingForASlot) {
+  auto dev = host_device();
+  // 4 threads, 64 KiB chunks in blocks of 4, a ring of 2 slots; 16 fills = 4 blocks.
+  auto eng = make_engine(dev, 4, 64 * KiB, 512 * KiB, 256 * KiB, /*ramp=*/false);
+  const uint64_t n = 1 * MiB;
+  const auto bytes = pattern(n, 12);
+  TempFile tf(bytes);
+  auto file = tf.open();
+  Buffer d = alloc(dev, MemKind::kDevice, n, 0xee);
+  std::mutex m;
+  std::condition_variable cv;
+  int begun = 0;
+  bool emptied = false;
+  Status st;
+  {
+    ScopedTestHook hook([&](const char* point) {
+      if (std::strcmp(point, "transfer.staged.fill") != 0) return;
+      std::unique_lock<std::mutex> lock(m);
+      const int c = begun++;
+      cv.notify_all();
+      if (c < 4) {
+        // The four threads' first fills are fills 0-3 (block 0, slot 0): each thread holds
+        // one until all four have begun. Then three go on, into block 1 (slot 1).
+        cv.wait_for(lock, std::chrono::seconds(10), [&] { return begun >= 4; });
+        if (c != 0) return;
+        // Block 0's parked fill: once block 1's four fills have begun (the fifth of them
+        // parked below), the two free threads take block 2's fills and find no free slot.
+        cv.wait_for(lock, std::chrono::seconds(10), [&] { return begun >= 8; });
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // they reach slot_of
+        lock.lock();
+        EXPECT_EQ(::truncate(tf.path().c_str(), 0), 0);
+        emptied = true;
+        cv.notify_all();
+      } else if (c == 4) {
+        // The first fill of block 1 to begin: holds slot 1 until the file is empty.
+        cv.wait_for(lock, std::chrono::seconds(10), [&] { return emptied; });
+      }
+    });
+    wharf_test::finishes_within(
+        std::chrono::seconds(30), "a copy whose fill failed while others waited for a slot",
+        [&] { st = eng->copy({file_request(d.data(), file.get(), 0, n, "blocks.7.ffn")}, {}); });
+  }
+  EXPECT_TRUE(emptied);
+  EXPECT_EQ(begun, 8) << "fills of block 2 were read while blocks 0 and 1 held both slots";
+  EXPECT_EQ(st.code(), Code::kIoError) << st.message();
+  for (const char* want : {"copy request 0 of 1 ('blocks.7.ffn')", tf.path().c_str(), "shrank while being read"})
+    EXPECT_NE(st.message().find(want), std::string::npos) << st.message() << "\nexpected: " << want;
+
+  // The engine serves the next call through the same slots: the file's bytes back, copied whole.
+  {
+    std::ofstream f(tf.path(), std::ios::binary | std::ios::trunc);  // the same file, refilled
+    f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(n));
+    ASSERT_TRUE(f.good());
+  }
+  st = eng->copy({file_request(d.data(), file.get(), 0, n, "blocks.7.ffn")}, {});
+  ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(first_diff(d.data(), bytes.data(), n), -1);
 }
 
