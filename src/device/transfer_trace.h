@@ -30,7 +30,9 @@ struct TransferTrace {
     uint32_t block = 0, thread = 0;
     int cpu = -1;  // the CPU its read began on (sched_getcpu; -1: unknown)
     uint64_t bytes = 0;
-    int64_t wait_ns = -1;  // began waiting for the chunk's previous block (== read_start_ns: no wait)
+    // Began waiting for its chunk: a ring slot for its block, then that slot's previous block
+    // (== read_start_ns: no wait).
+    int64_t wait_ns = -1;
     int64_t read_start_ns = -1, read_end_ns = -1;
   };
   struct Block {          // consecutive chunks leaving the ring together
