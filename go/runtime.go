@@ -20,7 +20,7 @@ type RuntimeOptions struct {
 	DeviceIndex       int32   // CUDA device ordinal
 	DeviceMemoryLimit uint64  // bytes of device memory Wharf may hold; 0 = no cap
 	CopyThreads       uint32  // host threads filling the pinned staging ring; 0 = auto
-	StagingBytes      uint64  // size of the pinned staging ring; 0 = auto
+	StagingBytes      uint64  // size of the pinned staging ring; 0 = auto (4 MiB per copy thread)
 }
 
 // Runtime is one device (a CUDA GPU or the host backend), its streams, allocator and

@@ -346,8 +346,10 @@ typedef struct wharf_runtime_options {
   wharf_backend backend;         /* default WHARF_BACKEND_AUTO */
   int32_t device_index;          /* CUDA device ordinal; default 0 */
   uint64_t device_memory_limit;  /* bytes of device memory Wharf may hold; 0 = no cap */
-  uint32_t copy_threads;         /* host threads that fill the pinned staging ring; 0 = auto */
-  uint64_t staging_bytes;        /* size of the pinned staging ring; 0 = auto */
+  uint32_t copy_threads;         /* host threads that fill the pinned staging ring;
+                                    0 = auto: min(12, cores - 1) */
+  uint64_t staging_bytes;        /* size of the pinned staging ring (512 KiB chunks);
+                                    0 = auto: 4 MiB per copy thread */
 } wharf_runtime_options;
 
 /**
