@@ -29,11 +29,16 @@
 //                     [--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]]
 //                     [--copy-threads N] [--staging-mib N] [--no-baselines]
 //                     [--settle-ms N] [--trace-one [--trace-dir DIR]]
+//                     [--stall-every N --stall-ms M]
 // --settle-ms N: milliseconds between freeing the inactive generation and each timed update
 // (default 50; see timed_update).
 // --no-baselines: leave out the large groups' pageable cudaMemcpy baselines (a and b), the
 // slowest rows, when only Wharf's rows and the targets are wanted.
 // --copy-threads / --staging-mib: the runtime's wharf_runtime_options (0: its defaults).
+// --stall-every N --stall-ms M: every Nth staging fill (of pageable and file sources) sleeps M
+// ms before it reads, through the library's test hook at that point: a staging thread stalled
+// mid-copy, as seen on busy hosts, made reproducible (docs/performance.md, "Small staging
+// chunks"). Off by default; the header prints it.
 // --probe: only the copy engine's own costs (see probe()), over --gib bytes, with
 // --probe-hold-gib GiB of other device memory held meanwhile.
 // --trace-one: after each group's repetitions, one more run of each of its Wharf rows that
@@ -47,17 +52,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench_common.h"
+#include "core/test_hooks.h"
 #include "wharf/wharf.h"
 
 namespace {
@@ -429,6 +437,7 @@ int main(int argc, char** argv) {
   const char* csv = nullptr;
   std::string file_dir = "/tmp";
   std::string peer_script;
+  long stall_every = 0, stall_ms = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--gib") && i + 1 < argc)
       gib = std::atof(argv[++i]);
@@ -462,15 +471,32 @@ int main(int argc, char** argv) {
       g_trace_one = true;
     else if (!std::strcmp(argv[i], "--trace-dir") && i + 1 < argc)
       g_trace_dir = argv[++i];
+    else if (!std::strcmp(argv[i], "--stall-every") && i + 1 < argc)
+      stall_every = std::atol(argv[++i]);
+    else if (!std::strcmp(argv[i], "--stall-ms") && i + 1 < argc)
+      stall_ms = std::atol(argv[++i]);
     else {
       std::fprintf(
           stderr,
           "usage: update_bench [--gib N] [--tensors N] [--small-gib N] [--file-gib N] [--file-dir DIR] "
           "[--reps N] [--peer PATH] [--csv PATH] [--probe [--probe-hold-gib N]] [--copy-threads N] [--staging-mib N] "
-          "[--no-baselines] [--settle-ms N] [--trace-one [--trace-dir DIR]]\n");
+          "[--no-baselines] [--settle-ms N] [--trace-one [--trace-dir DIR]] [--stall-every N --stall-ms M]\n");
       return 2;
     }
   }
+  if (stall_every < 0 || stall_ms < 0 || (stall_every > 0) != (stall_ms > 0)) {
+    std::fprintf(stderr, "update_bench: --stall-every and --stall-ms go together, both > 0\n");
+    return 2;
+  }
+  // Every stall_every-th fill sleeps stall_ms first (the hook runs on the staging thread that
+  // reached the point, with no library lock held).
+  std::atomic<long> fills_seen{0};
+  std::unique_ptr<wharf::ScopedTestHook> stall_hook;
+  if (stall_every > 0)
+    stall_hook = std::make_unique<wharf::ScopedTestHook>([&](const char* point) {
+      if (std::strcmp(point, "transfer.staged.fill") == 0 && fills_seen.fetch_add(1) % stall_every == stall_every - 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+    });
   if (reps < 1 || tensors < 1) {
     std::fprintf(stderr, "update_bench: --reps and --tensors must be >= 1\n");
     return 2;
@@ -520,11 +546,12 @@ int main(int argc, char** argv) {
   std::printf(
       "update_bench: %s (wharf %s); %d reps after one warm-up, rows interleaved; copy_threads %u, "
       "staging %llu MiB (0: defaults); settle %d ms; WHARF_STAGING_COPY %s; WHARF_TRANSFER_RAMP %s; "
-      "WHARF_TRANSFER_ALLOC_AHEAD_MIB %s; WHARF_TRANSFER_CHUNK_KIB %s; WHARF_TRANSFER_BLOCK_KIB %s\n",
+      "WHARF_TRANSFER_ALLOC_AHEAD_MIB %s; WHARF_TRANSFER_CHUNK_KIB %s; WHARF_TRANSFER_BLOCK_KIB %s; "
+      "stalls: %ld ms every %ld fills (0: none)\n",
       info.name, wharf_version(), reps, copy_threads, (unsigned long long)staging_mib, g_settle_ms,
       staging_copy && *staging_copy ? staging_copy : "(unset: memcpy)", ramp ? ramp : "(unset: on)",
       ahead && *ahead ? ahead : "(unset: 0)", chunk && *chunk ? chunk : "(unset: 512)",
-      block && *block ? block : "(unset: 8192)");
+      block && *block ? block : "(unset: 8192)", stall_ms, stall_every);
   std::printf(
       "  large: %d x %.0f MiB BF16 = %.2f GiB; small: %zu tensors of 0.5-4 MiB = %.2f GiB; "
       "file: %zu tensors of 0.5-128 MiB = %.2f GiB\n",
