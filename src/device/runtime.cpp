@@ -4,12 +4,14 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <system_error>
 #include <thread>
 
 #include "core/logging.h"
+#include "core/text.h"
 #include "device/host/host_device.h"
 
 namespace wharf {
@@ -18,18 +20,21 @@ constexpr uint32_t kMaxCopyThreads = 256;
 constexpr uint64_t kMinStagingBytes = 128 << 10;  // two chunks of the 64 KiB minimum
 
 // WHARF_TRANSFER_CHUNK_KIB / WHARF_TRANSFER_BLOCK_KIB replace the default chunk and block
-// sizes, for A/B measurements (read once per process; 0 or unset: the defaults).
-uint64_t kib_from_env(const char* name) {
+// sizes, for A/B measurements; read when a runtime makes its transfer engine. Unset or empty:
+// *bytes = 0 (the default). Anything but a whole number of KiB from 1 to 2^30 is an error
+// naming the variable, rather than a silent default.
+Status kib_from_env(const char* name, uint64_t* bytes) {
+  *bytes = 0;
   const char* v = std::getenv(name);
-  return v && *v ? uint64_t(std::strtoull(v, nullptr, 10)) << 10 : 0;
-}
-uint64_t chunk_bytes_from_env() {
-  static const uint64_t b = kib_from_env("WHARF_TRANSFER_CHUNK_KIB");
-  return b;
-}
-uint64_t block_bytes_from_env() {
-  static const uint64_t b = kib_from_env("WHARF_TRANSFER_BLOCK_KIB");
-  return b;
+  if (!v || !*v) return Status::Ok();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long kib = std::strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0' || v[0] == '-' || v[0] == '+' || kib == 0 || kib > (1ull << 30))
+    return InvalidArgument(std::string(name) + "=" + quote_name(v) +
+                           " in the environment: expected a whole number of KiB from 1 to 1073741824");
+  *bytes = uint64_t(kib) << 10;
+  return Status::Ok();
 }
 }  // namespace
 
@@ -95,14 +100,19 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
 Status Runtime::transfers(TransferEngine** out) {
   MutexLock lock(transfers_mu_);
   if (!transfers_) {
+    uint64_t env_chunk = 0, env_block = 0;
+    WHARF_RETURN_IF_ERROR(kib_from_env("WHARF_TRANSFER_CHUNK_KIB", &env_chunk));
+    WHARF_RETURN_IF_ERROR(kib_from_env("WHARF_TRANSFER_BLOCK_KIB", &env_block));
     TransferOptions t;
     t.threads = opts_.copy_threads;
-    const uint64_t chunk = chunk_bytes_from_env() ? chunk_bytes_from_env() : kDefaultStagingChunkBytes;
-    t.chunk_bytes = std::min<uint64_t>(chunk, opts_.staging_bytes / 2);
-    t.block_bytes = block_bytes_from_env() ? block_bytes_from_env() : kDefaultStagingBlockBytes;
+    t.chunk_bytes = std::min<uint64_t>(env_chunk ? env_chunk : kDefaultStagingChunkBytes, opts_.staging_bytes / 2);
+    t.block_bytes = env_block ? env_block : kDefaultStagingBlockBytes;
     t.staging_bytes = opts_.staging_bytes;
     t.serving = serving_;
-    WHARF_RETURN_IF_ERROR(TransferEngine::create(device_, t, &transfers_));
+    Status st = TransferEngine::create(device_, t, &transfers_);
+    if (!st.ok() && (env_chunk || env_block))
+      return st.with_context("the transfer engine with WHARF_TRANSFER_CHUNK_KIB / _BLOCK_KIB from the environment");
+    WHARF_RETURN_IF_ERROR(st);
   }
   *out = transfers_.get();
   return Status::Ok();

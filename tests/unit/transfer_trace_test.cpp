@@ -448,5 +448,70 @@ TEST(TransferDefaults, TheRuntimeStagesInSmallChunksInARingOf4MiBPerThread) {
   }
 }
 
+// The A/B knobs WHARF_TRANSFER_CHUNK_KIB / _BLOCK_KIB replace the default sizes when a runtime
+// makes its engine; a value that is not a whole number of KiB, or one the engine refuses,
+// fails transfers() with an error naming the variable (not a silent default).
+TEST(TransferDefaults, TheEnvironmentsSizesApplyOrFailNamingTheVariable) {
+  struct Env {  // sets the two variables for one case, restores them after
+    std::string saved[2];
+    bool had[2] = {false, false};
+    const char* names[2] = {"WHARF_TRANSFER_CHUNK_KIB", "WHARF_TRANSFER_BLOCK_KIB"};
+    Env(const char* chunk, const char* block) {
+      const char* values[2] = {chunk, block};
+      for (int i = 0; i < 2; ++i) {
+        if (const char* v = std::getenv(names[i])) had[i] = true, saved[i] = v;
+        if (values[i])
+          setenv(names[i], values[i], 1);
+        else
+          unsetenv(names[i]);
+      }
+    }
+    ~Env() {
+      for (int i = 0; i < 2; ++i) {
+        if (had[i])
+          setenv(names[i], saved[i].c_str(), 1);
+        else
+          unsetenv(names[i]);
+      }
+    }
+  };
+  auto transfers_with = [](const char* chunk, const char* block, std::shared_ptr<Runtime>* rt, TransferEngine** eng) {
+    Env env(chunk, block);
+    RuntimeOptions o;
+    o.backend = 2;  // host
+    o.copy_threads = 4;
+    EXPECT_TRUE(Runtime::create(o, rt).ok());
+    return (*rt)->transfers(eng);
+  };
+  std::shared_ptr<Runtime> rt;
+  TransferEngine* eng = nullptr;
+  {
+    Status st = transfers_with("1024", "4096", &rt, &eng);  // 1 MiB chunks, 4 MiB blocks
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::vector<unsigned char> src(10 * MiB + 5);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 1);
+    Buffer dst = alloc(rt->device_ptr(), MemKind::kDevice, src.size());
+    TransferTrace tr;
+    st = eng->copy({{dst.data(), src.data(), src.size()}}, {}, nullptr, nullptr, nullptr, &tr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(std::memcmp(dst.data(), src.data(), src.size()), 0);
+    EXPECT_EQ(tr.chunk_bytes, 1 * MiB);
+    EXPECT_EQ(tr.block_chunks, 4u);
+  }
+  struct Bad {
+    const char *chunk, *block, *names, *says;
+  };
+  for (const Bad& b : {Bad{"abc", nullptr, "WHARF_TRANSFER_CHUNK_KIB='abc'", "whole number of KiB"},
+                       Bad{"4096x", nullptr, "WHARF_TRANSFER_CHUNK_KIB='4096x'", "whole number of KiB"},
+                       Bad{nullptr, "-5", "WHARF_TRANSFER_BLOCK_KIB='-5'", "whole number of KiB"},
+                       Bad{nullptr, "0", "WHARF_TRANSFER_BLOCK_KIB='0'", "whole number of KiB"},
+                       Bad{"16", nullptr, "WHARF_TRANSFER_CHUNK_KIB", "below the minimum"}}) {
+    Status st = transfers_with(b.chunk, b.block, &rt, &eng);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << b.names;
+    EXPECT_NE(st.message().find(b.names), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace wharf
