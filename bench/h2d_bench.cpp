@@ -6,7 +6,7 @@
 // Rows: (1) pinned cudaMemcpyAsync of the whole buffer (the physical ceiling), (2) plain
 // pageable cudaMemcpy, (3) TransferEngine from a pinned source, (4) TransferEngine from a
 // pageable source with the runtime's default shape (12 threads, 512 KiB chunks, a ring of 4 MiB
-// per thread, 8 MiB DMAs: transfer.h's kDefaultStaging*),
+// per thread, 8 MiB DMAs: transfer.h's default_staging_options),
 // (5) a sweep of chunk size x threads from a pageable source on a smaller prefix (with its
 // own pinned ceiling at that size), or instead of the sweep, each --shape given: T threads,
 // chunks of CHUNK_KIB, a ring of RING_MIB, DMAs of up to BLOCK_MIB (TransferOptions::
@@ -195,6 +195,12 @@ uint64_t device_used() {
   return total - free;
 }
 
+std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, const TransferOptions& o) {
+  std::unique_ptr<TransferEngine> e;
+  check(TransferEngine::create(dev, o, &e), "creating a TransferEngine");
+  return e;
+}
+
 std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, uint32_t threads, uint64_t chunk,
                                             uint64_t ring = 0, uint64_t block = TransferOptions{}.block_bytes) {
   TransferOptions o;
@@ -203,9 +209,7 @@ std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, 
   // By default two chunks per thread: one fills while one is in flight.
   o.staging_bytes = ring ? ring : 2ull * threads * chunk;
   o.block_bytes = block;
-  std::unique_ptr<TransferEngine> e;
-  check(TransferEngine::create(dev, o, &e), "creating a TransferEngine");
-  return e;
+  return make_engine(dev, o);
 }
 
 }  // namespace
@@ -268,8 +272,7 @@ int main(int argc, char** argv) {
   print_row(rows.back());
 
   {
-    auto eng = make_engine(dev, 12, wharf::kDefaultStagingChunkBytes, 12 * wharf::kDefaultStagingBytesPerThread,
-                           wharf::kDefaultStagingBlockBytes);
+    auto eng = make_engine(dev, wharf::default_staging_options(12));
     zero_dst();
     Timing t = measure(args.reps, [&] { check(eng->copy({{d, pinned.data(), bytes}}, {}), "TransferEngine copy"); });
     verify("TransferEngine, pinned source", d, src, bytes, scratch, s);
@@ -284,8 +287,7 @@ int main(int argc, char** argv) {
   double engine_pageable_gbps = 0;
   {
     const uint64_t used_before = device_used();
-    auto eng = make_engine(dev, 12, wharf::kDefaultStagingChunkBytes, 12 * wharf::kDefaultStagingBytesPerThread,
-                           wharf::kDefaultStagingBlockBytes);
+    auto eng = make_engine(dev, wharf::default_staging_options(12));
     zero_dst();
     wharf::TransferStats stats;
     Timing t = measure(args.reps, [&] { check(eng->copy({{d, src, bytes}}, {}, &stats), "TransferEngine copy"); });
@@ -296,8 +298,8 @@ int main(int argc, char** argv) {
     if (stats.pageable_bytes != bytes) die("TransferEngine did not classify the source as pageable");
     verify("TransferEngine, pageable source", d, src, bytes, scratch, s);
     engine_pageable_gbps = gbps(bytes, t.median_s);
-    rows.push_back({"(4) TransferEngine, pageable source", 12, wharf::kDefaultStagingChunkBytes, staging_bytes, bytes,
-                    t, ceil_gbps});
+    rows.push_back({"(4) TransferEngine, pageable source", 12, wharf::default_staging_options(12).chunk_bytes,
+                    staging_bytes, bytes, t, ceil_gbps});
     print_row(rows.back());
   }
 

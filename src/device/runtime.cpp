@@ -54,7 +54,7 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     o.copy_threads = std::min<uint32_t>(12, std::max(1u, hw - 1));
   }
-  if (o.staging_bytes == 0) o.staging_bytes = uint64_t(o.copy_threads) * kDefaultStagingBytesPerThread;
+  if (o.staging_bytes == 0) o.staging_bytes = default_staging_options(o.copy_threads).staging_bytes;
 
   DeviceOptions dopts;
   dopts.device_index = o.device_index;
@@ -103,11 +103,9 @@ Status Runtime::transfers(TransferEngine** out) {
     uint64_t env_chunk = 0, env_block = 0;
     WHARF_RETURN_IF_ERROR(kib_from_env("WHARF_TRANSFER_CHUNK_KIB", &env_chunk));
     WHARF_RETURN_IF_ERROR(kib_from_env("WHARF_TRANSFER_BLOCK_KIB", &env_block));
-    TransferOptions t;
-    t.threads = opts_.copy_threads;
-    t.chunk_bytes = std::min<uint64_t>(env_chunk ? env_chunk : kDefaultStagingChunkBytes, opts_.staging_bytes / 2);
-    t.block_bytes = env_block ? env_block : kDefaultStagingBlockBytes;
-    t.staging_bytes = opts_.staging_bytes;
+    TransferOptions t = default_staging_options(opts_.copy_threads, opts_.staging_bytes);
+    if (env_chunk) t.chunk_bytes = std::min<uint64_t>(env_chunk, t.staging_bytes / 2);
+    if (env_block) t.block_bytes = env_block;
     t.serving = serving_;
     Status st = TransferEngine::create(device_, t, &transfers_);
     if (!st.ok() && (env_chunk || env_block))

@@ -12,6 +12,7 @@
 // uses the whole ring and every copy thread).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -114,6 +115,18 @@ struct TransferOptions {
   // memcpy (the default) or streaming stores. Empty: WHARF_STAGING_COPY, read once per process.
   std::optional<StagingCopy> staging_copy;
 };
+
+// The runtime's default staging shape for `threads` (>= 1) staging threads and a ring of
+// `staging_bytes` (0: kDefaultStagingBytesPerThread per thread): chunks of
+// kDefaultStagingChunkBytes (at most half the ring), blocks of kDefaultStagingBlockBytes.
+inline TransferOptions default_staging_options(uint32_t threads, uint64_t staging_bytes = 0) {
+  TransferOptions t;
+  t.threads = threads;
+  t.staging_bytes = staging_bytes ? staging_bytes : uint64_t(threads) * kDefaultStagingBytesPerThread;
+  t.chunk_bytes = std::min<uint64_t>(kDefaultStagingChunkBytes, t.staging_bytes / 2);
+  t.block_bytes = kDefaultStagingBlockBytes;
+  return t;
+}
 
 // The most bytes staging fill `fill` of a call holds (its chunk's capacity in this call), for
 // rings of `block_chunks` chunks per block and `staging_threads` threads. With `ramp` (and
