@@ -52,6 +52,28 @@ std::string data_dir(const char* env, const std::string& name) {
 constexpr int kLayers = 6, kBatch = 4, kDim = 64, kSteps = 6, kUpdateAfter = 3, kUpdatedLayer = 3;
 constexpr size_t kStepElems = size_t(kBatch) * kDim;
 
+// Runs `rows` x kDim floats of host input `x` through model m in `run`; the output, of the
+// same shape, copied to the host.
+wharf::Status run_rows(wharf::Model& m, wharf::Run& run, const float* x, int64_t rows, std::vector<float>* out) {
+  wharf::ModelTensor in;
+  in.data = const_cast<float*>(x);
+  in.meta.dtype = wharf::DType::kF32;
+  in.meta.shape = {rows, kDim};
+  in.meta.device_type = wharf::DeviceType::kCpu;
+  std::vector<wharf::ModelTensor> outs;
+  WHARF_RETURN_IF_ERROR(m.run(run, {in}, &outs));
+  if (outs.size() != 1 || outs[0].meta.shape != std::vector<int64_t>{rows, kDim})
+    return wharf::Internal("unexpected outputs: " + std::to_string(outs.size()) + ", the first of shape " +
+                           (outs.empty() ? std::string("-") : wharf::shape_string(outs[0].meta.shape)));
+  const size_t n = size_t(rows) * kDim;
+  out->assign(n, 0.0f);
+  cudaStream_t cs = static_cast<cudaStream_t>(run.stream().native_handle());
+  if (cudaMemcpyAsync(out->data(), outs[0].data, n * 4, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
+      cudaStreamSynchronize(cs) != cudaSuccess)
+    return wharf::DeviceError("reading the output");
+  return wharf::Status::Ok();
+}
+
 #define SKIP_IF_UNLOADABLE(st)                                                                              \
   do {                                                                                                      \
     if (!(st).ok() && (st).message().find("GLIBC") != std::string::npos)                                    \
@@ -100,21 +122,7 @@ class OffloadModelGpu : public ::testing::Test {
     return run->end();
   }
   Status step_in(Model& m, wharf::Run& run, int t, std::vector<float>* out) {
-    ModelTensor x;
-    x.data = const_cast<float*>(ref("x", t));
-    x.meta.dtype = DType::kF32;
-    x.meta.shape = {kBatch, kDim};
-    x.meta.device_type = DeviceType::kCpu;
-    std::vector<ModelTensor> outs;
-    WHARF_RETURN_IF_ERROR(m.run(run, {x}, &outs));
-    if (outs.size() != 1 || outs[0].meta.shape != std::vector<int64_t>{kBatch, kDim})
-      return Internal("unexpected outputs");
-    out->assign(kStepElems, 0.0f);
-    cudaStream_t cs = static_cast<cudaStream_t>(run.stream().native_handle());
-    if (cudaMemcpyAsync(out->data(), outs[0].data, kStepElems * 4, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
-        cudaStreamSynchronize(cs) != cudaSuccess)
-      return DeviceError("reading the output");
-    return Status::Ok();
+    return run_rows(m, run, ref("x", t), kBatch, out);
   }
 
   // The whole conversation on a fresh session; outputs per step.
@@ -728,23 +736,7 @@ class OffloadModelGraphGpuShapes : public ::testing::Test, public EagerGraphPair
 
   // Reference step t's input (its row count) through model m in `run`; the output on the host.
   Status step_in(Model& m, wharf::Run& run, int t, std::vector<float>* out) {
-    const int64_t r = rows_[size_t(t)];
-    ModelTensor x;
-    x.data = const_cast<float*>(ref("x", t));
-    x.meta.dtype = DType::kF32;
-    x.meta.shape = {r, kDim};
-    x.meta.device_type = DeviceType::kCpu;
-    std::vector<ModelTensor> outs;
-    WHARF_RETURN_IF_ERROR(m.run(run, {x}, &outs));
-    if (outs.size() != 1 || outs[0].meta.shape != std::vector<int64_t>{r, kDim})
-      return Internal("unexpected outputs: " + std::to_string(outs.size()) + ", the first of shape " +
-                      (outs.empty() ? std::string("-") : shape_string(outs[0].meta.shape)));
-    out->assign(elems(t), 0.0f);
-    cudaStream_t cs = static_cast<cudaStream_t>(run.stream().native_handle());
-    if (cudaMemcpyAsync(out->data(), outs[0].data, elems(t) * 4, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
-        cudaStreamSynchronize(cs) != cudaSuccess)
-      return DeviceError("reading the output");
-    return Status::Ok();
+    return run_rows(m, run, ref("x", t), rows_[size_t(t)], out);
   }
   void both_in(wharf::Run& re, wharf::Run& rg, int t, const std::string& context,
                std::vector<float>* out = nullptr) override {
