@@ -32,9 +32,10 @@
  *   - Output structs (wharf_device_info, wharf_memory_stats, wharf_constant_info, ...):
  *     set struct_size before the call; the library writes only the fields it covers and
  *     leaves struct_size as it found it. Output tensor views (wharf_run_get_tensor,
- *     wharf_constant_map_find, ...) are the one leniency: a struct_size of 0, or one that
- *     is not a layout, gets the 0.3 layout (every caller has at least that much), and on
- *     return struct_size says how many bytes were written. Arrays of output views (a
+ *     wharf_constant_map_find, ...) are the one leniency: a struct_size of 0, one below
+ *     the 0.3 layout, or one that is not a layout (an uninitialised view) gets the 0.3
+ *     layout (every caller has at least that much), and on return struct_size says how
+ *     many bytes were written. Arrays of output views (a
  *     model's outputs, an offloaded layer's views) are walked at the element size their
  *     first element states, as input arrays are.
  *   The library reads the fields the caller's struct_size covers and gives the others

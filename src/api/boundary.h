@@ -222,8 +222,9 @@ Status write_output(const T& full, T* out, const char* what) {
   return Status::Ok();
 }
 
-// The size an output view's caller states: 0, garbage from an uninitialised struct, or a
-// size cutting a field gives the 0.3 layout (every caller has at least that much).
+// The size an output view's caller states: 0, garbage from an uninitialised struct (any size
+// below the 0.3 layout, or above kMaxStructSize), or a size cutting a field gives the 0.3
+// layout (every caller has at least that much).
 size_t output_view_size(const wharf_tensor_view* out) noexcept;
 
 // An array of output views the library fills, walked at the element size its first element
@@ -242,7 +243,7 @@ class OutputViewArray {
 };
 
 // Writes an output tensor view as far as the caller's struct_size covers it (the 0.3 layout
-// for 0 or a value that is not a layout: every caller has at least that much); on return
+// for a value output_view_size takes for garbage: every caller has at least that much); on return
 // struct_size says how many bytes were written.
 void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept;
 

@@ -200,7 +200,10 @@ size_t output_view_size(const wharf_tensor_view* out) noexcept {
   const size_t size = stated_size(out);
   // (The 0.3 layout ends with byte_offset: keep it so when fields are appended.)
   constexpr size_t kLayout0_3 = offsetof(wharf_tensor_view, byte_offset) + sizeof(uint64_t);
-  return size < L.min_size || size > kMaxStructSize || field_cut_by(size, L) ? kLayout0_3 : size;
+  // No header ever had a smaller view, so a smaller size is never a caller's sizeof: it is
+  // garbage (an uninitialised view), even where it falls on a field boundary. Trusting such
+  // a size (8 or 16, say) wrote the first fields only and left `data` as it was.
+  return size < kLayout0_3 || size > kMaxStructSize || field_cut_by(size, L) ? kLayout0_3 : size;
 }
 
 void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept {

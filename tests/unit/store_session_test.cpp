@@ -405,7 +405,7 @@ TEST_F(StoreTest, StoreOfAnotherRuntimeIsRefused) {
 int g_fold_calls = 0;
 wharf_status* doubling_fold(wharf_run* run, void*) {
   ++g_fold_calls;
-  wharf_tensor_view w, w2;
+  wharf_tensor_view w{}, w2{};
   if (wharf_status* s = wharf_run_get_tensor(run, "w", &w)) return s;
   if (wharf_status* s = wharf_run_get_tensor(run, "w2", &w2)) return s;  // NOT_FOUND for "plain"
   for (int i = 0; i < 4; ++i) static_cast<float*>(w2.data)[i] = 2 * static_cast<const float*>(w.data)[i];
