@@ -47,6 +47,53 @@ step() {
 # Configure output is noise here; errors still reach stderr.
 quiet() { "$@" >/dev/null; }
 
+# Runs a test binary with its whole output in LOG and prints what --gtest_brief would (the
+# failures and the totals). On failure it prints last a digest of the first sanitizer report:
+# the test that was running, the report's first lines and its summary, so that the tail of a
+# CI log (often all that is kept) says what went wrong and where.
+# Usage: logged LOG [NAME=VALUE...] BINARY ARGS... (run through env(1)).
+logged() {
+  local log=$1
+  shift
+  local rc=0
+  env "$@" >"$log" 2>&1 || rc=$?
+  grep -E '^\[  (FAILED|PASSED)  \]|^\[==========\] [0-9]+ tests.* ran' "$log" | tail -n 40
+  [ "$rc" -eq 0 ] && return 0
+  echo "== test binary exited $rc; whole output: $log"
+  awk '
+    # The report is printed with its first stack last (the tail of a log is what is kept):
+    # the other stacks (freed by, allocated by, thread created by) first, 6 frames each.
+    /^\[ RUN      \]/ { running = substr($0, 14) }
+    !state && /ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:|invariant broken/ {
+      state = 1; head = $0; test = running
+      next
+    }
+    state && /^(SUMMARY: |Shadow bytes)/ { if (/^SUMMARY: /) summary = $0; state = 3 }
+    state == 1 || state == 2 {
+      if (/^ *$/ || / in (testing::|void testing::|__libc_|_start)/) next
+      if (/^ *#[0-9]+ /) {
+        if (state == 1 && ++f1 <= 10) head = head "\n" $0
+        if (state == 2 && ++f2 <= 6) rest = rest "\n" $0
+        next
+      }
+      if (state == 1 && f1 == 0) { head = head "\n" $0; next }
+      state = 2; f2 = 0; rest = rest "\n" $0
+    }
+    !state && !failed && /: Failure$/ { failed = 1; fail = "== first failure, in " (running == "" ? "?" : running) ":" }
+    !state && failed && m < 12 { fail = fail "\n" $0; m++ }
+    END {
+      if (state) {
+        if (rest != "") print substr(rest, 2)
+        print "== first sanitizer report, while " (test == "" ? "no test had started" : test " ran") ":"
+        print head
+        if (summary != "") print summary
+      } else if (failed) print fail
+      else print "== no sanitizer report and no failed assertion in the output (a crash?)"
+    }
+  ' "$log"
+  return "$rc"
+}
+
 need_clang() {
   command -v clang++ >/dev/null || bash scripts/install-deps.sh
   command -v clang++ >/dev/null || { echo "sanitizer-tests: clang++ not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
@@ -67,16 +114,18 @@ asan() {
   step "asan configure" quiet cmake -S . -B "$ASAN_BUILD" "${COMMON[@]}" -DWHARF_SANITIZE=address
   step "asan build" cmake --build "$ASAN_BUILD" -j"$JOBS" --target wharf_unit_tests
   # halt_on_error: UBSan reports abort (also -fno-sanitize-recover); leaks fail at exit.
-  step "asan+ubsan unit tests" env ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1" \
-    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" "$ASAN_BUILD/tests/wharf_unit_tests" --gtest_brief=1
+  step "asan+ubsan unit tests" logged "$ASAN_BUILD/unit-tests.log" \
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" "$ASAN_BUILD/tests/wharf_unit_tests"
 }
 
 tsan() {
   step "tsan configure" quiet cmake -S . -B "$TSAN_BUILD" "${COMMON[@]}" -DWHARF_SANITIZE=thread
   step "tsan build" cmake --build "$TSAN_BUILD" -j"$JOBS" --target wharf_unit_tests
   # A report makes the binary exit non-zero (exitcode=66) even when every test passed.
-  step "tsan tests ($TSAN_FILTER)" env TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1" \
-    "$TSAN_BUILD/tests/wharf_unit_tests" --gtest_brief=1 --gtest_filter="$TSAN_FILTER"
+  step "tsan tests ($TSAN_FILTER)" logged "$TSAN_BUILD/unit-tests.log" \
+    TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1" \
+    "$TSAN_BUILD/tests/wharf_unit_tests" --gtest_filter="$TSAN_FILTER"
 }
 
 fuzz() {
