@@ -7,18 +7,25 @@
 #include <cstring>
 
 #include "core/sync.h"
+#include "core/text.h"
 
 namespace wharf {
 namespace {
 
+// Logging has no caller to fail: a value it does not know is said on stderr (directly, as
+// the sink is being set up) and the default applies, rather than silently.
 LogLevel level_from_env() {
   const char* v = std::getenv("WHARF_LOG_LEVEL");
-  if (!v) return LogLevel::kWarn;
+  if (!v || !*v) return LogLevel::kWarn;
   if (!std::strcmp(v, "debug")) return LogLevel::kDebug;
   if (!std::strcmp(v, "info")) return LogLevel::kInfo;
   if (!std::strcmp(v, "warn")) return LogLevel::kWarn;
   if (!std::strcmp(v, "error")) return LogLevel::kError;
   if (!std::strcmp(v, "off")) return LogLevel::kOff;
+  std::fprintf(stderr,
+               "[wharf warn] WHARF_LOG_LEVEL=%s in the environment is not debug, info, warn, error or off; "
+               "logging at warn\n",
+               quote_name(v).c_str());
   return LogLevel::kWarn;
 }
 

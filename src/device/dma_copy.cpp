@@ -2,16 +2,11 @@
 #include "device/dma_copy.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-
-#include "core/logging.h"
-#include "core/text.h"
 
 namespace wharf {
 
@@ -111,19 +106,5 @@ std::optional<StagingCopy> parse_staging_copy(std::string_view s) {
 }
 
 const char* staging_copy_name(StagingCopy c) { return c == StagingCopy::kMemcpy ? "memcpy" : "stream"; }
-
-StagingCopy staging_copy_from_env() {
-  static const StagingCopy mode = [] {
-    const char* v = std::getenv("WHARF_STAGING_COPY");
-    // memcpy by default: on the H100 host measured (L3 300 MiB) the ring (96 MiB then) stays in the
-    // cache, where the DMA reads it; streaming stores gave that up and lost 5-10% on the
-    // pageable rows (docs/performance.md, "Streaming stores into the staging ring").
-    if (!v || !*v) return StagingCopy::kMemcpy;
-    if (std::optional<StagingCopy> c = parse_staging_copy(v)) return *c;
-    WHARF_LOG(kWarn, "WHARF_STAGING_COPY " + quote_name(v) + " is neither 'memcpy' nor 'stream'; using 'memcpy'");
-    return StagingCopy::kMemcpy;
-  }();
-  return mode;
-}
 
 }  // namespace wharf

@@ -25,14 +25,12 @@ void copy_to_dma_buffer(void* dst, const void* src, size_t n) noexcept;
 
 // How the transfer engine's staging threads copy pageable sources into the pinned ring:
 // `memcpy` (the default) with memcpy, `stream` with copy_to_dma_buffer.
-// WHARF_STAGING_COPY=memcpy|stream picks it for A/B measurements (docs/performance.md).
+// WHARF_STAGING_COPY=memcpy|stream picks it for A/B measurements (docs/performance.md), read
+// when a runtime makes its transfer engine (device/transfer_env.h).
 enum class StagingCopy { kStream, kMemcpy };
 
 // "memcpy" or "stream"; nullopt for anything else.
 std::optional<StagingCopy> parse_staging_copy(std::string_view s);
-// WHARF_STAGING_COPY, read on the first call and kept for the life of the process; unset or
-// empty is kMemcpy, an unknown value is kMemcpy with a warning logged once.
-StagingCopy staging_copy_from_env();
 const char* staging_copy_name(StagingCopy c);
 
 // The variants copy_to_dma_buffer picks from, named for tests and bench/staging_copy_bench.

@@ -4,38 +4,21 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <thread>
 
+#include "core/env.h"
 #include "core/logging.h"
 #include "core/text.h"
 #include "device/host/host_device.h"
+#include "device/transfer_env.h"
 
 namespace wharf {
 namespace {
 constexpr uint32_t kMaxCopyThreads = 256;
 constexpr uint64_t kMinStagingBytes = 128 << 10;  // two chunks of the 64 KiB minimum
 
-// WHARF_TRANSFER_CHUNK_KIB / WHARF_TRANSFER_BLOCK_KIB replace the default chunk and block
-// sizes, for A/B measurements; read when a runtime makes its transfer engine. Unset or empty:
-// *bytes = 0 (the default). Anything but a whole number of KiB from 1 to 2^30 is an error
-// naming the variable, rather than a silent default.
-Status kib_from_env(const char* name, uint64_t* bytes) {
-  *bytes = 0;
-  const char* v = std::getenv(name);
-  if (!v || !*v) return Status::Ok();
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long kib = std::strtoull(v, &end, 10);
-  if (errno != 0 || *end != '\0' || v[0] == '-' || v[0] == '+' || kib == 0 || kib > (1ull << 30))
-    return InvalidArgument(std::string(name) + "=" + quote_name(v) +
-                           " in the environment: expected a whole number of KiB from 1 to 1073741824");
-  *bytes = uint64_t(kib) << 10;
-  return Status::Ok();
-}
 }  // namespace
 
 Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) {
@@ -55,6 +38,8 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
     o.copy_threads = std::min<uint32_t>(12, std::max(1u, hw - 1));
   }
   if (o.staging_bytes == 0) o.staging_bytes = default_staging_options(o.copy_threads).staging_bytes;
+  std::optional<bool> defer_env;  // read before anything is made: a bad value makes nothing
+  WHARF_RETURN_IF_ERROR(env_switch("WHARF_DEFER_RUN_FREES", &defer_env));
 
   DeviceOptions dopts;
   dopts.device_index = o.device_index;
@@ -88,9 +73,7 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
   WHARF_RETURN_IF_ERROR(rt->device_->create_stream(&rt->stream_));
   // On the host backend a free is a free(): nothing to take off the serving path, and the
   // bindings' tests see storage go at once, as before. WHARF_DEFER_RUN_FREES=0/1 forces it.
-  rt->defer_run_frees_ = rt->device_->backend() == Backend::kCuda;
-  if (const char* v = std::getenv("WHARF_DEFER_RUN_FREES"))
-    if (*v) rt->defer_run_frees_ = std::string(v) != "0";
+  rt->defer_run_frees_ = defer_env.value_or(rt->device_->backend() == Backend::kCuda);
   rt->serving_ = rt->device_->backend() == Backend::kCuda ? ServingSignal::for_cuda_device(rt->device_->index())
                                                           : std::make_shared<ServingSignal>();
   *out = std::move(rt);
@@ -100,15 +83,12 @@ Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) 
 Status Runtime::transfers(TransferEngine** out) {
   MutexLock lock(transfers_mu_);
   if (!transfers_) {
-    uint64_t env_chunk = 0, env_block = 0;
-    WHARF_RETURN_IF_ERROR(kib_from_env("WHARF_TRANSFER_CHUNK_KIB", &env_chunk));
-    WHARF_RETURN_IF_ERROR(kib_from_env("WHARF_TRANSFER_BLOCK_KIB", &env_block));
     TransferOptions t = default_staging_options(opts_.copy_threads, opts_.staging_bytes);
-    if (env_chunk) t.chunk_bytes = std::min<uint64_t>(env_chunk, t.staging_bytes / 2);
-    if (env_block) t.block_bytes = env_block;
+    const TransferOptions defaults = t;
+    WHARF_RETURN_IF_ERROR(apply_transfer_env(&t));
     t.serving = serving_;
     Status st = TransferEngine::create(device_, t, &transfers_);
-    if (!st.ok() && (env_chunk || env_block))
+    if (!st.ok() && (t.chunk_bytes != defaults.chunk_bytes || t.block_bytes != defaults.block_bytes))
       return st.with_context("the transfer engine with WHARF_TRANSFER_CHUNK_KIB / _BLOCK_KIB from the environment");
     WHARF_RETURN_IF_ERROR(st);
   }

@@ -3,9 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <mutex>
+
+#include "core/env.h"
 
 namespace wharf {
 namespace {
@@ -15,27 +16,23 @@ int64_t now_ns() {
       .count();
 }
 
-// A non-negative decimal integer from the environment, else `fallback` (a malformed value is
-// ignored rather than failing an update).
-uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  if (*end != '\0' || v[0] == '-') return fallback;
-  return x;
-}
-
 }  // namespace
 
-ServingPolicy ServingPolicy::from_env() {
+Status ServingPolicy::from_env(ServingPolicy* out) {
+  std::optional<uint64_t> dma_kib, inflight_kib, threads, window_ms, poll_us;
+  WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_DMA_KIB", 0, 1ull << 20, "KiB", &dma_kib));
+  WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_INFLIGHT_KIB", 0, 1ull << 30, "KiB", &inflight_kib));
+  WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_COPY_THREADS", 0, 256, "threads", &threads));
+  WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_WINDOW_MS", 0, 3600000, "ms", &window_ms));
+  WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_POLL_US", 0, 100000, "us", &poll_us));
   ServingPolicy p;
-  p.dma_bytes = env_u64("WHARF_SERVING_DMA_KIB", p.dma_bytes >> 10) << 10;
-  p.inflight_bytes = env_u64("WHARF_SERVING_INFLIGHT_KIB", p.inflight_bytes >> 10) << 10;
-  p.copy_threads = uint32_t(std::min<uint64_t>(env_u64("WHARF_SERVING_COPY_THREADS", p.copy_threads), 1u << 16));
-  p.window_ms = env_u64("WHARF_SERVING_WINDOW_MS", p.window_ms);
-  p.poll_us = std::min<uint64_t>(env_u64("WHARF_SERVING_POLL_US", p.poll_us), 100000);
-  return p;
+  if (dma_kib) p.dma_bytes = *dma_kib << 10;
+  if (inflight_kib) p.inflight_bytes = *inflight_kib << 10;
+  if (threads) p.copy_threads = uint32_t(*threads);
+  if (window_ms) p.window_ms = *window_ms;
+  if (poll_us) p.poll_us = *poll_us;
+  *out = p;
+  return Status::Ok();
 }
 
 std::shared_ptr<ServingSignal> ServingSignal::for_cuda_device(int index) {

@@ -18,8 +18,8 @@
 // each run). The signal is process-wide per CUDA device: the copy engines belong to the GPU,
 // whichever runtime's runs use it.
 //
-// The policy's values come from the environment at each copy() (A/B switches for
-// bench/serve_update_bench; docs/performance.md): WHARF_SERVING_DMA_KIB (0: no split),
+// The policy's values come from the environment when a runtime makes its transfer engine (A/B
+// switches for bench/serve_update_bench; docs/performance.md): WHARF_SERVING_DMA_KIB (0: no split),
 // WHARF_SERVING_INFLIGHT_KIB (0: no limit), WHARF_SERVING_COPY_THREADS (0: all),
 // WHARF_SERVING_POLL_US (0: spin), WHARF_SERVING_WINDOW_MS (0: never serving, i.e. the
 // behaviour before issue 26).
@@ -28,6 +28,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+
+#include "core/status.h"
 
 namespace wharf {
 
@@ -42,8 +44,9 @@ struct ServingPolicy {
   // threads need); 0: spin.
   uint64_t poll_us = 20;
 
-  // The defaults above, overridden by the environment variables named at the top.
-  static ServingPolicy from_env();
+  // The defaults above, overridden by the environment variables named at the top (core/env.h's
+  // rule: a malformed or out-of-range value is INVALID_ARGUMENT naming it; *out is unchanged).
+  static Status from_env(ServingPolicy* out);
 };
 
 class ServingSignal {

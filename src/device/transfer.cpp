@@ -782,23 +782,6 @@ void TransferEngine::Impl::run_host(Job& job, uint32_t t) {
   }
 }
 
-namespace {
-bool ramp_from_env() {
-  static const bool on = [] {
-    const char* v = std::getenv("WHARF_TRANSFER_RAMP");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
-}
-uint64_t alloc_ahead_from_env() {
-  static const uint64_t bytes = [] {
-    const char* v = std::getenv("WHARF_TRANSFER_ALLOC_AHEAD_MIB");
-    return v && *v ? uint64_t(std::strtoull(v, nullptr, 10)) << 20 : uint64_t(0);
-  }();
-  return bytes;
-}
-}  // namespace
-
 uint64_t staging_fill_bytes(size_t fill, uint64_t chunk_bytes, uint64_t block_chunks, uint64_t staging_threads,
                             bool ramp) {
   if (!ramp || block_chunks == 0 || staging_threads == 0) return chunk_bytes;
@@ -926,7 +909,7 @@ Status TransferEngine::Impl::copy(const std::vector<CopyRequest>& requests, cons
   if (stats) *stats = TransferStats{};
   Job job;
   job.requests = &requests;
-  job.policy = opts.serving_policy ? *opts.serving_policy : ServingPolicy::from_env();
+  job.policy = opts.serving_policy.value_or(ServingPolicy{});
   job.staging_copy = staging_copy;
   job.progress_on = bool(progress);
   // Tracing: for the caller's `trace`, for WHARF_TRANSFER_TRACE (a file each traced call
@@ -1267,9 +1250,9 @@ Status TransferEngine::create(std::shared_ptr<Device> device, const TransferOpti
   auto impl = std::make_unique<Impl>();
   impl->device = std::move(device);
   impl->opts = opts;
-  impl->staging_copy = opts.staging_copy ? *opts.staging_copy : staging_copy_from_env();
-  impl->ramp_start = opts.ramp_start ? *opts.ramp_start : ramp_from_env();
-  impl->alloc_ahead = opts.alloc_ahead_bytes ? *opts.alloc_ahead_bytes : alloc_ahead_from_env();
+  impl->staging_copy = opts.staging_copy.value_or(StagingCopy::kMemcpy);
+  impl->ramp_start = opts.ramp_start.value_or(true);
+  impl->alloc_ahead = opts.alloc_ahead_bytes.value_or(0);
   WHARF_RETURN_IF_ERROR(
       impl->device->create_stream(&impl->stream).with_context("transfer engine: creating the copy stream"));
   WHARF_RETURN_IF_ERROR(impl->pool.start(opts.threads));

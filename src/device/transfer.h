@@ -94,25 +94,27 @@ struct TransferOptions {
   // (staging_fill_bytes), so the first DMA starts after part of a chunk is read instead of
   // after a whole block: with whole chunks those threads all finish about one chunk's read
   // (~0.65 ms on the H100 host) after the start, and the copy engine waits until then.
-  // false: every fill holds up to a whole chunk. Empty: WHARF_TRANSFER_RAMP, read once per
-  // process ("0": off; unset or anything else: on), for A/B measurements.
+  // false: every fill holds up to a whole chunk. Empty: on. (A runtime's engine takes
+  // WHARF_TRANSFER_RAMP=0/1 from the environment, device/transfer_env.h.)
   std::optional<bool> ramp_start;
   // 0: the calling thread allocates null destinations (AllocateFn) as early as it can, all at
   // the start for a copy of pageable sources. N > 0: a staged request's destination (pageable
   // or file source, device destination) only once the staging threads are within N bytes
   // (rounded up to chunks) of its first byte, so allocations spread over the copy instead of
   // running beside its first blocks (an A/B switch for issue 21 item 7: whether allocating on
-  // the calling thread slows the first DMAs). Empty: WHARF_TRANSFER_ALLOC_AHEAD_MIB, read once
-  // per process (unset: 0).
+  // the calling thread slows the first DMAs). Empty: 0. (A runtime's engine takes
+  // WHARF_TRANSFER_ALLOC_AHEAD_MIB from the environment, device/transfer_env.h.)
   std::optional<uint64_t> alloc_ahead_bytes;
   // Serving while updating (device/serving.h): while `serving` says runs are served on the
   // device, copies follow `serving_policy` (split into pieces, paced, fewer staging threads)
-  // so runs' own small copies do not queue behind them. Null: never. An empty policy is read
-  // from the environment at each copy() (the A/B switches of bench/serve_update_bench).
+  // so runs' own small copies do not queue behind them. Null: never. Empty policy: the
+  // defaults. (A runtime's engine takes WHARF_SERVING_* from the environment, the A/B
+  // switches of bench/serve_update_bench; device/transfer_env.h.)
   std::shared_ptr<const ServingSignal> serving;
   std::optional<ServingPolicy> serving_policy;
   // How the staging threads copy pageable sources into the ring (device/dma_copy.h): with
-  // memcpy (the default) or streaming stores. Empty: WHARF_STAGING_COPY, read once per process.
+  // memcpy or streaming stores. Empty: memcpy. (A runtime's engine takes WHARF_STAGING_COPY
+  // from the environment, device/transfer_env.h.)
   std::optional<StagingCopy> staging_copy;
 };
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "constants/container.h"
+#include "core/env.h"
 #include "core/logging.h"
 #include "core/sync.h"
 #include "core/text.h"
@@ -695,11 +696,13 @@ Status ModelGraphs::create(Model* model, const GraphOptions& opts, std::unique_p
   core->model = model;
   core->runtime = model->runtime_;
   core->opts = opts;
-  const char* env = std::getenv("WHARF_GRAPHS_LEGACY_REPLAY");
+  std::optional<bool> legacy_env;
+  WHARF_RETURN_IF_ERROR(env_switch("WHARF_GRAPHS_LEGACY_REPLAY", &legacy_env)
+                            .with_context("model " + quote_name(model->name_) + ": CUDA graphs"));
   // The gather node takes at most kMaxGatherInputs inputs: a model with more keeps the copy
   // per input (and exact shapes).
   const bool many_inputs = model->num_inputs() > kMaxGatherInputs;
-  core->legacy = opts.legacy_replay || (env && env[0] && std::strcmp(env, "0") != 0) || many_inputs;
+  core->legacy = opts.legacy_replay || legacy_env.value_or(false) || many_inputs;
   if (!core->legacy)
     WHARF_RETURN_IF_ERROR(resolve_buckets(model->name_, model->dims(), model->num_inputs(), opts.bucket_dim,
                                           opts.bucket_sizes, opts.exact_shapes, &core->spec));

@@ -32,6 +32,7 @@
 
 #define WHARF_EXPERIMENTAL
 #include "common/package_fixture.h"
+#include "common/scoped_env.h"
 #include "common/test_support.h"
 #include "wharf/wharf.h"
 
@@ -412,6 +413,10 @@ TEST_F(GraphBuckets, BadDeclarationsAreRefusedNamingTheValue) {
   o.num_bucket_sizes = 1;
   o.exact_shapes = 1;
   EXPECT_FAILS(wharf_model_enable_graphs(l->batch, &o), WHARF_INVALID_ARGUMENT, "exact shapes");
+  {  // WHARF_GRAPHS_LEGACY_REPLAY is 0 or 1 (any other value used to mean 1)
+    wharf_test::ScopedEnv env("WHARF_GRAPHS_LEGACY_REPLAY", "yes");
+    EXPECT_FAILS(enable(l->batch, "N", {8}), WHARF_INVALID_ARGUMENT, "WHARF_GRAPHS_LEGACY_REPLAY='yes'");
+  }
   // A refused declaration enables nothing: a good one goes through after it.
   ASSERT_OK(enable(l->batch, "N", {8}));
   const wharf_graph_stats gs = graph_stats(l->batch);

@@ -2,11 +2,15 @@
 #include <gtest/gtest.h>
 
 #include "core/dtype.h"
+#include "core/env.h"
+#include "core/logging.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "core/text.h"
+#include "common/scoped_env.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -254,6 +258,85 @@ TEST(Text, CheckFqn) {
     EXPECT_EQ(st.message(),
               "container 'm': constant " + c.shown + ": name is not valid UTF-8 (byte " + std::to_string(c.at) + ")");
   }
+}
+
+// core/env.h: unset or empty is "not set"; anything else must parse exactly, or the error
+// names the variable, quotes its value (escaped) and says what is accepted.
+TEST(Env, SwitchesParseExactlyOrNameTheVariable) {
+  constexpr const char* kName = "WHARF_TEST_ENV_SWITCH";
+  std::optional<uint64_t> n;
+  std::optional<bool> b;
+  std::optional<std::string> c;
+  {
+    wharf_test::ScopedEnv env(kName, nullptr);
+    n = 5;
+    ASSERT_TRUE(env_uint(kName, 0, 10, "KiB", &n).ok());
+    EXPECT_FALSE(n.has_value()) << "unset: not set";
+  }
+  {
+    wharf_test::ScopedEnv env(kName, "");
+    ASSERT_TRUE(env_switch(kName, &b).ok());
+    EXPECT_FALSE(b.has_value()) << "empty: not set";
+  }
+  for (const char* good : {"0", "10", "007"}) {
+    wharf_test::ScopedEnv env(kName, good);
+    Status st = env_uint(kName, 0, 10, "KiB", &n);
+    ASSERT_TRUE(st.ok()) << good << ": " << st.message();
+    EXPECT_EQ(*n, std::stoull(good));
+  }
+  for (const char* bad : {"11", "-1", "+1", " 1", "1 ", "0x1", "1k", "1.0", "99999999999999999999999"}) {
+    wharf_test::ScopedEnv env(kName, bad);
+    Status st = env_uint(kName, 0, 10, "KiB", &n);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(st.message(), std::string(kName) + "=" + quote_name(bad) +
+                                " in the environment: expected a whole number of KiB from 0 to 10");
+  }
+  {
+    wharf_test::ScopedEnv env(kName, "1");
+    ASSERT_TRUE(env_switch(kName, &b).ok());
+    EXPECT_TRUE(*b);
+  }
+  for (const char* bad : {"true", "on", "01", "yes"}) {
+    wharf_test::ScopedEnv env(kName, bad);
+    Status st = env_switch(kName, &b);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("expected 0 (off) or 1 (on)"), std::string::npos) << st.message();
+  }
+  {
+    wharf_test::ScopedEnv env(kName, "stream");
+    ASSERT_TRUE(env_choice(kName, {"memcpy", "stream"}, &c).ok());
+    EXPECT_EQ(*c, "stream");
+  }
+  {
+    wharf_test::ScopedEnv env(kName, "str\neam");  // a newline: quoted escaped, never raw
+    Status st = env_choice(kName, {"memcpy", "stream"}, &c);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument);
+    EXPECT_EQ(st.message(), std::string(kName) + "='str\\neam' in the environment: expected memcpy or stream");
+  }
+}
+
+// Logging has no caller to fail: an unknown WHARF_LOG_LEVEL is said on stderr, naming it,
+// and logging stays at warn (it was silently warn).
+TEST(Env, AnUnknownLogLevelIsSaidAndWarnApplies) {
+  {
+    wharf_test::ScopedEnv env("WHARF_LOG_LEVEL", "verbose");
+    ::testing::internal::CaptureStderr();
+    set_log_sink(nullptr, LogLevel::kWarn, nullptr);  // the default sink re-reads the variable
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("WHARF_LOG_LEVEL='verbose' in the environment is not debug, info, warn, error or off"),
+              std::string::npos)
+        << err;
+    EXPECT_TRUE(log_enabled(LogLevel::kWarn));
+    EXPECT_FALSE(log_enabled(LogLevel::kInfo));
+  }
+  {
+    wharf_test::ScopedEnv env("WHARF_LOG_LEVEL", "error");
+    ::testing::internal::CaptureStderr();
+    set_log_sink(nullptr, LogLevel::kWarn, nullptr);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    EXPECT_FALSE(log_enabled(LogLevel::kWarn));
+  }
+  set_log_sink(nullptr, LogLevel::kWarn, nullptr);  // back to the process's own setting
 }
 
 }  // namespace

@@ -5,13 +5,16 @@
 // with an allocator installed the shim makes no CUDA call for the allocation. Skipped when
 // libwharf_aoti_shim.so is not built or cannot be loaded here.
 #include <dlfcn.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "common/test_paths.h"
 #include "models/aoti/shim_host.h"
 
@@ -118,6 +121,32 @@ TEST(GraphShimAllocator, HostTensorsIgnoreTheAllocator) {
   s.set_allocator(nullptr);
   EXPECT_TRUE(fake.allocs.empty());
   EXPECT_TRUE(fake.frees.empty());
+}
+
+// The shim's GEMM modes (WHARF_AOTI_GEMV, WHARF_AOTI_GEMV_PDL) are read when it loads; it has no
+// caller to fail then, so a value it does not know is said on stderr, naming the variable, and
+// the default applies (before, atoi guessed: "on" read as 0). In a fresh process (the shim
+// reads them once): a death test of the threadsafe style re-runs this binary for it.
+TEST(ShimEnvironment, AnUnknownGemmModeIsSaidAndTheDefaultApplies) {
+  bool built = false;
+  for (const char* rel : {"/libwharf_aoti_shim.so", "/../libwharf_aoti_shim.so"})
+    built |= access((wharf_test::binary_dir() + rel).c_str(), R_OK) == 0;
+  if (!built) GTEST_SKIP() << "libwharf_aoti_shim.so is not built here (no CUDA)";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  wharf_test::ScopedEnv env({{"WHARF_AOTI_GEMV", "9"}, {"WHARF_AOTI_GEMV_PDL", "on"}});
+  EXPECT_EXIT(
+      {
+        std::string why;
+        void* lib = wharf_test::open_aoti_shim(&why);
+        auto gemv =
+            lib ? reinterpret_cast<wharf_aoti_gemm_use_gemv_fn>(dlsym(lib, "wharf_aoti_gemm_use_gemv")) : nullptr;
+        auto pdl = lib ? reinterpret_cast<wharf_aoti_gemm_use_pdl_fn>(dlsym(lib, "wharf_aoti_gemm_use_pdl")) : nullptr;
+        std::fprintf(stderr, "%s\n", why.c_str());
+        std::_Exit(gemv && pdl ? 10 * gemv(1) + pdl(0) : 99);  // the modes in force: 1 and 0
+      },
+      ::testing::ExitedWithCode(10),
+      "WHARF_AOTI_GEMV='9' in the environment is not 0, 1, 2 or 3; using 1.*"
+      "WHARF_AOTI_GEMV_PDL='on' in the environment is not 0 or 1; using 0");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "api/handles.h"
 #include "api/replica_api.h"
 #include "common/replica_model.h"
+#include "common/scoped_env.h"
 #include "common/test_support.h"
 #include "core/test_hooks.h"
 #include "replicas/broadcaster.h"
@@ -1245,27 +1246,8 @@ TEST(ReplicaGroup, IncompleteFirstUpdateSwapsNoReplica) {
 
 // --- NCCL loading (no GPU needed) ------------------------------------------------------
 
-struct EnvVar {
-  std::string name;
-  bool had = false;
-  std::string old;
-  EnvVar(const char* n, const char* value) : name(n) {
-    if (const char* o = std::getenv(n)) {
-      had = true;
-      old = o;
-    }
-    setenv(n, value, 1);
-  }
-  ~EnvVar() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
-
 TEST(Nccl, AMissingLibraryIsUnsupportedWithTheLoadersReason) {
-  EnvVar env("WHARF_NCCL_LIBRARY", "/nonexistent/libnccl.so.2");
+  wharf_test::ScopedEnv env("WHARF_NCCL_LIBRARY", "/nonexistent/libnccl.so.2");
   EXPECT_EQ(wharf::nccl_library_path(), "/nonexistent/libnccl.so.2");
   std::shared_ptr<const wharf::NcclApi> api;
   int version = -1;
@@ -1287,7 +1269,7 @@ TEST(Nccl, ALibraryWithoutNcclIsUnsupported) {
 }
 
 TEST(Nccl, TheDefaultLibraryLoadsWhereInstalled) {
-  unsetenv("WHARF_NCCL_LIBRARY");
+  wharf_test::ScopedEnv env("WHARF_NCCL_LIBRARY", nullptr);
   EXPECT_EQ(wharf::nccl_library_path(), "libnccl.so.2");
   std::shared_ptr<const wharf::NcclApi> api;
   int version = 0;

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "api/handles.h"
+#include "common/scoped_env.h"
 #include "common/test_support.h"
 #include "device/host/host_device.h"
 #include "device/runtime.h"
@@ -96,26 +98,48 @@ TEST(ServingSignal, OnePerCudaDevice) {
 
 TEST(ServingPolicy, EnvironmentOverridesEachDefault) {
   const ServingPolicy d;
-  ::setenv("WHARF_SERVING_DMA_KIB", "512", 1);
-  ::setenv("WHARF_SERVING_INFLIGHT_KIB", "0", 1);
-  ::setenv("WHARF_SERVING_COPY_THREADS", "4", 1);
-  ::setenv("WHARF_SERVING_WINDOW_MS", "not a number", 1);
-  ::setenv("WHARF_SERVING_POLL_US", "0", 1);
-  const ServingPolicy p = ServingPolicy::from_env();
+  ServingPolicy p;
+  {
+    wharf_test::ScopedEnv env({{"WHARF_SERVING_DMA_KIB", "512"},
+                               {"WHARF_SERVING_INFLIGHT_KIB", "0"},
+                               {"WHARF_SERVING_COPY_THREADS", "4"},
+                               {"WHARF_SERVING_WINDOW_MS", "250"},
+                               {"WHARF_SERVING_POLL_US", "0"}});
+    Status st = ServingPolicy::from_env(&p);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
   EXPECT_EQ(p.dma_bytes, 512 * KiB);
   EXPECT_EQ(p.inflight_bytes, 0u);
   EXPECT_EQ(p.copy_threads, 4u);
-  EXPECT_EQ(p.window_ms, d.window_ms) << "a malformed value keeps the default";
+  EXPECT_EQ(p.window_ms, 250u);
   EXPECT_EQ(p.poll_us, 0u);
-  for (const char* k : {"WHARF_SERVING_DMA_KIB", "WHARF_SERVING_INFLIGHT_KIB", "WHARF_SERVING_COPY_THREADS",
-                        "WHARF_SERVING_WINDOW_MS", "WHARF_SERVING_POLL_US"})
-    ::unsetenv(k);
-  const ServingPolicy q = ServingPolicy::from_env();
+  ServingPolicy q;
+  q.window_ms = 7;  // overwritten: the defaults, as nothing is set
+  ASSERT_TRUE(ServingPolicy::from_env(&q).ok());
   EXPECT_EQ(q.dma_bytes, d.dma_bytes);
   EXPECT_EQ(q.inflight_bytes, d.inflight_bytes);
   EXPECT_EQ(q.copy_threads, d.copy_threads);
   EXPECT_EQ(q.window_ms, d.window_ms);
   EXPECT_EQ(q.poll_us, d.poll_us);
+}
+
+// A typo in an A/B run must not measure the default: a malformed or out-of-range value is an
+// error naming the variable, and the policy is left as it was.
+TEST(ServingPolicy, AMalformedValueIsAnErrorNamingTheVariable) {
+  struct Bad {
+    const char *name, *value;
+  };
+  for (const Bad& b : {Bad{"WHARF_SERVING_WINDOW_MS", "not a number"}, Bad{"WHARF_SERVING_DMA_KIB", "-1"},
+                       Bad{"WHARF_SERVING_COPY_THREADS", "257"}, Bad{"WHARF_SERVING_POLL_US", "100001"},
+                       Bad{"WHARF_SERVING_INFLIGHT_KIB", "4 "}}) {
+    wharf_test::ScopedEnv env(b.name, b.value);
+    ServingPolicy p;
+    p.window_ms = 7;
+    Status st = ServingPolicy::from_env(&p);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << b.name;
+    EXPECT_NE(st.message().find(std::string(b.name) + "='" + b.value + "'"), std::string::npos) << st.message();
+    EXPECT_EQ(p.window_ms, 7u) << "unchanged on error";
+  }
 }
 
 // Waiting for the copy engine while serving: by polling (the default) or CUDA's spin
@@ -276,12 +300,29 @@ void on_release(void*, void* user) {
 // waits for it (the CUDA backend's default; WHARF_DEFER_RUN_FREES=1 here). With
 // WHARF_DEFER_RUN_FREES=0 (the host backend's default) it is freed on the thread ending the
 // run, as before.
+// WHARF_DEFER_RUN_FREES is 0 or 1; anything else fails wharf_runtime_create naming it (it
+// used to mean "on" for any value but "0").
+TEST(ServingFrees, AMalformedDeferSwitchFailsTheRuntimeNamingIt) {
+  for (const char* bad : {"yes", "off", "2"}) {
+    wharf_test::ScopedEnv env("WHARF_DEFER_RUN_FREES", bad);
+    wharf_runtime_options o;
+    wharf_runtime_options_init(&o);
+    o.backend = WHARF_BACKEND_HOST;
+    wharf_runtime* rt = nullptr;
+    wharf_test::St st(wharf_runtime_create(&o, &rt));
+    EXPECT_EQ(st.code(), WHARF_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(st.msg().find(std::string("WHARF_DEFER_RUN_FREES='") + bad + "'"), std::string::npos) << st.msg();
+    EXPECT_EQ(rt, nullptr);
+  }
+}
+
 TEST(ServingFrees, ARunsEndHandsTheLastStorageOfAGenerationToTheReleaseThread) {
   for (bool defer : {true, false}) {
     SCOPED_TRACE(defer ? "WHARF_DEFER_RUN_FREES=1" : "WHARF_DEFER_RUN_FREES=0");
-    ::setenv("WHARF_DEFER_RUN_FREES", defer ? "1" : "0", 1);  // the host backend's default is 0
+    std::optional<wharf_test::ScopedEnv> env;
+    env.emplace("WHARF_DEFER_RUN_FREES", defer ? "1" : "0");  // the host backend's default is 0
     wharf_test::Model m(1.0f);
-    ::unsetenv("WHARF_DEFER_RUN_FREES");
+    env.reset();
     wharf_container* c = m.c;
     float user[4] = {2, 2, 2, 2}, next[4] = {3, 3, 3, 3};
     int64_t shape[1] = {4};

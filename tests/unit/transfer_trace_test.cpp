@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "core/test_hooks.h"
+#include "common/scoped_env.h"
 #include "common/transfer_support.h"
 #include "device/host/host_device.h"
 #include "device/runtime.h"
 #include "device/transfer.h"
+#include "device/transfer_env.h"
 
 namespace wharf {
 namespace {
@@ -452,31 +454,8 @@ TEST(TransferDefaults, TheRuntimeStagesInSmallChunksInARingOf4MiBPerThread) {
 // makes its engine; a value that is not a whole number of KiB, or one the engine refuses,
 // fails transfers() with an error naming the variable (not a silent default).
 TEST(TransferDefaults, TheEnvironmentsSizesApplyOrFailNamingTheVariable) {
-  struct Env {  // sets the two variables for one case, restores them after
-    std::string saved[2];
-    bool had[2] = {false, false};
-    const char* names[2] = {"WHARF_TRANSFER_CHUNK_KIB", "WHARF_TRANSFER_BLOCK_KIB"};
-    Env(const char* chunk, const char* block) {
-      const char* values[2] = {chunk, block};
-      for (int i = 0; i < 2; ++i) {
-        if (const char* v = std::getenv(names[i])) had[i] = true, saved[i] = v;
-        if (values[i])
-          setenv(names[i], values[i], 1);
-        else
-          unsetenv(names[i]);
-      }
-    }
-    ~Env() {
-      for (int i = 0; i < 2; ++i) {
-        if (had[i])
-          setenv(names[i], saved[i].c_str(), 1);
-        else
-          unsetenv(names[i]);
-      }
-    }
-  };
   auto transfers_with = [](const char* chunk, const char* block, std::shared_ptr<Runtime>* rt, TransferEngine** eng) {
-    Env env(chunk, block);
+    wharf_test::ScopedEnv env({{"WHARF_TRANSFER_CHUNK_KIB", chunk}, {"WHARF_TRANSFER_BLOCK_KIB", block}});
     RuntimeOptions o;
     o.backend = 2;  // host
     o.copy_threads = 4;
@@ -509,6 +488,88 @@ TEST(TransferDefaults, TheEnvironmentsSizesApplyOrFailNamingTheVariable) {
     Status st = transfers_with(b.chunk, b.block, &rt, &eng);
     EXPECT_EQ(st.code(), Code::kInvalidArgument) << b.names;
     EXPECT_NE(st.message().find(b.names), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+  }
+}
+
+// Every switch of device/transfer_env.h reaches the runtime's engine (its trace reports what
+// the engine used), and each malformed or out-of-range value fails transfers() naming the
+// variable; before, WHARF_TRANSFER_RAMP / _ALLOC_AHEAD_MIB / WHARF_STAGING_COPY and the
+// WHARF_SERVING_* policy were read once per process, or at every copy, and a typo was
+// silently the default.
+TEST(TransferDefaults, EveryEnvironmentSwitchAppliesOrFailsNamingTheVariable) {
+  auto engine_with = [](std::initializer_list<std::pair<const char*, const char*>> vars, std::shared_ptr<Runtime>* rt,
+                        TransferEngine** eng) {
+    wharf_test::ScopedEnv env(vars);
+    RuntimeOptions o;
+    o.backend = 2;  // host
+    o.copy_threads = 4;
+    EXPECT_TRUE(Runtime::create(o, rt).ok());
+    return (*rt)->transfers(eng);
+  };
+  auto traced_copy = [](Runtime& rt, TransferEngine& eng, TransferTrace* tr) {
+    std::vector<unsigned char> src(3 * MiB + 5);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 5 + 3);
+    Buffer dst = alloc(rt.device_ptr(), MemKind::kDevice, src.size());
+    Status st = eng.copy({{dst.data(), src.data(), src.size()}}, {}, nullptr, nullptr, nullptr, tr);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(std::memcmp(dst.data(), src.data(), src.size()), 0);
+  };
+  std::shared_ptr<Runtime> rt;
+  TransferEngine* eng = nullptr;
+  {  // unset: the defaults
+    ASSERT_TRUE(engine_with({{"WHARF_TRANSFER_RAMP", nullptr},
+                             {"WHARF_TRANSFER_ALLOC_AHEAD_MIB", nullptr},
+                             {"WHARF_STAGING_COPY", nullptr}},
+                            &rt, &eng)
+                    .ok());
+    TransferTrace tr;
+    traced_copy(*rt, *eng, &tr);
+    EXPECT_TRUE(tr.ramp_start);
+    EXPECT_EQ(tr.alloc_ahead_bytes, 0u);
+    EXPECT_EQ(tr.staging_copy, "memcpy");
+  }
+  {  // each set to what is not the default
+    Status st = engine_with(
+        {{"WHARF_TRANSFER_RAMP", "0"}, {"WHARF_TRANSFER_ALLOC_AHEAD_MIB", "3"}, {"WHARF_STAGING_COPY", "stream"}}, &rt,
+        &eng);
+    ASSERT_TRUE(st.ok()) << st.message();
+    TransferTrace tr;
+    traced_copy(*rt, *eng, &tr);
+    EXPECT_FALSE(tr.ramp_start);
+    EXPECT_EQ(tr.alloc_ahead_bytes, 3 * MiB);
+    EXPECT_EQ(tr.staging_copy, "stream");
+  }
+  {  // the serving policy: applied to the options the runtime makes its engine with
+    wharf_test::ScopedEnv env({{"WHARF_SERVING_WINDOW_MS", "100"}, {"WHARF_SERVING_DMA_KIB", "256"}});
+    TransferOptions t = default_staging_options(4);
+    Status st = apply_transfer_env(&t);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_TRUE(t.serving_policy.has_value());
+    EXPECT_EQ(t.serving_policy->window_ms, 100u);
+    EXPECT_EQ(t.serving_policy->dma_bytes, 256 * KiB);
+  }
+  struct Bad {
+    const char *name, *value, *says;
+  };
+  for (const Bad& b :
+       {Bad{"WHARF_TRANSFER_RAMP", "yes", "0 (off) or 1 (on)"}, Bad{"WHARF_TRANSFER_RAMP", "2", "0 (off) or 1 (on)"},
+        Bad{"WHARF_TRANSFER_ALLOC_AHEAD_MIB", "8M", "whole number of MiB"},
+        Bad{"WHARF_TRANSFER_ALLOC_AHEAD_MIB", "99999999999", "whole number of MiB"},
+        Bad{"WHARF_STAGING_COPY", "Stream", "memcpy or stream"},
+        Bad{"WHARF_SERVING_WINDOW_MS", "1e3", "whole number of ms"}}) {
+    TransferOptions before = default_staging_options(4), t = before;
+    {
+      wharf_test::ScopedEnv env(b.name, b.value);
+      Status direct = apply_transfer_env(&t);
+      EXPECT_EQ(direct.code(), Code::kInvalidArgument) << b.name;
+      EXPECT_FALSE(t.ramp_start.has_value() || t.alloc_ahead_bytes.has_value() || t.staging_copy.has_value() ||
+                   t.serving_policy.has_value())
+          << "options unchanged on error";
+    }
+    Status st = engine_with({{b.name, b.value}}, &rt, &eng);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << b.name << "=" << b.value;
+    EXPECT_NE(st.message().find(std::string(b.name) + "='" + b.value + "'"), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
   }
 }

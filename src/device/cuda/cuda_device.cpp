@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/env.h"
 #include "core/logging.h"
 #include "core/sync.h"
 #include "core/text.h"
@@ -557,15 +558,15 @@ class CudaDevice final : public Device {
   Status device_pool(DevicePool** out) WHARF_EXCLUDES(pool_mu_) {
     MutexLock lock(pool_mu_);
     if (!pool_checked_) {
+      // Read first: a malformed value fails this allocation and makes nothing (core/env.h).
+      std::optional<uint64_t> keep_mib;
+      WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_POOL_KEEP_MIB", 0, 1ull << 24, "MiB", &keep_mib));
+      ServingPolicy policy;
+      WHARF_RETURN_IF_ERROR(ServingPolicy::from_env(&policy));
       WHARF_RETURN_IF_ERROR(DevicePool::create(index_, &pool_));
       pool_checked_ = true;
-      if (pool_) {
-        const char* keep = std::getenv("WHARF_SERVING_POOL_KEEP_MIB");
-        const uint64_t mib = keep ? std::strtoull(keep, nullptr, 10) : 0;
-        if (mib > 0)
-          pool_->keep_while_serving(mib << 20, ServingPolicy::from_env().window_ms,
-                                    ServingSignal::for_cuda_device(index_));
-      }
+      if (pool_ && keep_mib.value_or(0) > 0)
+        pool_->keep_while_serving(*keep_mib << 20, policy.window_ms, ServingSignal::for_cuda_device(index_));
     }
     *out = pool_.get();
     return Status::Ok();

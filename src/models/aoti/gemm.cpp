@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -237,12 +238,23 @@ std::unordered_map<ProblemKey, Choice, ProblemHash> g_graph_cache;  // calls mad
 std::mutex g_probe_mu;
 cudaStream_t g_probe_streams[kMaxDevices];  // created at a device's first probe, never destroyed
 
+// A mode from the environment, read when the shim loads: one digit among `allowed`. The
+// shim has no caller to fail at load, so any other value is said on stderr, naming the
+// variable, and the default applies (it was atoi's guess: "abc" read as 0).
+int32_t mode_from_env(const char* name, const char* allowed, int32_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  if (v[1] == '\0' && std::strchr(allowed, v[0])) return int32_t(v[0] - '0');
+  std::string one_of;
+  for (const char* a = allowed; *a; ++a) one_of += std::string(one_of.empty() ? "" : a[1] ? ", " : " or ") + *a;
+  std::fprintf(stderr, "[wharf warn] %s=%s in the environment is not %s; using %d\n", name,
+               wharf::quote_name(v).c_str(), one_of.c_str(), int(fallback));
+  return fallback;
+}
+
 // wharf_aoti_gemm_graph_algos: 0 never, 1 under Wharf's allocator or capture, 2 always.
 int32_t graph_algos_of(int32_t v) { return v == 0 || v == 2 ? v : 1; }
-std::atomic<int32_t> g_graph_algos{[] {
-  const char* v = std::getenv("WHARF_AOTI_GEMM_GRAPH_ALGOS");
-  return v && *v ? graph_algos_of(int32_t(std::atoi(v))) : 1;
-}()};
+std::atomic<int32_t> g_graph_algos{mode_from_env("WHARF_AOTI_GEMM_GRAPH_ALGOS", "012", 1)};
 std::atomic<uint64_t> g_graph_algo_calls{0}, g_graph_fallback_calls{0};
 
 // wharf_aoti_gemm_probe's request, for the calling thread's one call.
@@ -260,14 +272,8 @@ thread_local ProbeRequest* t_probe = nullptr;
 // (wharf_aoti_gemm_use_pdl; WHARF_AOTI_GEMV_PDL=1).
 std::atomic<uint64_t> g_gemv_calls{0}, g_gemv_elementwise_calls{0}, g_gemv_kn_calls{0}, g_cublaslt_calls{0};
 int32_t gemv_mode_of(int32_t v) { return v == 0 || v == 2 || v == 3 ? v : 1; }
-std::atomic<int32_t> g_gemv_mode{[] {
-  const char* v = std::getenv("WHARF_AOTI_GEMV");
-  return v && *v ? gemv_mode_of(int32_t(std::atoi(v))) : 1;
-}()};
-std::atomic<int32_t> g_gemv_pdl{[] {
-  const char* v = std::getenv("WHARF_AOTI_GEMV_PDL");
-  return v && std::strcmp(v, "1") == 0 ? 1 : 0;
-}()};
+std::atomic<int32_t> g_gemv_mode{mode_from_env("WHARF_AOTI_GEMV", "0123", 1)};
+std::atomic<int32_t> g_gemv_pdl{mode_from_env("WHARF_AOTI_GEMV_PDL", "01", 0)};
 
 // ---- operands ---------------------------------------------------------------------------
 

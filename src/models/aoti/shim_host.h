@@ -87,13 +87,15 @@ typedef void (*wharf_aoti_gemm_stats_fn)(wharf_aoti_gemm_stats_t* out);
 // but float16/bfloat16 with 5 to 8 rows on the FMA kernel rather than the tensor cores (to
 // compare the two), 3 on but float16/bfloat16 with 5 to 8 rows and a weight above the
 // measured size where cuBLASLt was faster on cuBLASLt (whose bfloat16 kernels graphs cannot
-// re-point: for runs without graphs); any other value means 1. WHARF_AOTI_GEMV=0, 2 or 3 at
-// load sets the initial mode. Returns the previous mode.
+// re-point: for runs without graphs); any other value means 1. WHARF_AOTI_GEMV=0..3 at load
+// sets the initial mode (another value is said on stderr and 1 applies; docs/environment.md).
+// Returns the previous mode.
 typedef int32_t (*wharf_aoti_gemm_use_gemv_fn)(int32_t enabled);
 // Exported by libwharf_aoti_shim.so: 1 launches the GEMV kernels with programmatic dependent
 // launch (sm_90: a GEMV may start, and prefetch its weight into L2, while the stream's
 // previous kernel finishes; it waits for that kernel before reading its inputs), 0 (the
-// default; any other value) plain launches. WHARF_AOTI_GEMV_PDL=1 at load sets it.
+// default; any other value) plain launches. WHARF_AOTI_GEMV_PDL=0/1 at load sets it (another
+// value is said on stderr and 0 applies).
 // Process-wide, for calls that start after it; returns the previous setting.
 typedef int32_t (*wharf_aoti_gemm_use_pdl_fn)(int32_t enabled);
 
@@ -117,7 +119,8 @@ typedef int32_t (*wharf_aoti_gemm_use_pdl_fn)(int32_t enabled);
 // so the probe and the kernels' first launch happen outside it, and its folds) or the call's
 // stream is being captured (the probe then runs in relaxed capture mode on its private
 // stream, beside the caller's capture); 2 always (eager runs then compute what graph replays
-// compute, bit for bit). WHARF_AOTI_GEMM_GRAPH_ALGOS=0 or 2 at load sets the initial mode.
+// compute, bit for bit). WHARF_AOTI_GEMM_GRAPH_ALGOS=0..2 at load sets the initial mode
+// (another value is said on stderr and 1 applies).
 // Process-wide, for calls that start after it; returns the previous mode.
 typedef int32_t (*wharf_aoti_gemm_graph_algos_fn)(int32_t mode);
 
