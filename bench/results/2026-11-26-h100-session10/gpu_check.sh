@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Session 10 GPU check: the GPU suite and the unit suite (with CUDA) from the bundle.
 cd wip/gb
 for f in ../../tests/data/*; do ln -sfn "$f" .; done

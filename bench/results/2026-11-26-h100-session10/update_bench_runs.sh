@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 cd wip/ub
 export LD_LIBRARY_PATH=$PWD
 for i in 2 3 4 5; do timeout 100 ./update_bench --no-baselines --peer /none > $OUT/update_bench_$i.txt 2>&1; echo "run $i rc=$?"; done
