@@ -136,7 +136,9 @@ class Reader {
     return Status::Ok();
   }
 
-  // A path inside the package, by name: relative, no "..", no empty component.
+  // A path inside the package, by name, spelled one way: relative, no ".." (leaving), no "."
+  // or empty component (a second spelling of a path: "a//b" and "./a/b" are "a/b", which
+  // would let one file be listed twice past the duplicate check).
   Status path(const Value& obj, const std::string& field, const char* key, bool required, std::string* out) const {
     WHARF_RETURN_IF_ERROR(string(obj, field, key, required, out));
     if (!required && out->empty() && !obj.find(key)) return Status::Ok();
@@ -151,8 +153,12 @@ class Reader {
     while (at <= p.size()) {
       size_t slash = p.find('/', at);
       if (slash == std::string::npos) slash = p.size();
-      if (p.compare(at, slash - at, "..") == 0 && slash - at == 2)
+      const size_t n = slash - at;
+      if (n == 2 && p.compare(at, 2, "..") == 0)
         return bad(field, "path " + quote_path(p) + " leaves the package ('..')");
+      if (n == 0 || (n == 1 && p[at] == '.'))
+        return bad(field, "path " + quote_path(p) + " has " + (n == 0 ? "an empty" : "a '.'") +
+                              " component; write each path one way (\"dir/file\")");
       at = slash + 1;
     }
     return Status::Ok();

@@ -211,7 +211,8 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
   // Every file the manifest names exists inside the package.
   std::vector<std::string> method_paths(m.methods.size()), weight_paths(m.weight_files.size());
   for (size_t i = 0; i < m.methods.size(); ++i)
-    WHARF_RETURN_IF_ERROR(resolve(mwhat, root, manifest_item("methods", i) + ".file", m.methods[i].file, &method_paths[i]));
+    WHARF_RETURN_IF_ERROR(
+        resolve(mwhat, root, manifest_item("methods", i) + ".file", m.methods[i].file, &method_paths[i]));
   for (size_t i = 0; i < m.weight_files.size(); ++i)
     WHARF_RETURN_IF_ERROR(resolve(mwhat, root, manifest_item("weights.files", i), m.weight_files[i], &weight_paths[i]));
   std::string state_path;
@@ -275,9 +276,10 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
         return NotFound(mwhat + ": " + manifest_item("state", i) + ".initial: tensor " + quote_name(ps.initial_tensor) +
                         " is not in the state file " + quote_path(m.state_file));
       if (e->meta.dtype != ps.dtype || e->meta.shape != ps.shape)
-        return InvalidArgument(mwhat + ": " + manifest_item("state", i) + ".initial: tensor " + quote_name(ps.initial_tensor) +
-                               " of " + quote_path(m.state_file) + " is " + decl_text(e->meta.dtype, e->meta.shape) +
-                               ", the state is declared " + decl_text(ps.dtype, ps.shape));
+        return InvalidArgument(mwhat + ": " + manifest_item("state", i) + ".initial: tensor " +
+                               quote_name(ps.initial_tensor) + " of " + quote_path(m.state_file) + " is " +
+                               decl_text(e->meta.dtype, e->meta.shape) + ", the state is declared " +
+                               decl_text(ps.dtype, ps.shape));
       si.has_initial = true;
       si.meta = e->meta;
       si.data = e->data;
@@ -327,8 +329,9 @@ Status ModelPackage::load(std::shared_ptr<Runtime> runtime, const std::string& d
     mo.expected_inputs = int64_t(pm.inputs.size());
     mo.expected_outputs = int64_t(pm.outputs.size());
     for (const PackageTensor& t : pm.inputs) mo.input_names.push_back(t.name);
-    mo.context = "manifest.json: " + manifest_item("methods", i) + " (" + quote_name(pm.name) + ")";  // follows the method's name
-    mo.dims = package_method_dims(pm, manifest_item("methods", i));                                   // what graph buckets may pad
+    mo.context = "manifest.json: " + manifest_item("methods", i) + " (" + quote_name(pm.name) +
+                 ")";                                                // follows the method's name
+    mo.dims = package_method_dims(pm, manifest_item("methods", i));  // what graph buckets may pad
     if (pm.session_capacity > 0) {
       // Its states are the whole arena; the inputs sized by the slots' dimension count sessions.
       mo.whole_arena_states = true;

@@ -6,9 +6,9 @@
 #   tests/fuzz/run.sh [seconds]     default 60; exits non-zero if the fuzzer finds a crash,
 #                                   leak, sanitizer report or property violation.
 #
-# The target feeds every input to the safetensors reader, the sharded-checkpoint index parser
-# and the ZIP reader of .pt2 packages. New inputs accumulate in $FUZZ_OUT/corpus (kept between runs); crashing inputs land
-# in $FUZZ_OUT/artifacts/. Reproduce one with: $FUZZ_OUT/safetensors_fuzz <file>.
+# The target feeds every input to the safetensors reader, the sharded-checkpoint index parser,
+# the ZIP reader of .pt2 packages and the model package manifest parser. New inputs accumulate
+# in $FUZZ_OUT/corpus (kept between runs); crashing inputs land in $FUZZ_OUT/artifacts/. Reproduce one with: $FUZZ_OUT/safetensors_fuzz <file>.
 # JOBS (default 2) objects are compiled at once; an unchanged source is not recompiled.
 set -euo pipefail
 
@@ -25,7 +25,7 @@ mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts" "$out/obj"
 cxx="${FUZZ_CXX:-clang++}"
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Isrc -Iinclude)
 echo "building $out/safetensors_fuzz with $cxx" >&2
-sources=(tests/fuzz/safetensors_fuzz.cpp src/io/*.cpp src/core/*.cpp)
+sources=(tests/fuzz/safetensors_fuzz.cpp src/io/*.cpp src/core/*.cpp src/models/manifest.cpp)
 objects=()
 stale=()
 for src in "${sources[@]}"; do
@@ -139,6 +139,61 @@ def pt2(force_zip64):
     return b.getvalue()
 seeds["zip_stored"] = pt2(False)
 seeds["zip_zip64"] = pt2(True)
+# Model package manifests (docs/model-package.md): a full one (parameters, aliases, states
+# with both initial forms, a per-session and a batched method with symbolic dims) and edges.
+manifest = {
+    "format": "wharf-model-package", "format_version": 1, "name": "tiny", "max_seq_len": 64,
+    "weights": {
+        "files": ["weights/model-00001-of-00002.safetensors", "weights/model-00002-of-00002.safetensors"],
+        "parameters": [{"fqn": "embed.weight", "dtype": "float32", "shape": [8, 4]},
+                       {"fqn": "norm.weight", "dtype": "bfloat16", "shape": [4]},
+                       {"fqn": "lm_head.weight", "dtype": "F32", "shape": [8, 4]}],
+        "aliases": {"model.embed_tokens.weight": "embed.weight"},
+    },
+    "state": [{"fqn": "cache.key_0", "dtype": "float32", "shape": [1, 2, 64, 2], "initial": "zeros"},
+              {"fqn": "cache.pos", "dtype": "int64", "shape": [1], "initial": {"tensor": "pos0"}}],
+    "state_file": "state.safetensors",
+    "methods": [
+        {"name": "prefill", "file": "methods/prefill.so",
+         "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [1, "T"]},
+                    {"name": "cache_position", "dtype": "int64", "shape": ["T"]}],
+         "outputs": [{"name": "logits", "dtype": "float32", "shape": [1, 1, 8]}],
+         "dims": {"T": {"min": 1, "max": 64, "pad": "repeat"}}},
+        {"name": "decode_batch", "file": "methods/decode_batch.so", "session_capacity": 8,
+         "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["N", 1]},
+                    {"name": "slots", "dtype": "int64", "shape": ["N"]}],
+         "outputs": [{"name": "logits", "dtype": "float32", "shape": ["N", 1, 8]}],
+         "dims": {"N": {"min": 1, "max": 8}}},
+    ],
+}
+seeds["manifest"] = json.dumps(manifest, indent=1).encode()
+def small(**over):
+    m = {"format": "wharf-model-package", "format_version": 1, "name": "m",
+         "weights": {"files": ["w.safetensors"], "parameters": [{"fqn": "w", "dtype": "F32", "shape": [2]}]},
+         "methods": [{"name": "f", "file": "f.so", "inputs": [{"name": "x", "dtype": "int64", "shape": ["N"]}],
+                      "outputs": [], "dims": {"N": {"min": 1, "max": 4}}}]}
+    for k, v in over.items():
+        m[k] = v
+    return json.dumps(m).encode()
+seeds["manifest_min"] = small()
+# One broken rule each, the rest valid: the fuzzer starts at every refusal's edge.
+def method(**over):
+    f = {"name": "f", "file": "f.so", "inputs": [{"name": "x", "dtype": "int64", "shape": ["N"]}], "outputs": [],
+         "dims": {"N": {"min": 1, "max": 4}}}
+    f.update(over)
+    return [f]
+for i, path in enumerate(["../f.so", "a/../../f.so", "/abs/f.so", "a//f.so", "a/..", ""]):
+    seeds["manifest_path_%d" % i] = small(methods=method(file=path))
+seeds["manifest_weight_escape"] = small(weights={"files": ["x/../../w.safetensors"], "parameters": []})
+seeds["manifest_state_escape"] = small(state_file="../s.safetensors",
+                                       state=[{"fqn": "s", "dtype": "F32", "shape": [1], "initial": {"tensor": "s0"}}])
+seeds["manifest_min_gt_max"] = small(methods=method(dims={"N": {"min": 5, "max": 2}}))
+seeds["manifest_slots"] = small(methods=method(session_capacity=4, inputs=[{"name": "slots", "dtype": "int32", "shape": ["N"]}]))
+seeds["manifest_twice"] = small(methods=method() + method())
+seeds["manifest_alias"] = small(weights={"files": ["w.safetensors"], "parameters": [{"fqn": "w", "dtype": "F32", "shape": [2]}],
+                                         "aliases": {"v": "nope"}})
+seeds["manifest_newer"] = small(format_version=2)
+seeds["manifest_name"] = small(name="m\u202e\n")
 
 for name, data in seeds.items():
     with open(os.path.join(sys.argv[1], name), "wb") as f:
@@ -196,6 +251,34 @@ cat > "$out/safetensors.dict" <<'DICT'
 "true"
 "false"
 "null"
+"format"
+"wharf-model-package"
+"format_version"
+"weights"
+"files"
+"parameters"
+"aliases"
+"fqn"
+"state"
+"state_file"
+"initial"
+"zeros"
+"tensor"
+"methods"
+"file"
+"inputs"
+"outputs"
+"dims"
+"min"
+"max"
+"pad"
+"repeat"
+"session_capacity"
+"slots"
+"max_seq_len"
+"int64"
+"float32"
+"bfloat16"
 DICT
 
 echo "fuzzing for ${seconds}s" >&2

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target for the safetensors reader, the sharded-checkpoint index parser and the
-// ZIP reader of `.pt2` packages (built and run by tests/fuzz/run.sh). Every input goes to all
-// three.
+// libFuzzer target for the safetensors reader, the sharded-checkpoint index parser, the
+// ZIP reader of `.pt2` packages and the model package manifest parser (built and run by
+// tests/fuzz/run.sh). Every input goes to all four.
 //
 // Properties checked beyond "no crash, no sanitizer report":
 //  - a rejected input is always kDataCorrupt or kUnsupported (parse never reports I/O or
@@ -34,6 +34,7 @@
 #include "io/safetensors.h"
 #include "io/safetensors_index.h"
 #include "io/zip_archive.h"
+#include "models/manifest.h"
 
 namespace {
 
@@ -110,6 +111,98 @@ void fuzz_zip(const uint8_t* data, size_t size) {
   }
 }
 
+// A path the manifest parser accepted stays inside the package and is spelled one way:
+// relative, no '..', '.' or empty component, no NUL.
+bool inside_package(const std::string& p) {
+  if (p.empty() || p[0] == '/' || p.find('\0') != std::string::npos) return false;
+  size_t at = 0;
+  for (;;) {
+    const size_t slash = p.find('/', at);
+    const size_t n = (slash == std::string::npos ? p.size() : slash) - at;
+    if (n == 0 || (n == 1 && p[at] == '.') || (n == 2 && p.compare(at, 2, "..") == 0)) return false;
+    if (slash == std::string::npos) return true;
+    at = slash + 1;
+  }
+}
+
+// The model package manifest (docs/model-package.md): a rejection is kInvalidArgument (or
+// kUnsupported for a newer format_version) whose message begins with the `where` it was
+// given, is clean, and leaves the output empty; an accepted manifest holds what the loader
+// relies on without checking again.
+void fuzz_manifest(const uint8_t* data, size_t size) {
+  wharf::Manifest m;
+  m.name = "stale";  // parse_manifest resets it, also when it refuses
+  const wharf::Status st =
+      wharf::parse_manifest(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz", &m);
+  if (!st.ok()) {
+    if (st.code() != wharf::Code::kInvalidArgument && st.code() != wharf::Code::kUnsupported)
+      fail("manifest: rejection that is not kInvalidArgument or kUnsupported");
+    if (st.message().rfind("fuzz: ", 0) != 0) fail("manifest: message does not begin with its where");
+    check_message(st.message());
+    if (!m.name.empty() || !m.methods.empty() || !m.parameters.empty()) fail("manifest: output set on failure");
+    return;
+  }
+  if (m.format_version < 1 || m.format_version > wharf::kModelPackageFormatVersion)
+    fail("manifest: format_version out of range accepted");
+  if (!wharf::check_fqn("name", m.name).ok()) fail("manifest: name that check_fqn refuses accepted");
+  if (m.methods.empty()) fail("manifest: no method accepted");
+  std::vector<std::string> names;
+  for (const std::string& f : m.weight_files)
+    if (!inside_package(f)) fail("manifest: weight file outside the package accepted");
+  if (!m.state_file.empty() && !inside_package(m.state_file)) fail("manifest: state_file outside the package accepted");
+  for (const wharf::PackageParameter& p : m.parameters) {
+    if (!wharf::check_fqn("fqn", p.fqn).ok()) fail("manifest: parameter fqn that check_fqn refuses accepted");
+    for (int64_t d : p.shape)
+      if (d < 0) fail("manifest: negative parameter dimension accepted");
+    names.push_back(p.fqn);
+  }
+  if (!m.parameters.empty() && m.weight_files.empty()) fail("manifest: parameters without weight files accepted");
+  for (const wharf::PackageState& s : m.states) {
+    if (!wharf::check_fqn("fqn", s.fqn).ok()) fail("manifest: state fqn that check_fqn refuses accepted");
+    if (!s.initial_tensor.empty() && m.state_file.empty()) fail("manifest: state initial tensor without a state_file");
+    names.push_back(s.fqn);
+  }
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) fail("manifest: a parameter or state twice");
+  for (const auto& [alias, target] : m.aliases) {
+    if (std::binary_search(names.begin(), names.end(), alias)) fail("manifest: alias that is itself a name accepted");
+    bool found = false;
+    for (const wharf::PackageParameter& p : m.parameters) found |= p.fqn == target;
+    if (!found) fail("manifest: alias of an unknown parameter accepted");
+  }
+  std::vector<std::string> methods;
+  for (const wharf::PackageMethod& pm : m.methods) {
+    if (!wharf::check_fqn("name", pm.name).ok()) fail("manifest: method name that check_fqn refuses accepted");
+    if (!inside_package(pm.file)) fail("manifest: method file outside the package accepted");
+    methods.push_back(pm.name);
+    if ((pm.session_capacity == 0) != (pm.slots_input < 0)) fail("manifest: slots input and capacity disagree");
+    if (pm.slots_input >= 0) {
+      if (size_t(pm.slots_input) >= pm.inputs.size()) fail("manifest: slots input out of range");
+      const wharf::PackageTensor& sl = pm.inputs[size_t(pm.slots_input)];
+      if (sl.name != "slots" || sl.dtype != wharf::DType::kI64 || sl.shape.size() != 1)
+        fail("manifest: a slots input that is not int64 [N] accepted");
+    }
+    for (const auto* list : {&pm.inputs, &pm.outputs})
+      for (const wharf::PackageTensor& t : *list) {
+        const size_t n = t.shape.size();
+        if (n > size_t(wharf::kMaxDims)) fail("manifest: too many dimensions accepted");
+        if (t.dim_names.size() != n || t.dim_min.size() != n || t.dim_max.size() != n || t.dim_name_c.size() != n)
+          fail("manifest: a tensor's per-dimension lists differ in length");
+        for (size_t d = 0; d < n; ++d) {
+          const bool symbolic = t.shape[d] == -1;
+          if (!symbolic && t.shape[d] < 0) fail("manifest: negative dimension accepted");
+          if (symbolic == t.dim_names[d].empty()) fail("manifest: a dimension's name and size disagree");
+          if ((t.dim_name_c[d] == nullptr) != t.dim_names[d].empty()) fail("manifest: dim_name_c disagrees");
+          if (t.dim_max[d] >= 0 && t.dim_min[d] > t.dim_max[d]) fail("manifest: min > max accepted");
+          if (!symbolic && (t.dim_min[d] != t.shape[d] || t.dim_max[d] != t.shape[d]))
+            fail("manifest: a fixed dimension's min/max is not its size");
+        }
+      }
+  }
+  std::sort(methods.begin(), methods.end());
+  if (std::adjacent_find(methods.begin(), methods.end()) != methods.end()) fail("manifest: a method name twice");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using wharf::io::SafetensorsFile;
   // Copy into an exact-size heap block so a read one byte past the input is an ASan error
@@ -119,6 +212,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   fuzz_index(buf.get(), size);
   fuzz_zip(buf.get(), size);
+  fuzz_manifest(buf.get(), size);
 
   std::unique_ptr<SafetensorsFile> file;
   wharf::Status st = SafetensorsFile::parse(buf.get(), size, &file);

@@ -390,6 +390,15 @@ TEST_F(WharfPackage, PathsMayNotLeaveThePackage) {
   manifest_ = kManifest;
   edit("\"weights/model-00002-of-00002.safetensors\"]", "\"../tiny.wharf/weights/model-00002-of-00002.safetensors\"]");
   expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]", "leaves the package"});
+  // One file under a second spelling: refused by name, before any file is read (the
+  // duplicate check compares names, so "a//b" or "./a/b" beside "a/b" slipped past it).
+  for (const char* spelling :
+       {"weights//model-00001-of-00002.safetensors", "./weights/model-00001-of-00002.safetensors",
+        "weights/./model-00001-of-00002.safetensors", "weights/model-00001-of-00002.safetensors/"}) {
+    manifest_ = kManifest;
+    edit("\"weights/model-00002-of-00002.safetensors\"]", std::string("\"") + spelling + "\"]");
+    expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]: path", "component; write each path one way"});
+  }
   // A directory where a file is named.
   manifest_ = kManifest;
   edit("\"methods/decode.so\"", "\"methods\"");
