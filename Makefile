@@ -39,7 +39,7 @@ demo:
 
 # Every suite that runs without a GPU: unit (host backend; CUDA tests skip with a reason),
 # C99/ABI checks, the language bindings, then clang's thread-safety analysis (build-tsa), the
-# unit tests under ASan+UBSan (build-asan), concurrency suites under TSan (build-tsan), a 60 s fuzz run.
+# unit tests under ASan+UBSan (build-asan) and under TSan (build-tsan), a 60 s fuzz run.
 test: build
 	cd $(BUILD) && ctest --output-on-failure
 	@bash scripts/run-binding-tests.sh $(BUILD)
@@ -63,20 +63,20 @@ gpu-bundle:
 fuzz:
 	bash tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
 
-# The whole unit-test binary under ASan+UBSan (build-asan), and under TSan (build-tsan; `make
-# test` runs only the concurrency suites there); WHARF_DCHECKs are on in both.
+# The whole unit-test binary under ASan+UBSan (build-asan), and under TSan (build-tsan); `make
+# test` runs both; WHARF_DCHECKs are on in both.
 asan: deps
 	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh asan
 
 tsan: deps
-	@JOBS=$(JOBS) TSAN_FILTER='*' bash scripts/sanitizer-tests.sh tsan
+	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh tsan
 
 # Clang's thread-safety analysis of the library's lock annotations (build-tsa, objects only).
 .PHONY: tsa sanitizer-tests
 tsa: deps
 	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh tsa
 
-# What `make test` runs after ctest and the bindings: tsa, asan, then tsan (concurrency suites).
+# What `make test` runs after ctest and the bindings: tsa, asan, then tsan (the whole unit suite).
 sanitizer-tests: deps
 	@JOBS=$(JOBS) bash scripts/sanitizer-tests.sh all
 
