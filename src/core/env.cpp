@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
+#include "core/logging.h"
 #include "core/text.h"
+
+extern char** environ;
 
 namespace wharf {
 namespace {
@@ -19,7 +24,69 @@ Status bad(const char* name, const char* value, const std::string& expected) {
   return InvalidArgument(std::string(name) + "=" + quote_name(value) + " in the environment: expected " + expected);
 }
 
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 }  // namespace
+
+const std::vector<std::string>& known_env_variables() {
+  static const std::vector<std::string> names = {
+      // The library (docs/environment.md).
+      "WHARF_AOTI_SHIM", "WHARF_CUBLASLT_LIBRARY", "WHARF_NCCL_LIBRARY", "WHARF_LOG_LEVEL", "WHARF_TRANSFER_CHUNK_KIB",
+      "WHARF_TRANSFER_BLOCK_KIB", "WHARF_TRANSFER_RAMP", "WHARF_TRANSFER_ALLOC_AHEAD_MIB", "WHARF_STAGING_COPY",
+      "WHARF_TRANSFER_TRACE", "WHARF_SERVING_WINDOW_MS", "WHARF_SERVING_DMA_KIB", "WHARF_SERVING_INFLIGHT_KIB",
+      "WHARF_SERVING_COPY_THREADS", "WHARF_SERVING_POLL_US", "WHARF_SERVING_POOL_KEEP_MIB", "WHARF_DEFER_RUN_FREES",
+      "WHARF_GRAPHS_LEGACY_REPLAY", "WHARF_AOTI_GEMV", "WHARF_AOTI_GEMV_PDL", "WHARF_AOTI_GEMM_GRAPH_ALGOS",
+      // Tests, examples, benchmarks and build scripts.
+      "WHARF_TEST_DATA", "WHARF_MODEL_DIR", "WHARF_MODEL_PACKAGE", "WHARF_LIB_DIR", "WHARF_JAR_LIBWHARF",
+      "WHARF_APT_LOCK_TIMEOUT", "WHARF_APT_RETRY_SECONDS", "WHARF_EXPORT_ARGS", "WHARF_GO_CHILD", "WHARF_GO_PLAIN",
+      "WHARF_GO_RACE"};
+  return names;
+}
+
+std::vector<UnknownEnvVariable> unknown_env_variables() {
+  const std::vector<std::string>& known = known_env_variables();
+  std::vector<UnknownEnvVariable> out;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    std::string name(*e, eq ? size_t(eq - *e) : std::strlen(*e));
+    if (name.rfind("WHARF_", 0) != 0 || std::find(known.begin(), known.end(), name) != known.end()) continue;
+    UnknownEnvVariable u{name, ""};
+    // Close: at most a third of the name's characters differ, or a known name starts with it
+    // (a suffix left off: WHARF_SERVING_WINDOW for WHARF_SERVING_WINDOW_MS).
+    size_t best = name.size() / 3 + 1;
+    for (const std::string& k : known) {
+      const size_t d = k.rfind(name, 0) == 0 ? 1 : edit_distance(name, k);
+      if (d < best) best = d, u.closest = k;
+    }
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+void warn_unknown_env_variables_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const UnknownEnvVariable& u : unknown_env_variables())
+      WHARF_LOG(kWarn, quote_name(u.name) + " is set in the environment but Wharf reads no such variable" +
+                           (u.closest.empty() ? std::string() : "; did you mean " + u.closest + "?") +
+                           " (docs/environment.md lists them)");
+  });
+}
 
 Status env_uint(const char* name, uint64_t min, uint64_t max, const char* unit, std::optional<uint64_t>* out) {
   out->reset();

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -26,5 +27,21 @@ Status env_switch(const char* name, std::optional<bool>* out);
 
 // One of `choices`, spelled exactly.
 Status env_choice(const char* name, std::initializer_list<const char*> choices, std::optional<std::string>* out);
+
+// Every WHARF_* variable the library, its tools, tests and build scripts read (docs/
+// environment.md lists each; scripts/check-env-docs.sh keeps the three in step).
+const std::vector<std::string>& known_env_variables();
+
+// The WHARF_* variables set in this process's environment that none of the above reads (a
+// typo such as WHARF_SERVING_WINDOW for WHARF_SERVING_WINDOW_MS would otherwise measure the
+// default), each with the known name closest to it ("" when none is close).
+struct UnknownEnvVariable {
+  std::string name;
+  std::string closest;
+};
+std::vector<UnknownEnvVariable> unknown_env_variables();
+
+// Logs one warning per unknown variable, once per process (the first runtime's creation).
+void warn_unknown_env_variables_once();
 
 }  // namespace wharf

@@ -22,6 +22,7 @@ constexpr uint64_t kMinStagingBytes = 128 << 10;  // two chunks of the 64 KiB mi
 }  // namespace
 
 Status Runtime::create(const RuntimeOptions& in, std::shared_ptr<Runtime>* out) {
+  warn_unknown_env_variables_once();  // a misspelt switch would otherwise measure the default
   RuntimeOptions o = in;
   if (o.backend < 0 || o.backend > 2)
     return InvalidArgument("runtime option backend: unknown value " + std::to_string(o.backend));

@@ -8,6 +8,7 @@
 #include "core/tensor.h"
 #include "core/text.h"
 #include "common/scoped_env.h"
+#include "wharf/wharf.h"
 
 #include <cstdint>
 #include <optional>
@@ -337,6 +338,46 @@ TEST(Env, AnUnknownLogLevelIsSaidAndWarnApplies) {
     EXPECT_FALSE(log_enabled(LogLevel::kWarn));
   }
   set_log_sink(nullptr, LogLevel::kWarn, nullptr);  // back to the process's own setting
+}
+
+// A WHARF_* variable nothing reads is named, with the known name closest to it: a typo in an
+// A/B run (WHARF_SERVING_WINDOW for WHARF_SERVING_WINDOW_MS) would otherwise measure the
+// default without a word.
+TEST(Env, UnknownVariablesAreNamedWithTheClosestKnownOne) {
+  wharf_test::ScopedEnv env({{"WHARF_SERVING_WINDOW", "100"},
+                             {"WHARF_TRANSFER_CHUNK_KB", "512"},
+                             {"WHARF_QQQQQQQQQQQQ", "1"},
+                             {"WHARF_LOG_LEVEL", "warn"}});
+  std::vector<std::string> names, closest;
+  for (const UnknownEnvVariable& u : unknown_env_variables()) names.push_back(u.name), closest.push_back(u.closest);
+  const std::vector<std::string> want_names = {"WHARF_QQQQQQQQQQQQ", "WHARF_SERVING_WINDOW", "WHARF_TRANSFER_CHUNK_KB"};
+  const std::vector<std::string> want_closest = {"", "WHARF_SERVING_WINDOW_MS", "WHARF_TRANSFER_CHUNK_KIB"};
+  EXPECT_EQ(names, want_names);
+  EXPECT_EQ(closest, want_closest);
+  for (const std::string& k : known_env_variables()) EXPECT_EQ(k.rfind("WHARF_", 0), 0u) << k;
+}
+
+// The first runtime of a process says so, once (two runtimes, one line: the pattern spans the
+// whole output), on the log (a fresh process: the death test re-runs this binary).
+TEST(Env, TheFirstRuntimeWarnsAboutUnknownVariables) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  wharf_test::ScopedEnv env("WHARF_SERVING_WINDOW", "100");
+  EXPECT_EXIT(
+      {
+        for (int i = 0; i < 2; ++i) {
+          wharf_runtime_options o;
+          wharf_runtime_options_init(&o);
+          o.backend = WHARF_BACKEND_HOST;
+          wharf_runtime* rt = nullptr;
+          if (wharf_status* st = wharf_runtime_create(&o, &rt)) std::_Exit(2 + 0 * (wharf_status_free(st), 0));
+          wharf_runtime_free(rt);
+        }
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "^\\[wharf warn\\] 'WHARF_SERVING_WINDOW' is set in the environment but Wharf reads no such variable; did you "
+      "mean "
+      "WHARF_SERVING_WINDOW_MS\\? \\(docs/environment.md lists them\\)\n$");
 }
 
 }  // namespace
