@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf load FILE`,
 // `wharf demo`, `wharf generate PACKAGE`.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "core/env.h"
 #include "core/text.h"
 #include "io/json.h"
 
@@ -85,7 +92,27 @@ const char* backend_str(wharf_backend b) {
   }
 }
 
+// The WHARF_* variables set in the environment, by name, with their values.
+std::vector<std::pair<std::string, std::string>> wharf_environment() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "WHARF_", 6) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    out.emplace_back(std::string(*e, size_t(eq - *e)), std::string(eq + 1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Errors only, to stderr: `info` reports the rest itself (the environment's unknown names
+// among them), once.
+void errors_to_stderr(wharf_log_level, const char* message, void*) {
+  std::fprintf(stderr, "[wharf error] %s\n", message);
+}
+
 int cmd_info(bool json) {
+  wharf_log_set_callback(errors_to_stderr, WHARF_LOG_ERROR, nullptr);
   // CUDA first, asked for explicitly, then the host backend: what backend AUTO does, but
   // without its log warning, so the reason CUDA is not used is printed once, below.
   std::string why_not_cuda;
@@ -99,6 +126,8 @@ int cmd_info(bool json) {
     ro.backend = WHARF_BACKEND_HOST;
     if (failed(wharf_runtime_create(&ro, &rt), "creating the runtime")) return 1;
   }
+  const std::vector<std::pair<std::string, std::string>> env = wharf_environment();
+  const std::vector<wharf::UnknownEnvVariable> unknown = wharf::unknown_env_variables();
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
@@ -118,6 +147,19 @@ int cmd_info(bool json) {
       w.null();
     else
       w.string(why_not_cuda);
+    // The switches set (docs/environment.md), and those Wharf does not read.
+    w.key("environment").begin_object();
+    for (const auto& [name, value] : env) w.key(name).string(value);
+    w.end_object().key("unknown_environment").begin_array();
+    for (const wharf::UnknownEnvVariable& u : unknown) {
+      w.begin_object().key("name").string(u.name).key("closest");
+      if (u.closest.empty())
+        w.null();
+      else
+        w.string(u.closest);
+      w.end_object();
+    }
+    w.end_array();
     w.end_object();
     std::printf("%s\n", w.text().c_str());
   } else {
@@ -128,6 +170,16 @@ int cmd_info(bool json) {
     std::printf("memory:        %s total, %s free\n", human_bytes(info.total_memory).c_str(),
                 human_bytes(info.free_memory).c_str());
     if (!why_not_cuda.empty()) std::printf("cuda:          not used: %s\n", why_not_cuda.c_str());
+    // The switches set (docs/environment.md): what an A/B run actually ran with.
+    for (size_t i = 0; i < env.size(); ++i) {
+      std::string note;
+      for (const wharf::UnknownEnvVariable& u : unknown)
+        if (u.name == env[i].first)
+          note = u.closest.empty() ? " (Wharf reads no such variable)"
+                                   : " (Wharf reads no such variable; did you mean " + u.closest + "?)";
+      std::printf("%s%s=%s%s\n", i == 0 ? "environment:   " : "               ", env[i].first.c_str(),
+                  wharf::quote_name(env[i].second).c_str(), note.c_str());
+    }
   }
   wharf_runtime_free(rt);
   return 0;

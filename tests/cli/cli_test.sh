@@ -99,6 +99,20 @@ assert d[2]["error"]["code"] == "NOT_FOUND" and "missing.safetensors" in d[2]["e
 PY
 "$W" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "version" in d and "backend" in d' \
   || fail "info --json"
+# info lists the WHARF_* switches set (what an A/B run ran with) and names one Wharf does not
+# read, with the closest known name, once (not again as a log warning on stderr).
+run env WHARF_TRANSFER_RAMP=0 WHARF_SERVING_WINDOW=100 "$W" info
+[ "$rc" = 0 ] || fail "info with switches set: exit status $rc"
+grep -qF "environment:   WHARF_SERVING_WINDOW='100' (Wharf reads no such variable; did you mean WHARF_SERVING_WINDOW_MS?)" "$T/out" \
+  || fail "info does not name the unknown variable: $(cat "$T/out")"
+grep -qE "^ +WHARF_TRANSFER_RAMP='0'$" "$T/out" || fail "info does not list WHARF_TRANSFER_RAMP: $(cat "$T/out")"
+[ ! -s "$T/err" ] || fail "info warned on stderr too: $(cat "$T/err")"
+env WHARF_SERVING_WINDOW=100 "$W" info --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["environment"]["WHARF_SERVING_WINDOW"] == "100", d
+assert d["unknown_environment"] == [{"name": "WHARF_SERVING_WINDOW", "closest": "WHARF_SERVING_WINDOW_MS"}], d' \
+  || fail "info --json environment"
 # load: a checkpoint into a container, then an update, each with a summary line on stdout.
 # Piped, nothing else: no progress line on stderr.
 python3 - "$T" <<'PY'
