@@ -31,6 +31,7 @@
 
 #include "device/device.h"
 #include "device/transfer.h"
+#include "device/transfer_env.h"
 
 namespace {
 
@@ -195,7 +196,15 @@ uint64_t device_used() {
   return total - free;
 }
 
-std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, const TransferOptions& o) {
+// The rows choose the ring's shape; the environment's other switches (WHARF_TRANSFER_RAMP,
+// _ALLOC_AHEAD_MIB, WHARF_STAGING_COPY, WHARF_SERVING_*) apply as they do to a runtime's engine
+// (device/transfer_env.h), so an A/B run of this benchmark measures what it says.
+std::unique_ptr<TransferEngine> make_engine(const std::shared_ptr<Device>& dev, const TransferOptions& shape) {
+  TransferOptions o = shape;
+  check(wharf::apply_transfer_env(&o), "reading the transfer switches from the environment");
+  o.chunk_bytes = shape.chunk_bytes;
+  o.block_bytes = shape.block_bytes;
+  o.staging_bytes = shape.staging_bytes;
   std::unique_ptr<TransferEngine> e;
   check(TransferEngine::create(dev, o, &e), "creating a TransferEngine");
   return e;

@@ -57,13 +57,14 @@ logged() {
   shift
   local rc=0
   env "$@" >"$log" 2>&1 || rc=$?
-  grep -E '^\[  (FAILED|PASSED)  \]|^\[==========\] [0-9]+ tests.* ran' "$log" | tail -n 40
+  { grep -E '^\[  (FAILED|PASSED)  \]|^\[==========\] [0-9]+ tests.* ran' "$log" || true; } | tail -n 40
   [ "$rc" -eq 0 ] && return 0
   echo "== test binary exited $rc; whole output: $log"
   awk '
     # The report is printed with its first stack last (the tail of a log is what is kept):
     # the other stacks (freed by, allocated by, thread created by) first, 6 frames each.
     /^\[ RUN      \]/ { running = substr($0, 14) }
+    /^\[==========\] [0-9]+ tests? from .* ran/ { running = "" }  # after the last test: at exit (a leak report)
     !state && /ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:|invariant broken/ {
       state = 1; head = $0; test = running
       next
@@ -84,7 +85,7 @@ logged() {
     END {
       if (state) {
         if (rest != "") print substr(rest, 2)
-        print "== first sanitizer report, while " (test == "" ? "no test had started" : test " ran") ":"
+        print "== first sanitizer report, " (test == "" ? "outside any test (before the first, or at exit: leaks)" : "while " test " ran") ":"
         print head
         if (summary != "") print summary
       } else if (failed) print fail
@@ -130,7 +131,7 @@ tsan() {
 
 fuzz() {
   need_clang
-  step "fuzz (safetensors reader and index, ${FUZZ_SECONDS} s)" env FUZZ_OUT="$FUZZ_BUILD" JOBS="$JOBS" \
+  step "fuzz (safetensors reader, index, ZIP and package manifest, ${FUZZ_SECONDS} s)" env FUZZ_OUT="$FUZZ_BUILD" JOBS="$JOBS" \
     bash tests/fuzz/run.sh "$FUZZ_SECONDS"
 }
 

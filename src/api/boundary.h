@@ -223,8 +223,10 @@ Status write_output(const T& full, T* out, const char* what) {
 }
 
 // The size an output view's caller states: 0, garbage from an uninitialised struct (any size
-// below the 0.3 layout, or above kMaxStructSize), or a size cutting a field gives the 0.3
-// layout (every caller has at least that much).
+// below the 0.3 layout, above kMaxStructSize or not a multiple of the view's alignment), or a
+// size cutting a field gives the 0.3 layout (every caller has at least that much). Garbage
+// that looks like a newer header's larger view (64, 72, ...) cannot be told from one: an
+// array of output views must state its elements' size.
 size_t output_view_size(const wharf_tensor_view* out) noexcept;
 
 // An array of output views the library fills, walked at the element size its first element

@@ -202,8 +202,12 @@ size_t output_view_size(const wharf_tensor_view* out) noexcept {
   constexpr size_t kLayout0_3 = offsetof(wharf_tensor_view, byte_offset) + sizeof(uint64_t);
   // No header ever had a smaller view, so a smaller size is never a caller's sizeof: it is
   // garbage (an uninitialised view), even where it falls on a field boundary. Trusting such
-  // a size (8 or 16, say) wrote the first fields only and left `data` as it was.
-  return size < kLayout0_3 || size > kMaxStructSize || field_cut_by(size, L) ? kLayout0_3 : size;
+  // a size (8 or 16, say) wrote the first fields only and left `data` as it was. A view holds
+  // pointers, so any header's sizeof is a multiple of their alignment: another larger size is
+  // garbage too (it would be an array's stride: 57 or 60 would misalign every element).
+  const bool garbage =
+      size < kLayout0_3 || size > kMaxStructSize || size % alignof(wharf_tensor_view) != 0 || field_cut_by(size, L);
+  return garbage ? kLayout0_3 : size;
 }
 
 void write_view(const wharf_tensor_view& full, wharf_tensor_view* out) noexcept {

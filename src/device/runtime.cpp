@@ -89,7 +89,8 @@ Status Runtime::transfers(TransferEngine** out) {
     WHARF_RETURN_IF_ERROR(apply_transfer_env(&t));
     t.serving = serving_;
     Status st = TransferEngine::create(device_, t, &transfers_);
-    if (!st.ok() && (t.chunk_bytes != defaults.chunk_bytes || t.block_bytes != defaults.block_bytes))
+    if (st.code() == Code::kInvalidArgument &&
+        (t.chunk_bytes != defaults.chunk_bytes || t.block_bytes != defaults.block_bytes))
       return st.with_context("the transfer engine with WHARF_TRANSFER_CHUNK_KIB / _BLOCK_KIB from the environment");
     WHARF_RETURN_IF_ERROR(st);
   }

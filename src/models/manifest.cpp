@@ -91,17 +91,18 @@ class Reader {
           return bad(fd, "a symbolic dimension (" + quote_name(e.as_string()) + ") where only sizes are allowed");
         const Value* dim = dims ? dims->find(e.as_string()) : nullptr;
         if (!dim) return bad(fd, "symbolic dimension " + quote_name(e.as_string()) + " is not in the method's dims");
+        if (e.as_string().empty()) return bad(fd, "a symbolic dimension with an empty name");
         int64_t lo = 0, hi = -1;
         if (dim->is_object()) {
           const Value* v = dim->find("min");
           uint64_t u = 0;
           if (v) {
-            WHARF_RETURN_IF_ERROR(uint(*v, "dims." + e.as_string() + ".min", uint64_t(INT64_MAX), &u));
+            WHARF_RETURN_IF_ERROR(uint(*v, key_field("dims", e.as_string()) + ".min", uint64_t(INT64_MAX), &u));
             lo = int64_t(u);
           }
           v = dim->find("max");
           if (v) {
-            WHARF_RETURN_IF_ERROR(uint(*v, "dims." + e.as_string() + ".max", uint64_t(INT64_MAX), &u));
+            WHARF_RETURN_IF_ERROR(uint(*v, key_field("dims", e.as_string()) + ".max", uint64_t(INT64_MAX), &u));
             hi = int64_t(u);
           }
         }
@@ -136,19 +137,21 @@ class Reader {
     return Status::Ok();
   }
 
-  // A path inside the package, by name, spelled one way: relative, no ".." (leaving), no "."
-  // or empty component (a second spelling of a path: "a//b" and "./a/b" are "a/b", which
-  // would let one file be listed twice past the duplicate check).
+  // A path inside the package, by name: relative, no ".." (leaving it). Stored normalised,
+  // without "." or empty components ("./a//b" is "a/b"), so that the duplicate check, which
+  // compares names, sees one file under any spelling.
   Status path(const Value& obj, const std::string& field, const char* key, bool required, std::string* out) const {
     WHARF_RETURN_IF_ERROR(string(obj, field, key, required, out));
     if (!required && out->empty() && !obj.find(key)) return Status::Ok();
-    return check_path(field.empty() ? key : field + "." + key, *out);
+    return normal_path(field.empty() ? key : field + "." + key, *out, out);
   }
 
-  Status check_path(const std::string& field, const std::string& p) const {
+  // `p` checked and normalised into *out (which may be `p` itself).
+  Status normal_path(const std::string& field, std::string p, std::string* out) const {
     if (p.empty()) return bad(field, "an empty path");
     if (p.find('\0') != std::string::npos) return bad(field, "path " + quote_path(p) + " contains a NUL byte");
     if (p[0] == '/') return bad(field, "path " + quote_path(p) + " is absolute; paths are relative to the package");
+    std::string normal;
     size_t at = 0;
     while (at <= p.size()) {
       size_t slash = p.find('/', at);
@@ -156,12 +159,23 @@ class Reader {
       const size_t n = slash - at;
       if (n == 2 && p.compare(at, 2, "..") == 0)
         return bad(field, "path " + quote_path(p) + " leaves the package ('..')");
-      if (n == 0 || (n == 1 && p[at] == '.'))
-        return bad(field, "path " + quote_path(p) + " has " + (n == 0 ? "an empty" : "a '.'") +
-                              " component; write each path one way (\"dir/file\")");
+      if (n > 0 && !(n == 1 && p[at] == '.')) normal += (normal.empty() ? "" : "/") + p.substr(at, n);
       at = slash + 1;
     }
+    if (normal.empty()) return bad(field, "path " + quote_path(p) + " names the package directory itself");
+    *out = std::move(normal);
     return Status::Ok();
+  }
+
+  // `parent.key` for a field named by a manifest key: a plain key (letters, digits, '_', '-',
+  // '.': an FQN) as it is, any other quoted (a key is the manifest's text: it may hold a
+  // newline or a terminal escape).
+  static std::string key_field(const std::string& parent, const std::string& key) {
+    bool plain = !key.empty();
+    for (char c : key)
+      plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                        c == '-' || c == '.');
+    return (parent.empty() ? "" : parent + ".") + (plain ? key : quote_name(key));
   }
 
  private:
@@ -257,8 +271,8 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     const Value& f = files->as_array()[i];
     const std::string field = manifest_item("weights.files", i);
     if (!f.is_string()) return r.bad(field, "a string expected, got " + a_kind(f.kind()));
-    WHARF_RETURN_IF_ERROR(r.check_path(field, f.as_string()));
-    const std::string& p = f.as_string();
+    std::string p;
+    WHARF_RETURN_IF_ERROR(r.normal_path(field, f.as_string(), &p));
     if (p.size() >= 5 && p.compare(p.size() - 5, 5, ".json") == 0)
       return r.bad(field, quote_path(p) + " is an index; list the safetensors files themselves");
     if (!seen_files.insert(p).second) return r.bad(field, quote_path(p) + " is listed twice");
@@ -281,8 +295,9 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
   WHARF_RETURN_IF_ERROR(r.member(*weights, "weights", "aliases", Kind::kObject, false, &aliases));
   if (aliases) {
     for (const auto& [alias, target] : aliases->as_object()) {
-      const std::string field = "weights.aliases." + alias;
+      const std::string field = Reader::key_field("weights.aliases", alias);
       if (!target.is_string()) return r.bad(field, "a string expected, got " + a_kind(target.kind()));
+      if (Status st = check_fqn("alias", alias); !st.ok()) return r.bad(field, st.message());
       if (fqns.count(alias)) return r.bad(field, quote_name(alias) + " is a listed parameter, not another name of one");
       if (!fqns.count(target.as_string()))
         return r.bad(field, quote_name(target.as_string()) + " is not a listed parameter");
@@ -323,6 +338,13 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     }
   }
 
+  // An alias is another name of a parameter: not a state's name either (states are read
+  // after the aliases).
+  for (const auto& [alias, target] : m.aliases)
+    for (const PackageState& ps : m.states)
+      if (ps.fqn == alias)
+        return r.bad(Reader::key_field("weights.aliases", alias), quote_name(alias) + " is the name of a state");
+
   // methods
   const Value* methods = nullptr;
   WHARF_RETURN_IF_ERROR(r.member(root, "", "methods", Kind::kArray, true, &methods));
@@ -343,11 +365,12 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
         if (!d.second.is_object())
           return r.bad(field + ".dims",
                        quote_name(d.first) + ": an object {\"min\", \"max\"} expected, got " + a_kind(d.second.kind()));
+        if (Status st = check_fqn("dimension name", d.first); !st.ok()) return r.bad(field + ".dims", st.message());
         // "pad": how a run may be padded along the dimension (graph buckets). One rule is known;
         // any other is refused rather than ignored (a package asking for padding this loader
         // cannot do must not be padded another way).
         if (const Value* pad = d.second.find("pad")) {
-          const std::string pf = field + ".dims." + d.first + ".pad";
+          const std::string pf = Reader::key_field(field + ".dims", d.first) + ".pad";
           if (!pad->is_string()) return r.bad(pf, "a string expected, got " + a_kind(pad->kind()));
           if (pad->as_string() != "repeat")
             return r.bad(pf, quote_name(pad->as_string()) +
@@ -378,7 +401,7 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
       for (PackageTensor& t : *list)
         for (size_t d = 0; d < t.shape.size(); ++d) {
           if (t.dim_max[d] >= 0 && t.dim_min[d] > t.dim_max[d])
-            return r.bad(field + ".dims." + t.dim_names[d],
+            return r.bad(Reader::key_field(field + ".dims", t.dim_names[d]),
                          "min " + std::to_string(t.dim_min[d]) + " > max " + std::to_string(t.dim_max[d]));
           t.dim_name_c.push_back(t.dim_names[d].empty() ? nullptr : t.dim_names[d].c_str());
         }

@@ -194,6 +194,13 @@ seeds["manifest_alias"] = small(weights={"files": ["w.safetensors"], "parameters
                                          "aliases": {"v": "nope"}})
 seeds["manifest_newer"] = small(format_version=2)
 seeds["manifest_name"] = small(name="m\u202e\n")
+seeds["manifest_hostile_keys"] = small(weights={"files": ["w.safetensors"], "parameters": [{"fqn": "w", "dtype": "F32", "shape": [2]}],
+                                                "aliases": {"a\n\u001b[31m": "w", "s": "w"}},
+                                       state=[{"fqn": "s", "dtype": "F32", "shape": [1], "initial": "zeros"}],
+                                       methods=method(inputs=[{"name": "x", "dtype": "int64", "shape": ["N\n"]}],
+                                                      dims={"N\n": {"min": 9, "max": 1, "pad": "x\u001b"}}))
+seeds["manifest_spellings"] = small(weights={"files": ["./w.safetensors", "w.safetensors"], "parameters": []},
+                                    methods=method(file="./x//f.so"))
 
 for name, data in seeds.items():
     with open(os.path.join(sys.argv[1], name), "wb") as f:

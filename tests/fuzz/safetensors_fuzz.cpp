@@ -148,7 +148,10 @@ void fuzz_manifest(const uint8_t* data, size_t size) {
   if (m.methods.empty()) fail("manifest: no method accepted");
   std::vector<std::string> names;
   for (const std::string& f : m.weight_files)
-    if (!inside_package(f)) fail("manifest: weight file outside the package accepted");
+    if (!inside_package(f)) fail("manifest: weight file outside the package (or not normalised) accepted");
+  std::vector<std::string> files = m.weight_files;
+  std::sort(files.begin(), files.end());
+  if (std::adjacent_find(files.begin(), files.end()) != files.end()) fail("manifest: a weight file listed twice");
   if (!m.state_file.empty() && !inside_package(m.state_file)) fail("manifest: state_file outside the package accepted");
   for (const wharf::PackageParameter& p : m.parameters) {
     if (!wharf::check_fqn("fqn", p.fqn).ok()) fail("manifest: parameter fqn that check_fqn refuses accepted");
@@ -165,6 +168,7 @@ void fuzz_manifest(const uint8_t* data, size_t size) {
   std::sort(names.begin(), names.end());
   if (std::adjacent_find(names.begin(), names.end()) != names.end()) fail("manifest: a parameter or state twice");
   for (const auto& [alias, target] : m.aliases) {
+    if (!wharf::check_fqn("alias", alias).ok()) fail("manifest: alias that check_fqn refuses accepted");
     if (std::binary_search(names.begin(), names.end(), alias)) fail("manifest: alias that is itself a name accepted");
     bool found = false;
     for (const wharf::PackageParameter& p : m.parameters) found |= p.fqn == target;
@@ -182,6 +186,8 @@ void fuzz_manifest(const uint8_t* data, size_t size) {
       if (sl.name != "slots" || sl.dtype != wharf::DType::kI64 || sl.shape.size() != 1)
         fail("manifest: a slots input that is not int64 [N] accepted");
     }
+    for (const std::string& r : pm.repeat_dims)
+      if (!wharf::check_fqn("dimension", r).ok()) fail("manifest: a padded dimension with an invalid name accepted");
     for (const auto* list : {&pm.inputs, &pm.outputs})
       for (const wharf::PackageTensor& t : *list) {
         const size_t n = t.shape.size();
@@ -192,6 +198,8 @@ void fuzz_manifest(const uint8_t* data, size_t size) {
           const bool symbolic = t.shape[d] == -1;
           if (!symbolic && t.shape[d] < 0) fail("manifest: negative dimension accepted");
           if (symbolic == t.dim_names[d].empty()) fail("manifest: a dimension's name and size disagree");
+          if (symbolic && !wharf::check_fqn("dimension", t.dim_names[d]).ok())
+            fail("manifest: a symbolic dimension with an invalid name accepted");
           if ((t.dim_name_c[d] == nullptr) != t.dim_names[d].empty()) fail("manifest: dim_name_c disagrees");
           if (t.dim_max[d] >= 0 && t.dim_min[d] > t.dim_max[d]) fail("manifest: min > max accepted");
           if (!symbolic && (t.dim_min[d] != t.shape[d] || t.dim_max[d] != t.shape[d]))

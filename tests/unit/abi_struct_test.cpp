@@ -386,7 +386,7 @@ TEST(AbiTensorView, RunTensorFillsStridesAndTheCallersSize) {
   }
   std::vector<uint32_t> sizes;
   for (uint32_t n = 0; n <= sizeof(wharf_tensor_view) + 8; ++n) sizes.push_back(n);
-  for (uint32_t n : {4096u, 4097u, 0xEEEEEEEEu, 0xFFFFFFFFu, 0x80000000u}) sizes.push_back(n);
+  for (uint32_t n : {1001u, 4095u, 4096u, 4097u, 0xEEEEEEEEu, 0xFFFFFFFFu, 0x80000000u}) sizes.push_back(n);
   for (uint32_t n : sizes) {
     std::memset(&out, 0, sizeof out);
     out.struct_size = n;

@@ -390,15 +390,22 @@ TEST_F(WharfPackage, PathsMayNotLeaveThePackage) {
   manifest_ = kManifest;
   edit("\"weights/model-00002-of-00002.safetensors\"]", "\"../tiny.wharf/weights/model-00002-of-00002.safetensors\"]");
   expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]", "leaves the package"});
-  // One file under a second spelling: refused by name, before any file is read (the
-  // duplicate check compares names, so "a//b" or "./a/b" beside "a/b" slipped past it).
+  // Paths are normalised ("./a//b" is "a/b"): a second spelling of a listed file is that file
+  // listed twice (the duplicate check compares the normalised names), and a method's file
+  // spelled loosely still loads (here: up to the host backend's refusal of the methods).
   for (const char* spelling :
        {"weights//model-00001-of-00002.safetensors", "./weights/model-00001-of-00002.safetensors",
-        "weights/./model-00001-of-00002.safetensors", "weights/model-00001-of-00002.safetensors/"}) {
+        "weights/./model-00001-of-00002.safetensors"}) {
     manifest_ = kManifest;
     edit("\"weights/model-00002-of-00002.safetensors\"]", std::string("\"") + spelling + "\"]");
-    expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]: path", "component; write each path one way"});
+    expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]", "is listed twice"});
   }
+  manifest_ = kManifest;
+  edit("\"methods/decode.so\"", "\"./methods//decode.so\"");
+  expect_refused(WHARF_UNSUPPORTED, {"CUDA backend"});
+  manifest_ = kManifest;
+  edit("\"methods/decode.so\"", "\"./\"");
+  expect_refused(WHARF_INVALID_ARGUMENT, {"methods[1].file: path './' names the package directory itself"});
   // A directory where a file is named.
   manifest_ = kManifest;
   edit("\"methods/decode.so\"", "\"methods\"");
@@ -462,6 +469,42 @@ TEST_F(WharfPackage, StateInitialValues) {
   manifest_ = kManifest;
   ASSERT_EQ(::unlink((dir_ + "/state.safetensors").c_str()), 0);
   expect_refused(WHARF_NOT_FOUND, {"state_file: no file 'state.safetensors'"});
+}
+
+// What the fuzzer found in the manifest parser (tests/fuzz): a key of the manifest reached
+// messages raw (a newline or a terminal escape in a dims or alias key), an alias could be a
+// state's name or an invalid name, and a symbolic dimension could be named "".
+TEST(ManifestParser, KeysAreQuotedAndAliasesAndDimensionNamesChecked) {
+  auto parse = [](const std::string& text) {
+    wharf::Manifest m;
+    return wharf::parse_manifest(text, "m", &m);
+  };
+  const std::string head = R"({"format": "wharf-model-package", "format_version": 1, "name": "m",)";
+  const std::string weights =
+      R"("weights": {"files": ["w.safetensors"], "parameters": [{"fqn": "w", "dtype": "F32", "shape": [2]}])";
+  const std::string state = R"("state": [{"fqn": "s", "dtype": "F32", "shape": [1], "initial": "zeros"}],)";
+  auto method = [](const std::string& dim, const std::string& bounds) {
+    return R"("methods": [{"name": "f", "file": "f.so", "inputs": [{"name": "x", "dtype": "int64", "shape": [")" + dim +
+           R"("]}], "outputs": [], "dims": {")" + dim + R"(": )" + bounds + "}}]}";
+  };
+  EXPECT_TRUE(parse(head + weights + "}," + state + method("N", R"({"min": 1})")).ok());
+  // A dims key with a newline and an escape: named quoted and escaped, never raw.
+  wharf::Status st = parse(head + weights + "}," + method(R"(N\n\u001b[31m)", R"({"min": -1})"));
+  EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find('\x1b'), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(R"(dims.'N\n\u001b[31m'.min)"), std::string::npos) << st.message();
+  // An alias that is a state's name, or not a valid name at all.
+  st = parse(head + weights + R"(, "aliases": {"s": "w"}},)" + state + method("N", "{}"));
+  EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("weights.aliases.s: 's' is the name of a state"), std::string::npos) << st.message();
+  st = parse(head + weights + R"(, "aliases": {"a\u0000b": "w"}},)" + method("N", "{}"));
+  EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("weights.aliases.'a\\u0000b'"), std::string::npos) << st.message();
+  // A symbolic dimension named "".
+  st = parse(head + weights + "}," + method("", "{}"));
+  EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("methods[0].dims"), std::string::npos) << st.message();
 }
 
 TEST_F(WharfPackage, ManifestParserKeepsShapesAndSymbolicDimensions) {

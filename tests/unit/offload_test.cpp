@@ -287,6 +287,19 @@ TEST_F(Offload, OutputViewsAreWrittenAtTheCallersStrideAndReadOnly) {
     EXPECT_EQ(plain[i].flags, WHARF_VIEW_READ_ONLY) << i;
   }
   EXPECT_NE(plain[0].data, plain[1].data);
+  // A first element stating garbage that is no view's size (below the 0.3 layout, or not a
+  // multiple of the view's alignment: 60 would misalign every later element) is walked at
+  // the 0.3 layout, never past a caller's array of 0.3 views.
+  for (uint32_t garbage : {0u, 8u, 60u, 61u, 0xEEEEEEEEu}) {
+    wharf_tensor_view g[2];
+    std::memset(g, 0, sizeof g);
+    g[0].struct_size = garbage;
+    ASSERT_OK(wharf_run_wait_offload(r, off, 0, g, 2));
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(g[i].data, plain[i].data) << garbage << " " << i;
+      EXPECT_EQ(g[i].struct_size, sizeof(wharf_tensor_view)) << garbage << " " << i;
+    }
+  }
   ASSERT_OK(wharf_run_mark_offload_issued(r, off, 0));
   ASSERT_OK(wharf_run_end_offload(r, off));
   ASSERT_OK(wharf_run_end(r));

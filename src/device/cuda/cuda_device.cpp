@@ -559,10 +559,12 @@ class CudaDevice final : public Device {
     MutexLock lock(pool_mu_);
     if (!pool_checked_) {
       // Read first: a malformed value fails this allocation and makes nothing (core/env.h).
+      // The serving window only where the pool keeps memory (the other WHARF_SERVING_*
+      // switches are the transfer engine's, checked when a runtime makes it).
       std::optional<uint64_t> keep_mib;
       WHARF_RETURN_IF_ERROR(env_uint("WHARF_SERVING_POOL_KEEP_MIB", 0, 1ull << 24, "MiB", &keep_mib));
       ServingPolicy policy;
-      WHARF_RETURN_IF_ERROR(ServingPolicy::from_env(&policy));
+      if (keep_mib.value_or(0) > 0) WHARF_RETURN_IF_ERROR(ServingPolicy::from_env(&policy));
       WHARF_RETURN_IF_ERROR(DevicePool::create(index_, &pool_));
       pool_checked_ = true;
       if (pool_ && keep_mib.value_or(0) > 0)
