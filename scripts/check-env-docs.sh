@@ -12,15 +12,19 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 # Every name read: C/C++ (getenv, core/env.h's readers, the tests' data_dir/env_u64 helpers),
-# Go (os.Getenv, a const naming it), Rust (env::var/var_os), Java (System.getenv), shell (${NAME).
+# Go (os.Getenv/LookupEnv, a const naming it), Rust (env::var/var_os), Java (System.getenv),
+# Python (os.environ[...]/.get), shell ($NAME, ${NAME}), make (NAME ?=) and CMake ($ENV{NAME}).
 code_dirs=(src tools tests bench go rust java)
 read_names=$( {
-  grep -rhoE '(getenv|env_uint|env_switch|env_choice|mode_from_env|data_dir|env_u64|Getenv|var_os|var)\("WHARF_[A-Z0-9_]+"' \
+  grep -rhoE --exclude-dir=results \
+    '(getenv|env_uint|env_switch|env_choice|mode_from_env|data_dir|env_u64|Getenv|LookupEnv|var_os|env::var)\("WHARF_[A-Z0-9_]+"' \
     --include='*.c' --include='*.cpp' --include='*.h' --include='*.cu' --include='*.go' --include='*.rs' \
     --include='*.java' "${code_dirs[@]}" || true
   grep -rhoE 'const [A-Za-z]+ = "WHARF_[A-Z0-9_]+"' --include='*.go' go || true
-  grep -rhoE '\$\{WHARF_[A-Z0-9_]+' --include='*.sh' scripts "${code_dirs[@]}" || true
-} | grep -v '/results/' | grep -oE 'WHARF_[A-Z0-9_]+' | sort -u)
+  grep -rhoE --exclude-dir=results 'environ(\.get)?[[(]"WHARF_[A-Z0-9_]+"' --include='*.py' "${code_dirs[@]}" || true
+  grep -rhoE --exclude-dir=results '\$\{?WHARF_[A-Z0-9_]+' --include='*.sh' scripts "${code_dirs[@]}" || true
+  grep -hoE '\$ENV\{WHARF_[A-Z0-9_]+\}|^WHARF_[A-Z0-9_]+ \?=' Makefile CMakeLists.txt tests/CMakeLists.txt bench/CMakeLists.txt || true
+} | grep -oE 'WHARF_[A-Z0-9_]+' | sort -u)
 # What the library's own reads are, for the count below.
 lib_names=$({ grep -rhoE '(getenv|env_uint|env_switch|env_choice|mode_from_env)\("WHARF_[A-Z0-9_]+"' src || true; } |
   grep -oE 'WHARF_[A-Z0-9_]+' | sort -u)

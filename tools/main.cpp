@@ -92,17 +92,30 @@ const char* backend_str(wharf_backend b) {
   }
 }
 
-// The WHARF_* variables set in the environment, by name, with their values.
+// The WHARF_* variables set in the environment, by name, with their values. A name given
+// twice (environ allows it) counts once, with the value getenv would read (the first).
 std::vector<std::pair<std::string, std::string>> wharf_environment() {
   std::vector<std::pair<std::string, std::string>> out;
   for (char** e = environ; e && *e; ++e) {
     if (std::strncmp(*e, "WHARF_", 6) != 0) continue;
     const char* eq = std::strchr(*e, '=');
     if (!eq) continue;
-    out.emplace_back(std::string(*e, size_t(eq - *e)), std::string(eq + 1));
+    std::string name(*e, size_t(eq - *e));
+    bool seen = false;
+    for (const auto& kv : out) seen |= kv.first == name;
+    if (!seen) out.emplace_back(std::move(name), std::string(eq + 1));
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// A variable's name as printed: as it is when plain (letters, digits, '_'), else quoted (a
+// name is any bytes but '=': an escape must not reach the terminal).
+std::string shown_name(const std::string& name) {
+  for (char c : name)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return wharf::quote_name(name);
+  return name;
 }
 
 // Errors only, to stderr: `info` reports the rest itself (the environment's unknown names
@@ -177,7 +190,7 @@ int cmd_info(bool json) {
         if (u.name == env[i].first)
           note = u.closest.empty() ? " (Wharf reads no such variable)"
                                    : " (Wharf reads no such variable; did you mean " + u.closest + "?)";
-      std::printf("%s%s=%s%s\n", i == 0 ? "environment:   " : "               ", env[i].first.c_str(),
+      std::printf("%s%s=%s%s\n", i == 0 ? "environment:   " : "               ", shown_name(env[i].first).c_str(),
                   wharf::quote_name(env[i].second).c_str(), note.c_str());
     }
   }

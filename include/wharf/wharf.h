@@ -364,9 +364,12 @@ WHARF_API void wharf_runtime_options_init_sized(wharf_runtime_options* opts, siz
 
 /**
  * Creates a runtime. `opts` is borrowed for the call; NULL means defaults. On success the
- * caller owns `*out` and frees it with wharf_runtime_free(). Errors: WHARF_INVALID_ARGUMENT
- * (bad option values), WHARF_UNSUPPORTED (CUDA asked for in a build without CUDA, or no
- * device), WHARF_DEVICE_ERROR (CUDA failed to initialise). Since 0.3.
+ * caller owns `*out` and frees it with wharf_runtime_free(). Reads the process's WHARF_*
+ * environment variables (docs/environment.md; the first call logs a warning for each name
+ * Wharf does not read): do not change the environment from other threads meanwhile.
+ * Errors: WHARF_INVALID_ARGUMENT (bad option values, or a malformed WHARF_DEFER_RUN_FREES),
+ * WHARF_UNSUPPORTED (CUDA asked for in a build without CUDA, or no device),
+ * WHARF_DEVICE_ERROR (CUDA failed to initialise). Since 0.3.
  */
 WHARF_API WHARF_NODISCARD wharf_status* wharf_runtime_create(const wharf_runtime_options* opts,
                                                              wharf_runtime** out);

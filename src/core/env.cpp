@@ -54,25 +54,41 @@ const std::vector<std::string>& known_env_variables() {
       "WHARF_TEST_DATA", "WHARF_MODEL_DIR", "WHARF_MODEL_PACKAGE", "WHARF_LIB_DIR", "WHARF_JAR_LIBWHARF",
       "WHARF_APT_LOCK_TIMEOUT", "WHARF_APT_RETRY_SECONDS", "WHARF_EXPORT_ARGS", "WHARF_GO_CHILD", "WHARF_GO_PLAIN",
       "WHARF_GO_RACE", "WHARF_CUPTI", "WHARF_OFFLOAD_MODEL_DIR", "WHARF_OFFLOAD_DYN_MODEL_DIR", "WHARF_RANK_TEST_RANK",
-      "WHARF_RANK_TEST_ID", "WHARF_RANK_TEST_SCENARIO", "WHARF_BATCH_FUZZ_SEED", "WHARF_BATCH_FUZZ_STEPS"};
+      "WHARF_RANK_TEST_ID", "WHARF_RANK_TEST_SCENARIO", "WHARF_BATCH_FUZZ_SEED", "WHARF_BATCH_FUZZ_STEPS",
+      "WHARF_WITH_CUDA"};
   return names;
 }
 
 std::vector<UnknownEnvVariable> unknown_env_variables() {
   const std::vector<std::string>& known = known_env_variables();
+  // The library's own switches come first in the list; the tooling's names only when none of
+  // those is close (a service's setting is more likely a misspelt switch than a test's name).
+  const size_t library_names = size_t(std::find(known.begin(), known.end(), "WHARF_TEST_DATA") - known.begin());
   std::vector<UnknownEnvVariable> out;
   for (char** e = environ; e && *e; ++e) {
     const char* eq = std::strchr(*e, '=');
     std::string name(*e, eq ? size_t(eq - *e) : std::strlen(*e));
     if (name.rfind("WHARF_", 0) != 0 || std::find(known.begin(), known.end(), name) != known.end()) continue;
-    UnknownEnvVariable u{name, ""};
-    // Close: at most a third of the name's characters differ, or a known name starts with it
-    // (a suffix left off: WHARF_SERVING_WINDOW for WHARF_SERVING_WINDOW_MS).
-    size_t best = name.size() / 3 + 1;
-    for (const std::string& k : known) {
-      const size_t d = k.rfind(name, 0) == 0 ? 1 : edit_distance(name, k);
-      if (d < best) best = d, u.closest = k;
-    }
+    bool seen = false;
+    for (const UnknownEnvVariable& u : out) seen |= u.name == name;
+    if (seen) continue;
+    // Close: the parts after "WHARF_" differ in at most a third of the name's characters (at
+    // least one), and one known name is closest; a tie suggests nothing rather than guess.
+    const std::string tail = name.substr(6);
+    auto closest_in = [&](size_t from, size_t to) -> std::string {
+      size_t best = std::max<size_t>(1, tail.size() / 3) + 1, count = 0;
+      std::string pick;
+      for (size_t k = from; k < to; ++k) {
+        const size_t d = edit_distance(tail, known[k].substr(6));
+        if (d < best)
+          best = d, count = 1, pick = known[k];
+        else if (d == best && !pick.empty())
+          ++count;
+      }
+      return count == 1 ? pick : std::string();
+    };
+    UnknownEnvVariable u{name, closest_in(0, library_names)};
+    if (u.closest.empty()) u.closest = closest_in(library_names, known.size());
     out.push_back(std::move(u));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });

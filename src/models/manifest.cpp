@@ -91,7 +91,6 @@ class Reader {
           return bad(fd, "a symbolic dimension (" + quote_name(e.as_string()) + ") where only sizes are allowed");
         const Value* dim = dims ? dims->find(e.as_string()) : nullptr;
         if (!dim) return bad(fd, "symbolic dimension " + quote_name(e.as_string()) + " is not in the method's dims");
-        if (e.as_string().empty()) return bad(fd, "a symbolic dimension with an empty name");
         int64_t lo = 0, hi = -1;
         if (dim->is_object()) {
           const Value* v = dim->find("min");
@@ -273,9 +272,15 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
     if (!f.is_string()) return r.bad(field, "a string expected, got " + a_kind(f.kind()));
     std::string p;
     WHARF_RETURN_IF_ERROR(r.normal_path(field, f.as_string(), &p));
+    const std::string spelled =
+        p == f.as_string() ? quote_path(p) : quote_path(f.as_string()) + " (that is " + quote_path(p) + ")";
     if (p.size() >= 5 && p.compare(p.size() - 5, 5, ".json") == 0)
-      return r.bad(field, quote_path(p) + " is an index; list the safetensors files themselves");
-    if (!seen_files.insert(p).second) return r.bad(field, quote_path(p) + " is listed twice");
+      return r.bad(field, spelled + " is an index; list the safetensors files themselves");
+    if (!seen_files.insert(p).second) {
+      size_t first = 0;
+      while (first < m.weight_files.size() && m.weight_files[first] != p) ++first;
+      return r.bad(field, spelled + " is listed twice (as " + manifest_item("weights.files", first) + " too)");
+    }
     m.weight_files.push_back(p);
   }
   const Value* params = nullptr;
@@ -366,6 +371,13 @@ Status parse_manifest(std::string_view text, const std::string& where, Manifest*
           return r.bad(field + ".dims",
                        quote_name(d.first) + ": an object {\"min\", \"max\"} expected, got " + a_kind(d.second.kind()));
         if (Status st = check_fqn("dimension name", d.first); !st.ok()) return r.bad(field + ".dims", st.message());
+        // Its bounds, here (named with the method) and whether or not a shape uses it.
+        for (const char* bound : {"min", "max"})
+          if (const Value* b = d.second.find(bound)) {
+            uint64_t u = 0;
+            WHARF_RETURN_IF_ERROR(
+                r.uint(*b, Reader::key_field(field + ".dims", d.first) + "." + bound, uint64_t(INT64_MAX), &u));
+          }
         // "pad": how a run may be padded along the dimension (graph buckets). One rule is known;
         // any other is refused rather than ignored (a package asking for padding this loader
         // cannot do must not be padded another way).

@@ -9,6 +9,9 @@
 # usage: cli_test.sh WHARF_BINARY
 set -euo pipefail
 W=$1
+# The checks of stderr assume no WHARF_* variable is set (an unknown one is warned about; a
+# log level changes what is said): the caller's are left out of every command here.
+for v in $(compgen -e | grep '^WHARF_' || true); do unset "$v"; done
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "cli_test: $*" >&2; exit 1; }
 # Runs the command with stdout and stderr in $T/out and $T/err; its exit status in $rc.
@@ -113,6 +116,8 @@ d = json.load(sys.stdin)
 assert d["environment"]["WHARF_SERVING_WINDOW"] == "100", d
 assert d["unknown_environment"] == [{"name": "WHARF_SERVING_WINDOW", "closest": "WHARF_SERVING_WINDOW_MS"}], d' \
   || fail "info --json environment"
+run env $'WHARF_\e[2J=1' "$W" info
+grep -qF "environment:   'WHARF_\u001b[2J'='1'" "$T/out" || fail "info printed a variable's name raw: $(cat -v "$T/out")"
 # load: a checkpoint into a container, then an update, each with a summary line on stdout.
 # Piped, nothing else: no progress line on stderr.
 python3 - "$T" <<'PY'

@@ -10,7 +10,11 @@
 #include "common/scoped_env.h"
 #include "wharf/wharf.h"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -348,13 +352,33 @@ TEST(Env, UnknownVariablesAreNamedWithTheClosestKnownOne) {
                              {"WHARF_TRANSFER_CHUNK_KB", "512"},
                              {"WHARF_QQQQQQQQQQQQ", "1"},
                              {"WHARF_LOG_LEVEL", "warn"}});
-  std::vector<std::string> names, closest;
-  for (const UnknownEnvVariable& u : unknown_env_variables()) names.push_back(u.name), closest.push_back(u.closest);
-  const std::vector<std::string> want_names = {"WHARF_QQQQQQQQQQQQ", "WHARF_SERVING_WINDOW", "WHARF_TRANSFER_CHUNK_KB"};
-  const std::vector<std::string> want_closest = {"", "WHARF_SERVING_WINDOW_MS", "WHARF_TRANSFER_CHUNK_KIB"};
-  EXPECT_EQ(names, want_names);
-  EXPECT_EQ(closest, want_closest);
+  // The caller's own WHARF_* variables may be listed too: look only for these.
+  std::map<std::string, std::string> got;
+  for (const UnknownEnvVariable& u : unknown_env_variables()) got[u.name] = u.closest;
+  const std::map<std::string, std::string> want = {{"WHARF_QQQQQQQQQQQQ", ""},
+                                                   {"WHARF_SERVING_WINDOW", "WHARF_SERVING_WINDOW_MS"},
+                                                   {"WHARF_TRANSFER_CHUNK_KB", "WHARF_TRANSFER_CHUNK_KIB"}};
+  for (const auto& [name, closest] : want) {
+    ASSERT_TRUE(got.count(name)) << name << " is not listed";
+    EXPECT_EQ(got[name], closest) << name;
+  }
+  EXPECT_FALSE(got.count("WHARF_LOG_LEVEL")) << "a known name is not listed";
   for (const std::string& k : known_env_variables()) EXPECT_EQ(k.rfind("WHARF_", 0), 0u) << k;
+}
+
+// "Did you mean" suggests one name only when it is clearly the closest: nothing for a name far
+// from every switch (a service's own setting) or equally close to several.
+TEST(Env, NoSuggestionWhereNoKnownNameIsClearlyClosest) {
+  const std::vector<const char*> far = {"WHARF_TRACE",    "WHARF_CONFIG", "WHARF_CUDA",          "WHARF_CACHE_DIR",
+                                        "WHARF_DATA_DIR", "WHARF_AOTI",   "WHARF_MY_APP_CONFIG", "WHARF_HOME"};
+  for (const char* n : far) ::setenv(n, "1", 1);  // names no environment sets otherwise
+  std::map<std::string, std::string> got;
+  for (const UnknownEnvVariable& u : unknown_env_variables()) got[u.name] = u.closest;
+  for (const char* n : far) {
+    EXPECT_TRUE(got.count(n)) << n;
+    EXPECT_EQ(got[n], "") << n << " suggested " << got[n];
+    ::unsetenv(n);
+  }
 }
 
 // The first runtime of a process says so, once (two runtimes, one line: the pattern spans the
@@ -364,6 +388,13 @@ TEST(Env, TheFirstRuntimeWarnsAboutUnknownVariables) {
   wharf_test::ScopedEnv env("WHARF_SERVING_WINDOW", "100");
   EXPECT_EXIT(
       {
+        // Only this unknown name, whatever the caller's environment holds (WHARF_LOG_LEVEL=error
+        // would hide the line, another unknown name add one).
+        std::vector<std::string> set;
+        for (char** e = environ; e && *e; ++e)
+          if (std::strncmp(*e, "WHARF_", 6) == 0) set.emplace_back(*e, std::strcspn(*e, "="));
+        for (const std::string& n : set) ::unsetenv(n.c_str());
+        ::setenv("WHARF_SERVING_WINDOW", "100", 1);
         for (int i = 0; i < 2; ++i) {
           wharf_runtime_options o;
           wharf_runtime_options_init(&o);

@@ -398,7 +398,9 @@ TEST_F(WharfPackage, PathsMayNotLeaveThePackage) {
         "weights/./model-00001-of-00002.safetensors"}) {
     manifest_ = kManifest;
     edit("\"weights/model-00002-of-00002.safetensors\"]", std::string("\"") + spelling + "\"]");
-    expect_refused(WHARF_INVALID_ARGUMENT, {"weights.files[1]", "is listed twice"});
+    expect_refused(WHARF_INVALID_ARGUMENT, {std::string("weights.files[1]: '") + spelling +
+                                            "' (that is 'weights/model-00001-of-00002.safetensors') is listed "
+                                            "twice (as weights.files[0] too)"});
   }
   manifest_ = kManifest;
   edit("\"methods/decode.so\"", "\"./methods//decode.so\"");
@@ -501,6 +503,12 @@ TEST(ManifestParser, KeysAreQuotedAndAliasesAndDimensionNamesChecked) {
   st = parse(head + weights + R"(, "aliases": {"a\u0000b": "w"}},)" + method("N", "{}"));
   EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
   EXPECT_NE(st.message().find("weights.aliases.'a\\u0000b'"), std::string::npos) << st.message();
+  // A bound of a dimension no shape uses is still checked, and named with its method.
+  st = parse(head + weights + "}," + R"("methods": [{"name": "f", "file": "f.so", "inputs": [], "outputs": [],
+      "dims": {"unused": {"max": "a"}}}]})");
+  EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("methods[0].dims.unused.max: a string is not an integer"), std::string::npos)
+      << st.message();
   // A symbolic dimension named "".
   st = parse(head + weights + "}," + method("", "{}"));
   EXPECT_EQ(st.code(), wharf::Code::kInvalidArgument);
