@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // wharf: the command-line program. `wharf info`, `wharf inspect FILE`, `wharf load FILE`,
 // `wharf demo`, `wharf generate PACKAGE`.
-#include <unistd.h>
-
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -92,23 +89,6 @@ const char* backend_str(wharf_backend b) {
   }
 }
 
-// The WHARF_* variables set in the environment, by name, with their values. A name given
-// twice (environ allows it) counts once, with the value getenv would read (the first).
-std::vector<std::pair<std::string, std::string>> wharf_environment() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "WHARF_", 6) != 0) continue;
-    const char* eq = std::strchr(*e, '=');
-    if (!eq) continue;
-    std::string name(*e, size_t(eq - *e));
-    bool seen = false;
-    for (const auto& kv : out) seen |= kv.first == name;
-    if (!seen) out.emplace_back(std::move(name), std::string(eq + 1));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // A variable's name as printed: as it is when plain (letters, digits, '_'), else quoted (a
 // name is any bytes but '=': an escape must not reach the terminal).
 std::string shown_name(const std::string& name) {
@@ -139,7 +119,7 @@ int cmd_info(bool json) {
     ro.backend = WHARF_BACKEND_HOST;
     if (failed(wharf_runtime_create(&ro, &rt), "creating the runtime")) return 1;
   }
-  const std::vector<std::pair<std::string, std::string>> env = wharf_environment();
+  const std::vector<std::pair<std::string, std::string>> env = wharf::wharf_env_variables();
   const std::vector<wharf::UnknownEnvVariable> unknown = wharf::unknown_env_variables();
   wharf_device_info info;
   std::memset(&info, 0, sizeof info);

@@ -59,19 +59,29 @@ const std::vector<std::string>& known_env_variables() {
   return names;
 }
 
+std::vector<std::pair<std::string, std::string>> wharf_env_variables() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "WHARF_", 6) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;  // not a variable getenv can read
+    std::string name(*e, size_t(eq - *e));
+    bool seen = false;
+    for (const auto& kv : out) seen |= kv.first == name;
+    if (!seen) out.emplace_back(std::move(name), std::string(eq + 1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<UnknownEnvVariable> unknown_env_variables() {
   const std::vector<std::string>& known = known_env_variables();
   // The library's own switches come first in the list; the tooling's names only when none of
   // those is close (a service's setting is more likely a misspelt switch than a test's name).
   const size_t library_names = size_t(std::find(known.begin(), known.end(), "WHARF_TEST_DATA") - known.begin());
-  std::vector<UnknownEnvVariable> out;
-  for (char** e = environ; e && *e; ++e) {
-    const char* eq = std::strchr(*e, '=');
-    std::string name(*e, eq ? size_t(eq - *e) : std::strlen(*e));
-    if (name.rfind("WHARF_", 0) != 0 || std::find(known.begin(), known.end(), name) != known.end()) continue;
-    bool seen = false;
-    for (const UnknownEnvVariable& u : out) seen |= u.name == name;
-    if (seen) continue;
+  std::vector<UnknownEnvVariable> out;  // in name order, as wharf_env_variables() gives them
+  for (const auto& [name, value] : wharf_env_variables()) {
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     // Close: the parts after "WHARF_" differ in at most a third of the name's characters (at
     // least one), and one known name is closest; a tie suggests nothing rather than guess.
     const std::string tail = name.substr(6);
@@ -91,7 +101,6 @@ std::vector<UnknownEnvVariable> unknown_env_variables() {
     if (u.closest.empty()) u.closest = closest_in(library_names, known.size());
     out.push_back(std::move(u));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -31,6 +32,10 @@ Status env_choice(const char* name, std::initializer_list<const char*> choices, 
 // Every WHARF_* variable the library, its tools, tests and build scripts read (docs/
 // environment.md lists each; scripts/check-env-docs.sh keeps the three in step).
 const std::vector<std::string>& known_env_variables();
+
+// The WHARF_* variables set in this process's environment, by name, each with the value getenv
+// reads (a name environ holds twice counts once, with its first value), sorted by name.
+std::vector<std::pair<std::string, std::string>> wharf_env_variables();
 
 // The WHARF_* variables set in this process's environment that none of the above reads (a
 // typo such as WHARF_SERVING_WINDOW for WHARF_SERVING_WINDOW_MS would otherwise measure the

@@ -6,7 +6,6 @@
 #define WHARF_TESTS_COMMON_SCOPED_ENV_H_
 
 #include <cstdlib>
-#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,8 +14,8 @@ namespace wharf_test {
 
 class ScopedEnv {
  public:
-  // Each pair: a name and its value for the scope (nullptr: unset).
-  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+  // Each pair: a name and its value for the scope (nullptr: unset). A braced list converts.
+  ScopedEnv(const std::vector<std::pair<const char*, const char*>>& vars) {
     for (const auto& v : vars) {
       Saved s{v.first, false, {}};
       if (const char* old = std::getenv(v.first)) s.had = true, s.value = old;
@@ -27,7 +26,8 @@ class ScopedEnv {
         ::unsetenv(v.first);
     }
   }
-  ScopedEnv(const char* name, const char* value) : ScopedEnv({{name, value}}) {}
+  ScopedEnv(const char* name, const char* value)
+      : ScopedEnv(std::vector<std::pair<const char*, const char*>>{{name, value}}) {}
   ~ScopedEnv() {
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
       if (it->had)

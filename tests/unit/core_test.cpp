@@ -371,13 +371,14 @@ TEST(Env, UnknownVariablesAreNamedWithTheClosestKnownOne) {
 TEST(Env, NoSuggestionWhereNoKnownNameIsClearlyClosest) {
   const std::vector<const char*> far = {"WHARF_TRACE",    "WHARF_CONFIG", "WHARF_CUDA",          "WHARF_CACHE_DIR",
                                         "WHARF_DATA_DIR", "WHARF_AOTI",   "WHARF_MY_APP_CONFIG", "WHARF_HOME"};
-  for (const char* n : far) ::setenv(n, "1", 1);  // names no environment sets otherwise
+  std::vector<std::pair<const char*, const char*>> vars;
+  for (const char* n : far) vars.emplace_back(n, "1");
+  wharf_test::ScopedEnv env(vars);
   std::map<std::string, std::string> got;
   for (const UnknownEnvVariable& u : unknown_env_variables()) got[u.name] = u.closest;
   for (const char* n : far) {
     EXPECT_TRUE(got.count(n)) << n;
     EXPECT_EQ(got[n], "") << n << " suggested " << got[n];
-    ::unsetenv(n);
   }
 }
 
